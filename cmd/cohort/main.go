@@ -1,0 +1,109 @@
+// Command cohort runs and administers Cohort, a consumer-group coordinator
+// that speaks the Kafka protocol.
+//
+//	cohort serve     run a node
+//	cohort version   print the version
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `Cohort: a consumer-group coordinator for the Kafka protocol.
+
+Usage:
+  cohort <command> [flags]
+
+Commands:
+  serve     run a Cohort node (Kafka listener, embedded store, topic log)
+  version   print the version
+
+Run 'cohort <command> --help' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "help", "--help", "-help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "cohort: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
+
+func versionString() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return fmt.Sprintf("cohort %s (%s %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// envName is the environment variable that sets a flag: COHORT_ and the
+// flag's name in capitals with dashes as underscores.
+func envName(flagName string) string {
+	return "COHORT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseFlags parses args, then fills every flag not given on the command
+// line from its environment variable: flags win over the environment. It
+// returns the exit code for a bad command line (2, with the usage printed;
+// 0 for --help) and false, or 0 and true to go on.
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		// The flag package has printed the error and the usage.
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	fail := func(format string, a ...any) (int, bool) {
+		fmt.Fprintf(fs.Output(), "%s: "+format+"\n", append([]any{fs.Name()}, a...)...)
+		fs.Usage()
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var bad error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || bad != nil {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				bad = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), err)
+			}
+		}
+	})
+	if bad != nil {
+		return fail("%v", bad)
+	}
+	return 0, true
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/cohort-dev/cohort/server"
+)
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cohort serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg        server.Config
+		partitions int
+		maxReq     int
+		logLevel   string
+		shutdown   time.Duration
+	)
+	fs.StringVar(&cfg.KafkaListen, "kafka-listen", "127.0.0.1:9092", "`host:port` to accept Kafka clients on (port 0 picks a free port)")
+	fs.StringVar(&cfg.AdvertisedKafkaAddr, "advertised-kafka-addr", "", "`host:port` given to clients in Metadata and FindCoordinator (default: the listen address)")
+	fs.StringVar(&cfg.DataDir, "data-dir", "./cohort-data", "`directory` for all durable state; created if missing, locked while in use")
+	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics when clients ask for their metadata, as Kafka's auto.create.topics.enable")
+	fs.IntVar(&partitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with -1 (1 to 1000000)")
+	fs.IntVar(&maxReq, "max-request-bytes", 100<<20, "largest request frame in `bytes`; a larger one closes the connection (Kafka's socket.request.max.bytes)")
+	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight requests finish before closing connections")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: cohort serve [flags]\n\nRuns a Cohort node until SIGINT or SIGTERM, then shuts down gracefully.\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>\n(e.g. COHORT_KAFKA_LISTEN); a flag on the command line wins.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		fmt.Fprintf(stderr, "cohort serve: invalid --log-level %q: use debug, info, warn or error\n", logLevel)
+		return 2
+	}
+	if partitions < 1 || partitions > 1000000 {
+		fmt.Fprintf(stderr, "cohort serve: --default-partitions must be between 1 and 1000000, not %d\n", partitions)
+		return 2
+	}
+	if maxReq < 1024 || maxReq > 1<<31-1 {
+		fmt.Fprintf(stderr, "cohort serve: --max-request-bytes must be between 1024 and %d, not %d\n", 1<<31-1, maxReq)
+		return 2
+	}
+	cfg.DefaultPartitions, cfg.MaxRequestBytes = int32(partitions), int32(maxReq)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = logger
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	node, err := server.Start(cfg)
+	if err != nil {
+		logger.Error("cohort could not start", "err", err)
+		return 1
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-node.Done():
+		logger.Error("kafka listener stopped", "err", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
+	defer cancel()
+	if err := node.Shutdown(sctx); err != nil {
+		logger.Error("shutdown", "err", err)
+		return 1
+	}
+	logger.Info("stopped")
+	return 0
+}

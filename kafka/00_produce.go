@@ -1,0 +1,120 @@
+package kafka
+
+// Produce, key 0.
+//
+// Version notes:
+//   - v3: RecordBatch v2 (magic 2) only, TransactionalID. The oldest Kafka
+//     4 serves (KIP-896), and the oldest here.
+//   - v4–v7: no request change (v5 LogStartOffset in the response).
+//   - v8 (KIP-467): per-record errors and an error message.
+//   - v9: flexible.
+//   - v10–v11 (KIP-951): CurrentLeader and NodeEndpoints, tagged; one node,
+//     so never set.
+//   - v12: no change (KIP-890 transactions v2 marker).
+//   - v13 (KIP-516): topics by id instead of name.
+//
+// A produce appends in request order on the connection's reader, so an
+// idempotent producer's pipelined batches meet the sequence check in the
+// order they were sent; with acks=-1 the response then waits, on the
+// writer, until the batches are fsynced.
+
+import (
+	"sync"
+
+	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Produce, 3, 13, handleProduce) }
+
+func handleProduce(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	var fail int16
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		fail = kerr.InvalidRequiredAcks.Code
+	case req.TransactionID != nil:
+		// Cohort has no transaction coordinator; InitProducerId refuses
+		// transactional ids the same way.
+		fail = kerr.TransactionalIDAuthorizationFailed.Code
+	}
+
+	type toSync struct {
+		p      *topics.Partition
+		end    int64
+		ti, pi int // response slot
+	}
+	var syncs []toSync
+	failed := false
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var t *topics.Topic
+		if hdr.version >= 13 {
+			t = s.topics.TopicByID(rt.TopicID)
+		} else {
+			t = s.topics.Topic(rt.Topic)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogStartOffset, sp.LogAppendTime = -1, -1, -1
+			switch {
+			case fail != 0:
+				sp.ErrorCode = fail
+			case t == nil && hdr.version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				p := t.Partitions[rp.Partition]
+				res, err := p.Append(rp.Records, t.MaxBatchBytes())
+				if err != nil {
+					sp.ErrorCode = errorCode(err)
+					if sp.ErrorCode == kerr.KafkaStorageError.Code {
+						s.logger.Error("append failed", "topic", p.Topic, "partition", p.Index, "err", err)
+					}
+					break
+				}
+				sp.BaseOffset, sp.LogStartOffset = res.BaseOffset, res.LogStart
+				if req.Acks == -1 {
+					syncs = append(syncs, toSync{p: p, end: res.End, ti: len(resp.Topics), pi: len(st.Partitions)})
+				}
+			}
+			if sp.ErrorCode != 0 {
+				failed = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+
+	if req.Acks == 0 {
+		// No response; an error can only be told by closing the
+		// connection, as Kafka does.
+		hdr.closeAfter = failed
+		return nil
+	}
+	if len(syncs) == 0 {
+		return done(resp)
+	}
+	return func() kmsg.Response {
+		var wg sync.WaitGroup
+		for i := range syncs {
+			wg.Add(1)
+			go func(x *toSync) {
+				defer wg.Done()
+				if err := x.p.Sync(x.end); err != nil {
+					s.logger.Error("fsync failed", "topic", x.p.Topic, "partition", x.p.Index, "err", err)
+					out := &resp.Topics[x.ti].Partitions[x.pi]
+					out.ErrorCode, out.BaseOffset = errorCode(err), -1
+				}
+			}(&syncs[i])
+		}
+		wg.Wait()
+		return resp
+	}
+}

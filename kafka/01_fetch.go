@@ -1,0 +1,160 @@
+package kafka
+
+// Fetch, key 1.
+//
+// Version notes:
+//   - v4: IsolationLevel, LastStableOffset and aborted transactions; the
+//     oldest Kafka 4 serves (KIP-896), and the oldest here.
+//   - v5: LogStartOffset.
+//   - v7 (KIP-227): fetch sessions. Cohort creates none: a full request
+//     asking for a session gets SessionID 0, which is how Kafka answers
+//     when its session cache is full, and clients then keep sending full
+//     requests. An incremental request for a session we never gave gets
+//     FETCH_SESSION_ID_NOT_FOUND.
+//   - v9 (KIP-320): CurrentLeaderEpoch; ours is always 0.
+//   - v11 (KIP-392): Rack and PreferredReadReplica (-1: read from us).
+//   - v12: flexible; LastFetchedEpoch, DivergingEpoch.
+//   - v13 (KIP-516): topics by id.
+//   - v15–v18: replica-fetcher fields (ReplicaState, ReplicaDirectoryID,
+//     HighWatermark) that consumers leave at their defaults.
+//
+// Long polling: the fetch waits on the writer, not the reader, until
+// MinBytes are available, MaxWaitMillis pass from the request's arrival,
+// or the server shuts down. It is woken by appends to the partitions it
+// reads, never by polling.
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Fetch, 4, 18, handleFetch) }
+
+// Fetch session epochs with meaning (KIP-227).
+const (
+	sessionEpochInitial = 0
+	sessionEpochFinal   = -1
+)
+
+func handleFetch(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if hdr.version >= 7 {
+		switch {
+		case req.SessionID != 0:
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return done(resp)
+		case req.SessionEpoch != sessionEpochInitial && req.SessionEpoch != sessionEpochFinal:
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+			return done(resp)
+		}
+	}
+	deadline := now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	return func() kmsg.Response { return s.longPoll(hdr.version, req, deadline) }
+}
+
+func (s *Server) longPoll(version int16, req *kmsg.FetchRequest, deadline time.Time) kmsg.Response {
+	for {
+		resp, targets, size, hasErr := s.fetchOnce(version, req)
+		if size >= int(req.MinBytes) || hasErr || req.MaxWaitMillis <= 0 || len(targets) == 0 {
+			return resp
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return resp
+		}
+		// Wait on every partition's append signal, the deadline and
+		// shutdown. fetchOnce took each signal before reading, so an
+		// append that landed after the read has already fired it.
+		cases := make([]reflect.SelectCase, 0, len(targets)+2)
+		timer := time.NewTimer(wait)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.closing)})
+		for _, t := range targets {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.wait)})
+		}
+		chosen, _, _ := reflect.Select(cases)
+		timer.Stop()
+		if chosen <= 1 {
+			resp, _, _, _ := s.fetchOnce(version, req)
+			return resp
+		}
+	}
+}
+
+type waitTarget struct{ wait <-chan struct{} }
+
+// fetchOnce reads every requested partition once and returns the response,
+// the append signals to wait on, the bytes read, and whether any partition
+// had an error (which answers at once, as Kafka does).
+func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []waitTarget, int, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(version)
+	budget := int(req.MaxBytes)
+	if version < 3 || budget <= 0 {
+		budget = 1<<31 - 1
+	}
+	var waits []waitTarget
+	total, hasErr := 0, false
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var t *topics.Topic
+		if version >= 13 {
+			t = s.topics.TopicByID(rt.TopicID)
+		} else {
+			t = s.topics.Topic(rt.Topic)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.PreferredReadReplica = -1
+			switch {
+			case t == nil && version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.CurrentLeaderEpoch > 0:
+				// Our leader epoch is always 0: a larger one comes from
+				// metadata we never gave out.
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				p := t.Partitions[rp.Partition]
+				waits = append(waits, waitTarget{p.Wait()})
+				limit := int(rp.PartitionMaxBytes)
+				if limit > budget {
+					limit = budget
+				}
+				// KIP-74: the first batch of the first partition with data
+				// is returned even if it is over the limits.
+				res, err := p.Read(rp.FetchOffset, limit, total == 0)
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
+				if err != nil {
+					sp.ErrorCode = errorCode(err)
+					if sp.ErrorCode == kerr.KafkaStorageError.Code {
+						s.logger.Error("read failed", "topic", p.Topic, "partition", p.Index, "err", err)
+					}
+					break
+				}
+				sp.RecordBatches = res.Batches
+				total += len(res.Batches)
+				budget -= len(res.Batches)
+				if budget < 0 {
+					budget = 0
+				}
+			}
+			if sp.ErrorCode != 0 {
+				hasErr = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, waits, total, hasErr
+}

@@ -1,0 +1,94 @@
+package kafka
+
+// ListOffsets, key 2.
+//
+// Version notes:
+//   - v1: one offset per partition (v0's MaxNumOffsets is gone); Kafka 4's
+//     oldest, and ours.
+//   - v2: IsolationLevel; without transactions both levels read up to the
+//     high watermark.
+//   - v4 (KIP-320): CurrentLeaderEpoch and LeaderEpoch (always 0 here).
+//   - v6: flexible.
+//   - v7 (KIP-734): timestamp -3, the record with the largest timestamp.
+//   - v8 (KIP-405): -4, earliest local offset (the log start here).
+//   - v9 (KIP-1005): -5, earliest pending upload; no tiered storage, so
+//     not found (-1).
+//   - v10: TimeoutMillis. v11 (KIP-1023): -6, earliest tiered, likewise not
+//     found.
+
+import (
+	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.ListOffsets, 1, 11, handleListOffsets) }
+
+// Special timestamps.
+const (
+	tsLatest     = -1
+	tsEarliest   = -2
+	tsMax        = -3
+	tsEarliestLo = -4
+)
+
+func handleListOffsets(s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	// Timestamp searches read batches from disk: do them on the writer.
+	return func() kmsg.Response {
+		for _, rt := range req.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			t := s.topics.Topic(rt.Topic)
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+				switch {
+				case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case rp.CurrentLeaderEpoch > 0:
+					sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+				default:
+					s.listOffset(t.Partitions[rp.Partition], rp.Timestamp, &sp)
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+}
+
+func (s *Server) listOffset(p *topics.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	start, hw := p.Offsets()
+	var (
+		off, at int64
+		found   bool
+		err     error
+	)
+	switch {
+	case ts == tsLatest:
+		off, found = hw, true
+	case ts == tsEarliest || ts == tsEarliestLo:
+		off, found = start, true
+	case ts == tsMax:
+		off, at, found, err = p.MaxTimestamp()
+	case ts >= 0:
+		off, at, found, err = p.OffsetForTimestamp(ts)
+	}
+	if err != nil {
+		s.logger.Error("list offsets", "topic", p.Topic, "partition", p.Index, "err", err)
+		sp.ErrorCode = errorCode(err)
+		return
+	}
+	sp.LeaderEpoch = 0
+	if found {
+		sp.Offset = off
+		sp.Timestamp = -1
+		if ts == tsMax || ts >= 0 {
+			sp.Timestamp = at
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package kafka
+
+// Metadata, key 3.
+//
+// Version notes:
+//   - v0: an empty topic list means every topic.
+//   - v1: null means every topic, empty means none; ControllerID, IsInternal,
+//     Rack.
+//   - v2: ClusterID.
+//   - v3: ThrottleMillis.
+//   - v4: AllowAutoTopicCreation (before v4 auto-creation is always asked).
+//   - v5: OfflineReplicas.
+//   - v7: LeaderEpoch.
+//   - v8–v10: authorized operations (cluster ones until v10).
+//   - v9: flexible.
+//   - v10 (KIP-516): topic ids in the response; v10+ may ask by id.
+//   - v12–v13: no change for us (v13 adds a top-level ErrorCode).
+//
+// Cohort is one broker, node 0, at the advertised address; it leads every
+// partition at leader epoch 0 and is the controller. A topic auto-created
+// here is answered with its partitions at once: creation is synchronous.
+
+import (
+	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Metadata, 0, 13, handleMetadata) }
+
+const (
+	nodeID = 0
+	// unrequestedOps is Kafka's value for authorized operations that were
+	// not asked for (INT32_MIN).
+	unrequestedOps = -2147483648
+	// Without an authorizer every operation is allowed; these are Kafka's
+	// AclOperation bits for a topic and for the cluster.
+	topicOps   = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
+	clusterOps = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
+)
+
+func handleMetadata(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = nodeID, s.host, s.port
+	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	clusterID := s.topics.ClusterID()
+	resp.ClusterID = &clusterID
+	resp.ControllerID = nodeID
+	resp.AuthorizedOperations = unrequestedOps
+	if req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = clusterOps
+	}
+
+	all := req.Topics == nil || (hdr.version == 0 && len(req.Topics) == 0)
+	autoCreate := s.cfg.AutoCreateTopics && (hdr.version < 4 || req.AllowAutoTopicCreation)
+	if all {
+		for _, t := range s.topics.Topics() {
+			resp.Topics = append(resp.Topics, s.metadataTopic(t, req.IncludeTopicAuthorizedOperations))
+		}
+		return done(resp)
+	}
+	for _, rt := range req.Topics {
+		var t *topics.Topic
+		st := kmsg.NewMetadataResponseTopic()
+		st.AuthorizedOperations = unrequestedOps
+		switch {
+		case rt.Topic == nil && rt.TopicID != [16]byte{}:
+			if t = s.topics.TopicByID(rt.TopicID); t == nil {
+				st.TopicID = rt.TopicID
+				st.ErrorCode = kerr.UnknownTopicID.Code
+			}
+		case rt.Topic == nil:
+			st.ErrorCode = kerr.InvalidRequest.Code
+		case !topics.ValidTopicName(*rt.Topic):
+			st.Topic = rt.Topic
+			st.ErrorCode = kerr.InvalidTopicException.Code
+		default:
+			st.Topic = rt.Topic
+			if t = s.topics.Topic(*rt.Topic); t == nil && autoCreate {
+				var err error
+				t, err = s.topics.Create(*rt.Topic, s.cfg.DefaultPartitions, nil, false)
+				if err == topics.ErrTopicExists {
+					t, err = s.topics.Topic(*rt.Topic), nil
+				}
+				if err != nil {
+					s.logger.Error("auto-creating topic", "topic", *rt.Topic, "err", err)
+					st.ErrorCode = errorCode(err)
+					break
+				}
+				s.logger.Info("auto-created topic", "topic", t.Name, "partitions", len(t.Partitions))
+			}
+			if t == nil && st.ErrorCode == 0 {
+				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+		}
+		if t != nil {
+			st = s.metadataTopic(t, req.IncludeTopicAuthorizedOperations)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return done(resp)
+}
+
+func (s *Server) metadataTopic(t *topics.Topic, ops bool) kmsg.MetadataResponseTopic {
+	st := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	st.Topic, st.TopicID = &name, t.ID
+	st.AuthorizedOperations = unrequestedOps
+	if ops {
+		st.AuthorizedOperations = topicOps
+	}
+	for i := range t.Partitions {
+		sp := kmsg.NewMetadataResponseTopicPartition()
+		sp.Partition = int32(i)
+		sp.Leader, sp.LeaderEpoch = nodeID, 0
+		sp.Replicas, sp.ISR = []int32{nodeID}, []int32{nodeID}
+		st.Partitions = append(st.Partitions, sp)
+	}
+	return st
+}

@@ -1,0 +1,67 @@
+package kafka
+
+// DeleteTopics, key 20.
+//
+// Version notes:
+//   - v0: topic names. v1: ThrottleMillis. v4: flexible.
+//   - v5: ErrorMessage per topic.
+//   - v6 (KIP-516): topics by name or by id; both → INVALID_REQUEST, an
+//     unknown id → UNKNOWN_TOPIC_ID.
+//
+// Deletion is durable before the response and removes the topic's data.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DeleteTopics, 0, 6, handleDeleteTopics) }
+
+func handleDeleteTopics(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	targets := req.Topics
+	if hdr.version < 6 {
+		targets = nil
+		for _, name := range req.TopicNames {
+			name := name
+			targets = append(targets, kmsg.DeleteTopicsRequestTopic{Topic: &name})
+		}
+	}
+	return func() kmsg.Response {
+		for _, rt := range targets {
+			st := kmsg.NewDeleteTopicsResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			var name string
+			switch {
+			case rt.Topic != nil && rt.TopicID != [16]byte{}:
+				st.ErrorCode = kerr.InvalidRequest.Code
+				st.ErrorMessage = errPtr("Give a topic name or a topic id, not both.")
+			case rt.Topic != nil:
+				name = *rt.Topic
+				if t := s.topics.Topic(name); t != nil {
+					st.TopicID = t.ID
+				} else {
+					st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				}
+			default:
+				if t := s.topics.TopicByID(rt.TopicID); t != nil {
+					name = t.Name
+					st.Topic = &t.Name
+				} else {
+					st.ErrorCode = kerr.UnknownTopicID.Code
+				}
+			}
+			if st.ErrorCode == 0 {
+				if err := s.topics.Delete(name); err != nil {
+					st.ErrorCode = errorCode(err)
+					st.ErrorMessage = errPtr(err.Error())
+				} else {
+					s.logger.Info("deleted topic", "topic", name)
+				}
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+}

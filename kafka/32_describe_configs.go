@@ -1,0 +1,131 @@
+package kafka
+
+// DescribeConfigs, key 32.
+//
+// Version notes:
+//   - v0: configs with IsDefault. v1: IncludeSynonyms, Source replaces
+//     IsDefault. v2: no change. v3 (KIP-569): IncludeDocumentation,
+//     ConfigType. v4: flexible.
+//
+// Topics report every config Cohort knows (topics.TopicConfigs), DYNAMIC
+// when set at creation, DEFAULT otherwise. The broker (resource name "0",
+// or "" for cluster defaults) reports the settings clients and admin tools
+// read. Other resource types get INVALID_REQUEST.
+
+import (
+	"strconv"
+
+	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DescribeConfigs, 0, 4, handleDescribeConfigs) }
+
+// configEntry is one config to report.
+type configEntry struct {
+	name, value, doc string
+	source           kmsg.ConfigSource
+	typ              kmsg.ConfigType
+	readOnly         bool
+}
+
+func handleDescribeConfigs(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewDescribeConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		var entries []configEntry
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			t := s.topics.Topic(rr.ResourceName)
+			if t == nil {
+				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sr.ErrorMessage = errPtr("Topic " + rr.ResourceName + " does not exist.")
+				break
+			}
+			entries = topicConfigEntries(t)
+		case kmsg.ConfigResourceTypeBroker:
+			switch rr.ResourceName {
+			case "":
+				// Cluster-wide dynamic defaults: Cohort has none.
+			case strconv.Itoa(nodeID):
+				entries = s.brokerConfigEntries()
+			default:
+				sr.ErrorCode = kerr.InvalidRequest.Code
+				sr.ErrorMessage = errPtr("Unexpected broker id, expected " + strconv.Itoa(nodeID) + " or empty string, but received " + rr.ResourceName)
+			}
+		default:
+			sr.ErrorCode = kerr.InvalidRequest.Code
+			sr.ErrorMessage = errPtr("Unsupported resource type " + rr.ResourceType.String())
+		}
+		for _, e := range entries {
+			if rr.ConfigNames != nil && !contains(rr.ConfigNames, e.name) {
+				continue
+			}
+			sr.Configs = append(sr.Configs, describeEntry(e, hdr.version, req.IncludeSynonyms, req.IncludeDocumentation))
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return done(resp)
+}
+
+func describeEntry(e configEntry, version int16, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name, c.Value, c.ReadOnly = e.name, errPtr(e.value), e.readOnly
+	c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
+	c.Source = e.source
+	c.ConfigType = e.typ
+	if synonyms && version >= 1 {
+		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		syn.Name, syn.Value, syn.Source = e.name, errPtr(e.value), e.source
+		c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn}
+	}
+	if docs && e.doc != "" {
+		c.Documentation = errPtr(e.doc)
+	}
+	return c
+}
+
+func topicConfigEntries(t *topics.Topic) []configEntry {
+	var out []configEntry
+	for _, c := range topics.TopicConfigs {
+		v, isDefault := t.Config(c.Name)
+		src := kmsg.ConfigSourceDynamicTopicConfig
+		if isDefault {
+			src = kmsg.ConfigSourceDefaultConfig
+		}
+		out = append(out, configEntry{name: c.Name, value: v, doc: c.Doc, source: src, typ: kmsg.ConfigType(c.Type)})
+	}
+	return out
+}
+
+func (s *Server) brokerConfigEntries() []configEntry {
+	static := kmsg.ConfigSourceStaticBrokerConfig
+	def := kmsg.ConfigSourceDefaultConfig
+	str, i32, b, l := kmsg.ConfigTypeString, kmsg.ConfigTypeInt, kmsg.ConfigTypeBoolean, kmsg.ConfigTypeLong
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return []configEntry{
+		{name: "advertised.listeners", value: "PLAINTEXT://" + s.host + ":" + itoa(int64(s.port)), source: static, typ: str, readOnly: true},
+		{name: "auto.create.topics.enable", value: strconv.FormatBool(s.cfg.AutoCreateTopics), source: static, typ: b, readOnly: true},
+		{name: "broker.id", value: itoa(nodeID), source: static, typ: i32, readOnly: true},
+		{name: "default.replication.factor", value: "1", source: def, typ: i32, readOnly: true},
+		{name: "log.retention.ms", value: topics.TopicConfigDefault("retention.ms"), source: def, typ: l, readOnly: true},
+		{name: "log.segment.bytes", value: topics.TopicConfigDefault("segment.bytes"), source: def, typ: i32, readOnly: true},
+		{name: "message.max.bytes", value: topics.TopicConfigDefault("max.message.bytes"), source: def, typ: i32, readOnly: true},
+		{name: "min.insync.replicas", value: "1", source: def, typ: i32, readOnly: true},
+		{name: "node.id", value: itoa(nodeID), source: static, typ: i32, readOnly: true},
+		{name: "num.partitions", value: itoa(int64(s.cfg.DefaultPartitions)), source: static, typ: i32, readOnly: true},
+		{name: "socket.request.max.bytes", value: itoa(int64(s.cfg.MaxRequestBytes)), source: static, typ: i32, readOnly: true},
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

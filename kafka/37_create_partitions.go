@@ -1,0 +1,73 @@
+package kafka
+
+// CreatePartitions, key 37.
+//
+// Version notes:
+//   - v0: topics with a new total count and optional assignments,
+//     ValidateOnly.
+//   - v1: no change. v2: flexible. v3: no change.
+//
+// Partitions only grow (INVALID_PARTITIONS otherwise, as Kafka); an
+// assignment must give one replica list per new partition, naming only
+// broker 0.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.CreatePartitions, 0, 3, handleCreatePartitions) }
+
+func handleCreatePartitions(s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	seen := make(map[string]int)
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	return func() kmsg.Response {
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic = rt.Topic
+			code, msg := s.createPartitions(rt, req.ValidateOnly, seen[rt.Topic] > 1)
+			if code != 0 {
+				st.ErrorCode, st.ErrorMessage = code, errPtr(msg)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+}
+
+func (s *Server) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly, dup bool) (int16, string) {
+	if dup {
+		return kerr.InvalidRequest.Code, "Duplicate topic in request."
+	}
+	t := s.topics.Topic(rt.Topic)
+	if t == nil {
+		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", rt.Topic)
+	}
+	current := int32(len(t.Partitions))
+	if rt.Count <= current {
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", current, rt.Count)
+	}
+	if rt.Assignment != nil {
+		if int32(len(rt.Assignment)) != rt.Count-current {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", rt.Count-current, len(rt.Assignment))
+		}
+		for _, a := range rt.Assignment {
+			if len(a.Replicas) != 1 || a.Replicas[0] != nodeID {
+				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Replica assignment %v names a broker other than %d, the only one.", a.Replicas, nodeID)
+			}
+		}
+	}
+	if err := s.topics.Grow(rt.Topic, rt.Count, validateOnly); err != nil {
+		return errorCode(err), err.Error()
+	}
+	if !validateOnly {
+		s.logger.Info("added partitions", "topic", rt.Topic, "partitions", rt.Count)
+	}
+	return 0, ""
+}

@@ -1,0 +1,39 @@
+package kafka
+
+// DescribeCluster, key 60.
+//
+// Version notes:
+//   - v0 (KIP-700): cluster id, controller, brokers; flexible from the start.
+//   - v1 (KIP-919): EndpointType; asking a broker for controllers gets
+//     UNSUPPORTED_ENDPOINT_TYPE, as Kafka.
+//   - v2 (KIP-1073): IncludeFencedBrokers and IsFenced; ours never is.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
+
+const endpointBrokers = 1
+
+func handleDescribeCluster(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = endpointBrokers
+	if hdr.version >= 1 && req.EndpointType != endpointBrokers {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		resp.ErrorMessage = errPtr("The broker only serves broker endpoints.")
+		return done(resp)
+	}
+	resp.ClusterID = s.topics.ClusterID()
+	resp.ControllerID = nodeID
+	b := kmsg.NewDescribeClusterResponseBroker()
+	b.NodeID, b.Host, b.Port = nodeID, s.host, s.port
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	resp.ClusterAuthorizedOperations = unrequestedOps
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = clusterOps
+	}
+	return done(resp)
+}

@@ -1,0 +1,49 @@
+package kafka
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handlerFunc serves one decoded request. It runs on the connection's
+// reader, in request order, so the order-sensitive part of a request (a
+// produce's append, which fixes the order idempotent sequences are checked
+// in) happens here. It returns the rest: a function the connection's writer
+// calls, in order, to get the response. Work that waits (an fsync, a long
+// poll) belongs in that function. nil means no response is sent.
+type handlerFunc func(s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response
+
+type handler struct {
+	min, max int16
+	fn       handlerFunc
+}
+
+// handlers maps each served API key to its versions. Each is registered by
+// the file for its key; ApiVersions advertises exactly these.
+var handlers = map[int16]handler{}
+
+func register(key kmsg.Key, min, max int16, fn handlerFunc) {
+	if req := kmsg.RequestForKey(key.Int16()); req == nil || req.MaxVersion() < max {
+		panic("kafka: kmsg cannot encode " + key.Name() + " at the registered version")
+	}
+	handlers[key.Int16()] = handler{min: min, max: max, fn: fn}
+}
+
+// done wraps a response that is ready now.
+func done(resp kmsg.Response) func() kmsg.Response {
+	return func() kmsg.Response { return resp }
+}
+
+// supportedKeys returns the served API keys in ascending order.
+func supportedKeys() []int16 {
+	keys := make([]int16, 0, len(handlers))
+	for k := range handlers {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+// errPtr returns a pointer to msg, for nullable error messages.
+func errPtr(msg string) *string { return &msg }

@@ -1,0 +1,159 @@
+// Package server assembles one Cohort node from its parts: the data
+// directory and its lock, the embedded store, the topic log and the Kafka
+// listener. `cohort serve` and the end-to-end tests both start nodes
+// through it, so the tests run the real server code.
+//
+// It wires and orders start-up and shutdown; it must not hold protocol
+// logic of its own.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/cohort-dev/cohort/kafka"
+	"github.com/cohort-dev/cohort/store/pebble"
+	"github.com/cohort-dev/cohort/topics"
+)
+
+// Config configures a node. Fields mirror the `cohort serve` flags.
+type Config struct {
+	// KafkaListen is the host:port to accept Kafka clients on; port 0
+	// picks a free one. Default 127.0.0.1:9092.
+	KafkaListen string
+	// AdvertisedKafkaAddr is what Metadata and FindCoordinator tell
+	// clients. Default: the bound listen address.
+	AdvertisedKafkaAddr string
+	// DataDir holds everything durable; created if missing. Default
+	// ./cohort-data.
+	DataDir string
+	// AutoCreateTopics, DefaultPartitions and MaxRequestBytes: see
+	// kafka.Config.
+	AutoCreateTopics  bool
+	DefaultPartitions int32
+	MaxRequestBytes   int32
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// ErrDataDirLocked is returned by Start when another process (or node in
+// this process) has the data directory.
+var ErrDataDirLocked = errors.New("data directory is in use by another cohort process")
+
+// Node is a running Cohort node.
+type Node struct {
+	cfg    Config
+	logger *slog.Logger
+	lock   *os.File
+	store  *pebble.Store
+	topics *topics.Log
+	kafka  *kafka.Server
+	ln     net.Listener
+	served chan error
+}
+
+// Start opens the data directory and starts serving.
+func Start(cfg Config) (_ *Node, err error) {
+	if cfg.KafkaListen == "" {
+		cfg.KafkaListen = "127.0.0.1:9092"
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "cohort-data"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{cfg: cfg, logger: cfg.Logger, served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			n.closeStorage()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	if n.lock, err = lockDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if n.store, err = pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{Logger: cfg.Logger.With("component", "pebble")}); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if n.topics, err = topics.Open(topics.Config{Dir: filepath.Join(cfg.DataDir, "topics"), Store: n.store, Logger: cfg.Logger}); err != nil {
+		return nil, fmt.Errorf("open topic log: %w", err)
+	}
+	if n.ln, err = net.Listen("tcp", cfg.KafkaListen); err != nil {
+		return nil, fmt.Errorf("kafka listener: %w", err)
+	}
+	advertised := cfg.AdvertisedKafkaAddr
+	if advertised == "" {
+		advertised = n.ln.Addr().String()
+	}
+	n.kafka, err = kafka.New(kafka.Config{
+		Topics:            n.topics,
+		AdvertisedAddr:    advertised,
+		MaxRequestBytes:   cfg.MaxRequestBytes,
+		AutoCreateTopics:  cfg.AutoCreateTopics,
+		DefaultPartitions: cfg.DefaultPartitions,
+		Logger:            cfg.Logger,
+	})
+	if err != nil {
+		n.ln.Close()
+		return nil, err
+	}
+	go func() { n.served <- n.kafka.Serve(n.ln) }()
+	cfg.Logger.Info("cohort listening", "kafka", n.ln.Addr().String(), "advertised", advertised, "data_dir", cfg.DataDir)
+	return n, nil
+}
+
+// KafkaAddr is the address the Kafka listener is bound to.
+func (n *Node) KafkaAddr() string { return n.ln.Addr().String() }
+
+// Done delivers the Kafka listener's error if it stops on its own.
+func (n *Node) Done() <-chan error { return n.served }
+
+// Shutdown stops taking requests, answers those in flight, then syncs and
+// closes the topic log and the store and releases the data directory.
+func (n *Node) Shutdown(ctx context.Context) error {
+	err := n.kafka.Shutdown(ctx)
+	if cerr := n.closeStorage(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (n *Node) closeStorage() error {
+	var errs []error
+	if n.topics != nil {
+		errs = append(errs, n.topics.Close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.Close()) // closing releases the flock
+	}
+	return errors.Join(errs...)
+}
+
+// lockDir takes an exclusive, non-blocking flock on dir/LOCK. The kernel
+// drops it when the process dies, so a crash never leaves a stale lock.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock data dir: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrDataDirLocked, dir)
+		}
+		return nil, fmt.Errorf("lock data dir: %w", err)
+	}
+	return f, nil
+}

@@ -1,0 +1,116 @@
+package topics
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+)
+
+// The RecordBatch v2 header, as Kafka lays it out on the wire and on disk.
+// Offsets of each field from the start of the batch:
+const (
+	offBaseOffset      = 0  // int64
+	offBatchLength     = 8  // int32, bytes after this field
+	offLeaderEpoch     = 12 // int32
+	offMagic           = 16 // int8
+	offCRC             = 17 // uint32, CRC-32C of everything from attributes on
+	offAttributes      = 21 // int16
+	offLastOffsetDelta = 23 // int32
+	offBaseTimestamp   = 27 // int64
+	offMaxTimestamp    = 35 // int64
+	offProducerID      = 43 // int64
+	offProducerEpoch   = 51 // int16
+	offBaseSequence    = 53 // int32
+	offNumRecords      = 57 // int32
+	batchHeaderSize    = 61
+
+	// logOverhead is the part of the header not counted by batchLength.
+	logOverhead = offBatchLength + 4
+)
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// Batch errors, mapped to Kafka error codes by the wire layer.
+var (
+	// ErrCorrupt: the CRC does not match or the framing is inconsistent
+	// (Kafka's CORRUPT_MESSAGE).
+	ErrCorrupt = errors.New("corrupt record batch")
+	// ErrInvalidRecord: a well-formed batch that Kafka would refuse
+	// (INVALID_RECORD), such as more than one batch per partition.
+	ErrInvalidRecord = errors.New("invalid record batch")
+	// ErrMagic: a batch in a message format older than v2
+	// (UNSUPPORTED_FOR_MESSAGE_FORMAT).
+	ErrMagic = errors.New("record batch magic is not 2")
+)
+
+// header is the decoded part of a batch header Cohort needs.
+type header struct {
+	lastOffsetDelta int32
+	maxTimestamp    int64
+	attributes      int16
+	producerID      int64
+	producerEpoch   int16
+	baseSequence    int32
+	numRecords      int32
+	size            int32 // whole batch, header included
+}
+
+func (h header) transactional() bool { return h.attributes&0x10 != 0 }
+func (h header) control() bool       { return h.attributes&0x20 != 0 }
+
+// parseHeader reads the header at the start of b without checking the CRC.
+// b may hold only the header.
+func parseHeader(b []byte) (header, error) {
+	if len(b) < batchHeaderSize {
+		return header{}, ErrCorrupt
+	}
+	length := int32(binary.BigEndian.Uint32(b[offBatchLength:]))
+	if length < batchHeaderSize-logOverhead {
+		return header{}, ErrCorrupt
+	}
+	if b[offMagic] != 2 {
+		return header{}, ErrMagic
+	}
+	h := header{
+		attributes:      int16(binary.BigEndian.Uint16(b[offAttributes:])),
+		lastOffsetDelta: int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])),
+		maxTimestamp:    int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])),
+		producerID:      int64(binary.BigEndian.Uint64(b[offProducerID:])),
+		producerEpoch:   int16(binary.BigEndian.Uint16(b[offProducerEpoch:])),
+		baseSequence:    int32(binary.BigEndian.Uint32(b[offBaseSequence:])),
+		numRecords:      int32(binary.BigEndian.Uint32(b[offNumRecords:])),
+		size:            length + logOverhead,
+	}
+	if h.lastOffsetDelta < 0 || h.numRecords < 0 {
+		return header{}, ErrCorrupt
+	}
+	return h, nil
+}
+
+// validateBatch checks that b is exactly one well-formed v2 batch, as Kafka's
+// LogValidator does for a produce from a v3+ client, and returns its header.
+func validateBatch(b []byte) (header, error) {
+	h, err := parseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if int(h.size) > len(b) {
+		return h, ErrCorrupt
+	}
+	if int(h.size) < len(b) {
+		// Kafka: a v2 produce carries exactly one batch per partition.
+		return h, ErrInvalidRecord
+	}
+	if crc32.Checksum(b[offAttributes:], crc32c) != binary.BigEndian.Uint32(b[offCRC:]) {
+		return h, ErrCorrupt
+	}
+	if h.numRecords == 0 || h.control() {
+		// Clients never produce empty or control batches.
+		return h, ErrInvalidRecord
+	}
+	if h.lastOffsetDelta != h.numRecords-1 {
+		// Kafka rejects batches whose offsets are not contiguous from 0.
+		return h, ErrInvalidRecord
+	}
+	return h, nil
+}

@@ -1,0 +1,495 @@
+package topics
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Partition errors, mapped to Kafka error codes by the wire layer.
+var (
+	ErrOffsetOutOfRange     = errors.New("offset out of range")
+	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
+	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	ErrMessageTooLarge      = errors.New("record batch larger than max.message.bytes")
+	// ErrDeleted is returned by a partition whose topic was deleted while a
+	// request was using it (Kafka's UNKNOWN_TOPIC_OR_PARTITION).
+	ErrDeleted = errors.New("topic deleted")
+)
+
+const segmentSuffix = ".log"
+
+// segment is one file of a partition's log, holding the batches from its base
+// offset on, concatenated exactly as Kafka stores them.
+type segment struct {
+	base int64
+	f    *os.File
+	size int64
+}
+
+// batchEntry locates one batch. The index keeps one per batch in memory;
+// it is rebuilt from the batch headers at start-up.
+type batchEntry struct {
+	seg   *segment
+	pos   int64
+	base  int64
+	last  int64
+	maxTS int64
+	size  int32
+}
+
+// Partition is one partition's log: an append-only sequence of record
+// batches in segment files, with the idempotent-producer state derived from
+// them. It is safe for concurrent use.
+type Partition struct {
+	Topic string
+	Index int32
+
+	dir          string
+	segmentBytes int64
+	logger       *slog.Logger
+
+	mu        sync.Mutex
+	segs      []*segment
+	batches   []batchEntry
+	logStart  int64
+	end       int64 // log end offset; on one node also the high watermark
+	producers map[int64]*producerState
+	notify    chan struct{}
+	closed    bool
+
+	syncMu sync.Mutex // held by the one goroutine running fsync
+	synced atomic.Int64
+}
+
+func openPartition(dir, topic string, index int32, segmentBytes int64, logger *slog.Logger) (*Partition, error) {
+	p := &Partition{
+		Topic:        topic,
+		Index:        index,
+		dir:          dir,
+		segmentBytes: segmentBytes,
+		logger:       logger,
+		producers:    make(map[int64]*producerState),
+		notify:       make(chan struct{}),
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create partition dir: %w", err)
+	}
+	if err := p.recover(); err != nil {
+		p.closeFiles()
+		return nil, fmt.Errorf("recover %s-%d: %w", topic, index, err)
+	}
+	return p, nil
+}
+
+// recover rebuilds the index and producer state from the segment files. As
+// Kafka's log recovery, it truncates the log at the first batch that is torn,
+// fails its CRC or does not follow on from the one before: only the tail can
+// be damaged by a crash, and nothing past that point was ever acknowledged
+// with acks=-1, because acknowledgement waits for fsync.
+func (p *Partition) recover() error {
+	names, err := os.ReadDir(p.dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	for _, e := range names {
+		name := e.Name()
+		if !strings.HasSuffix(name, segmentSuffix) {
+			continue
+		}
+		base, err := strconv.ParseInt(strings.TrimSuffix(name, segmentSuffix), 10, 64)
+		if err != nil || base < 0 {
+			return fmt.Errorf("unexpected file %q in log dir", name)
+		}
+		bases = append(bases, base)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	if len(bases) == 0 {
+		bases = []int64{0}
+	}
+	p.logStart = bases[0]
+	p.end = bases[0]
+	for i, base := range bases {
+		f, err := os.OpenFile(p.segPath(base), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		seg := &segment{base: base, f: f}
+		p.segs = append(p.segs, seg)
+		if base != p.end {
+			// A gap between segments: everything from here on is suspect.
+			p.logger.Warn("log segment does not follow the previous one; truncating", "topic", p.Topic, "partition", p.Index, "segment", base, "expected", p.end)
+			return p.dropSegmentsFrom(i)
+		}
+		truncated, err := p.scanSegment(seg)
+		if err != nil {
+			return err
+		}
+		if truncated && i < len(bases)-1 {
+			return p.dropSegmentsFrom(i + 1)
+		}
+	}
+	// Whatever is on disk now counts as durable: make it so.
+	if err := p.active().f.Sync(); err != nil {
+		return err
+	}
+	p.synced.Store(p.end)
+	return syncDir(p.dir)
+}
+
+// scanSegment indexes seg's batches, checking every CRC, and truncates the
+// file at the first bad one. It reports whether it truncated.
+func (p *Partition) scanSegment(seg *segment) (bool, error) {
+	st, err := seg.f.Stat()
+	if err != nil {
+		return false, err
+	}
+	fileSize := st.Size()
+	var pos int64
+	buf := make([]byte, 64<<10)
+	for pos < fileSize {
+		if fileSize-pos < batchHeaderSize {
+			break
+		}
+		hb := buf[:batchHeaderSize]
+		if _, err := seg.f.ReadAt(hb, pos); err != nil {
+			return false, err
+		}
+		h, err := parseHeader(hb)
+		if err != nil || pos+int64(h.size) > fileSize {
+			break
+		}
+		if int(h.size) > len(buf) {
+			buf = make([]byte, h.size)
+		}
+		b := buf[:h.size]
+		if _, err := seg.f.ReadAt(b, pos); err != nil {
+			return false, err
+		}
+		base := int64(binary.BigEndian.Uint64(b[offBaseOffset:]))
+		if _, err := validateBatch(b); err != nil || base != p.end {
+			break
+		}
+		p.index(seg, pos, base, h)
+		pos += int64(h.size)
+	}
+	seg.size = pos
+	if pos == fileSize {
+		return false, nil
+	}
+	p.logger.Warn("truncating log at a torn or corrupt batch", "topic", p.Topic, "partition", p.Index,
+		"segment", seg.base, "valid_bytes", pos, "file_bytes", fileSize)
+	if err := seg.f.Truncate(pos); err != nil {
+		return true, err
+	}
+	return true, seg.f.Sync()
+}
+
+func (p *Partition) dropSegmentsFrom(i int) error {
+	for _, s := range p.segs[i:] {
+		s.f.Close()
+		if err := os.Remove(p.segPath(s.base)); err != nil {
+			return err
+		}
+	}
+	p.segs = p.segs[:i]
+	if len(p.segs) == 0 {
+		f, err := os.OpenFile(p.segPath(p.end), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		p.segs = append(p.segs, &segment{base: p.end, f: f})
+	}
+	if err := p.active().f.Sync(); err != nil {
+		return err
+	}
+	p.synced.Store(p.end)
+	return syncDir(p.dir)
+}
+
+// index records a batch that is in seg at pos, and folds it into the
+// producer state. Callers hold mu (or own p exclusively).
+func (p *Partition) index(seg *segment, pos, base int64, h header) {
+	last := base + int64(h.lastOffsetDelta)
+	p.batches = append(p.batches, batchEntry{seg: seg, pos: pos, base: base, last: last, maxTS: h.maxTimestamp, size: h.size})
+	p.end = last + 1
+	if h.producerID >= 0 {
+		ps := p.producers[h.producerID]
+		if ps == nil {
+			ps = &producerState{}
+			p.producers[h.producerID] = ps
+		}
+		ps.record(h.producerEpoch, h.baseSequence, h.baseSequence+h.lastOffsetDelta, base)
+	}
+}
+
+func (p *Partition) segPath(base int64) string {
+	return filepath.Join(p.dir, fmt.Sprintf("%020d%s", base, segmentSuffix))
+}
+
+func (p *Partition) active() *segment { return p.segs[len(p.segs)-1] }
+
+// AppendResult says where a produced batch landed.
+type AppendResult struct {
+	// BaseOffset is the offset of the batch's first record. For a duplicate
+	// it is where the original copy was written.
+	BaseOffset int64
+	// End is the log end offset once the batch is in; pass it to Sync.
+	End int64
+	// LogStart is the log start offset.
+	LogStart int64
+	// Duplicate is true when an idempotent producer resent a batch the log
+	// already holds; nothing was written.
+	Duplicate bool
+}
+
+// Append validates one produced batch (exactly one RecordBatch v2), assigns it
+// the next offsets and writes it to the active segment. The bytes are kept
+// as produced (compression included); only the base offset and the
+// partition leader epoch, which the CRC does not cover, are rewritten. The
+// caller's slice is modified in place.
+//
+// Append does not fsync: call Sync with the result's End for acks=-1.
+func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
+	h, err := validateBatch(b)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if maxBatchBytes > 0 && len(b) > maxBatchBytes {
+		return AppendResult{}, ErrMessageTooLarge
+	}
+	if h.transactional() {
+		return AppendResult{}, ErrInvalidRecord
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return AppendResult{}, ErrDeleted
+	}
+	var ps *producerState
+	if h.producerID >= 0 {
+		ps = p.producers[h.producerID]
+		lastSeq := h.baseSequence + h.lastOffsetDelta
+		if h.lastOffsetDelta > math.MaxInt32-h.baseSequence {
+			lastSeq = h.lastOffsetDelta - (math.MaxInt32 - h.baseSequence) - 1 // sequences wrap
+		}
+		if dup, ok, err := ps.check(h.producerEpoch, h.baseSequence, lastSeq); err != nil {
+			return AppendResult{}, err
+		} else if ok {
+			return AppendResult{BaseOffset: dup, End: p.end, LogStart: p.logStart, Duplicate: true}, nil
+		}
+	}
+
+	seg := p.active()
+	if seg.size > 0 && seg.size+int64(len(b)) > p.segmentBytes {
+		if seg, err = p.roll(); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	base := p.end
+	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(base))
+	binary.BigEndian.PutUint32(b[offLeaderEpoch:], 0)
+	if _, err := seg.f.WriteAt(b, seg.size); err != nil {
+		// A partial write may be on disk; cut it off so the next append
+		// starts clean, as recovery would.
+		_ = seg.f.Truncate(seg.size)
+		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
+	}
+	pos := seg.size
+	seg.size += int64(len(b))
+	p.index(seg, pos, base, h)
+	close(p.notify)
+	p.notify = make(chan struct{})
+	return AppendResult{BaseOffset: base, End: p.end, LogStart: p.logStart}, nil
+}
+
+// roll fsyncs the active segment and starts a new one at the log end.
+// Callers hold mu.
+func (p *Partition) roll() (*segment, error) {
+	old := p.active()
+	if err := old.f.Sync(); err != nil {
+		return nil, fmt.Errorf("sync segment: %w", err)
+	}
+	f, err := os.OpenFile(p.segPath(p.end), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("new segment: %w", err)
+	}
+	if err := syncDir(p.dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	seg := &segment{base: p.end, f: f}
+	p.segs = append(p.segs, seg)
+	if p.synced.Load() < p.end {
+		p.synced.Store(p.end)
+	}
+	return seg, nil
+}
+
+// Sync returns once every offset below upTo is on stable storage. Concurrent
+// callers share fsyncs: while one runs, the others queue, and the next one
+// covers all of them (group commit).
+func (p *Partition) Sync(upTo int64) error {
+	if p.synced.Load() >= upTo {
+		return nil
+	}
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
+	if p.synced.Load() >= upTo {
+		return nil
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrDeleted
+	}
+	target, f := p.end, p.active().f
+	p.mu.Unlock()
+	// A roll after this point fsyncs this file itself before moving on, so
+	// syncing f covers everything below target.
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s-%d: %w", p.Topic, p.Index, err)
+	}
+	if p.synced.Load() < target {
+		p.synced.Store(target)
+	}
+	return nil
+}
+
+// Offsets returns the log start offset and the high watermark.
+func (p *Partition) Offsets() (logStart, highWatermark int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logStart, p.end
+}
+
+// Wait returns a channel closed by the next append, so a long-polling fetch
+// wakes on new data rather than polling. Take it before reading, so that
+// an append between the read and the wait is not missed.
+func (p *Partition) Wait() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.notify
+}
+
+// ReadResult is what a fetch gets from one partition.
+type ReadResult struct {
+	Batches       []byte // whole batches, possibly starting before the offset asked for
+	LogStart      int64
+	HighWatermark int64
+}
+
+// Read returns whole batches starting with the one that holds offset, at most
+// maxBytes of them unless atLeastOne is set and the first batch alone is
+// larger (Kafka returns one oversized batch so that a consumer can always
+// make progress, KIP-74). Reading at the log end returns no batches.
+func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, error) {
+	p.mu.Lock()
+	res := ReadResult{LogStart: p.logStart, HighWatermark: p.end}
+	if p.closed {
+		p.mu.Unlock()
+		return res, ErrDeleted
+	}
+	if offset < p.logStart || offset > p.end {
+		p.mu.Unlock()
+		return res, ErrOffsetOutOfRange
+	}
+	i := sort.Search(len(p.batches), func(i int) bool { return p.batches[i].last >= offset })
+	if i == len(p.batches) {
+		p.mu.Unlock()
+		return res, nil
+	}
+	first := p.batches[i]
+	n := int64(0)
+	for j := i; j < len(p.batches); j++ {
+		e := p.batches[j]
+		if e.seg != first.seg || n+int64(e.size) > int64(maxBytes) {
+			break
+		}
+		n += int64(e.size)
+	}
+	if n == 0 && atLeastOne {
+		n = int64(first.size)
+	}
+	p.mu.Unlock()
+	if n == 0 {
+		return res, nil
+	}
+	buf := make([]byte, n)
+	if _, err := first.seg.f.ReadAt(buf, first.pos); err != nil {
+		if p.isClosed() {
+			return res, ErrDeleted
+		}
+		return res, fmt.Errorf("read %s-%d: %w", p.Topic, p.Index, err)
+	}
+	res.Batches = buf
+	return res, nil
+}
+
+func (p *Partition) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// readBatch returns the bytes of one indexed batch. Callers hold no lock.
+func (p *Partition) readBatch(e batchEntry) ([]byte, error) {
+	buf := make([]byte, e.size)
+	if _, err := e.seg.f.ReadAt(buf, e.pos); err != nil {
+		return nil, fmt.Errorf("read %s-%d: %w", p.Topic, p.Index, err)
+	}
+	return buf, nil
+}
+
+// close syncs and closes the files. After close every call fails with
+// ErrDeleted.
+func (p *Partition) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	close(p.notify)
+	var first error
+	if err := p.active().f.Sync(); err != nil {
+		first = err
+	}
+	if err := p.closeFiles(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+func (p *Partition) closeFiles() error {
+	var first error
+	for _, s := range p.segs {
+		if err := s.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}

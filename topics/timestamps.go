@@ -1,0 +1,117 @@
+package topics
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var decompressor = kgo.DefaultDecompressor()
+
+// recordTimes calls fn with the offset and timestamp of every record in
+// batch, decompressing it if needed, until fn returns false.
+func recordTimes(batch []byte, fn func(offset, ts int64) bool) error {
+	h, err := parseHeader(batch)
+	if err != nil {
+		return err
+	}
+	base := int64(binary.BigEndian.Uint64(batch[offBaseOffset:]))
+	baseTS := int64(binary.BigEndian.Uint64(batch[offBaseTimestamp:]))
+	data := batch[batchHeaderSize:h.size]
+	if codec := kgo.CompressionCodecType(h.attributes & 0x07); codec != kgo.CodecNone {
+		if data, err = decompressor.Decompress(data, codec); err != nil {
+			return fmt.Errorf("decompress batch at %d: %w", base, err)
+		}
+	}
+	for i := int32(0); i < h.numRecords && len(data) > 0; i++ {
+		length, n := binary.Varint(data)
+		if n <= 0 || length < 0 || int64(len(data)-n) < length {
+			return ErrCorrupt
+		}
+		rec := data[n : n+int(length)]
+		data = data[n+int(length):]
+		if len(rec) < 1 {
+			return ErrCorrupt
+		}
+		tsDelta, n1 := binary.Varint(rec[1:]) // after the attributes byte
+		if n1 <= 0 {
+			return ErrCorrupt
+		}
+		offDelta, n2 := binary.Varint(rec[1+n1:])
+		if n2 <= 0 {
+			return ErrCorrupt
+		}
+		if !fn(base+offDelta, baseTS+tsDelta) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// OffsetForTimestamp returns the offset and timestamp of the first record
+// whose timestamp is at least ts, as ListOffsets does for a timestamp
+// query, and false if no record is that late.
+func (p *Partition) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
+	p.mu.Lock()
+	i := 0
+	for i < len(p.batches) && p.batches[i].maxTS < ts {
+		i++
+	}
+	var e batchEntry
+	if i < len(p.batches) {
+		e = p.batches[i]
+	}
+	p.mu.Unlock()
+	if e.seg == nil {
+		return 0, 0, false, nil
+	}
+	b, err := p.readBatch(e)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	// The batch's max timestamp is at least ts, so some record qualifies.
+	off, found := e.last, e.maxTS
+	err = recordTimes(b, func(o, t int64) bool {
+		if t >= ts {
+			off, found = o, t
+			return false
+		}
+		return true
+	})
+	return off, found, true, err
+}
+
+// MaxTimestamp returns the offset and timestamp of the record with the
+// largest timestamp (the first such, on ties), for ListOffsets with
+// timestamp -3 (KIP-734), and false for an empty log.
+func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
+	p.mu.Lock()
+	best := -1
+	for i, e := range p.batches {
+		if best < 0 || e.maxTS > p.batches[best].maxTS {
+			best = i
+		}
+	}
+	var e batchEntry
+	if best >= 0 {
+		e = p.batches[best]
+	}
+	p.mu.Unlock()
+	if best < 0 {
+		return 0, 0, false, nil
+	}
+	b, err := p.readBatch(e)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	off, maxTS := e.last, e.maxTS
+	err = recordTimes(b, func(o, t int64) bool {
+		if t == e.maxTS {
+			off = o
+			return false
+		}
+		return true
+	})
+	return off, maxTS, true, err
+}
