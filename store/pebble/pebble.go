@@ -1,0 +1,328 @@
+// Package pebble is the embedded store.Store backend: a single-node Pebble
+// (LSM) database in a local directory, the default durable store for Cohort.
+//
+// Its job is to make store.Store's promises true on one disk: Apply returns
+// only after the batch is fsynced to Pebble's write-ahead log, and concurrent
+// Apply calls share one fsync through Pebble's commit pipeline (group commit).
+//
+// It must not interpret keys or values, cache or buffer writes outside Pebble,
+// acknowledge a write before it is synced, or expose Pebble types through the
+// store.Store methods; callers depend on store.Store, not on this package.
+// Only one Store may have a directory open at a time (Pebble locks it).
+package pebble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	pdb "github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/cohort-dev/cohort/store"
+)
+
+// Options configures Open. The zero value is ready to use.
+type Options struct {
+	// Logger receives Pebble's own log output: routine events (flushes,
+	// compactions, WAL rotation) at debug level, write stalls and slow disks
+	// at warn, background errors at error. Nil discards it; Pebble's default
+	// would print to stderr through the standard log package. Add any
+	// identifying attributes with Logger.With; none are added here.
+	Logger *slog.Logger
+
+	// FS is the filesystem Pebble runs on. Nil means the operating system's,
+	// with Pebble's disk-health checks (slow operations are logged) and dir
+	// resolved to an absolute, symlink-free path. Tests set vfs.NewStrictMem
+	// to simulate losing unsynced writes; production code leaves it nil.
+	FS vfs.FS
+}
+
+// Store is a store.Store backed by Pebble. It is safe for concurrent use.
+type Store struct {
+	db   *pdb.DB
+	lock *pdb.Lock // released after db is closed
+
+	// mu guards closed and the Add side of inflight, so that once Close has
+	// set closed no new call can start and inflight.Wait is race-free. Not an
+	// RWMutex held across calls: a Scan callback may call Get or Apply, and a
+	// nested RLock would deadlock behind a waiting Close.
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
+}
+
+var _ store.Store = (*Store)(nil)
+
+// formatVersion is pinned rather than pdb.FormatNewest so that bumping the
+// Pebble dependency never silently ratchets the on-disk format (which cannot
+// be undone). It must be at least FormatFlushableIngest, the oldest format
+// Pebble v2 opens; Pebble v1's default (FormatMostCompatible) is older.
+const formatVersion = pdb.FormatVirtualSSTables
+
+// ErrLocked is returned (wrapped) by Open when another Store, in this process
+// or another, has the directory open.
+var ErrLocked = errors.New("pebble store: directory is in use by another open store")
+
+// Open opens, creating if needed, the store in dir. It fails with ErrLocked if
+// another Store has dir open.
+func Open(dir string, opts Options) (*Store, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	po := &pdb.Options{
+		FormatMajorVersion: formatVersion,
+		Logger:             logAdapter{log},
+		EventListener:      eventListener(log),
+		FS:                 opts.FS,
+	}
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := mkdirSynced(fs, dir); err != nil {
+		return nil, fmt.Errorf("pebble store: open %s: create directory: %w", dir, err)
+	}
+	if opts.FS == nil {
+		// Pebble's in-process lock table is keyed by path string, and the
+		// fcntl lock beneath it does not exclude its own process, so "d" and
+		// "/abs/d" (or a symlink to d) would both open. Canonicalise first.
+		var err error
+		if dir, err = canonicalDir(dir); err != nil {
+			return nil, fmt.Errorf("pebble store: open %s: %w", dir, err)
+		}
+		po.WithFSDefaults() // disk-health checks, reported as DiskSlow events
+	}
+
+	// Take the lock ourselves, rather than inside pdb.Open, so that "in use"
+	// is reported as ErrLocked and not as whatever errno the platform uses.
+	// Failing to create the LOCK file (a *os.PathError) is not "in use"; the
+	// lock conflict itself is a bare errno or, in-process, a plain error.
+	lock, err := pdb.LockDirectory(dir, po.FS)
+	if err != nil {
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			return nil, fmt.Errorf("pebble store: open %s: lock: %w", dir, err)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
+	}
+	po.Lock = lock
+	db, err := pdb.Open(dir, po)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("pebble store: open %s: %w", dir, err)
+	}
+	return &Store{db: db, lock: lock}, nil
+}
+
+// mkdirSynced creates dir and any missing parents, fsyncing the parent of
+// each so the new entries survive power loss. Pebble fsyncs dir after
+// creating files in it, but never dir's own entry in its parent: without
+// this, losing power soon after the first Open can lose the whole store,
+// acknowledged writes included. dir's parent is synced even if dir existed,
+// in case an earlier Open crashed between creating and syncing it.
+func mkdirSynced(fs vfs.FS, dir string) error {
+	parent := fs.PathDir(dir)
+	if _, err := fs.Stat(parent); errors.Is(err, os.ErrNotExist) && parent != dir {
+		if err := mkdirSynced(fs, parent); err != nil {
+			return err
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	d, err := fs.OpenDir(parent)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return fmt.Errorf("sync %s: %w", parent, err)
+	}
+	return d.Close()
+}
+
+// canonicalDir returns the absolute, symlink-free path of the existing dir.
+func canonicalDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir, err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// enter registers a call in flight; it reports false once Close has begun.
+// Every true result must be paired with s.inflight.Done().
+func (s *Store) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}
+
+// Apply implements store.Store. The batch is committed with pdb.Sync: Pebble
+// queues concurrent commits and covers all of them with one WAL fsync.
+func (s *Store) Apply(b *store.Batch) error {
+	if !s.enter() {
+		return store.ErrClosed
+	}
+	defer s.inflight.Done()
+	if b == nil || b.Len() == 0 {
+		return nil
+	}
+
+	pb := s.db.NewBatch()
+	defer pb.Close()
+	// Set and Delete copy key and value into the batch, so the caller's
+	// slices are not retained after Apply returns.
+	for _, op := range b.Ops {
+		var err error
+		if op.Delete {
+			err = pb.Delete(op.Key, nil)
+		} else {
+			err = pb.Set(op.Key, op.Value, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("pebble store: apply: build batch: %w", err)
+		}
+	}
+	if err := pb.Commit(pdb.Sync); err != nil {
+		return fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
+	}
+	return nil
+}
+
+// Get implements store.Store.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	if !s.enter() {
+		return nil, store.ErrClosed
+	}
+	defer s.inflight.Done()
+
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pdb.ErrNotFound) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebble store: get %q: %w", key, err)
+	}
+	defer closer.Close()
+	// v points into Pebble's block cache or memtable and is valid only until
+	// closer.Close; the non-nil empty slice keeps "present but empty" distinct.
+	return append([]byte{}, v...), nil
+}
+
+// Scan implements store.Store. The iterator reads one consistent snapshot, so
+// an Apply is seen entirely or not at all. fn must not call Close.
+func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	if !s.enter() {
+		return store.ErrClosed
+	}
+	defer s.inflight.Done()
+
+	it, err := s.db.NewIter(&pdb.IterOptions{
+		LowerBound: prefix,
+		UpperBound: prefixEnd(prefix),
+	})
+	if err != nil {
+		return fmt.Errorf("pebble store: scan %q: %w", prefix, err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("pebble store: scan %q: read %q: %w", prefix, it.Key(), err)
+		}
+		if err := fn(it.Key(), v); err != nil {
+			it.Close()
+			return err // the caller's own error, unwrapped
+		}
+	}
+	if err := it.Close(); err != nil { // Close reports the iterator's error
+		return fmt.Errorf("pebble store: scan %q: %w", prefix, err)
+	}
+	return nil
+}
+
+// prefixEnd returns the smallest key greater than every key starting with
+// prefix, or nil (no upper bound) if there is none: the empty prefix, or one
+// made only of 0xff bytes.
+func prefixEnd(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			end := append([]byte{}, prefix[:i+1]...)
+			end[i]++
+			return end
+		}
+	}
+	return nil
+}
+
+// Close implements store.Store. It waits for calls in flight, then closes
+// Pebble; every Apply that returned nil is already synced, so Close does not
+// flush. A second Close returns store.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	s.inflight.Wait()
+	err := s.db.Close()
+	// Release the directory even if Close failed: the process is not going to
+	// use this DB again, and keeping the lock would block a retry.
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return fmt.Errorf("pebble store: close: %w", err)
+	}
+	return nil
+}
+
+// logAdapter routes Pebble's Logger to slog.
+type logAdapter struct{ log *slog.Logger }
+
+func (l logAdapter) Infof(format string, args ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) { // skip Sprintf when discarded
+		l.log.Debug(fmt.Sprintf(format, args...))
+	}
+}
+
+// Fatalf is called on unrecoverable corruption or I/O failure (for example a
+// failed WAL write). Pebble's state is undefined if it returns, so log and
+// panic, as Pebble's default logger would exit.
+func (l logAdapter) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error(msg)
+	panic("pebble store: fatal: " + msg)
+}
+
+// eventListener logs every Pebble event at debug level and raises the ones an
+// operator should notice.
+func eventListener(log *slog.Logger) *pdb.EventListener {
+	el := pdb.MakeLoggingEventListener(logAdapter{log})
+	el.BackgroundError = func(err error) {
+		log.Error("pebble background error", "err", err)
+	}
+	el.DiskSlow = func(info pdb.DiskSlowInfo) {
+		log.Warn("pebble disk slow", "info", info.String())
+	}
+	el.WriteStallBegin = func(info pdb.WriteStallBeginInfo) {
+		log.Warn("pebble write stall", "reason", info.Reason)
+	}
+	el.WriteStallEnd = func() {
+		log.Info("pebble write stall ended")
+	}
+	return &el
+}
