@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string // expected in stdout+stderr
+	}{
+		{nil, 2, "Usage:"},
+		{[]string{"bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"--help"}, 0, "Commands:"},
+		{[]string{"version"}, 0, "cohort "},
+		{[]string{"serve", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"serve", "--help"}, 0, "Usage: cohort serve"},
+		{[]string{"serve", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"serve", "--log-level", "loud"}, 2, "invalid --log-level"},
+		{[]string{"serve", "--default-partitions", "0"}, 2, "--default-partitions must be"},
+		{[]string{"serve", "--shutdown-timeout", "3"}, 2, "invalid value"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if code != tc.code || !strings.Contains(out, tc.out) {
+			t.Errorf("cohort %v: exit %d, want %d; output does not contain %q:\n%s", tc.args, code, tc.code, tc.out, out)
+		}
+	}
+}
+
+// TestServeHelpDescribesEveryFlag guards the README's promise that
+// --help describes every flag, with its environment variable.
+func TestServeHelpDescribesEveryFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	run([]string{"serve", "--help"}, &bytes.Buffer{}, &stderr)
+	for _, name := range []string{"kafka-listen", "advertised-kafka-addr", "data-dir", "auto-create-topics",
+		"default-partitions", "max-request-bytes", "log-level", "shutdown-timeout"} {
+		if !strings.Contains(stderr.String(), "-"+name+" ") && !strings.Contains(stderr.String(), "-"+name+"\n") {
+			t.Errorf("serve --help does not describe --%s", name)
+		}
+	}
+	if !strings.Contains(stderr.String(), "COHORT_<FLAG_IN_CAPS>") {
+		t.Error("serve --help does not explain the environment variables")
+	}
+}
+
+func TestFlagsWinOverEnvironment(t *testing.T) {
+	newFS := func() (*flag.FlagSet, *string, *time.Duration) {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(&bytes.Buffer{})
+		listen := fs.String("kafka-listen", "default", "")
+		d := fs.Duration("shutdown-timeout", time.Second, "")
+		return fs, listen, d
+	}
+	t.Setenv("COHORT_KAFKA_LISTEN", "from-env")
+	t.Setenv("COHORT_SHUTDOWN_TIMEOUT", "250ms")
+
+	fs, listen, d := newFS()
+	if _, ok := parseFlags(fs, nil); !ok || *listen != "from-env" || *d != 250*time.Millisecond {
+		t.Errorf("env not applied: listen=%q timeout=%v", *listen, *d)
+	}
+	fs, listen, _ = newFS()
+	if _, ok := parseFlags(fs, []string{"--kafka-listen", "from-flag"}); !ok || *listen != "from-flag" {
+		t.Errorf("flag did not win over env: listen=%q", *listen)
+	}
+	t.Setenv("COHORT_SHUTDOWN_TIMEOUT", "soon")
+	fs, _, _ = newFS()
+	if code, ok := parseFlags(fs, nil); ok || code != 2 {
+		t.Errorf("bad env value: ok=%v code=%d, want exit 2", ok, code)
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	if got := envName("advertised-kafka-addr"); got != "COHORT_ADVERTISED_KAFKA_ADDR" {
+		t.Errorf("envName = %q", got)
+	}
+}

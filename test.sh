@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every Cohort test on this machine, installing what the tests need
+# first. `.ci/run` calls exactly this.
+#
+#   ./test.sh            the whole suite: gates, then go test -race ./...
+#   ./test.sh -run Kcat  extra arguments go to `go test`
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Pinned tool versions.
+STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.7.0
+
+step() { printf '\n== %s\n' "$*"; }
+
+# 1. Test dependencies from Debian: real clients that nobody here wrote.
+#    The tests fail (never skip) without them, so install what is missing.
+need=()
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
+for mod in snappy:python3-snappy lz4:python3-lz4 zstandard:python3-zstandard; do
+	/usr/bin/python3 -c "import ${mod%%:*}" >/dev/null 2>&1 || need+=("${mod##*:}")
+done
+if ((${#need[@]})); then
+	step "installing test packages: ${need[*]}"
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# 2. Quality gates.
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+step "go vet"
+go vet ./...
+step "staticcheck"
+go run "$STATICCHECK" ./...
+
+# 3. The suite, with the race detector on every package: most of them run
+#    goroutines (the wire server, the log's group commit, the clients).
+step "go test -race"
+go test -race -count=1 -timeout 20m "$@" ./...
