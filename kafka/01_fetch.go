@@ -149,6 +149,12 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 					budget = 0
 				}
 			}
+			if sp.RecordBatches == nil {
+				// Records is nullable on the wire, but Kafka always sends an
+				// empty set, never null, and librdkafka rejects null below
+				// the flexible versions ("invalid MessageSetSize -1").
+				sp.RecordBatches = []byte{}
+			}
 			if sp.ErrorCode != 0 {
 				hasErr = true
 			}
