@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -235,6 +236,12 @@ func (c *conn) write() {
 			// ApiVersions responses always use header v0 (KIP-511), so a
 			// client can read them before knowing what we support.
 			flexible := resp.IsFlexible() && p.hdr.key != kmsg.ApiVersions.Int16()
+			if fr, ok := resp.(*kmsg.FetchResponse); ok {
+				// Make room for the record data at once rather than
+				// letting append grow the buffer by a quarter at a time
+				// through megabytes of batches, copying it each time.
+				buf = slices.Grow(buf, fetchSizeHint(fr))
+			}
 			buf = appendFrame(buf, p.hdr, flexible, resp.AppendTo)
 		}
 		if len(buf) > 0 {
@@ -271,4 +278,17 @@ func appendFrame(buf []byte, hdr reqHeader, flexible bool, body func([]byte) []b
 	buf = body(buf)
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	return buf
+}
+
+// fetchSizeHint is a little more than a fetch response's encoded size: its
+// record data plus a generous allowance for every other field.
+func fetchSizeHint(r *kmsg.FetchResponse) int {
+	n := 64
+	for _, t := range r.Topics {
+		n += 64 + len(t.Topic)
+		for _, p := range t.Partitions {
+			n += 64 + 32*len(p.AbortedTransactions) + len(p.RecordBatches)
+		}
+	}
+	return n
 }
