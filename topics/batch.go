@@ -61,15 +61,17 @@ func (h header) control() bool       { return h.attributes&0x20 != 0 }
 // parseHeader reads the header at the start of b without checking the CRC.
 // b may hold only the header.
 func parseHeader(b []byte) (header, error) {
+	// The magic byte is at the same place in every message format, so a
+	// short old-format message set is told apart from a torn batch.
+	if len(b) > offMagic && b[offMagic] != 2 {
+		return header{}, ErrMagic
+	}
 	if len(b) < batchHeaderSize {
 		return header{}, ErrCorrupt
 	}
 	length := int32(binary.BigEndian.Uint32(b[offBatchLength:]))
 	if length < batchHeaderSize-logOverhead {
 		return header{}, ErrCorrupt
-	}
-	if b[offMagic] != 2 {
-		return header{}, ErrMagic
 	}
 	h := header{
 		attributes:      int16(binary.BigEndian.Uint16(b[offAttributes:])),
@@ -110,6 +112,10 @@ func validateBatch(b []byte) (header, error) {
 	}
 	if h.lastOffsetDelta != h.numRecords-1 {
 		// Kafka rejects batches whose offsets are not contiguous from 0.
+		return h, ErrInvalidRecord
+	}
+	if h.producerID >= 0 && h.baseSequence < 0 {
+		// Kafka's LogValidator: an idempotent batch needs a sequence.
 		return h, ErrInvalidRecord
 	}
 	return h, nil

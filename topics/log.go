@@ -127,7 +127,8 @@ func Open(cfg Config) (*Log, error) {
 			return fmt.Errorf("corrupt topic record %q: %v", v, err)
 		}
 		t := &Topic{Name: rec.Name, Configs: rec.Configs}
-		if _, err := hex.Decode(t.ID[:], []byte(rec.ID)); err != nil {
+		var ok bool
+		if t.ID, ok = parseTopicID(rec.ID); !ok {
 			return fmt.Errorf("corrupt topic id %q", rec.ID)
 		}
 		if err := l.openPartitions(t, rec.Partitions); err != nil {
@@ -153,8 +154,8 @@ func (l *Log) removeOrphans() {
 		return
 	}
 	for _, e := range entries {
-		var id [16]byte
-		if n, err := hex.Decode(id[:], []byte(e.Name())); err != nil || n != 16 {
+		id, ok := parseTopicID(e.Name())
+		if !ok {
 			continue
 		}
 		if _, ok := l.byID[id]; !ok {
@@ -162,6 +163,17 @@ func (l *Log) removeOrphans() {
 			os.RemoveAll(filepath.Join(l.dir, e.Name()))
 		}
 	}
+}
+
+// parseTopicID decodes a topic id from its 32 hex digits. (hex.Decode
+// would panic on a longer string: it writes past a too-short dst.)
+func parseTopicID(s string) ([16]byte, bool) {
+	var id [16]byte
+	if len(s) != 2*len(id) {
+		return id, false
+	}
+	_, err := hex.Decode(id[:], []byte(s))
+	return id, err == nil
 }
 
 func (l *Log) topicDir(id [16]byte) string { return filepath.Join(l.dir, hex.EncodeToString(id[:])) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -129,14 +128,14 @@ func (p *Partition) recover() error {
 		if base != p.end {
 			// A gap between segments: everything from here on is suspect.
 			p.logger.Warn("log segment does not follow the previous one; truncating", "topic", p.Topic, "partition", p.Index, "segment", base, "expected", p.end)
-			return p.dropSegmentsFrom(i)
+			return p.dropSegmentsFrom(i, bases)
 		}
 		truncated, err := p.scanSegment(seg)
 		if err != nil {
 			return err
 		}
 		if truncated && i < len(bases)-1 {
-			return p.dropSegmentsFrom(i + 1)
+			return p.dropSegmentsFrom(i+1, bases)
 		}
 	}
 	// Whatever is on disk now counts as durable: make it so.
@@ -195,14 +194,19 @@ func (p *Partition) scanSegment(seg *segment) (bool, error) {
 	return true, seg.f.Sync()
 }
 
-func (p *Partition) dropSegmentsFrom(i int) error {
+// dropSegmentsFrom removes the segment files of bases[i:], including those
+// recover has not opened yet: a stale file left behind would be taken for
+// the log's continuation once the log grew back to its base offset.
+func (p *Partition) dropSegmentsFrom(i int, bases []int64) error {
 	for _, s := range p.segs[i:] {
 		s.f.Close()
-		if err := os.Remove(p.segPath(s.base)); err != nil {
+	}
+	p.segs = p.segs[:i]
+	for _, base := range bases[i:] {
+		if err := os.Remove(p.segPath(base)); err != nil {
 			return err
 		}
 	}
-	p.segs = p.segs[:i]
 	if len(p.segs) == 0 {
 		f, err := os.OpenFile(p.segPath(p.end), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -229,7 +233,7 @@ func (p *Partition) index(seg *segment, pos, base int64, h header) {
 			ps = &producerState{}
 			p.producers[h.producerID] = ps
 		}
-		ps.record(h.producerEpoch, h.baseSequence, h.baseSequence+h.lastOffsetDelta, base)
+		ps.record(h.producerEpoch, h.baseSequence, lastSequence(h.baseSequence, h.lastOffsetDelta), base)
 	}
 }
 
@@ -280,10 +284,7 @@ func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
 	var ps *producerState
 	if h.producerID >= 0 {
 		ps = p.producers[h.producerID]
-		lastSeq := h.baseSequence + h.lastOffsetDelta
-		if h.lastOffsetDelta > math.MaxInt32-h.baseSequence {
-			lastSeq = h.lastOffsetDelta - (math.MaxInt32 - h.baseSequence) - 1 // sequences wrap
-		}
+		lastSeq := lastSequence(h.baseSequence, h.lastOffsetDelta)
 		if dup, ok, err := ps.check(h.producerEpoch, h.baseSequence, lastSeq); err != nil {
 			return AppendResult{}, err
 		} else if ok {

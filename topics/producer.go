@@ -1,5 +1,7 @@
 package topics
 
+import "math"
+
 // producerState is what a partition remembers of one idempotent producer:
 // its epoch and the sequence ranges of its last few batches, as Kafka's
 // ProducerStateManager does. It is derived from the batch headers in the
@@ -65,4 +67,13 @@ func (s *producerState) record(epoch int16, first, last int32, offset int64) {
 		s.recent = s.recent[:maxRecentBatches-1]
 	}
 	s.recent = append(s.recent, seqRange{first: first, last: last, offset: offset})
+}
+
+// lastSequence is the sequence of a batch's last record. Sequences wrap from
+// MaxInt32 to 0, as Kafka's DefaultRecordBatch.incrementSequence.
+func lastSequence(first, lastOffsetDelta int32) int32 {
+	if lastOffsetDelta > math.MaxInt32-first {
+		return lastOffsetDelta - (math.MaxInt32 - first) - 1
+	}
+	return first + lastOffsetDelta
 }
