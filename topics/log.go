@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -82,13 +83,18 @@ type Config struct {
 	Store store.Store
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// SyncFile makes a segment file durable. Nil means (*os.File).Sync.
+	// Tests set it to record or hold fsyncs, to prove that nothing is
+	// acknowledged before it is synced.
+	SyncFile func(*os.File) error
 }
 
 // Log is the set of topics. It is safe for concurrent use.
 type Log struct {
-	dir    string
-	st     store.Store
-	logger *slog.Logger
+	dir      string
+	st       store.Store
+	logger   *slog.Logger
+	syncFile func(*os.File) error
 
 	mu        sync.RWMutex
 	byName    map[string]*Topic
@@ -105,12 +111,16 @@ func Open(cfg Config) (*Log, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.SyncFile == nil {
+		cfg.SyncFile = (*os.File).Sync
+	}
 	l := &Log{
-		dir:    cfg.Dir,
-		st:     cfg.Store,
-		logger: cfg.Logger,
-		byName: make(map[string]*Topic),
-		byID:   make(map[[16]byte]*Topic),
+		dir:      cfg.Dir,
+		st:       cfg.Store,
+		logger:   cfg.Logger,
+		syncFile: cfg.SyncFile,
+		byName:   make(map[string]*Topic),
+		byID:     make(map[[16]byte]*Topic),
 	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create topic dir: %w", err)
@@ -182,7 +192,7 @@ func (l *Log) openPartitions(t *Topic, count int32) error {
 	segBytes := t.int64Config("segment.bytes")
 	for i := int32(len(t.Partitions)); i < count; i++ {
 		dir := filepath.Join(l.topicDir(t.ID), strconv.Itoa(int(i)))
-		p, err := openPartition(dir, t.Name, i, segBytes, l.logger)
+		p, err := openPartition(dir, t.Name, i, segBytes, l.logger, l.syncFile)
 		if err != nil {
 			return err
 		}
@@ -324,7 +334,7 @@ func (l *Log) Create(name string, partitions int32, configs map[string]string, v
 	if _, ok := l.byName[name]; ok {
 		return nil, ErrTopicExists
 	}
-	t := &Topic{Name: name, Configs: configs}
+	t := &Topic{Name: name, Configs: maps.Clone(configs)}
 	rand.Read(t.ID[:])
 	if validateOnly {
 		return t, nil
@@ -333,6 +343,10 @@ func (l *Log) Create(name string, partitions int32, configs map[string]string, v
 		return nil, err
 	}
 	if err := l.openPartitions(t, partitions); err != nil {
+		// The record is stored: the next Open retries these partitions.
+		for _, p := range t.Partitions {
+			p.close()
+		}
 		return nil, err
 	}
 	l.byName[name] = t
@@ -357,6 +371,9 @@ func (l *Log) put(t *Topic, partitions int32) error {
 func (l *Log) Delete(name string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return store.ErrClosed
+	}
 	t, ok := l.byName[name]
 	if !ok {
 		return ErrUnknownTopic
@@ -384,6 +401,9 @@ func (l *Log) Delete(name string) error {
 func (l *Log) Grow(name string, count int32, validateOnly bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return store.ErrClosed
+	}
 	t, ok := l.byName[name]
 	if !ok {
 		return ErrUnknownTopic

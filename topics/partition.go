@@ -56,6 +56,7 @@ type Partition struct {
 	dir          string
 	segmentBytes int64
 	logger       *slog.Logger
+	syncFile     func(*os.File) error
 
 	mu        sync.Mutex
 	segs      []*segment
@@ -70,13 +71,14 @@ type Partition struct {
 	synced atomic.Int64
 }
 
-func openPartition(dir, topic string, index int32, segmentBytes int64, logger *slog.Logger) (*Partition, error) {
+func openPartition(dir, topic string, index int32, segmentBytes int64, logger *slog.Logger, syncFile func(*os.File) error) (*Partition, error) {
 	p := &Partition{
 		Topic:        topic,
 		Index:        index,
 		dir:          dir,
 		segmentBytes: segmentBytes,
 		logger:       logger,
+		syncFile:     syncFile,
 		producers:    make(map[int64]*producerState),
 		notify:       make(chan struct{}),
 	}
@@ -139,7 +141,7 @@ func (p *Partition) recover() error {
 		}
 	}
 	// Whatever is on disk now counts as durable: make it so.
-	if err := p.active().f.Sync(); err != nil {
+	if err := p.syncFile(p.active().f); err != nil {
 		return err
 	}
 	p.synced.Store(p.end)
@@ -191,7 +193,7 @@ func (p *Partition) scanSegment(seg *segment) (bool, error) {
 	if err := seg.f.Truncate(pos); err != nil {
 		return true, err
 	}
-	return true, seg.f.Sync()
+	return true, p.syncFile(seg.f)
 }
 
 // dropSegmentsFrom removes the segment files of bases[i:], including those
@@ -214,7 +216,7 @@ func (p *Partition) dropSegmentsFrom(i int, bases []int64) error {
 		}
 		p.segs = append(p.segs, &segment{base: p.end, f: f})
 	}
-	if err := p.active().f.Sync(); err != nil {
+	if err := p.syncFile(p.active().f); err != nil {
 		return err
 	}
 	p.synced.Store(p.end)
@@ -319,7 +321,7 @@ func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
 // Callers hold mu.
 func (p *Partition) roll() (*segment, error) {
 	old := p.active()
-	if err := old.f.Sync(); err != nil {
+	if err := p.syncFile(old.f); err != nil {
 		return nil, fmt.Errorf("sync segment: %w", err)
 	}
 	f, err := os.OpenFile(p.segPath(p.end), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -359,7 +361,10 @@ func (p *Partition) Sync(upTo int64) error {
 	p.mu.Unlock()
 	// A roll after this point fsyncs this file itself before moving on, so
 	// syncing f covers everything below target.
-	if err := f.Sync(); err != nil {
+	if err := p.syncFile(f); err != nil {
+		if p.isClosed() {
+			return ErrDeleted // the topic was deleted while we synced
+		}
 		return fmt.Errorf("sync %s-%d: %w", p.Topic, p.Index, err)
 	}
 	if p.synced.Load() < target {
@@ -464,7 +469,7 @@ func (p *Partition) close() error {
 	p.closed = true
 	close(p.notify)
 	var first error
-	if err := p.active().f.Sync(); err != nil {
+	if err := p.syncFile(p.active().f); err != nil {
 		first = err
 	}
 	if err := p.closeFiles(); err != nil && first == nil {
