@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,6 +47,9 @@ func TestAcksAllWaitsForFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
+	var releaseOnce sync.Once
+	unhold := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unhold() // before log.Close, which syncs through the hook
 	if _, err := log.Create("held", 1, nil, false); err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +86,8 @@ func TestAcksAllWaitsForFsync(t *testing.T) {
 	})
 	select {
 	case <-entered:
+	case err := <-done:
+		t.Fatalf("acks=-1 produce was acknowledged (err %v) without waiting for fsync", err)
 	case <-ctx.Done():
 		t.Fatal("the produce never reached fsync")
 	}
@@ -111,7 +117,7 @@ func TestAcksAllWaitsForFsync(t *testing.T) {
 		t.Fatal("acks=-1 produce was acknowledged before its fsync completed")
 	}
 
-	close(release)
+	unhold()
 	select {
 	case err := <-done:
 		if err != nil {
