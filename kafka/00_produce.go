@@ -3,9 +3,10 @@ package kafka
 // Produce, key 0.
 //
 // Version notes:
-//   - v3: RecordBatch v2 (magic 2) only, TransactionalID. The oldest Kafka
+//   - v3: RecordBatch v2 (magic 2) only (else INVALID_RECORD), TransactionalID. The oldest Kafka
 //     4 serves (KIP-896), and the oldest here.
-//   - v4–v7: no request change (v5 LogStartOffset in the response).
+//   - v4–v6: no request change (v5 LogStartOffset in the response).
+//   - v7 (KIP-110): zstd; below v7 a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
 //   - v8 (KIP-467): per-record errors and an error message.
 //   - v9: flexible.
 //   - v10–v11 (KIP-951): CurrentLeader and NodeEndpoints, tagged; one node,
@@ -69,6 +70,9 @@ func handleProduce(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Res
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case hdr.version < 7 && isZstd(rp.Records):
+				// zstd needs Produce v7 (KIP-110), as Kafka checks.
+				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			default:
 				p := t.Partitions[rp.Partition]
 				res, err := p.Append(rp.Records, t.MaxBatchBytes())
@@ -117,4 +121,10 @@ func handleProduce(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Res
 		wg.Wait()
 		return resp
 	}
+}
+
+// isZstd reports whether a v2 batch's attributes name zstd (codec 4).
+func isZstd(batch []byte) bool {
+	const attributesAt, magicAt = 21, 16
+	return len(batch) > attributesAt+1 && batch[magicAt] == 2 && batch[attributesAt+1]&0x07 == 4
 }

@@ -19,7 +19,9 @@ func errorCode(err error) int16 {
 	case errors.Is(err, topics.ErrInvalidRecord):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, topics.ErrMagic):
-		return kerr.UnsupportedForMessageFormat.Code
+		// Kafka's ProduceRequest.validateRecords: v3+ carries magic 2 only,
+		// and anything else is an InvalidRecordException.
+		return kerr.InvalidRecord.Code
 	case errors.Is(err, topics.ErrMessageTooLarge):
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, topics.ErrOutOfOrderSequence):
