@@ -8,6 +8,7 @@ import (
 
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -46,6 +47,9 @@ func TestKadmAdmin(t *testing.T) {
 	}
 	if !errors.Is(cr["adm-a"].Err, kerr.TopicAlreadyExists) {
 		t.Errorf("second create: %v, want TOPIC_ALREADY_EXISTS", cr["adm-a"].Err)
+	}
+	if r, _ := adm.CreateTopics(ctx, topics.MaxPartitions+1, 1, nil, "adm-huge"); !errors.Is(r["adm-huge"].Err, kerr.InvalidPartitions) {
+		t.Errorf("%d partitions: %v, want INVALID_PARTITIONS", topics.MaxPartitions+1, r["adm-huge"].Err)
 	}
 	if r, _ := adm.CreateTopics(ctx, 1, 3, nil, "adm-rf"); !errors.Is(r["adm-rf"].Err, kerr.InvalidReplicationFactor) {
 		t.Errorf("replication factor 3: %v, want INVALID_REPLICATION_FACTOR", r["adm-rf"].Err)
@@ -134,6 +138,9 @@ func TestKadmAdmin(t *testing.T) {
 	}
 	if r, _ := adm.UpdatePartitions(ctx, 4, "adm-a"); !errors.Is(r["adm-a"].Err, kerr.InvalidPartitions) {
 		t.Errorf("shrink: %v, want INVALID_PARTITIONS", r["adm-a"].Err)
+	}
+	if r, _ := adm.UpdatePartitions(ctx, topics.MaxPartitions+1, "adm-a"); !errors.Is(r["adm-a"].Err, kerr.InvalidPartitions) {
+		t.Errorf("grow past the cap: %v, want INVALID_PARTITIONS", r["adm-a"].Err)
 	}
 	if md, _ := adm.Metadata(ctx, "adm-a"); len(md.Topics["adm-a"].Partitions) != 5 {
 		t.Errorf("after grow: %d partitions, want 5", len(md.Topics["adm-a"].Partitions))

@@ -83,6 +83,9 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 		if partitions <= 0 {
 			return kerr.InvalidPartitions.Code, "Number of partitions must be larger than 0."
 		}
+		if partitions > topics.MaxPartitions {
+			return kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions must be at most %d.", topics.MaxPartitions)
+		}
 		if rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 {
 			if rt.ReplicationFactor <= 0 {
 				return kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0."

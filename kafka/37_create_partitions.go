@@ -14,6 +14,7 @@ package kafka
 import (
 	"fmt"
 
+	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -52,6 +53,9 @@ func (s *Server) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validate
 	current := int32(len(t.Partitions))
 	if rt.Count <= current {
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", current, rt.Count)
+	}
+	if rt.Count > topics.MaxPartitions {
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions must be at most %d.", topics.MaxPartitions)
 	}
 	if rt.Assignment != nil {
 		if int32(len(rt.Assignment)) != rt.Count-current {

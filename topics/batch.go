@@ -3,7 +3,11 @@ package topics
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The RecordBatch v2 header, as Kafka lays it out on the wire and on disk.
@@ -119,4 +123,63 @@ func validateBatch(b []byte) (header, error) {
 		return h, ErrInvalidRecord
 	}
 	return h, nil
+}
+
+var decompressor = kgo.DefaultDecompressor()
+
+// validateRecords decodes every record of a batch whose header validateBatch
+// accepted, decompressing it first, as Kafka's LogValidator does for a
+// produce: a payload that does not decompress, a record that does not
+// parse, offset deltas that do not count up from 0, or bytes left over are
+// refused, so that nothing stored breaks a consumer later.
+func validateRecords(b []byte, h header) error {
+	return walkRecords(b, h, true, nil)
+}
+
+// walkRecords calls fn with each record's offset delta and timestamp delta
+// until fn returns false. With full set it parses every field of every
+// record and checks the batch's framing; otherwise only what fn needs.
+func walkRecords(b []byte, h header, full bool, fn func(offsetDelta int32, tsDelta int64) bool) error {
+	data := b[batchHeaderSize:h.size]
+	if codec := kgo.CompressionCodecType(h.attributes & 0x07); codec != kgo.CodecNone {
+		if codec > kgo.CodecZstd {
+			return fmt.Errorf("%w: unknown compression codec %d", ErrCorrupt, codec)
+		}
+		var err error
+		if data, err = decompressor.Decompress(data, codec); err != nil {
+			return fmt.Errorf("%w: decompress: %v", ErrCorrupt, err)
+		}
+	}
+	for i := int32(0); i < h.numRecords; i++ {
+		length, n := binary.Varint(data)
+		if n <= 0 || length < 1 || length > int64(len(data)-n) {
+			return fmt.Errorf("%w: record %d: bad length", ErrCorrupt, i)
+		}
+		rec := data[n : n+int(length)]
+		if full {
+			var r kmsg.Record
+			if err := r.ReadFrom(data[:n+int(length)]); err != nil {
+				return fmt.Errorf("%w: record %d: %v", ErrCorrupt, i, err)
+			}
+		}
+		data = data[n+int(length):]
+		tsDelta, n1 := binary.Varint(rec[1:]) // after the attributes byte
+		if n1 <= 0 {
+			return fmt.Errorf("%w: record %d: bad timestamp", ErrCorrupt, i)
+		}
+		offDelta, n2 := binary.Varint(rec[1+n1:])
+		if n2 <= 0 {
+			return fmt.Errorf("%w: record %d: bad offset delta", ErrCorrupt, i)
+		}
+		if offDelta != int64(i) {
+			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, offDelta)
+		}
+		if fn != nil && !fn(int32(offDelta), tsDelta) {
+			return nil
+		}
+	}
+	if full && len(data) != 0 {
+		return fmt.Errorf("%w: %d bytes after the last record", ErrCorrupt, len(data))
+	}
+	return nil
 }

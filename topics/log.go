@@ -298,6 +298,12 @@ func (l *Log) Topics() []*Topic {
 	return ts
 }
 
+// MaxPartitions caps the partitions of one topic. Creating a partition costs
+// a directory, a file and fsyncs, under the registry's lock; without a cap
+// one request for 2^31 partitions would stall the node. Kafka has no fixed
+// cap; real topics stay far below this one.
+const MaxPartitions = 10000
+
 // ValidTopicName reports whether name is a legal Kafka topic name: 1 to 249
 // characters of [a-zA-Z0-9._-], and not "." or "..".
 func ValidTopicName(name string) bool {
@@ -320,7 +326,7 @@ func (l *Log) Create(name string, partitions int32, configs map[string]string, v
 	if !ValidTopicName(name) {
 		return nil, ErrInvalidTopic
 	}
-	if partitions <= 0 {
+	if partitions <= 0 || partitions > MaxPartitions {
 		return nil, ErrInvalidPartitions
 	}
 	if err := ValidateTopicConfigs(configs); err != nil {
@@ -408,7 +414,7 @@ func (l *Log) Grow(name string, count int32, validateOnly bool) error {
 	if !ok {
 		return ErrUnknownTopic
 	}
-	if count <= int32(len(t.Partitions)) {
+	if count <= int32(len(t.Partitions)) || count > MaxPartitions {
 		return ErrInvalidPartitions
 	}
 	if validateOnly {

@@ -277,6 +277,9 @@ func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
 	if h.transactional() {
 		return AppendResult{}, ErrInvalidRecord
 	}
+	if err := validateRecords(b, h); err != nil {
+		return AppendResult{}, err
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()

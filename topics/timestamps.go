@@ -2,12 +2,7 @@ package topics
 
 import (
 	"encoding/binary"
-	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-var decompressor = kgo.DefaultDecompressor()
 
 // recordTimes calls fn with the offset and timestamp of every record in
 // batch, decompressing it if needed, until fn returns false.
@@ -18,35 +13,9 @@ func recordTimes(batch []byte, fn func(offset, ts int64) bool) error {
 	}
 	base := int64(binary.BigEndian.Uint64(batch[offBaseOffset:]))
 	baseTS := int64(binary.BigEndian.Uint64(batch[offBaseTimestamp:]))
-	data := batch[batchHeaderSize:h.size]
-	if codec := kgo.CompressionCodecType(h.attributes & 0x07); codec != kgo.CodecNone {
-		if data, err = decompressor.Decompress(data, codec); err != nil {
-			return fmt.Errorf("decompress batch at %d: %w", base, err)
-		}
-	}
-	for i := int32(0); i < h.numRecords && len(data) > 0; i++ {
-		length, n := binary.Varint(data)
-		if n <= 0 || length < 0 || int64(len(data)-n) < length {
-			return ErrCorrupt
-		}
-		rec := data[n : n+int(length)]
-		data = data[n+int(length):]
-		if len(rec) < 1 {
-			return ErrCorrupt
-		}
-		tsDelta, n1 := binary.Varint(rec[1:]) // after the attributes byte
-		if n1 <= 0 {
-			return ErrCorrupt
-		}
-		offDelta, n2 := binary.Varint(rec[1+n1:])
-		if n2 <= 0 {
-			return ErrCorrupt
-		}
-		if !fn(base+offDelta, baseTS+tsDelta) {
-			return nil
-		}
-	}
-	return nil
+	return walkRecords(batch, h, false, func(offDelta int32, tsDelta int64) bool {
+		return fn(base+int64(offDelta), baseTS+tsDelta)
+	})
 }
 
 // OffsetForTimestamp returns the offset and timestamp of the first record

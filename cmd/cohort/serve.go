@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/topics"
 )
 
 func serve(args []string, stderr io.Writer) int {
@@ -27,7 +28,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.AdvertisedKafkaAddr, "advertised-kafka-addr", "", "`host:port` given to clients in Metadata and FindCoordinator (default: the listen address)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./cohort-data", "`directory` for all durable state; created if missing, locked while in use")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics when clients ask for their metadata, as Kafka's auto.create.topics.enable")
-	fs.IntVar(&partitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with -1 (1 to 1000000)")
+	fs.IntVar(&partitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with -1 (1 to 10000)")
 	fs.IntVar(&maxReq, "max-request-bytes", 100<<20, "largest request frame in `bytes`; a larger one closes the connection (Kafka's socket.request.max.bytes)")
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight requests finish before closing connections")
@@ -43,8 +44,8 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cohort serve: invalid --log-level %q: use debug, info, warn or error\n", logLevel)
 		return 2
 	}
-	if partitions < 1 || partitions > 1000000 {
-		fmt.Fprintf(stderr, "cohort serve: --default-partitions must be between 1 and 1000000, not %d\n", partitions)
+	if partitions < 1 || partitions > topics.MaxPartitions {
+		fmt.Fprintf(stderr, "cohort serve: --default-partitions must be between 1 and %d, not %d\n", topics.MaxPartitions, partitions)
 		return 2
 	}
 	if maxReq < 1024 || maxReq > 1<<31-1 {
