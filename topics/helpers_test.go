@@ -362,6 +362,7 @@ func (e *env) part(name string, i int) *Partition {
 	tp := e.log.Topic(name)
 	if tp == nil {
 		e.t.Fatalf("no topic %s", name)
+		return nil
 	}
 	return tp.Partitions[i]
 }

@@ -480,7 +480,7 @@ func testScanCallbackMayWrite(t *testing.T, b Backend) {
 
 	err := s.Scan([]byte("q/"), func(k, v []byte) error {
 		if _, err := s.Get(k); err != nil {
-			return fmt.Errorf("Get inside Scan: %w", err)
+			return fmt.Errorf("get inside Scan: %w", err)
 		}
 		var d store.Batch
 		d.Delete(slices.Clone(k))
