@@ -16,9 +16,11 @@ step() { printf '\n== %s\n' "$*"; }
 #    The tests fail (never skip) without them, so install what is missing.
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
-/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
-for mod in snappy:python3-snappy lz4:python3-lz4 zstandard:python3-zstandard; do
-	/usr/bin/python3 -c "import ${mod%%:*}" >/dev/null 2>&1 || need+=("${mod##*:}")
+# -I: isolated, so the repo's own kafka/ directory (a Go package) is not
+# taken for the Python module from the working directory.
+/usr/bin/python3 -I -c 'from kafka import KafkaProducer' >/dev/null 2>&1 || need+=(python3-kafka)
+for mod in snappy:python3-snappy lz4.frame:python3-lz4 zstandard:python3-zstandard; do
+	/usr/bin/python3 -I -c "import ${mod%%:*}" >/dev/null 2>&1 || need+=("${mod##*:}")
 done
 if ((${#need[@]})); then
 	step "installing test packages: ${need[*]}"
