@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -82,94 +81,6 @@ func extCreateTopic(t *testing.T, addr, topic string, n int32) {
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, n, 1, nil, topic); err != nil {
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
-}
-
-// extFranzProduce produces recs to topic with franz-go, a slice of them
-// with each compression codec, and returns them with the partitions and
-// offsets the broker acknowledged.
-func extFranzProduce(t *testing.T, addr, topic string, recs []rec) []rec {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), extTimeout)
-	defer cancel()
-	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
-	out := make([]rec, len(recs))
-	per := (len(recs) + len(codecs) - 1) / len(codecs)
-	for ci, codec := range codecs {
-		lo, hi := ci*per, min((ci+1)*per, len(recs))
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(codec))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var firstErr error
-		var wg sync.WaitGroup
-		for i := lo; i < hi; i++ {
-			r := recs[i]
-			kr := &kgo.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
-			for _, h := range r.Headers {
-				kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
-			}
-			wg.Add(1)
-			cl.Produce(ctx, kr, func(kr *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				r.Partition, r.Offset = kr.Partition, kr.Offset
-				out[i] = r
-			})
-		}
-		wg.Wait()
-		cl.Close()
-		if firstErr != nil {
-			t.Fatalf("franz-go produce to %s: %v", topic, firstErr)
-		}
-	}
-	return out
-}
-
-// extFranzConsume reads topic from the start with franz-go, groupless,
-// until it has n records, and fails on any more that are there.
-func extFranzConsume(t *testing.T, addr, topic string, n int) []rec {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), extTimeout)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var got []rec
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("franz-go consume %s: %d of %d records within %v", topic, len(got), n, extTimeout)
-		}
-		if errs := fs.Errors(); len(errs) > 0 {
-			t.Fatalf("franz-go consume %s: %v", topic, errs)
-		}
-		fs.EachRecord(func(kr *kgo.Record) {
-			r := rec{Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp}
-			for _, h := range kr.Headers {
-				r.Headers = append(r.Headers, hdr{h.Key, string(h.Value)})
-			}
-			got = append(got, r)
-		})
-	}
-	// Nothing beyond: the end offsets must be exactly what was read.
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("list end offsets of %s: %v", topic, err)
-	}
-	total := int64(0)
-	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
-	if total != int64(n) {
-		t.Errorf("%s: end offsets sum to %d, want %d records", topic, total, n)
-	}
-	return got
 }
 
 // checkNulls fails unless got's keys and values are null exactly where
@@ -358,7 +269,7 @@ func TestKcatProduceConsume(t *testing.T) {
 
 	// franz-go reads them; kcat's CreateTime timestamps fall within the
 	// runs and never go back within a partition.
-	franzGot := extFranzConsume(t, addr, topic, len(want))
+	franzGot := franzConsume(t, addr, topic, len(want))
 	last := map[int32]time.Time{}
 	ts := map[[2]int64]time.Time{}
 	for _, r := range franzGot {
@@ -416,7 +327,7 @@ func TestKcatReadsFranz(t *testing.T) {
 	const topic = "kcat-franz"
 	extCreateTopic(t, addr, topic, 3)
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	want := extFranzProduce(t, addr, topic, makeRecs("franz", 3000, base))
+	want := franzProduce(t, addr, topic, makeRecs("franz", 3000, base))
 
 	out := extRun(t, nil, kcat, "-b", addr, "-C", "-t", topic, "-o", "beginning", "-e", "-J")
 	var got []rec

@@ -259,7 +259,7 @@ func TestPythonProduceConsume(t *testing.T) {
 		t.Fatalf("kafka-python acknowledged %d records, want %d", sent, len(want))
 	}
 
-	franzGot := extFranzConsume(t, addr, topic, len(want))
+	franzGot := franzConsume(t, addr, topic, len(want))
 	checkSame(t, want, franzGot, false)
 	checkNulls(t, want, franzGot)
 
@@ -305,7 +305,7 @@ func TestPythonProduceConsume(t *testing.T) {
 	// kafka-python reads what franz-go produced, every codec.
 	const ftopic = "py-franz"
 	extCreateTopic(t, addr, ftopic, 3)
-	fwant := extFranzProduce(t, addr, ftopic, makeRecs("franz", 3000, base))
+	fwant := franzProduce(t, addr, ftopic, makeRecs("franz", 3000, base))
 	fgot, fother := pyConsumed(t, runPython(t, "consume", map[string]any{"bootstrap": addr, "topic": ftopic}))
 	checkSame(t, fwant, fgot, false)
 	fnext := map[int32]int64{}

@@ -4,10 +4,15 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // rec is a record as a test produced it or read it back.
@@ -85,4 +90,95 @@ func checkSame(t *testing.T, want, got []rec, ignoreOffsets bool) {
 	if len(g) > len(w) {
 		t.Errorf("records in %d partitions, want %d", len(g), len(w))
 	}
+}
+
+// franzTimeout bounds each franz-go produce or consume helper call.
+const franzTimeout = time.Minute
+
+// franzProduce produces recs to topic with franz-go, a slice of them
+// with each compression codec, and returns them with the partitions and
+// offsets the broker acknowledged.
+func franzProduce(t *testing.T, addr, topic string, recs []rec) []rec {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), franzTimeout)
+	defer cancel()
+	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
+	out := make([]rec, len(recs))
+	per := (len(recs) + len(codecs) - 1) / len(codecs)
+	for ci, codec := range codecs {
+		lo, hi := ci*per, min((ci+1)*per, len(recs))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(codec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var firstErr error
+		var wg sync.WaitGroup
+		for i := lo; i < hi; i++ {
+			r := recs[i]
+			kr := &kgo.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+			for _, h := range r.Headers {
+				kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
+			}
+			wg.Add(1)
+			cl.Produce(ctx, kr, func(kr *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				r.Partition, r.Offset = kr.Partition, kr.Offset
+				out[i] = r
+			})
+		}
+		wg.Wait()
+		cl.Close()
+		if firstErr != nil {
+			t.Fatalf("franz-go produce to %s: %v", topic, firstErr)
+		}
+	}
+	return out
+}
+
+// franzConsume reads topic from the start with franz-go, groupless,
+// until it has n records, and fails on any more that are there.
+func franzConsume(t *testing.T, addr, topic string, n int) []rec {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), franzTimeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []rec
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("franz-go consume %s: %d of %d records within %v", topic, len(got), n, franzTimeout)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			t.Fatalf("franz-go consume %s: %v", topic, errs)
+		}
+		fs.EachRecord(func(kr *kgo.Record) {
+			r := rec{Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp}
+			for _, h := range kr.Headers {
+				r.Headers = append(r.Headers, hdr{h.Key, string(h.Value)})
+			}
+			got = append(got, r)
+		})
+	}
+	// Nothing beyond: the end offsets must be exactly what was read.
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("list end offsets of %s: %v", topic, err)
+	}
+	total := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total != int64(n) {
+		t.Errorf("%s: end offsets sum to %d, want %d records", topic, total, n)
+	}
+	return got
 }

@@ -56,18 +56,7 @@ func TestServeLifecycle(t *testing.T) {
 
 	// Restart on the same directory: everything is there.
 	p2 := testkit.StartBinary(t, dir)
-	cons, err := kgo.NewClient(kgo.SeedBrokers(p2.Addr), kgo.ConsumeTopics("life"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	var got []rec
-	for len(got) < len(want) && ctx.Err() == nil {
-		fs := cons.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) {
-			got = append(got, rec{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
-		})
-	}
+	got := franzConsume(t, p2.Addr, "life", len(want))
 	checkSame(t, want, got, false)
 	parts := map[int32]bool{}
 	for _, r := range got {
