@@ -1,0 +1,266 @@
+package record
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"sort"
+	"testing"
+)
+
+func randString(rng *rand.Rand, max int) string {
+	b := make([]byte, rng.Intn(max+1))
+	for i := range b {
+		b[i] = byte(rng.Intn(256))
+	}
+	return string(b)
+}
+
+func randNullable(rng *rand.Rand) *string {
+	if rng.Intn(3) == 0 {
+		return nil
+	}
+	s := randString(rng, 20)
+	return &s
+}
+
+func randGroup(rng *rand.Rand) ClassicGroup {
+	g := ClassicGroup{
+		ID:             "cgp_" + randString(rng, 26),
+		ProtocolType:   randString(rng, 10),
+		Generation:     rng.Int31() - 1<<30,
+		Protocol:       randNullable(rng),
+		Leader:         randNullable(rng),
+		StateTimestamp: rng.Int63(),
+	}
+	for i := rng.Intn(6); i > 0; i-- {
+		g.Members = append(g.Members, ClassicMember{
+			MemberID:         randString(rng, 40),
+			InstanceID:       randNullable(rng),
+			ClientID:         randString(rng, 10),
+			ClientHost:       randString(rng, 16),
+			RebalanceTimeout: rng.Int31(),
+			SessionTimeout:   rng.Int31(),
+			Subscription:     []byte(randString(rng, 300)),
+			Assignment:       []byte(randString(rng, 300)),
+		})
+	}
+	return g
+}
+
+func TestValuesRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 2000; i++ {
+		o := Offset{Offset: rng.Int63(), LeaderEpoch: rng.Int31() - 1, Metadata: randString(rng, 5000), CommitTimestamp: rng.Int63()}
+		rng.Read(o.TopicID[:])
+		got, err := DecodeOffset(o.Encode())
+		if err != nil || !reflect.DeepEqual(got, o) {
+			t.Fatalf("offset round trip: %+v, %v; want %+v", got, err, o)
+		}
+
+		g := randGroup(rng)
+		enc := g.Encode()
+		dg, err := DecodeClassicGroup(enc)
+		if err != nil {
+			t.Fatalf("decode classic group: %v", err)
+		}
+		// Empty and nil byte slices encode alike.
+		for i := range g.Members {
+			for _, b := range []*[]byte{&g.Members[i].Subscription, &g.Members[i].Assignment} {
+				if len(*b) == 0 {
+					*b = []byte{}
+				}
+			}
+		}
+		if !reflect.DeepEqual(dg, g) {
+			t.Fatalf("classic group round trip:\n got %+v\nwant %+v", dg, g)
+		}
+		enc[len(enc)-1] ^= 0xff // decoded slices must not alias the input
+		if !reflect.DeepEqual(dg.Members, g.Members) && len(g.Members) > 0 {
+			t.Fatal("decoded group aliases the encoded bytes")
+		}
+	}
+}
+
+func TestKeysRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for i := 0; i < 2000; i++ {
+		g := GroupKey{Shard: uint16(rng.Intn(1 << 16)), Tenant: randString(rng, 10), Group: randString(rng, 300)}
+		o := OffsetKey{GroupKey: g, Topic: randString(rng, 249), Partition: rng.Int31() - 1<<30}
+		if kind, got, err := ParseKey(g.Key()); err != nil || kind != KindClassicGroup || got != g {
+			t.Fatalf("group key: %v %+v %v, want %+v", kind, got, err, g)
+		}
+		if kind, got, err := ParseKey(o.Key()); err != nil || kind != KindOffset || got != o {
+			t.Fatalf("offset key: %v %+v %v, want %+v", kind, got, err, o)
+		}
+	}
+}
+
+// TestKeyPrefixes: a group's prefix matches exactly its own keys, and keys
+// sort by shard, then kind, so one scan loads one shard.
+func TestKeyPrefixes(t *testing.T) {
+	groups := []GroupKey{
+		{0, "", "g1"}, {0, "", "g10"}, {0, "", "g"}, {0, "t", "g1"}, {0, "t1", ""},
+		{1, "", "g1"}, {256, "", "g1"}, {0, "", ""},
+	}
+	var keys [][]byte
+	owner := map[string]int{}
+	for gi, g := range groups {
+		for _, k := range [][]byte{
+			g.Key(),
+			OffsetKey{g, "topic", 0}.Key(),
+			OffsetKey{g, "topic", -1}.Key(),
+			OffsetKey{g, "", 7}.Key(),
+		} {
+			if _, dup := owner[string(k)]; dup {
+				t.Fatalf("key %x encodes two records", k)
+			}
+			owner[string(k)] = gi
+			keys = append(keys, k)
+		}
+	}
+	for gi, g := range groups {
+		for _, kind := range []Kind{KindOffset, KindClassicGroup} {
+			p := GroupPrefix(kind, g)
+			for _, k := range keys {
+				kk, _, _ := ParseKey(k)
+				mine := owner[string(k)] == gi && kk == kind
+				if bytes.HasPrefix(k, p) != mine {
+					t.Errorf("group %+v kind %v: prefix match of %x is %v, want %v", g, kind, k, !mine, mine)
+				}
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
+	var prev struct {
+		shard uint16
+		kind  Kind
+	}
+	for _, k := range keys {
+		kind, v, _ := ParseKey(k)
+		var shard uint16
+		switch v := v.(type) {
+		case GroupKey:
+			shard = v.Shard
+		case OffsetKey:
+			shard = v.Shard
+		}
+		if shard < prev.shard || (shard == prev.shard && kind < prev.kind) {
+			t.Fatalf("keys do not sort by shard, then kind: %x", k)
+		}
+		if !bytes.HasPrefix(k, ShardPrefix(shard)) || !bytes.HasPrefix(k, KindPrefix(shard, kind)) {
+			t.Fatalf("key %x lacks its shard or kind prefix", k)
+		}
+		prev.shard, prev.kind = shard, kind
+	}
+}
+
+// TestFormatV1 pins the bytes of version 1. If it fails, the on-disk
+// format changed: add a version instead (see the package doc).
+func TestFormatV1(t *testing.T) {
+	proto, leader, inst := "range", "m-1", "i-1"
+	for _, tc := range []struct {
+		name string
+		got  []byte
+		want string
+	}{
+		{"offset key", OffsetKey{GroupKey{3, "t", "g"}, "orders", 5}.Key(), "6300030101740167066f726465727300000005"},
+		{"group key", GroupKey{3, "t", "g"}.Key(), "6300030201740167"},
+		{"offset", Offset{Offset: 42, LeaderEpoch: -1, Metadata: "m", CommitTimestamp: 1700000000000, TopicID: [16]byte{1, 2}}.Encode(),
+			"01000000000000002affffffff026d0000018bcfe5680001020000000000000000000000000000"},
+		{"classic group", ClassicGroup{ID: "cgp_X", ProtocolType: "consumer", Generation: 7, Protocol: &proto, Leader: &leader, StateTimestamp: 9,
+			Members: []ClassicMember{{MemberID: "m-1", InstanceID: &inst, ClientID: "c", ClientHost: "/127.0.0.1", RebalanceTimeout: 60000, SessionTimeout: 45000, Subscription: []byte{1}, Assignment: []byte{2, 3}}}}.Encode(),
+			"01066367705f5809636f6e73756d6572000000070672616e6765046d2d310000000000000009" +
+				"02046d2d3104692d3102630b2f3132372e302e302e310000ea600000afc802010302" + "03"},
+	} {
+		if got := hex.EncodeToString(tc.got); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCorruptValues: every truncation, trailing bytes, an unknown version
+// and an absurd member count are ErrCorrupt, never a panic.
+func TestCorruptValues(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	g := randGroup(rng)
+	for len(g.Members) == 0 {
+		g = randGroup(rng)
+	}
+	values := map[string][]byte{
+		"offset": Offset{Offset: 1, Metadata: "meta"}.Encode(),
+		"group":  g.Encode(),
+	}
+	decode := map[string]func([]byte) error{
+		"offset": func(b []byte) error { _, err := DecodeOffset(b); return err },
+		"group":  func(b []byte) error { _, err := DecodeClassicGroup(b); return err },
+	}
+	for name, v := range values {
+		for n := 0; n < len(v); n++ {
+			if err := decode[name](v[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%s truncated to %d bytes: %v, want ErrCorrupt", name, n, err)
+			}
+		}
+		if err := decode[name](append(bytes.Clone(v), 0)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s with a trailing byte: %v", name, err)
+		}
+		bad := bytes.Clone(v)
+		bad[0] = 2
+		if err := decode[name](bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s version 2: %v", name, err)
+		}
+	}
+	huge := ClassicGroup{}.Encode()
+	huge = append(huge[:len(huge)-1], 0xff, 0xff, 0xff, 0xff, 0x07) // member count ~2^31
+	if _, err := DecodeClassicGroup(huge); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("absurd member count: %v", err)
+	}
+	for _, k := range [][]byte{nil, []byte("topic/x"), {'c', 0, 0, 9, 0, 0}, {'c', 0, 0, 1, 5, 'a'}, append(GroupKey{0, "", "g"}.Key(), 0)} {
+		if _, _, err := ParseKey(k); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("ParseKey(%x): %v, want ErrCorrupt", k, err)
+		}
+	}
+}
+
+// FuzzDecode: no input panics the decoders, and whatever decodes
+// re-encodes to the same bytes (the encoding is canonical), so replay
+// cannot silently change a record.
+func FuzzDecode(f *testing.F) {
+	proto := "range"
+	f.Add(Offset{Offset: 5, Metadata: "x"}.Encode())
+	f.Add(ClassicGroup{ID: "cgp_1", Protocol: &proto, Members: []ClassicMember{{MemberID: "m", Subscription: []byte{1}}}}.Encode())
+	f.Add(OffsetKey{GroupKey{1, "t", "g"}, "topic", 3}.Key())
+	f.Add(GroupKey{2, "", "group"}.Key())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if o, err := DecodeOffset(b); err == nil && !bytes.Equal(o.Encode(), b) {
+			t.Fatalf("offset %x re-encodes as %x", b, o.Encode())
+		}
+		if g, err := DecodeClassicGroup(b); err == nil && !bytes.Equal(g.Encode(), b) {
+			t.Fatalf("classic group %x re-encodes as %x", b, g.Encode())
+		}
+		if kind, k, err := ParseKey(b); err == nil {
+			var re []byte
+			switch k := k.(type) {
+			case GroupKey:
+				re = k.Key()
+			case OffsetKey:
+				re = k.Key()
+			}
+			if !bytes.Equal(re, b) {
+				t.Fatalf("%v key %x re-encodes as %x", kind, b, re)
+			}
+		}
+	})
+}
+
+func Example() {
+	k := OffsetKey{GroupKey: GroupKey{Shard: 3, Tenant: "", Group: "orders-app"}, Topic: "orders", Partition: 0}
+	v := Offset{Offset: 1042, LeaderEpoch: -1, CommitTimestamp: 1700000000000}.Encode()
+	kind, parsed, _ := ParseKey(k.Key())
+	o, _ := DecodeOffset(v)
+	fmt.Println(kind, parsed.(OffsetKey).Group, o.Offset)
+	// Output: offset orders-app 1042
+}
