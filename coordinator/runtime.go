@@ -1,0 +1,477 @@
+// Package coordinator runs Cohort's group coordinator: shards of pure state
+// machines, each driven by one event loop, whose records are group-committed
+// to the store before any response that depends on them is released.
+//
+// This file is the shard runtime (Kafka's CoordinatorRuntime, one context
+// per shard). A Machine is pure: given (state, request, now) it returns
+// records, replies and timer changes, and it changes its durable state only
+// by replaying records, so that live handling and loading at start-up run
+// the same code. The runtime does all the I/O, owns the clock, and is the
+// only place with goroutines.
+package coordinator
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/store"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Clock is the runtime's source of time. Machines never read a clock: they
+// get now as an argument.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine after d; stop cancels it and
+	// reports whether it did so before f ran.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// AfterFunc wraps time.AfterFunc.
+func (SystemClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
+// RequestID names a request inside a shard until it is answered. A machine
+// that cannot answer at once (a JoinGroup parked on the barrier) keeps the
+// id in its state and replies to it from a later event.
+type RequestID uint64
+
+// Request is a decoded request for a machine.
+type Request struct {
+	ID  RequestID
+	Msg kmsg.Request
+}
+
+// Record is a store write: Value nil is a tombstone.
+type Record struct {
+	Key, Value []byte
+}
+
+// Reply answers a request.
+type Reply struct {
+	To   RequestID
+	Resp kmsg.Response
+}
+
+// Timer sets (At non-zero) or cancels (At zero) the machine's timer Key.
+type Timer struct {
+	Key string
+	At  time.Time
+}
+
+// Output is what a machine returns from an event.
+type Output struct {
+	Records []Record
+	Replies []Reply
+	Timers  []Timer
+}
+
+// Machine is one shard's pure state machine. Its methods are called from
+// the shard's loop only, one at a time; they must not block, start
+// goroutines, read a clock or do I/O.
+type Machine interface {
+	// Replay applies one record (Value nil: a tombstone) to the durable
+	// state. It is called for every record the machine returns, in order,
+	// right after the event that returned it, and for every stored record
+	// when the shard loads.
+	Replay(r Record) error
+	// Loaded is called once after loading, before any event.
+	Loaded(now time.Time) Output
+	// Handle serves one request.
+	Handle(now time.Time, req Request) Output
+	// Fire runs timer key, which came due.
+	Fire(now time.Time, key string) Output
+}
+
+// ShardConfig configures a Shard.
+type ShardConfig struct {
+	// ID is the shard number; its records live under record.ShardPrefix.
+	ID uint16
+	// Store holds the records. Required.
+	Store store.Store
+	// New returns an empty machine, at start and on every reload.
+	// Required.
+	New func() Machine
+	// Fail answers a request the shard could not complete (its records
+	// were not written, or the shard reloaded while it waited), with the
+	// retriable error code given (COORDINATOR_NOT_AVAILABLE). Required.
+	Fail func(req kmsg.Request, code int16) kmsg.Response
+	// Clock; nil means SystemClock.
+	Clock Clock
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// MaxBatch caps the records in one store write. Default 4096.
+	MaxBatch int
+}
+
+// ErrClosed is returned by Submit after Close.
+var ErrClosed = errors.New("coordinator: shard closed")
+
+// call is a request in flight: submitted, not yet answered.
+type call struct {
+	req  kmsg.Request
+	done chan kmsg.Response
+}
+
+// held is a reply waiting for the records before it to be durable.
+type held struct {
+	gate uint64 // the sequence number of the last record before it
+	to   RequestID
+	resp kmsg.Response
+}
+
+type event struct {
+	submit *call        // a new request
+	fire   bool         // the clock timer went off
+	wrote  *writeResult // the store write finished
+	stop   chan struct{}
+}
+
+type writeResult struct {
+	upTo uint64
+	err  error
+}
+
+// Shard runs one machine on its own goroutine.
+type Shard struct {
+	cfg    ShardConfig
+	logger *slog.Logger
+	events chan event
+	done   chan struct{}
+
+	// mu orders Submit against Close: every request submitted before
+	// Close is in events ahead of the stop event.
+	mu     sync.RWMutex
+	closed bool
+
+	// Everything below belongs to the loop goroutine.
+	m        Machine
+	nextID   RequestID
+	inflight map[RequestID]*call
+	seq      uint64   // sequence number of the last record produced
+	durable  uint64   // records up to here are durable
+	pending  []Record // produced, not yet handed to the writer
+	writing  bool
+	held     []held // in gate order
+	timers   timerHeap
+	timerAt  map[string]time.Time
+	stopWake func() bool
+	wakeAt   time.Time
+	writes   chan []Record
+	broken   bool // the shard could not reload; every request fails
+}
+
+// StartShard loads the shard from the store and starts its loop.
+func StartShard(cfg ShardConfig) (*Shard, error) {
+	if cfg.Store == nil || cfg.New == nil || cfg.Fail == nil {
+		return nil, errors.New("coordinator: ShardConfig needs Store, New and Fail")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 4096
+	}
+	s := &Shard{
+		cfg:      cfg,
+		logger:   cfg.Logger.With("shard", cfg.ID),
+		events:   make(chan event, 1024),
+		done:     make(chan struct{}),
+		inflight: make(map[RequestID]*call),
+		timerAt:  make(map[string]time.Time),
+		writes:   make(chan []Record, 1),
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	go s.writer()
+	go s.loop()
+	return s, nil
+}
+
+// load builds a fresh machine from the stored records.
+func (s *Shard) load() error {
+	m := s.cfg.New()
+	start := s.cfg.Clock.Now()
+	n := 0
+	err := s.cfg.Store.Scan(record.ShardPrefix(s.cfg.ID), func(k, v []byte) error {
+		n++
+		return m.Replay(Record{Key: k, Value: v})
+	})
+	if err != nil {
+		return fmt.Errorf("load shard %d: %w", s.cfg.ID, err)
+	}
+	s.m = m
+	for k := range s.timerAt {
+		delete(s.timerAt, k)
+	}
+	s.timers = s.timers[:0]
+	s.logger.Debug("shard loaded", "records", n, "took", s.cfg.Clock.Now().Sub(start))
+	s.apply(m.Loaded(s.cfg.Clock.Now()))
+	return nil
+}
+
+// Submit hands a request to the shard. The response arrives on the
+// returned channel once the records it depends on are durable.
+func (s *Shard) Submit(req kmsg.Request) (<-chan kmsg.Response, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	c := &call{req: req, done: make(chan kmsg.Response, 1)}
+	s.events <- event{submit: c}
+	return c.done, nil
+}
+
+// Close stops the loop after the writes under way finish. Requests still
+// in flight are answered with Fail.
+func (s *Shard) Close() {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if !already {
+		s.events <- event{stop: make(chan struct{})}
+	}
+	<-s.done
+}
+
+func (s *Shard) loop() {
+	defer close(s.done)
+	for ev := range s.events {
+		switch {
+		case ev.submit != nil && s.broken:
+			ev.submit.done <- s.cfg.Fail(ev.submit.req, coordinatorNotAvailable)
+		case ev.submit != nil:
+			s.nextID++
+			id := s.nextID
+			s.inflight[id] = ev.submit
+			s.apply(s.m.Handle(s.cfg.Clock.Now(), Request{ID: id, Msg: ev.submit.req}))
+		case ev.fire:
+			s.fireDue()
+		case ev.wrote != nil:
+			s.wrote(ev.wrote)
+		case ev.stop != nil:
+			s.shutdown()
+			return
+		}
+		// Group commit: while a write is under way, records pile up in
+		// pending; the next write takes them all.
+		if !s.writing && len(s.pending) > 0 {
+			s.flush()
+		}
+	}
+}
+
+func (s *Shard) wrote(w *writeResult) {
+	s.writing = false
+	if w.err != nil {
+		s.writeFailed(w.err)
+		return
+	}
+	s.durable = w.upTo
+	s.release()
+}
+
+// apply replays an output's records, queues them for writing, holds its
+// replies behind them and updates the timers.
+func (s *Shard) apply(out Output) {
+	for _, r := range out.Records {
+		if err := s.m.Replay(r); err != nil {
+			// A machine that cannot replay its own record is broken.
+			panic(fmt.Sprintf("coordinator: shard %d cannot replay its own record %x: %v", s.cfg.ID, r.Key, err))
+		}
+		s.seq++
+		s.pending = append(s.pending, r)
+	}
+	for _, r := range out.Replies {
+		s.held = append(s.held, held{gate: s.seq, to: r.To, resp: r.Resp})
+	}
+	for _, t := range out.Timers {
+		if t.At.IsZero() {
+			delete(s.timerAt, t.Key)
+			continue
+		}
+		s.timerAt[t.Key] = t.At
+		heap.Push(&s.timers, timerEntry{key: t.Key, at: t.At})
+	}
+	s.release()
+	s.arm()
+}
+
+// release answers every held reply whose records are durable.
+func (s *Shard) release() {
+	i := 0
+	for ; i < len(s.held) && s.held[i].gate <= s.durable; i++ {
+		h := s.held[i]
+		if c, ok := s.inflight[h.to]; ok {
+			delete(s.inflight, h.to)
+			c.done <- h.resp
+		}
+	}
+	s.held = s.held[i:]
+}
+
+func (s *Shard) flush() {
+	n := min(len(s.pending), s.cfg.MaxBatch)
+	batch := s.pending[:n:n]
+	s.pending = s.pending[n:]
+	s.writing = true
+	s.writes <- batch
+}
+
+// writer applies batches one at a time; the loop keeps producing the next
+// batch meanwhile.
+func (s *Shard) writer() {
+	var written uint64
+	for batch := range s.writes {
+		var b store.Batch
+		for _, r := range batch {
+			if r.Value == nil {
+				b.Delete(r.Key)
+			} else {
+				b.Put(r.Key, r.Value)
+			}
+		}
+		err := s.cfg.Store.Apply(&b)
+		if err == nil {
+			written += uint64(len(batch))
+		}
+		s.events <- event{wrote: &writeResult{upTo: written, err: err}}
+	}
+}
+
+// writeFailed handles a failed store write as Kafka's runtime does: the
+// in-memory state may now be ahead of the store, so it is thrown away and
+// rebuilt from the store, and every request in flight gets a retriable
+// error. Their clients retry against the reloaded state.
+func (s *Shard) writeFailed(err error) {
+	s.logger.Error("store write failed; reloading shard", "err", err)
+	s.failAll()
+	// Records not yet written were produced from the discarded state;
+	// the writer counts only records that reached the store.
+	s.pending, s.held = nil, nil
+	s.seq = s.durable
+	if lerr := s.load(); lerr != nil {
+		s.logger.Error("reloading shard failed; it answers every request with an error until restarted", "err", lerr)
+		s.broken = true
+	}
+}
+
+func (s *Shard) failAll() {
+	for id, c := range s.inflight {
+		c.done <- s.cfg.Fail(c.req, coordinatorNotAvailable)
+		delete(s.inflight, id)
+	}
+}
+
+// coordinatorNotAvailable is Kafka's COORDINATOR_NOT_AVAILABLE: retriable.
+const coordinatorNotAvailable = 15
+
+func (s *Shard) shutdown() {
+	// Let what is pending reach the store, so that replies already
+	// released stay true and held ones can still be released.
+	for {
+		if !s.writing && len(s.pending) > 0 && !s.broken {
+			s.flush()
+		}
+		if !s.writing {
+			break
+		}
+		ev := <-s.events
+		switch {
+		case ev.wrote != nil:
+			s.wrote(ev.wrote)
+		case ev.submit != nil:
+			ev.submit.done <- s.cfg.Fail(ev.submit.req, coordinatorNotAvailable)
+		}
+	}
+	close(s.writes)
+	if s.stopWake != nil {
+		s.stopWake()
+	}
+	s.failAll()
+}
+
+// arm sets the clock for the earliest live timer.
+func (s *Shard) arm() {
+	for len(s.timers) > 0 {
+		top := s.timers[0]
+		if at, ok := s.timerAt[top.key]; !ok || !at.Equal(top.at) {
+			heap.Pop(&s.timers) // cancelled or replaced
+			continue
+		}
+		break
+	}
+	if len(s.timers) == 0 {
+		return
+	}
+	at := s.timers[0].at
+	if s.stopWake != nil && s.wakeAt.Equal(at) {
+		return
+	}
+	if s.stopWake != nil {
+		s.stopWake()
+	}
+	s.wakeAt = at
+	s.stopWake = s.cfg.Clock.AfterFunc(at.Sub(s.cfg.Clock.Now()), func() {
+		select {
+		case s.events <- event{fire: true}:
+		case <-s.done:
+		}
+	})
+}
+
+// fireDue runs every timer that is due, earliest first.
+func (s *Shard) fireDue() {
+	s.stopWake, s.wakeAt = nil, time.Time{}
+	for len(s.timers) > 0 {
+		now := s.cfg.Clock.Now()
+		top := s.timers[0]
+		if at, ok := s.timerAt[top.key]; !ok || !at.Equal(top.at) {
+			heap.Pop(&s.timers)
+			continue
+		}
+		if top.at.After(now) {
+			break
+		}
+		heap.Pop(&s.timers)
+		delete(s.timerAt, top.key)
+		s.apply(s.m.Fire(now, top.key))
+	}
+	s.arm()
+}
+
+type timerEntry struct {
+	key string
+	at  time.Time
+}
+
+type timerHeap []timerEntry
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timerEntry)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
