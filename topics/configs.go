@@ -33,11 +33,11 @@ type TopicConfig struct {
 
 // TopicConfigs lists the topic configs Cohort accepts, sorted by name.
 var TopicConfigs = []TopicConfig{
-	{Name: "cleanup.policy", Default: "delete", Type: ConfigList, Doc: "Retention policy (stored; Cohort does not compact)."},
+	{Name: "cleanup.policy", Default: "delete", Type: ConfigList, Doc: "Stored and reported; Cohort neither compacts nor deletes yet, so nothing is lost (Kafka Connect and Streams create compacted topics)."},
 	{Name: "compression.type", Default: "producer", Type: ConfigString, Doc: "Batches are kept as the producer compressed them."},
 	{Name: "delete.retention.ms", Default: "86400000", Type: ConfigLong, Doc: "Stored and reported."},
 	{Name: "max.message.bytes", Default: "1048588", Type: ConfigInt, Enforced: true, Doc: "Largest record batch a producer may append."},
-	{Name: "message.timestamp.type", Default: "CreateTime", Type: ConfigString, Doc: "Record timestamps are the producer's (CreateTime)."},
+	{Name: "message.timestamp.type", Default: "CreateTime", Type: ConfigString, Enforced: true, Doc: "Record timestamps are the producer's (CreateTime); LogAppendTime is refused."},
 	{Name: "min.insync.replicas", Default: "1", Type: ConfigInt, Doc: "One node, one replica."},
 	{Name: "retention.bytes", Default: "-1", Type: ConfigLong, Doc: "Stored and reported; Cohort does not yet delete old segments."},
 	{Name: "retention.ms", Default: "604800000", Type: ConfigLong, Doc: "Stored and reported; Cohort does not yet delete old segments."},
@@ -81,6 +81,12 @@ func ValidateTopicConfigs(configs map[string]string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %s=%q is not a valid %s", ErrInvalidConfig, name, v, typeName(c.Type))
+		}
+		if name == "message.timestamp.type" && v != "CreateTime" {
+			// Accepting LogAppendTime without stamping batches would hand
+			// consumers producer times under a topic that promises the
+			// broker's.
+			return fmt.Errorf("%w: message.timestamp.type=%s is not supported; Cohort keeps CreateTime", ErrInvalidConfig, v)
 		}
 		if name == "segment.bytes" || name == "max.message.bytes" {
 			if n, _ := strconv.ParseInt(v, 10, 64); n < 14 {

@@ -50,3 +50,14 @@ func TestAppendValidatesRecords(t *testing.T) {
 	}
 	mustAppend(t, p, plainBatch(t, 3, "ok"))
 }
+
+// TestTimestampTypeConfig: CreateTime is what Cohort does; LogAppendTime,
+// which it does not implement, is refused rather than silently ignored.
+func TestTimestampTypeConfig(t *testing.T) {
+	if err := ValidateTopicConfigs(map[string]string{"message.timestamp.type": "CreateTime"}); err != nil {
+		t.Errorf("CreateTime: %v", err)
+	}
+	if err := ValidateTopicConfigs(map[string]string{"message.timestamp.type": "LogAppendTime"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("LogAppendTime: %v, want ErrInvalidConfig", err)
+	}
+}
