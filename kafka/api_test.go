@@ -547,6 +547,25 @@ func TestVersionSweep(t *testing.T) {
 				}
 			}
 		},
+		kmsg.FindCoordinator.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.CoordinatorKey, req.CoordinatorKeys = "sweep-group", []string{"sweep-group"}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.FindCoordinatorResponse)
+				node, host, port, code := resp.NodeID, resp.Host, resp.Port, resp.ErrorCode
+				if v >= 4 {
+					if len(resp.Coordinators) != 1 {
+						t.Fatalf("%d coordinators for one key", len(resp.Coordinators))
+					}
+					co := resp.Coordinators[0]
+					node, host, port, code = co.NodeID, co.Host, co.Port, co.ErrorCode
+				}
+				wantCode(t, "find coordinator", code, nil)
+				if node != 0 || fmt.Sprintf("%s:%d", host, port) != addr {
+					t.Errorf("coordinator %d at %s:%d, want 0 at %s", node, host, port, addr)
+				}
+			}
+		},
 		kmsg.DescribeCluster.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			return kmsg.NewPtrDescribeClusterRequest(), func(r kmsg.Response) {
 				resp := r.(*kmsg.DescribeClusterResponse)
@@ -1654,6 +1673,47 @@ func TestDescribeCluster(t *testing.T) {
 	wantCode(t, "controller endpoints", resp.ErrorCode, kerr.UnsupportedEndpointType)
 	if len(resp.Brokers) != 0 {
 		t.Errorf("controller endpoints answered with %d brokers", len(resp.Brokers))
+	}
+}
+
+// TestFindCoordinator: groups (the empty id too, as Kafka) are coordinated
+// here; transaction and share keys and unknown key types get Kafka's
+// errors, per key from v4 and for the whole request before.
+func TestFindCoordinator(t *testing.T) {
+	addr := startNode(t, false)
+	c := dial(t, addr)
+	for v := int16(0); v <= 6; v++ {
+		for _, tc := range []struct {
+			typ  int8
+			key  string
+			want *kerr.Error
+		}{
+			{0, "g", nil}, {0, "", nil}, {1, "txn", kerr.TransactionalIDAuthorizationFailed},
+			{2, "share", kerr.InvalidRequest}, {9, "g", kerr.InvalidRequest},
+		} {
+			if v == 0 && tc.typ != 0 {
+				continue // v0 has no key type
+			}
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.CoordinatorType = tc.typ
+			req.CoordinatorKey, req.CoordinatorKeys = tc.key, []string{tc.key, "other"}
+			resp := roundTrip[*kmsg.FindCoordinatorResponse](c, v, req)
+			name := fmt.Sprintf("v%d type %d key %q", v, tc.typ, tc.key)
+			node, code, msg := resp.NodeID, resp.ErrorCode, resp.ErrorMessage
+			if v >= 4 {
+				if len(resp.Coordinators) != 2 || resp.Coordinators[0].Key != tc.key || resp.Coordinators[1].Key != "other" {
+					t.Fatalf("%s: coordinators %+v, want one per key in order", name, resp.Coordinators)
+				}
+				node, code, msg = resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode, resp.Coordinators[0].ErrorMessage
+			}
+			wantCode(t, name, code, tc.want)
+			if tc.want == nil && node != 0 || tc.want != nil && node != -1 {
+				t.Errorf("%s: node %d", name, node)
+			}
+			if v >= 1 && v < 4 && tc.want == nil && (msg == nil || *msg != "NONE") {
+				t.Errorf("%s: error message %v, want \"NONE\" as Kafka", name, msg)
+			}
+		}
 	}
 }
 

@@ -499,6 +499,10 @@ func seedRequest(key int16) kmsg.Request {
 		rt.Assignment = []kmsg.CreatePartitionsRequestTopicAssignment{{Replicas: []int32{0}}}
 		req.Topics = append(req.Topics, rt)
 		return req
+	case kmsg.FindCoordinator:
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey, req.CoordinatorKeys = "fuzz-group", []string{"fuzz-group", ""}
+		return req
 	case kmsg.DescribeCluster:
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.IncludeClusterAuthorizedOperations = true

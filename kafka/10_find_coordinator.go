@@ -1,0 +1,71 @@
+package kafka
+
+// FindCoordinator, key 10.
+//
+// Version notes:
+//   - v0: one group key; the coordinator's node, host and port.
+//   - v1 (KIP-98): CoordinatorType (0 group, 1 transaction);
+//     ThrottleMillis and ErrorMessage.
+//   - v2: no change. v3: flexible.
+//   - v4 (KIP-699): a batch of keys, one answer each.
+//   - v5: no change for us (TRANSACTION_ABORTABLE allowed).
+//   - v6 (KIP-932): key type 2, share groups.
+//
+// As Kafka's KafkaApis.getCoordinator: the key itself is not validated (an
+// empty group id gets an answer like any other); every group's coordinator
+// is this node. Cohort has no transaction coordinator, so a transaction key
+// gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId does; a
+// share key gets INVALID_REQUEST, Kafka's answer on a broker without share
+// groups; any other key type makes the whole request INVALID_REQUEST.
+// v0–3 successes carry ErrorMessage "NONE", as Kafka sends them.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.FindCoordinator, 0, 6, handleFindCoordinator) }
+
+// Coordinator key types.
+const (
+	keyGroup       = 0
+	keyTransaction = 1
+	keyShare       = 2
+)
+
+func handleFindCoordinator(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if hdr.version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID, c.Port = key, -1, -1
+		switch req.CoordinatorType {
+		case keyGroup:
+			c.NodeID, c.Host, c.Port = nodeID, s.host, s.port
+		case keyTransaction:
+			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			c.ErrorMessage = errPtr("Cohort has no transaction coordinator.")
+		case keyShare:
+			c.ErrorCode = kerr.InvalidRequest.Code
+			c.ErrorMessage = errPtr("Cohort has no share group coordinator.")
+		default:
+			c.ErrorCode = kerr.InvalidRequest.Code
+			c.ErrorMessage = errPtr("Unknown coordinator type.")
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	if hdr.version < 4 {
+		c := resp.Coordinators[0]
+		resp.Coordinators = nil
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.NodeID, c.Host, c.Port
+		resp.ErrorMessage = c.ErrorMessage
+		if c.ErrorCode == 0 {
+			resp.ErrorMessage = errPtr("NONE")
+		}
+	}
+	return done(resp)
+}
