@@ -53,28 +53,22 @@ func handleProduce(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Res
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var t *topics.Topic
-		if hdr.version >= 13 {
-			t = s.topics.TopicByID(rt.TopicID)
-		} else {
-			t = s.topics.Topic(rt.Topic)
-		}
+		byID := hdr.version >= 13
+		t := s.topicFor(rt.Topic, rt.TopicID, byID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogStartOffset, sp.LogAppendTime = -1, -1, -1
+			p, code := partitionOf(t, rp.Partition, byID)
 			switch {
 			case fail != 0:
 				sp.ErrorCode = fail
-			case t == nil && hdr.version >= 13:
-				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case code != 0:
+				sp.ErrorCode = code
 			case hdr.version < 7 && isZstd(rp.Records):
 				// zstd needs Produce v7 (KIP-110), as Kafka checks.
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			default:
-				p := t.Partitions[rp.Partition]
 				res, err := p.Append(rp.Records, t.MaxBatchBytes())
 				if err != nil {
 					sp.ErrorCode = errorCode(err)

@@ -27,7 +27,6 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -104,28 +103,22 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var t *topics.Topic
-		if version >= 13 {
-			t = s.topics.TopicByID(rt.TopicID)
-		} else {
-			t = s.topics.Topic(rt.Topic)
-		}
+		byID := version >= 13
+		t := s.topicFor(rt.Topic, rt.TopicID, byID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
+			p, code := partitionOf(t, rp.Partition, byID)
 			switch {
-			case t == nil && version >= 13:
-				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case code != 0:
+				sp.ErrorCode = code
 			case rp.CurrentLeaderEpoch > 0:
 				// Our leader epoch is always 0: a larger one comes from
 				// metadata we never gave out.
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				p := t.Partitions[rp.Partition]
 				waits = append(waits, waitTarget{p.Wait()})
 				limit := int(rp.PartitionMaxBytes)
 				if limit > budget {

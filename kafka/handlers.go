@@ -3,6 +3,8 @@ package kafka
 import (
 	"sort"
 
+	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -47,3 +49,24 @@ func supportedKeys() []int16 {
 
 // errPtr returns a pointer to msg, for nullable error messages.
 func errPtr(msg string) *string { return &msg }
+
+// topicFor finds the topic a produce or fetch names: by id from the version
+// that names topics by id (KIP-516), else by name. Nil if there is none.
+func (s *Server) topicFor(name string, id [16]byte, byID bool) *topics.Topic {
+	if byID {
+		return s.topics.TopicByID(id)
+	}
+	return s.topics.Topic(name)
+}
+
+// partitionOf returns partition p of t, or the error code Kafka gives for
+// an unknown topic (UNKNOWN_TOPIC_ID when asked by id) or partition.
+func partitionOf(t *topics.Topic, p int32, byID bool) (*topics.Partition, int16) {
+	switch {
+	case t == nil && byID:
+		return nil, kerr.UnknownTopicID.Code
+	case t == nil || p < 0 || int(p) >= len(t.Partitions):
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	return t.Partitions[p], 0
+}

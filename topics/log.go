@@ -373,16 +373,25 @@ func (l *Log) put(t *Topic, partitions int32) error {
 	return nil
 }
 
+// topicLocked returns the named topic of an open log. Callers hold mu.
+func (l *Log) topicLocked(name string) (*Topic, error) {
+	if l.closed {
+		return nil, store.ErrClosed
+	}
+	t, ok := l.byName[name]
+	if !ok {
+		return nil, ErrUnknownTopic
+	}
+	return t, nil
+}
+
 // Delete removes a topic and its data.
 func (l *Log) Delete(name string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return store.ErrClosed
-	}
-	t, ok := l.byName[name]
-	if !ok {
-		return ErrUnknownTopic
+	t, err := l.topicLocked(name)
+	if err != nil {
+		return err
 	}
 	var b store.Batch
 	b.Delete(append(bytes.Clone(topicPrefix), name...))
@@ -407,12 +416,9 @@ func (l *Log) Delete(name string) error {
 func (l *Log) Grow(name string, count int32, validateOnly bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return store.ErrClosed
-	}
-	t, ok := l.byName[name]
-	if !ok {
-		return ErrUnknownTopic
+	t, err := l.topicLocked(name)
+	if err != nil {
+		return err
 	}
 	if count <= int32(len(t.Partitions)) || count > MaxPartitions {
 		return ErrInvalidPartitions
