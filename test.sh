@@ -29,6 +29,12 @@ if ((${#need[@]})); then
 	$sudo apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# JavaScript clients from npm, at the versions e2e/js/package-lock.json
+# pins: (re)installed when node_modules is missing or older than the lock.
+if [ ! -d e2e/js/node_modules ] || [ e2e/js/package-lock.json -nt e2e/js/node_modules ]; then
+	step "installing JavaScript test clients (npm ci --prefix e2e/js)"
+	npm ci --prefix e2e/js --no-audit --no-fund --loglevel=error >/dev/null
+fi
 
 # 2. Quality gates.
 step "gofmt"
