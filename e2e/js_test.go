@@ -152,29 +152,6 @@ type jsBatch struct {
 	Records    []pyRecord `json:"records"`
 }
 
-// jsRecs returns n records for a JavaScript client to produce: binary
-// bytes in values and headers, a null key now and then, a null value (a
-// tombstone) or an empty one, and a record without headers.
-func jsRecs(prefix string, n int, base time.Time) []rec {
-	recs := makeRecs(prefix, n, base)
-	for i := range recs {
-		r := &recs[i]
-		r.Value = append(r.Value, 0, 0xff, byte(i))
-		r.Headers = append(r.Headers, hdr{"bin", string([]byte{0, 0xfe, byte(i >> 8), byte(i)})})
-		switch i % 20 {
-		case 3:
-			r.Key = nil
-		case 5:
-			r.Value = nil
-		case 7:
-			r.Value = []byte{}
-		case 11:
-			r.Headers = nil
-		}
-	}
-	return recs
-}
-
 // jsProduceSpec builds batches of per records for each codec, half of them
 // to explicit partitions (and all with null keys), the rest left to the
 // client's murmur2 partitioner. It returns the spec's batches, the records
@@ -185,7 +162,7 @@ func jsProduceSpec(prefix string, codecs []string, idempotent map[string]bool, p
 	var explicit []bool
 	for ci, codec := range codecs {
 		b := jsBatch{Codec: codec, Idempotent: idempotent[codec], Chunk: 200}
-		for i, r := range jsRecs(prefix+"-"+codec, per, base.Add(time.Duration(ci)*time.Minute)) {
+		for i, r := range edgeRecs(prefix+"-"+codec, per, base.Add(time.Duration(ci)*time.Minute)) {
 			var p *int32
 			if i%2 == 0 || r.Key == nil {
 				r.Partition = int32((i / 2) % nparts)

@@ -151,31 +151,14 @@ func pyConsumed(t *testing.T, lines []pyLine) ([]rec, map[string][]pyLine) {
 	return got, other
 }
 
-// pyRecs returns n records for kafka-python to produce with codec: binary
-// bytes in values and headers, a null key now and then, a null value
-// (a tombstone) or an empty one, and a record without headers.
+// pyRecs returns edgeRecs for kafka-python to produce with codec, named
+// after it.
 func pyRecs(codec string, n int, base time.Time) []rec {
 	name := codec
 	if name == "" {
 		name = "none"
 	}
-	recs := makeRecs("py-"+name, n, base)
-	for i := range recs {
-		r := &recs[i]
-		r.Value = append(r.Value, 0, 0xff, byte(i))
-		r.Headers = append(r.Headers, hdr{"bin", string([]byte{0, 0xfe, byte(i >> 8), byte(i)})})
-		switch i % 20 {
-		case 3:
-			r.Key = nil
-		case 5:
-			r.Value = nil
-		case 7:
-			r.Value = []byte{}
-		case 11:
-			r.Headers = nil
-		}
-	}
-	return recs
+	return edgeRecs("py-"+name, n, base)
 }
 
 // TestPythonProduceConsume: kafka-python produces 5,000 records with

@@ -44,6 +44,29 @@ func makeRecs(prefix string, n int, base time.Time) []rec {
 	return out
 }
 
+// edgeRecs is makeRecs with the edge cases a client must carry through:
+// binary bytes in values and headers, a null key now and then, a null
+// value (a tombstone) or an empty one, and a record without headers.
+func edgeRecs(prefix string, n int, base time.Time) []rec {
+	recs := makeRecs(prefix, n, base)
+	for i := range recs {
+		r := &recs[i]
+		r.Value = append(r.Value, 0, 0xff, byte(i))
+		r.Headers = append(r.Headers, hdr{"bin", string([]byte{0, 0xfe, byte(i >> 8), byte(i)})})
+		switch i % 20 {
+		case 3:
+			r.Key = nil
+		case 5:
+			r.Value = nil
+		case 7:
+			r.Value = []byte{}
+		case 11:
+			r.Headers = nil
+		}
+	}
+	return recs
+}
+
 // checkSame fails unless got holds exactly the records of want, in offset
 // order per partition, every field intact. want's offsets must be set (from
 // the produce acknowledgements) unless ignoreOffsets.
