@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -25,9 +24,6 @@ import (
 // @platformatic/kafka 1.35.0, through the scripts in js/. Their versions
 // are pinned in js/package.json and js/package-lock.json; ./test.sh
 // installs them into js/node_modules with npm ci.
-
-// jsTimeout bounds each run of a client script.
-const jsTimeout = time.Minute
 
 // jsPinned are the packages the scripts need, at their pinned versions.
 var jsPinned = map[string]string{"kafkajs": "2.2.4", "@platformatic/kafka": "1.35.0"}
@@ -98,38 +94,15 @@ type jsLine struct {
 	Leaders    []int32         `json:"leaders"`
 }
 
-// runJS runs node script mode with spec under jsTimeout and returns its
-// output lines by kind, checking that it finished.
+// runJS runs node script mode with spec and returns its output lines by
+// kind, checking that it finished.
 func runJS(t *testing.T, script, mode string, spec any) map[string][]jsLine {
 	t.Helper()
-	dir := jsDir(t)
-	path := filepath.Join(t.TempDir(), mode+".json")
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), jsTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, script), mode, path)
-	cmd.Dir = dir
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("node %s %s: no exit within %v\nstderr:\n%s", script, mode, jsTimeout, tail(stderr.String()))
-	}
-	if err != nil {
-		t.Fatalf("node %s %s: %v\nstderr:\n%s", script, mode, err, tail(stderr.String()))
-	}
-	t.Logf("node %s %s: %v, %d bytes out", script, mode, time.Since(start).Round(time.Millisecond), stdout.Len())
+	// Node resolves the pinned packages from the script's own directory.
+	out := extRun(t, nil, "node", filepath.Join(jsDir(t), script), mode, writeSpec(t, mode, spec))
 	lines := map[string][]jsLine{}
 	last := ""
-	for _, l := range bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n")) {
+	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
 		var jl jsLine
 		if err := json.Unmarshal(l, &jl); err != nil {
 			t.Fatalf("node %s %s: output line %q: %v", script, mode, l, err)
@@ -138,7 +111,7 @@ func runJS(t *testing.T, script, mode string, spec any) map[string][]jsLine {
 		last = jl.Kind
 	}
 	if last != "done" {
-		t.Fatalf("node %s %s did not finish:\n%s\nstderr:\n%s", script, mode, tail(stdout.String()), tail(stderr.String()))
+		t.Fatalf("node %s %s did not finish:\n%s", script, mode, tail(string(out)))
 	}
 	return lines
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,7 +25,7 @@ import (
 // producing and consuming with franz-go to cross-check it.
 
 // extTimeout bounds every external client run.
-const extTimeout = 20 * time.Second
+const extTimeout = time.Minute
 
 // kcatPath returns kcat's path, failing (never skipping) without it.
 func kcatPath(t *testing.T) string {
@@ -58,6 +60,21 @@ func extRun(t *testing.T, stdin []byte, name string, args ...string) []byte {
 	}
 	t.Logf("%s %s: %v, %d bytes out", name, strings.Join(args, " "), time.Since(start).Round(time.Millisecond), stdout.Len())
 	return stdout.Bytes()
+}
+
+// writeSpec writes spec as JSON to a file for a client script and returns
+// its path.
+func writeSpec(t *testing.T, name string, spec any) string {
+	t.Helper()
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name+".json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // tail keeps the end of a long log.

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -83,16 +82,8 @@ type pyConfigResource struct {
 // lines, checking that it finished.
 func runPython(t *testing.T, mode string, spec any) []pyLine {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), mode+".json")
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	script := filepath.Join(testkit.ModuleRoot(), "e2e", "testdata", "kafka_python.py")
-	out := extRun(t, nil, systemPython, script, mode, path)
+	out := extRun(t, nil, systemPython, script, mode, writeSpec(t, mode, spec))
 	var lines []pyLine
 	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
 		var pl pyLine
