@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
@@ -38,6 +39,9 @@ type Config struct {
 	AutoCreateTopics  bool
 	DefaultPartitions int32
 	MaxRequestBytes   int32
+	// Groups configures the group coordinator; zero fields take Kafka's
+	// defaults (see coordinator.Config).
+	Groups coordinator.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

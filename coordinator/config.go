@@ -1,0 +1,100 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Config configures the group coordinator. The zero value of every field
+// takes Kafka's default; the defaults are Kafka's broker defaults so that
+// clients see a broker they know.
+type Config struct {
+	// MinSessionTimeout and MaxSessionTimeout bound a JoinGroup's session
+	// timeout (INVALID_SESSION_TIMEOUT outside). Defaults 6 s and 30 min
+	// (group.min/max.session.timeout.ms).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxSize caps the members of a classic group (GROUP_MAX_SIZE_REACHED).
+	// Default 2^31-1 (group.max.size).
+	MaxSize int
+	// InitialRebalanceDelay is how long the first rebalance of an Empty
+	// group waits for more members, extended while they keep arriving, up
+	// to the rebalance timeout (group.initial.rebalance.delay.ms). Default
+	// 3 s; a negative value means no delay.
+	InitialRebalanceDelay time.Duration
+	// InitialRebalanceQuiet closes that barrier early, once no new member
+	// has arrived for this long. Zero means equal to the delay, which is
+	// exactly Kafka's behaviour; e.g. 50 ms lets a fleet that starts
+	// together form one generation in tens of milliseconds.
+	InitialRebalanceQuiet time.Duration
+	// OffsetMetadataMaxBytes caps a committed offset's metadata
+	// (OFFSET_METADATA_TOO_LARGE). Default 4096 (offset.metadata.max.bytes).
+	OffsetMetadataMaxBytes int
+	// OffsetsRetention is how long the offsets of an Empty group (or of a
+	// simple group, from their commit) are kept. Default 7 days
+	// (offsets.retention.minutes).
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is how often expired offsets are
+	// looked for. Default 10 min (offsets.retention.check.interval.ms).
+	OffsetsRetentionCheckInterval time.Duration
+	// Shards is the number of coordinator shards (event loops). It is
+	// part of the data: every record's key names its shard, so it is
+	// fixed when a data directory is created. Default 16.
+	Shards int
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.MinSessionTimeout, 6*time.Second)
+	def(&c.MaxSessionTimeout, 30*time.Minute)
+	def(&c.InitialRebalanceDelay, 3*time.Second)
+	def(&c.OffsetsRetention, 7*24*time.Hour)
+	def(&c.OffsetsRetentionCheckInterval, 10*time.Minute)
+	if c.MaxSize == 0 {
+		c.MaxSize = math.MaxInt32
+	}
+	if c.OffsetMetadataMaxBytes == 0 {
+		c.OffsetMetadataMaxBytes = 4096
+	}
+	if c.Shards == 0 {
+		c.Shards = 16
+	}
+	if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = 0
+	}
+	if c.InitialRebalanceQuiet <= 0 || c.InitialRebalanceQuiet > c.InitialRebalanceDelay {
+		c.InitialRebalanceQuiet = c.InitialRebalanceDelay
+	}
+	return c
+}
+
+// Validate reports a configuration no broker would start with. Call it on
+// the result of WithDefaults.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MinSessionTimeout <= 0 || c.MaxSessionTimeout < c.MinSessionTimeout {
+		errs = append(errs, fmt.Errorf("session timeouts: need 0 < min (%v) <= max (%v)", c.MinSessionTimeout, c.MaxSessionTimeout))
+	}
+	if c.MaxSessionTimeout > math.MaxInt32*time.Millisecond {
+		errs = append(errs, fmt.Errorf("max session timeout %v is over 2^31-1 ms", c.MaxSessionTimeout))
+	}
+	if c.MaxSize < 1 {
+		errs = append(errs, fmt.Errorf("group max size %d: must be at least 1", c.MaxSize))
+	}
+	if c.OffsetMetadataMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("offset metadata max bytes %d: must not be negative", c.OffsetMetadataMaxBytes))
+	}
+	if c.OffsetsRetention < time.Millisecond || c.OffsetsRetentionCheckInterval < time.Millisecond {
+		errs = append(errs, errors.New("offsets retention and its check interval must be at least 1ms"))
+	}
+	if c.Shards < 1 || c.Shards > math.MaxUint16 {
+		errs = append(errs, fmt.Errorf("shards %d: must be in [1, 65535]", c.Shards))
+	}
+	return errors.Join(errs...)
+}
