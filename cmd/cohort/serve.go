@@ -23,6 +23,8 @@ func serve(args []string, stderr io.Writer) int {
 		maxReq     int
 		logLevel   string
 		shutdown   time.Duration
+		g          = &cfg.Groups
+		delay      time.Duration
 	)
 	fs.StringVar(&cfg.KafkaListen, "kafka-listen", "127.0.0.1:9092", "`host:port` to accept Kafka clients on (port 0 picks a free port)")
 	fs.StringVar(&cfg.AdvertisedKafkaAddr, "advertised-kafka-addr", "", "`host:port` given to clients in Metadata and FindCoordinator (default: the listen address)")
@@ -31,6 +33,14 @@ func serve(args []string, stderr io.Writer) int {
 	fs.IntVar(&partitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with -1 (1 to 10000)")
 	fs.IntVar(&maxReq, "max-request-bytes", 100<<20, "largest request frame in `bytes`; a larger one closes the connection (Kafka's socket.request.max.bytes)")
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.DurationVar(&g.MinSessionTimeout, "group-min-session-timeout", 6*time.Second, "smallest session timeout a JoinGroup may ask for (Kafka's group.min.session.timeout.ms)")
+	fs.DurationVar(&g.MaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "largest session timeout a JoinGroup may ask for (Kafka's group.max.session.timeout.ms)")
+	fs.IntVar(&g.MaxSize, "group-max-size", 1<<31-1, "most members of a classic group (Kafka's group.max.size)")
+	fs.DurationVar(&delay, "group-initial-rebalance-delay", 3*time.Second, "how long the first rebalance of an empty group waits for more members, extended while they keep coming, up to the rebalance timeout (Kafka's group.initial.rebalance.delay.ms); 0 for none")
+	fs.DurationVar(&g.InitialRebalanceQuiet, "group-initial-rebalance-quiet", 0, "close that wait as soon as no new member has arrived for this long, e.g. 50ms (default: equal to the delay, exactly Kafka's behaviour)")
+	fs.IntVar(&g.OffsetMetadataMaxBytes, "offset-metadata-max-bytes", 4096, "longest committed-offset metadata in `bytes` (Kafka's offset.metadata.max.bytes)")
+	fs.DurationVar(&g.OffsetsRetention, "offsets-retention", 7*24*time.Hour, "how long offsets of an empty group are kept (Kafka's offsets.retention.minutes)")
+	fs.DurationVar(&g.OffsetsRetentionCheckInterval, "offsets-retention-check-interval", 10*time.Minute, "how often expired offsets are looked for (Kafka's offsets.retention.check.interval.ms)")
 	fs.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight requests finish before closing connections")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: cohort serve [flags]\n\nRuns a Cohort node until SIGINT or SIGTERM, then shuts down gracefully.\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>\n(e.g. COHORT_KAFKA_LISTEN); a flag on the command line wins.\n\nFlags:\n")
@@ -53,6 +63,19 @@ func serve(args []string, stderr io.Writer) int {
 		return 2
 	}
 	cfg.DefaultPartitions, cfg.MaxRequestBytes = int32(partitions), int32(maxReq)
+	switch {
+	case delay < 0:
+		fmt.Fprintf(stderr, "cohort serve: --group-initial-rebalance-delay must not be negative\n")
+		return 2
+	case delay == 0:
+		g.InitialRebalanceDelay = -1 // coordinator.Config: negative is none
+	default:
+		g.InitialRebalanceDelay = delay
+	}
+	if err := cfg.Groups.WithDefaults().Validate(); err != nil {
+		fmt.Fprintf(stderr, "cohort serve: %v\n", err)
+		return 2
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = logger
 
