@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,57 +44,17 @@ func (SystemClock) AfterFunc(d time.Duration, f func()) func() bool {
 	return time.AfterFunc(d, f).Stop
 }
 
-// RequestID names a request inside a shard until it is answered. A machine
-// that cannot answer at once (a JoinGroup parked on the barrier) keeps the
-// id in its state and replies to it from a later event.
-type RequestID uint64
-
-// Request is a decoded request for a machine.
-type Request struct {
-	ID  RequestID
-	Msg kmsg.Request
-}
-
-// Record is a store write: Value nil is a tombstone.
-type Record struct {
-	Key, Value []byte
-}
-
-// Reply answers a request.
-type Reply struct {
-	To   RequestID
-	Resp kmsg.Response
-}
-
-// Timer sets (At non-zero) or cancels (At zero) the machine's timer Key.
-type Timer struct {
-	Key string
-	At  time.Time
-}
-
-// Output is what a machine returns from an event.
-type Output struct {
-	Records []Record
-	Replies []Reply
-	Timers  []Timer
-}
-
-// Machine is one shard's pure state machine. Its methods are called from
-// the shard's loop only, one at a time; they must not block, start
-// goroutines, read a clock or do I/O.
-type Machine interface {
-	// Replay applies one record (Value nil: a tombstone) to the durable
-	// state. It is called for every record the machine returns, in order,
-	// right after the event that returned it, and for every stored record
-	// when the shard loads.
-	Replay(r Record) error
-	// Loaded is called once after loading, before any event.
-	Loaded(now time.Time) Output
-	// Handle serves one request.
-	Handle(now time.Time, req Request) Output
-	// Fire runs timer key, which came due.
-	Fire(now time.Time, key string) Output
-}
+// The machine types, re-exported so that users of the runtime need one
+// import.
+type (
+	RequestID = machine.RequestID
+	Request   = machine.Request
+	Record    = machine.Record
+	Reply     = machine.Reply
+	Timer     = machine.Timer
+	Output    = machine.Output
+	Machine   = machine.Machine
+)
 
 // ShardConfig configures a Shard.
 type ShardConfig struct {
@@ -121,7 +82,7 @@ var ErrClosed = errors.New("coordinator: shard closed")
 
 // call is a request in flight: submitted, not yet answered.
 type call struct {
-	req  kmsg.Request
+	req  Request
 	done chan kmsg.Response
 }
 
@@ -226,9 +187,10 @@ func (s *Shard) load() error {
 	return nil
 }
 
-// Submit hands a request to the shard. The response arrives on the
-// returned channel once the records it depends on are durable.
-func (s *Shard) Submit(req kmsg.Request) (<-chan kmsg.Response, error) {
+// Submit hands a request to the shard (its ID is assigned here). The
+// response arrives on the returned channel once the records it depends on
+// are durable.
+func (s *Shard) Submit(req Request) (<-chan kmsg.Response, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -257,12 +219,14 @@ func (s *Shard) loop() {
 	for ev := range s.events {
 		switch {
 		case ev.submit != nil && s.broken:
-			ev.submit.done <- s.cfg.Fail(ev.submit.req, coordinatorNotAvailable)
+			ev.submit.done <- s.cfg.Fail(ev.submit.req.Msg, coordinatorNotAvailable)
 		case ev.submit != nil:
 			s.nextID++
 			id := s.nextID
 			s.inflight[id] = ev.submit
-			s.apply(s.m.Handle(s.cfg.Clock.Now(), Request{ID: id, Msg: ev.submit.req}))
+			req := ev.submit.req
+			req.ID = id
+			s.apply(s.m.Handle(s.cfg.Clock.Now(), req))
 		case ev.fire:
 			s.fireDue()
 		case ev.wrote != nil:
@@ -376,7 +340,7 @@ func (s *Shard) writeFailed(err error) {
 
 func (s *Shard) failAll() {
 	for id, c := range s.inflight {
-		c.done <- s.cfg.Fail(c.req, coordinatorNotAvailable)
+		c.done <- s.cfg.Fail(c.req.Msg, coordinatorNotAvailable)
 		delete(s.inflight, id)
 	}
 }
@@ -399,7 +363,7 @@ func (s *Shard) shutdown() {
 		case ev.wrote != nil:
 			s.wrote(ev.wrote)
 		case ev.submit != nil:
-			ev.submit.done <- s.cfg.Fail(ev.submit.req, coordinatorNotAvailable)
+			ev.submit.done <- s.cfg.Fail(ev.submit.req.Msg, coordinatorNotAvailable)
 		}
 	}
 	close(s.writes)

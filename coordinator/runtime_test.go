@@ -194,7 +194,7 @@ func (e *env) start() {
 
 func (e *env) submit(s string, arg int64) <-chan kmsg.Response {
 	e.t.Helper()
-	ch, err := e.shard.Submit(op(s, arg))
+	ch, err := e.shard.Submit(coordinator.Request{Msg: op(s, arg)})
 	if err != nil {
 		e.t.Fatalf("submit %s: %v", s, err)
 	}
@@ -383,7 +383,7 @@ func TestClose(t *testing.T) {
 	if r := e.wait(parked); r.ErrorCode != 15 {
 		t.Fatalf("parked at close: error %d, want 15", r.ErrorCode)
 	}
-	if _, err := e.shard.Submit(op("get:c", 0)); !errors.Is(err, coordinator.ErrClosed) {
+	if _, err := e.shard.Submit(coordinator.Request{Msg: op("get:c", 0)}); !errors.Is(err, coordinator.ErrClosed) {
 		t.Fatalf("submit after close: %v", err)
 	}
 	e.shard.Close() // idempotent

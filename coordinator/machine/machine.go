@@ -1,0 +1,69 @@
+// Package machine defines the contract between Cohort's coordinator
+// runtime and the pure state machines it drives: a Machine consumes
+// records, requests and timer firings and returns an Output of records to
+// write, replies to send and timers to set.
+//
+// It holds types only; it must not do I/O, read a clock or start
+// goroutines, so that the pure packages can depend on it.
+package machine
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// RequestID names a request inside a shard until it is answered. A machine
+// that cannot answer at once (a JoinGroup parked on the barrier) keeps the
+// id in its state and replies to it from a later event.
+type RequestID uint64
+
+// Request is a decoded request for a machine.
+type Request struct {
+	ID  RequestID
+	Msg kmsg.Request
+	// ClientID and ClientHost identify the connection it came on:
+	// the header's client id and the peer's IP address.
+	ClientID, ClientHost string
+}
+
+// Record is a store write: Value nil is a tombstone.
+type Record struct {
+	Key, Value []byte
+}
+
+// Reply answers a request.
+type Reply struct {
+	To   RequestID
+	Resp kmsg.Response
+}
+
+// Timer sets (At non-zero) or cancels (At zero) the machine's timer Key.
+type Timer struct {
+	Key string
+	At  time.Time
+}
+
+// Output is what a machine returns from an event.
+type Output struct {
+	Records []Record
+	Replies []Reply
+	Timers  []Timer
+}
+
+// Machine is one shard's pure state machine. Its methods are called from
+// the shard's loop only, one at a time; they must not block, start
+// goroutines, read a clock or do I/O.
+type Machine interface {
+	// Replay applies one record (Value nil: a tombstone) to the durable
+	// state. It is called for every record the machine returns, in order,
+	// right after the event that returned it, and for every stored record
+	// when the shard loads.
+	Replay(r Record) error
+	// Loaded is called once after loading, before any event.
+	Loaded(now time.Time) Output
+	// Handle serves one request.
+	Handle(now time.Time, req Request) Output
+	// Fire runs timer key, which came due.
+	Fire(now time.Time, key string) Output
+}
