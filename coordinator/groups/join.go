@@ -1,0 +1,551 @@
+package groups
+
+import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/record"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// joinError is a JoinGroup error response (§4.5).
+func joinError(version, code int16, memberID string) *kmsg.JoinGroupResponse {
+	r := kmsg.NewPtrJoinGroupResponse()
+	r.Version, r.ErrorCode, r.MemberID, r.Generation = version, code, memberID, -1
+	if version < 7 {
+		r.Protocol = new(string)
+	}
+	return r
+}
+
+// joinSuccess answers member m with the group's current generation; the
+// leader gets the member list.
+func (g *group) joinSuccess(version int16, m *member) *kmsg.JoinGroupResponse {
+	r := kmsg.NewPtrJoinGroupResponse()
+	r.Version, r.Generation, r.MemberID, r.LeaderID = version, g.generation, m.id, g.leader
+	typ, proto := g.protocolType, g.protocol
+	r.ProtocolType, r.Protocol = &typ, &proto
+	if m.id == g.leader {
+		r.Members = g.memberList()
+	}
+	return r
+}
+
+func (g *group) memberList() []kmsg.JoinGroupResponseMember {
+	ms := g.sortedMembers()
+	out := make([]kmsg.JoinGroupResponseMember, len(ms))
+	for i, m := range ms {
+		out[i] = kmsg.JoinGroupResponseMember{MemberID: m.id, InstanceID: m.instance, ProtocolMetadata: m.metadataFor(g.protocol)}
+	}
+	return out
+}
+
+// joinGroup is Kafka's classicGroupJoin (§4.2).
+func (mc *Machine) joinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupRequest) {
+	v := r.Version
+	fail := func(code int16, memberID string) { mc.reply(req.ID, joinError(v, code, memberID)) }
+	session := time.Duration(r.SessionTimeoutMillis) * time.Millisecond
+	switch {
+	case r.Group == "":
+		fail(kerr.InvalidGroupID.Code, r.MemberID)
+		return
+	case session < mc.cfg.MinSessionTimeout || session > mc.cfg.MaxSessionTimeout:
+		fail(kerr.InvalidSessionTimeout.Code, r.MemberID)
+		return
+	}
+	g := mc.groups[r.Group]
+	created := false
+	if g == nil {
+		if r.MemberID != "" {
+			fail(kerr.UnknownMemberID.Code, r.MemberID)
+			return
+		}
+		g = mc.newGroup(r.Group, now)
+		created = true
+	}
+	if created {
+		// As Kafka: a group created by a JoinGroup exists durably from
+		// then on, whatever becomes of the join (§4.2 side effect).
+		defer func() {
+			if !g.durable {
+				g.durable = true
+				mc.write(mc.groupKey(g.name).Key(), record.ClassicGroup{ID: g.id, StateTimestamp: now.UnixMilli()}.Encode())
+			}
+		}()
+	}
+	if !mc.acceptJoining(g, r.MemberID) {
+		if m := g.members[r.MemberID]; m != nil {
+			mc.removeMember(g, m, kerr.GroupMaxSizeReached.Code)
+		}
+		if _, ok := g.pendingJoin[r.MemberID]; ok {
+			mc.dropPending(g, r.MemberID)
+		}
+		fail(kerr.GroupMaxSizeReached.Code, "")
+		return
+	}
+	ps := make([]protocol, len(r.Protocols))
+	for i, p := range r.Protocols {
+		ps[i] = protocol{name: p.Name, meta: p.Metadata}
+	}
+	rebalance := r.RebalanceTimeoutMillis
+	if v == 0 {
+		rebalance = r.SessionTimeoutMillis
+	}
+	j := joinReq{req: req, r: r, protocols: ps, rebalance: rebalance, parked: &parked{id: req.ID, version: v}}
+	if g.state == dead {
+		fail(kerr.CoordinatorNotAvailable.Code, r.MemberID)
+		return
+	}
+	if r.MemberID == "" {
+		mc.joinNewMember(now, g, j)
+	} else {
+		mc.joinExistingMember(now, g, j)
+	}
+}
+
+// joinReq is a JoinGroup being handled.
+type joinReq struct {
+	req       machine.Request
+	r         *kmsg.JoinGroupRequest
+	protocols []protocol
+	rebalance int32
+	parked    *parked
+}
+
+func (j joinReq) fail(mc *Machine, code int16, memberID string) {
+	mc.reply(j.req.ID, joinError(j.r.Version, code, memberID))
+}
+
+// acceptJoining is Kafka's acceptJoiningMember (§4.2 step 7).
+func (mc *Machine) acceptJoining(g *group, memberID string) bool {
+	m := g.members[memberID]
+	switch g.state {
+	case empty, dead:
+		return true
+	case preparingRebalance:
+		return (m != nil && m.join != nil) || g.awaiting < mc.cfg.MaxSize
+	default:
+		return m != nil || len(g.members) < mc.cfg.MaxSize
+	}
+}
+
+func (mc *Machine) joinNewMember(now time.Time, g *group, j joinReq) {
+	r := j.r
+	if !g.acceptsProtocols(r.ProtocolType, j.protocols) {
+		j.fail(mc, kerr.InconsistentGroupProtocol.Code, "")
+		return
+	}
+	prefix := j.req.ClientID
+	if r.InstanceID != nil {
+		prefix = *r.InstanceID
+	}
+	id := mc.memberID(prefix)
+	switch {
+	case r.InstanceID != nil:
+		if old, ok := g.static[*r.InstanceID]; ok {
+			mc.replaceStatic(now, g, j, old, id)
+		} else {
+			mc.addMember(now, g, j, id)
+		}
+	case r.Version >= 4:
+		// KIP-394: a new dynamic member must come back with the id it is
+		// given, within its session timeout (§4.3). It is not a member
+		// until then.
+		deadline := now.Add(time.Duration(r.SessionTimeoutMillis) * time.Millisecond)
+		g.pendingJoin[id] = deadline
+		mc.timer(memberTimer(g.name, id), deadline)
+		j.fail(mc, kerr.MemberIDRequired.Code, id)
+	default:
+		mc.addMember(now, g, j, id)
+	}
+}
+
+func (mc *Machine) joinExistingMember(now time.Time, g *group, j joinReq) {
+	r := j.r
+	if !g.acceptsProtocols(r.ProtocolType, j.protocols) {
+		j.fail(mc, kerr.InconsistentGroupProtocol.Code, r.MemberID)
+		return
+	}
+	if _, ok := g.pendingJoin[r.MemberID]; ok {
+		if r.InstanceID != nil {
+			// Static members are never made pending (Kafka answers an
+			// internal error here).
+			j.fail(mc, kerr.UnknownServerError.Code, r.MemberID)
+			return
+		}
+		mc.addMember(now, g, j, r.MemberID)
+		return
+	}
+	if code := g.validateMember(r.MemberID, r.InstanceID); code != 0 {
+		j.fail(mc, code, r.MemberID)
+		return
+	}
+	m := g.members[r.MemberID]
+	switch g.state {
+	case preparingRebalance:
+		mc.updateMember(g, m, j)
+		mc.maybeCompleteJoin(g, now)
+	case completingRebalance:
+		if m.sameProtocols(j.protocols) {
+			// The member lost its JoinGroup response: send it again.
+			mc.reply(j.req.ID, g.joinSuccess(r.Version, m))
+			return
+		}
+		mc.updateMember(g, m, j)
+		mc.prepareRebalance(g, now)
+	case stable:
+		if m.id != g.leader && m.sameProtocols(j.protocols) {
+			// As Kafka: a follower's rejoin with unchanged metadata
+			// returns the current generation without a rebalance.
+			mc.reply(j.req.ID, g.joinSuccess(r.Version, m))
+			return
+		}
+		mc.updateMember(g, m, j)
+		mc.prepareRebalance(g, now)
+	default:
+		j.fail(mc, kerr.UnknownMemberID.Code, r.MemberID)
+	}
+}
+
+// validateMember is Kafka's ClassicGroup.validateMember.
+func (g *group) validateMember(memberID string, instance *string) int16 {
+	if instance != nil {
+		holder, ok := g.static[*instance]
+		switch {
+		case !ok:
+			return kerr.UnknownMemberID.Code
+		case holder != memberID:
+			return kerr.FencedInstanceID.Code
+		}
+	}
+	if g.members[memberID] == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	return 0
+}
+
+// park makes j the member's parked JoinGroup. A JoinGroup it replaces
+// (only a client pipelining two joins can do that; Kafka, which handles
+// one request per connection at a time, would drop it) is told to rejoin.
+func (mc *Machine) park(g *group, m *member, p *parked) {
+	if m.join != nil {
+		mc.reply(m.join.id, joinError(m.join.version, kerr.RebalanceInProgress.Code, m.id))
+	} else {
+		g.awaiting++
+	}
+	m.join = p
+}
+
+// updateMember is Kafka's ClassicGroup.updateMember.
+func (mc *Machine) updateMember(g *group, m *member, j joinReq) {
+	g.countProtocols(m, -1)
+	m.protocols = j.protocols
+	g.countProtocols(m, 1)
+	m.rebalanceTimeout, m.sessionTimeout = j.rebalance, j.r.SessionTimeoutMillis
+	mc.park(g, m, j.parked)
+}
+
+// addMember is Kafka's addMemberThenRebalanceOrCompleteJoin (§5.1).
+func (mc *Machine) addMember(now time.Time, g *group, j joinReq, id string) {
+	r := j.r
+	m := &member{
+		id:               id,
+		instance:         r.InstanceID,
+		clientID:         j.req.ClientID,
+		clientHost:       j.req.ClientHost,
+		rebalanceTimeout: j.rebalance,
+		sessionTimeout:   r.SessionTimeoutMillis,
+		protocolType:     r.ProtocolType,
+		protocols:        j.protocols,
+		isNew:            true,
+	}
+	if g.state == preparingRebalance && g.prevState == empty {
+		g.newMemberAdded = true
+	}
+	if len(g.members) == 0 {
+		g.protocolType = r.ProtocolType
+	}
+	g.members[id] = m
+	if m.instance != nil {
+		g.static[*m.instance] = id
+	}
+	if g.leader == "" {
+		g.leader = id
+	}
+	g.countProtocols(m, 1)
+	mc.park(g, m, j.parked)
+	delete(g.pendingJoin, id)
+	// A new member cannot heartbeat while its join is parked; this
+	// bounds how long a member whose client gave up can linger.
+	m.armedAt = time.Time{}
+	mc.armSession(g, m, now, newMemberJoinTimeout)
+	if g.state == preparingRebalance {
+		mc.maybeCompleteJoin(g, now)
+	} else {
+		mc.prepareRebalance(g, now)
+	}
+}
+
+// replaceStatic is Kafka's updateStaticMemberThenRebalanceOrCompleteJoin
+// (§9.2): a known instance rejoining with no member id takes over its old
+// member's place.
+func (mc *Machine) replaceStatic(now time.Time, g *group, j joinReq, oldID, newID string) {
+	r := j.r
+	oldLeader := g.leader
+	old := g.members[oldID]
+	if old.join != nil {
+		mc.reply(old.join.id, joinError(old.join.version, kerr.FencedInstanceID.Code, oldID))
+		old.join = nil
+		g.awaiting--
+	}
+	if old.sync != nil {
+		mc.reply(old.sync.id, syncError(old.sync.version, kerr.FencedInstanceID.Code))
+		old.sync = nil
+	}
+	mc.cancelSession(g, old)
+	delete(g.members, oldID)
+	m := &member{}
+	*m = *old
+	m.id, m.armedAt, m.expireAt = newID, time.Time{}, time.Time{}
+	g.members[newID] = m
+	g.static[*m.instance] = newID
+	if g.leader == oldID {
+		g.leader = newID
+	}
+	if g.pendingSync[oldID] {
+		delete(g.pendingSync, oldID)
+		g.pendingSync[newID] = true
+	}
+	mc.armSession(g, m, now, time.Duration(r.SessionTimeoutMillis)*time.Millisecond)
+	mc.updateMember(g, m, j)
+	switch g.state {
+	case stable:
+		if g.selectProtocol() != g.protocol {
+			mc.prepareRebalance(g, now)
+			return
+		}
+		// As Kafka (KIP-345): a static member that restarts keeps its
+		// place and its assignment without a rebalance. The new member
+		// id must be durable before the member learns it.
+		mc.writeGroup(g, now)
+		m.join = nil
+		g.awaiting--
+		resp := g.joinSuccess(r.Version, m)
+		if r.Version >= 9 {
+			resp.SkipAssignment = m.id == g.leader
+		} else {
+			// An older client told it leads would run an assignment
+			// that a Stable group ignores: name the old leader id, so
+			// it acts as a follower (§9.2).
+			resp.LeaderID, resp.Members = oldLeader, nil
+		}
+		mc.reply(j.req.ID, resp)
+	case completingRebalance:
+		mc.prepareRebalance(g, now)
+	default:
+		mc.maybeCompleteJoin(g, now)
+	}
+}
+
+// prepareRebalance is Kafka's prepareRebalance (§5.2).
+func (mc *Machine) prepareRebalance(g *group, now time.Time) {
+	if g.state == completingRebalance {
+		for _, m := range g.sortedMembers() {
+			m.assignment = nil
+			if m.sync != nil {
+				mc.reply(m.sync.id, syncError(m.sync.version, kerr.RebalanceInProgress.Code))
+				m.sync = nil
+				mc.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
+			}
+		}
+	}
+	mc.timer(groupTimer(timerSync, g.name), time.Time{})
+	clear(g.pendingSync)
+	initial := g.state == empty
+	g.transition(preparingRebalance, now)
+	if initial {
+		// §5.3, with Cohort's quiet window: the barrier closes at the
+		// first step of InitialQuiet with no newcomer in the step before,
+		// and never later than max(delay, rebalance timeout). With the
+		// quiet window equal to the delay this is exactly Kafka's rule.
+		limit := max(mc.cfg.InitialDelay, g.rebalanceTimeout())
+		g.initialLeft = max(limit-mc.cfg.InitialQuiet, 0)
+		g.newMemberAdded = false
+		mc.timer(groupTimer(timerJoin, g.name), now.Add(mc.cfg.InitialQuiet))
+		return
+	}
+	if g.allJoined() {
+		mc.completeJoin(g, now)
+		return
+	}
+	mc.timer(groupTimer(timerJoin, g.name), now.Add(g.rebalanceTimeout()))
+}
+
+// maybeCompleteJoin is Kafka's maybeCompleteJoinPhase: not during the
+// initial rebalance, whose barrier only its timer closes.
+func (mc *Machine) maybeCompleteJoin(g *group, now time.Time) {
+	if g.state == preparingRebalance && g.prevState != empty && g.allJoined() {
+		mc.completeJoin(g, now)
+	}
+}
+
+func (mc *Machine) joinTimer(g *group, now time.Time) {
+	if g.state != preparingRebalance {
+		return
+	}
+	if g.prevState == empty && g.newMemberAdded && g.initialLeft > 0 {
+		g.newMemberAdded = false
+		step := min(mc.cfg.InitialQuiet, g.initialLeft)
+		g.initialLeft -= step
+		mc.timer(groupTimer(timerJoin, g.name), now.Add(step))
+		return
+	}
+	mc.completeJoin(g, now)
+}
+
+// completeJoin is Kafka's completeClassicGroupJoin (§5.4).
+func (mc *Machine) completeJoin(g *group, now time.Time) {
+	mc.timer(groupTimer(timerJoin, g.name), time.Time{})
+	for _, m := range g.sortedMembers() {
+		if m.join == nil && m.instance == nil {
+			mc.removeMember(g, m, 0)
+		}
+	}
+	if l := g.members[g.leader]; l == nil || l.join == nil {
+		elected := false
+		for _, m := range g.sortedMembers() {
+			if m.join != nil {
+				g.leader, elected = m.id, true
+				break
+			}
+		}
+		if !elected && len(g.members) > 0 {
+			// Only static members that have not rejoined are left: wait
+			// for them (their session timers remove them).
+			mc.timer(groupTimer(timerJoin, g.name), now.Add(g.rebalanceTimeout()))
+			return
+		}
+	}
+	g.generation++
+	clear(g.pendingSync)
+	if len(g.members) == 0 {
+		g.protocol, g.leader = "", ""
+		g.transition(empty, now)
+		g.computeSubscribed()
+		mc.writeGroup(g, now)
+		return
+	}
+	g.protocol = g.selectProtocol()
+	g.transition(completingRebalance, now)
+	g.computeSubscribed()
+	for _, m := range g.sortedMembers() {
+		if m.join != nil {
+			mc.reply(m.join.id, g.joinSuccess(m.join.version, m))
+			m.join = nil
+			g.awaiting--
+		}
+		mc.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
+		m.isNew = false
+		g.pendingSync[m.id] = true
+	}
+	// No record here: the generation becomes durable with the leader's
+	// SyncGroup (§6.3), as in Kafka.
+	mc.timer(groupTimer(timerSync, g.name), now.Add(g.rebalanceTimeout()))
+}
+
+// removeMember takes m out of the group. A parked JoinGroup or SyncGroup
+// is answered with code, unless code is 0.
+func (mc *Machine) removeMember(g *group, m *member, code int16) {
+	mc.cancelSession(g, m)
+	if m.join != nil {
+		if code != 0 {
+			mc.reply(m.join.id, joinError(m.join.version, code, ""))
+		}
+		m.join = nil
+		g.awaiting--
+	}
+	if m.sync != nil {
+		if code != 0 {
+			mc.reply(m.sync.id, syncError(m.sync.version, code))
+		}
+		m.sync = nil
+	}
+	g.countProtocols(m, -1)
+	delete(g.members, m.id)
+	delete(g.pendingSync, m.id)
+	if m.instance != nil && g.static[*m.instance] == m.id {
+		delete(g.static, *m.instance)
+	}
+	if g.leader == m.id {
+		g.leader = ""
+		if ms := g.sortedMembers(); len(ms) > 0 {
+			g.leader = ms[0].id
+		}
+	}
+}
+
+func (mc *Machine) dropPending(g *group, id string) {
+	delete(g.pendingJoin, id)
+	mc.timer(memberTimer(g.name, id), time.Time{})
+}
+
+// afterRemoval moves the group on after members left or expired: Kafka's
+// removeMemberAndUpdateClassicGroup.
+func (mc *Machine) afterRemoval(g *group, now time.Time) {
+	switch g.state {
+	case stable, completingRebalance:
+		mc.prepareRebalance(g, now)
+	case preparingRebalance:
+		if g.allJoined() {
+			mc.completeJoin(g, now)
+		}
+	}
+}
+
+// memberTimer runs a member's (or pending id's) timer (§10).
+func (mc *Machine) memberTimer(g *group, id string, now time.Time) {
+	if deadline, ok := g.pendingJoin[id]; ok {
+		if now.Before(deadline) {
+			mc.timer(memberTimer(g.name, id), deadline)
+			return
+		}
+		delete(g.pendingJoin, id)
+		if g.state == preparingRebalance && g.allJoined() {
+			mc.completeJoin(g, now)
+		}
+		return
+	}
+	m := g.members[id]
+	if m == nil || m.armedAt.IsZero() {
+		return
+	}
+	m.armedAt = time.Time{}
+	if now.Before(m.expireAt) {
+		// Heartbeats moved the deadline since the timer was set.
+		m.armedAt = m.expireAt
+		mc.timer(memberTimer(g.name, id), m.expireAt)
+		return
+	}
+	if !m.isNew && (m.join != nil || m.sync != nil) {
+		// Kafka's hasSatisfiedHeartbeat: a member waiting on the group is
+		// alive; its timer is set again when it is answered.
+		return
+	}
+	mc.removeMember(g, m, kerr.UnknownMemberID.Code)
+	mc.afterRemoval(g, now)
+}
+
+// syncTimer is Kafka's expirePendingSync (§6.4). Every rebalance cancels
+// the timer, so it always belongs to the current generation.
+func (mc *Machine) syncTimer(g *group, now time.Time) {
+	if (g.state != completingRebalance && g.state != stable) || len(g.pendingSync) == 0 {
+		return
+	}
+	for _, m := range g.sortedMembers() {
+		if g.pendingSync[m.id] {
+			mc.removeMember(g, m, 0)
+		}
+	}
+	mc.prepareRebalance(g, now)
+}
