@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/server"
@@ -36,7 +37,9 @@ var update = flag.Bool("update", false, "rewrite kafka/testdata/apiversions.gold
 // startNode starts an in-process node and returns its Kafka address.
 func startNode(t *testing.T, autoCreate bool) string {
 	t.Helper()
-	return testkit.StartNode(t, server.Config{AutoCreateTopics: autoCreate}).KafkaAddr()
+	// No initial rebalance delay: a lone member's join completes at once.
+	groups := coordinator.Config{InitialRebalanceDelay: -1}
+	return testkit.StartNode(t, server.Config{AutoCreateTopics: autoCreate, Groups: groups}).KafkaAddr()
 }
 
 // wantCode fails the test unless got is want (nil: no error).
@@ -577,6 +580,9 @@ func TestVersionSweep(t *testing.T) {
 		},
 	}
 
+	for k, c := range groupSweepCases(topic) {
+		cases[k] = c
+	}
 	av := roundTrip[*kmsg.ApiVersionsResponse](setup, 0, kmsg.NewPtrApiVersionsRequest())
 	if len(av.ApiKeys) == 0 {
 		t.Fatal("no keys advertised")
@@ -1775,6 +1781,13 @@ func startServer(t *testing.T, cfg kafka.Config) (string, *syncBuffer) {
 	}
 	logs := &syncBuffer{}
 	cfg.Topics = log
+	if cfg.Groups == nil {
+		groups, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Groups = groups
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s, err := kafka.New(cfg)
 	if err != nil {
@@ -1821,8 +1834,6 @@ func TestBadFrames(t *testing.T) {
 
 	size := func(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
 	frame := func(b []byte) []byte { return append(size(uint32(len(b))), b...) }
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.ProtocolType, join.SessionTimeoutMillis = "g", "consumer", 10000
 	cases := []struct {
 		what  string
 		bytes []byte
@@ -1838,7 +1849,7 @@ func TestBadFrames(t *testing.T) {
 		{"body does not decode", rawFrame(3, 1, 1, []byte{0, 0, 0, 5}), `decode Metadata v1: `},
 		{"unterminated tag count", rawFrame(3, 12, 1, []byte{0x80}), `bad tag count`},
 		{"tag past the frame", rawFrame(3, 12, 1, []byte{1, 0, 5, 'x'}), `bad tag size`},
-		{"unserved key", frame(requestBytes(9, join)), `unsupported api key 11 version 9`},
+		{"unserved key", frame(requestBytes(1, kmsg.NewPtrSASLHandshakeRequest())), `unsupported api key 17 version 1`},
 		{"unknown key", rawFrame(1000, 0, 1, nil), `unsupported api key 1000 version 0`},
 		{"produce v2", frame(requestBytes(2, produceReq("w", [16]byte{}, 0, 1, nil))), `unsupported api key 0 version 2"`},
 		{"produce v14", rawFrame(0, 14, 1, []byte{0}), `unsupported api key 0 version 14"`},

@@ -22,6 +22,9 @@ type reqHeader struct {
 	version  int16
 	corr     int32
 	clientID string
+	// host is the client's IP address as Kafka reports it (Java's
+	// InetAddress.toString(): "/127.0.0.1").
+	host string
 	// closeAfter is set by a handler to close the connection after this
 	// request (an acks=0 produce that failed: Kafka's only way to tell).
 	closeAfter bool
@@ -46,6 +49,7 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	remote string
+	host   string // "/" and the peer's IP, as DescribeGroups shows it
 	queue  chan pending
 	logger *slog.Logger
 }
@@ -55,6 +59,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		s:      s,
 		nc:     nc,
 		remote: nc.RemoteAddr().String(),
+		host:   peerHost(nc.RemoteAddr()),
 		queue:  make(chan pending, s.cfg.MaxInflight),
 		logger: s.logger.With("remote", nc.RemoteAddr().String()),
 	}
@@ -97,7 +102,7 @@ func (c *conn) read() {
 			c.readEnded(err)
 			return
 		}
-		p, err := c.s.decode(frame)
+		p, err := c.s.decode(frame, c.host)
 		if err != nil {
 			c.logger.Warn("closing connection: bad request", "err", err)
 			return
@@ -129,11 +134,12 @@ var errBadFrame = errors.New("bad frame")
 
 // decode parses one frame and runs the request's ordered part. A panic in a
 // handler is a bug; it closes only this connection.
-func (s *Server) decode(frame []byte) (p pending, err error) {
+func (s *Server) decode(frame []byte, host string) (p pending, err error) {
 	hdr, body, err := parseHeader(frame)
 	if err != nil {
 		return p, err
 	}
+	hdr.host = host
 	p.hdr = hdr
 	defer func() {
 		if r := recover(); r != nil {
@@ -291,4 +297,17 @@ func fetchSizeHint(r *kmsg.FetchResponse) int {
 		}
 	}
 	return n
+}
+
+// peerHost formats a peer's address as Kafka's client host: a slash and
+// the IP address.
+func peerHost(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return "/" + ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "/" + a.String()
+	}
+	return "/" + host
 }

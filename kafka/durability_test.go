@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -53,7 +54,11 @@ func TestAcksAllWaitsForFsync(t *testing.T) {
 	if _, err := log.Create("held", 1, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := kafka.New(kafka.Config{Topics: log})
+	groups, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kafka.New(kafka.Config{Topics: log, Groups: groups})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -160,11 +162,15 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	}
 	defer e.restore(t)
 	watch := &panicWatch{}
-	s, err := New(Config{Topics: e.log, AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Logger: slog.New(watch)})
+	groups := fuzzGroups(t)
+	s, err := New(Config{Topics: e.log, Groups: groups, AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Logger: slog.New(watch)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.decode(frame)
+	p, err := s.decode(frame, "/127.0.0.1")
+	// As Shutdown does: the coordinator writes what it has and answers
+	// parked group requests.
+	groups.Close()
 	if len(watch.panics) > 0 {
 		t.Fatalf("a handler panicked: %s", watch.panics[0])
 	}
@@ -213,6 +219,23 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	if p.closeAfter && (p.hdr.key != kmsg.Produce.Int16() || p.respond != nil) {
 		t.Fatalf("key %d v%d closes the connection", p.hdr.key, p.hdr.version)
 	}
+}
+
+// fuzzGroups starts a one-shard coordinator on an in-memory store, fresh
+// for each input, so that parked group requests of earlier inputs cannot
+// hold a later one.
+func fuzzGroups(t *testing.T) *coordinator.Coordinator {
+	st, err := pebble.Open("store", pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c, err := coordinator.Start(coordinator.Config{Shards: 1, InitialRebalanceDelay: -1}, coordinator.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 func respondWithin(t *testing.T, respond func() kmsg.Response, d time.Duration) kmsg.Response {
@@ -507,6 +530,57 @@ func seedRequest(key int16) kmsg.Request {
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.IncludeClusterAuthorizedOperations = true
 		return req
+	case kmsg.JoinGroup:
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.ProtocolType, req.InstanceID = "g", "consumer", kmsg.StringPtr("i")
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 10000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 1, 0, 1, 'f'}}}
+		return req
+	case kmsg.SyncGroup:
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Group, req.MemberID, req.Generation = "g", "m", 1
+		req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+		req.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: []byte{1}}}
+		return req
+	case kmsg.Heartbeat:
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Group, req.MemberID, req.Generation = "g", "m", 1
+		return req
+	case kmsg.LeaveGroup:
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Group, req.MemberID = "g", "m"
+		req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m"}, {InstanceID: kmsg.StringPtr("i")}}
+		return req
+	case kmsg.OffsetCommit:
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = "g", -1
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: fuzzTopic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+			{Partition: 0, Offset: 1, Metadata: kmsg.StringPtr("m")}, {Partition: 9, Offset: 1},
+		}}}
+		return req
+	case kmsg.OffsetFetch:
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = "g"
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: fuzzTopic, Partitions: []int32{0, 1}}}
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: fuzzTopic, Partitions: []int32{0}}}}, {Group: "h"}}
+		return req
+	case kmsg.OffsetDelete:
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = "g"
+		req.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: fuzzTopic, Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}, {Partition: 9}}}}
+		return req
+	case kmsg.DescribeGroups:
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups, req.IncludeAuthorizedOperations = []string{"g", "h", "g"}, true
+		return req
+	case kmsg.ListGroups:
+		req := kmsg.NewPtrListGroupsRequest()
+		req.StatesFilter, req.TypesFilter = []string{"Stable", "empty"}, []string{"classic"}
+		return req
+	case kmsg.DeleteGroups:
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{"g", "h", "g"}
+		return req
 	}
 	return nil
 }
@@ -561,9 +635,6 @@ func seedCorpus(t *testing.T) []corpusFile {
 	av := kmsg.NewPtrApiVersionsRequest()
 	av.SetVersion(5)
 	av.ClientSoftwareName, av.ClientSoftwareVersion = "franz-go", "1.22.2"
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.SetVersion(9)
-	join.Group, join.ProtocolType = "g", "consumer"
 	specials := []struct {
 		name  string
 		frame []byte
@@ -575,7 +646,6 @@ func seedCorpus(t *testing.T) []corpusFile {
 		{"apiversions-v5", requestFrame(18, 5, av.AppendTo(nil))},
 		{"apiversions-v127", requestFrame(18, 127, []byte{0xde, 0xad})},
 		{"produce-v2", requestFrame(0, 2, nil)},
-		{"joingroup-v9", requestFrame(11, 9, join.AppendTo(nil))},
 		{"unknown-key", requestFrame(1000, 0, []byte{1, 2, 3})},
 		{"bad-header-tags", append(requestFrame(3, 12, nil)[:14], 0x05, 0x01, 0x7f)},
 	}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/topics"
 )
 
@@ -27,6 +28,9 @@ import (
 type Config struct {
 	// Topics is the topic log the broker APIs serve. Required.
 	Topics *topics.Log
+	// Groups is the group coordinator the group APIs are handed to.
+	// Required.
+	Groups *coordinator.Coordinator
 	// AdvertisedAddr is the host:port Metadata and FindCoordinator give
 	// clients. Default: the listener's address.
 	AdvertisedAddr string
@@ -67,6 +71,7 @@ type Server struct {
 	cfg    Config
 	logger *slog.Logger
 	topics *topics.Log
+	groups *coordinator.Coordinator
 
 	host string
 	port int32
@@ -81,14 +86,15 @@ type Server struct {
 
 // New returns a Server; call Serve to accept connections.
 func New(cfg Config) (*Server, error) {
-	if cfg.Topics == nil {
-		return nil, errors.New("kafka: Config.Topics is required")
+	if cfg.Topics == nil || cfg.Groups == nil {
+		return nil, errors.New("kafka: Config.Topics and Config.Groups are required")
 	}
 	cfg.setDefaults()
 	s := &Server{
 		cfg:     cfg,
 		logger:  cfg.Logger,
 		topics:  cfg.Topics,
+		groups:  cfg.Groups,
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 	}
@@ -181,6 +187,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.stopReading()
 	}
 	s.mu.Unlock()
+	// Parked group requests (a JoinGroup on the barrier) would hold their
+	// connections for up to a rebalance timeout: closing the coordinator
+	// writes what is pending and answers them COORDINATOR_NOT_AVAILABLE,
+	// which clients retry elsewhere or later.
+	s.groups.Close()
 
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()

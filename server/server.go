@@ -57,6 +57,7 @@ type Node struct {
 	lock   *os.File
 	store  *pebble.Store
 	topics *topics.Log
+	groups *coordinator.Coordinator
 	kafka  *kafka.Server
 	ln     net.Listener
 	served chan error
@@ -91,6 +92,9 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.topics, err = topics.Open(topics.Config{Dir: filepath.Join(cfg.DataDir, "topics"), Store: n.store, Logger: cfg.Logger}); err != nil {
 		return nil, fmt.Errorf("open topic log: %w", err)
 	}
+	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger}); err != nil {
+		return nil, fmt.Errorf("start group coordinator: %w", err)
+	}
 	if n.ln, err = net.Listen("tcp", cfg.KafkaListen); err != nil {
 		return nil, fmt.Errorf("kafka listener: %w", err)
 	}
@@ -100,6 +104,7 @@ func Start(cfg Config) (_ *Node, err error) {
 	}
 	n.kafka, err = kafka.New(kafka.Config{
 		Topics:            n.topics,
+		Groups:            n.groups,
 		AdvertisedAddr:    advertised,
 		MaxRequestBytes:   cfg.MaxRequestBytes,
 		AutoCreateTopics:  cfg.AutoCreateTopics,
@@ -133,6 +138,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 func (n *Node) closeStorage() error {
 	var errs []error
+	if n.groups != nil {
+		n.groups.Close()
+	}
 	if n.topics != nil {
 		errs = append(errs, n.topics.Close())
 	}

@@ -1,0 +1,19 @@
+package kafka
+
+// SyncGroup, key 14: the leader hands in the generation's assignment and
+// every member receives its own (docs/kafka-classic-groups.md §6).
+//
+// Version notes:
+//   - v1: ThrottleMillis.
+//   - v3: InstanceID (KIP-345).
+//   - v4: flexible.
+//   - v5: ProtocolType and ProtocolName in request and response, checked
+//     against the group's (KIP-559); null in the request is
+//     INCONSISTENT_GROUP_PROTOCOL.
+//
+// A follower's SyncGroup is parked until the leader's arrives; the
+// leader's is answered after the generation's record is durable.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() { register(kmsg.SyncGroup, 0, 5, groupHandler) }
