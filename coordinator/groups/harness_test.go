@@ -1,0 +1,167 @@
+package groups_test
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// harness drives a groups.Machine as the coordinator runtime does, in
+// fake time and without a store: records go to an in-memory map (every
+// record is durable at once), timers to a table fired by advance, and
+// replies to a table the test reads.
+type harness struct {
+	t   testing.TB
+	cfg groups.Config
+	m   *groups.Machine
+	now time.Time
+
+	nextID  machine.RequestID
+	records map[string][]byte
+	timers  map[string]time.Time
+	replies map[machine.RequestID]kmsg.Response
+	// order lists replies in the order they were produced.
+	order []machine.RequestID
+	// written counts records produced (puts and tombstones).
+	written int
+}
+
+// testConfig is Kafka's defaults, shard 0.
+func testConfig() groups.Config {
+	return groups.Config{
+		MinSessionTimeout:      6 * time.Second,
+		MaxSessionTimeout:      30 * time.Minute,
+		MaxSize:                1<<31 - 1,
+		InitialDelay:           3 * time.Second,
+		InitialQuiet:           3 * time.Second,
+		OffsetMetadataMaxBytes: 4096,
+		Retention:              7 * 24 * time.Hour,
+		RetentionCheck:         10 * time.Minute,
+	}
+}
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newHarness(t testing.TB, cfg groups.Config) *harness {
+	h := &harness{
+		t:       t,
+		cfg:     cfg,
+		now:     epoch,
+		records: map[string][]byte{},
+		timers:  map[string]time.Time{},
+		replies: map[machine.RequestID]kmsg.Response{},
+	}
+	h.m = groups.New(cfg)
+	h.apply(h.m.Loaded(h.now))
+	return h
+}
+
+func (h *harness) apply(out machine.Output) {
+	h.t.Helper()
+	for _, r := range out.Records {
+		if err := h.m.Replay(r); err != nil {
+			h.t.Fatalf("the machine cannot replay its own record %x: %v", r.Key, err)
+		}
+		h.written++
+		if r.Value == nil {
+			delete(h.records, string(r.Key))
+		} else {
+			h.records[string(r.Key)] = r.Value
+		}
+	}
+	for _, r := range out.Replies {
+		if _, dup := h.replies[r.To]; dup {
+			h.t.Fatalf("request %d answered twice", r.To)
+		}
+		if r.To == 0 || r.To > h.nextID {
+			h.t.Fatalf("reply to request %d, which was never sent", r.To)
+		}
+		h.replies[r.To] = r.Resp
+		h.order = append(h.order, r.To)
+	}
+	for _, tm := range out.Timers {
+		if tm.At.IsZero() {
+			delete(h.timers, tm.Key)
+		} else {
+			h.timers[tm.Key] = tm.At
+		}
+	}
+}
+
+// send hands req to the machine from client "client" on 127.0.0.1 and
+// returns its id.
+func (h *harness) send(req kmsg.Request) machine.RequestID {
+	return h.sendFrom(req, "client")
+}
+
+func (h *harness) sendFrom(req kmsg.Request, clientID string) machine.RequestID {
+	h.t.Helper()
+	h.nextID++
+	id := h.nextID
+	h.apply(h.m.Handle(h.now, machine.Request{ID: id, Msg: req, ClientID: clientID, ClientHost: "/127.0.0.1"}))
+	return id
+}
+
+// reply returns the answer to id, if there is one yet.
+func (h *harness) reply(id machine.RequestID) (kmsg.Response, bool) {
+	r, ok := h.replies[id]
+	return r, ok
+}
+
+// do sends req and requires an answer at once.
+func do[R kmsg.Response](h *harness, req kmsg.Request) R {
+	h.t.Helper()
+	id := h.send(req)
+	r, ok := h.reply(id)
+	if !ok {
+		h.t.Fatalf("%s v%d was not answered at once", kmsg.NameForKey(req.Key()), req.GetVersion())
+	}
+	return r.(R)
+}
+
+// advance moves fake time forward by d, firing every timer that comes
+// due in deadline order (ties by key), each at its own deadline.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	end := h.now.Add(d)
+	for {
+		key, at := "", time.Time{}
+		for k, t := range h.timers {
+			if at.IsZero() || t.Before(at) || (t.Equal(at) && k < key) {
+				key, at = k, t
+			}
+		}
+		if key == "" || at.After(end) {
+			break
+		}
+		delete(h.timers, key)
+		if at.After(h.now) {
+			h.now = at
+		}
+		h.apply(h.m.Fire(h.now, key))
+	}
+	h.now = end
+}
+
+// restart replays the durable records into a fresh machine, as the
+// runtime does when a shard loads: parked requests are forgotten.
+func (h *harness) restart() {
+	h.t.Helper()
+	keys := make([]string, 0, len(h.records))
+	for k := range h.records {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h.m = groups.New(h.cfg)
+	for _, k := range keys {
+		if err := h.m.Replay(machine.Record{Key: []byte(k), Value: h.records[k]}); err != nil {
+			h.t.Fatalf("replay %x: %v", k, err)
+		}
+	}
+	h.timers = map[string]time.Time{}
+	h.apply(h.m.Loaded(h.now))
+}
