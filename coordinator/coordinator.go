@@ -305,6 +305,25 @@ func (c *Coordinator) listGroups(req Request, r *kmsg.ListGroupsRequest) func() 
 	}
 }
 
+// TopicsDeleted removes every group's committed offsets of the deleted
+// topics and returns once that is durable (as Kafka does on topic
+// deletion), so that a topic created again under the same name starts
+// with none.
+func (c *Coordinator) TopicsDeleted(topics []string) {
+	if len(topics) == 0 {
+		return
+	}
+	var waits []<-chan kmsg.Response
+	for _, s := range c.shards {
+		if ch, err := s.Submit(Request{DeletedTopics: topics}); err == nil {
+			waits = append(waits, ch)
+		}
+	}
+	for _, ch := range waits {
+		<-ch
+	}
+}
+
 func pick[T any](all []T, idx []int) []T {
 	out := make([]T, len(idx))
 	for j, i := range idx {
@@ -317,6 +336,9 @@ func pick[T any](all []T, idx []int) []T {
 // carries an error: what a shard that cannot serve a request sends
 // (COORDINATOR_NOT_AVAILABLE, retriable).
 func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
+	if req == nil {
+		return nil // an internal request (TopicsDeleted)
+	}
 	v := req.GetVersion()
 	switch r := req.(type) {
 	case *kmsg.JoinGroupRequest:

@@ -8,7 +8,8 @@ package kafka
 //   - v6 (KIP-516): topics by name or by id; both → INVALID_REQUEST, an
 //     unknown id → UNKNOWN_TOPIC_ID.
 //
-// Deletion is durable before the response and removes the topic's data.
+// Deletion is durable before the response and removes the topic's data
+// and, as Kafka, every group's committed offsets for it.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,6 +30,8 @@ func handleDeleteTopics(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kms
 		}
 	}
 	return func() kmsg.Response {
+		var deleted []string
+		defer func() { s.groups.TopicsDeleted(deleted) }()
 		for _, rt := range targets {
 			st := kmsg.NewDeleteTopicsResponseTopic()
 			st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -58,6 +61,7 @@ func handleDeleteTopics(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kms
 					st.ErrorMessage = errPtr(err.Error())
 				} else {
 					s.logger.Info("deleted topic", "topic", name)
+					deleted = append(deleted, name)
 				}
 			}
 			resp.Topics = append(resp.Topics, st)

@@ -315,3 +315,25 @@ func groupSweepCases(topic string) map[int16]sweepCase {
 		},
 	}
 }
+
+// As Kafka: deleting a topic deletes every group's offsets for it, so a
+// topic created again under the same name starts with none.
+func TestDeleteTopicDropsOffsets(t *testing.T) {
+	c := dial(t, startNode(t, false))
+	createTopic(c, "doomed", 1, nil)
+	createTopic(c, "kept", 1, nil)
+	commitSimple(t, c, "g", "doomed", 7, "")
+	commitSimple(t, c, "g", "kept", 8, "")
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames = []string{"doomed"}
+	del.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("doomed")}}
+	resp := roundTrip[*kmsg.DeleteTopicsResponse](c, 6, del)
+	wantCode(t, "delete topic", resp.Topics[0].ErrorCode, nil)
+	createTopic(c, "doomed", 1, nil)
+	if got := fetchOffset(t, c, "g", "doomed"); got.Offset != -1 {
+		t.Errorf("offset %d for the re-created topic, want -1", got.Offset)
+	}
+	if got := fetchOffset(t, c, "g", "kept"); got.Offset != 8 {
+		t.Errorf("offset %d for the other topic, want 8", got.Offset)
+	}
+}

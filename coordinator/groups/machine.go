@@ -234,6 +234,11 @@ func (mc *Machine) Loaded(now time.Time) machine.Output {
 
 // Handle serves one request.
 func (mc *Machine) Handle(now time.Time, req machine.Request) machine.Output {
+	if req.Msg == nil {
+		mc.topicsDeleted(req.DeletedTopics)
+		mc.reply(req.ID, nil)
+		return mc.flush()
+	}
 	switch r := req.Msg.(type) {
 	case *kmsg.JoinGroupRequest:
 		mc.joinGroup(now, req, r)

@@ -288,3 +288,21 @@ func (mc *Machine) deleteGroup(g *group, withOffsets bool) {
 	delete(mc.groups, g.name)
 	mc.write(mc.groupKey(g.name).Key(), nil)
 }
+
+// topicsDeleted tombstones every group's offsets of the deleted topics, so
+// that a topic created again under the same name starts with none.
+func (mc *Machine) topicsDeleted(topics []string) {
+	for _, name := range mc.sortedGroupNames() {
+		g := mc.groups[name]
+		for _, t := range topics {
+			ps := make([]int32, 0, len(g.offsets[t]))
+			for p := range g.offsets[t] {
+				ps = append(ps, p)
+			}
+			slices.Sort(ps)
+			for _, p := range ps {
+				mc.write(mc.offsetKey(name, t, p), nil)
+			}
+		}
+	}
+}

@@ -25,6 +25,10 @@ type Request struct {
 	// ClientID and ClientHost identify the connection it came on:
 	// the header's client id and the peer's IP address.
 	ClientID, ClientHost string
+	// DeletedTopics, with Msg nil, tells the machine that the broker
+	// deleted these topics: their committed offsets go, as Kafka's
+	// OffsetMetadataManager.onPartitionsDeleted. The reply's Resp is nil.
+	DeletedTopics []string
 }
 
 // Record is a store write: Value nil is a tombstone.
