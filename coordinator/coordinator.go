@@ -33,7 +33,7 @@ const shardsKey = "meta/coordinator-shards"
 // Options are the runtime parts of a coordinator.
 type Options struct {
 	Store  store.Store
-	Clock  Clock  // nil: the system clock
+	Clock  Clock // nil: the system clock
 	Logger *slog.Logger
 }
 
