@@ -1,0 +1,189 @@
+package coordinator_test
+
+import (
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/store"
+	"github.com/cohort-dev/cohort/store/pebble"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// heldStore holds every Apply while held is set, to show that answers
+// wait for their records.
+type heldStore struct {
+	store.Store
+	mu      sync.Mutex
+	held    bool
+	release chan struct{}
+	entered chan struct{}
+}
+
+func (s *heldStore) Apply(b *store.Batch) error {
+	s.mu.Lock()
+	held := s.held
+	s.mu.Unlock()
+	if held {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.Store.Apply(b)
+}
+
+func openStore(t *testing.T, dir string) store.Store {
+	t.Helper()
+	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func start(t *testing.T, st store.Store) *coordinator.Coordinator {
+	t.Helper()
+	c, err := coordinator.Start(coordinator.Config{InitialRebalanceDelay: -1, Shards: 4}, coordinator.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func handle[R kmsg.Response](t *testing.T, c *coordinator.Coordinator, v int16, req kmsg.Request) R {
+	t.Helper()
+	req.SetVersion(v)
+	wait := c.Handle(coordinator.Request{Msg: req, ClientID: "test", ClientHost: "/127.0.0.1"})
+	done := make(chan kmsg.Response, 1)
+	go func() { done <- wait() }()
+	select {
+	case r := <-done:
+		return r.(R)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s v%d: no answer in 10 s", kmsg.NameForKey(req.Key()), v)
+		return *new(R)
+	}
+}
+
+func commitReq(group, member string, gen int32, offset int64) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.Generation = group, member, gen
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+	return req
+}
+
+// An OffsetCommit is answered only once its record is durable.
+func TestCommitAnswerWaitsForStore(t *testing.T) {
+	st := &heldStore{Store: openStore(t, t.TempDir()), release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	defer st.Close()
+	c := start(t, st)
+	defer c.Close()
+
+	st.mu.Lock()
+	st.held = true
+	st.mu.Unlock()
+	req := commitReq("g", "", -1, 5)
+	req.SetVersion(8)
+	wait := c.Handle(coordinator.Request{Msg: req})
+	done := make(chan kmsg.Response, 1)
+	go func() { done <- wait() }()
+	<-st.entered // the write is under way and held
+	select {
+	case <-done:
+		t.Fatal("the commit was answered while its record was not yet written")
+	case <-time.After(100 * time.Millisecond):
+	}
+	st.mu.Lock()
+	st.held = false
+	st.mu.Unlock()
+	close(st.release)
+	resp := (<-done).(*kmsg.OffsetCommitResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// After a restart every group is back in its last durable state: same id,
+// generation, members and assignments, offsets; members carry on.
+func TestRestartRestoresGroups(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	c := start(t, st)
+
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "g", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("sub")}}
+	first := handle[*kmsg.JoinGroupResponse](t, c, 9, join)
+	join.MemberID = first.MemberID
+	j := handle[*kmsg.JoinGroupResponse](t, c, 9, join)
+	if j.ErrorCode != 0 || j.Generation != 1 {
+		t.Fatalf("join: %+v", j)
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation = "g", j.MemberID, j.Generation
+	sync.ProtocolType, sync.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: j.MemberID, MemberAssignment: []byte("mine")}}
+	if s := handle[*kmsg.SyncGroupResponse](t, c, 5, sync); s.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	if r := handle[*kmsg.OffsetCommitResponse](t, c, 8, commitReq("g", j.MemberID, j.Generation, 42)); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	before := groupRecord(t, st, c, "g")
+	c.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = openStore(t, dir)
+	defer st.Close()
+	c = start(t, st)
+	defer c.Close()
+	after := groupRecord(t, st, c, "g")
+	if after.ID != before.ID || after.ID == "" || after.Generation != 1 {
+		t.Fatalf("group record after restart %+v, before %+v", after, before)
+	}
+	describe := kmsg.NewPtrDescribeGroupsRequest()
+	describe.Groups = []string{"g"}
+	d := handle[*kmsg.DescribeGroupsResponse](t, c, 5, describe).Groups[0]
+	if d.State != "Stable" || len(d.Members) != 1 || d.Members[0].MemberID != j.MemberID || string(d.Members[0].MemberAssignment) != "mine" {
+		t.Fatalf("described after restart: %+v", d)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation = "g", j.MemberID, j.Generation
+	if r := handle[*kmsg.HeartbeatResponse](t, c, 4, hb); r.ErrorCode != 0 {
+		t.Fatalf("heartbeat after restart: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = "g"
+	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	if got := handle[*kmsg.OffsetFetchResponse](t, c, 7, fetch).Topics[0].Partitions[0].Offset; got != 42 {
+		t.Fatalf("offset after restart %d, want 42", got)
+	}
+	// The group id outlives the group becoming Empty.
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group = "g"
+	leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: j.MemberID}}
+	handle[*kmsg.LeaveGroupResponse](t, c, 5, leave)
+	if empty := groupRecord(t, st, c, "g"); empty.ID != before.ID || len(empty.Members) != 0 || empty.Generation != 2 {
+		t.Fatalf("group record once Empty: %+v", empty)
+	}
+}
+
+func groupRecord(t *testing.T, st store.Store, c *coordinator.Coordinator, group string) record.ClassicGroup {
+	t.Helper()
+	key := record.GroupKey{Shard: uint16(c.ShardFor(group)), Group: group}.Key()
+	v, err := st.Get(key)
+	if err != nil {
+		t.Fatalf("group record: %v", err)
+	}
+	g, err := record.DecodeClassicGroup(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
