@@ -121,9 +121,12 @@ type group struct {
 	subscribedKnown bool
 
 	// The initial rebalance (from Empty): newMemberAdded is Kafka's flag;
-	// initialLeft is how long the barrier may still be extended.
-	newMemberAdded bool
-	initialLeft    time.Duration
+	// initialLeft is how long the barrier may still be extended (Kafka's
+	// rule); lastNew is when the last new member came and initialEnd the
+	// latest the barrier may close (the quiet window's rule).
+	newMemberAdded      bool
+	initialLeft         time.Duration
+	lastNew, initialEnd time.Time
 
 	offsets map[string]map[int32]*offset
 

@@ -261,7 +261,7 @@ func (mc *Machine) addMember(now time.Time, g *group, j joinReq, id string) {
 		isNew:            true,
 	}
 	if g.state == preparingRebalance && g.prevState == empty {
-		g.newMemberAdded = true
+		g.newMemberAdded, g.lastNew = true, now
 	}
 	if len(g.members) == 0 {
 		g.protocolType = r.ProtocolType
@@ -365,12 +365,14 @@ func (mc *Machine) prepareRebalance(g *group, now time.Time) {
 	initial := g.state == empty
 	g.transition(preparingRebalance, now)
 	if initial {
-		// §5.3, with Cohort's quiet window: the barrier closes at the
-		// first step of InitialQuiet with no newcomer in the step before,
-		// and never later than max(delay, rebalance timeout). With the
-		// quiet window equal to the delay this is exactly Kafka's rule.
+		// §5.3. Kafka's rule: the barrier closes at the first multiple of
+		// the delay with no newcomer during the step before, and never
+		// later than max(delay, rebalance timeout). Cohort's quiet
+		// window, when shorter than the delay, closes it as soon as no
+		// newcomer has come for the window, with the same upper bound.
 		limit := max(mc.cfg.InitialDelay, g.rebalanceTimeout())
 		g.initialLeft = max(limit-mc.cfg.InitialQuiet, 0)
+		g.initialEnd, g.lastNew = now.Add(limit), now
 		g.newMemberAdded = false
 		mc.timer(groupTimer(timerJoin, g.name), now.Add(mc.cfg.InitialQuiet))
 		return
@@ -392,6 +394,14 @@ func (mc *Machine) maybeCompleteJoin(g *group, now time.Time) {
 
 func (mc *Machine) joinTimer(g *group, now time.Time) {
 	if g.state != preparingRebalance {
+		return
+	}
+	if g.prevState == empty && mc.cfg.InitialQuiet < mc.cfg.InitialDelay {
+		if quietAt := g.lastNew.Add(mc.cfg.InitialQuiet); now.Before(quietAt) && now.Before(g.initialEnd) {
+			mc.timer(groupTimer(timerJoin, g.name), minTime(quietAt, g.initialEnd))
+			return
+		}
+		mc.completeJoin(g, now)
 		return
 	}
 	if g.prevState == empty && g.newMemberAdded && g.initialLeft > 0 {
@@ -548,4 +558,11 @@ func (mc *Machine) syncTimer(g *group, now time.Time) {
 		}
 	}
 	mc.prepareRebalance(g, now)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
