@@ -61,11 +61,11 @@ func (mc *Machine) listGroups(req machine.Request, r *kmsg.ListGroupsRequest) {
 	resp.Version = r.Version
 	states := map[string]bool{}
 	for _, s := range r.StatesFilter {
-		states[strings.ToLower(s)] = true
+		states[strings.TrimSpace(strings.ToLower(s))] = true
 	}
 	types := map[string]bool{}
 	for _, t := range r.TypesFilter {
-		types[strings.ToLower(t)] = true
+		types[strings.TrimSpace(strings.ToLower(t))] = true
 	}
 	for _, name := range mc.sortedGroupNames() {
 		g := mc.groups[name]

@@ -307,7 +307,8 @@ func (mc *Machine) replaceStatic(now time.Time, g *group, j joinReq, oldID, newI
 	delete(g.members, oldID)
 	m := &member{}
 	*m = *old
-	m.id, m.armedAt, m.expireAt = newID, time.Time{}, time.Time{}
+	// A fresh member, as Kafka's replaceStaticMember: not new.
+	m.id, m.armedAt, m.expireAt, m.isNew = newID, time.Time{}, time.Time{}, false
 	g.members[newID] = m
 	g.static[*m.instance] = newID
 	if g.leader == oldID {
@@ -317,7 +318,9 @@ func (mc *Machine) replaceStatic(now time.Time, g *group, j joinReq, oldID, newI
 		delete(g.pendingSync, oldID)
 		g.pendingSync[newID] = true
 	}
-	mc.armSession(g, m, now, time.Duration(r.SessionTimeoutMillis)*time.Millisecond)
+	// Armed with the timeout it inherits, before the request's timeouts
+	// apply, in Kafka's order.
+	mc.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
 	mc.updateMember(g, m, j)
 	switch g.state {
 	case stable:
