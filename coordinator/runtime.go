@@ -75,6 +75,12 @@ type ShardConfig struct {
 	Logger *slog.Logger
 	// MaxBatch caps the records in one store write. Default 4096.
 	MaxBatch int
+	// MaxWrites caps the store writes in flight at once, when the store
+	// can pipeline them (store.Pipeliner): a new batch starts while
+	// earlier ones are still syncing, so a record waits for about one
+	// sync rather than the rest of the one under way and then its own.
+	// With a store that cannot, writes go one at a time. Default 4.
+	MaxWrites int
 }
 
 // ErrClosed is returned by Submit after Close.
@@ -124,8 +130,9 @@ type Shard struct {
 	seq      uint64   // sequence number of the last record produced
 	durable  uint64   // records up to here are durable
 	pending  []Record // produced, not yet handed to the writer
-	writing  bool
-	held     []held // in gate order
+	nwrites  int      // store writes in flight
+	failing  error    // a write failed; reload once the rest are done
+	held     []held   // in gate order
 	timers   timerHeap
 	timerAt  map[string]time.Time
 	stopWake func() bool
@@ -148,6 +155,12 @@ func StartShard(cfg ShardConfig) (*Shard, error) {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 4096
 	}
+	if cfg.MaxWrites <= 0 {
+		cfg.MaxWrites = 4
+	}
+	if _, ok := cfg.Store.(store.Pipeliner); !ok {
+		cfg.MaxWrites = 1
+	}
 	s := &Shard{
 		cfg:      cfg,
 		logger:   cfg.Logger.With("shard", cfg.ID),
@@ -155,7 +168,9 @@ func StartShard(cfg ShardConfig) (*Shard, error) {
 		done:     make(chan struct{}),
 		inflight: make(map[RequestID]*call),
 		timerAt:  make(map[string]time.Time),
-		writes:   make(chan []Record, 1),
+		// Room for every write in flight, so the loop never blocks on
+		// starting one.
+		writes: make(chan []Record, cfg.MaxWrites),
 	}
 	if err := s.load(); err != nil {
 		return nil, err
@@ -235,21 +250,30 @@ func (s *Shard) loop() {
 			s.shutdown()
 			return
 		}
-		// Group commit: while a write is under way, records pile up in
-		// pending; the next write takes them all.
-		if !s.writing && len(s.pending) > 0 {
+		// Group commit: while MaxWrites writes are under way, records
+		// pile up in pending; the next write takes them all.
+		for s.failing == nil && s.nwrites < s.cfg.MaxWrites && len(s.pending) > 0 {
 			s.flush()
 		}
 	}
 }
 
 func (s *Shard) wrote(w *writeResult) {
-	s.writing = false
-	if w.err != nil {
-		s.writeFailed(w.err)
+	s.nwrites--
+	if w.err != nil && s.failing == nil {
+		s.failing = w.err
+	}
+	s.durable = w.upTo // the writer counts only records that reached the store
+	if s.failing != nil {
+		// Reload only once no write is in flight, so that the store
+		// the machine is rebuilt from does not change under it.
+		if s.nwrites == 0 {
+			err := s.failing
+			s.failing = nil
+			s.writeFailed(err)
+		}
 		return
 	}
-	s.durable = w.upTo
 	s.release()
 }
 
@@ -296,14 +320,26 @@ func (s *Shard) flush() {
 	n := min(len(s.pending), s.cfg.MaxBatch)
 	batch := s.pending[:n:n]
 	s.pending = s.pending[n:]
-	s.writing = true
+	s.nwrites++
 	s.writes <- batch
 }
 
-// writer applies batches one at a time; the loop keeps producing the next
-// batch meanwhile.
+// started is a write the writer has started: wait returns once it is
+// durable.
+type started struct {
+	n    int
+	wait func() error
+}
+
+// writer starts batches in order; the loop keeps producing the next batch
+// meanwhile. With a store.Pipeliner it starts a batch while earlier ones
+// are still syncing and leaves the waiting to waiter, in order; otherwise
+// each Apply is waited for here.
 func (s *Shard) writer() {
-	var written uint64
+	p, pipelined := s.cfg.Store.(store.Pipeliner)
+	syncs := make(chan started, s.cfg.MaxWrites)
+	done := make(chan struct{})
+	go s.waiter(syncs, done)
 	for batch := range s.writes {
 		var b store.Batch
 		for _, r := range batch {
@@ -313,9 +349,32 @@ func (s *Shard) writer() {
 				b.Put(r.Key, r.Value)
 			}
 		}
-		err := s.cfg.Store.Apply(&b)
+		var st started
+		st.n = len(batch)
+		if pipelined {
+			wait, err := p.ApplyAsync(&b)
+			if err != nil {
+				wait = func() error { return err }
+			}
+			st.wait = wait
+		} else {
+			err := s.cfg.Store.Apply(&b)
+			st.wait = func() error { return err }
+		}
+		syncs <- st
+	}
+	close(syncs)
+	<-done
+}
+
+// waiter reports each started write's outcome, in order.
+func (s *Shard) waiter(syncs <-chan started, done chan<- struct{}) {
+	defer close(done)
+	var written uint64
+	for st := range syncs {
+		err := st.wait()
 		if err == nil {
-			written += uint64(len(batch))
+			written += uint64(st.n)
 		}
 		s.events <- event{wrote: &writeResult{upTo: written, err: err}}
 	}
@@ -352,10 +411,10 @@ func (s *Shard) shutdown() {
 	// Let what is pending reach the store, so that replies already
 	// released stay true and held ones can still be released.
 	for {
-		if !s.writing && len(s.pending) > 0 && !s.broken {
+		for s.failing == nil && !s.broken && s.nwrites < s.cfg.MaxWrites && len(s.pending) > 0 {
 			s.flush()
 		}
-		if !s.writing {
+		if s.nwrites == 0 {
 			break
 		}
 		ev := <-s.events

@@ -168,8 +168,29 @@ func (h *holdStore) hold(t *testing.T) func() {
 type env struct {
 	t     *testing.T
 	st    *holdStore
+	store store.Store // st, or st pipelining
 	clock *testkit.FakeClock
 	shard *coordinator.Shard
+}
+
+// TestRuntime runs every runtime test twice: with a store that applies
+// one batch at a time, and with one that pipelines (store.Pipeliner), as
+// Pebble does.
+func TestRuntime(t *testing.T) {
+	tests := map[string]func(*testing.T){
+		"ReplyWaitsForDurability": testReplyWaitsForDurability,
+		"GroupCommit":             testGroupCommit,
+		"ParkedRequests":          testParkedRequests,
+		"Timers":                  testTimers,
+		"ReplayEqualsLive":        testReplayEqualsLive,
+		"StoreFailure":            testStoreFailure,
+		"Close":                   testClose,
+	}
+	for _, mode := range []string{"serial", "pipelined"} {
+		for name, fn := range tests {
+			t.Run(mode+"/"+name, fn)
+		}
+	}
 }
 
 func newEnv(t *testing.T) *env {
@@ -179,12 +200,48 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	e := &env{t: t, st: &holdStore{Store: st, entered: make(chan struct{}, 1)}, clock: testkit.NewFakeClock(time.Unix(1700000000, 0))}
+	e.store = e.st
+	if strings.Contains(t.Name(), "/pipelined/") {
+		e.store = pipeStore{e.st}
+	}
 	e.start()
 	return e
 }
 
+// pipeStore is a holdStore that pipelines: ApplyAsync orders the batch
+// in Pebble at once; holding and injected failures act on the wait, as a
+// slow or failing sync would.
+type pipeStore struct{ *holdStore }
+
+func (p pipeStore) ApplyAsync(b *store.Batch) (func() error, error) {
+	h := p.holdStore
+	h.mu.Lock()
+	h.applies++
+	held, failNow := h.held, h.failNext
+	h.failNext = false
+	h.mu.Unlock()
+	wait := func() error { return errors.New("injected store failure") }
+	if !failNow {
+		w, err := h.Store.(store.Pipeliner).ApplyAsync(b)
+		if err != nil {
+			return nil, err
+		}
+		wait = w
+	}
+	return func() error {
+		if held != nil {
+			select {
+			case h.entered <- struct{}{}:
+			default:
+			}
+			<-held
+		}
+		return wait()
+	}, nil
+}
+
 func (e *env) start() {
-	sh, err := coordinator.StartShard(coordinator.ShardConfig{ID: 7, Store: e.st, New: newCounters(7), Fail: fail, Clock: e.clock})
+	sh, err := coordinator.StartShard(coordinator.ShardConfig{ID: 7, Store: e.store, New: newCounters(7), Fail: fail, Clock: e.clock})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -224,7 +281,7 @@ func (e *env) do(s string, arg int64) int64 {
 // TestReplyWaitsForDurability: a reply that depends on a record is not
 // released while the store write is held, and is once it completes; a read
 // submitted behind it waits too, so nobody sees state that is not durable.
-func TestReplyWaitsForDurability(t *testing.T) {
+func testReplyWaitsForDurability(t *testing.T) {
 	e := newEnv(t)
 	unhold := e.st.hold(t)
 	inc := e.submit("inc:a", 0)
@@ -250,9 +307,9 @@ func TestReplyWaitsForDurability(t *testing.T) {
 	}
 }
 
-// TestGroupCommit: many concurrent increments share store writes, and each
+// testGroupCommit: many concurrent increments share store writes, and each
 // gets its own value.
-func TestGroupCommit(t *testing.T) {
+func testGroupCommit(t *testing.T) {
 	e := newEnv(t)
 	unhold := e.st.hold(t)
 	first := e.submit("inc:n", 0)
@@ -279,9 +336,9 @@ func TestGroupCommit(t *testing.T) {
 	t.Logf("%d increments in %d store writes", n+1, applies)
 }
 
-// TestParkedRequests: a request the machine cannot answer yet is answered
+// testParkedRequests: a request the machine cannot answer yet is answered
 // by a later event, as a JoinGroup parked on the barrier will be.
-func TestParkedRequests(t *testing.T) {
+func testParkedRequests(t *testing.T) {
 	e := newEnv(t)
 	p1, p2 := e.submit("park:x", 0), e.submit("park:x", 0)
 	e.do("inc:x", 0)
@@ -299,7 +356,7 @@ func TestParkedRequests(t *testing.T) {
 }
 
 // TestTimers: timers fire in fake time, in order, and not before due.
-func TestTimers(t *testing.T) {
+func testTimers(t *testing.T) {
 	e := newEnv(t)
 	e.do("timer:t", 5000)
 	e.do("timer:u", 2000)
@@ -328,7 +385,7 @@ func TestTimers(t *testing.T) {
 
 // TestReplayEqualsLive: after random work, a fresh shard loaded from the
 // store has exactly the state the live one had.
-func TestReplayEqualsLive(t *testing.T) {
+func testReplayEqualsLive(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewSource(1))
 	live := map[string]int64{}
@@ -353,7 +410,7 @@ func TestReplayEqualsLive(t *testing.T) {
 // TestStoreFailure: a failed write answers the requests waiting on it with
 // COORDINATOR_NOT_AVAILABLE, the shard reloads from the store (dropping
 // the state the failed records described), and it goes on working.
-func TestStoreFailure(t *testing.T) {
+func testStoreFailure(t *testing.T) {
 	e := newEnv(t)
 	e.do("inc:f", 0)
 	parked := e.submit("park:f", 0)
@@ -374,8 +431,8 @@ func TestStoreFailure(t *testing.T) {
 	}
 }
 
-// TestClose: requests in flight at Close are failed, later ones refused.
-func TestClose(t *testing.T) {
+// testClose: requests in flight at Close are failed, later ones refused.
+func testClose(t *testing.T) {
 	e := newEnv(t)
 	parked := e.submit("park:c", 0)
 	e.do("inc:c", 0)

@@ -46,6 +46,19 @@ func (b *Batch) Delete(key []byte) {
 // Len is the number of writes in the batch.
 func (b *Batch) Len() int { return len(b.Ops) }
 
+// Pipeliner is implemented by stores that can order a batch now and wait
+// for its durability later, so that one writer can keep several batches in
+// flight and still have them applied in the order it started them.
+type Pipeliner interface {
+	// ApplyAsync starts b after every batch started before it (by this
+	// or any other caller) and returns wait, which returns once b is
+	// durable. The caller must call wait exactly once. Ordering: a
+	// later ApplyAsync never takes effect before an earlier one, and
+	// when wait returns nil, every batch started before b is durable
+	// too.
+	ApplyAsync(b *Batch) (wait func() error, err error)
+}
+
 // Store is a durable, ordered key-value store.
 //
 // Implementations are safe for concurrent use. Concurrent Apply calls are

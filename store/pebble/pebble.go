@@ -199,6 +199,51 @@ func (s *Store) Apply(b *store.Batch) error {
 	return nil
 }
 
+// ApplyAsync implements store.Pipeliner with Pebble's ApplyNoSyncWait: the
+// batch is ordered in the commit pipeline (and visible) when it returns,
+// and wait returns once the write-ahead log is synced past it. Pebble
+// syncs its log in order, so an earlier batch is never less durable than
+// a later one.
+func (s *Store) ApplyAsync(b *store.Batch) (func() error, error) {
+	if !s.enter() {
+		return nil, store.ErrClosed
+	}
+	if b == nil || b.Len() == 0 {
+		s.inflight.Done()
+		return func() error { return nil }, nil
+	}
+	pb := s.db.NewBatch()
+	for _, op := range b.Ops {
+		var err error
+		if op.Delete {
+			err = pb.Delete(op.Key, nil)
+		} else {
+			err = pb.Set(op.Key, op.Value, nil)
+		}
+		if err != nil {
+			pb.Close()
+			s.inflight.Done()
+			return nil, fmt.Errorf("pebble store: apply: build batch: %w", err)
+		}
+	}
+	if err := s.db.ApplyNoSyncWait(pb, pdb.Sync); err != nil {
+		pb.Close()
+		s.inflight.Done()
+		return nil, fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
+	}
+	n := b.Len()
+	return func() error {
+		defer s.inflight.Done()
+		defer pb.Close()
+		if err := pb.SyncWait(); err != nil {
+			return fmt.Errorf("pebble store: sync %d ops: %w", n, err)
+		}
+		return nil
+	}, nil
+}
+
+var _ store.Pipeliner = (*Store)(nil)
+
 // Get implements store.Store.
 func (s *Store) Get(key []byte) ([]byte, error) {
 	if !s.enter() {
