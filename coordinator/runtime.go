@@ -341,7 +341,7 @@ func (s *Shard) writer() {
 	done := make(chan struct{})
 	go s.waiter(syncs, done)
 	for batch := range s.writes {
-		var b store.Batch
+		b := store.Batch{Ops: make([]store.Op, 0, len(batch))}
 		for _, r := range batch {
 			if r.Value == nil {
 				b.Delete(r.Key)

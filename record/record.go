@@ -179,7 +179,8 @@ type Offset struct {
 
 // Encode returns the value's bytes.
 func (o Offset) Encode() []byte {
-	b := []byte{valueVersion1}
+	b := make([]byte, 0, 1+8+4+binary.MaxVarintLen32+len(o.Metadata)+8+16)
+	b = append(b, valueVersion1)
 	b = kbin.AppendInt64(b, o.Offset)
 	b = kbin.AppendInt32(b, o.LeaderEpoch)
 	b = kbin.AppendCompactString(b, o.Metadata)

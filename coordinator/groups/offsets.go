@@ -25,6 +25,13 @@ func (mc *Machine) offsetCommit(now time.Time, req machine.Request, r *kmsg.Offs
 	}
 	code := mc.validateCommit(now, r, generation, memberID)
 	var maxMeta = mc.cfg.OffsetMetadataMaxBytes
+	if code == 0 {
+		n := 0
+		for _, t := range r.Topics {
+			n += len(t.Partitions)
+		}
+		mc.out.Records = slices.Grow(mc.out.Records, n)
+	}
 	for _, t := range r.Topics {
 		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
