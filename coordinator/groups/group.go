@@ -134,12 +134,11 @@ type group struct {
 	durable bool
 }
 
-// offset is a committed offset in memory.
+// offset is a committed offset in memory. (OffsetCommit v2–4's explicit
+// retention time is not kept: the broker's retention applies to every
+// offset, as Kafka's does for the -1 that clients send.)
 type offset struct {
 	record.Offset
-	// expireAt is the explicit expiry (OffsetCommit v2–4 retention), or
-	// zero.
-	expireAt int64
 }
 
 func newGroup(name, id string, now time.Time) *group {
