@@ -61,11 +61,8 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			var seed [32]byte
-			_, _ = rand.Read(seed[:])
 			mcfg := groups.Config{
 				Shard:                  uint16(i),
-				Seed:                   seed,
 				MinSessionTimeout:      cfg.MinSessionTimeout,
 				MaxSessionTimeout:      cfg.MaxSessionTimeout,
 				MaxSize:                cfg.MaxSize,
@@ -76,9 +73,16 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				RetentionCheck:         cfg.OffsetsRetentionCheckInterval,
 			}
 			c.shards[i], errs[i] = StartShard(ShardConfig{
-				ID:     uint16(i),
-				Store:  opts.Store,
-				New:    func() Machine { return groups.New(mcfg) },
+				ID:    uint16(i),
+				Store: opts.Store,
+				// A fresh seed for every machine, also when a shard
+				// reloads after a failed write: ids handed out before
+				// must not be handed out again.
+				New: func() Machine {
+					c := mcfg
+					_, _ = rand.Read(c.Seed[:])
+					return groups.New(c)
+				},
 				Fail:   ErrorResponse,
 				Clock:  opts.Clock,
 				Logger: opts.Logger.With("component", "coordinator"),

@@ -156,6 +156,9 @@ func (h *harness) restart() {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// A new process draws a new seed: ids handed out before the restart
+	// must not come again.
+	h.cfg.Seed[0]++
 	h.m = groups.New(h.cfg)
 	for _, k := range keys {
 		if err := h.m.Replay(machine.Record{Key: []byte(k), Value: h.records[k]}); err != nil {
