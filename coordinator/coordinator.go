@@ -207,27 +207,44 @@ func (c *Coordinator) split(names []string) (shards []int, idx map[int][]int) {
 	return shards, idx
 }
 
-func (c *Coordinator) describeGroups(req Request, r *kmsg.DescribeGroupsRequest) func() kmsg.Response {
-	shards, idx := c.split(r.Groups)
+// fanOut serves a request that names groups of several shards: each
+// shard gets the part it owns (sub builds it from the indexes of its
+// names), and the answers are merged back in request order (results
+// takes a part's per-group results, build makes the whole response).
+func fanOut[E any](c *Coordinator, req Request, names []string, sub func(idx []int) kmsg.Request, results func(kmsg.Response) []E, build func([]E) kmsg.Response) func() kmsg.Response {
+	shards, idx := c.split(names)
 	waits := make([]func() kmsg.Response, len(shards))
 	for k, s := range shards {
-		sub := *r
-		sub.Groups = pick(r.Groups, idx[s])
-		req.Msg = &sub
+		req.Msg = sub(idx[s])
 		waits[k] = c.submit(s, req)
 	}
 	return func() kmsg.Response {
-		resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
-		resp.Version = r.Version
-		resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, len(r.Groups))
+		out := make([]E, len(names))
 		for k, s := range shards {
-			part := waits[k]().(*kmsg.DescribeGroupsResponse)
+			part := results(waits[k]())
 			for j, i := range idx[s] {
-				resp.Groups[i] = part.Groups[j]
+				out[i] = part[j]
 			}
 		}
-		return resp
+		return build(out)
 	}
+}
+
+func (c *Coordinator) describeGroups(req Request, r *kmsg.DescribeGroupsRequest) func() kmsg.Response {
+	return fanOut(c, req, r.Groups,
+		func(idx []int) kmsg.Request {
+			sub := *r
+			sub.Groups = pick(r.Groups, idx)
+			return &sub
+		},
+		func(resp kmsg.Response) []kmsg.DescribeGroupsResponseGroup {
+			return resp.(*kmsg.DescribeGroupsResponse).Groups
+		},
+		func(gs []kmsg.DescribeGroupsResponseGroup) kmsg.Response {
+			resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
+			resp.Version, resp.Groups = r.Version, gs
+			return resp
+		})
 }
 
 func (c *Coordinator) deleteGroups(req Request, r *kmsg.DeleteGroupsRequest) func() kmsg.Response {
@@ -240,26 +257,20 @@ func (c *Coordinator) deleteGroups(req Request, r *kmsg.DeleteGroupsRequest) fun
 			names = append(names, g)
 		}
 	}
-	shards, idx := c.split(names)
-	waits := make([]func() kmsg.Response, len(shards))
-	for k, s := range shards {
-		sub := *r
-		sub.Groups = pick(names, idx[s])
-		req.Msg = &sub
-		waits[k] = c.submit(s, req)
-	}
-	return func() kmsg.Response {
-		resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
-		resp.Version = r.Version
-		resp.Groups = make([]kmsg.DeleteGroupsResponseGroup, len(names))
-		for k, s := range shards {
-			part := waits[k]().(*kmsg.DeleteGroupsResponse)
-			for j, i := range idx[s] {
-				resp.Groups[i] = part.Groups[j]
-			}
-		}
-		return resp
-	}
+	return fanOut(c, req, names,
+		func(idx []int) kmsg.Request {
+			sub := *r
+			sub.Groups = pick(names, idx)
+			return &sub
+		},
+		func(resp kmsg.Response) []kmsg.DeleteGroupsResponseGroup {
+			return resp.(*kmsg.DeleteGroupsResponse).Groups
+		},
+		func(gs []kmsg.DeleteGroupsResponseGroup) kmsg.Response {
+			resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+			resp.Version, resp.Groups = r.Version, gs
+			return resp
+		})
 }
 
 func (c *Coordinator) offsetFetchGroups(req Request, r *kmsg.OffsetFetchRequest) func() kmsg.Response {
@@ -267,26 +278,20 @@ func (c *Coordinator) offsetFetchGroups(req Request, r *kmsg.OffsetFetchRequest)
 	for i, g := range r.Groups {
 		names[i] = g.Group
 	}
-	shards, idx := c.split(names)
-	waits := make([]func() kmsg.Response, len(shards))
-	for k, s := range shards {
-		sub := *r
-		sub.Groups = pick(r.Groups, idx[s])
-		req.Msg = &sub
-		waits[k] = c.submit(s, req)
-	}
-	return func() kmsg.Response {
-		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
-		resp.Version = r.Version
-		resp.Groups = make([]kmsg.OffsetFetchResponseGroup, len(r.Groups))
-		for k, s := range shards {
-			part := waits[k]().(*kmsg.OffsetFetchResponse)
-			for j, i := range idx[s] {
-				resp.Groups[i] = part.Groups[j]
-			}
-		}
-		return resp
-	}
+	return fanOut(c, req, names,
+		func(idx []int) kmsg.Request {
+			sub := *r
+			sub.Groups = pick(r.Groups, idx)
+			return &sub
+		},
+		func(resp kmsg.Response) []kmsg.OffsetFetchResponseGroup {
+			return resp.(*kmsg.OffsetFetchResponse).Groups
+		},
+		func(gs []kmsg.OffsetFetchResponseGroup) kmsg.Response {
+			resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+			resp.Version, resp.Groups = r.Version, gs
+			return resp
+		})
 }
 
 func (c *Coordinator) listGroups(req Request, r *kmsg.ListGroupsRequest) func() kmsg.Response {

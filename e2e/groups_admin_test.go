@@ -2,11 +2,8 @@ package e2e
 
 // Consumer groups seen from outside: franz-go's admin client (kadm) over a
 // live group, a member that stops heartbeating, and static members that
-// restart. The group tests in this file and groups_crash_test.go run
-// against Cohort; with COHORT_E2E_KFAKE=1 the ones that do not need the
-// real binary run against franz-go's kfake instead, which is how they were
-// checked before Cohort served groups (kfake differs from Kafka in places,
-// docs/kafka-classic-groups.md §21; the tests follow Kafka).
+// restart. The tests follow Kafka where franz-go's kfake differs from it
+// (docs/kafka-classic-groups.md §21).
 
 import (
 	"bufio"
@@ -14,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -22,39 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-dev/cohort/coordinator"
-	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// gaKfake reports whether the group tests run against kfake.
-func gaKfake() bool { return os.Getenv("COHORT_E2E_KFAKE") != "" }
-
-// gaStart starts the server a group test runs against, in process, with
-// a short initial rebalance delay and the given smallest session timeout,
-// and returns its address.
-func gaStart(t *testing.T, minSession time.Duration) string {
-	t.Helper()
-	if gaKfake() {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(minSession))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c.ListenAddrs()[0]
-	}
-	n := testkit.StartNode(t, server.Config{Groups: coordinator.Config{
-		InitialRebalanceDelay: 200 * time.Millisecond,
-		InitialRebalanceQuiet: 50 * time.Millisecond,
-		MinSessionTimeout:     minSession,
-	}})
-	return n.KafkaAddr()
-}
 
 // gaAdmin is a plain client on addr with its admin wrapper, closed when
 // the test ends. It partitions records manually.
@@ -370,7 +338,7 @@ func TestGroupAdminKadm(t *testing.T) {
 		simple = "adm-simple"
 		nope   = "adm-nope"
 	)
-	addr := gaStart(t, 100*time.Millisecond)
+	addr := startGroupNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl, adm := gaAdmin(t, addr)
@@ -684,7 +652,7 @@ func TestGroupSessionExpiry(t *testing.T) {
 		group   = "expiry-g"
 		session = 2 * time.Second
 	)
-	addr := gaStart(t, 100*time.Millisecond)
+	addr := startGroupNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, adm := gaAdmin(t, addr)
@@ -813,7 +781,7 @@ func TestStaticMemberRestart(t *testing.T) {
 		topic = "static"
 		group = "static-g"
 	)
-	addr := gaStart(t, 100*time.Millisecond)
+	addr := startGroupNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, adm := gaAdmin(t, addr)

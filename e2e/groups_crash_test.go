@@ -137,7 +137,7 @@ func TestGroupResume(t *testing.T) {
 			partitions = 4
 			perPart    = 100
 		)
-		addr := gaStart(t, 100*time.Millisecond)
+		addr := startGroupNode(t)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		cl, adm := gaAdmin(t, addr)
@@ -223,9 +223,6 @@ func TestGroupResume(t *testing.T) {
 	})
 
 	t.Run("sigkill", func(t *testing.T) {
-		if gaKfake() {
-			t.Skip("needs the cohort binary")
-		}
 		const (
 			topic      = "resume-crash"
 			group      = "resume-crash-g"
@@ -480,9 +477,6 @@ func gaCommitErrs(resp *kmsg.OffsetCommitResponse) string {
 // catch acknowledging a commit before it is written (or written only in
 // memory), and recovery that loses or reorders committed offsets.
 func TestGroupCommitCrash(t *testing.T) {
-	if gaKfake() {
-		t.Skip("needs the cohort binary")
-	}
 	const (
 		topic      = "commit-crash"
 		groups     = 5

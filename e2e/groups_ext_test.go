@@ -4,7 +4,7 @@ package e2e
 // written in Go: kcat -G (librdkafka 2.0.2), kafka-python 2.0.2's
 // KafkaConsumer and KafkaAdminClient (testdata/kafka_python_groups.py) and
 // kafkajs 2.2.4's consumer and admin client (js/groups.mjs), against a
-// node with short group timers (startExtGroupNode). Every test runs one
+// node with short group timers (startGroupNode). Every test runs one
 // scenario, runExtGroup, with three members of one group on a 6-partition
 // topic:
 //
@@ -52,9 +52,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -71,19 +69,6 @@ const (
 	// extGroupWait bounds each wait for the group or the consumers.
 	extGroupWait = 30 * time.Second
 )
-
-// startExtGroupNode starts a node whose group coordinator forms a first
-// generation quickly (a 200 ms initial delay closed by 50 ms of quiet) and
-// accepts short session timeouts, and returns its Kafka address.
-func startExtGroupNode(t *testing.T) string {
-	t.Helper()
-	n := testkit.StartNode(t, server.Config{Groups: coordinator.Config{
-		InitialRebalanceDelay: 200 * time.Millisecond,
-		InitialRebalanceQuiet: 50 * time.Millisecond,
-		MinSessionTimeout:     100 * time.Millisecond,
-	}})
-	return n.KafkaAddr()
-}
 
 // TestGroupExtKcat: three kcat -G processes (librdkafka's range assignor,
 // auto.offset.reset=earliest, auto-commit) share a group; each prints its
@@ -172,7 +157,7 @@ type extGroupEpoch struct {
 // records with each; nil means every codec (franzProduce).
 func runExtGroup(t *testing.T, name string, codecs []kgo.CompressionCodec, start func(t *testing.T, addr, topic, group string) *extGroupClient) {
 	began := time.Now()
-	addr := startExtGroupNode(t)
+	addr := startGroupNode(t)
 	topic, group := name, name+"-g"
 	extCreateTopic(t, addr, topic, extGroupParts)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))

@@ -59,14 +59,8 @@ func (mc *Machine) describeGroups(req machine.Request, r *kmsg.DescribeGroupsReq
 func (mc *Machine) listGroups(req machine.Request, r *kmsg.ListGroupsRequest) {
 	resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
 	resp.Version = r.Version
-	states := map[string]bool{}
-	for _, s := range r.StatesFilter {
-		states[strings.TrimSpace(strings.ToLower(s))] = true
-	}
-	types := map[string]bool{}
-	for _, t := range r.TypesFilter {
-		types[strings.TrimSpace(strings.ToLower(t))] = true
-	}
+	// As Kafka: filters match case-insensitively, trimmed.
+	states, types := filterSet(r.StatesFilter), filterSet(r.TypesFilter)
 	for _, name := range mc.sortedGroupNames() {
 		g := mc.groups[name]
 		if g.state == dead {
@@ -108,4 +102,12 @@ func (mc *Machine) deleteGroups(req machine.Request, r *kmsg.DeleteGroupsRequest
 		resp.Groups = append(resp.Groups, res)
 	}
 	mc.reply(req.ID, resp)
+}
+
+func filterSet(filter []string) map[string]bool {
+	set := make(map[string]bool, len(filter))
+	for _, f := range filter {
+		set[strings.TrimSpace(strings.ToLower(f))] = true
+	}
+	return set
 }

@@ -19,6 +19,7 @@
 package groups
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -391,11 +392,15 @@ func (mc *Machine) memberID(prefix string) string {
 	return string(b)
 }
 
-func (mc *Machine) sortedGroupNames() []string {
-	names := make([]string, 0, len(mc.groups))
-	for n := range mc.groups {
-		names = append(names, n)
+// sortedKeys returns m's keys in order, so that map order never reaches
+// an output.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(keys)
+	return keys
 }
+
+func (mc *Machine) sortedGroupNames() []string { return sortedKeys(mc.groups) }

@@ -154,17 +154,9 @@ func (mc *Machine) fetchGroup(name string, topics []kmsg.OffsetFetchRequestGroup
 		if g == nil {
 			return out
 		}
-		names := make([]string, 0, len(g.offsets))
-		for t := range g.offsets {
-			names = append(names, t)
-		}
-		slices.Sort(names)
+		names := sortedKeys(g.offsets)
 		for _, t := range names {
-			ps := make([]int32, 0, len(g.offsets[t]))
-			for p := range g.offsets[t] {
-				ps = append(ps, p)
-			}
-			slices.Sort(ps)
+			ps := sortedKeys(g.offsets[t])
 			rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t}
 			for _, p := range ps {
 				rt.Partitions = append(rt.Partitions, lookup(t, p))
@@ -237,20 +229,12 @@ func (mc *Machine) sweep(now time.Time) {
 		}
 		left := g.numOffsets()
 		if base != nil {
-			topics := make([]string, 0, len(g.offsets))
-			for t := range g.offsets {
-				topics = append(topics, t)
-			}
-			slices.Sort(topics)
+			topics := sortedKeys(g.offsets)
 			for _, t := range topics {
 				if g.protocolType != "" && g.state == stable && g.subscribed[t] {
 					continue
 				}
-				ps := make([]int32, 0, len(g.offsets[t]))
-				for p := range g.offsets[t] {
-					ps = append(ps, p)
-				}
-				slices.Sort(ps)
+				ps := sortedKeys(g.offsets[t])
 				for _, p := range ps {
 					if nowMs-base(g.offsets[t][p]) >= retention {
 						mc.write(mc.offsetKey(name, t, p), nil)
@@ -268,20 +252,12 @@ func (mc *Machine) sweep(now time.Time) {
 // deleteGroup removes an Empty group and, if withOffsets, tombstones its
 // offsets.
 func (mc *Machine) deleteGroup(g *group, withOffsets bool) {
-	topics := make([]string, 0, len(g.offsets))
-	for t := range g.offsets {
-		topics = append(topics, t)
-	}
-	slices.Sort(topics)
+	topics := sortedKeys(g.offsets)
 	for _, t := range topics {
 		if !withOffsets {
 			break
 		}
-		ps := make([]int32, 0, len(g.offsets[t]))
-		for p := range g.offsets[t] {
-			ps = append(ps, p)
-		}
-		slices.Sort(ps)
+		ps := sortedKeys(g.offsets[t])
 		for _, p := range ps {
 			mc.write(mc.offsetKey(g.name, t, p), nil)
 		}
@@ -302,11 +278,7 @@ func (mc *Machine) topicsDeleted(topics []string) {
 	for _, name := range mc.sortedGroupNames() {
 		g := mc.groups[name]
 		for _, t := range topics {
-			ps := make([]int32, 0, len(g.offsets[t]))
-			for p := range g.offsets[t] {
-				ps = append(ps, p)
-			}
-			slices.Sort(ps)
+			ps := sortedKeys(g.offsets[t])
 			for _, p := range ps {
 				mc.write(mc.offsetKey(name, t, p), nil)
 			}

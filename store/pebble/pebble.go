@@ -178,10 +178,21 @@ func (s *Store) Apply(b *store.Batch) error {
 		return nil
 	}
 
-	pb := s.db.NewBatch()
+	pb, err := s.build(b)
+	if err != nil {
+		return err
+	}
 	defer pb.Close()
-	// Set and Delete copy key and value into the batch, so the caller's
-	// slices are not retained after Apply returns.
+	if err := pb.Commit(pdb.Sync); err != nil {
+		return fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
+	}
+	return nil
+}
+
+// build copies b into a Pebble batch (Set and Delete copy keys and
+// values, so the caller's slices are not retained).
+func (s *Store) build(b *store.Batch) (*pdb.Batch, error) {
+	pb := s.db.NewBatch()
 	for _, op := range b.Ops {
 		var err error
 		if op.Delete {
@@ -190,13 +201,11 @@ func (s *Store) Apply(b *store.Batch) error {
 			err = pb.Set(op.Key, op.Value, nil)
 		}
 		if err != nil {
-			return fmt.Errorf("pebble store: apply: build batch: %w", err)
+			pb.Close()
+			return nil, fmt.Errorf("pebble store: apply: build batch: %w", err)
 		}
 	}
-	if err := pb.Commit(pdb.Sync); err != nil {
-		return fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
-	}
-	return nil
+	return pb, nil
 }
 
 // ApplyAsync implements store.Pipeliner with Pebble's ApplyNoSyncWait: the
@@ -212,19 +221,10 @@ func (s *Store) ApplyAsync(b *store.Batch) (func() error, error) {
 		s.inflight.Done()
 		return func() error { return nil }, nil
 	}
-	pb := s.db.NewBatch()
-	for _, op := range b.Ops {
-		var err error
-		if op.Delete {
-			err = pb.Delete(op.Key, nil)
-		} else {
-			err = pb.Set(op.Key, op.Value, nil)
-		}
-		if err != nil {
-			pb.Close()
-			s.inflight.Done()
-			return nil, fmt.Errorf("pebble store: apply: build batch: %w", err)
-		}
+	pb, err := s.build(b)
+	if err != nil {
+		s.inflight.Done()
+		return nil, err
 	}
 	if err := s.db.ApplyNoSyncWait(pb, pdb.Sync); err != nil {
 		pb.Close()
