@@ -333,6 +333,26 @@ func (c *Coordinator) TopicsDeleted(topics []string) {
 	}
 }
 
+// ReconcileTopics deletes committed offsets of topics that are not in
+// live (name → id) or were committed to an earlier topic of the same
+// name, and returns once that is durable. The server calls it at start-up
+// with every topic it has, which finishes a topic deletion that a crash
+// interrupted between the topic and its offsets.
+func (c *Coordinator) ReconcileTopics(live map[string][16]byte) {
+	if live == nil {
+		live = map[string][16]byte{}
+	}
+	var waits []<-chan kmsg.Response
+	for _, s := range c.shards {
+		if ch, err := s.Submit(Request{LiveTopics: live}); err == nil {
+			waits = append(waits, ch)
+		}
+	}
+	for _, ch := range waits {
+		<-ch
+	}
+}
+
 func pick[T any](all []T, idx []int) []T {
 	out := make([]T, len(idx))
 	for j, i := range idx {

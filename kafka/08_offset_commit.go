@@ -37,8 +37,12 @@ func handleOffsetCommit(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kms
 	known := *req
 	known.Topics = nil
 	anyBad := false
+	ids := map[string][16]byte{}
 	for i, t := range req.Topics {
 		topic := s.topics.Topic(t.Topic)
+		if topic != nil {
+			ids[t.Topic] = topic.ID
+		}
 		bad[i] = make([]int16, len(t.Partitions))
 		kt := t
 		kt.Partitions = nil
@@ -55,7 +59,7 @@ func handleOffsetCommit(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kms
 	}
 	var wait func() kmsg.Response
 	if len(known.Topics) > 0 {
-		wait = s.toGroups(hdr, &known)
+		wait = s.commitToGroups(hdr, &known, ids)
 	}
 	return func() kmsg.Response {
 		if !anyBad && wait != nil {

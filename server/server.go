@@ -95,6 +95,13 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger}); err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
+	// Finish any topic deletion a crash interrupted between the topic and
+	// its groups' offsets.
+	live := map[string][16]byte{}
+	for _, t := range n.topics.Topics() {
+		live[t.Name] = t.ID
+	}
+	n.groups.ReconcileTopics(live)
 	if n.ln, err = net.Listen("tcp", cfg.KafkaListen); err != nil {
 		return nil, fmt.Errorf("kafka listener: %w", err)
 	}

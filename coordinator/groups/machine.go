@@ -235,6 +235,11 @@ func (mc *Machine) Loaded(now time.Time) machine.Output {
 
 // Handle serves one request.
 func (mc *Machine) Handle(now time.Time, req machine.Request) machine.Output {
+	if req.Msg == nil && req.LiveTopics != nil {
+		mc.reconcileTopics(req.LiveTopics)
+		mc.reply(req.ID, nil)
+		return mc.flush()
+	}
 	if req.Msg == nil {
 		mc.topicsDeleted(req.DeletedTopics)
 		mc.reply(req.ID, nil)
@@ -250,7 +255,7 @@ func (mc *Machine) Handle(now time.Time, req machine.Request) machine.Output {
 	case *kmsg.LeaveGroupRequest:
 		mc.leaveGroup(now, req, r)
 	case *kmsg.OffsetCommitRequest:
-		mc.offsetCommit(now, req, r)
+		mc.offsetCommit(now, req, r, req.TopicIDs)
 	case *kmsg.OffsetFetchRequest:
 		mc.offsetFetch(req, r)
 	case *kmsg.OffsetDeleteRequest:

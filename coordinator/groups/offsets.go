@@ -16,7 +16,7 @@ func (mc *Machine) offsetKey(g, topic string, p int32) []byte {
 
 // offsetCommit is Kafka's commitOffset path (§11). The Kafka layer has
 // already answered partitions of unknown topics and left them out.
-func (mc *Machine) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetCommitRequest) {
+func (mc *Machine) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetCommitRequest, ids map[string][16]byte) {
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	resp.Version = r.Version
 	generation, memberID := r.Generation, r.MemberID
@@ -52,7 +52,7 @@ func (mc *Machine) offsetCommit(now time.Time, req machine.Request, r *kmsg.Offs
 				if r.Version < 6 {
 					epoch = -1
 				}
-				o := record.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: ts}
+				o := record.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: ts, TopicID: ids[t.Topic]}
 				mc.write(mc.offsetKey(r.Group, t.Topic, p.Partition), o.Encode())
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: pc})
@@ -281,6 +281,26 @@ func (mc *Machine) topicsDeleted(topics []string) {
 			ps := sortedKeys(g.offsets[t])
 			for _, p := range ps {
 				mc.write(mc.offsetKey(name, t, p), nil)
+			}
+		}
+	}
+}
+
+// reconcileTopics deletes the committed offsets of topics the broker no
+// longer has, or has under a new id: what a crash between a topic's
+// deletion and its offsets' tombstones (topicsDeleted) leaves behind.
+// Offsets without a stamped id (committed through an embedding that gives
+// none) are kept while a topic of their name exists.
+func (mc *Machine) reconcileTopics(live map[string][16]byte) {
+	for _, name := range mc.sortedGroupNames() {
+		g := mc.groups[name]
+		for _, t := range sortedKeys(g.offsets) {
+			id, ok := live[t]
+			for _, p := range sortedKeys(g.offsets[t]) {
+				stamped := g.offsets[t][p].TopicID
+				if !ok || (stamped != [16]byte{} && stamped != id) {
+					mc.write(mc.offsetKey(name, t, p), nil)
+				}
 			}
 		}
 	}

@@ -29,6 +29,14 @@ type Request struct {
 	// deleted these topics: their committed offsets go, as Kafka's
 	// OffsetMetadataManager.onPartitionsDeleted. The reply's Resp is nil.
 	DeletedTopics []string
+	// LiveTopics, with Msg nil, is every topic the broker has, with its
+	// id: committed offsets of any other topic, or of an earlier topic of
+	// the same name (a deletion a crash interrupted), are deleted.
+	LiveTopics map[string][16]byte
+	// TopicIDs are the ids of the topics an OffsetCommit names, stamped
+	// on the offsets so that LiveTopics can tell a re-created topic
+	// from the one committed to.
+	TopicIDs map[string][16]byte
 }
 
 // Record is a store write: Value nil is a tombstone.
