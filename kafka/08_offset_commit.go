@@ -31,59 +31,46 @@ func init() { register(kmsg.OffsetCommit, 0, 9, handleOffsetCommit) }
 
 func handleOffsetCommit(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.OffsetCommitRequest)
-	// bad[i][j] is the error of partition j of topic i, 0 if it goes to
-	// the coordinator.
-	bad := make([][]int16, len(req.Topics))
-	known := *req
-	known.Topics = nil
-	anyBad := false
 	ids := map[string][16]byte{}
-	for i, t := range req.Topics {
-		topic := s.topics.Topic(t.Topic)
-		if topic != nil {
+	for _, t := range req.Topics {
+		if topic := s.topics.Topic(t.Topic); topic != nil {
 			ids[t.Topic] = topic.ID
 		}
-		bad[i] = make([]int16, len(t.Partitions))
-		kt := t
-		kt.Partitions = nil
-		for j, p := range t.Partitions {
-			if _, code := partitionOf(topic, p.Partition, false); code != 0 {
-				bad[i][j], anyBad = code, true
-				continue
-			}
-			kt.Partitions = append(kt.Partitions, p)
-		}
-		if len(kt.Partitions) > 0 {
-			known.Topics = append(known.Topics, kt)
-		}
 	}
+	known := *req
+	var f partitionFilter
+	known.Topics, f = filterPartitions(s, req.Topics,
+		func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic },
+		func(t kmsg.OffsetCommitRequestTopic) []kmsg.OffsetCommitRequestTopicPartition { return t.Partitions },
+		func(p kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition },
+		func(t kmsg.OffsetCommitRequestTopic, ps []kmsg.OffsetCommitRequestTopicPartition) kmsg.OffsetCommitRequestTopic {
+			t.Partitions = ps
+			return t
+		})
 	var wait func() kmsg.Response
 	if len(known.Topics) > 0 {
 		wait = s.commitToGroups(hdr, &known, ids)
 	}
 	return func() kmsg.Response {
-		if !anyBad && wait != nil {
+		if !f.anyBad && wait != nil {
 			return wait()
 		}
-		// Merge: the coordinator's answers fill the partitions it saw, in
-		// request order.
-		var got []kmsg.OffsetCommitResponseTopic
+		var codes [][]int16
 		if wait != nil {
-			got = wait().(*kmsg.OffsetCommitResponse).Topics
+			for _, t := range wait().(*kmsg.OffsetCommitResponse).Topics {
+				c := make([]int16, len(t.Partitions))
+				for i, p := range t.Partitions {
+					c[i] = p.ErrorCode
+				}
+				codes = append(codes, c)
+			}
 		}
+		code := f.merge(codes)
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		k, kp := 0, 0 // position in got
 		for i, t := range req.Topics {
 			rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
 			for j, p := range t.Partitions {
-				code := bad[i][j]
-				if code == 0 {
-					code = got[k].Partitions[kp].ErrorCode
-					if kp++; kp == len(got[k].Partitions) {
-						k, kp = k+1, 0
-					}
-				}
-				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code(i, j)})
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}

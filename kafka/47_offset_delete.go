@@ -16,44 +16,36 @@ func init() { register(kmsg.OffsetDelete, 0, 0, handleOffsetDelete) }
 
 func handleOffsetDelete(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
-	bad := make([][]int16, len(req.Topics))
 	known := *req
-	known.Topics = nil
-	for i, t := range req.Topics {
-		topic := s.topics.Topic(t.Topic)
-		bad[i] = make([]int16, len(t.Partitions))
-		kt := t
-		kt.Partitions = nil
-		for j, p := range t.Partitions {
-			if _, code := partitionOf(topic, p.Partition, false); code != 0 {
-				bad[i][j] = code
-				continue
-			}
-			kt.Partitions = append(kt.Partitions, p)
-		}
-		if len(kt.Partitions) > 0 {
-			known.Topics = append(known.Topics, kt)
-		}
-	}
+	var f partitionFilter
+	known.Topics, f = filterPartitions(s, req.Topics,
+		func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic },
+		func(t kmsg.OffsetDeleteRequestTopic) []kmsg.OffsetDeleteRequestTopicPartition { return t.Partitions },
+		func(p kmsg.OffsetDeleteRequestTopicPartition) int32 { return p.Partition },
+		func(t kmsg.OffsetDeleteRequestTopic, ps []kmsg.OffsetDeleteRequestTopicPartition) kmsg.OffsetDeleteRequestTopic {
+			t.Partitions = ps
+			return t
+		})
 	wait := s.toGroups(hdr, &known)
 	return func() kmsg.Response {
 		got := wait().(*kmsg.OffsetDeleteResponse)
 		if got.ErrorCode != 0 {
 			return got // a group error: no topics, as Kafka
 		}
+		var codes [][]int16
+		for _, t := range got.Topics {
+			c := make([]int16, len(t.Partitions))
+			for i, p := range t.Partitions {
+				c[i] = p.ErrorCode
+			}
+			codes = append(codes, c)
+		}
+		code := f.merge(codes)
 		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-		k, kp := 0, 0
 		for i, t := range req.Topics {
 			rt := kmsg.OffsetDeleteResponseTopic{Topic: t.Topic}
 			for j, p := range t.Partitions {
-				code := bad[i][j]
-				if code == 0 {
-					code = got.Topics[k].Partitions[kp].ErrorCode
-					if kp++; kp == len(got.Topics[k].Partitions) {
-						k, kp = k+1, 0
-					}
-				}
-				rt.Partitions = append(rt.Partitions, kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition, ErrorCode: code(i, j)})
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
