@@ -57,13 +57,9 @@ func handleOffsetCommit(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kms
 		}
 		var codes [][]int16
 		if wait != nil {
-			for _, t := range wait().(*kmsg.OffsetCommitResponse).Topics {
-				c := make([]int16, len(t.Partitions))
-				for i, p := range t.Partitions {
-					c[i] = p.ErrorCode
-				}
-				codes = append(codes, c)
-			}
+			codes = codesOf(wait().(*kmsg.OffsetCommitResponse).Topics,
+				func(t kmsg.OffsetCommitResponseTopic) []kmsg.OffsetCommitResponseTopicPartition { return t.Partitions },
+				func(p kmsg.OffsetCommitResponseTopicPartition) int16 { return p.ErrorCode })
 		}
 		code := f.merge(codes)
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)

@@ -32,15 +32,9 @@ func handleOffsetDelete(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kms
 		if got.ErrorCode != 0 {
 			return got // a group error: no topics, as Kafka
 		}
-		var codes [][]int16
-		for _, t := range got.Topics {
-			c := make([]int16, len(t.Partitions))
-			for i, p := range t.Partitions {
-				c[i] = p.ErrorCode
-			}
-			codes = append(codes, c)
-		}
-		code := f.merge(codes)
+		code := f.merge(codesOf(got.Topics,
+			func(t kmsg.OffsetDeleteResponseTopic) []kmsg.OffsetDeleteResponseTopicPartition { return t.Partitions },
+			func(p kmsg.OffsetDeleteResponseTopicPartition) int16 { return p.ErrorCode }))
 		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 		for i, t := range req.Topics {
 			rt := kmsg.OffsetDeleteResponseTopic{Topic: t.Topic}

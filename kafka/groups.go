@@ -75,3 +75,15 @@ func (f partitionFilter) merge(codes [][]int16) func(i, j int) int16 {
 		return code
 	}
 }
+
+// codesOf lists the partition errors of a coordinator's answer, topic by
+// topic, for partitionFilter.merge.
+func codesOf[T, P any](topics []T, parts func(T) []P, code func(P) int16) [][]int16 {
+	out := make([][]int16, len(topics))
+	for i, t := range topics {
+		for _, p := range parts(t) {
+			out[i] = append(out[i], code(p))
+		}
+	}
+	return out
+}
