@@ -41,6 +41,21 @@ const (
 	// KindClassicGroup is a classic group's whole state (Kafka's
 	// GroupMetadata record, 2).
 	KindClassicGroup Kind = 2
+	// KindConsumerGroup is a KIP-848 consumer group's epoch and id
+	// (Kafka's ConsumerGroupMetadata record, 3).
+	KindConsumerGroup Kind = 3
+	// KindConsumerMember is a consumer group member's metadata: its
+	// subscription and client details (ConsumerGroupMemberMetadata, 5).
+	KindConsumerMember Kind = 5
+	// KindConsumerTargetEpoch is the epoch and time of a consumer group's
+	// target assignment (ConsumerGroupTargetAssignmentMetadata, 6).
+	KindConsumerTargetEpoch Kind = 6
+	// KindConsumerTarget is one member's part of the target assignment
+	// (ConsumerGroupTargetAssignmentMember, 7).
+	KindConsumerTarget Kind = 7
+	// KindConsumerCurrent is a member's current assignment and epochs
+	// (ConsumerGroupCurrentMemberAssignment, 8).
+	KindConsumerCurrent Kind = 8
 )
 
 func (k Kind) String() string {
@@ -49,6 +64,16 @@ func (k Kind) String() string {
 		return "offset"
 	case KindClassicGroup:
 		return "classic-group"
+	case KindConsumerGroup:
+		return "consumer-group"
+	case KindConsumerMember:
+		return "consumer-member"
+	case KindConsumerTargetEpoch:
+		return "consumer-target-epoch"
+	case KindConsumerTarget:
+		return "consumer-target"
+	case KindConsumerCurrent:
+		return "consumer-current"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
@@ -93,6 +118,20 @@ func GroupPrefix(kind Kind, g GroupKey) []byte {
 // Key encodes the key of a group's classic-group record.
 func (g GroupKey) Key() []byte { return GroupPrefix(KindClassicGroup, g) }
 
+// MemberKey names a consumer group member's record of one kind.
+type MemberKey struct {
+	GroupKey
+	Kind   Kind
+	Member string
+}
+
+// KindKey encodes the key of a group record of kind (KindClassicGroup,
+// KindConsumerGroup, KindConsumerTargetEpoch).
+func (g GroupKey) KindKey(kind Kind) []byte { return GroupPrefix(kind, g) }
+
+// Key encodes the key.
+func (k MemberKey) Key() []byte { return appendKeyString(GroupPrefix(k.Kind, k.GroupKey), k.Member) }
+
 // Key encodes the key of a committed offset.
 func (k OffsetKey) Key() []byte {
 	b := GroupPrefix(KindOffset, k.GroupKey)
@@ -133,8 +172,8 @@ func (r *keyReader) uint32() uint32 {
 	return v
 }
 
-// ParseKey decodes a coordinator key into a GroupKey (for
-// KindClassicGroup) or an OffsetKey (for KindOffset).
+// ParseKey decodes a coordinator key into a GroupKey (for the group
+// kinds), a MemberKey (for the member kinds) or an OffsetKey.
 func ParseKey(key []byte) (Kind, any, error) {
 	if len(key) < 4 || key[0] != namespace {
 		return 0, nil, fmt.Errorf("%w: key %q is not a coordinator key", ErrCorrupt, key)
@@ -146,8 +185,10 @@ func ParseKey(key []byte) (Kind, any, error) {
 	g.Group = r.string()
 	var out any
 	switch kind {
-	case KindClassicGroup:
+	case KindClassicGroup, KindConsumerGroup, KindConsumerTargetEpoch:
 		out = g
+	case KindConsumerMember, KindConsumerTarget, KindConsumerCurrent:
+		out = MemberKey{GroupKey: g, Kind: kind, Member: r.string()}
 	case KindOffset:
 		k := OffsetKey{GroupKey: g}
 		k.Topic = r.string()

@@ -234,6 +234,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add(ClassicGroup{ID: "cgp_1", Protocol: &proto, Members: []ClassicMember{{MemberID: "m", Subscription: []byte{1}}}}.Encode())
 	f.Add(OffsetKey{GroupKey{1, "t", "g"}, "topic", 3}.Key())
 	f.Add(GroupKey{2, "", "group"}.Key())
+	for _, v := range consumerSamples() {
+		f.Add(v)
+	}
+	f.Add(MemberKey{GroupKey{1, "", "g"}, KindConsumerCurrent, "m"}.Key())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if o, err := DecodeOffset(b); err == nil && !bytes.Equal(o.Encode(), b) {
 			t.Fatalf("offset %x re-encodes as %x", b, o.Encode())
@@ -241,10 +245,17 @@ func FuzzDecode(f *testing.F) {
 		if g, err := DecodeClassicGroup(b); err == nil && !bytes.Equal(g.Encode(), b) {
 			t.Fatalf("classic group %x re-encodes as %x", b, g.Encode())
 		}
+		for name, re := range consumerReencoders {
+			if got, ok := re(b); ok && !bytes.Equal(got, b) {
+				t.Fatalf("%s %x re-encodes as %x", name, b, got)
+			}
+		}
 		if kind, k, err := ParseKey(b); err == nil {
 			var re []byte
 			switch k := k.(type) {
 			case GroupKey:
+				re = k.KindKey(kind)
+			case MemberKey:
 				re = k.Key()
 			case OffsetKey:
 				re = k.Key()
@@ -263,4 +274,96 @@ func Example() {
 	o, _ := DecodeOffset(v)
 	fmt.Println(kind, parsed.(OffsetKey).Group, o.Offset)
 	// Output: offset orders-app 1042
+}
+
+func consumerSamples() map[string][]byte {
+	inst := "i-1"
+	tps := []TopicPartitions{{TopicID: [16]byte{9}, Partitions: []int32{0, 2}}, {TopicID: [16]byte{8}, Partitions: []int32{}}}
+	return map[string][]byte{
+		"consumer group":  ConsumerGroup{ID: "cgp_1", Epoch: 5, MetadataHash: 1 << 63}.Encode(),
+		"consumer member": ConsumerMember{InstanceID: &inst, ClientID: "c", ClientHost: "/h", Topics: []string{"a", "b"}, Regex: "x.*", RebalanceTimeout: 300000, Assignor: "uniform"}.Encode(),
+		"target epoch":    ConsumerTargetEpoch{Epoch: 4, Timestamp: 17}.Encode(),
+		"target":          ConsumerTarget{Topics: tps}.Encode(),
+		"current":         ConsumerCurrent{MemberEpoch: 4, PreviousMemberEpoch: 3, State: 1, Assigned: tps, Revoking: tps[:1]}.Encode(),
+	}
+}
+
+var consumerDecoders = map[string]func([]byte) error{
+	"consumer group":  func(b []byte) error { _, err := DecodeConsumerGroup(b); return err },
+	"consumer member": func(b []byte) error { _, err := DecodeConsumerMember(b); return err },
+	"target epoch":    func(b []byte) error { _, err := DecodeConsumerTargetEpoch(b); return err },
+	"target":          func(b []byte) error { _, err := DecodeConsumerTarget(b); return err },
+	"current":         func(b []byte) error { _, err := DecodeConsumerCurrent(b); return err },
+}
+
+var consumerReencoders = map[string]func([]byte) ([]byte, bool){
+	"consumer group": func(b []byte) ([]byte, bool) {
+		v, err := DecodeConsumerGroup(b)
+		return v.Encode(), err == nil
+	},
+	"consumer member": func(b []byte) ([]byte, bool) {
+		v, err := DecodeConsumerMember(b)
+		return v.Encode(), err == nil
+	},
+	"target epoch": func(b []byte) ([]byte, bool) {
+		v, err := DecodeConsumerTargetEpoch(b)
+		return v.Encode(), err == nil
+	},
+	"target": func(b []byte) ([]byte, bool) {
+		v, err := DecodeConsumerTarget(b)
+		return v.Encode(), err == nil
+	},
+	"current": func(b []byte) ([]byte, bool) {
+		v, err := DecodeConsumerCurrent(b)
+		return v.Encode(), err == nil
+	},
+}
+
+// TestConsumerValues: the KIP-848 values round-trip, reject every
+// truncation, a trailing byte and another version, and their keys parse
+// back to the member they name.
+func TestConsumerValues(t *testing.T) {
+	for name, v := range consumerSamples() {
+		re, ok := consumerReencoders[name](v)
+		if !ok || !bytes.Equal(re, v) {
+			t.Fatalf("%s does not round-trip: %x → %x", name, v, re)
+		}
+		for n := 0; n < len(v); n++ {
+			if err := consumerDecoders[name](v[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%s truncated to %d bytes: %v, want ErrCorrupt", name, n, err)
+			}
+		}
+		if err := consumerDecoders[name](append(bytes.Clone(v), 0)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s with a trailing byte: %v", name, err)
+		}
+		bad := bytes.Clone(v)
+		bad[0] = 2
+		if err := consumerDecoders[name](bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s version 2: %v", name, err)
+		}
+	}
+	c, err := DecodeConsumerCurrent(consumerSamples()["current"])
+	if err != nil || c.MemberEpoch != 4 || c.State != 1 || len(c.Assigned) != 2 || c.Assigned[0].Partitions[1] != 2 {
+		t.Fatalf("current decoded as %+v, %v", c, err)
+	}
+	g := GroupKey{7, "t", "g"}
+	for _, kind := range []Kind{KindConsumerMember, KindConsumerTarget, KindConsumerCurrent} {
+		k := MemberKey{g, kind, "member-1"}
+		if got, v, err := ParseKey(k.Key()); err != nil || got != kind || v != k {
+			t.Fatalf("member key %v: %v %+v %v", kind, got, v, err)
+		}
+		if !bytes.HasPrefix(k.Key(), GroupPrefix(kind, g)) {
+			t.Fatalf("member key %v lacks its group prefix", kind)
+		}
+	}
+	for _, kind := range []Kind{KindConsumerGroup, KindConsumerTargetEpoch} {
+		if got, v, err := ParseKey(g.KindKey(kind)); err != nil || got != kind || v != g {
+			t.Fatalf("group key %v: %v %+v %v", kind, got, v, err)
+		}
+	}
+	// Pin version 1 of the member-level values.
+	if got := hex.EncodeToString(ConsumerCurrent{MemberEpoch: 2, PreviousMemberEpoch: 1, Assigned: []TopicPartitions{{TopicID: [16]byte{1}, Partitions: []int32{3}}}}.Encode()); got !=
+		"0100000002000000010002010000000000000000000000000000000200000003"+"01" {
+		t.Errorf("current v1 bytes: %s", got)
+	}
 }
