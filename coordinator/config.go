@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/cohort-dev/cohort/assign"
 )
 
 // Config configures the group coordinator. The zero value of every field
@@ -42,6 +44,27 @@ type Config struct {
 	// part of the data: every record's key names its shard, so it is
 	// fixed when a data directory is created. Default 16.
 	Shards int
+
+	// KIP-848 consumer groups.
+
+	// ConsumerSessionTimeout fences a consumer group member that has not
+	// heartbeaten for this long. Default 45 s
+	// (group.consumer.session.timeout.ms).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is the heartbeat interval given to
+	// consumer group members. Default 5 s
+	// (group.consumer.heartbeat.interval.ms).
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignmentInterval is the least time between two target
+	// assignment computations of a group. Default 1 s
+	// (group.consumer.assignment.interval.ms); negative means none.
+	ConsumerAssignmentInterval time.Duration
+	// ConsumerMaxSize caps the members of a consumer group
+	// (GROUP_MAX_SIZE_REACHED). Default 2^31-1 (group.consumer.max.size).
+	ConsumerMaxSize int
+	// ConsumerAssignors are the server assignors by name, the default
+	// first. Default uniform, range (group.consumer.assignors).
+	ConsumerAssignors []string
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -64,6 +87,18 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Shards == 0 {
 		c.Shards = 16
+	}
+	def(&c.ConsumerSessionTimeout, 45*time.Second)
+	def(&c.ConsumerHeartbeatInterval, 5*time.Second)
+	def(&c.ConsumerAssignmentInterval, time.Second)
+	if c.ConsumerAssignmentInterval < 0 {
+		c.ConsumerAssignmentInterval = 0
+	}
+	if c.ConsumerMaxSize == 0 {
+		c.ConsumerMaxSize = math.MaxInt32
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = assign.Names()
 	}
 	if c.InitialRebalanceDelay < 0 {
 		c.InitialRebalanceDelay = 0
@@ -92,6 +127,17 @@ func (c Config) Validate() error {
 	}
 	if c.OffsetsRetention < time.Millisecond || c.OffsetsRetentionCheckInterval < time.Millisecond {
 		errs = append(errs, errors.New("offsets retention and its check interval must be at least 1ms"))
+	}
+	if c.ConsumerSessionTimeout <= 0 || c.ConsumerHeartbeatInterval <= 0 || c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout {
+		errs = append(errs, fmt.Errorf("consumer heartbeat interval (%v) must be positive and below the session timeout (%v)", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout))
+	}
+	if c.ConsumerMaxSize < 1 {
+		errs = append(errs, fmt.Errorf("consumer group max size %d: must be at least 1", c.ConsumerMaxSize))
+	}
+	for _, n := range c.ConsumerAssignors {
+		if _, ok := assign.ByName(n); !ok {
+			errs = append(errs, fmt.Errorf("consumer assignor %q: not one of %v", n, assign.Names()))
+		}
 	}
 	if c.Shards < 1 || c.Shards > math.MaxUint16 {
 		errs = append(errs, fmt.Errorf("shards %d: must be in [1, 65535]", c.Shards))

@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,6 +27,7 @@ type Coordinator struct {
 	cfg    Config
 	shards []*Shard
 	tenant string
+	topics func() *machine.Catalog
 }
 
 // shardsKey stores the shard count a data directory was created with.
@@ -35,6 +38,10 @@ type Options struct {
 	Store  store.Store
 	Clock  Clock // nil: the system clock
 	Logger *slog.Logger
+	// Topics returns the broker's topics, for KIP-848 consumer groups to
+	// resolve subscriptions against. Nil: no topics (consumer groups get
+	// empty assignments).
+	Topics func() *machine.Catalog
 }
 
 // Start loads every shard from the store and starts serving. The shard
@@ -55,7 +62,12 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 		opts.Logger.Info("using the data directory's coordinator shard count", "shards", n, "configured", cfg.Shards)
 		cfg.Shards = n
 	}
-	c := &Coordinator{cfg: cfg}
+	c := &Coordinator{cfg: cfg, topics: opts.Topics}
+	var assignors []assign.Assignor
+	for _, n := range cfg.ConsumerAssignors {
+		a, _ := assign.ByName(n)
+		assignors = append(assignors, a)
+	}
 	errs := make([]error, n)
 	c.shards = make([]*Shard, n)
 	var wg sync.WaitGroup
@@ -71,6 +83,12 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				OffsetMetadataMaxBytes: cfg.OffsetMetadataMaxBytes,
 				Retention:              cfg.OffsetsRetention,
 				RetentionCheck:         cfg.OffsetsRetentionCheckInterval,
+
+				ConsumerSessionTimeout:    cfg.ConsumerSessionTimeout,
+				ConsumerHeartbeatInterval: cfg.ConsumerHeartbeatInterval,
+				AssignmentInterval:        cfg.ConsumerAssignmentInterval,
+				ConsumerMaxSize:           cfg.ConsumerMaxSize,
+				Assignors:                 assignors,
 			}
 			c.shards[i], errs[i] = StartShard(ShardConfig{
 				ID:    uint16(i),
@@ -151,7 +169,14 @@ func (c *Coordinator) ShardFor(group string) int {
 // OffsetCommit and OffsetDelete must name only existing partitions:
 // checking topics is the broker's part.
 func (c *Coordinator) Handle(req Request) func() kmsg.Response {
+	if c.topics != nil && req.Topics == nil {
+		req.Topics = c.topics()
+	}
 	switch r := req.Msg.(type) {
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return c.one(req, r.Group)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return c.consumerDescribe(req, r)
 	case *kmsg.JoinGroupRequest:
 		return c.one(req, r.Group)
 	case *kmsg.SyncGroupRequest:
@@ -242,6 +267,23 @@ func (c *Coordinator) describeGroups(req Request, r *kmsg.DescribeGroupsRequest)
 		},
 		func(gs []kmsg.DescribeGroupsResponseGroup) kmsg.Response {
 			resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
+			resp.Version, resp.Groups = r.Version, gs
+			return resp
+		})
+}
+
+func (c *Coordinator) consumerDescribe(req Request, r *kmsg.ConsumerGroupDescribeRequest) func() kmsg.Response {
+	return fanOut(c, req, r.Groups,
+		func(idx []int) kmsg.Request {
+			sub := *r
+			sub.Groups = pick(r.Groups, idx)
+			return &sub
+		},
+		func(resp kmsg.Response) []kmsg.ConsumerGroupDescribeResponseGroup {
+			return resp.(*kmsg.ConsumerGroupDescribeResponse).Groups
+		},
+		func(gs []kmsg.ConsumerGroupDescribeResponseGroup) kmsg.Response {
+			resp := r.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 			resp.Version, resp.Groups = r.Version, gs
 			return resp
 		})

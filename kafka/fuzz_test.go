@@ -581,6 +581,17 @@ func seedRequest(key int16) kmsg.Request {
 		req := kmsg.NewPtrDeleteGroupsRequest()
 		req.Groups = []string{"g", "h", "g"}
 		return req
+	case kmsg.ConsumerGroupHeartbeat:
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "g", "m1", 60000
+		req.SubscribedTopicNames, req.ServerAssignor = []string{fuzzTopic}, kmsg.StringPtr("range")
+		req.SubscribedTopicRegex = kmsg.StringPtr("fu.*")
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return req
+	case kmsg.ConsumerGroupDescribe:
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups, req.IncludeAuthorizedOperations = []string{"g", "h"}, true
+		return req
 	}
 	return nil
 }

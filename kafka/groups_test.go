@@ -99,7 +99,58 @@ func describeGroup(t *testing.T, c *rawClient, group string) kmsg.DescribeGroups
 // groupSweepCases are TestVersionSweep's cases for the group APIs.
 func groupSweepCases(topic string) map[int16]sweepCase {
 	name := func(key kmsg.Key, v int16) string { return fmt.Sprintf("sweep-%s-v%d", key.Name(), v) }
+	heartbeat := func(g, member string) *kmsg.ConsumerGroupHeartbeatRequest {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch = g, member, 0
+		req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 60000, []string{topic}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return req
+	}
 	return map[int16]sweepCase{
+		kmsg.ConsumerGroupHeartbeat.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			g := name(kmsg.ConsumerGroupHeartbeat, v)
+			member := ""
+			if v >= 1 {
+				member = "client-minted-" + g // KIP-1082: the client mints it
+			}
+			return heartbeat(g, member), func(r kmsg.Response) {
+				resp := r.(*kmsg.ConsumerGroupHeartbeatResponse)
+				wantCode(t, "heartbeat", resp.ErrorCode, nil)
+				if resp.MemberID == nil || *resp.MemberID == "" || (v >= 1 && *resp.MemberID != member) {
+					t.Errorf("member id %v, want %q (or minted for v0)", resp.MemberID, member)
+				}
+				if resp.MemberEpoch != 1 || resp.HeartbeatIntervalMillis <= 0 {
+					t.Errorf("epoch %d, interval %d: want 1 and the configured interval", resp.MemberEpoch, resp.HeartbeatIntervalMillis)
+				}
+				if resp.Assignment == nil || len(resp.Assignment.Topics) != 1 || len(resp.Assignment.Topics[0].Partitions) == 0 {
+					t.Errorf("assignment %+v: want every partition of %s", resp.Assignment, topic)
+				}
+			}
+		},
+		kmsg.ConsumerGroupDescribe.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			g := name(kmsg.ConsumerGroupDescribe, v)
+			hb := roundTrip[*kmsg.ConsumerGroupHeartbeatResponse](c, 1, heartbeat(g, "m-"+g))
+			wantCode(t, "join", hb.ErrorCode, nil)
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Groups = []string{g, "no-such-group"}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.ConsumerGroupDescribeResponse)
+				if len(resp.Groups) != 2 {
+					t.Fatalf("groups: %+v", resp.Groups)
+				}
+				d := resp.Groups[0]
+				wantCode(t, "describe", d.ErrorCode, nil)
+				if d.Group != g || d.State != "Stable" || d.Epoch != 1 || d.AssignmentEpoch != 1 || d.AssignorName != "uniform" || len(d.Members) != 1 {
+					t.Fatalf("described %+v", d)
+				}
+				m := d.Members[0]
+				if m.MemberID != "m-"+g || m.MemberEpoch != 1 || len(m.Assignment.TopicPartitions) != 1 || m.Assignment.TopicPartitions[0].Topic != topic ||
+					len(m.TargetAssignment.TopicPartitions) != 1 || (v >= 1 && m.MemberType != 1) {
+					t.Errorf("member %+v", m)
+				}
+				wantCode(t, "unknown group", resp.Groups[1].ErrorCode, kerr.GroupIDNotFound)
+			}
+		},
 		kmsg.JoinGroup.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			g := name(kmsg.JoinGroup, v)
 			req := joinReq(g, "", topic)

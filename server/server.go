@@ -15,9 +15,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
@@ -92,7 +94,8 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.topics, err = topics.Open(topics.Config{Dir: filepath.Join(cfg.DataDir, "topics"), Store: n.store, Logger: cfg.Logger}); err != nil {
 		return nil, fmt.Errorf("open topic log: %w", err)
 	}
-	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger}); err != nil {
+	catalog := &catalogCache{log: n.topics}
+	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get}); err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
 	// Finish any topic deletion a crash interrupted between the topic and
@@ -175,4 +178,27 @@ func lockDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("lock data dir: %w", err)
 	}
 	return f, nil
+}
+
+// catalogCache hands the coordinator the topic log's topics as a
+// machine.Catalog, rebuilt only when the log's version moves.
+type catalogCache struct {
+	log *topics.Log
+	cur atomic.Pointer[machine.Catalog]
+}
+
+func (c *catalogCache) get() *machine.Catalog {
+	v := c.log.Version()
+	if cur := c.cur.Load(); cur != nil && cur.Version == v {
+		return cur
+	}
+	// Read the version before the topics: a catalog may hold topics newer
+	// than its version says, never older, and the next change rebuilds it.
+	ts := map[string]machine.TopicMeta{}
+	for _, t := range c.log.Topics() {
+		ts[t.Name] = machine.TopicMeta{ID: t.ID, Partitions: int32(len(t.Partitions))}
+	}
+	cat := machine.NewCatalog(v, ts)
+	c.cur.Store(cat)
+	return cat
 }

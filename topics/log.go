@@ -26,6 +26,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cohort-dev/cohort/store"
 )
@@ -101,6 +102,9 @@ type Log struct {
 	byID      map[[16]byte]*Topic
 	closed    bool
 	clusterID string
+	// version counts changes to the set of topics and their partition
+	// counts, so that readers can cache what they derive from them.
+	version atomic.Uint64
 
 	pidMu             sync.Mutex
 	pidNext, pidLimit int64
@@ -357,8 +361,13 @@ func (l *Log) Create(name string, partitions int32, configs map[string]string, v
 	}
 	l.byName[name] = t
 	l.byID[t.ID] = t
+	l.version.Add(1)
 	return t, nil
 }
+
+// Version returns a number that grows whenever a topic is created,
+// deleted or grown.
+func (l *Log) Version() uint64 { return l.version.Load() }
 
 func (l *Log) put(t *Topic, partitions int32) error {
 	rec, err := json.Marshal(topicRecord{V: 1, Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Partitions: partitions, Configs: t.Configs})
@@ -400,6 +409,7 @@ func (l *Log) Delete(name string) error {
 	}
 	delete(l.byName, name)
 	delete(l.byID, t.ID)
+	l.version.Add(1)
 	for _, p := range t.Partitions {
 		p.close()
 	}
@@ -435,6 +445,7 @@ func (l *Log) Grow(name string, count int32, validateOnly bool) error {
 	}
 	l.byName[name] = grown
 	l.byID[t.ID] = grown
+	l.version.Add(1)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +26,9 @@ func serve(args []string, stderr io.Writer) int {
 		shutdown   time.Duration
 		g          = &cfg.Groups
 		delay      time.Duration
+		// assignInterval and assignors are parsed into g below.
+		assignInterval time.Duration
+		assignors      string
 	)
 	fs.StringVar(&cfg.KafkaListen, "kafka-listen", "127.0.0.1:9092", "`host:port` to accept Kafka clients on (port 0 picks a free port)")
 	fs.StringVar(&cfg.AdvertisedKafkaAddr, "advertised-kafka-addr", "", "`host:port` given to clients in Metadata and FindCoordinator (default: the listen address)")
@@ -41,6 +45,11 @@ func serve(args []string, stderr io.Writer) int {
 	fs.IntVar(&g.OffsetMetadataMaxBytes, "offset-metadata-max-bytes", 4096, "longest committed-offset metadata in `bytes` (Kafka's offset.metadata.max.bytes)")
 	fs.DurationVar(&g.OffsetsRetention, "offsets-retention", 7*24*time.Hour, "how long offsets of an empty group are kept (Kafka's offsets.retention.minutes)")
 	fs.DurationVar(&g.OffsetsRetentionCheckInterval, "offsets-retention-check-interval", 10*time.Minute, "how often expired offsets are looked for (Kafka's offsets.retention.check.interval.ms)")
+	fs.DurationVar(&g.ConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second, "KIP-848 consumer groups: a member silent this long is fenced (Kafka's group.consumer.session.timeout.ms)")
+	fs.DurationVar(&g.ConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "KIP-848 consumer groups: the heartbeat interval given to members (Kafka's group.consumer.heartbeat.interval.ms)")
+	fs.DurationVar(&assignInterval, "group-consumer-assignment-interval", time.Second, "KIP-848 consumer groups: least time between two target assignment computations of a group (Kafka's group.consumer.assignment.interval.ms); 0 for none")
+	fs.IntVar(&g.ConsumerMaxSize, "group-consumer-max-size", 1<<31-1, "most members of a consumer group (Kafka's group.consumer.max.size)")
+	fs.StringVar(&assignors, "group-consumer-assignors", "uniform,range", "server assignors consumer groups may ask for, the default first (Kafka's group.consumer.assignors)")
 	fs.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight requests finish before closing connections")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: cohort serve [flags]\n\nRuns a Cohort node until SIGINT or SIGTERM, then shuts down gracefully.\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>\n(e.g. COHORT_KAFKA_LISTEN); a flag on the command line wins.\n\nFlags:\n")
@@ -71,6 +80,16 @@ func serve(args []string, stderr io.Writer) int {
 		g.InitialRebalanceDelay = -1 // coordinator.Config: negative is none
 	default:
 		g.InitialRebalanceDelay = delay
+	}
+	g.ConsumerAssignmentInterval = assignInterval
+	if assignInterval == 0 {
+		g.ConsumerAssignmentInterval = -1 // coordinator.Config: negative is none
+	}
+	g.ConsumerAssignors = nil
+	for _, a := range strings.Split(assignors, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			g.ConsumerAssignors = append(g.ConsumerAssignors, a)
+		}
 	}
 	if err := cfg.Groups.WithDefaults().Validate(); err != nil {
 		fmt.Fprintf(stderr, "cohort serve: %v\n", err)

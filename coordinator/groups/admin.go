@@ -22,10 +22,14 @@ func (mc *Machine) describeGroups(req machine.Request, r *kmsg.DescribeGroupsReq
 		d := kmsg.DescribeGroupsResponseGroup{Group: name, State: "Dead", AuthorizedOperations: -2147483648}
 		g := mc.groups[name]
 		switch {
-		case g == nil || g.state == dead:
+		case g == nil || g.state == dead || g.cg != nil:
+			// As Kafka, a consumer group is no classic group here.
 			if r.Version >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "Group " + name + " not found."
+				if g != nil && g.cg != nil {
+					msg = "Group " + name + " is not a classic group."
+				}
 				d.ErrorMessage = &msg
 			}
 		default:
@@ -66,6 +70,16 @@ func (mc *Machine) listGroups(req machine.Request, r *kmsg.ListGroupsRequest) {
 		if g.state == dead {
 			continue
 		}
+		if g.cg != nil {
+			state := g.cg.state()
+			if (len(states) > 0 && !states[strings.ToLower(state)]) || (len(types) > 0 && !types["consumer"]) {
+				continue
+			}
+			resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
+				Group: name, ProtocolType: "consumer", GroupState: state, GroupType: "consumer",
+			})
+			continue
+		}
 		if len(states) > 0 && !states[strings.ToLower(g.state.String())] {
 			continue
 		}
@@ -94,6 +108,12 @@ func (mc *Machine) deleteGroups(req machine.Request, r *kmsg.DeleteGroupsRequest
 		switch {
 		case g == nil || g.state == dead:
 			res.ErrorCode = kerr.GroupIDNotFound.Code
+		case g.cg != nil:
+			if len(g.cg.members) > 0 {
+				res.ErrorCode = kerr.NonEmptyGroup.Code
+			} else {
+				mc.deleteConsumerGroup(g, true)
+			}
 		case g.state != empty:
 			res.ErrorCode = kerr.NonEmptyGroup.Code
 		default:

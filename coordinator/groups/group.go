@@ -130,6 +130,10 @@ type group struct {
 
 	offsets map[string]map[int32]*offset
 
+	// cg is the KIP-848 state of a consumer group; nil for a classic
+	// (or simple) group.
+	cg *cgroup
+
 	// durable is false until the group's existence has been written.
 	durable bool
 }

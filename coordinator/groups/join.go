@@ -55,6 +55,25 @@ func (mc *Machine) joinGroup(now time.Time, req machine.Request, r *kmsg.JoinGro
 		return
 	}
 	g := mc.groups[r.Group]
+	if g != nil && g.cg != nil {
+		if len(g.cg.members) > 0 {
+			// Classic members inside a consumer group (Kafka's mixed
+			// groups) are not served yet: the group stays a consumer
+			// group.
+			fail(kerr.InconsistentGroupProtocol.Code, r.MemberID)
+			return
+		}
+		// An empty consumer group becomes a classic group, keeping its
+		// offsets and id (Kafka converts it the same way).
+		id := g.id
+		mc.emitRemoveGroup(g)
+		if g = mc.groups[r.Group]; g == nil {
+			g = newGroup(r.Group, id, now)
+			mc.groups[r.Group] = g
+		}
+		g.durable = false
+		mc.writeGroup(g, now)
+	}
 	created := false
 	if g == nil {
 		if r.MemberID != "" {

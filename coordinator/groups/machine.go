@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -49,6 +50,16 @@ type Config struct {
 	InitialDelay, InitialQuiet time.Duration
 	OffsetMetadataMaxBytes     int
 	Retention, RetentionCheck  time.Duration
+
+	// KIP-848 consumer groups: the session timeout and heartbeat interval
+	// the coordinator gives members, the least time between two target
+	// assignment computations, the most members (0: no limit), and the
+	// server assignors (the first is the default).
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	AssignmentInterval        time.Duration
+	ConsumerMaxSize           int
+	Assignors                 []assign.Assignor
 }
 
 // newMemberJoinTimeout is how long a new member has to complete its
@@ -61,6 +72,8 @@ type Machine struct {
 	rng     *rand.ChaCha8
 	groups  map[string]*group
 	loading bool
+	// catalog is the newest topic catalog a request brought.
+	catalog *machine.Catalog
 
 	out machine.Output // the output of the event being handled
 }
@@ -111,6 +124,12 @@ func (mc *Machine) Replay(r machine.Record) error {
 	kind, key, err := record.ParseKey(r.Key)
 	if err != nil {
 		return err
+	}
+	if isConsumerKind(kind) {
+		if !mc.loading {
+			return nil // applied when emitted
+		}
+		return mc.applyConsumer(r.Key, r.Value)
 	}
 	switch kind {
 	case record.KindOffset:
@@ -228,6 +247,12 @@ func (mc *Machine) Loaded(now time.Time) machine.Output {
 		if len(g.members) > mc.cfg.MaxSize {
 			mc.prepareRebalance(g, now)
 		}
+		if g.cg != nil {
+			for _, m := range g.cg.sortedMembers() {
+				mc.armConsumerSession(g, m, now)
+				mc.armRevocation(g, m, now)
+			}
+		}
 	}
 	mc.timer(timerRetention, now.Add(mc.cfg.RetentionCheck))
 	return mc.flush()
@@ -266,6 +291,10 @@ func (mc *Machine) Handle(now time.Time, req machine.Request) machine.Output {
 		mc.listGroups(req, r)
 	case *kmsg.DeleteGroupsRequest:
 		mc.deleteGroups(req, r)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		mc.consumerHeartbeat(now, req, r)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		mc.consumerDescribe(req, r)
 	default:
 		resp := req.Msg.ResponseKind()
 		if e, ok := resp.(interface{ SetErrorCode(int16) }); ok {
@@ -295,6 +324,8 @@ func (mc *Machine) Fire(now time.Time, key string) machine.Output {
 		mc.syncTimer(g, now)
 	case timerMember:
 		mc.memberTimer(g, mid, now)
+	case timerConsumerSession, timerConsumerRevoke:
+		mc.consumerTimer(g, kind, mid, now)
 	}
 	return mc.flush()
 }

@@ -78,6 +78,9 @@ func (mc *Machine) validateCommit(now time.Time, r *kmsg.OffsetCommitRequest, ge
 		mc.writeGroup(g, now)
 		return 0
 	}
+	if g.cg != nil {
+		return validateConsumerCommit(g, r)
+	}
 	switch {
 	case g.state == dead:
 		return kerr.CoordinatorNotAvailable.Code
@@ -125,6 +128,14 @@ func (mc *Machine) offsetFetch(req machine.Request, r *kmsg.OffsetFetchRequest) 
 		return
 	}
 	for _, rg := range r.Groups {
+		if r.Version >= 9 {
+			// KIP-848: a consumer group member's fetch names its
+			// member id and epoch.
+			if code := validateConsumerFetch(mc.groups[rg.Group], rg.MemberID, rg.MemberEpoch); code != 0 {
+				resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: rg.Group, ErrorCode: code, Topics: []kmsg.OffsetFetchResponseGroupTopic{}})
+				continue
+			}
+		}
 		resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{
 			Group:  rg.Group,
 			Topics: mc.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil),
@@ -189,13 +200,20 @@ func (mc *Machine) offsetDelete(now time.Time, req machine.Request, r *kmsg.Offs
 	case g == nil || g.state == dead:
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return
-	case g.state != empty && g.protocolType != "consumer":
+	case g.cg == nil && g.state != empty && g.protocolType != "consumer":
 		resp.ErrorCode = kerr.NonEmptyGroup.Code
 		return
+	}
+	var consumerTopics map[string]bool
+	if g.cg != nil {
+		consumerTopics = g.cg.subscribedTopics(mc.catalog)
 	}
 	for _, t := range r.Topics {
 		rt := kmsg.OffsetDeleteResponseTopic{Topic: t.Topic}
 		subscribed := g.state != empty && g.subscribedTo(t.Topic)
+		if g.cg != nil {
+			subscribed = consumerTopics[t.Topic]
+		}
 		for _, p := range t.Partitions {
 			code := int16(0)
 			if subscribed {
@@ -216,6 +234,10 @@ func (mc *Machine) sweep(now time.Time) {
 	retention := mc.cfg.Retention.Milliseconds()
 	for _, name := range mc.sortedGroupNames() {
 		g := mc.groups[name]
+		if g.cg != nil {
+			mc.sweepConsumer(g, now)
+			continue
+		}
 		// The time an offset's retention counts from, by kind of group;
 		// nil: nothing expires.
 		var base func(o *offset) int64

@@ -8,6 +8,7 @@
 package machine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,6 +38,37 @@ type Request struct {
 	// on the offsets so that LiveTopics can tell a re-created topic
 	// from the one committed to.
 	TopicIDs map[string][16]byte
+	// Topics is the broker's topics as the request was handed over,
+	// shared and read-only. Consumer groups (KIP-848) resolve
+	// subscriptions against it. Nil when the caller has no topic source.
+	Topics *Catalog
+}
+
+// Catalog is a snapshot of the broker's topics. It is never modified
+// after it is built; a change makes a new Catalog with a higher Version.
+type Catalog struct {
+	Version uint64
+	ByName  map[string]TopicMeta
+	ByID    map[[16]byte]string
+	// Names are the topic names, sorted.
+	Names []string
+}
+
+// TopicMeta is what a coordinator needs to know of a topic.
+type TopicMeta struct {
+	ID         [16]byte
+	Partitions int32
+}
+
+// NewCatalog builds a catalog of topics at version v.
+func NewCatalog(v uint64, topics map[string]TopicMeta) *Catalog {
+	c := &Catalog{Version: v, ByName: topics, ByID: make(map[[16]byte]string, len(topics))}
+	for name, t := range topics {
+		c.ByID[t.ID] = name
+		c.Names = append(c.Names, name)
+	}
+	slices.Sort(c.Names)
+	return c
 }
 
 // Record is a store write: Value nil is a tombstone.

@@ -1,0 +1,361 @@
+package e2e
+
+// KIP-848 consumer groups with real clients: members join through
+// ConsumerGroupHeartbeat and the coordinator assigns partitions.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/server"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// consumerGroupConfig is the coordinator configuration of the KIP-848
+// tests: heartbeats every 200 ms and no assignment throttle, so that a
+// scenario converges in a second or two; sessions long enough for a
+// loaded machine.
+var consumerGroupConfig = coordinator.Config{
+	ConsumerHeartbeatInterval:  200 * time.Millisecond,
+	ConsumerSessionTimeout:     10 * time.Second,
+	ConsumerAssignmentInterval: -1,
+}
+
+const cgPartitions = 6
+
+// cgCheck follows one KIP-848 group: which member owns which partition,
+// as the members' clients report it, every record consumed, and every
+// moment two members owned or consumed the same partition.
+type cgCheck struct {
+	t                  *testing.T
+	addr, topic, group string
+	cl                 *kgo.Client
+	adm                *kadm.Client
+
+	mu         sync.Mutex
+	want       map[[2]int64]bool // (partition, offset) produced
+	seen       map[[2]int64]bool
+	dups       int
+	owner      map[int32]int // partition → member, absent: none
+	owned      map[int]map[int32]bool
+	violations []string
+	notes      []string
+}
+
+func newCGCheck(t *testing.T, addr, topic, group string) *cgCheck {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("cohort-e2e-cg-check"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	c := &cgCheck{t: t, addr: addr, topic: topic, group: group, cl: cl, adm: kadm.NewClient(cl),
+		want: map[[2]int64]bool{}, seen: map[[2]int64]bool{}, owner: map[int32]int{}, owned: map[int]map[int32]bool{}}
+	ctx, cancel := context.WithTimeout(context.Background(), groupWait)
+	defer cancel()
+	if _, err := c.adm.CreateTopic(ctx, cgPartitions, 1, nil, topic); err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	return c
+}
+
+func (c *cgCheck) produce(prefix string, n int) {
+	c.t.Helper()
+	got := franzProduce(c.t, c.addr, c.topic, makeRecs(prefix, n, time.Now().Add(-time.Hour)))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range got {
+		c.want[[2]int64{int64(r.Partition), r.Offset}] = true
+	}
+}
+
+func (c *cgCheck) assigned(m int, parts ...int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owned[m] == nil {
+		c.owned[m] = map[int32]bool{}
+	}
+	for _, p := range parts {
+		if o, ok := c.owner[p]; ok && o != m {
+			c.violations = append(c.violations, fmt.Sprintf("member %d got partition %d while member %d owns it", m, p, o))
+		}
+		c.owner[p] = m
+		c.owned[m][p] = true
+	}
+}
+
+func (c *cgCheck) revoked(m int, parts ...int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range parts {
+		if c.owner[p] == m {
+			delete(c.owner, p)
+		}
+		delete(c.owned[m], p)
+	}
+}
+
+func (c *cgCheck) consumed(m int, p int32, offset int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o, ok := c.owner[p]; ok && o != m {
+		c.violations = append(c.violations, fmt.Sprintf("member %d consumed partition %d offset %d while member %d owns it", m, p, offset, o))
+	}
+	k := [2]int64{int64(p), offset}
+	if c.seen[k] {
+		c.dups++
+	}
+	c.seen[k] = true
+}
+
+func (c *cgCheck) note(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.notes) < 50 {
+		c.notes = append(c.notes, fmt.Sprintf(format, args...))
+	}
+}
+
+// counts is each listed member's partition count, and whether the owned
+// sets are disjoint and cover the topic.
+func (c *cgCheck) counts(members []int) (map[int]int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[int]int{}
+	all := map[int32]bool{}
+	n := 0
+	for _, m := range members {
+		out[m] = len(c.owned[m])
+		for p := range c.owned[m] {
+			all[p] = true
+			n++
+		}
+	}
+	return out, len(all) == cgPartitions && n == cgPartitions
+}
+
+// waitBalanced waits until the members own disjoint partitions covering
+// the topic, each within one of the others, as the coordinator's describe
+// also says.
+func (c *cgCheck) waitBalanced(members []int) {
+	c.t.Helper()
+	groupEventually(c.t, groupWait, fmt.Sprintf("members %v balanced", members), func() (bool, string) {
+		counts, cover := c.counts(members)
+		lo, hi := cgPartitions, 0
+		for _, n := range counts {
+			lo, hi = min(lo, n), max(hi, n)
+		}
+		if !cover || hi-lo > 1 {
+			return false, fmt.Sprintf("clients own %v", counts)
+		}
+		d := c.describe()
+		if d.State != "Stable" || len(d.Members) != len(members) {
+			return false, fmt.Sprintf("clients own %v; coordinator: %s with %d members", counts, d.State, len(d.Members))
+		}
+		return true, ""
+	})
+}
+
+// describe is ConsumerGroupDescribe of the group.
+func (c *cgCheck) describe() kmsg.ConsumerGroupDescribeResponseGroup {
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{c.group}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil || len(resp.Groups) != 1 {
+		return kmsg.ConsumerGroupDescribeResponseGroup{State: fmt.Sprintf("describe failed: %v", err)}
+	}
+	return resp.Groups[0]
+}
+
+// waitConsumed waits until every produced record has been consumed.
+func (c *cgCheck) waitConsumed() {
+	c.t.Helper()
+	groupEventually(c.t, groupWait, "every record consumed", func() (bool, string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		missing := 0
+		for k := range c.want {
+			if !c.seen[k] {
+				missing++
+			}
+		}
+		return missing == 0, fmt.Sprintf("%d of %d records not consumed", missing, len(c.want))
+	})
+}
+
+func (c *cgCheck) report() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.notes {
+		c.t.Log(n)
+	}
+	for _, v := range c.violations {
+		c.t.Error(v)
+	}
+	c.t.Logf("%d records consumed more than once (a partition's uncommitted tail re-read by its next owner)", c.dups)
+}
+
+// cgMemberFunc starts member m; the returned function stops it, leaving
+// the group.
+type cgMemberFunc func(c *cgCheck, m int) (stop func())
+
+// runConsumerGroupTest is the scenario for one client:
+//
+//  1. 600 records are produced over 6 partitions;
+//  2. three members start; eventually each owns 2 partitions, disjoint,
+//     and ConsumerGroupDescribe shows the group Stable with 3 members;
+//     300 more records are produced and every record is consumed;
+//  3. a fourth member joins: the 6 partitions spread 2/2/1/1 over 4;
+//     300 more records, all consumed;
+//  4. the first member leaves: 2 each over the remaining 3; 300 more,
+//     all consumed;
+//  5. throughout, no partition is ever owned, or consumed from, by two
+//     members at once (as their clients report it);
+//  6. the members leave and the group becomes Empty.
+func runConsumerGroupTest(t *testing.T, c *cgCheck, start cgMemberFunc) {
+	t0 := time.Now()
+	since := func() time.Duration { return time.Since(t0).Round(time.Millisecond) }
+	defer c.report()
+	c.produce("before", 600)
+	stops := map[int]func(){}
+	defer func() {
+		for _, s := range stops {
+			s()
+		}
+	}()
+	for m := range 3 {
+		stops[m] = start(c, m)
+	}
+	c.waitBalanced([]int{0, 1, 2})
+	c.produce("three", 300)
+	c.waitConsumed()
+	counts, _ := c.counts([]int{0, 1, 2})
+	for m, n := range counts {
+		if n != 2 {
+			t.Errorf("member %d owns %d partitions, want 2", m, n)
+		}
+	}
+	t.Logf("%v: three members, 2 partitions each, all consumed", since())
+
+	stops[3] = start(c, 3)
+	c.waitBalanced([]int{0, 1, 2, 3})
+	c.produce("four", 300)
+	c.waitConsumed()
+	counts, _ = c.counts([]int{0, 1, 2, 3})
+	t.Logf("%v: four members own %v, all consumed", since(), counts)
+
+	stops[0]()
+	delete(stops, 0)
+	c.revoked(0, sortedOwned(c, 0)...)
+	c.waitBalanced([]int{1, 2, 3})
+	c.produce("three-again", 300)
+	c.waitConsumed()
+	counts, _ = c.counts([]int{1, 2, 3})
+	for m, n := range counts {
+		if n != 2 {
+			t.Errorf("after member 0 left, member %d owns %d partitions, want 2", m, n)
+		}
+	}
+	t.Logf("%v: member 0 left; three members own %v, all consumed", since(), counts)
+
+	d := c.describe()
+	for _, m := range d.Members {
+		if m.MemberEpoch != d.AssignmentEpoch || len(m.Assignment.TopicPartitions) != 1 || len(m.Assignment.TopicPartitions[0].Partitions) != 2 {
+			t.Errorf("described member %s: epoch %d (assignment epoch %d), assignment %+v", m.MemberID, m.MemberEpoch, d.AssignmentEpoch, m.Assignment)
+		}
+	}
+	for m, s := range stops {
+		s()
+		delete(stops, m)
+	}
+	groupEventually(t, groupWait, "group empty", func() (bool, string) {
+		d := c.describe()
+		return d.State == "Empty", d.State
+	})
+	t.Logf("%v: members left, group Empty", since())
+}
+
+func sortedOwned(c *cgCheck, m int) []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int32
+	for p := range c.owned[m] {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestConsumerGroupFranz: franz-go with kgo.ServerSideBalancer, which
+// speaks ConsumerGroupHeartbeat v1 and asks for the uniform assignor (its
+// sticky balancer's server-side counterpart).
+func TestConsumerGroupFranz(t *testing.T) {
+	n := testkit.StartNode(t, server.Config{Groups: consumerGroupConfig})
+	c := newCGCheck(t, n.KafkaAddr(), "kip848-franz", "kip848-franz-group")
+	runConsumerGroupTest(t, c, franzCGMember)
+}
+
+func franzCGMember(c *cgCheck, m int) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(c.addr),
+		kgo.ClientID(fmt.Sprintf("cohort-e2e-kgo848-%d", m)),
+		kgo.ConsumerGroup(c.group),
+		kgo.ConsumeTopics(c.topic),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ServerSideBalancer(),
+		kgo.AutoCommitInterval(200*time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(250*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
+			c.assigned(m, a[c.topic]...)
+		}),
+		// Replacing kgo's default revoke callback: commit what was
+		// polled first, as the default does.
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				c.note("member %d: commit on revoke: %v", m, err)
+			}
+			c.revoked(m, r[c.topic]...)
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) {
+			c.revoked(m, l[c.topic]...)
+			c.note("member %d: partitions lost: %v", m, l)
+		}),
+	)
+	if err != nil {
+		c.t.Fatalf("member %d: %v", m, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachError(func(topic string, p int32, err error) {
+				if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
+					c.note("member %d: fetch %s/%d: %v", m, topic, p, err)
+				}
+			})
+			fs.EachRecord(func(r *kgo.Record) { c.consumed(m, r.Partition, r.Offset) })
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			cl.Close() // leaves the group: a heartbeat with epoch -1
+		})
+	}
+}

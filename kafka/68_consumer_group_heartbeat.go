@@ -1,0 +1,13 @@
+package kafka
+
+// ConsumerGroupHeartbeat, key 68 (KIP-848): join, heartbeat, reconcile
+// and leave a consumer group; the coordinator computes assignments.
+//
+// Version notes:
+//   - v0: the coordinator mints the member id on the first heartbeat.
+//   - v1: the client mints it (KIP-1082), so MemberId is never empty; and
+//     SubscribedTopicRegex (RE2, KIP-848's regex subscription).
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() { register(kmsg.ConsumerGroupHeartbeat, 0, 1, groupHandler) }
