@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,6 +29,8 @@ type harness struct {
 	order []machine.RequestID
 	// written counts records produced (puts and tombstones).
 	written int
+	// catalog is the broker's topics, sent with every request.
+	catalog *machine.Catalog
 }
 
 // testConfig is Kafka's defaults, shard 0.
@@ -41,6 +44,11 @@ func testConfig() groups.Config {
 		OffsetMetadataMaxBytes: 4096,
 		Retention:              7 * 24 * time.Hour,
 		RetentionCheck:         10 * time.Minute,
+
+		ConsumerSessionTimeout:    45 * time.Second,
+		ConsumerHeartbeatInterval: 5 * time.Second,
+		AssignmentInterval:        time.Second,
+		Assignors:                 []assign.Assignor{assign.Uniform{}, assign.Range{}},
 	}
 }
 
@@ -102,7 +110,7 @@ func (h *harness) sendFrom(req kmsg.Request, clientID string) machine.RequestID 
 	h.t.Helper()
 	h.nextID++
 	id := h.nextID
-	h.apply(h.m.Handle(h.now, machine.Request{ID: id, Msg: req, ClientID: clientID, ClientHost: "/127.0.0.1"}))
+	h.apply(h.m.Handle(h.now, machine.Request{ID: id, Msg: req, ClientID: clientID, ClientHost: "/127.0.0.1", Topics: h.catalog}))
 	return id
 }
 
