@@ -15,6 +15,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/server"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -356,6 +357,104 @@ func franzCGMember(c *cgCheck, m int) func() {
 			cancel()
 			<-done
 			cl.Close() // leaves the group: a heartbeat with epoch -1
+		})
+	}
+}
+
+// TestConsumerGroupConfluent: confluent-kafka-go v2.15.1 (bundled
+// librdkafka 2.15.1) with group.protocol=consumer, the same scenario. Its
+// protocol log must show ConsumerGroupHeartbeat in use and no parse or
+// version errors.
+func TestConsumerGroupConfluent(t *testing.T) {
+	n := testkit.StartNode(t, server.Config{Groups: consumerGroupConfig})
+	logs := newRdLog()
+	c := newCGCheck(t, n.KafkaAddr(), "kip848-confluent", "kip848-confluent-group")
+	runConsumerGroupTest(t, c, func(c *cgCheck, m int) func() { return confluentCGMember(c, m, logs) })
+	logs.close() // every member has closed
+	t.Logf("librdkafka debug: %d lines; requests sent:%s", logs.lines, logs.summary())
+	for m := range 4 {
+		if sent := logs.sent[fmt.Sprintf("cohort-e2e-rd848-%d", m)]; !sent["ConsumerGroupHeartbeat"][1] {
+			t.Errorf("member %d never sent ConsumerGroupHeartbeat v1: %v", m, sent)
+		}
+	}
+	for i, p := range logs.problems {
+		if i == 20 {
+			t.Errorf("... %d more", len(logs.problems)-i)
+			break
+		}
+		t.Errorf("librdkafka: %s", p)
+	}
+}
+
+func confluentCGMember(c *cgCheck, m int, logs *rdLog) func() {
+	cons, err := kafka.NewConsumer(rdConfig(c.addr, fmt.Sprintf("cohort-e2e-rd848-%d", m), logs, kafka.ConfigMap{
+		"group.id":                c.group,
+		"group.protocol":          "consumer",
+		"auto.offset.reset":       "earliest",
+		"enable.auto.commit":      true,
+		"auto.commit.interval.ms": 200,
+		"fetch.wait.max.ms":       250,
+	}))
+	if err != nil {
+		c.t.Fatalf("member %d: %v", m, err)
+	}
+	topicOf := func(tps []kafka.TopicPartition) []int32 {
+		var out []int32
+		for _, tp := range tps {
+			if tp.Topic != nil && *tp.Topic == c.topic {
+				out = append(out, tp.Partition)
+			}
+		}
+		return out
+	}
+	// The rebalance callback sees every incremental assignment and
+	// revocation before librdkafka acknowledges it to the coordinator.
+	rebalance := func(cons *kafka.Consumer, ev kafka.Event) error {
+		switch e := ev.(type) {
+		case kafka.AssignedPartitions:
+			c.assigned(m, topicOf(e.Partitions)...)
+			return cons.IncrementalAssign(e.Partitions)
+		case kafka.RevokedPartitions:
+			if _, err := cons.Commit(); err != nil {
+				var ke kafka.Error
+				if !errors.As(err, &ke) || ke.Code() != kafka.ErrNoOffset {
+					c.note("member %d: commit on revoke: %v", m, err)
+				}
+			}
+			c.revoked(m, topicOf(e.Partitions)...)
+			return cons.IncrementalUnassign(e.Partitions)
+		}
+		return nil
+	}
+	if err := cons.Subscribe(c.topic, rebalance); err != nil {
+		cons.Close()
+		c.t.Fatalf("member %d: subscribe: %v", m, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			switch ev := cons.Poll(100).(type) {
+			case *kafka.Message:
+				if ev.TopicPartition.Error != nil {
+					c.note("member %d: message: %v", m, ev.TopicPartition.Error)
+					break
+				}
+				c.consumed(m, ev.TopicPartition.Partition, int64(ev.TopicPartition.Offset))
+			case kafka.Error:
+				c.note("member %d: %v (code %v)", m, ev, ev.Code())
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			if err := cons.Close(); err != nil { // commits, then leaves with epoch -1
+				c.note("member %d: close: %v", m, err)
+			}
 		})
 	}
 }
