@@ -4,9 +4,14 @@ package e2e
 // ConsumerGroupHeartbeat and the coordinator assigns partitions.
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -41,6 +46,8 @@ type cgCheck struct {
 	addr, topic, group string
 	cl                 *kgo.Client
 	adm                *kadm.Client
+	// codecs to produce with (nil: every codec).
+	codecs []kgo.CompressionCodec
 
 	mu         sync.Mutex
 	want       map[[2]int64]bool // (partition, offset) produced
@@ -71,7 +78,7 @@ func newCGCheck(t *testing.T, addr, topic, group string) *cgCheck {
 
 func (c *cgCheck) produce(prefix string, n int) {
 	c.t.Helper()
-	got := franzProduce(c.t, c.addr, c.topic, makeRecs(prefix, n, time.Now().Add(-time.Hour)))
+	got := extGroupProduce(c.t, c.addr, c.topic, c.codecs, makeRecs(prefix, n, time.Now().Add(-time.Hour)))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range got {
@@ -456,5 +463,107 @@ func confluentCGMember(c *cgCheck, m int, logs *rdLog) func() {
 				c.note("member %d: close: %v", m, err)
 			}
 		})
+	}
+}
+
+// TestConsumerGroupPlatformatic: @platformatic/kafka 1.35.0 (pure
+// JavaScript) with groupProtocol 'consumer', the same scenario, its
+// consumers in one Node.js process (js/consumer848.mjs).
+func TestConsumerGroupPlatformatic(t *testing.T) {
+	dir := jsDir(t)
+	n := testkit.StartNode(t, server.Config{Groups: consumerGroupConfig})
+	c := newCGCheck(t, n.KafkaAddr(), "kip848-platformatic", "kip848-platformatic-group")
+	// Node 20 has no zstd: produce with the codecs platformatic reads.
+	c.codecs = []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression()}
+	spec := writeSpec(t, "consumer848", map[string]any{"bootstrap": c.addr, "topic": c.topic, "group": c.group, "client_id": "cohort-e2e-pk848"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "consumer848.mjs"), spec)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan string, 16) // "started N", "stopped N", "done"
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		owned := map[int][]int32{}
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var l struct {
+				Kind       string  `json:"kind"`
+				C          int     `json:"c"`
+				Partitions []int32 `json:"partitions"`
+				P          int32   `json:"p"`
+				O          int64   `json:"o"`
+				Error      string  `json:"error"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				c.note("platformatic: bad line %q: %v", sc.Text(), err)
+				continue
+			}
+			switch l.Kind {
+			case "owned":
+				var gone, added []int32
+				for _, p := range owned[l.C] {
+					if !slices.Contains(l.Partitions, p) {
+						gone = append(gone, p)
+					}
+				}
+				for _, p := range l.Partitions {
+					if !slices.Contains(owned[l.C], p) {
+						added = append(added, p)
+					}
+				}
+				owned[l.C] = l.Partitions
+				c.revoked(l.C, gone...)
+				c.assigned(l.C, added...)
+			case "rec":
+				c.consumed(l.C, l.P, l.O)
+			case "error":
+				c.note("platformatic member %d: %s", l.C, l.Error)
+			case "started", "stopped":
+				events <- fmt.Sprintf("%s %d", l.Kind, l.C)
+			case "done":
+				events <- "done"
+			}
+		}
+	}()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case got := <-events:
+			if got != what {
+				t.Fatalf("platformatic: %q, want %q; stderr:\n%s", got, what, stderr.String())
+			}
+		case <-time.After(groupWait):
+			t.Fatalf("platformatic: no %q within %v; stderr:\n%s", what, groupWait, stderr.String())
+		}
+	}
+	runConsumerGroupTest(t, c, func(c *cgCheck, m int) func() {
+		fmt.Fprintf(stdin, "start %d\n", m)
+		wait(fmt.Sprintf("started %d", m))
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				fmt.Fprintf(stdin, "stop %d\n", m)
+				wait(fmt.Sprintf("stopped %d", m))
+			})
+		}
+	})
+	stdin.Close()
+	wait("done")
+	<-readDone
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("node: %v; stderr:\n%s", err, stderr.String())
 	}
 }
