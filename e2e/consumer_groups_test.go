@@ -22,6 +22,7 @@ import (
 	"github.com/cohort-dev/cohort/server"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -565,5 +566,119 @@ func TestConsumerGroupPlatformatic(t *testing.T) {
 	<-readDone
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("node: %v; stderr:\n%s", err, stderr.String())
+	}
+}
+
+// TestConsumerGroupSIGKILL: the real binary is killed with SIGKILL while a
+// consumer group is mid-rebalance, with acknowledged commits; after the
+// restart ConsumerGroupDescribe shows the same epochs and assignments,
+// every acknowledged commit is there, and the members carry on at their
+// epochs: the revoking member finishes and the waiting one gets its
+// partitions. The members are raw kmsg clients so that the test knows
+// exactly what was acknowledged.
+func TestConsumerGroupSIGKILL(t *testing.T) {
+	const topic, group = "kip848-crash", "kip848-crash-group"
+	dir := t.TempDir()
+	args := []string{"--group-consumer-heartbeat-interval", "200ms", "--group-consumer-assignment-interval", "0", "--auto-create-topics=false"}
+	proc := testkit.StartBinary(t, dir, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	connect := func(addr string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("cohort-e2e-cg-crash"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	cl := connect(proc.Addr)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, cgPartitions, 1, nil, topic); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	var topicID [16]byte
+	hb := func(cl *kgo.Client, member string, epoch int32, owned []int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = group, member, epoch, -1
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 60000, []string{topic}
+		}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: topicID, Partitions: owned}}
+		if owned == nil {
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat %s@%d: %v %v", member, epoch, err, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if resp.Assignment != nil && len(resp.Assignment.Topics) > 0 {
+			topicID = resp.Assignment.Topics[0].TopicID
+		}
+		return resp
+	}
+	a := hb(cl, "member-a", 0, nil) // everything, epoch 1
+	b := hb(cl, "member-b", 0, nil) // epoch 2, waits for a
+	a2 := hb(cl, "member-a", a.MemberEpoch, []int32{0, 1, 2, 3, 4, 5})
+	if a2.MemberEpoch != 1 || a2.Assignment == nil || len(a2.Assignment.Topics[0].Partitions) != 3 {
+		t.Fatalf("a told to revoke: %+v", a2)
+	}
+	kept := a2.Assignment.Topics[0].Partitions
+	// Commits, acknowledged, with a's current epoch.
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.MemberID, commit.Generation = group, "member-a", 1
+	ct := kmsg.OffsetCommitRequestTopic{Topic: topic}
+	for p := range int32(cgPartitions) {
+		ct.Partitions = append(ct.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p, Offset: int64(100 + p)})
+	}
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{ct}
+	cr, err := commit.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range cr.Topics[0].Partitions {
+		if p.ErrorCode != 0 {
+			t.Fatalf("commit %d: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+	describe := func(cl *kgo.Client) kmsg.ConsumerGroupDescribeResponseGroup {
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{group}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Groups[0]
+	}
+	before := describe(cl)
+	cl.Close()
+
+	proc.Kill()
+	proc = testkit.StartBinary(t, dir, args...)
+	cl = connect(proc.Addr)
+	defer cl.Close()
+	after := describe(cl)
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("the group changed across SIGKILL:\nbefore %+v\nafter  %+v", before, after)
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = group
+	fr, err := fetch.RequestWith(ctx, cl)
+	if err != nil || len(fr.Topics) != 1 {
+		t.Fatalf("fetch: %v %+v", err, fr)
+	}
+	for _, p := range fr.Topics[0].Partitions {
+		if p.Offset != int64(100+p.Partition) {
+			t.Errorf("partition %d: committed %d, want %d", p.Partition, p.Offset, 100+p.Partition)
+		}
+	}
+	// The members carry on: a finishes revoking, b gets the rest.
+	if r := hb(cl, "member-a", 1, kept); r.MemberEpoch != 2 {
+		t.Fatalf("a after restart: %+v", r)
+	}
+	r := hb(cl, "member-b", b.MemberEpoch, []int32{})
+	if r.Assignment == nil || len(r.Assignment.Topics) != 1 || len(r.Assignment.Topics[0].Partitions) != 3 {
+		t.Fatalf("b after restart: %+v", r)
+	}
+	if d := describe(cl); d.State != "Stable" {
+		t.Fatalf("after restart: %s", d.State)
 	}
 }
