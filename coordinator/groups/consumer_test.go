@@ -280,6 +280,27 @@ func TestConsumerLostResponse(t *testing.T) {
 	if r := h.hb(hb{member: "a", epoch: 1}); r.ErrorCode != kerr.FencedMemberEpoch.Code {
 		t.Fatalf("previous epoch, owned not sent: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
+
+	// A regex subscriber loses the response that asks it to revoke; its
+	// full heartbeat (rebalance timeout, regex, owned) gets the
+	// assignment again, or it would be fenced for not revoking. (Found
+	// by TestPropertyConsumerGroups: a full request was recognised only
+	// with topic names.)
+	h = cgHarness(t, nil)
+	h.hb(hb{member: "a", regex: "^t$"})
+	h.advance(time.Second)
+	h.hb(hb{member: "b", regex: "^t$"})
+	all := []int32{0, 1, 2, 3, 4, 5}
+	if r := h.hb(hb{member: "a", epoch: 1, owned: all}); len(parts(r)) != 3 {
+		t.Fatalf("a is asked to revoke three: %+v", r.Assignment) // this response is "lost"
+	}
+	if r := h.hb(hb{member: "a", epoch: 1, owned: all}); r.Assignment != nil {
+		t.Fatalf("an incremental heartbeat repeats no unchanged assignment: %+v", r.Assignment)
+	}
+	r = h.hb(hb{member: "a", epoch: 1, owned: all, regex: "^t$", rebal: 30000})
+	if len(parts(r)) != 3 {
+		t.Fatalf("a full heartbeat with a regex gets the assignment: %+v", r.Assignment)
+	}
 }
 
 func TestConsumerTimeouts(t *testing.T) {
@@ -310,6 +331,35 @@ func TestConsumerTimeouts(t *testing.T) {
 	h.advance(45 * time.Second)
 	if d := h.cdescribe("g"); d.State != "Empty" || len(d.Members) != 0 {
 		t.Fatalf("after b's session timeout: %s %+v", d.State, d.Members)
+	}
+
+	// A member that revokes what it was asked, and is at once asked to
+	// revoke more (the target moved meanwhile), gets a full rebalance
+	// timeout for the new revocation, as in Kafka (the timer restarts
+	// whenever the member's assignment changes). Found by
+	// TestPropertyConsumerGroups.
+	h = cgHarness(t, nil)
+	all := []int32{0, 1, 2, 3, 4, 5}
+	h.hb(hb{member: "a"})
+	h.advance(time.Second)
+	h.hb(hb{member: "b"})
+	h.hb(hb{member: "a", epoch: 1, owned: all}) // revoke 3: 30 s from now
+	h.advance(20 * time.Second)
+	h.hb(hb{member: "b", epoch: 2, owned: []int32{}})
+	h.hb(hb{member: "c"}) // the target now gives a two
+	h.advance(5 * time.Second)
+	h.hb(hb{member: "b", epoch: 2, owned: []int32{}})
+	h.hb(hb{member: "c", epoch: 3, owned: []int32{}})
+	if r := h.hb(hb{member: "a", epoch: 1, owned: []int32{0, 1, 2}}); len(parts(r)) != 2 {
+		t.Fatalf("a is asked to revoke one more: %+v", r.Assignment)
+	}
+	for range 3 {
+		h.advance(5 * time.Second) // 40 s after the first revocation
+		h.hb(hb{member: "b", epoch: 2, owned: []int32{}})
+		h.hb(hb{member: "c", epoch: 3, owned: []int32{}})
+		if r := h.hb(hb{member: "a", epoch: 1}); r.ErrorCode != 0 {
+			t.Fatalf("a still revoking within its new rebalance timeout: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
 	}
 }
 
@@ -515,5 +565,42 @@ func TestConsumerMaxSizeAndRange(t *testing.T) {
 		if got := m.TargetAssignment.TopicPartitions[0].Partitions; !slices.Equal(got, want) {
 			t.Fatalf("%s target %v, want %v", m.MemberID, got, want)
 		}
+	}
+}
+
+// A member asked to revoke that unsubscribes from a topic before it has
+// revoked gives up that topic at once too (Kafka's newer
+// CurrentAssignmentBuilder), instead of keeping it until the next target.
+// Found by TestPropertyConsumerGroups.
+func TestConsumerUnsubscribeWhileRevoking(t *testing.T) {
+	h := cgHarness(t, func(c *groups.Config) { c.AssignmentInterval = 30 * time.Second })
+	h.hb(hb{member: "a", topics: []string{"t", "u"}})
+	h.advance(30 * time.Second)
+	h.hb(hb{member: "b", topics: []string{"t", "u"}})
+	owned := []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: topicT, Partitions: []int32{0, 1, 2, 3, 4, 5}}, {TopicID: topicU, Partitions: []int32{0, 1, 2}}}
+	beat := func(topics []string) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", "a", 1, -1
+		req.Topics, req.SubscribedTopicNames = owned, topics
+		return do[*kmsg.ConsumerGroupHeartbeatResponse](h, req)
+	}
+	r := beat(nil)
+	if r.Assignment == nil || len(parts(r)) == 0 || len(parts(r)) == 6 {
+		t.Fatalf("a keeps part of t and revokes the rest: %+v", r.Assignment)
+	}
+	// a now subscribes to u only, still owning everything: the next
+	// target is 30 s away (the assignment interval), but t goes now.
+	r = beat([]string{"u"})
+	if r.ErrorCode != 0 || r.Assignment == nil || len(parts(r)) != 0 {
+		t.Fatalf("unsubscribing from t while revoking: %v %+v", kerr.ErrorForCode(r.ErrorCode), r.Assignment)
+	}
+	if d := h.cdescribe("g"); d.Members[0].MemberID != "a" || len(d.Members[0].Assignment.TopicPartitions) != 0 {
+		t.Fatalf("describe: a's assignment %+v", d.Members[0].Assignment)
+	}
+	// Once it has revoked, a is at the target epoch with nothing (the
+	// target still names t until it is recomputed).
+	owned = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r = beat(nil); r.ErrorCode != 0 || r.MemberEpoch != 2 {
+		t.Fatalf("after revoking: %v epoch %d", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch)
 	}
 }

@@ -261,14 +261,14 @@ func (mc *Machine) consumerJoinOrBeat(now time.Time, req machine.Request, r *kms
 	}
 	if cur != nil {
 		mc.emitCurrent(g, m.id, *cur)
+		mc.armRevocation(g, m, now)
 	}
-	mc.armRevocation(g, m, now)
 	mc.armConsumerSession(g, m, now)
 
 	resp.MemberID = &m.id
 	resp.MemberEpoch = m.epoch
 	resp.HeartbeatIntervalMillis = int32(mc.cfg.ConsumerHeartbeatInterval.Milliseconds())
-	full := r.MemberEpoch == 0 || (r.RebalanceTimeoutMillis != -1 && r.SubscribedTopicNames != nil && r.Topics != nil)
+	full := r.MemberEpoch == 0 || (r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil)
 	if full || !before.equal(m.assigned) {
 		a := &kmsg.ConsumerGroupHeartbeatResponseAssignment{}
 		for _, tp := range m.assigned.records() {
@@ -476,15 +476,15 @@ func (mc *Machine) armConsumerSession(g *group, m *cmember, now time.Time) {
 	}
 }
 
-// armRevocation starts m's rebalance timeout when it must revoke, and
-// stops it when it no longer must.
+// armRevocation (re)starts m's rebalance timeout when it must revoke, and
+// stops it when it no longer must. As Kafka, it runs whenever m's
+// assignment changed: a member that revoked what it was asked and is
+// at once asked to revoke more gets a full rebalance timeout again.
 func (mc *Machine) armRevocation(g *group, m *cmember, now time.Time) {
 	if m.state == memberUnrevoked {
-		if m.revokeBy.IsZero() || m.revokeEpoch != m.epoch {
-			m.revokeBy = now.Add(time.Duration(m.rebalanceTimeout) * time.Millisecond)
-			m.revokeEpoch = m.epoch
-			mc.timer(groupTimer(timerConsumerRevoke, g.name)+m.id, m.revokeBy)
-		}
+		m.revokeBy = now.Add(time.Duration(m.rebalanceTimeout) * time.Millisecond)
+		m.revokeEpoch = m.epoch
+		mc.timer(groupTimer(timerConsumerRevoke, g.name)+m.id, m.revokeBy)
 		return
 	}
 	mc.cancelRevocation(g, m)

@@ -57,7 +57,21 @@ func (mc *Machine) reconcile(cg *cgroup, m *cmember, owned tps) (*current, int16
 		}
 	case memberUnrevoked:
 		if ownsAny(owned, m.revoking) {
-			return nil, 0, ""
+			if !ownsUnsubscribed(m.assigned, subscribed) {
+				return nil, 0, ""
+			}
+			// Still revoking, and unsubscribed from a topic it
+			// keeps: those partitions join the ones to revoke at
+			// once (Kafka's updateCurrentAssignment).
+			keep, drop := tps{}, tps{}
+			for id, ps := range m.assigned {
+				if subscribed[id] {
+					keep[id] = ps
+				} else {
+					drop[id] = ps
+				}
+			}
+			return &current{epoch: m.epoch, prevEpoch: m.epoch, state: memberUnrevoked, assigned: keep, revoking: union(m.revoking, drop)}, 0, ""
 		}
 	case memberUnreleased:
 	default:
