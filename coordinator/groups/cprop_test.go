@@ -164,9 +164,9 @@ type cpMember struct {
 	applyAt     time.Time // when the slow revocation is done
 	revokeSince time.Time // when a revocation was asked; zero: none
 	slowNext    time.Duration
-	lose        int // responses still to lose
-	lostInRow   int // responses lost since the last one received
-	hadRegex    bool // the subscription changes kind: send both fields
+	lose        int   // responses still to lose
+	lostInRow   int   // responses lost since the last one received
+	hadRegex    bool  // the subscription changes kind: send both fields
 	inherit     cpSet // a new process for a static member that left with -2: what it must get back
 
 	// misbehaved says why the coordinator may fence this client; empty
