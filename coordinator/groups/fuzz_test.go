@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,42 +22,64 @@ func FuzzMachine(f *testing.F) {
 	for _, seed := range fuzzSeeds() {
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg := testConfig()
-		cfg.MinSessionTimeout = time.Millisecond
-		cfg.InitialDelay, cfg.InitialQuiet = 200*time.Millisecond, 100*time.Millisecond
-		h := newHarness(t, cfg)
-		for steps := 0; len(data) >= 5 && steps < 64; steps++ {
-			key := fuzzKeys[int(data[0])%len(fuzzKeys)]
-			version := int16(data[1])
-			step := time.Duration(data[2]) * 100 * time.Millisecond
-			n := int(binary.BigEndian.Uint16(data[3:]))
-			data = data[5:]
-			if n > len(data) {
-				n = len(data)
-			}
-			body := data[:n]
-			data = data[n:]
-			req := kmsg.RequestForKey(key)
-			if version > req.MaxVersion() {
-				version %= req.MaxVersion() + 1
-			}
-			req.SetVersion(version)
-			if req.ReadFrom(body) != nil {
-				continue
-			}
-			h.send(req)
-			h.advance(step)
-		}
-		h.advance(10 * time.Minute)
-		h.restart()
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRun(t, data) })
+}
+
+// fuzzRun runs one fuzz input and returns the harness after the restart.
+func fuzzRun(t testing.TB, data []byte) *harness {
+	cfg := testConfig()
+	cfg.MinSessionTimeout = time.Millisecond
+	cfg.InitialDelay, cfg.InitialQuiet = 200*time.Millisecond, 100*time.Millisecond
+	h := newHarness(t, cfg)
+	h.catalog = machine.NewCatalog(1, map[string]machine.TopicMeta{
+		"t": {ID: topicT, Partitions: 6},
+		"u": {ID: topicU, Partitions: 3},
 	})
+	for steps := 0; len(data) >= 5 && steps < 64; steps++ {
+		key := fuzzKeys[int(data[0])%len(fuzzKeys)]
+		version := int16(data[1])
+		step := time.Duration(data[2]) * 100 * time.Millisecond
+		n := int(binary.BigEndian.Uint16(data[3:]))
+		data = data[5:]
+		if n > len(data) {
+			n = len(data)
+		}
+		body := data[:n]
+		data = data[n:]
+		req := kmsg.RequestForKey(key)
+		if version > req.MaxVersion() {
+			version %= req.MaxVersion() + 1
+		}
+		req.SetVersion(version)
+		if req.ReadFrom(body) != nil {
+			continue
+		}
+		h.send(req)
+		h.advance(step)
+	}
+	h.advance(10 * time.Minute)
+	h.restart()
+	return h
+}
+
+// TestFuzzConsumerSeed checks that the KIP-848 seed does what it says, so
+// that the fuzzer starts from a group that works: the commit made with
+// the member epoch after the revocation is there after the restart.
+func TestFuzzConsumerSeed(t *testing.T) {
+	h := fuzzRun(t, consumerSeed())
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.Group = 7, "g"
+	resp := do[*kmsg.OffsetFetchResponse](h, req)
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Offset != 7 {
+		t.Fatalf("the seed's commit is not there: %+v", resp.Topics)
+	}
 }
 
 var fuzzKeys = []int16{
 	kmsg.JoinGroup.Int16(), kmsg.SyncGroup.Int16(), kmsg.Heartbeat.Int16(), kmsg.LeaveGroup.Int16(),
 	kmsg.OffsetCommit.Int16(), kmsg.OffsetFetch.Int16(), kmsg.OffsetDelete.Int16(),
 	kmsg.DescribeGroups.Int16(), kmsg.ListGroups.Int16(), kmsg.DeleteGroups.Int16(),
+	kmsg.ConsumerGroupHeartbeat.Int16(), kmsg.ConsumerGroupDescribe.Int16(),
 }
 
 func fuzzStep(keyIndex int, req kmsg.Request, version int16, tenths byte) []byte {
@@ -106,5 +129,47 @@ func fuzzSeeds() [][]byte {
 		joins = append(joins, fuzzStep(0, join, 9, 0)...)
 	}
 	joins = append(joins, fuzzStep(0, join, 5, 50)...)
-	return [][]byte{one, joins}
+	return [][]byte{one, joins, consumerSeed()}
+}
+
+// consumerSeed: two KIP-848 members join (v1, client-chosen ids), the
+// first heartbeats with what it owns, revokes, commits with its epoch,
+// a static third joins and leaves with -2, and the group is described.
+func consumerSeed() []byte {
+	const hbKey, describeKey, commitKey = 10, 11, 4
+	beat := func(id string, epoch int32, owned []int32, instance string) *kmsg.ConsumerGroupHeartbeatRequest {
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = "g", id, epoch, -1
+		if epoch == 0 {
+			r.RebalanceTimeoutMillis = 5000
+			r.SubscribedTopicNames = []string{"t", "u"}
+		}
+		if owned != nil {
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			if len(owned) > 0 {
+				r.Topics = append(r.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: topicT, Partitions: owned})
+			}
+		}
+		if instance != "" {
+			r.InstanceID = &instance
+		}
+		return r
+	}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation, commit.MemberID = "g", 2, "a"
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7}}}}
+	describe := kmsg.NewPtrConsumerGroupDescribeRequest()
+	describe.Groups = []string{"g"}
+	var b []byte
+	b = append(b, fuzzStep(hbKey, beat("a", 0, []int32{}, ""), 1, 10)...)
+	b = append(b, fuzzStep(hbKey, beat("b", 0, []int32{}, ""), 1, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("a", 1, []int32{0, 1, 2, 3, 4, 5}, ""), 1, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("a", 1, []int32{0, 1, 2}, ""), 1, 1)...)
+	b = append(b, fuzzStep(commitKey, commit, 9, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("b", 2, []int32{}, ""), 1, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("s", 0, []int32{}, "i"), 1, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("s", -2, nil, "i"), 1, 1)...)
+	b = append(b, fuzzStep(describeKey, describe, 1, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("a", -1, nil, ""), 1, 100)...)
+	return b
 }
