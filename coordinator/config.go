@@ -65,6 +65,22 @@ type Config struct {
 	// ConsumerAssignors are the server assignors by name, the default
 	// first. Default uniform, range (group.consumer.assignors).
 	ConsumerAssignors []string
+	// CustomAssignors are server assignors an embedding program provides,
+	// as Kafka's group.consumer.assignors takes classes: a name in
+	// ConsumerAssignors is looked up here first, then among assign.Names.
+	// They are called from every shard's loop, so they must be safe for
+	// concurrent use, and must be deterministic.
+	CustomAssignors []assign.Assignor
+}
+
+// assignor resolves a ConsumerAssignors name.
+func (c Config) assignor(name string) (assign.Assignor, bool) {
+	for _, a := range c.CustomAssignors {
+		if a.Name() == name {
+			return a, true
+		}
+	}
+	return assign.ByName(name)
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -135,8 +151,8 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("consumer group max size %d: must be at least 1", c.ConsumerMaxSize))
 	}
 	for _, n := range c.ConsumerAssignors {
-		if _, ok := assign.ByName(n); !ok {
-			errs = append(errs, fmt.Errorf("consumer assignor %q: not one of %v", n, assign.Names()))
+		if _, ok := c.assignor(n); !ok {
+			errs = append(errs, fmt.Errorf("consumer assignor %q: not one of %v or the custom ones", n, assign.Names()))
 		}
 	}
 	if c.Shards < 1 || c.Shards > math.MaxUint16 {

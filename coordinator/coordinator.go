@@ -65,7 +65,7 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, topics: opts.Topics}
 	var assignors []assign.Assignor
 	for _, n := range cfg.ConsumerAssignors {
-		a, _ := assign.ByName(n)
+		a, _ := cfg.assignor(n)
 		assignors = append(assignors, a)
 	}
 	errs := make([]error, n)

@@ -2,11 +2,14 @@ package coordinator_test
 
 import (
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -186,4 +189,71 @@ func groupRecord(t *testing.T, st store.Store, c *coordinator.Coordinator, group
 		t.Fatal(err)
 	}
 	return g
+}
+
+// firstAssignor gives every partition to the member with the smallest id.
+type firstAssignor struct{}
+
+func (firstAssignor) Name() string { return "first" }
+func (firstAssignor) Assign(g assign.Group) assign.Assignment {
+	out := assign.Assignment{}
+	ids := []string{}
+	for _, m := range g.Members {
+		out[m.ID] = assign.Partitions{}
+		ids = append(ids, m.ID)
+	}
+	slices.Sort(ids)
+	for name, t := range g.Topics {
+		for p := range t.Partitions {
+			out[ids[0]][name] = append(out[ids[0]][name], p)
+		}
+	}
+	return out
+}
+
+// An embedding program's own assignor, named in ConsumerAssignors, is the
+// group's default; an unknown name does not validate.
+func TestCustomAssignor(t *testing.T) {
+	cfg := coordinator.Config{Shards: 2, ConsumerAssignmentInterval: -1, ConsumerAssignors: []string{"first", "uniform"}, CustomAssignors: []assign.Assignor{firstAssignor{}}}
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := cfg
+	bad.ConsumerAssignors = []string{"second"}
+	if err := bad.WithDefaults().Validate(); err == nil {
+		t.Fatal("an unknown assignor name validates")
+	}
+	catalog := machine.NewCatalog(1, map[string]machine.TopicMeta{"t": {ID: [16]byte{7}, Partitions: 4}})
+	c, err := coordinator.Start(cfg, coordinator.Options{Store: openStore(t, t.TempDir()), Topics: func() *machine.Catalog { return catalog }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	join := func(id string) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "g", id, 30000
+		req.SubscribedTopicNames, req.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return handle[*kmsg.ConsumerGroupHeartbeatResponse](t, c, 1, req)
+	}
+	if r := join("b"); r.ErrorCode != 0 || len(r.Assignment.Topics) != 1 || len(r.Assignment.Topics[0].Partitions) != 4 {
+		t.Fatalf("b alone: %+v", r)
+	}
+	if r := join("a"); r.ErrorCode != 0 || r.Assignment == nil || len(r.Assignment.Topics) != 0 {
+		t.Fatalf("a joins: it is first but b still owns everything: %+v", r.Assignment)
+	}
+	d := kmsg.NewPtrConsumerGroupDescribeRequest()
+	d.Groups = []string{"g"}
+	g := handle[*kmsg.ConsumerGroupDescribeResponse](t, c, 1, d).Groups[0]
+	if g.AssignorName != "first" {
+		t.Fatalf("assignor %q", g.AssignorName)
+	}
+	for _, m := range g.Members {
+		n := 0
+		for _, tp := range m.TargetAssignment.TopicPartitions {
+			n += len(tp.Partitions)
+		}
+		if (m.MemberID == "a") != (n == 4) {
+			t.Fatalf("target of %s: %d partitions", m.MemberID, n)
+		}
+	}
 }
