@@ -193,6 +193,7 @@ type cpSim struct {
 	pRestart   float64
 	step       int
 	quiet      bool
+	grown      bool // partitions were added and no heartbeat has succeeded since
 
 	trace [][]string
 	cur   []string
@@ -343,6 +344,7 @@ func (s *cpSim) run() (msg string) {
 				s.begin(fmt.Sprintf("topic %s grows to %d partitions", topic, s.parts[topic]))
 				s.stats["partition growth"]++
 				s.setCatalog()
+				s.grown = true
 			}
 		default:
 			s.action()
@@ -543,9 +545,11 @@ func (s *cpSim) leave(m *cpMember) {
 		req.MemberEpoch = -2
 		d := s.h.cdescribe(pGroup)
 		for _, dm := range d.Members {
-			// Only with the target up to date: a newer one may take
-			// partitions away at the join.
-			if dm.MemberID == m.id && m.sentSubs && d.Epoch == d.AssignmentEpoch {
+			// Only with the target up to date (also with the
+			// catalog: growth reaches the group epoch at the next
+			// heartbeat): a newer one may take partitions away at
+			// the join.
+			if dm.MemberID == m.id && m.sentSubs && d.Epoch == d.AssignmentEpoch && !s.grown {
 				// What it holds and keeps in its target.
 				target := cpSet{}
 				for _, tp := range dm.TargetAssignment.TopicPartitions {
@@ -789,6 +793,7 @@ func (s *cpSim) heartbeat(m *cpMember) {
 		s.stats["lost response recovered"]++
 	}
 	m.sendFull = false
+	s.grown = false
 	s.epochs[m.id] = resp.MemberEpoch
 	m.epoch = resp.MemberEpoch
 	m.lastAck = now
