@@ -192,7 +192,6 @@ type cpSim struct {
 	steps      int
 	pRestart   float64
 	step       int
-	quiet      bool
 	grown      bool // partitions were added and no heartbeat has succeeded since
 
 	trace [][]string
@@ -991,7 +990,6 @@ func (s *cpSim) check() {
 // converge stops the chaos and requires invariant 4.
 func (s *cpSim) converge() {
 	s.begin("quiet")
-	s.quiet = true
 	maxRebal := time.Duration(0)
 	for _, m := range s.members {
 		if m.status == cpPaused {
