@@ -456,12 +456,15 @@ const (
 	// classicHeartbeat is Kafka's default heartbeat.interval.ms; the
 	// consumer protocol's (5 s) comes from the coordinator.
 	classicHeartbeat = 3 * time.Second
+	// steadyState is how long the settled group runs before the newcomer
+	// arrives (untimed).
+	steadyState = 2 * time.Second
 )
 
 // BenchmarkConsumerScaleOut: 100 members own a 1,000-partition topic
 // (joined and settled before the timer, heartbeating every 50 ms during
-// set-up, then at the protocol's interval from a random phase); then a
-// 101st member joins. One op is one scale-out, each in a new group.
+// set-up, then at the protocol's interval from a random phase, for 2 s of
+// steady state); then a 101st member joins. One op is one scale-out, each in a new group.
 //
 // consumer (KIP-848, Kafka's defaults: heartbeat interval 5 s, assignment
 // interval 1 s, uniform assignor): timed until ConsumerGroupDescribe,
@@ -542,6 +545,10 @@ func benchScaleOut(b *testing.B, addr string, consumer bool) {
 			}
 		}
 		close(fast) // members switch to their real interval, from a random phase
+		// A group in steady state: the newcomer arrives more than the
+		// assignment interval (1 s) after the last target computation
+		// of the set-up, as in a group that has been running.
+		time.Sleep(steadyState)
 		tr.mark()
 		b.StartTimer()
 		t0 := time.Now()
@@ -777,11 +784,7 @@ func BenchmarkConsumerHeartbeat(b *testing.B) {
 	defer closeAll(conns)
 	round := func() error {
 		return parallel(hbConns, hbConns, func(c int) error {
-			var mine []*cgMember
-			for i := c; i < len(members); i += hbConns {
-				mine = append(mine, members[i])
-			}
-			return cgHeartbeatPipelined(conns[c], mine, hbDepth)
+			return cgHeartbeatPipelined(conns[c], every(members, c, hbConns), hbDepth)
 		})
 	}
 	if err := round(); err != nil {

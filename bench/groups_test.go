@@ -972,11 +972,7 @@ func benchHeartbeat(b *testing.B, tg groupTarget) {
 	// Heartbeat once, untimed, to check that every member is still there.
 	round := func() error {
 		return parallel(hbConns, hbConns, func(c int) error {
-			var mine []hbMember
-			for i := c; i < len(members); i += hbConns {
-				mine = append(mine, members[i])
-			}
-			return heartbeatPipelined(conns[c], mine, hbDepth)
+			return heartbeatPipelined(conns[c], every(members, c, hbConns), hbDepth)
 		})
 	}
 	if err := round(); err != nil {
@@ -992,6 +988,16 @@ func benchHeartbeat(b *testing.B, tg groupTarget) {
 		// After the loop: b.Loop's reset deletes metrics reported before.
 		b.ReportMetric(perMember, "heap-B/member")
 	}
+}
+
+// every returns xs[i], xs[i+n], xs[i+2n], …: connection i's share of
+// the members when n connections heartbeat for them.
+func every[T any](xs []T, i, n int) []T {
+	var out []T
+	for ; i < len(xs); i += n {
+		out = append(out, xs[i])
+	}
+	return out
 }
 
 // dialN is dialAll for goroutines other than the benchmark's.

@@ -34,6 +34,18 @@ type rdLog struct {
 	tags     map[string]int
 }
 
+// reportProblems fails t with the first 20 problems librdkafka logged.
+func (l *rdLog) reportProblems(t *testing.T) {
+	t.Helper()
+	for i, p := range l.problems {
+		if i == 20 {
+			t.Errorf("... %d more", len(l.problems)-i)
+			break
+		}
+		t.Errorf("librdkafka: %s", p)
+	}
+}
+
 // rdSent matches librdkafka's protocol debug line for a request on the
 // wire, e.g. "Sent ProduceRequest (v9, 1234 bytes @ 0, CorrId 5)".
 var rdSent = regexp.MustCompile(`Sent (\w+)Request \(v(\d+),`)
@@ -413,13 +425,7 @@ func TestConfluentProduceConsume(t *testing.T) {
 			t.Errorf("assign-only consumer sent %sRequest %v", r, vs)
 		}
 	}
-	for i, p := range logs.problems {
-		if i == 20 {
-			t.Errorf("... %d more", len(logs.problems)-i)
-			break
-		}
-		t.Errorf("librdkafka: %s", p)
-	}
+	logs.reportProblems(t)
 }
 
 // confluentProduce produces recs to topic with one idempotent

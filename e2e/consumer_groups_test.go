@@ -69,11 +69,7 @@ func newCGCheck(t *testing.T, addr, topic, group string) *cgCheck {
 	t.Cleanup(cl.Close)
 	c := &cgCheck{t: t, addr: addr, topic: topic, group: group, cl: cl, adm: kadm.NewClient(cl),
 		want: map[[2]int64]bool{}, seen: map[[2]int64]bool{}, owner: map[int32]int{}, owned: map[int]map[int32]bool{}}
-	ctx, cancel := context.WithTimeout(context.Background(), groupWait)
-	defer cancel()
-	if _, err := c.adm.CreateTopic(ctx, cgPartitions, 1, nil, topic); err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
+	createTopic(t, c.adm, topic, cgPartitions)
 	return c
 }
 
@@ -385,13 +381,7 @@ func TestConsumerGroupConfluent(t *testing.T) {
 			t.Errorf("member %d never sent ConsumerGroupHeartbeat v1: %v", m, sent)
 		}
 	}
-	for i, p := range logs.problems {
-		if i == 20 {
-			t.Errorf("... %d more", len(logs.problems)-i)
-			break
-		}
-		t.Errorf("librdkafka: %s", p)
-	}
+	logs.reportProblems(t)
 }
 
 func confluentCGMember(c *cgCheck, m int, logs *rdLog) func() {
@@ -591,9 +581,7 @@ func TestConsumerGroupSIGKILL(t *testing.T) {
 		return cl
 	}
 	cl := connect(proc.Addr)
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, cgPartitions, 1, nil, topic); err != nil {
-		t.Fatalf("create: %v", err)
-	}
+	createTopic(t, kadm.NewClient(cl), topic, cgPartitions)
 	var topicID [16]byte
 	hb := func(cl *kgo.Client, member string, epoch int32, owned []int32) *kmsg.ConsumerGroupHeartbeatResponse {
 		t.Helper()

@@ -102,12 +102,18 @@ func newGroupCheck(t *testing.T, addr, topic, group string) *groupCheck {
 		g.owned[m] = map[int32]bool{}
 		g.commits[m] = map[int32]int64{}
 	}
+	createTopic(t, g.adm, topic, groupTestPartitions)
+	return g
+}
+
+// createTopic creates topic with the given number of partitions.
+func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), groupWait)
 	defer cancel()
-	if _, err := g.adm.CreateTopic(ctx, groupTestPartitions, 1, nil, topic); err != nil {
+	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
-	return g
 }
 
 // produce writes n more records with franz-go, keys hashed over all the

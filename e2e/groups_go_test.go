@@ -410,13 +410,7 @@ func TestGroupGoConfluent(t *testing.T) {
 					t.Errorf("member %d sent no %v request", m, missing)
 				}
 			}
-			for i, p := range logs.problems {
-				if i == 20 {
-					t.Errorf("... %d more", len(logs.problems)-i)
-					break
-				}
-				t.Errorf("librdkafka: %s", p)
-			}
+			logs.reportProblems(t)
 		})
 	}
 }

@@ -203,36 +203,15 @@ type cpSim struct {
 }
 
 func TestPropertyConsumerGroups(t *testing.T) {
-	var seeds []int64
-	if *cpropSeed != 0 {
-		seeds = []int64{*cpropSeed}
-	} else {
-		for i := range *cpropSchedules {
-			seeds = append(seeds, *cpropSeedBase+int64(i)+1)
-		}
-	}
-	start := time.Now()
 	stats := map[string]int{}
-	failed := 0
-	for _, seed := range seeds {
+	runSchedules(t, *cpropSeed, *cpropSeedBase, *cpropSchedules, func(seed int64) string {
 		s := newCPSim(t, seed, *cpropSeed != 0)
 		msg := s.run()
 		for k, v := range s.stats {
 			stats[k] += v
 		}
-		if msg != "" {
-			failed++
-			if failed > 1 {
-				lines := strings.SplitN(msg, "\n", 3)
-				msg = strings.Join(lines[:2], "\n")
-			}
-			t.Error(msg)
-			if failed >= pMaxFailures {
-				break
-			}
-		}
-	}
-	t.Logf("%d schedules in %v", len(seeds), time.Since(start).Round(time.Millisecond))
+		return msg
+	})
 	keys := make([]string, 0, len(stats))
 	for k := range stats {
 		keys = append(keys, k)
@@ -354,16 +333,7 @@ func (s *cpSim) run() (msg string) {
 	return ""
 }
 
-func (s *cpSim) randAdvance() time.Duration {
-	switch x := s.rng.Float64(); {
-	case x < 0.4:
-		return time.Duration(1+s.rng.IntN(500)) * time.Millisecond
-	case x < 0.85:
-		return time.Duration(500+s.rng.IntN(2500)) * time.Millisecond
-	default:
-		return time.Duration(3000+s.rng.IntN(9000)) * time.Millisecond
-	}
-}
+func (s *cpSim) randAdvance() time.Duration { return randAdvance(s.rng, 0.4, 12*time.Second) }
 
 func (s *cpSim) live() int {
 	n := 0

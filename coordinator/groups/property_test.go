@@ -146,41 +146,66 @@ const (
 
 // TestPropertyGroups runs the random schedules.
 func TestPropertyGroups(t *testing.T) {
-	var seeds []int64
-	if *propSeed != 0 {
-		seeds = []int64{*propSeed}
-	} else {
-		for i := range *propSchedules {
-			seeds = append(seeds, *propSeedBase+int64(i)+1)
-		}
-	}
-	start := time.Now()
-	steps, events, failed, ran := 0, 0, 0, 0
 	var st propStats
-	for _, seed := range seeds {
+	steps, events := 0, 0
+	runSchedules(t, *propSeed, *propSeedBase, *propSchedules, func(seed int64) string {
 		s := newPropSim(t, seed, *propSeed != 0)
 		msg := s.run()
-		ran++
 		steps += s.step
 		events += s.events
 		st.add(s)
-		if msg != "" {
-			failed++
-			if failed > 1 {
-				// The trace of the first is enough; the others say how
-				// to replay them.
-				lines := strings.SplitN(msg, "\n", 3)
-				msg = strings.Join(lines[:2], "\n")
-			}
-			t.Error(msg)
-			if failed >= pMaxFailures {
-				t.Logf("stopping after %d failing schedules", failed)
-				break
-			}
+		return msg
+	})
+	t.Logf("%d steps, %d requests", steps, events)
+	t.Logf("%+v", st)
+}
+
+// runSchedules runs one schedule per seed (only one if one is given,
+// else seedbase+1 … seedbase+n) and reports the failing ones, the first
+// with its trace, until pMaxFailures have failed. run returns a failure
+// message, or "" if the schedule held.
+func runSchedules(t *testing.T, one, base int64, n int, run func(seed int64) string) {
+	seeds := []int64{one}
+	if one == 0 {
+		seeds = seeds[:0]
+		for i := range n {
+			seeds = append(seeds, base+int64(i)+1)
 		}
 	}
-	t.Logf("%d schedules, %d steps, %d requests, %v", ran, steps, events, time.Since(start).Round(time.Millisecond))
-	t.Logf("%+v", st)
+	start := time.Now()
+	failed, ran := 0, 0
+	for _, seed := range seeds {
+		msg := run(seed)
+		ran++
+		if msg == "" {
+			continue
+		}
+		if failed++; failed > 1 {
+			// The trace of the first is enough; the others say how
+			// to replay them.
+			lines := strings.SplitN(msg, "\n", 3)
+			msg = strings.Join(lines[:2], "\n")
+		}
+		t.Error(msg)
+		if failed >= pMaxFailures {
+			t.Logf("stopping after %d failing schedules", failed)
+			break
+		}
+	}
+	t.Logf("%d schedules in %v", ran, time.Since(start).Round(time.Millisecond))
+}
+
+// randAdvance draws how far a schedule step moves time: up to 500 ms with
+// probability short, 0.5–3 s most of the other times, else 3 s to longest.
+func randAdvance(rng *rand.Rand, short float64, longest time.Duration) time.Duration {
+	switch x := rng.Float64(); {
+	case x < short:
+		return time.Duration(1+rng.IntN(500)) * time.Millisecond
+	case x < 0.85:
+		return time.Duration(500+rng.IntN(2500)) * time.Millisecond
+	default:
+		return 3*time.Second + time.Duration(rng.Int64N(int64(longest-3*time.Second)))
+	}
 }
 
 // propStats says what the schedules exercised.
@@ -640,16 +665,7 @@ func (s *propSim) run() (msg string) {
 	return ""
 }
 
-func (s *propSim) randAdvance() time.Duration {
-	switch x := s.rng.Float64(); {
-	case x < 0.45:
-		return time.Duration(1+s.rng.IntN(500)) * time.Millisecond
-	case x < 0.85:
-		return time.Duration(500+s.rng.IntN(2500)) * time.Millisecond
-	default:
-		return time.Duration(3000+s.rng.IntN(12000)) * time.Millisecond
-	}
-}
+func (s *propSim) randAdvance() time.Duration { return randAdvance(s.rng, 0.45, 15*time.Second) }
 
 func (s *propSim) spawn() {
 	m := &pMember{name: fmt.Sprintf("m%02d", len(s.members)), gen: -1}
