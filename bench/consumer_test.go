@@ -179,8 +179,6 @@ type cgMember struct {
 	owned    []int32 // sorted
 	report   bool    // owned changed since the coordinator last heard it
 	interval time.Duration
-	// fast makes the member heartbeat every 50 ms (set-up only).
-	fast bool
 }
 
 func newCGMember(i int, c *rawConn, group, topic string, tr *ownTracker) *cgMember {
