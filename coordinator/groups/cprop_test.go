@@ -293,6 +293,11 @@ func (s *cpSim) run() (msg string) {
 		for _, m := range s.members {
 			fmt.Fprintf(&b, "    %s\n", s.describe(m))
 		}
+		d := s.h.cdescribe(pGroup)
+		fmt.Fprintf(&b, "group: %s epoch %d assignment epoch %d\n", d.State, d.Epoch, d.AssignmentEpoch)
+		for _, dm := range d.Members {
+			fmt.Fprintf(&b, "    %s epoch %d topics %v regex %q assignment %v target %v\n", dm.MemberID, dm.MemberEpoch, dm.SubscribedTopics, deref(dm.SubscribedTopicRegex), describedSet(dm.Assignment.TopicPartitions), describedSet(dm.TargetAssignment.TopicPartitions))
+		}
 		msg = b.String()
 	}()
 	s.h = newHarness(propTB{s.t}, s.cfg)
@@ -819,6 +824,16 @@ func (s *cpSim) heartbeat(m *cpMember) {
 	}
 }
 
+func describedSet(tps []kmsg.AssignmentTopicPartition) cpSet {
+	out := cpSet{}
+	for _, tp := range tps {
+		for _, p := range tp.Partitions {
+			out[cpTP{tp.Topic, p}] = true
+		}
+	}
+	return out
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -1020,6 +1035,9 @@ func (s *cpSim) converged() string {
 		m := liveIDs[dm.MemberID]
 		if m == nil {
 			return "member " + dm.MemberID + " is no live client"
+		}
+		if !m.sentSubs {
+			return m.name + " has not sent its new subscription yet"
 		}
 		if dm.MemberEpoch != d.Epoch || m.epoch != d.Epoch {
 			return fmt.Sprintf("%s at epoch %d (client %d), group at %d", m.name, dm.MemberEpoch, m.epoch, d.Epoch)
