@@ -28,9 +28,11 @@ import (
 // get now as an argument.
 type Clock interface {
 	Now() time.Time
-	// AfterFunc calls f in its own goroutine after d; stop cancels it and
-	// reports whether it did so before f ran.
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
+	// At calls f in its own goroutine at t (at once if t has passed);
+	// stop cancels it and reports whether it did so before f ran. The
+	// deadline is absolute so that a fake clock moved by another
+	// goroutine between a Now and the arming cannot shift it.
+	At(t time.Time, f func()) (stop func() bool)
 }
 
 // SystemClock is the wall clock.
@@ -39,9 +41,9 @@ type SystemClock struct{}
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
-// AfterFunc wraps time.AfterFunc.
-func (SystemClock) AfterFunc(d time.Duration, f func()) func() bool {
-	return time.AfterFunc(d, f).Stop
+// At wraps time.AfterFunc.
+func (SystemClock) At(t time.Time, f func()) func() bool {
+	return time.AfterFunc(time.Until(t), f).Stop
 }
 
 // The machine types, re-exported so that users of the runtime need one
@@ -301,8 +303,10 @@ func (s *Shard) apply(out Output) {
 		s.timerAt[t.Key] = t.At
 		heap.Push(&s.timers, timerEntry{key: t.Key, at: t.At})
 	}
-	s.release()
+	// Arm first: a caller that gets its reply and then moves a fake
+	// clock must find the timers its request set already armed.
 	s.arm()
+	s.release()
 }
 
 // release answers every held reply whose records are durable.
@@ -455,7 +459,7 @@ func (s *Shard) arm() {
 		s.stopWake()
 	}
 	s.wakeAt = at
-	s.stopWake = s.cfg.Clock.AfterFunc(at.Sub(s.cfg.Clock.Now()), func() {
+	s.stopWake = s.cfg.Clock.At(at, func() {
 		select {
 		case s.events <- event{fire: true}:
 		case <-s.done:

@@ -30,11 +30,11 @@ func (c *FakeClock) Now() time.Time {
 	return c.now
 }
 
-// AfterFunc schedules f at Now()+d.
-func (c *FakeClock) AfterFunc(d time.Duration, f func()) func() bool {
+// At schedules f at t; a t already past runs at the next Advance.
+func (c *FakeClock) At(at time.Time, f func()) func() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), f: f}
+	t := &fakeTimer{at: at, f: f}
 	c.timers = append(c.timers, t)
 	return func() bool {
 		c.mu.Lock()
