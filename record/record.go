@@ -74,6 +74,14 @@ func (k Kind) String() string {
 		return "consumer-target"
 	case KindConsumerCurrent:
 		return "consumer-current"
+	case KindAssignerConsumer:
+		return "assigner-consumer"
+	case KindAssignerOwner:
+		return "assigner-owner"
+	case KindAssignerHandoff:
+		return "assigner-handoff"
+	case KindAssignerTopic:
+		return "assigner-topic"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
@@ -173,7 +181,9 @@ func (r *keyReader) uint32() uint32 {
 }
 
 // ParseKey decodes a coordinator key into a GroupKey (for the group
-// kinds), a MemberKey (for the member kinds) or an OffsetKey.
+// kinds), a MemberKey (for the member kinds, and the assigner's consumer
+// and topic kinds, whose "member" is the consumer or topic name), a
+// PartitionKey (the assigner's owner and handoff kinds) or an OffsetKey.
 func ParseKey(key []byte) (Kind, any, error) {
 	if len(key) < 4 || key[0] != namespace {
 		return 0, nil, fmt.Errorf("%w: key %q is not a coordinator key", ErrCorrupt, key)
@@ -187,8 +197,13 @@ func ParseKey(key []byte) (Kind, any, error) {
 	switch kind {
 	case KindClassicGroup, KindConsumerGroup, KindConsumerTargetEpoch:
 		out = g
-	case KindConsumerMember, KindConsumerTarget, KindConsumerCurrent:
+	case KindConsumerMember, KindConsumerTarget, KindConsumerCurrent, KindAssignerConsumer, KindAssignerTopic:
 		out = MemberKey{GroupKey: g, Kind: kind, Member: r.string()}
+	case KindAssignerOwner, KindAssignerHandoff:
+		k := PartitionKey{GroupKey: g, Kind: kind}
+		k.Topic = r.string()
+		k.Partition = int32(r.uint32())
+		out = k
 	case KindOffset:
 		k := OffsetKey{GroupKey: g}
 		k.Topic = r.string()

@@ -238,6 +238,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(v)
 	}
 	f.Add(MemberKey{GroupKey{1, "", "g"}, KindConsumerCurrent, "m"}.Key())
+	f.Add(PartitionKey{GroupKey{1, "", "g"}, KindAssignerHandoff, "t", 7}.Key())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if o, err := DecodeOffset(b); err == nil && !bytes.Equal(o.Encode(), b) {
 			t.Fatalf("offset %x re-encodes as %x", b, o.Encode())
@@ -258,6 +259,8 @@ func FuzzDecode(f *testing.F) {
 			case MemberKey:
 				re = k.Key()
 			case OffsetKey:
+				re = k.Key()
+			case PartitionKey:
 				re = k.Key()
 			}
 			if !bytes.Equal(re, b) {
@@ -285,6 +288,11 @@ func consumerSamples() map[string][]byte {
 		"target epoch":    ConsumerTargetEpoch{Epoch: 4, Timestamp: 17}.Encode(),
 		"target":          ConsumerTarget{Topics: tps}.Encode(),
 		"current":         ConsumerCurrent{MemberEpoch: 4, PreviousMemberEpoch: 3, State: 1, Assigned: tps, Revoking: tps[:1]}.Encode(),
+
+		"assigner consumer": AssignerConsumer{Topic: "events"}.Encode(),
+		"assigner owner":    AssignerOwner{Owner: "c-1"}.Encode(),
+		"assigner handoff":  AssignerHandoff{From: "c-1", To: "c-2", Complete: true}.Encode(),
+		"assigner topic":    AssignerTopic{Partitions: 12}.Encode(),
 	}
 }
 
@@ -294,6 +302,11 @@ var consumerDecoders = map[string]func([]byte) error{
 	"target epoch":    func(b []byte) error { _, err := DecodeConsumerTargetEpoch(b); return err },
 	"target":          func(b []byte) error { _, err := DecodeConsumerTarget(b); return err },
 	"current":         func(b []byte) error { _, err := DecodeConsumerCurrent(b); return err },
+
+	"assigner consumer": func(b []byte) error { _, err := DecodeAssignerConsumer(b); return err },
+	"assigner owner":    func(b []byte) error { _, err := DecodeAssignerOwner(b); return err },
+	"assigner handoff":  func(b []byte) error { _, err := DecodeAssignerHandoff(b); return err },
+	"assigner topic":    func(b []byte) error { _, err := DecodeAssignerTopic(b); return err },
 }
 
 var consumerReencoders = map[string]func([]byte) ([]byte, bool){
@@ -317,6 +330,50 @@ var consumerReencoders = map[string]func([]byte) ([]byte, bool){
 		v, err := DecodeConsumerCurrent(b)
 		return v.Encode(), err == nil
 	},
+	"assigner consumer": func(b []byte) ([]byte, bool) {
+		v, err := DecodeAssignerConsumer(b)
+		return v.Encode(), err == nil
+	},
+	"assigner owner": func(b []byte) ([]byte, bool) {
+		v, err := DecodeAssignerOwner(b)
+		return v.Encode(), err == nil
+	},
+	"assigner handoff": func(b []byte) ([]byte, bool) {
+		v, err := DecodeAssignerHandoff(b)
+		return v.Encode(), err == nil
+	},
+	"assigner topic": func(b []byte) ([]byte, bool) {
+		v, err := DecodeAssignerTopic(b)
+		return v.Encode(), err == nil
+	},
+}
+
+// TestAssignerKeys: the warm-handoff assigner's keys parse back to what
+// they name, sit under their group's prefix, and keep their version 1
+// bytes.
+func TestAssignerKeys(t *testing.T) {
+	g := GroupKey{3, "", "g"}
+	for _, kind := range []Kind{KindAssignerOwner, KindAssignerHandoff} {
+		k := PartitionKey{g, kind, "events", 11}
+		if got, v, err := ParseKey(k.Key()); err != nil || got != kind || v != k {
+			t.Fatalf("partition key %v: %v %+v %v", kind, got, v, err)
+		}
+		if !bytes.HasPrefix(k.Key(), GroupPrefix(kind, g)) {
+			t.Fatalf("partition key %v lacks its group prefix", kind)
+		}
+	}
+	for _, kind := range []Kind{KindAssignerConsumer, KindAssignerTopic} {
+		k := MemberKey{g, kind, "name"}
+		if got, v, err := ParseKey(k.Key()); err != nil || got != kind || v != k {
+			t.Fatalf("key %v: %v %+v %v", kind, got, v, err)
+		}
+	}
+	if got := hex.EncodeToString(PartitionKey{g, KindAssignerHandoff, "t", 2}.Key()); got != "6300030b0001670174"+"00000002" {
+		t.Errorf("handoff key bytes: %s", got)
+	}
+	if got := hex.EncodeToString(AssignerHandoff{From: "a", To: "b", Complete: true}.Encode()); got != "01"+"0261"+"0262"+"01" {
+		t.Errorf("handoff v1 bytes: %s", got)
+	}
 }
 
 // TestConsumerValues: the KIP-848 values round-trip, reject every
