@@ -101,7 +101,7 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 					_, _ = rand.Read(c.Seed[:])
 					return groups.New(c)
 				},
-				Fail:   ErrorResponse,
+				Fail:   failReply,
 				Clock:  opts.Clock,
 				Logger: opts.Logger.With("component", "coordinator"),
 			})
@@ -212,7 +212,7 @@ func (c *Coordinator) submit(i int, req Request) func() kmsg.Response {
 		resp := ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code)
 		return func() kmsg.Response { return resp }
 	}
-	return func() kmsg.Response { return <-ch }
+	return func() kmsg.Response { return (<-ch).Resp }
 }
 
 func (c *Coordinator) one(req Request, group string) func() kmsg.Response {
@@ -364,7 +364,7 @@ func (c *Coordinator) TopicsDeleted(topics []string) {
 	if len(topics) == 0 {
 		return
 	}
-	var waits []<-chan kmsg.Response
+	var waits []<-chan Reply
 	for _, s := range c.shards {
 		if ch, err := s.Submit(Request{DeletedTopics: topics}); err == nil {
 			waits = append(waits, ch)
@@ -384,7 +384,7 @@ func (c *Coordinator) ReconcileTopics(live map[string][16]byte) {
 	if live == nil {
 		live = map[string][16]byte{}
 	}
-	var waits []<-chan kmsg.Response
+	var waits []<-chan Reply
 	for _, s := range c.shards {
 		if ch, err := s.Submit(Request{LiveTopics: live}); err == nil {
 			waits = append(waits, ch)
@@ -393,6 +393,11 @@ func (c *Coordinator) ReconcileTopics(live map[string][16]byte) {
 	for _, ch := range waits {
 		<-ch
 	}
+}
+
+// failReply answers a Kafka request the shard could not complete.
+func failReply(req Request, code int16) Reply {
+	return Reply{Resp: ErrorResponse(req.Msg, code)}
 }
 
 func pick[T any](all []T, idx []int) []T {

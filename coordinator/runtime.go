@@ -21,7 +21,6 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Clock is the runtime's source of time. Machines never read a clock: they
@@ -53,6 +52,7 @@ type (
 	Request   = machine.Request
 	Record    = machine.Record
 	Reply     = machine.Reply
+	Push      = machine.Push
 	Timer     = machine.Timer
 	Output    = machine.Output
 	Machine   = machine.Machine
@@ -70,7 +70,11 @@ type ShardConfig struct {
 	// Fail answers a request the shard could not complete (its records
 	// were not written, or the shard reloaded while it waited), with the
 	// retriable error code given (COORDINATOR_NOT_AVAILABLE). Required.
-	Fail func(req kmsg.Request, code int16) kmsg.Response
+	Fail func(req Request, code int16) Reply
+	// Push delivers a machine's Push once the records before it are
+	// durable. It is called from the shard's loop and must not block.
+	// Nil: the machine never pushes.
+	Push func(Push)
 	// Clock; nil means SystemClock.
 	Clock Clock
 	// Logger; nil discards.
@@ -93,14 +97,14 @@ var ErrClosed = errors.New("coordinator: shard closed")
 // call is a request in flight: submitted, not yet answered.
 type call struct {
 	req  Request
-	done chan kmsg.Response
+	done chan Reply
 }
 
 // held is a reply waiting for the records before it to be durable.
 type held struct {
-	gate uint64 // the sequence number of the last record before it
-	to   RequestID
-	resp kmsg.Response
+	gate  uint64 // the sequence number of the last record before it
+	reply Reply
+	push  *Push // a push instead of a reply
 }
 
 type event struct {
@@ -209,13 +213,13 @@ func (s *Shard) load() error {
 // Submit hands a request to the shard (its ID is assigned here). The
 // response arrives on the returned channel once the records it depends on
 // are durable.
-func (s *Shard) Submit(req Request) (<-chan kmsg.Response, error) {
+func (s *Shard) Submit(req Request) (<-chan Reply, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return nil, ErrClosed
 	}
-	c := &call{req: req, done: make(chan kmsg.Response, 1)}
+	c := &call{req: req, done: make(chan Reply, 1)}
 	s.events <- event{submit: c}
 	return c.done, nil
 }
@@ -238,7 +242,7 @@ func (s *Shard) loop() {
 	for ev := range s.events {
 		switch {
 		case ev.submit != nil && s.broken:
-			ev.submit.done <- s.cfg.Fail(ev.submit.req.Msg, coordinatorNotAvailable)
+			ev.submit.done <- s.cfg.Fail(ev.submit.req, coordinatorNotAvailable)
 		case ev.submit != nil:
 			s.nextID++
 			id := s.nextID
@@ -293,7 +297,10 @@ func (s *Shard) apply(out Output) {
 		s.pending = append(s.pending, r)
 	}
 	for _, r := range out.Replies {
-		s.held = append(s.held, held{gate: s.seq, to: r.To, resp: r.Resp})
+		s.held = append(s.held, held{gate: s.seq, reply: r})
+	}
+	for _, p := range out.Pushes {
+		s.held = append(s.held, held{gate: s.seq, push: &p})
 	}
 	for _, t := range out.Timers {
 		if t.At.IsZero() {
@@ -314,9 +321,15 @@ func (s *Shard) release() {
 	i := 0
 	for ; i < len(s.held) && s.held[i].gate <= s.durable; i++ {
 		h := s.held[i]
-		if c, ok := s.inflight[h.to]; ok {
-			delete(s.inflight, h.to)
-			c.done <- h.resp
+		if h.push != nil {
+			if s.cfg.Push != nil {
+				s.cfg.Push(*h.push)
+			}
+			continue
+		}
+		if c, ok := s.inflight[h.reply.To]; ok {
+			delete(s.inflight, h.reply.To)
+			c.done <- h.reply
 		}
 	}
 	s.held = s.held[i:]
@@ -405,7 +418,7 @@ func (s *Shard) writeFailed(err error) {
 
 func (s *Shard) failAll() {
 	for id, c := range s.inflight {
-		c.done <- s.cfg.Fail(c.req.Msg, coordinatorNotAvailable)
+		c.done <- s.cfg.Fail(c.req, coordinatorNotAvailable)
 		delete(s.inflight, id)
 	}
 }
@@ -428,7 +441,7 @@ func (s *Shard) shutdown() {
 		case ev.wrote != nil:
 			s.wrote(ev.wrote)
 		case ev.submit != nil:
-			ev.submit.done <- s.cfg.Fail(ev.submit.req.Msg, coordinatorNotAvailable)
+			ev.submit.done <- s.cfg.Fail(ev.submit.req, coordinatorNotAvailable)
 		}
 	}
 	close(s.writes)

@@ -89,6 +89,13 @@ func (c *counters) Handle(now time.Time, req coordinator.Request) coordinator.Ou
 		}
 		delete(c.parked, name)
 		return out
+	case "push":
+		// A record, then a push that must wait for it.
+		return coordinator.Output{
+			Records: []coordinator.Record{c.set(name, v+1)},
+			Pushes:  []coordinator.Push{{Stream: uint64(r.ProducerID), Msg: v + 1}},
+			Replies: []coordinator.Reply{answer(req.ID, v+1)},
+		}
 	case "timer":
 		return coordinator.Output{
 			Timers:  []coordinator.Timer{{Key: name, At: now.Add(time.Duration(r.ProducerID) * time.Millisecond)}},
@@ -102,10 +109,10 @@ func (c *counters) Fire(_ time.Time, key string) coordinator.Output {
 	return coordinator.Output{Records: []coordinator.Record{c.set(key, c.values[key]+100)}}
 }
 
-func fail(req kmsg.Request, code int16) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+func fail(req coordinator.Request, code int16) coordinator.Reply {
+	resp := req.Msg.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ErrorCode = code
-	return resp
+	return coordinator.Reply{Resp: resp}
 }
 
 func op(s string, arg int64) kmsg.Request {
@@ -171,6 +178,8 @@ type env struct {
 	store store.Store // st, or st pipelining
 	clock *testkit.FakeClock
 	shard *coordinator.Shard
+	// pushes receives what the machine pushes to streams.
+	pushes chan coordinator.Push
 }
 
 // TestRuntime runs every runtime test twice: with a store that applies
@@ -179,6 +188,7 @@ type env struct {
 func TestRuntime(t *testing.T) {
 	tests := map[string]func(*testing.T){
 		"ReplyWaitsForDurability": testReplyWaitsForDurability,
+		"PushWaitsForDurability":  testPushWaitsForDurability,
 		"GroupCommit":             testGroupCommit,
 		"ParkedRequests":          testParkedRequests,
 		"Timers":                  testTimers,
@@ -199,7 +209,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &env{t: t, st: &holdStore{Store: st, entered: make(chan struct{}, 1)}, clock: testkit.NewFakeClock(time.Unix(1700000000, 0))}
+	e := &env{t: t, st: &holdStore{Store: st, entered: make(chan struct{}, 1)}, clock: testkit.NewFakeClock(time.Unix(1700000000, 0)), pushes: make(chan coordinator.Push, 16)}
 	e.store = e.st
 	if strings.Contains(t.Name(), "/pipelined/") {
 		e.store = pipeStore{e.st}
@@ -241,7 +251,8 @@ func (p pipeStore) ApplyAsync(b *store.Batch) (func() error, error) {
 }
 
 func (e *env) start() {
-	sh, err := coordinator.StartShard(coordinator.ShardConfig{ID: 7, Store: e.store, New: newCounters(7), Fail: fail, Clock: e.clock})
+	sh, err := coordinator.StartShard(coordinator.ShardConfig{ID: 7, Store: e.store, New: newCounters(7), Fail: fail, Clock: e.clock,
+		Push: func(p coordinator.Push) { e.pushes <- p }})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -249,7 +260,7 @@ func (e *env) start() {
 	e.t.Cleanup(sh.Close)
 }
 
-func (e *env) submit(s string, arg int64) <-chan kmsg.Response {
+func (e *env) submit(s string, arg int64) <-chan coordinator.Reply {
 	e.t.Helper()
 	ch, err := e.shard.Submit(coordinator.Request{Msg: op(s, arg)})
 	if err != nil {
@@ -258,11 +269,11 @@ func (e *env) submit(s string, arg int64) <-chan kmsg.Response {
 	return ch
 }
 
-func (e *env) wait(ch <-chan kmsg.Response) *kmsg.InitProducerIDResponse {
+func (e *env) wait(ch <-chan coordinator.Reply) *kmsg.InitProducerIDResponse {
 	e.t.Helper()
 	select {
 	case r := <-ch:
-		return r.(*kmsg.InitProducerIDResponse)
+		return r.Resp.(*kmsg.InitProducerIDResponse)
 	case <-time.After(30 * time.Second):
 		e.t.Fatal("no response within 30s")
 		return nil
@@ -307,6 +318,30 @@ func testReplyWaitsForDurability(t *testing.T) {
 	}
 }
 
+// testPushWaitsForDurability: a push, like a reply, leaves only once the
+// records before it are durable.
+func testPushWaitsForDurability(t *testing.T) {
+	e := newEnv(t)
+	unhold := e.st.hold(t)
+	ch := e.submit("push:p", 9)
+	<-e.st.entered
+	select {
+	case p := <-e.pushes:
+		t.Fatalf("pushed %+v before its record was durable", p)
+	case <-time.After(200 * time.Millisecond):
+	}
+	unhold()
+	e.wait(ch)
+	select {
+	case p := <-e.pushes:
+		if p.Stream != 9 || p.Msg != int64(1) {
+			t.Fatalf("push %+v, want stream 9, 1", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no push after the record was durable")
+	}
+}
+
 // testGroupCommit: many concurrent increments share store writes, and each
 // gets its own value.
 func testGroupCommit(t *testing.T) {
@@ -315,7 +350,7 @@ func testGroupCommit(t *testing.T) {
 	first := e.submit("inc:n", 0)
 	<-e.st.entered // one write is under way; the rest pile up behind it
 	const n = 300
-	chs := make([]<-chan kmsg.Response, n)
+	chs := make([]<-chan coordinator.Reply, n)
 	for i := range chs {
 		chs[i] = e.submit("inc:n", 0)
 	}
@@ -389,7 +424,7 @@ func testReplayEqualsLive(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewSource(1))
 	live := map[string]int64{}
-	var chs []<-chan kmsg.Response
+	var chs []<-chan coordinator.Reply
 	for i := 0; i < 500; i++ {
 		name := string(rune('a' + rng.Intn(8)))
 		live[name]++

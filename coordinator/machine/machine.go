@@ -38,6 +38,9 @@ type Request struct {
 	// on the offsets so that LiveTopics can tell a re-created topic
 	// from the one committed to.
 	TopicIDs map[string][16]byte
+	// Cmd, with Msg nil, is a request that is not a Kafka message: the
+	// warm-handoff assigner's (coordinator/handoff). Its reply carries Out.
+	Cmd any
 	// Topics is the broker's topics as the request was handed over,
 	// shared and read-only. Consumer groups (KIP-848) resolve
 	// subscriptions against it. Nil when the caller has no topic source.
@@ -76,10 +79,19 @@ type Record struct {
 	Key, Value []byte
 }
 
-// Reply answers a request.
+// Reply answers a request: a Kafka request with Resp, a Cmd with Out.
 type Reply struct {
 	To   RequestID
 	Resp kmsg.Response
+	Out  any
+}
+
+// Push is a message for a long-lived stream the machine knows by number
+// (a warm-handoff consumer's Register stream). Like a reply, it leaves
+// only once the records produced before it are durable.
+type Push struct {
+	Stream uint64
+	Msg    any
 }
 
 // Timer sets (At non-zero) or cancels (At zero) the machine's timer Key.
@@ -92,6 +104,7 @@ type Timer struct {
 type Output struct {
 	Records []Record
 	Replies []Reply
+	Pushes  []Push
 	Timers  []Timer
 }
 
