@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/assign"
+	"github.com/cohort-dev/cohort/record"
 )
 
 // Config configures the group coordinator. The zero value of every field
@@ -155,8 +156,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("consumer assignor %q: not one of %v or the custom ones", n, assign.Names()))
 		}
 	}
-	if c.Shards < 1 || c.Shards > math.MaxUint16 {
-		errs = append(errs, fmt.Errorf("shards %d: must be in [1, 65535]", c.Shards))
+	if c.Shards < 1 || c.Shards >= int(record.AssignerShard) {
+		errs = append(errs, fmt.Errorf("shards %d: must be in [1, %d]", c.Shards, record.AssignerShard-1))
 	}
 	return errors.Join(errs...)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -125,7 +126,7 @@ func shardCount(st store.Store, want int) (int, error) {
 	switch {
 	case err == nil:
 		n, perr := strconv.Atoi(string(v))
-		if perr != nil || n < 1 || n > 65535 {
+		if perr != nil || n < 1 || n >= int(record.AssignerShard) {
 			return 0, fmt.Errorf("coordinator: corrupt %s value %q", shardsKey, v)
 		}
 		return n, nil

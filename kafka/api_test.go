@@ -1056,7 +1056,7 @@ func TestRestart(t *testing.T) {
 	dir := t.TempDir()
 	var running *server.Node
 	start := func() *rawClient {
-		n, err := server.Start(server.Config{KafkaListen: "127.0.0.1:0", DataDir: dir})
+		n, err := server.Start(server.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}

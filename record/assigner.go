@@ -23,6 +23,11 @@ const (
 	KindAssignerTopic Kind = 12
 )
 
+// AssignerShard is the shard of the warm-handoff assigner's records: its
+// own runtime shard, above every group coordinator shard (those are below
+// 0x8000), so that neither machine loads the other's records.
+const AssignerShard uint16 = 0x8000
+
 // PartitionKey names one partition's record of an assigner group
 // (KindAssignerOwner, KindAssignerHandoff).
 type PartitionKey struct {

@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cohort-dev/cohort/assigner"
+	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"log/slog"
 	"net"
 	"os"
@@ -23,6 +25,12 @@ import (
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 )
 
 // Config configures a node. Fields mirror the `cohort serve` flags.
@@ -44,6 +52,14 @@ type Config struct {
 	// Groups configures the group coordinator; zero fields take Kafka's
 	// defaults (see coordinator.Config).
 	Groups coordinator.Config
+	// GRPCListen is the host:port of the gRPC warm-handoff assignment
+	// service (kafka-assigner's contract, with health checking and
+	// reflection); port 0 picks a free one. Default 127.0.0.1:9095; "-"
+	// turns it off.
+	GRPCListen string
+	// Assigner configures that service: DefaultGroup, LeaseTTL, Debounce,
+	// GrowthCheck (see assigner.Config; the rest is filled in here).
+	Assigner assigner.Config
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -63,6 +79,10 @@ type Node struct {
 	kafka  *kafka.Server
 	ln     net.Listener
 	served chan error
+
+	assigner *assigner.Service
+	grpc     *grpc.Server
+	grpcLn   net.Listener
 }
 
 // Start opens the data directory and starts serving.
@@ -125,9 +145,60 @@ func Start(cfg Config) (_ *Node, err error) {
 		n.ln.Close()
 		return nil, err
 	}
+	if cfg.GRPCListen != "-" {
+		if err := n.startAssigner(); err != nil {
+			n.ln.Close()
+			return nil, err
+		}
+	}
 	go func() { n.served <- n.kafka.Serve(n.ln) }()
 	cfg.Logger.Info("cohort listening", "kafka", n.ln.Addr().String(), "advertised", advertised, "data_dir", cfg.DataDir)
 	return n, nil
+}
+
+// startAssigner starts the warm-handoff service and its gRPC listener.
+func (n *Node) startAssigner() (err error) {
+	ac := n.cfg.Assigner
+	ac.Store, ac.Logger = n.store, n.logger
+	ac.Partitions = func(_ context.Context, topic string) (int32, error) {
+		if t := n.topics.Topic(topic); t != nil {
+			return int32(len(t.Partitions)), nil
+		}
+		return 0, status.Errorf(codes.NotFound, "topic %s is not in this node's topic log", topic)
+	}
+	if n.assigner, err = assigner.Start(ac); err != nil {
+		return err
+	}
+	addr := n.cfg.GRPCListen
+	if addr == "" {
+		addr = "127.0.0.1:9095"
+	}
+	if n.grpcLn, err = net.Listen("tcp", addr); err != nil {
+		n.assigner.Close()
+		return fmt.Errorf("grpc listener: %w", err)
+	}
+	n.grpc = grpc.NewServer()
+	n.assigner.AddTo(n.grpc)
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(kafkaassignerpb.KafkaAssigner_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(n.grpc, hs)
+	reflection.Register(n.grpc)
+	go func() {
+		if err := n.grpc.Serve(n.grpcLn); err != nil {
+			n.logger.Error("grpc server stopped", "err", err)
+		}
+	}()
+	n.logger.Info("cohort assigner listening", "grpc", n.grpcLn.Addr().String())
+	return nil
+}
+
+// GRPCAddr is the address the gRPC listener is bound to ("" if off).
+func (n *Node) GRPCAddr() string {
+	if n.grpcLn == nil {
+		return ""
+	}
+	return n.grpcLn.Addr().String()
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.
@@ -139,6 +210,10 @@ func (n *Node) Done() <-chan error { return n.served }
 // Shutdown stops taking requests, answers those in flight, then syncs and
 // closes the topic log and the store and releases the data directory.
 func (n *Node) Shutdown(ctx context.Context) error {
+	if n.grpc != nil {
+		// Streams are endless: stop them, do not wait for them.
+		n.grpc.Stop()
+	}
 	err := n.kafka.Shutdown(ctx)
 	if cerr := n.closeStorage(); err == nil {
 		err = cerr
@@ -148,6 +223,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 func (n *Node) closeStorage() error {
 	var errs []error
+	if n.assigner != nil {
+		n.assigner.Close()
+	}
 	if n.groups != nil {
 		n.groups.Close()
 	}

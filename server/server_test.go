@@ -15,7 +15,7 @@ import (
 
 func start(t *testing.T, dir string) *server.Node {
 	t.Helper()
-	n, err := server.Start(server.Config{KafkaListen: "127.0.0.1:0", DataDir: dir})
+	n, err := server.Start(server.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

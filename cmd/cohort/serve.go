@@ -50,6 +50,10 @@ func serve(args []string, stderr io.Writer) int {
 	fs.DurationVar(&assignInterval, "group-consumer-assignment-interval", time.Second, "KIP-848 consumer groups: least time between two target assignment computations of a group (Kafka's group.consumer.assignment.interval.ms); 0 for none")
 	fs.IntVar(&g.ConsumerMaxSize, "group-consumer-max-size", 1<<31-1, "most members of a consumer group (Kafka's group.consumer.max.size)")
 	fs.StringVar(&assignors, "group-consumer-assignors", "uniform,range", "server assignors consumer groups may ask for, the default first (Kafka's group.consumer.assignors)")
+	fs.StringVar(&cfg.GRPCListen, "grpc-listen", "127.0.0.1:9095", "`host:port` of the gRPC warm-handoff assignment service (kafka-assigner's contract, health checking, reflection); port 0 picks a free port, - turns it off")
+	fs.StringVar(&cfg.Assigner.DefaultGroup, "assigner-default-group", "default", "group of assignment-service calls without the cohort-group gRPC metadata key")
+	fs.DurationVar(&cfg.Assigner.LeaseTTL, "assigner-lease-ttl", 30*time.Second, "how long an assignment-service consumer whose stream closed keeps its partitions")
+	fs.DurationVar(&cfg.Assigner.Debounce, "assigner-rebalance-debounce", time.Second, "how long assignment-service membership changes settle before a rebalance")
 	fs.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight requests finish before closing connections")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: cohort serve [flags]\n\nRuns a Cohort node until SIGINT or SIGTERM, then shuts down gracefully.\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>\n(e.g. COHORT_KAFKA_LISTEN); a flag on the command line wins.\n\nFlags:\n")

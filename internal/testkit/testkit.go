@@ -33,6 +33,9 @@ func StartNode(t testing.TB, cfg server.Config) *server.Node {
 	if cfg.KafkaListen == "" {
 		cfg.KafkaListen = "127.0.0.1:0"
 	}
+	if cfg.GRPCListen == "" {
+		cfg.GRPCListen = "127.0.0.1:0"
+	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
@@ -115,23 +118,28 @@ func ModuleRoot() string {
 
 // Proc is the cohort binary running as a child process.
 type Proc struct {
-	t       testing.TB
-	cmd     *exec.Cmd
-	Addr    string // the bound Kafka address, read from the start-up log line
-	DataDir string
-	exited  chan struct{}
-	logMu   sync.Mutex
-	log     strings.Builder
+	t    testing.TB
+	cmd  *exec.Cmd
+	Addr string // the bound Kafka address, read from the start-up log line
+	// GRPCAddr is the bound gRPC address, read from its log line.
+	GRPCAddr string
+	DataDir  string
+	exited   chan struct{}
+	logMu    sync.Mutex
+	log      strings.Builder
 }
 
-var listenLine = regexp.MustCompile(`msg="cohort listening" kafka=(\S+)`)
+var (
+	listenLine = regexp.MustCompile(`msg="cohort listening" kafka=(\S+)`)
+	grpcLine   = regexp.MustCompile(`msg="cohort assigner listening" grpc=(\S+)`)
+)
 
 // StartBinary runs `cohort serve` on dataDir with a free port and extra
 // args, waits for its start-up log line and kills it when the test ends.
 func StartBinary(t testing.TB, dataDir string, args ...string) *Proc {
 	t.Helper()
 	bin := Binary(t)
-	args = append([]string{"serve", "--kafka-listen", "127.0.0.1:0", "--data-dir", dataDir}, args...)
+	args = append([]string{"serve", "--kafka-listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--data-dir", dataDir}, args...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -150,6 +158,9 @@ func StartBinary(t testing.TB, dataDir string, args ...string) *Proc {
 			p.logMu.Lock()
 			p.log.WriteString(line + "\n")
 			p.logMu.Unlock()
+			if m := grpcLine.FindStringSubmatch(line); m != nil {
+				p.GRPCAddr = m[1] // before the Kafka line, so before Addr is read
+			}
 			if m := listenLine.FindStringSubmatch(line); m != nil {
 				select {
 				case addr <- m[1]:

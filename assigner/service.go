@@ -1,0 +1,370 @@
+// Package assigner serves kafka-assigner's gRPC contract
+// (kafka_assigner.v1.KafkaAssigner) on Cohort's coordinator runtime: the
+// pure machine is coordinator/handoff, run by a coordinator.Shard on the
+// node's store, so that every owner and handoff is durable before a
+// consumer is told about it. This package holds the gRPC side only: the
+// streams, the mapping of errors to statuses, and finding partition
+// counts.
+package assigner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/handoff"
+	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/store"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// GroupMetadataKey is the gRPC metadata key that names the group; without
+// it a call is for Config.DefaultGroup (kafka-assigner has one group per
+// deployment, Cohort many).
+const GroupMetadataKey = "cohort-group"
+
+// Config configures a Service.
+type Config struct {
+	// DefaultGroup is the group of calls without GroupMetadataKey
+	// (--assigner-default-group, default "default").
+	DefaultGroup string
+	// LeaseTTL is how long a consumer whose stream closed keeps its
+	// partitions (--assigner-lease-ttl, default 30 s).
+	LeaseTTL time.Duration
+	// Debounce is how long membership changes settle before a rebalance
+	// (--assigner-rebalance-debounce, default 1 s).
+	Debounce time.Duration
+	// GrowthCheck is how often the partition counts of registered topics
+	// are looked up again, so that added partitions are balanced. Default
+	// 10 s.
+	GrowthCheck time.Duration
+	// Partitions returns a topic's partition count. An error whose
+	// status code is set (status.Error) is returned to the caller as is.
+	// Required.
+	Partitions func(ctx context.Context, topic string) (int32, error)
+	// Store holds the records. Required.
+	Store store.Store
+	// Clock; nil means the wall clock.
+	Clock coordinator.Clock
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.DefaultGroup == "" {
+		c.DefaultGroup = "default"
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 30 * time.Second
+	}
+	if c.Debounce <= 0 {
+		c.Debounce = time.Second
+	}
+	if c.GrowthCheck <= 0 {
+		c.GrowthCheck = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Service is the KafkaAssigner gRPC service.
+type Service struct {
+	kafkaassignerpb.UnimplementedKafkaAssignerServer
+	cfg   Config
+	shard *coordinator.Shard
+
+	nextStream atomic.Uint64
+	mu         sync.Mutex
+	boxes      map[uint64]*outbox
+	topics     map[[2]string]int32 // (group, topic) → partitions last told
+	stop       chan struct{}
+	stopped    sync.WaitGroup
+}
+
+var errUnavailable = status.Error(codes.Unavailable, "the assigner's shard could not complete the call (store write failed or shard reloading); retry")
+
+// Start loads the assigner's shard from the store and starts the service.
+func Start(cfg Config) (*Service, error) {
+	cfg.defaults()
+	if cfg.Store == nil || cfg.Partitions == nil {
+		return nil, errors.New("assigner: Config needs Store and Partitions")
+	}
+	s := &Service{cfg: cfg, boxes: map[uint64]*outbox{}, topics: map[[2]string]int32{}, stop: make(chan struct{})}
+	sh, err := coordinator.StartShard(coordinator.ShardConfig{
+		ID:    record.AssignerShard,
+		Store: cfg.Store,
+		New: func() coordinator.Machine {
+			return handoff.New(handoff.Config{Shard: record.AssignerShard, LeaseTTL: cfg.LeaseTTL, Debounce: cfg.Debounce}).Shard()
+		},
+		Fail:   func(coordinator.Request, int16) coordinator.Reply { return coordinator.Reply{Out: errUnavailable} },
+		Push:   s.push,
+		Clock:  cfg.Clock,
+		Logger: cfg.Logger.With("component", "assigner"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("assigner: %w", err)
+	}
+	s.shard = sh
+	s.stopped.Go(s.watchGrowth)
+	return s, nil
+}
+
+// AddTo adds the service to a gRPC server.
+func (s *Service) AddTo(srv grpc.ServiceRegistrar) {
+	kafkaassignerpb.RegisterKafkaAssignerServer(srv, s)
+}
+
+// Close stops the service's shard; open streams end.
+func (s *Service) Close() {
+	close(s.stop)
+	s.stopped.Wait()
+	s.shard.Close()
+	s.mu.Lock()
+	for _, b := range s.boxes {
+		b.put(handoff.Close{Reason: "the assigner is shutting down"})
+	}
+	s.mu.Unlock()
+}
+
+// outbox queues what the shard pushes to one stream: unbounded, so the
+// shard's loop never waits for a slow consumer.
+type outbox struct {
+	mu   sync.Mutex
+	msgs []any
+	wake chan struct{}
+}
+
+func (b *outbox) put(m any) {
+	b.mu.Lock()
+	b.msgs = append(b.msgs, m)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (b *outbox) take() []any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := b.msgs
+	b.msgs = nil
+	return m
+}
+
+func (s *Service) push(p coordinator.Push) {
+	s.mu.Lock()
+	b := s.boxes[p.Stream]
+	s.mu.Unlock()
+	if b != nil {
+		b.put(p.Msg)
+	}
+}
+
+func (s *Service) group(ctx context.Context) string {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(GroupMetadataKey); len(v) > 0 && v[0] != "" {
+			return v[0]
+		}
+	}
+	return s.cfg.DefaultGroup
+}
+
+// submit runs cmd on the shard and waits for its answer.
+func (s *Service) submit(ctx context.Context, cmd any) error {
+	ch, err := s.shard.Submit(coordinator.Request{Cmd: cmd})
+	if err != nil {
+		return errUnavailable
+	}
+	select {
+	case r := <-ch:
+		if r.Out == nil {
+			return nil
+		}
+		return toStatus(r.Out)
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+func toStatus(out any) error {
+	var e *handoff.Error
+	if err, ok := out.(error); ok && errors.As(err, &e) {
+		switch e.Code {
+		case handoff.InvalidArgument:
+			return status.Error(codes.InvalidArgument, e.Msg)
+		case handoff.NotFound:
+			return status.Error(codes.NotFound, e.Msg)
+		case handoff.FailedPrecondition:
+			return status.Error(codes.FailedPrecondition, e.Msg)
+		}
+	}
+	if err, ok := out.(error); ok {
+		if _, isStatus := status.FromError(err); isStatus {
+			return err
+		}
+		return status.Error(codes.Internal, err.Error())
+	}
+	return status.Errorf(codes.Internal, "unexpected answer %v", out)
+}
+
+// Register opens a consumer's command stream.
+func (s *Service) Register(req *kafkaassignerpb.RegisterRequest, stream grpc.ServerStreamingServer[kafkaassignerpb.AssignmentCommand]) error {
+	ctx := stream.Context()
+	group := s.group(ctx)
+	if req.GetConsumerName() == "" {
+		return status.Error(codes.InvalidArgument, "consumer_name is empty")
+	}
+	if req.GetTopic() == "" {
+		return status.Error(codes.InvalidArgument, "topic is empty")
+	}
+	n, err := s.cfg.Partitions(ctx, req.GetTopic())
+	if err != nil {
+		if _, ok := status.FromError(err); ok {
+			return err
+		}
+		return status.Errorf(codes.NotFound, "topic %s: %v", req.GetTopic(), err)
+	}
+	id := s.nextStream.Add(1)
+	box := &outbox{wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	s.boxes[id] = box
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.boxes, id)
+		s.mu.Unlock()
+		// The consumer keeps its partitions for its lease.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.submit(ctx, handoff.DisconnectCmd{Group: group, Consumer: req.GetConsumerName(), Stream: handoff.StreamID(id)})
+	}()
+	if err := s.submit(ctx, handoff.RegisterCmd{Group: group, Consumer: req.GetConsumerName(), Topic: req.GetTopic(), Partitions: n, Stream: handoff.StreamID(id)}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if n > s.topics[[2]string{group, req.GetTopic()}] {
+		s.topics[[2]string{group, req.GetTopic()}] = n
+	}
+	s.mu.Unlock()
+	for {
+		for _, m := range box.take() {
+			switch m := m.(type) {
+			case handoff.Send:
+				for _, c := range m.Commands {
+					if err := stream.Send(toProto(c)); err != nil {
+						return err
+					}
+				}
+			case handoff.Close:
+				return status.Error(codes.Aborted, m.Reason)
+			}
+		}
+		select {
+		case <-box.wake:
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+}
+
+func tp(p handoff.TP) *kafkaassignerpb.TopicPartition {
+	return &kafkaassignerpb.TopicPartition{Topic: p.Topic, Partition: uint32(p.Partition)}
+}
+
+func toProto(c handoff.Command) *kafkaassignerpb.AssignmentCommand {
+	switch c.Kind {
+	case handoff.Warm:
+		return &kafkaassignerpb.AssignmentCommand{Command: &kafkaassignerpb.AssignmentCommand_Warm{Warm: &kafkaassignerpb.WarmPartition{Partition: tp(c.Partition), CurrentOwner: c.Peer}}}
+	case handoff.Release:
+		return &kafkaassignerpb.AssignmentCommand{Command: &kafkaassignerpb.AssignmentCommand_Release{Release: &kafkaassignerpb.ReleasePartition{Partition: tp(c.Partition), NewOwner: c.Peer}}}
+	}
+	u := &kafkaassignerpb.AssignmentUpdate{Assigned: []*kafkaassignerpb.TopicPartition{}, Unassigned: []*kafkaassignerpb.TopicPartition{}}
+	for _, p := range c.Assigned {
+		u.Assigned = append(u.Assigned, tp(p))
+	}
+	for _, p := range c.Unassigned {
+		u.Unassigned = append(u.Unassigned, tp(p))
+	}
+	return &kafkaassignerpb.AssignmentCommand{Command: &kafkaassignerpb.AssignmentCommand_Assignment{Assignment: u}}
+}
+
+func fromProto(p *kafkaassignerpb.TopicPartition) (handoff.TP, error) {
+	if p == nil || p.GetTopic() == "" {
+		return handoff.TP{}, status.Error(codes.InvalidArgument, "partition is missing or names no topic")
+	}
+	if p.GetPartition() > 1<<31-1 {
+		return handoff.TP{}, status.Errorf(codes.InvalidArgument, "partition %d is out of range", p.GetPartition())
+	}
+	return handoff.TP{Topic: p.GetTopic(), Partition: int32(p.GetPartition())}, nil
+}
+
+// PartitionReady completes a warming handoff.
+func (s *Service) PartitionReady(ctx context.Context, req *kafkaassignerpb.PartitionReadyRequest) (*kafkaassignerpb.PartitionReadyResponse, error) {
+	p, err := fromProto(req.GetPartition())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.submit(ctx, handoff.ReadyCmd{Group: s.group(ctx), Consumer: req.GetConsumerName(), Partition: p}); err != nil {
+		return nil, err
+	}
+	return &kafkaassignerpb.PartitionReadyResponse{}, nil
+}
+
+// PartitionReleased ends a complete handoff.
+func (s *Service) PartitionReleased(ctx context.Context, req *kafkaassignerpb.PartitionReleasedRequest) (*kafkaassignerpb.PartitionReleasedResponse, error) {
+	p, err := fromProto(req.GetPartition())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.submit(ctx, handoff.ReleasedCmd{Group: s.group(ctx), Consumer: req.GetConsumerName(), Partition: p}); err != nil {
+		return nil, err
+	}
+	return &kafkaassignerpb.PartitionReleasedResponse{}, nil
+}
+
+// watchGrowth looks up the partition counts of registered topics every
+// GrowthCheck and tells the shard of any increase.
+func (s *Service) watchGrowth() {
+	t := time.NewTicker(s.cfg.GrowthCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		known := make(map[[2]string]int32, len(s.topics))
+		for k, v := range s.topics {
+			known[k] = v
+		}
+		s.mu.Unlock()
+		for k, was := range known {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			n, err := s.cfg.Partitions(ctx, k[1])
+			if err == nil && n > was {
+				err = s.submit(ctx, handoff.PartitionsCmd{Group: k[0], Topic: k[1], Partitions: n})
+				if err == nil {
+					s.mu.Lock()
+					s.topics[k] = max(s.topics[k], n)
+					s.mu.Unlock()
+				}
+			}
+			cancel()
+			if err != nil {
+				s.cfg.Logger.Warn("assigner: partition count check failed", "group", k[0], "topic", k[1], "err", err)
+			}
+		}
+	}
+}

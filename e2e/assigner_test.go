@@ -1,0 +1,386 @@
+package e2e
+
+// The warm-handoff assignment service end to end: grpc-go clients
+// generated from kafka-assigner's .proto, over TCP on 127.0.0.1, against
+// the real server (in process, and the real binary for SIGKILL).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/assigner"
+	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/server"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
+)
+
+const assignerWait = 30 * time.Second
+
+// akConsumer is a kafka-assigner client: it registers, keeps what it
+// owns from the stream's commands, warms what it is told to (at once, or
+// when the test allows), and releases what it is told to.
+type akConsumer struct {
+	t      *testing.T
+	name   string
+	group  string
+	client kafkaassignerpb.KafkaAssignerClient
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	owned    map[uint32]bool
+	warming  map[uint32]string // partition → current owner
+	warms    int               // warm commands received
+	releases int
+	first    *kafkaassignerpb.AssignmentUpdate
+	holdWarm bool // do not say ready until allowWarm
+	err      error
+}
+
+func dialAssigner(t *testing.T, addr string) kafkaassignerpb.KafkaAssignerClient {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return kafkaassignerpb.NewKafkaAssignerClient(cc)
+}
+
+func (c *akConsumer) ctx(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, assigner.GroupMetadataKey, c.group)
+}
+
+func startAKConsumer(t *testing.T, addr, group, name, topic string, holdWarm bool) *akConsumer {
+	t.Helper()
+	c := &akConsumer{t: t, name: name, group: group, client: dialAssigner(t, addr), done: make(chan struct{}),
+		owned: map[uint32]bool{}, warming: map[uint32]string{}, holdWarm: holdWarm}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	t.Cleanup(c.stop)
+	stream, err := c.client.Register(c.ctx(ctx), &kafkaassignerpb.RegisterRequest{ConsumerName: name, Topic: topic})
+	if err != nil {
+		t.Fatalf("%s: register: %v", name, err)
+	}
+	go func() {
+		defer close(c.done)
+		for {
+			cmd, err := stream.Recv()
+			if err != nil {
+				if ctx.Err() == nil {
+					c.mu.Lock()
+					c.err = err
+					c.mu.Unlock()
+				}
+				return
+			}
+			c.handle(cmd)
+		}
+	}()
+	return c
+}
+
+func (c *akConsumer) handle(cmd *kafkaassignerpb.AssignmentCommand) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch x := cmd.Command.(type) {
+	case *kafkaassignerpb.AssignmentCommand_Assignment:
+		if c.first == nil {
+			c.first = x.Assignment
+		}
+		for _, p := range x.Assignment.GetAssigned() {
+			c.owned[p.GetPartition()] = true
+			delete(c.warming, p.GetPartition())
+		}
+		for _, p := range x.Assignment.GetUnassigned() {
+			delete(c.owned, p.GetPartition())
+		}
+	case *kafkaassignerpb.AssignmentCommand_Warm:
+		c.warms++
+		p := x.Warm.GetPartition()
+		c.warming[p.GetPartition()] = x.Warm.GetCurrentOwner()
+		if !c.holdWarm {
+			go c.ready(p)
+		}
+	case *kafkaassignerpb.AssignmentCommand_Release:
+		c.releases++
+		p := x.Release.GetPartition()
+		delete(c.owned, p.GetPartition())
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), assignerWait)
+			defer cancel()
+			if _, err := c.client.PartitionReleased(c.ctx(ctx), &kafkaassignerpb.PartitionReleasedRequest{ConsumerName: c.name, Partition: p}); err != nil {
+				c.fail(fmt.Errorf("released %d: %w", p.GetPartition(), err))
+			}
+		}()
+	}
+}
+
+func (c *akConsumer) ready(p *kafkaassignerpb.TopicPartition) {
+	ctx, cancel := context.WithTimeout(context.Background(), assignerWait)
+	defer cancel()
+	if _, err := c.client.PartitionReady(c.ctx(ctx), &kafkaassignerpb.PartitionReadyRequest{ConsumerName: c.name, Partition: p}); err != nil {
+		c.fail(fmt.Errorf("ready %d: %w", p.GetPartition(), err))
+	}
+}
+
+func (c *akConsumer) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// allowWarm says ready for everything it is warming.
+func (c *akConsumer) allowWarm(topic string) {
+	c.mu.Lock()
+	c.holdWarm = false
+	var ps []uint32
+	for p := range c.warming {
+		ps = append(ps, p)
+	}
+	c.mu.Unlock()
+	for _, p := range ps {
+		c.ready(&kafkaassignerpb.TopicPartition{Topic: topic, Partition: p})
+	}
+}
+
+func (c *akConsumer) firstUpdate() *kafkaassignerpb.AssignmentUpdate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first
+}
+
+// stop ends the stream without a goodbye (the connection goes away).
+func (c *akConsumer) stop() {
+	c.cancel()
+	<-c.done
+}
+
+func (c *akConsumer) snapshot() (owned []uint32, warming int, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p := range c.owned {
+		owned = append(owned, p)
+	}
+	slices.Sort(owned)
+	return owned, len(c.warming), c.err
+}
+
+// waitOwned waits until each consumer owns want[i] partitions, no
+// partition is owned twice and nothing is warming.
+func waitOwned(t *testing.T, cs []*akConsumer, want []int) {
+	t.Helper()
+	deadline := time.Now().Add(assignerWait)
+	for {
+		ok, seen, why := true, map[uint32]string{}, ""
+		for i, c := range cs {
+			owned, warming, err := c.snapshot()
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if len(owned) != want[i] || warming != 0 {
+				ok = false
+				why = fmt.Sprintf("%s owns %v, warming %d", c.name, owned, warming)
+			}
+			for _, p := range owned {
+				if o, dup := seen[p]; dup {
+					ok = false
+					why = fmt.Sprintf("partition %d owned by %s and %s", p, o, c.name)
+				}
+				seen[p] = c.name
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not reached in %v: %s", assignerWait, why)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func createAssignerTopic(t *testing.T, addr, topic string, partitions int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, kadm.NewClient(cl), topic, partitions)
+}
+
+func TestAssignerWarmHandoff(t *testing.T) {
+	n := testkit.StartNode(t, server.Config{Assigner: assigner.Config{LeaseTTL: 3 * time.Second, Debounce: 200 * time.Millisecond}})
+	const topic = "warm"
+	createAssignerTopic(t, n.KafkaAddr(), topic, 12)
+	addr := n.GRPCAddr()
+
+	// Health checking and reflection are served.
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), assignerWait)
+	defer cancel()
+	hr, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: "kafka_assigner.v1.KafkaAssigner"})
+	if err != nil || hr.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health: %v %v", hr, err)
+	}
+	rs, err := reflectionpb.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := rs.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var services []string
+	for _, s := range rr.GetListServicesResponse().GetService() {
+		services = append(services, s.GetName())
+	}
+	if !slices.Contains(services, "kafka_assigner.v1.KafkaAssigner") {
+		t.Fatalf("reflection lists %v", services)
+	}
+
+	// Calls that do not fit: an unknown topic, an unknown consumer, a
+	// consumer that is not warming or releasing the partition.
+	cl := dialAssigner(t, addr)
+	gctx := metadata.AppendToOutgoingContext(ctx, assigner.GroupMetadataKey, "g")
+	st, err := cl.Register(gctx, &kafkaassignerpb.RegisterRequest{ConsumerName: "x", Topic: "no-such-topic"})
+	if err == nil {
+		_, err = st.Recv()
+	}
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("register for a missing topic: %v", err)
+	}
+	if _, err := cl.PartitionReady(gctx, &kafkaassignerpb.PartitionReadyRequest{ConsumerName: "nobody", Partition: &kafkaassignerpb.TopicPartition{Topic: topic, Partition: 1}}); status.Code(err) != codes.NotFound {
+		t.Fatalf("ready from an unknown consumer: %v", err)
+	}
+
+	// Three consumers: 4 partitions each.
+	cs := []*akConsumer{
+		startAKConsumer(t, addr, "g", "c0", topic, false),
+		startAKConsumer(t, addr, "g", "c1", topic, false),
+		startAKConsumer(t, addr, "g", "c2", topic, false),
+	}
+	waitOwned(t, cs, []int{4, 4, 4})
+	for _, c := range cs {
+		if f := c.firstUpdate(); f == nil || len(f.GetAssigned()) != 0 {
+			t.Fatalf("%s: the first command is not an empty AssignmentUpdate: %v", c.name, f)
+		}
+	}
+	if _, err := cl.PartitionReleased(gctx, &kafkaassignerpb.PartitionReleasedRequest{ConsumerName: "c0", Partition: &kafkaassignerpb.TopicPartition{Topic: topic, Partition: 0}}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("released by a consumer that is not releasing: %v", err)
+	}
+
+	// A fourth joins and holds its warm-up: nothing moves until it says
+	// ready.
+	d := startAKConsumer(t, addr, "g", "c3", topic, true)
+	deadline := time.Now().Add(assignerWait)
+	for {
+		d.mu.Lock()
+		w := len(d.warming)
+		d.mu.Unlock()
+		if w == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("c3 warms %d partitions, want 3", w)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := cl.PartitionReady(gctx, &kafkaassignerpb.PartitionReadyRequest{ConsumerName: "c0", Partition: &kafkaassignerpb.TopicPartition{Topic: topic, Partition: 0}}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("ready from a consumer that is not warming: %v", err)
+	}
+	total := 0
+	for _, c := range cs {
+		owned, _, _ := c.snapshot()
+		total += len(owned)
+	}
+	if owned, _, _ := d.snapshot(); total != 12 || len(owned) != 0 {
+		t.Fatalf("before c3 is ready: the others own %d, c3 %v", total, owned)
+	}
+	d.allowWarm(topic)
+	all := append(cs, d)
+	waitOwned(t, all, []int{3, 3, 3, 3})
+	moved := 0
+	for _, c := range cs {
+		c.mu.Lock()
+		moved += c.releases
+		c.mu.Unlock()
+	}
+	if moved != 3 {
+		t.Fatalf("%d partitions released, want the 3 that moved", moved)
+	}
+
+	// c1 goes away without a goodbye: after its lease (3 s) its
+	// partitions go to the others directly.
+	all[1].stop()
+	rest := []*akConsumer{all[0], all[2], all[3]}
+	waitOwned(t, rest, []int{4, 4, 4})
+}
+
+// TestAssignerSIGKILL: the real binary is killed in the middle of a
+// handoff; after a restart on the same data directory every owner and the
+// pending handoff are still there, and the handoff completes.
+func TestAssignerSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	p := testkit.StartBinary(t, dir, "--assigner-lease-ttl", "20s", "--assigner-rebalance-debounce", "200ms")
+	const topic = "killed"
+	createAssignerTopic(t, p.Addr, topic, 6)
+	a := startAKConsumer(t, p.GRPCAddr, "k", "a", topic, false)
+	waitOwned(t, []*akConsumer{a}, []int{6})
+	b := startAKConsumer(t, p.GRPCAddr, "k", "b", topic, true)
+	deadline := time.Now().Add(assignerWait)
+	for {
+		b.mu.Lock()
+		w := len(b.warming)
+		b.mu.Unlock()
+		if w == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b warms %d, want 3", w)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Kill()
+	a.stop()
+	b.stop()
+
+	p2 := testkit.StartBinary(t, dir, "--assigner-lease-ttl", "20s", "--assigner-rebalance-debounce", "200ms")
+	a2 := startAKConsumer(t, p2.GRPCAddr, "k", "a", topic, false)
+	b2 := startAKConsumer(t, p2.GRPCAddr, "k", "b", topic, false)
+	// a's snapshot is all six again; b is told to warm the same three
+	// again, says ready, and the handoffs complete.
+	waitOwned(t, []*akConsumer{a2, b2}, []int{3, 3})
+	if f := a2.firstUpdate(); f == nil || len(f.GetAssigned()) != 6 {
+		t.Fatalf("a's snapshot after the restart: %v", f)
+	}
+	b2.mu.Lock()
+	warms := b2.warms
+	b2.mu.Unlock()
+	if warms != 3 {
+		t.Fatalf("b got %d warm commands after the restart, want the 3 pending", warms)
+	}
+}
