@@ -384,3 +384,33 @@ func TestAssignerSIGKILL(t *testing.T) {
 		t.Fatalf("b got %d warm commands after the restart, want the 3 pending", warms)
 	}
 }
+
+// TestAssignerExternalKafka: a topic this node does not host takes its
+// partition count from the external Kafka cluster given by
+// --assigner-kafka-bootstrap (here another Cohort node), and partitions
+// added there are balanced.
+func TestAssignerExternalKafka(t *testing.T) {
+	ext := testkit.StartNode(t, server.Config{})
+	const topic = "elsewhere"
+	createAssignerTopic(t, ext.KafkaAddr(), topic, 5)
+	n := testkit.StartNode(t, server.Config{
+		AssignerKafkaBootstrap: ext.KafkaAddr(),
+		Assigner:               assigner.Config{Debounce: 100 * time.Millisecond, GrowthCheck: 100 * time.Millisecond},
+	})
+	a := startAKConsumer(t, n.GRPCAddr(), "x", "a", topic, false)
+	b := startAKConsumer(t, n.GRPCAddr(), "x", "b", topic, false)
+	waitOwned(t, []*akConsumer{a, b}, []int{3, 2})
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ext.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), assignerWait)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreatePartitions(ctx, 3, topic)
+	if err != nil || resp[topic].Err != nil {
+		t.Fatalf("add partitions: %v %v", err, resp[topic].Err)
+	}
+	waitOwned(t, []*akConsumer{a, b}, []int{4, 4})
+}

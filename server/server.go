@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -25,6 +26,8 @@ import (
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -60,6 +63,10 @@ type Config struct {
 	// Assigner configures that service: DefaultGroup, LeaseTTL, Debounce,
 	// GrowthCheck (see assigner.Config; the rest is filled in here).
 	Assigner assigner.Config
+	// AssignerKafkaBootstrap is an external Kafka cluster's bootstrap
+	// servers (comma-separated host:port): the assignment service takes
+	// the partition count of a topic this node does not host from there.
+	AssignerKafkaBootstrap string
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -80,9 +87,10 @@ type Node struct {
 	ln     net.Listener
 	served chan error
 
-	assigner *assigner.Service
-	grpc     *grpc.Server
-	grpcLn   net.Listener
+	assigner      *assigner.Service
+	grpc          *grpc.Server
+	grpcLn        net.Listener
+	externalKafka *kgo.Client
 }
 
 // Start opens the data directory and starts serving.
@@ -160,11 +168,31 @@ func Start(cfg Config) (_ *Node, err error) {
 func (n *Node) startAssigner() (err error) {
 	ac := n.cfg.Assigner
 	ac.Store, ac.Logger = n.store, n.logger
-	ac.Partitions = func(_ context.Context, topic string) (int32, error) {
+	var external *kadm.Client
+	if b := n.cfg.AssignerKafkaBootstrap; b != "" {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(b, ",")...))
+		if err != nil {
+			return fmt.Errorf("assigner: kafka bootstrap %q: %w", b, err)
+		}
+		n.externalKafka = cl
+		external = kadm.NewClient(cl)
+	}
+	ac.Partitions = func(ctx context.Context, topic string) (int32, error) {
 		if t := n.topics.Topic(topic); t != nil {
 			return int32(len(t.Partitions)), nil
 		}
-		return 0, status.Errorf(codes.NotFound, "topic %s is not in this node's topic log", topic)
+		if external == nil {
+			return 0, status.Errorf(codes.NotFound, "topic %s is not in this node's topic log, and no external Kafka cluster is set (--assigner-kafka-bootstrap)", topic)
+		}
+		td, err := external.ListTopics(ctx, topic)
+		if err != nil {
+			return 0, status.Errorf(codes.Unavailable, "topic %s: the external Kafka cluster did not answer: %v", topic, err)
+		}
+		d, ok := td[topic]
+		if !ok || d.Err != nil || len(d.Partitions) == 0 {
+			return 0, status.Errorf(codes.NotFound, "topic %s is neither in this node's topic log nor in the external Kafka cluster (%v)", topic, d.Err)
+		}
+		return int32(len(d.Partitions)), nil
 	}
 	if n.assigner, err = assigner.Start(ac); err != nil {
 		return err
@@ -225,6 +253,9 @@ func (n *Node) closeStorage() error {
 	var errs []error
 	if n.assigner != nil {
 		n.assigner.Close()
+	}
+	if n.externalKafka != nil {
+		n.externalKafka.Close()
 	}
 	if n.groups != nil {
 		n.groups.Close()

@@ -53,6 +53,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.GRPCListen, "grpc-listen", "127.0.0.1:9095", "`host:port` of the gRPC warm-handoff assignment service (kafka-assigner's contract, health checking, reflection); port 0 picks a free port, - turns it off")
 	fs.StringVar(&cfg.Assigner.DefaultGroup, "assigner-default-group", "default", "group of assignment-service calls without the cohort-group gRPC metadata key")
 	fs.DurationVar(&cfg.Assigner.LeaseTTL, "assigner-lease-ttl", 30*time.Second, "how long an assignment-service consumer whose stream closed keeps its partitions")
+	fs.StringVar(&cfg.AssignerKafkaBootstrap, "assigner-kafka-bootstrap", "", "`host:port,...` of an external Kafka cluster the assignment service asks for the partition counts of topics this node does not host")
 	fs.DurationVar(&cfg.Assigner.Debounce, "assigner-rebalance-debounce", time.Second, "how long assignment-service membership changes settle before a rebalance")
 	fs.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight requests finish before closing connections")
 	fs.Usage = func() {
