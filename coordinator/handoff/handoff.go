@@ -325,7 +325,10 @@ func (m *Machine) Replay(r machine.Record) error {
 }
 
 // Loaded starts every consumer's lease: no stream survives a restart, so
-// each has LeaseTTL to register again and keep its partitions.
+// each has LeaseTTL to register again and keep its partitions. A
+// rebalance that was due when the process stopped is not durable, so
+// every group gets one after the debounce (nothing is written if nothing
+// changes).
 func (m *Machine) Loaded(now time.Time) Output {
 	for _, name := range sortedKeys(m.groups) {
 		g := m.groups[name]
@@ -333,6 +336,7 @@ func (m *Machine) Loaded(now time.Time) Output {
 			m.startLease(g, g.consumers[cn], now)
 		}
 		m.armSweep(g, now)
+		m.scheduleRebalance(g, now)
 	}
 	return m.flush()
 }

@@ -25,8 +25,15 @@ const (
 
 var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// tb is what the harness needs of a test: the property test's turns a
+// failure into the end of one schedule.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 type harness struct {
-	t       *testing.T
+	t       tb
 	cfg     handoff.Config
 	m       *handoff.Machine
 	now     time.Time
@@ -41,7 +48,9 @@ type harness struct {
 	parts  int32
 }
 
-func newHarness(t *testing.T, parts int32) *harness {
+func newHarness(t *testing.T, parts int32) *harness { return newHarnessTB(t, parts) }
+
+func newHarnessTB(t tb, parts int32) *harness {
 	h := &harness{
 		t:       t,
 		cfg:     handoff.Config{LeaseTTL: 30 * time.Second, Debounce: time.Second},
@@ -493,5 +502,19 @@ func TestInvalidRegister(t *testing.T) {
 	}{{"", "a", "t", 1}, {"g\x00", "a", "t", 1}, {"g", "", "t", 1}, {"g", "a", "", 1}, {"g", "a", "t", 0}} {
 		_, err := h.m.Register(h.now, c.group, c.name, c.topic, c.parts, 1)
 		wantCode(t, fmt.Sprintf("register %+v", c), err, handoff.InvalidArgument)
+	}
+}
+
+// A rebalance that was due when the process stopped is not durable: the
+// load schedules one. (Found by TestPropertyHandoff.)
+func TestRestartRebalances(t *testing.T) {
+	h := newHarness(t, 4)
+	h.register("a")
+	h.advance(time.Second)
+	h.apply(h.m.Partitions(h.now, grp, topic, 6))
+	h.restart() // before the debounce
+	h.advance(time.Second)
+	if o := h.owned(); o["a"] != 6 {
+		t.Fatalf("after the restart, the added partitions: %v", o)
 	}
 }
