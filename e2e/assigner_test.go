@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -338,6 +339,23 @@ func TestAssignerWarmHandoff(t *testing.T) {
 	all[1].stop()
 	rest := []*akConsumer{all[0], all[2], all[3]}
 	waitOwned(t, rest, []int{4, 4, 4})
+
+	// A second live stream for one consumer replaces the first, which
+	// ends with ABORTED and says why.
+	first := startAKConsumer(t, addr, "dup", "twice", topic, false)
+	waitOwned(t, []*akConsumer{first}, []int{12})
+	second := startAKConsumer(t, addr, "dup", "twice", topic, false)
+	<-first.done
+	first.mu.Lock()
+	ferr := first.err
+	first.mu.Unlock()
+	if status.Code(ferr) != codes.Aborted || !strings.Contains(status.Convert(ferr).Message(), "registered again") {
+		t.Fatalf("the replaced stream ended with %v", ferr)
+	}
+	waitOwned(t, []*akConsumer{second}, []int{12})
+	if f := second.firstUpdate(); len(f.GetAssigned()) != 12 {
+		t.Fatalf("the new stream's snapshot: %v", f)
+	}
 }
 
 // TestAssignerSIGKILL: the real binary is killed in the middle of a
