@@ -164,9 +164,14 @@ func (b *outbox) take() []any {
 
 func (s *Service) push(p coordinator.Push) {
 	s.mu.Lock()
-	b := s.boxes[p.Stream]
-	s.mu.Unlock()
-	if b != nil {
+	defer s.mu.Unlock()
+	if _, reset := p.Msg.(handoff.Reset); reset {
+		for _, b := range s.boxes {
+			b.put(handoff.Close{Reason: "the assigner reloaded its state from the store; register again"})
+		}
+		return
+	}
+	if b := s.boxes[p.Stream]; b != nil {
 		b.put(p.Msg)
 	}
 }

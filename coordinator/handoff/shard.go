@@ -47,7 +47,18 @@ type shard struct{ m *Machine }
 
 func (s shard) Replay(r machine.Record) error { return s.m.Replay(r) }
 
-func (s shard) Loaded(now time.Time) machine.Output { return convert(s.m.Loaded(now)) }
+// Reset, pushed to stream 0 at every load, tells the service that the
+// machine was (re)built from the store and knows no stream: every open
+// stream must end so that its consumer registers again. (At start-up
+// there is none; after a failed store write the runtime reloads the shard
+// while streams are still open.)
+type Reset struct{}
+
+func (s shard) Loaded(now time.Time) machine.Output {
+	out := convert(s.m.Loaded(now))
+	out.Pushes = append(out.Pushes, machine.Push{Stream: 0, Msg: Reset{}})
+	return out
+}
 
 func (s shard) Fire(now time.Time, key string) machine.Output { return convert(s.m.Fire(now, key)) }
 
