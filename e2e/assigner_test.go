@@ -160,6 +160,24 @@ func (c *akConsumer) allowWarm(topic string) {
 	}
 }
 
+// waitWarming waits until the consumer is warming n partitions.
+func (c *akConsumer) waitWarming(n int) {
+	c.t.Helper()
+	deadline := time.Now().Add(assignerWait)
+	for {
+		c.mu.Lock()
+		w := len(c.warming)
+		c.mu.Unlock()
+		if w == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s warms %d partitions, want %d", c.name, w, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (c *akConsumer) firstUpdate() *kafkaassignerpb.AssignmentUpdate {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -297,19 +315,7 @@ func TestAssignerWarmHandoff(t *testing.T) {
 	// A fourth joins and holds its warm-up: nothing moves until it says
 	// ready.
 	d := startAKConsumer(t, addr, "g", "c3", topic, true)
-	deadline := time.Now().Add(assignerWait)
-	for {
-		d.mu.Lock()
-		w := len(d.warming)
-		d.mu.Unlock()
-		if w == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("c3 warms %d partitions, want 3", w)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	d.waitWarming(3)
 	if _, err := cl.PartitionReady(gctx, &kafkaassignerpb.PartitionReadyRequest{ConsumerName: "c0", Partition: &kafkaassignerpb.TopicPartition{Topic: topic, Partition: 0}}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("ready from a consumer that is not warming: %v", err)
 	}
@@ -369,19 +375,7 @@ func TestAssignerSIGKILL(t *testing.T) {
 	a := startAKConsumer(t, p.GRPCAddr, "k", "a", topic, false)
 	waitOwned(t, []*akConsumer{a}, []int{6})
 	b := startAKConsumer(t, p.GRPCAddr, "k", "b", topic, true)
-	deadline := time.Now().Add(assignerWait)
-	for {
-		b.mu.Lock()
-		w := len(b.warming)
-		b.mu.Unlock()
-		if w == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b warms %d, want 3", w)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	b.waitWarming(3)
 	p.Kill()
 	a.stop()
 	b.stop()

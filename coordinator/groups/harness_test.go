@@ -8,6 +8,7 @@ import (
 	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -136,22 +137,7 @@ func do[R kmsg.Response](h *harness, req kmsg.Request) R {
 func (h *harness) advance(d time.Duration) {
 	h.t.Helper()
 	end := h.now.Add(d)
-	for {
-		key, at := "", time.Time{}
-		for k, t := range h.timers {
-			if at.IsZero() || t.Before(at) || (t.Equal(at) && k < key) {
-				key, at = k, t
-			}
-		}
-		if key == "" || at.After(end) {
-			break
-		}
-		delete(h.timers, key)
-		if at.After(h.now) {
-			h.now = at
-		}
-		h.apply(h.m.Fire(h.now, key))
-	}
+	testkit.FireDue(h.timers, &h.now, end, func(key string) { h.apply(h.m.Fire(h.now, key)) })
 	h.now = end
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/handoff"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/internal/testkit"
 )
 
 const (
@@ -132,22 +133,7 @@ func (h *harness) released(name string, p int32) error {
 func (h *harness) advance(d time.Duration) {
 	h.t.Helper()
 	end := h.now.Add(d)
-	for {
-		key, at := "", time.Time{}
-		for k, t := range h.timers {
-			if at.IsZero() || t.Before(at) || (t.Equal(at) && k < key) {
-				key, at = k, t
-			}
-		}
-		if key == "" || at.After(end) {
-			break
-		}
-		delete(h.timers, key)
-		if at.After(h.now) {
-			h.now = at
-		}
-		h.apply(h.m.Fire(h.now, key))
-	}
+	testkit.FireDue(h.timers, &h.now, end, func(key string) { h.apply(h.m.Fire(h.now, key)) })
 	h.now = end
 }
 
