@@ -56,7 +56,6 @@ type hpSim struct {
 	h     *harness
 	cs    []*hpConsumer
 	trace []string
-	fail  string
 }
 
 func TestPropertyHandoff(t *testing.T) {
