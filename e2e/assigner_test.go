@@ -340,6 +340,35 @@ func TestAssignerWarmHandoff(t *testing.T) {
 		t.Fatalf("%d partitions released, want the 3 that moved", moved)
 	}
 
+	// c2's connection drops and it registers again at once, within its
+	// lease: its snapshot is what it had, and nothing moves.
+	had, _, _ := all[2].snapshot()
+	warmsBefore := 0
+	for _, c := range all {
+		c.mu.Lock()
+		warmsBefore += c.warms
+		c.mu.Unlock()
+	}
+	all[2].stop()
+	all[2] = startAKConsumer(t, addr, "g", "c2", topic, false)
+	waitOwned(t, all, []int{3, 3, 3, 3})
+	if f := all[2].firstUpdate(); len(f.GetAssigned()) != len(had) {
+		t.Fatalf("c2's snapshot after reconnecting: %v, it had %v", f, had)
+	}
+	if now, _, _ := all[2].snapshot(); !slices.Equal(now, had) {
+		t.Fatalf("c2 owns %v after reconnecting, had %v", now, had)
+	}
+	time.Sleep(500 * time.Millisecond) // longer than the debounce: a rebalance would have sent warms by now
+	warmsAfter := 0
+	for _, c := range all {
+		c.mu.Lock()
+		warmsAfter += c.warms
+		c.mu.Unlock()
+	}
+	if warmsAfter != warmsBefore {
+		t.Fatalf("a reconnect within the lease moved partitions: %d warm commands", warmsAfter-warmsBefore)
+	}
+
 	// c1 goes away without a goodbye: after its lease (3 s) its
 	// partitions go to the others directly.
 	all[1].stop()
