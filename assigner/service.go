@@ -203,8 +203,12 @@ func (s *Service) submit(ctx context.Context, cmd any) error {
 }
 
 func toStatus(out any) error {
+	err, ok := out.(error)
+	if !ok {
+		return status.Errorf(codes.Internal, "unexpected answer %v", out)
+	}
 	var e *handoff.Error
-	if err, ok := out.(error); ok && errors.As(err, &e) {
+	if errors.As(err, &e) {
 		switch e.Code {
 		case handoff.InvalidArgument:
 			return status.Error(codes.InvalidArgument, e.Msg)
@@ -214,13 +218,10 @@ func toStatus(out any) error {
 			return status.Error(codes.FailedPrecondition, e.Msg)
 		}
 	}
-	if err, ok := out.(error); ok {
-		if _, isStatus := status.FromError(err); isStatus {
-			return err
-		}
-		return status.Error(codes.Internal, err.Error())
+	if _, isStatus := status.FromError(err); isStatus {
+		return err
 	}
-	return status.Errorf(codes.Internal, "unexpected answer %v", out)
+	return status.Error(codes.Internal, err.Error())
 }
 
 // Register opens a consumer's command stream.

@@ -243,22 +243,21 @@ func (m *cgMember) beat() (bool, error) {
 	return true, nil
 }
 
-// run heartbeats until stop is closed, then leaves the group.
-func (m *cgMember) run(stop <-chan struct{}, fast <-chan struct{}, firstWait time.Duration) error {
-	wait := firstWait
-	fastMode := fast != nil
+// run heartbeats until stop is closed, then leaves the group. Until fast
+// closes (never, if it is nil) it heartbeats every 50 ms, as set-up wants;
+// then at the coordinator's interval, from a random phase.
+func (m *cgMember) run(stop, fast <-chan struct{}) error {
+	wait := time.Duration(0)
 	for {
-		if m.epoch != 0 || wait > 0 {
+		if m.epoch != 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-stop:
 				t.Stop()
 				return m.leave()
-			case <-fastDone(fast, fastMode):
-				// Set-up is over: from now on the member keeps the
-				// coordinator's interval, from a random phase.
+			case <-fast:
 				t.Stop()
-				fastMode = false
+				fast = nil
 				wait = time.Duration(rand.Int64N(int64(m.interval) + 1))
 				continue
 			case <-t.C:
@@ -271,21 +270,12 @@ func (m *cgMember) run(stop <-chan struct{}, fast <-chan struct{}, firstWait tim
 		switch {
 		case changed:
 			wait = 0
-		case fastMode:
+		case fast != nil:
 			wait = 50 * time.Millisecond
 		default:
 			wait = m.interval
 		}
 	}
-}
-
-// fastDone is fast while the member is in fast mode, else a channel that
-// never fires.
-func fastDone(fast <-chan struct{}, on bool) <-chan struct{} {
-	if on {
-		return fast
-	}
-	return nil
 }
 
 func (m *cgMember) leave() error {
@@ -351,7 +341,6 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 	meta.Topics = []string{m.topic}
 	metadata := meta.AppendTo(nil)
 	memberID := ""
-	fastMode := true
 	for {
 		join := kmsg.NewPtrJoinGroupRequest()
 		join.Group, join.MemberID, join.ProtocolType = m.group, memberID, "consumer"
@@ -398,9 +387,9 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 		}
 		m.tr.acquire(m.i, m.owned)
 		// Heartbeat until told to rejoin or stopped.
-		wait := 50 * time.Millisecond
-		if !fastMode {
-			wait = m.every
+		wait := m.every
+		if fast != nil {
+			wait = 50 * time.Millisecond
 		}
 	beating:
 		for {
@@ -413,9 +402,9 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 				leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: memberID}}
 				_, err := do[*kmsg.LeaveGroupResponse](m.c, leaveVersion, leave)
 				return err
-			case <-fastDone(fast, fastMode):
+			case <-fast:
 				t.Stop()
-				fastMode = false
+				fast = nil
 				wait = time.Duration(rand.Int64N(int64(m.every) + 1))
 				continue
 			case <-t.C:
@@ -428,9 +417,9 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 			}
 			switch hr.ErrorCode {
 			case 0:
-				wait = 50 * time.Millisecond
-				if !fastMode {
-					wait = m.every
+				wait = m.every
+				if fast != nil {
+					wait = 50 * time.Millisecond
 				}
 			case kerr.RebalanceInProgress.Code:
 				// Eager: give up everything, then rejoin.
@@ -512,15 +501,9 @@ func benchScaleOut(b *testing.B, addr string, consumer bool) {
 				var err error
 				if consumer {
 					m := newCGMember(i, conns[i], group, scaleTopic, tr)
-					err = m.run(stop, f, 0)
+					err = m.run(stop, f)
 				} else {
 					m := &classicMember{i: i, c: conns[i], group: group, topic: scaleTopic, parts: scalePartitions, tr: tr, every: classicHeartbeat}
-					if !setUp {
-						// The newcomer heartbeats at the real interval
-						// from the start.
-						f = make(chan struct{})
-						close(f)
-					}
 					err = m.run(stop, f)
 				}
 				if err != nil {
@@ -667,7 +650,7 @@ func BenchmarkConsumerJoin(b *testing.B) {
 		for i := range joinMembers {
 			wg.Go(func() {
 				m := newCGMember(i, conns[i], group, joinTopic, nil)
-				if err := m.run(stop, nil, 0); err != nil {
+				if err := m.run(stop, nil); err != nil {
 					errc <- fmt.Errorf("member %d: %w", i, err)
 				}
 			})
@@ -778,59 +761,25 @@ func BenchmarkConsumerHeartbeat(b *testing.B) {
 	}
 	perMember := (float64(after) - float64(before) - float64(idBytes)) / float64(len(members))
 
-	conns := dialAll(b, addr, hbConns, "bench-cg-heartbeat")
-	defer closeAll(conns)
-	round := func() error {
-		return parallel(hbConns, hbConns, func(c int) error {
-			return cgHeartbeatPipelined(conns[c], every(members, c, hbConns), hbDepth)
-		})
-	}
-	if err := round(); err != nil {
-		b.Fatalf("first heartbeat of every member (untimed): %v", err)
-	}
-	for b.Loop() {
-		if err := round(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N*len(members))/b.Elapsed().Seconds(), "heartbeats/s")
+	heartbeatRounds(b, addr, members, cgHeartbeatPipelined)
 	b.ReportMetric(perMember, "heap-B/member")
 }
 
 // cgHeartbeatPipelined sends one plain heartbeat for each member on c,
 // with up to depth in flight, and checks every answer.
 func cgHeartbeatPipelined(c *rawConn, members []*cgMember, depth int) error {
-	type sent struct {
-		m    *cgMember
-		req  *kmsg.ConsumerGroupHeartbeatRequest
-		corr int32
-	}
-	queue := make([]sent, 0, depth)
-	next := 0
-	for next < len(members) || len(queue) > 0 {
-		if next < len(members) && len(queue) < depth {
-			for next < len(members) && len(queue) < depth {
-				m := members[next]
-				next++
-				req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-				req.SetVersion(cgHeartbeatVersion)
-				req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = m.group, m.id, m.epoch, -1
-				queue = append(queue, sent{m, req, c.appendReq(req)})
+	return pipelined(c, members, depth,
+		func(m *cgMember) kmsg.Request {
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.SetVersion(cgHeartbeatVersion)
+			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = m.group, m.id, m.epoch, -1
+			return req
+		},
+		func(m *cgMember, r kmsg.Response) error {
+			resp := r.(*kmsg.ConsumerGroupHeartbeatResponse)
+			if resp.ErrorCode != 0 || resp.MemberEpoch != m.epoch || resp.Assignment != nil {
+				return fmt.Errorf("heartbeat of %s at epoch %d: %v, epoch %d, assignment %v", m.id, m.epoch, kerr.ErrorForCode(resp.ErrorCode), resp.MemberEpoch, resp.Assignment != nil)
 			}
-			if err := c.flush(); err != nil {
-				return fmt.Errorf("ConsumerGroupHeartbeat: write: %w", err)
-			}
-		}
-		s := queue[0]
-		queue = queue[1:]
-		r, err := c.recv(s.req, s.corr)
-		if err != nil {
-			return err
-		}
-		resp := r.(*kmsg.ConsumerGroupHeartbeatResponse)
-		if resp.ErrorCode != 0 || resp.MemberEpoch != s.m.epoch || resp.Assignment != nil {
-			return fmt.Errorf("heartbeat of %s at epoch %d: %v, epoch %d, assignment %v", s.m.id, s.m.epoch, kerr.ErrorForCode(resp.ErrorCode), resp.MemberEpoch, resp.Assignment != nil)
-		}
-	}
-	return nil
+			return nil
+		})
 }

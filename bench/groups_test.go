@@ -967,12 +967,23 @@ func benchHeartbeat(b *testing.B, tg groupTarget) {
 		perMember = (float64(after) - float64(before) - float64(idBytes)) / hbMembers
 	}
 
+	heartbeatRounds(b, addr, members, heartbeatPipelined)
+	if tg.cohort {
+		// After the loop: b.Loop's reset deletes metrics reported before.
+		b.ReportMetric(perMember, "heap-B/member")
+	}
+}
+
+// heartbeatRounds times rounds of one heartbeat from every member, sent
+// by beat over hbConns connections (hbDepth in flight each), after one
+// untimed round that checks every member is still there; it reports
+// heartbeats/s.
+func heartbeatRounds[T any](b *testing.B, addr string, members []T, beat func(*rawConn, []T, int) error) {
 	conns := dialAll(b, addr, hbConns, "bench-heartbeat")
 	defer closeAll(conns)
-	// Heartbeat once, untimed, to check that every member is still there.
 	round := func() error {
 		return parallel(hbConns, hbConns, func(c int) error {
-			return heartbeatPipelined(conns[c], every(members, c, hbConns), hbDepth)
+			return beat(conns[c], every(members, c, hbConns), hbDepth)
 		})
 	}
 	if err := round(); err != nil {
@@ -984,10 +995,6 @@ func benchHeartbeat(b *testing.B, tg groupTarget) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(members))/b.Elapsed().Seconds(), "heartbeats/s")
-	if tg.cohort {
-		// After the loop: b.Loop's reset deletes metrics reported before.
-		b.ReportMetric(perMember, "heap-B/member")
-	}
 }
 
 // every returns xs[i], xs[i+n], xs[i+2n], …: connection i's share of
@@ -1017,24 +1024,40 @@ func dialN(addr string, n int, clientID string) ([]*rawConn, error) {
 // heartbeatPipelined sends one Heartbeat for each member on c, with up to
 // depth in flight, and checks every answer is NONE.
 func heartbeatPipelined(c *rawConn, members []hbMember, depth int) error {
+	return pipelined(c, members, depth,
+		func(m hbMember) kmsg.Request {
+			hb := kmsg.NewPtrHeartbeatRequest()
+			hb.SetVersion(heartbeatVersion)
+			hb.Group, hb.MemberID, hb.Generation = m.group, m.id, m.gen
+			return hb
+		},
+		func(m hbMember, r kmsg.Response) error {
+			if code := r.(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
+				return fmt.Errorf("Heartbeat of %s in %s (generation %d): %w", m.id, m.group, m.gen, codeErr(code))
+			}
+			return nil
+		})
+}
+
+// pipelined sends one request per item on c (built by req, its version
+// set), with up to depth in flight, and checks each answer with check.
+func pipelined[T any](c *rawConn, items []T, depth int, req func(T) kmsg.Request, check func(T, kmsg.Response) error) error {
 	type sent struct {
-		req  *kmsg.HeartbeatRequest
+		item T
+		req  kmsg.Request
 		corr int32
 	}
 	queue := make([]sent, 0, depth)
 	next := 0
-	for next < len(members) || len(queue) > 0 {
-		if next < len(members) && len(queue) < depth {
-			for next < len(members) && len(queue) < depth {
-				m := members[next]
+	for next < len(items) || len(queue) > 0 {
+		if next < len(items) && len(queue) < depth {
+			for next < len(items) && len(queue) < depth {
+				r := req(items[next])
+				queue = append(queue, sent{items[next], r, c.appendReq(r)})
 				next++
-				hb := kmsg.NewPtrHeartbeatRequest()
-				hb.SetVersion(heartbeatVersion)
-				hb.Group, hb.MemberID, hb.Generation = m.group, m.id, m.gen
-				queue = append(queue, sent{hb, c.appendReq(hb)})
 			}
 			if err := c.flush(); err != nil {
-				return fmt.Errorf("Heartbeat: write: %w", err)
+				return fmt.Errorf("%s: write: %w", kmsg.NameForKey(queue[0].req.Key()), err)
 			}
 		}
 		s := queue[0]
@@ -1043,8 +1066,8 @@ func heartbeatPipelined(c *rawConn, members []hbMember, depth int) error {
 		if err != nil {
 			return err
 		}
-		if code := resp.(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
-			return fmt.Errorf("Heartbeat of %s in %s (generation %d): %w", s.req.MemberID, s.req.Group, s.req.Generation, codeErr(code))
+		if err := check(s.item, resp); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package groups_test
 
 import (
-	"sort"
 	"testing"
 	"time"
 
@@ -145,19 +144,12 @@ func (h *harness) advance(d time.Duration) {
 // runtime does when a shard loads: parked requests are forgotten.
 func (h *harness) restart() {
 	h.t.Helper()
-	keys := make([]string, 0, len(h.records))
-	for k := range h.records {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	// A new process draws a new seed: ids handed out before the restart
 	// must not come again.
 	h.cfg.Seed[0]++
 	h.m = groups.New(h.cfg)
-	for _, k := range keys {
-		if err := h.m.Replay(machine.Record{Key: []byte(k), Value: h.records[k]}); err != nil {
-			h.t.Fatalf("replay %x: %v", k, err)
-		}
+	if err := testkit.ReplaySorted(h.records, h.m.Replay); err != nil {
+		h.t.Fatalf("%v", err)
 	}
 	h.timers = map[string]time.Time{}
 	h.apply(h.m.Loaded(h.now))

@@ -2,12 +2,10 @@ package handoff_test
 
 import (
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/handoff"
-	"github.com/cohort-dev/cohort/coordinator/machine"
 )
 
 // FuzzHandoff drives the machine with command sequences decoded from
@@ -58,17 +56,7 @@ func FuzzHandoff(f *testing.F) {
 				}
 			}
 			h.applyUnchecked(out)
-			replayed := handoff.New(h.cfg)
-			keys := make([]string, 0, len(h.records))
-			for k := range h.records {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if err := replayed.Replay(machine.Record{Key: []byte(k), Value: h.records[k]}); err != nil {
-					t.Fatalf("replay: %v", err)
-				}
-			}
+			replayed := h.replayed()
 			live, again := h.m.View(grp), replayed.View(grp)
 			for i := range live.Consumers {
 				live.Consumers[i].Connected = false

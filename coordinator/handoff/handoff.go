@@ -414,11 +414,7 @@ func (m *Machine) Register(now time.Time, groupName, name, topic string, partiti
 			snap.Assigned = append(snap.Assigned, tp)
 		}
 	}
-	m.out.Sends = append(m.out.Sends, Send{Stream: stream, Consumer: name, Commands: []Command{snap}})
-	if m.sends == nil {
-		m.sends = map[string]int{}
-	}
-	m.sends[g.name+"\x00"+name] = len(m.out.Sends) - 1
+	m.send(g, c, snap)
 	for _, tp := range sortedTPs(g.handoffs) {
 		h := g.handoffs[tp]
 		switch {

@@ -10,12 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/handoff"
-	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/internal/testkit"
 )
 
@@ -147,23 +145,23 @@ func (h *harness) advance(d time.Duration) {
 // restart replays the records into a fresh machine: every stream is gone.
 func (h *harness) restart() {
 	h.t.Helper()
-	keys := make([]string, 0, len(h.records))
-	for k := range h.records {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h.m = handoff.New(h.cfg)
-	for _, k := range keys {
-		if err := h.m.Replay(machine.Record{Key: []byte(k), Value: h.records[k]}); err != nil {
-			h.t.Fatalf("replay %x: %v", k, err)
-		}
-	}
+	h.m = h.replayed()
 	for name, s := range h.stream {
 		h.closed[s] = "restart"
 		delete(h.stream, name)
 	}
 	h.timers = map[string]time.Time{}
 	h.apply(h.m.Loaded(h.now))
+}
+
+// replayed is a fresh machine loaded from the records written so far.
+func (h *harness) replayed() *handoff.Machine {
+	h.t.Helper()
+	m := handoff.New(h.cfg)
+	if err := testkit.ReplaySorted(h.records, m.Replay); err != nil {
+		h.t.Fatalf("%v", err)
+	}
+	return m
 }
 
 // check: once any partition has an owner, and unless a rebalance is due
