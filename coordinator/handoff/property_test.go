@@ -50,6 +50,9 @@ type hpConsumer struct {
 	ready, released map[int32]time.Time
 }
 
+// hpStats counts what the schedules exercised, over all of them.
+var hpStats = map[string]int{}
+
 type hpSim struct {
 	t     *testing.T
 	rng   *rand.Rand
@@ -76,7 +79,14 @@ func TestPropertyHandoff(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d schedules", len(seeds))
+	t.Logf("%d schedules: %v", len(seeds), hpStats)
+	if *hpropSeed == 0 && *hpropSchedules >= 50 {
+		for _, k := range []string{"ready", "released", "refused", "restart", "death", "reconnect", "growth"} {
+			if hpStats[k] == 0 {
+				t.Errorf("no schedule exercised %q", k)
+			}
+		}
+	}
 }
 
 func runHandoffSchedule(t *testing.T, seed int64, long bool) (msg string) {
@@ -114,9 +124,11 @@ func runHandoffSchedule(t *testing.T, seed int64, long bool) (msg string) {
 		case x < 0.77 && s.h.parts < 200:
 			s.h.parts += int32(1 + s.rng.IntN(8))
 			s.tr("partitions → %d", s.h.parts)
+			hpStats["growth"]++
 			s.h.apply(s.h.m.Partitions(s.h.now, grp, topic, s.h.parts))
 		case x < 0.79:
 			s.tr("coordinator restart")
+			hpStats["restart"]++
 			s.h.restart()
 			for _, c := range s.cs {
 				if c.connected {
@@ -164,6 +176,9 @@ func (s *hpSim) spawn() {
 
 func (s *hpSim) connect(c *hpConsumer) {
 	s.tr("%s registers", c.name)
+	if c.seen > 0 || !c.backAt.IsZero() {
+		hpStats["reconnect"]++
+	}
 	c.connected, c.owned, c.seen = true, map[int32]bool{}, 0
 	c.ready, c.released = map[int32]time.Time{}, map[int32]time.Time{}
 	s.h.register(c.name)
@@ -203,6 +218,7 @@ func (s *hpSim) kill() {
 		return
 	}
 	s.tr("%s dies", c.name)
+	hpStats["death"]++
 	c.alive, c.connected = false, false
 	s.h.disconnect(c.name)
 	s.check()
@@ -296,6 +312,7 @@ func (s *hpSim) act(c *hpConsumer) {
 			delete(c.ready, p)
 			err := s.h.ready(c.name, p)
 			s.tr("%s ready %d: %v", c.name, p, err)
+			hpStats[map[bool]string{true: "ready", false: "refused"}[err == nil]]++
 			// It may have been cancelled (the old owner died and the
 			// partition was placed again, or the coordinator
 			// restarted and resent the warm): a refusal must say so.
@@ -310,6 +327,7 @@ func (s *hpSim) act(c *hpConsumer) {
 			delete(c.released, p)
 			err := s.h.released(c.name, p)
 			s.tr("%s released %d: %v", c.name, p, err)
+			hpStats[map[bool]string{true: "released", false: "refused"}[err == nil]]++
 			if err != nil && !isCode(err, handoff.FailedPrecondition) {
 				s.h.t.Fatalf("%s released %d: %v", c.name, p, err)
 			}
