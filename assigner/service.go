@@ -104,7 +104,7 @@ func Start(cfg Config) (*Service, error) {
 		ID:    record.AssignerShard,
 		Store: cfg.Store,
 		New: func() coordinator.Machine {
-			return handoff.New(handoff.Config{Shard: record.AssignerShard, LeaseTTL: cfg.LeaseTTL, Debounce: cfg.Debounce}).Shard()
+			return handoff.New(handoff.Config{Shard: record.AssignerShard, LeaseTTL: cfg.LeaseTTL, Debounce: cfg.Debounce}).Machine()
 		},
 		Fail:   func(coordinator.Request, int16) coordinator.Reply { return coordinator.Reply{Out: errUnavailable} },
 		Push:   s.push,

@@ -27,7 +27,6 @@ import (
 type Coordinator struct {
 	cfg    Config
 	shards []*Shard
-	tenant string
 	topics func() *machine.Catalog
 }
 
@@ -152,209 +151,93 @@ func (c *Coordinator) Close() {
 	wg.Wait()
 }
 
-// ShardFor returns the shard that owns group.
-func (c *Coordinator) ShardFor(group string) int {
+// ShardFor returns the shard that owns a tenant's group.
+func (c *Coordinator) ShardFor(tenant, group string) int {
 	h := fnv.New32a()
-	h.Write([]byte(c.tenant))
+	h.Write([]byte(tenant))
 	h.Write([]byte{0})
 	h.Write([]byte(group))
 	return int(h.Sum32() % uint32(len(c.shards)))
 }
 
 // Handle starts serving a group request and returns a function that
-// waits for its response. ClientID and ClientHost of req identify the
-// connection (JoinGroup records them); ID is ignored.
+// waits for its response. Tenant, ClientID and ClientHost of req identify
+// the organisation and the connection; ID is ignored.
 //
-// It serves JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-// OffsetFetch, OffsetDelete, DescribeGroups, ListGroups and DeleteGroups.
-// OffsetCommit and OffsetDelete must name only existing partitions:
-// checking topics is the broker's part.
+// It serves every API of groups.APIs: the API's registration names the
+// groups a request is for, and a request naming groups of several shards
+// is split and its answers merged in request order.
 func (c *Coordinator) Handle(req Request) func() kmsg.Response {
 	if c.topics != nil && req.Topics == nil {
 		req.Topics = c.topics()
 	}
-	switch r := req.Msg.(type) {
-	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return c.one(req, r.Group)
-	case *kmsg.ConsumerGroupDescribeRequest:
-		return c.consumerDescribe(req, r)
-	case *kmsg.JoinGroupRequest:
-		return c.one(req, r.Group)
-	case *kmsg.SyncGroupRequest:
-		return c.one(req, r.Group)
-	case *kmsg.HeartbeatRequest:
-		return c.one(req, r.Group)
-	case *kmsg.LeaveGroupRequest:
-		return c.one(req, r.Group)
-	case *kmsg.OffsetCommitRequest:
-		return c.one(req, r.Group)
-	case *kmsg.OffsetDeleteRequest:
-		return c.one(req, r.Group)
-	case *kmsg.OffsetFetchRequest:
-		if r.Version < 8 {
-			return c.one(req, r.Group)
-		}
-		return c.offsetFetchGroups(req, r)
-	case *kmsg.DescribeGroupsRequest:
-		return c.describeGroups(req, r)
-	case *kmsg.DeleteGroupsRequest:
-		return c.deleteGroups(req, r)
-	case *kmsg.ListGroupsRequest:
-		return c.listGroups(req, r)
+	api, ok := groups.Lookup(req.Msg.Key())
+	if !ok {
+		resp := req.Msg.ResponseKind()
+		resp.SetVersion(req.Msg.GetVersion())
+		return func() kmsg.Response { return resp }
 	}
-	resp := ErrorResponse(req.Msg, kerr.InvalidRequest.Code)
-	return func() kmsg.Response { return resp }
+	if api.Groups == nil { // every shard
+		waits := make([]func() kmsg.Response, len(c.shards))
+		for i := range c.shards {
+			waits[i] = c.submit(api, i, req)
+		}
+		return func() kmsg.Response {
+			parts := make([]kmsg.Response, len(waits))
+			for i, w := range waits {
+				parts[i] = w()
+			}
+			return api.Merge(req.Msg, make([][]int, len(parts)), parts)
+		}
+	}
+	names := api.Groups(req.Msg)
+	shards, idx := c.split(req.Tenant, names)
+	if len(shards) == 1 {
+		return c.submit(api, shards[0], req)
+	}
+	waits := make([]func() kmsg.Response, len(shards))
+	parts := make([][]int, len(shards))
+	for k, s := range shards {
+		part := req
+		part.Msg = api.Split(req.Msg, idx[s])
+		parts[k] = idx[s]
+		waits[k] = c.submit(api, s, part)
+	}
+	return func() kmsg.Response {
+		resps := make([]kmsg.Response, len(waits))
+		for k, w := range waits {
+			resps[k] = w()
+		}
+		return api.Merge(req.Msg, parts, resps)
+	}
 }
 
 // submit sends req to shard i.
-func (c *Coordinator) submit(i int, req Request) func() kmsg.Response {
+func (c *Coordinator) submit(api *groups.API, i int, req Request) func() kmsg.Response {
 	ch, err := c.shards[i].Submit(req)
 	if err != nil {
-		resp := ErrorResponse(req.Msg, kerr.CoordinatorNotAvailable.Code)
+		resp := api.Error(req.Msg, kerr.CoordinatorNotAvailable.Code)
 		return func() kmsg.Response { return resp }
 	}
 	return func() kmsg.Response { return (<-ch).Resp }
 }
 
-func (c *Coordinator) one(req Request, group string) func() kmsg.Response {
-	return c.submit(c.ShardFor(group), req)
-}
-
-// split groups the indexes of names by shard, in shard order.
-func (c *Coordinator) split(names []string) (shards []int, idx map[int][]int) {
+// split groups the indexes of names by shard, in shard order of first
+// appearance. A request that names no group goes to the shard of "".
+func (c *Coordinator) split(tenant string, names []string) (shards []int, idx map[int][]int) {
 	idx = map[int][]int{}
+	if len(names) == 0 {
+		s := c.ShardFor(tenant, "")
+		return []int{s}, map[int][]int{s: nil}
+	}
 	for i, n := range names {
-		s := c.ShardFor(n)
+		s := c.ShardFor(tenant, n)
 		if _, ok := idx[s]; !ok {
 			shards = append(shards, s)
 		}
 		idx[s] = append(idx[s], i)
 	}
 	return shards, idx
-}
-
-// fanOut serves a request that names groups of several shards: each
-// shard gets the part it owns (sub builds it from the indexes of its
-// names), and the answers are merged back in request order (results
-// takes a part's per-group results, build makes the whole response).
-func fanOut[E any](c *Coordinator, req Request, names []string, sub func(idx []int) kmsg.Request, results func(kmsg.Response) []E, build func([]E) kmsg.Response) func() kmsg.Response {
-	shards, idx := c.split(names)
-	waits := make([]func() kmsg.Response, len(shards))
-	for k, s := range shards {
-		req.Msg = sub(idx[s])
-		waits[k] = c.submit(s, req)
-	}
-	return func() kmsg.Response {
-		out := make([]E, len(names))
-		for k, s := range shards {
-			part := results(waits[k]())
-			for j, i := range idx[s] {
-				out[i] = part[j]
-			}
-		}
-		return build(out)
-	}
-}
-
-func (c *Coordinator) describeGroups(req Request, r *kmsg.DescribeGroupsRequest) func() kmsg.Response {
-	return fanOut(c, req, r.Groups,
-		func(idx []int) kmsg.Request {
-			sub := *r
-			sub.Groups = pick(r.Groups, idx)
-			return &sub
-		},
-		func(resp kmsg.Response) []kmsg.DescribeGroupsResponseGroup {
-			return resp.(*kmsg.DescribeGroupsResponse).Groups
-		},
-		func(gs []kmsg.DescribeGroupsResponseGroup) kmsg.Response {
-			resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
-			resp.Version, resp.Groups = r.Version, gs
-			return resp
-		})
-}
-
-func (c *Coordinator) consumerDescribe(req Request, r *kmsg.ConsumerGroupDescribeRequest) func() kmsg.Response {
-	return fanOut(c, req, r.Groups,
-		func(idx []int) kmsg.Request {
-			sub := *r
-			sub.Groups = pick(r.Groups, idx)
-			return &sub
-		},
-		func(resp kmsg.Response) []kmsg.ConsumerGroupDescribeResponseGroup {
-			return resp.(*kmsg.ConsumerGroupDescribeResponse).Groups
-		},
-		func(gs []kmsg.ConsumerGroupDescribeResponseGroup) kmsg.Response {
-			resp := r.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-			resp.Version, resp.Groups = r.Version, gs
-			return resp
-		})
-}
-
-func (c *Coordinator) deleteGroups(req Request, r *kmsg.DeleteGroupsRequest) func() kmsg.Response {
-	// Duplicates are answered once, as Kafka collapses them.
-	var names []string
-	seen := map[string]bool{}
-	for _, g := range r.Groups {
-		if !seen[g] {
-			seen[g] = true
-			names = append(names, g)
-		}
-	}
-	return fanOut(c, req, names,
-		func(idx []int) kmsg.Request {
-			sub := *r
-			sub.Groups = pick(names, idx)
-			return &sub
-		},
-		func(resp kmsg.Response) []kmsg.DeleteGroupsResponseGroup {
-			return resp.(*kmsg.DeleteGroupsResponse).Groups
-		},
-		func(gs []kmsg.DeleteGroupsResponseGroup) kmsg.Response {
-			resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
-			resp.Version, resp.Groups = r.Version, gs
-			return resp
-		})
-}
-
-func (c *Coordinator) offsetFetchGroups(req Request, r *kmsg.OffsetFetchRequest) func() kmsg.Response {
-	names := make([]string, len(r.Groups))
-	for i, g := range r.Groups {
-		names[i] = g.Group
-	}
-	return fanOut(c, req, names,
-		func(idx []int) kmsg.Request {
-			sub := *r
-			sub.Groups = pick(r.Groups, idx)
-			return &sub
-		},
-		func(resp kmsg.Response) []kmsg.OffsetFetchResponseGroup {
-			return resp.(*kmsg.OffsetFetchResponse).Groups
-		},
-		func(gs []kmsg.OffsetFetchResponseGroup) kmsg.Response {
-			resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
-			resp.Version, resp.Groups = r.Version, gs
-			return resp
-		})
-}
-
-func (c *Coordinator) listGroups(req Request, r *kmsg.ListGroupsRequest) func() kmsg.Response {
-	waits := make([]func() kmsg.Response, len(c.shards))
-	for i := range c.shards {
-		waits[i] = c.submit(i, req)
-	}
-	return func() kmsg.Response {
-		resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
-		resp.Version = r.Version
-		resp.Groups = []kmsg.ListGroupsResponseGroup{}
-		for _, w := range waits {
-			part := w().(*kmsg.ListGroupsResponse)
-			if part.ErrorCode != 0 && resp.ErrorCode == 0 {
-				resp.ErrorCode = part.ErrorCode
-			}
-			resp.Groups = append(resp.Groups, part.Groups...)
-		}
-		return resp
-	}
 }
 
 // TopicsDeleted removes every group's committed offsets of the deleted
@@ -367,7 +250,7 @@ func (c *Coordinator) TopicsDeleted(topics []string) {
 	}
 	var waits []<-chan Reply
 	for _, s := range c.shards {
-		if ch, err := s.Submit(Request{DeletedTopics: topics}); err == nil {
+		if ch, err := s.Submit(Request{Cmd: groups.DeleteTopicsCmd{Topics: topics}}); err == nil {
 			waits = append(waits, ch)
 		}
 	}
@@ -387,7 +270,7 @@ func (c *Coordinator) ReconcileTopics(live map[string][16]byte) {
 	}
 	var waits []<-chan Reply
 	for _, s := range c.shards {
-		if ch, err := s.Submit(Request{LiveTopics: live}); err == nil {
+		if ch, err := s.Submit(Request{Cmd: groups.ReconcileTopicsCmd{Live: live}}); err == nil {
 			waits = append(waits, ch)
 		}
 	}
@@ -396,99 +279,23 @@ func (c *Coordinator) ReconcileTopics(live map[string][16]byte) {
 	}
 }
 
-// failReply answers a Kafka request the shard could not complete.
+// failReply answers a request the shard could not complete: a Kafka
+// request with its API's error response, a command with nothing.
 func failReply(req Request, code int16) Reply {
+	if req.Msg == nil {
+		return Reply{}
+	}
 	return Reply{Resp: ErrorResponse(req.Msg, code)}
 }
 
-func pick[T any](all []T, idx []int) []T {
-	out := make([]T, len(idx))
-	for j, i := range idx {
-		out[j] = all[i]
-	}
-	return out
-}
-
-// ErrorResponse answers req with code everywhere a response of its kind
-// carries an error: what a shard that cannot serve a request sends
-// (COORDINATOR_NOT_AVAILABLE, retriable).
+// ErrorResponse answers a group API request with code everywhere a
+// response of its kind carries an error: what a shard that cannot serve a
+// request sends (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, ...).
 func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
-	if req == nil {
-		return nil // an internal request (TopicsDeleted)
-	}
-	v := req.GetVersion()
-	switch r := req.(type) {
-	case *kmsg.JoinGroupRequest:
-		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.Version, resp.ErrorCode, resp.Generation, resp.MemberID = v, code, -1, r.MemberID
-		if v < 7 {
-			resp.Protocol = new(string)
-		}
-		return resp
-	case *kmsg.SyncGroupRequest:
-		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.Version, resp.ErrorCode = v, code
-		return resp
-	case *kmsg.HeartbeatRequest:
-		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
-		resp.Version, resp.ErrorCode = v, code
-		return resp
-	case *kmsg.LeaveGroupRequest:
-		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
-		resp.Version, resp.ErrorCode = v, code
-		return resp
-	case *kmsg.OffsetCommitRequest:
-		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
-		resp.Version = v
-		for _, t := range r.Topics {
-			rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
-			for _, p := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
-	case *kmsg.OffsetFetchRequest:
-		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
-		resp.Version, resp.ErrorCode = v, code
-		if v < 2 {
-			// v0–1 have no top-level error: it goes in every partition.
-			for _, t := range r.Topics {
-				rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
-				for _, p := range t.Partitions {
-					rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: new(string), ErrorCode: code})
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-		}
-		for _, g := range r.Groups {
-			resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: g.Group, ErrorCode: code})
-		}
-		return resp
-	case *kmsg.OffsetDeleteRequest:
-		resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
-		resp.Version, resp.ErrorCode = v, code
-		return resp
-	case *kmsg.DescribeGroupsRequest:
-		resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
-		resp.Version = v
-		for _, g := range r.Groups {
-			resp.Groups = append(resp.Groups, kmsg.DescribeGroupsResponseGroup{Group: g, ErrorCode: code, AuthorizedOperations: -2147483648})
-		}
-		return resp
-	case *kmsg.ListGroupsRequest:
-		resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
-		resp.Version, resp.ErrorCode = v, code
-		return resp
-	case *kmsg.DeleteGroupsRequest:
-		resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
-		resp.Version = v
-		for _, g := range r.Groups {
-			resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: code})
-		}
-		return resp
+	if api, ok := groups.Lookup(req.Key()); ok {
+		return api.Error(req, code)
 	}
 	resp := req.ResponseKind()
-	resp.SetVersion(v)
+	resp.SetVersion(req.GetVersion())
 	return resp
 }

@@ -179,7 +179,7 @@ func TestRestartRestoresGroups(t *testing.T) {
 
 func groupRecord(t *testing.T, st store.Store, c *coordinator.Coordinator, group string) record.ClassicGroup {
 	t.Helper()
-	key := record.GroupKey{Shard: uint16(c.ShardFor(group)), Group: group}.Key()
+	key := record.GroupKey{Shard: uint16(c.ShardFor("", group)), Group: group}.Key()
 	v, err := st.Get(key)
 	if err != nil {
 		t.Fatalf("group record: %v", err)
@@ -256,4 +256,66 @@ func TestCustomAssignor(t *testing.T) {
 			t.Fatalf("target of %s: %d partitions", m.MemberID, n)
 		}
 	}
+}
+
+// handleAs is handle for a tenant.
+func handleAs[R kmsg.Response](t *testing.T, c *coordinator.Coordinator, tenant string, v int16, req kmsg.Request) R {
+	t.Helper()
+	req.SetVersion(v)
+	return (c.Handle(coordinator.Request{Msg: req, Tenant: tenant, ClientID: "test", ClientHost: "/127.0.0.1"})()).(R)
+}
+
+// Two tenants' groups of the same name are two groups: their offsets,
+// their members and their listings never meet, also after a restart.
+func TestTenantsHaveSeparateGroups(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	c := start(t, st)
+	for tenant, off := range map[string]int64{"org-a": 10, "org-b": 20} {
+		resp := handleAs[*kmsg.OffsetCommitResponse](t, c, tenant, 8, commitReq("g", "", -1, off))
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("%s: commit: %v", tenant, kerr.ErrorForCode(code))
+		}
+	}
+	// org-a's group also gets a member; org-b's stays Empty.
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0}}}
+	jr := handleAs[*kmsg.JoinGroupResponse](t, c, "org-a", 3, join)
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(jr.ErrorCode))
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.Generation, sync.MemberID = "g", jr.Generation, jr.MemberID
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: jr.MemberID, MemberAssignment: []byte{1}}}
+	if r := handleAs[*kmsg.SyncGroupResponse](t, c, "org-a", 3, sync); r.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	check := func(c *coordinator.Coordinator) {
+		t.Helper()
+		for tenant, want := range map[string]int64{"org-a": 10, "org-b": 20, "": -1} {
+			fetch := kmsg.NewPtrOffsetFetchRequest()
+			fetch.Group = "g"
+			fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+			r := handleAs[*kmsg.OffsetFetchResponse](t, c, tenant, 5, fetch)
+			if got := r.Topics[0].Partitions[0].Offset; got != want {
+				t.Errorf("tenant %q fetches offset %d, want %d", tenant, got, want)
+			}
+			list := handleAs[*kmsg.ListGroupsResponse](t, c, tenant, 4, kmsg.NewPtrListGroupsRequest())
+			var listed []string
+			for _, g := range list.Groups {
+				listed = append(listed, g.Group+"/"+g.GroupState)
+			}
+			wantList := map[string][]string{"org-a": {"g/Stable"}, "org-b": {"g/Empty"}, "": nil}[tenant]
+			if !slices.Equal(listed, wantList) {
+				t.Errorf("tenant %q lists %v, want %v", tenant, listed, wantList)
+			}
+		}
+	}
+	check(c)
+	c.Close()
+	c = start(t, st)
+	defer c.Close()
+	defer st.Close()
+	check(c)
 }

@@ -5,9 +5,10 @@
 // This file is the shard runtime (Kafka's CoordinatorRuntime, one context
 // per shard). A Machine is pure: given (state, request, now) it returns
 // records, replies and timer changes, and it changes its durable state only
-// by replaying records, so that live handling and loading at start-up run
-// the same code. The runtime does all the I/O, owns the clock, and is the
-// only place with goroutines.
+// through its Replay (the one record rule, coordinator/machine), which the
+// runtime calls for the stored records at load and the machine calls for
+// each record it emits. The runtime does all the I/O, owns the clock, and
+// is the only place with goroutines.
 package coordinator
 
 import (
@@ -285,17 +286,11 @@ func (s *Shard) wrote(w *writeResult) {
 	s.release()
 }
 
-// apply replays an output's records, queues them for writing, holds its
-// replies behind them and updates the timers.
+// apply queues an output's records for writing (the machine has applied
+// them already), holds its replies behind them and updates the timers.
 func (s *Shard) apply(out Output) {
-	for _, r := range out.Records {
-		if err := s.m.Replay(r); err != nil {
-			// A machine that cannot replay its own record is broken.
-			panic(fmt.Sprintf("coordinator: shard %d cannot replay its own record %x: %v", s.cfg.ID, r.Key, err))
-		}
-		s.seq++
-		s.pending = append(s.pending, r)
-	}
+	s.seq += uint64(len(out.Records))
+	s.pending = append(s.pending, out.Records...)
 	for _, r := range out.Replies {
 		s.held = append(s.held, held{gate: s.seq, reply: r})
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
@@ -33,11 +34,14 @@ type counters struct {
 	values map[string]int64
 	parked map[string][]coordinator.RequestID
 	loaded int
+	rec    machine.Recorder
 }
 
 func newCounters(shard uint16) func() coordinator.Machine {
 	return func() coordinator.Machine {
-		return &counters{shard: shard, values: map[string]int64{}, parked: map[string][]coordinator.RequestID{}}
+		c := &counters{shard: shard, values: map[string]int64{}, parked: map[string][]coordinator.RequestID{}}
+		c.rec.Replay = c.Replay
+		return c
 	}
 }
 
@@ -60,8 +64,10 @@ func (c *counters) Replay(r coordinator.Record) error {
 
 func (c *counters) Loaded(time.Time) coordinator.Output { c.loaded++; return coordinator.Output{} }
 
-func (c *counters) set(name string, v int64) coordinator.Record {
-	return coordinator.Record{Key: c.key(name), Value: binary.BigEndian.AppendUint64(nil, uint64(v))}
+// set emits the counter's new value: the one record rule.
+func (c *counters) set(name string, v int64) []coordinator.Record {
+	c.rec.Emit(c.key(name), binary.BigEndian.AppendUint64(nil, uint64(v)))
+	return c.rec.Take()
 }
 
 func answer(id coordinator.RequestID, v int64) coordinator.Reply {
@@ -76,7 +82,7 @@ func (c *counters) Handle(now time.Time, req coordinator.Request) coordinator.Ou
 	v := c.values[name]
 	switch op {
 	case "inc":
-		return coordinator.Output{Records: []coordinator.Record{c.set(name, v+1)}, Replies: []coordinator.Reply{answer(req.ID, v+1)}}
+		return coordinator.Output{Records: c.set(name, v+1), Replies: []coordinator.Reply{answer(req.ID, v+1)}}
 	case "get":
 		return coordinator.Output{Replies: []coordinator.Reply{answer(req.ID, v)}}
 	case "park":
@@ -92,7 +98,7 @@ func (c *counters) Handle(now time.Time, req coordinator.Request) coordinator.Ou
 	case "push":
 		// A record, then a push that must wait for it.
 		return coordinator.Output{
-			Records: []coordinator.Record{c.set(name, v+1)},
+			Records: c.set(name, v+1),
 			Pushes:  []coordinator.Push{{Stream: uint64(r.ProducerID), Msg: v + 1}},
 			Replies: []coordinator.Reply{answer(req.ID, v+1)},
 		}
@@ -106,7 +112,7 @@ func (c *counters) Handle(now time.Time, req coordinator.Request) coordinator.Ou
 }
 
 func (c *counters) Fire(_ time.Time, key string) coordinator.Output {
-	return coordinator.Output{Records: []coordinator.Record{c.set(key, c.values[key]+100)}}
+	return coordinator.Output{Records: c.set(key, c.values[key]+100)}
 }
 
 func fail(req coordinator.Request, code int16) coordinator.Reply {

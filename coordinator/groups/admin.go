@@ -1,7 +1,14 @@
 package groups
 
+// The group admin APIs: DescribeGroups, ListGroups and DeleteGroups
+// (§15–17) over every protocol, ConsumerGroupDescribe for consumer groups,
+// and the deletion of a group.
+
 import (
+	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,19 +22,23 @@ const allGroupOperations = 1<<3 | 1<<6 | 1<<8 | 1<<10 | 1<<11
 
 // describeGroups is Kafka's describeGroups (§15), for the groups of this
 // shard in the request.
-func (mc *Machine) describeGroups(req machine.Request, r *kmsg.DescribeGroupsRequest) {
+func (s *Shard) describeGroups(_ time.Time, req machine.Request, r *kmsg.DescribeGroupsRequest) {
 	resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	resp.Version = r.Version
 	for _, name := range r.Groups {
 		d := kmsg.DescribeGroupsResponseGroup{Group: name, State: "Dead", AuthorizedOperations: -2147483648}
-		g := mc.groups[name]
+		e := s.lookup(req.Tenant, name)
+		var g *classicGroup
+		if e != nil {
+			g = e.classic
+		}
 		switch {
-		case g == nil || g.state == dead || g.cg != nil:
+		case g == nil || g.state == dead:
 			// As Kafka, a consumer group is no classic group here.
 			if r.Version >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "Group " + name + " not found."
-				if g != nil && g.cg != nil {
+				if e != nil && e.consumer != nil {
 					msg = "Group " + name + " is not a classic group."
 				}
 				d.ErrorMessage = &msg
@@ -56,28 +67,32 @@ func (mc *Machine) describeGroups(req machine.Request, r *kmsg.DescribeGroupsReq
 		}
 		resp.Groups = append(resp.Groups, d)
 	}
-	mc.reply(req.ID, resp)
+	s.reply(req.ID, resp)
 }
 
 // listGroups is Kafka's listGroups (§16) over this shard's groups.
-func (mc *Machine) listGroups(req machine.Request, r *kmsg.ListGroupsRequest) {
+func (s *Shard) listGroups(_ time.Time, req machine.Request, r *kmsg.ListGroupsRequest) {
 	resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
 	resp.Version = r.Version
 	// As Kafka: filters match case-insensitively, trimmed.
 	states, types := filterSet(r.StatesFilter), filterSet(r.TypesFilter)
-	for _, name := range mc.sortedGroupNames() {
-		g := mc.groups[name]
-		if g.state == dead {
-			continue
+	for _, e := range s.sortedGroups() {
+		if e.tenant != req.Tenant {
+			continue // organisations never see each other's groups
 		}
-		if g.cg != nil {
-			state := g.cg.state()
+		name := e.name
+		if g := e.consumer; g != nil {
+			state := g.state()
 			if (len(states) > 0 && !states[strings.ToLower(state)]) || (len(types) > 0 && !types["consumer"]) {
 				continue
 			}
 			resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
 				Group: name, ProtocolType: "consumer", GroupState: state, GroupType: "consumer",
 			})
+			continue
+		}
+		g := e.classic
+		if g == nil || g.state == dead {
 			continue
 		}
 		if len(states) > 0 && !states[strings.ToLower(g.state.String())] {
@@ -90,11 +105,11 @@ func (mc *Machine) listGroups(req machine.Request, r *kmsg.ListGroupsRequest) {
 			Group: name, ProtocolType: g.protocolType, GroupState: g.state.String(), GroupType: "classic",
 		})
 	}
-	mc.reply(req.ID, resp)
+	s.reply(req.ID, resp)
 }
 
 // deleteGroups is Kafka's deleteGroups (§17) for this shard's groups.
-func (mc *Machine) deleteGroups(req machine.Request, r *kmsg.DeleteGroupsRequest) {
+func (s *Shard) deleteGroups(_ time.Time, req machine.Request, r *kmsg.DeleteGroupsRequest) {
 	resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	resp.Version = r.Version
 	seen := map[string]bool{}
@@ -104,24 +119,26 @@ func (mc *Machine) deleteGroups(req machine.Request, r *kmsg.DeleteGroupsRequest
 		}
 		seen[name] = true
 		res := kmsg.DeleteGroupsResponseGroup{Group: name}
-		g := mc.groups[name]
+		e := s.lookup(req.Tenant, name)
 		switch {
-		case g == nil || g.state == dead:
+		case e == nil || (e.classic != nil && e.classic.state == dead):
 			res.ErrorCode = kerr.GroupIDNotFound.Code
-		case g.cg != nil:
-			if len(g.cg.members) > 0 {
+		case e.consumer != nil:
+			if len(e.consumer.members) > 0 {
 				res.ErrorCode = kerr.NonEmptyGroup.Code
 			} else {
-				mc.deleteConsumerGroup(g, true)
+				s.deleteOffsets(e)
+				s.emitRemoveConsumer(e.consumer)
 			}
-		case g.state != empty:
+		case e.classic.state != empty:
 			res.ErrorCode = kerr.NonEmptyGroup.Code
 		default:
-			mc.deleteGroup(g, true)
+			s.deleteOffsets(e)
+			s.deleteClassic(e.classic)
 		}
 		resp.Groups = append(resp.Groups, res)
 	}
-	mc.reply(req.ID, resp)
+	s.reply(req.ID, resp)
 }
 
 func filterSet(filter []string) map[string]bool {
@@ -130,4 +147,80 @@ func filterSet(filter []string) map[string]bool {
 		set[strings.TrimSpace(strings.ToLower(f))] = true
 	}
 	return set
+}
+
+// deleteClassic removes an Empty classic group (its offsets must be gone
+// already, or go with it elsewhere): its timers, then its record's
+// tombstone, whose replay takes the group away.
+func (s *Shard) deleteClassic(g *classicGroup) {
+	for _, id := range sortedKeys(g.pendingJoin) {
+		s.timer(memberTimer(timerMember, g.gkey, id), time.Time{})
+	}
+	s.timer(groupTimer(timerJoin, g.gkey), time.Time{})
+	s.timer(groupTimer(timerSync, g.gkey), time.Time{})
+	g.state = dead
+	s.emit(s.key(g.gkey).Key(), nil)
+}
+
+// consumerDescribe is Kafka's consumerGroupDescribe: a group that does not
+// exist or is not a consumer group is GROUP_ID_NOT_FOUND.
+func (s *Shard) consumerDescribe(_ time.Time, req machine.Request, r *kmsg.ConsumerGroupDescribeRequest) {
+	resp := r.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+	resp.Version = r.Version
+	for _, name := range r.Groups {
+		d := kmsg.NewConsumerGroupDescribeResponseGroup()
+		d.Group = name
+		e := s.lookup(req.Tenant, name)
+		if e == nil || e.consumer == nil {
+			d.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := fmt.Sprintf("Group %s not found.", name)
+			if e != nil {
+				msg = fmt.Sprintf("Group %s is not a consumer group.", name)
+			}
+			d.ErrorMessage = &msg
+			resp.Groups = append(resp.Groups, d)
+			continue
+		}
+		g := e.consumer
+		d.State, d.Epoch, d.AssignmentEpoch = g.state(), g.epoch, g.targetEpoch
+		d.AssignorName = s.groupAssignor(g).Name()
+		if r.IncludeAuthorizedOperations {
+			d.AuthorizedOperations = allGroupOperations
+		}
+		for _, m := range g.sortedMembers() {
+			dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
+			dm.MemberID, dm.InstanceID, dm.RackID = m.id, m.instance, m.rack
+			dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.epoch, m.clientID, m.clientHost
+			dm.SubscribedTopics = slices.Clone(m.topics)
+			if dm.SubscribedTopics == nil {
+				dm.SubscribedTopics = []string{}
+			}
+			if m.regex != "" {
+				dm.SubscribedTopicRegex = &m.regex
+			}
+			dm.Assignment.TopicPartitions = s.describeAssignment(m.assigned)
+			dm.TargetAssignment.TopicPartitions = s.describeAssignment(g.target[m.id])
+			dm.MemberType = 1 // a consumer-protocol member
+			d.Members = append(d.Members, dm)
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	s.reply(req.ID, resp)
+}
+
+// describeAssignment lists a by topic name; topics the catalog does not
+// know are left out, as Kafka does.
+func (s *Shard) describeAssignment(a tps) []kmsg.AssignmentTopicPartition {
+	out := []kmsg.AssignmentTopicPartition{}
+	for _, t := range a.records() {
+		name, ok := "", false
+		if s.catalog != nil {
+			name, ok = s.catalog.ByID[t.TopicID]
+		}
+		if !ok {
+			continue
+		}
+		out = append(out, kmsg.AssignmentTopicPartition{TopicID: t.TopicID, Topic: name, Partitions: slices.Clone(t.Partitions)})
+	}
+	return out
 }

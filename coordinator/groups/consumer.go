@@ -4,14 +4,15 @@ package groups
 //
 // A consumer group's durable state is Kafka's five record kinds: the group
 // epoch, each member's metadata, the target assignment's epoch, each
-// member's target, and each member's current assignment. Unlike the
-// classic record (one image of the whole group), these records are the
-// only way the state changes: a handler emits a record and applies it at
-// once through the same code that replays it at load (emit), so live state
-// and replayed state cannot differ. Timers and deadlines are soft state.
+// member's target, and each member's current assignment. Handlers emit
+// them and replayConsumer applies them, live and at load. Timers,
+// deadlines and the catalog version last hashed are soft state.
 
 import (
 	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"hash/fnv"
 	"regexp"
 	"slices"
@@ -111,8 +112,8 @@ type tp struct {
 	p  int32
 }
 
-// cmember is a consumer group member (Kafka's ConsumerGroupMember).
-type cmember struct {
+// consumerMember is a consumer group member (Kafka's ConsumerGroupMember).
+type consumerMember struct {
 	id string
 	// From the member metadata record.
 	instance, rack   *string
@@ -136,13 +137,15 @@ type cmember struct {
 	revokeEpoch       int32
 }
 
-// cgroup is a consumer group's KIP-848 state.
-type cgroup struct {
+// consumerGroup is a KIP-848 consumer group (Kafka's ConsumerGroup).
+type consumerGroup struct {
+	*group
+
 	epoch       int32
 	metaHash    uint64
 	targetEpoch int32
 	targetTime  int64 // Unix ms the assignor last ran
-	members     map[string]*cmember
+	members     map[string]*consumerMember
 	static      map[string]string // instance id → member id
 	target      map[string]tps
 	// owners is Kafka's currentPartitionEpoch: the epoch of the member
@@ -154,57 +157,88 @@ type cgroup struct {
 	hashAt uint64
 }
 
-func newCgroup() *cgroup {
-	return &cgroup{
-		members: map[string]*cmember{},
+// newConsumerGroup gives g an empty consumer part.
+func newConsumerGroup(g *group) *consumerGroup {
+	c := &consumerGroup{
+		group:   g,
+		members: map[string]*consumerMember{},
 		static:  map[string]string{},
 		target:  map[string]tps{},
 		owners:  map[tp]int32{},
 	}
+	g.consumer = c
+	return c
+}
+
+// durableState renders what the group's records hold.
+func (g *consumerGroup) durableState() []string {
+	out := []string{fmt.Sprintf("  consumer epoch=%d hash=%x target=%d@%d", g.epoch, g.metaHash, g.targetEpoch, g.targetTime)}
+	for _, m := range g.sortedMembers() {
+		out = append(out, fmt.Sprintf("  member %s inst=%v rack=%v client=%s/%s topics=%v regex=%q rt=%d assignor=%q epoch=%d/%d state=%v assigned=%v revoking=%v",
+			m.id, deref(m.instance), deref(m.rack), m.clientID, m.clientHost, m.topics, m.regex, m.rebalanceTimeout, m.assignor,
+			m.epoch, m.prevEpoch, m.state, m.assigned.records(), m.revoking.records()))
+	}
+	for _, id := range sortedKeys(g.target) {
+		out = append(out, fmt.Sprintf("  target %s %v", id, g.target[id].records()))
+	}
+	owners := make([]string, 0, len(g.owners))
+	for p, e := range g.owners {
+		owners = append(owners, fmt.Sprintf("%x/%d@%d", p.id, p.p, e))
+	}
+	slices.Sort(owners)
+	out = append(out, fmt.Sprintf("  owners %v", owners))
+	return out
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
 }
 
 // state derives the group state, as Kafka's ConsumerGroup: it is never
 // stored.
-func (cg *cgroup) state() string {
+func (g *consumerGroup) state() string {
 	switch {
-	case len(cg.members) == 0:
+	case len(g.members) == 0:
 		return "Empty"
-	case cg.epoch > cg.targetEpoch:
+	case g.epoch > g.targetEpoch:
 		return "Assigning"
 	}
-	for _, m := range cg.members {
-		if m.state != memberStable || m.epoch != cg.targetEpoch {
+	for _, m := range g.members {
+		if m.state != memberStable || m.epoch != g.targetEpoch {
 			return "Reconciling"
 		}
 	}
 	return "Stable"
 }
 
-func (cg *cgroup) sortedMembers() []*cmember {
-	out := make([]*cmember, 0, len(cg.members))
-	for _, id := range sortedKeys(cg.members) {
-		out = append(out, cg.members[id])
+func (g *consumerGroup) sortedMembers() []*consumerMember {
+	out := make([]*consumerMember, 0, len(g.members))
+	for _, id := range sortedKeys(g.members) {
+		out = append(out, g.members[id])
 	}
 	return out
 }
 
 // release forgets m's ownership of its partitions.
-func (cg *cgroup) release(m *cmember) {
+func (g *consumerGroup) release(m *consumerMember) {
 	for _, a := range []tps{m.assigned, m.revoking} {
 		for id, ps := range a {
 			for _, p := range ps {
-				delete(cg.owners, tp{id, p})
+				delete(g.owners, tp{id, p})
 			}
 		}
 	}
 }
 
 // own records m's ownership of its partitions at its epoch.
-func (cg *cgroup) own(m *cmember) {
+func (g *consumerGroup) own(m *consumerMember) {
 	for _, a := range []tps{m.assigned, m.revoking} {
 		for id, ps := range a {
 			for _, p := range ps {
-				cg.owners[tp{id, p}] = m.epoch
+				g.owners[tp{id, p}] = m.epoch
 			}
 		}
 	}
@@ -212,9 +246,9 @@ func (cg *cgroup) own(m *cmember) {
 
 // subscribedTopics resolves every member's subscription against the
 // catalog: topic names and regex matches.
-func (cg *cgroup) subscribedTopics(cat *machine.Catalog) map[string]bool {
+func (g *consumerGroup) subscribedTopics(cat *machine.Catalog) map[string]bool {
 	out := map[string]bool{}
-	for _, m := range cg.members {
+	for _, m := range g.members {
 		for _, t := range m.subscription(cat) {
 			out[t] = true
 		}
@@ -224,7 +258,7 @@ func (cg *cgroup) subscribedTopics(cat *machine.Catalog) map[string]bool {
 
 // subscription is the member's topics: its names, plus the catalog's
 // topics its regex matches, sorted and without duplicates.
-func (m *cmember) subscription(cat *machine.Catalog) []string {
+func (m *consumerMember) subscription(cat *machine.Catalog) []string {
 	if m.regex == "" || cat == nil {
 		return m.topics
 	}
@@ -262,60 +296,52 @@ func metadataHash(topics map[string]bool, cat *machine.Catalog) uint64 {
 
 // Record keys.
 
-func (mc *Machine) memberKey(kind record.Kind, group, member string) []byte {
-	return record.MemberKey{GroupKey: mc.groupKey(group), Kind: kind, Member: member}.Key()
+func (s *Shard) memberKey(kind record.Kind, k gkey, member string) []byte {
+	return record.MemberKey{GroupKey: s.key(k), Kind: kind, Member: member}.Key()
 }
 
-// emit writes a consumer group record and applies it: the one way a
-// consumer group's durable state changes.
-func (mc *Machine) emit(key, value []byte) {
-	mc.write(key, value)
-	if err := mc.applyConsumer(key, value); err != nil {
-		panic(fmt.Sprintf("groups: applying a record the machine made: %v", err))
-	}
+func (s *Shard) emitGroupEpoch(g *consumerGroup, epoch int32, hash uint64) {
+	v := record.ConsumerGroup{ID: g.id, Epoch: epoch, MetadataHash: hash}
+	s.emit(s.key(g.gkey).KindKey(record.KindConsumerGroup), v.Encode())
 }
 
-func (mc *Machine) emitGroupEpoch(g *group) {
-	v := record.ConsumerGroup{ID: g.id, Epoch: g.cg.epoch, MetadataHash: g.cg.metaHash}
-	mc.emit(mc.groupKey(g.name).KindKey(record.KindConsumerGroup), v.Encode())
-}
-
-func (mc *Machine) emitMember(g *group, m *cmember) {
+func (s *Shard) emitMember(g *consumerGroup, m *consumerMember) {
 	v := record.ConsumerMember{
 		InstanceID: m.instance, RackID: m.rack, ClientID: m.clientID, ClientHost: m.clientHost,
 		Topics: m.topics, Regex: m.regex, RebalanceTimeout: m.rebalanceTimeout, Assignor: m.assignor,
 	}
-	mc.emit(mc.memberKey(record.KindConsumerMember, g.name, m.id), v.Encode())
+	s.emit(s.memberKey(record.KindConsumerMember, g.gkey, m.id), v.Encode())
 }
 
-func (mc *Machine) emitTarget(g *group, id string, a tps) {
-	mc.emit(mc.memberKey(record.KindConsumerTarget, g.name, id), record.ConsumerTarget{Topics: a.records()}.Encode())
+func (s *Shard) emitTarget(g *consumerGroup, id string, a tps) {
+	s.emit(s.memberKey(record.KindConsumerTarget, g.gkey, id), record.ConsumerTarget{Topics: a.records()}.Encode())
 }
 
-func (mc *Machine) emitTargetEpoch(g *group, epoch int32, at int64) {
+func (s *Shard) emitTargetEpoch(g *consumerGroup, epoch int32, at int64) {
 	v := record.ConsumerTargetEpoch{Epoch: epoch, Timestamp: at}
-	mc.emit(mc.groupKey(g.name).KindKey(record.KindConsumerTargetEpoch), v.Encode())
+	s.emit(s.key(g.gkey).KindKey(record.KindConsumerTargetEpoch), v.Encode())
 }
 
 // emitRemoveMember writes a member's tombstones in Kafka's order: current
 // assignment, target, metadata.
-func (mc *Machine) emitRemoveMember(g *group, id string) {
-	mc.emit(mc.memberKey(record.KindConsumerCurrent, g.name, id), nil)
-	mc.emit(mc.memberKey(record.KindConsumerTarget, g.name, id), nil)
-	mc.emit(mc.memberKey(record.KindConsumerMember, g.name, id), nil)
+func (s *Shard) emitRemoveMember(g *consumerGroup, id string) {
+	s.emit(s.memberKey(record.KindConsumerCurrent, g.gkey, id), nil)
+	s.emit(s.memberKey(record.KindConsumerTarget, g.gkey, id), nil)
+	s.emit(s.memberKey(record.KindConsumerMember, g.gkey, id), nil)
 }
 
-// emitRemoveGroup writes the tombstones of the whole consumer group (not
-// its offsets): members, target epoch, group epoch.
-func (mc *Machine) emitRemoveGroup(g *group) {
-	for _, id := range sortedKeys(g.cg.members) {
-		mc.emitRemoveMember(g, id)
+// emitRemoveConsumer writes the tombstones of the whole consumer group (not
+// its offsets): members, target epoch, group epoch. The last takes the
+// consumer part away.
+func (s *Shard) emitRemoveConsumer(g *consumerGroup) {
+	for _, id := range sortedKeys(g.members) {
+		s.emitRemoveMember(g, id)
 	}
-	for _, id := range sortedKeys(g.cg.target) {
-		mc.emit(mc.memberKey(record.KindConsumerTarget, g.name, id), nil)
+	for _, id := range sortedKeys(g.target) {
+		s.emit(s.memberKey(record.KindConsumerTarget, g.gkey, id), nil)
 	}
-	mc.emit(mc.groupKey(g.name).KindKey(record.KindConsumerTargetEpoch), nil)
-	mc.emit(mc.groupKey(g.name).KindKey(record.KindConsumerGroup), nil)
+	s.emit(s.key(g.gkey).KindKey(record.KindConsumerTargetEpoch), nil)
+	s.emit(s.key(g.gkey).KindKey(record.KindConsumerGroup), nil)
 }
 
 // isConsumerKind reports whether kind is a KIP-848 record.
@@ -328,22 +354,16 @@ func isConsumerKind(kind record.Kind) bool {
 	return false
 }
 
-// applyConsumer applies a KIP-848 record, live or at load.
-func (mc *Machine) applyConsumer(key, value []byte) error {
-	kind, k, err := record.ParseKey(key)
-	if err != nil {
-		return err
-	}
+// replayConsumer applies a KIP-848 record.
+func (s *Shard) replayConsumer(kind record.Kind, k any, value []byte) error {
 	switch kind {
 	case record.KindConsumerGroup:
 		gk := k.(record.GroupKey)
-		g := mc.groups[gk.Group]
+		key := gkey{gk.Tenant, gk.Group}
 		if value == nil {
-			if g != nil && g.cg != nil {
-				g.cg = nil
-				if len(g.offsets) == 0 && g.protocolType == "" && len(g.members) == 0 {
-					delete(mc.groups, gk.Group)
-				}
+			if g := s.groups[key]; g != nil && g.consumer != nil {
+				g.consumer = nil
+				s.forget(g)
 			}
 			return nil
 		}
@@ -351,51 +371,47 @@ func (mc *Machine) applyConsumer(key, value []byte) error {
 		if err != nil {
 			return fmt.Errorf("consumer group %q: %w", gk.Group, err)
 		}
-		if g == nil {
-			g = newGroup(gk.Group, v.ID, time.Time{})
-			mc.groups[gk.Group] = g
-		}
-		g.durable = true
+		g := s.entry(key)
 		g.id = v.ID
-		if g.cg == nil {
-			g.cg = newCgroup()
+		if g.consumer == nil {
+			newConsumerGroup(g)
 		}
-		g.cg.epoch, g.cg.metaHash = v.Epoch, v.MetadataHash
+		g.consumer.epoch, g.consumer.metaHash = v.Epoch, v.MetadataHash
 		return nil
 	case record.KindConsumerTargetEpoch:
 		gk := k.(record.GroupKey)
-		cg := mc.cgroupFor(gk.Group)
-		if cg == nil {
+		g := s.consumerGroup(gk.Tenant, gk.Group)
+		if g == nil {
 			return nil
 		}
 		if value == nil {
-			cg.targetEpoch, cg.targetTime = 0, 0
+			g.targetEpoch, g.targetTime = 0, 0
 			return nil
 		}
 		v, err := record.DecodeConsumerTargetEpoch(value)
 		if err != nil {
 			return fmt.Errorf("consumer group %q target epoch: %w", gk.Group, err)
 		}
-		cg.targetEpoch, cg.targetTime = v.Epoch, v.Timestamp
+		g.targetEpoch, g.targetTime = v.Epoch, v.Timestamp
 		return nil
 	}
 	mk := k.(record.MemberKey)
-	cg := mc.cgroupFor(mk.Group)
-	if cg == nil {
+	g := s.consumerGroup(mk.Tenant, mk.Group)
+	if g == nil {
 		// The group's tombstone came first (a deleted group): nothing
 		// to apply to.
 		return nil
 	}
 	switch kind {
 	case record.KindConsumerMember:
-		m := cg.members[mk.Member]
+		m := g.members[mk.Member]
 		if value == nil {
 			if m != nil {
-				cg.release(m)
-				if m.instance != nil && cg.static[*m.instance] == m.id {
-					delete(cg.static, *m.instance)
+				g.release(m)
+				if m.instance != nil && g.static[*m.instance] == m.id {
+					delete(g.static, *m.instance)
 				}
-				delete(cg.members, mk.Member)
+				delete(g.members, mk.Member)
 			}
 			return nil
 		}
@@ -404,32 +420,32 @@ func (mc *Machine) applyConsumer(key, value []byte) error {
 			return fmt.Errorf("consumer member %q/%q: %w", mk.Group, mk.Member, err)
 		}
 		if m == nil {
-			m = &cmember{id: mk.Member, assigned: tps{}, revoking: tps{}}
-			cg.members[mk.Member] = m
+			m = &consumerMember{id: mk.Member, assigned: tps{}, revoking: tps{}}
+			g.members[mk.Member] = m
 		}
-		if m.instance != nil && cg.static[*m.instance] == m.id {
-			delete(cg.static, *m.instance)
+		if m.instance != nil && g.static[*m.instance] == m.id {
+			delete(g.static, *m.instance)
 		}
 		m.instance, m.rack, m.clientID, m.clientHost = v.InstanceID, v.RackID, v.ClientID, v.ClientHost
 		m.topics, m.regex, m.rebalanceTimeout, m.assignor = v.Topics, v.Regex, v.RebalanceTimeout, v.Assignor
 		if m.instance != nil {
-			cg.static[*m.instance] = m.id
+			g.static[*m.instance] = m.id
 		}
 	case record.KindConsumerTarget:
 		if value == nil {
-			delete(cg.target, mk.Member)
+			delete(g.target, mk.Member)
 			return nil
 		}
 		v, err := record.DecodeConsumerTarget(value)
 		if err != nil {
 			return fmt.Errorf("consumer target %q/%q: %w", mk.Group, mk.Member, err)
 		}
-		cg.target[mk.Member] = tpsOf(v.Topics)
+		g.target[mk.Member] = tpsOf(v.Topics)
 	case record.KindConsumerCurrent:
-		m := cg.members[mk.Member]
+		m := g.members[mk.Member]
 		if value == nil {
 			if m != nil {
-				cg.release(m)
+				g.release(m)
 				m.epoch, m.prevEpoch, m.state = leaveEpoch, leaveEpoch, memberStable
 				m.assigned, m.revoking = tps{}, tps{}
 			}
@@ -440,20 +456,63 @@ func (mc *Machine) applyConsumer(key, value []byte) error {
 			return fmt.Errorf("consumer current %q/%q: %w", mk.Group, mk.Member, err)
 		}
 		if m == nil {
-			m = &cmember{id: mk.Member}
-			cg.members[mk.Member] = m
+			m = &consumerMember{id: mk.Member}
+			g.members[mk.Member] = m
 		}
-		cg.release(m)
+		g.release(m)
 		m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, memberState(v.State)
 		m.assigned, m.revoking = tpsOf(v.Assigned), tpsOf(v.Revoking)
-		cg.own(m)
+		g.own(m)
 	}
 	return nil
 }
 
-func (mc *Machine) cgroupFor(name string) *cgroup {
-	if g := mc.groups[name]; g != nil {
-		return g.cg
+// loadedConsumer gives every loaded member a fresh session timer, and a
+// member that must revoke a fresh rebalance timeout, as Kafka on load.
+func (s *Shard) loadedConsumer(g *consumerGroup, now time.Time) {
+	for _, m := range g.sortedMembers() {
+		s.armConsumerSession(g, m, now)
+		s.armRevocation(g, m, now)
 	}
-	return nil
+}
+
+// validateConsumerCommit is Kafka's ConsumerGroup.validateOffsetCommit: a
+// commit with a negative epoch to a group with no members is an admin's;
+// otherwise the member must exist and send its current epoch.
+func validateConsumerCommit(g *consumerGroup, r *kmsg.OffsetCommitRequest) int16 {
+	if r.Generation < 0 && len(g.members) == 0 {
+		return 0
+	}
+	m := g.members[r.MemberID]
+	if m == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	if r.Version < 9 {
+		// A consumer-protocol member commits with v9+ (KIP-848).
+		return kerr.UnsupportedVersion.Code
+	}
+	if r.Generation != m.epoch {
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}
+
+// validateConsumerFetch is Kafka's ConsumerGroup.validateOffsetFetch for
+// OffsetFetch v9+: a request naming a member must name a current one.
+func validateConsumerFetch(g *consumerGroup, memberID *string, epoch int32) int16 {
+	if memberID == nil && epoch < 0 {
+		return 0
+	}
+	id := ""
+	if memberID != nil {
+		id = *memberID
+	}
+	m := g.members[id]
+	if m == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	if epoch != m.epoch {
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
 }

@@ -301,6 +301,8 @@ func (s *cpSim) run() (msg string) {
 		msg = b.String()
 	}()
 	s.h = newHarness(propTB{s.t}, s.cfg)
+	s.h.guardEvery = propGuardEvery
+	defer s.h.guard()
 	s.setCatalog()
 	s.begin("start")
 	for range 1 + s.rng.IntN(s.maxMembers) {

@@ -11,15 +11,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// harness drives a groups.Machine as the coordinator runtime does, in
+// harness drives a groups.Shard as the coordinator runtime does, in
 // fake time and without a store: records go to an in-memory map (every
 // record is durable at once), timers to a table fired by advance, and
-// replies to a table the test reads.
+// replies to a table the test reads. After every step it checks the one
+// record rule: a shard rebuilt from the records holds the same durable
+// state, and classic groups at rest match their records (guard).
 type harness struct {
 	t   testing.TB
 	cfg groups.Config
-	m   *groups.Machine
+	m   *groups.Shard
 	now time.Time
+	// guardEvery runs the guard after every n-th step (1: every step, the
+	// default; property tests with thousands of steps thin it out, and
+	// always run it at their end).
+	guardEvery, steps int
 
 	nextID  machine.RequestID
 	records map[string][]byte
@@ -32,6 +38,11 @@ type harness struct {
 	// catalog is the broker's topics, sent with every request.
 	catalog *machine.Catalog
 }
+
+// propGuardEvery thins the guard out in the property tests, which take
+// thousands of steps: after every 16th machine event, and at the end of
+// every schedule.
+const propGuardEvery = 16
 
 // testConfig is Kafka's defaults, shard 0.
 func testConfig() groups.Config {
@@ -56,12 +67,13 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newHarness(t testing.TB, cfg groups.Config) *harness {
 	h := &harness{
-		t:       t,
-		cfg:     cfg,
-		now:     epoch,
-		records: map[string][]byte{},
-		timers:  map[string]time.Time{},
-		replies: map[machine.RequestID]kmsg.Response{},
+		t:          t,
+		cfg:        cfg,
+		now:        epoch,
+		records:    map[string][]byte{},
+		timers:     map[string]time.Time{},
+		replies:    map[machine.RequestID]kmsg.Response{},
+		guardEvery: 1,
 	}
 	h.m = groups.New(cfg)
 	h.apply(h.m.Loaded(h.now))
@@ -70,10 +82,12 @@ func newHarness(t testing.TB, cfg groups.Config) *harness {
 
 func (h *harness) apply(out machine.Output) {
 	h.t.Helper()
-	for _, r := range out.Records {
-		if err := h.m.Replay(r); err != nil {
-			h.t.Fatalf("the machine cannot replay its own record %x: %v", r.Key, err)
+	defer func() {
+		if h.steps++; h.steps%h.guardEvery == 0 {
+			h.guard()
 		}
+	}()
+	for _, r := range out.Records {
 		h.written++
 		if r.Value == nil {
 			delete(h.records, string(r.Key))
@@ -138,6 +152,18 @@ func (h *harness) advance(d time.Duration) {
 	end := h.now.Add(d)
 	testkit.FireDue(h.timers, &h.now, end, func(key string) { h.apply(h.m.Fire(h.now, key)) })
 	h.now = end
+}
+
+// guard checks the one record rule (see harness).
+func (h *harness) guard() {
+	h.t.Helper()
+	if err := h.m.Check(); err != nil {
+		h.t.Fatalf("at %v: %v", h.now, err)
+	}
+	cfg := h.cfg
+	if err := testkit.CheckReplay(h.m, h.records, func() *groups.Shard { return groups.New(cfg) }); err != nil {
+		h.t.Fatalf("at %v: %v", h.now, err)
+	}
 }
 
 // restart replays the durable records into a fresh machine, as the

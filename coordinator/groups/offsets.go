@@ -1,7 +1,11 @@
 package groups
 
+// Committed offsets (Kafka's OffsetMetadataManager): OffsetCommit,
+// OffsetFetch and OffsetDelete (§11–13), their record, and what the
+// broker's topic changes do to them. Their expiry is in retention.go.
+
 import (
-	"slices"
+	"fmt"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
@@ -10,37 +14,94 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (mc *Machine) offsetKey(g, topic string, p int32) []byte {
-	return record.OffsetKey{GroupKey: mc.groupKey(g), Topic: topic, Partition: p}.Key()
+// replayOffset applies an offset record. At load, an offset of a group
+// with no record yet registers the group's entry; Loaded makes it a simple
+// group if no record of its own follows (records sort by kind, offsets
+// first), as Kafka's OffsetMetadataManager.replay does.
+func (s *Shard) replayOffset(k record.OffsetKey, v []byte) error {
+	gk := gkey{k.Tenant, k.Group}
+	if v == nil {
+		if g := s.groups[gk]; g != nil {
+			if ps := g.offsets[k.Topic]; ps != nil {
+				delete(ps, k.Partition)
+				if len(ps) == 0 {
+					delete(g.offsets, k.Topic)
+				}
+			}
+			s.forget(g)
+		}
+		return nil
+	}
+	o, err := record.DecodeOffset(v)
+	if err != nil {
+		return fmt.Errorf("offset %s/%s/%d: %w", k.Group, k.Topic, k.Partition, err)
+	}
+	g := s.entry(gk)
+	ps := g.offsets[k.Topic]
+	if ps == nil {
+		ps = map[int32]*offset{}
+		g.offsets[k.Topic] = ps
+	}
+	ps[k.Partition] = &offset{Offset: o}
+	return nil
 }
 
-// offsetCommit is Kafka's commitOffset path (§11). The Kafka layer has
-// already answered partitions of unknown topics and left them out.
-func (mc *Machine) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetCommitRequest, ids map[string][16]byte) {
+// partition looks a topic partition up in the broker's topics: its
+// topic's id, or false if the broker does not have it. Without a catalog
+// every partition exists and has no id.
+func (s *Shard) partition(cat *machine.Catalog, topic string, p int32) ([16]byte, bool) {
+	if cat == nil {
+		return [16]byte{}, true
+	}
+	t, ok := cat.ByName[topic]
+	if !ok || p < 0 || p >= t.Partitions {
+		return [16]byte{}, false
+	}
+	return t.ID, true
+}
+
+// offsetCommit is Kafka's commitOffset path (§11). As Kafka's KafkaApis,
+// partitions the broker does not have are answered
+// UNKNOWN_TOPIC_OR_PARTITION before the group is consulted, and a commit
+// with none left does not consult (or create) the group at all. Each
+// offset is stamped with its topic's id, so that a re-created topic does
+// not inherit it (reconcileTopics).
+func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetCommitRequest) {
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	resp.Version = r.Version
 	generation, memberID := r.Generation, r.MemberID
 	if r.Version == 0 {
 		generation, memberID = -1, ""
 	}
-	code := mc.validateCommit(now, r, generation, memberID)
-	var maxMeta = mc.cfg.OffsetMetadataMaxBytes
-	if code == 0 {
-		n := 0
-		for _, t := range r.Topics {
-			n += len(t.Partitions)
+	known := 0
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			if _, ok := s.partition(req.Topics, t.Topic, p.Partition); ok {
+				known++
+			}
 		}
-		mc.out.Records = slices.Grow(mc.out.Records, n)
 	}
+	code := int16(0)
+	if known > 0 {
+		code = s.validateCommit(now, gkey{req.Tenant, r.Group}, r, generation, memberID)
+	}
+	if code == 0 {
+		s.rec.Grow(known)
+	}
+	k := gkey{req.Tenant, r.Group}
 	for _, t := range r.Topics {
 		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
+			id, ok := s.partition(req.Topics, t.Topic, p.Partition)
 			pc := code
 			meta := ""
 			if p.Metadata != nil {
 				meta = *p.Metadata
 			}
-			if pc == 0 && len(meta) > maxMeta {
+			switch {
+			case !ok:
+				pc = kerr.UnknownTopicOrPartition.Code
+			case pc == 0 && len(meta) > s.cfg.OffsetMetadataMaxBytes:
 				pc = kerr.OffsetMetadataTooLarge.Code
 			}
 			if pc == 0 {
@@ -52,35 +113,35 @@ func (mc *Machine) offsetCommit(now time.Time, req machine.Request, r *kmsg.Offs
 				if r.Version < 6 {
 					epoch = -1
 				}
-				o := record.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: ts, TopicID: ids[t.Topic]}
-				mc.write(mc.offsetKey(r.Group, t.Topic, p.Partition), o.Encode())
+				o := record.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: ts, TopicID: id}
+				s.emit(s.offsetKey(k, t.Topic, p.Partition), o.Encode())
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: pc})
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	mc.reply(req.ID, resp)
+	s.reply(req.ID, resp)
 }
 
 // validateCommit is Kafka's validateOffsetCommit (§11.2 steps 4–6); it
 // creates a simple group for a simple commit to a group that does not
 // exist.
-func (mc *Machine) validateCommit(now time.Time, r *kmsg.OffsetCommitRequest, generation int32, memberID string) int16 {
-	g := mc.groups[r.Group]
-	if g == nil {
+func (s *Shard) validateCommit(now time.Time, k gkey, r *kmsg.OffsetCommitRequest, generation int32, memberID string) int16 {
+	e := s.lookup(k.tenant, k.name)
+	if e == nil {
 		if generation >= 0 {
 			if r.Version >= 9 {
 				return kerr.GroupIDNotFound.Code
 			}
 			return kerr.IllegalGeneration.Code
 		}
-		g = mc.newGroup(r.Group, now)
-		mc.writeGroup(g, now)
+		s.emitClassic(s.newClassic(k, now))
 		return 0
 	}
-	if g.cg != nil {
-		return validateConsumerCommit(g, r)
+	if e.consumer != nil {
+		return validateConsumerCommit(e.consumer, r)
 	}
+	g := e.classic
 	switch {
 	case g.state == dead:
 		return kerr.CoordinatorNotAvailable.Code
@@ -100,7 +161,7 @@ func (mc *Machine) validateCommit(now time.Time, r *kmsg.OffsetCommitRequest, ge
 		return kerr.RebalanceInProgress.Code
 	}
 	if m := g.members[memberID]; m != nil {
-		mc.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
+		s.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
 	}
 	return 0
 }
@@ -108,7 +169,7 @@ func (mc *Machine) validateCommit(now time.Time, r *kmsg.OffsetCommitRequest, ge
 // offsetFetch is Kafka's fetchOffsets / fetchAllOffsets (§12). A classic
 // group does no member check; an unknown group has no offsets and no
 // error.
-func (mc *Machine) offsetFetch(req machine.Request, r *kmsg.OffsetFetchRequest) {
+func (s *Shard) offsetFetch(_ time.Time, req machine.Request, r *kmsg.OffsetFetchRequest) {
 	resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
 	resp.Version = r.Version
 	if r.Version < 8 {
@@ -117,36 +178,36 @@ func (mc *Machine) offsetFetch(req machine.Request, r *kmsg.OffsetFetchRequest) 
 			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 		all := r.Topics == nil && r.Version >= 2
-		for _, t := range mc.fetchGroup(r.Group, topics, all) {
+		for _, t := range s.fetchGroup(s.lookup(req.Tenant, r.Group), topics, all) {
 			rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
 			for _, p := range t.Partitions {
 				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition(p))
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		mc.reply(req.ID, resp)
+		s.reply(req.ID, resp)
 		return
 	}
 	for _, rg := range r.Groups {
-		if r.Version >= 9 {
+		g := s.lookup(req.Tenant, rg.Group)
+		if r.Version >= 9 && g != nil && g.consumer != nil {
 			// KIP-848: a consumer group member's fetch names its
 			// member id and epoch.
-			if code := validateConsumerFetch(mc.groups[rg.Group], rg.MemberID, rg.MemberEpoch); code != 0 {
+			if code := validateConsumerFetch(g.consumer, rg.MemberID, rg.MemberEpoch); code != 0 {
 				resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: rg.Group, ErrorCode: code, Topics: []kmsg.OffsetFetchResponseGroupTopic{}})
 				continue
 			}
 		}
 		resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{
 			Group:  rg.Group,
-			Topics: mc.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil),
+			Topics: s.fetchGroup(g, rg.Topics, rg.Topics == nil),
 		})
 	}
-	mc.reply(req.ID, resp)
+	s.reply(req.ID, resp)
 }
 
-func (mc *Machine) fetchGroup(name string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) []kmsg.OffsetFetchResponseGroupTopic {
-	g := mc.groups[name]
-	if g != nil && g.state == dead {
+func (s *Shard) fetchGroup(g *group, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) []kmsg.OffsetFetchResponseGroupTopic {
+	if g != nil && g.classic != nil && g.classic.state == dead {
 		g = nil
 	}
 	lookup := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
@@ -165,11 +226,9 @@ func (mc *Machine) fetchGroup(name string, topics []kmsg.OffsetFetchRequestGroup
 		if g == nil {
 			return out
 		}
-		names := sortedKeys(g.offsets)
-		for _, t := range names {
-			ps := sortedKeys(g.offsets[t])
+		for _, t := range sortedKeys(g.offsets) {
 			rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t}
-			for _, p := range ps {
+			for _, p := range sortedKeys(g.offsets[t]) {
 				rt.Partitions = append(rt.Partitions, lookup(t, p))
 			}
 			out = append(out, rt)
@@ -186,40 +245,49 @@ func (mc *Machine) fetchGroup(name string, topics []kmsg.OffsetFetchRequestGroup
 	return out
 }
 
-// offsetDelete is Kafka's deleteOffsets (§13). The Kafka layer has already
-// answered partitions of unknown topics and left them out.
-func (mc *Machine) offsetDelete(now time.Time, req machine.Request, r *kmsg.OffsetDeleteRequest) {
+// offsetDelete is Kafka's deleteOffsets (§13). As Kafka's KafkaApis,
+// partitions the broker does not have are answered
+// UNKNOWN_TOPIC_OR_PARTITION, but the group is consulted even when
+// nothing is left, so that a group error still shows (then alone, with no
+// topics).
+func (s *Shard) offsetDelete(_ time.Time, req machine.Request, r *kmsg.OffsetDeleteRequest) {
 	resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	resp.Version = r.Version
-	defer mc.reply(req.ID, resp)
-	g := mc.groups[r.Group]
+	defer s.reply(req.ID, resp)
+	e := s.lookup(req.Tenant, r.Group)
 	switch {
 	case r.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return
-	case g == nil || g.state == dead:
+	case e == nil || (e.classic != nil && e.classic.state == dead):
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return
-	case g.cg == nil && g.state != empty && g.protocolType != "consumer":
+	case e.classic != nil && e.classic.state != empty && e.classic.protocolType != "consumer":
 		resp.ErrorCode = kerr.NonEmptyGroup.Code
 		return
 	}
-	var consumerTopics map[string]bool
-	if g.cg != nil {
-		consumerTopics = g.cg.subscribedTopics(mc.catalog)
+	// subscribed reports whether the group subscribes to the topic: such
+	// offsets stay (GROUP_SUBSCRIBED_TO_TOPIC).
+	var subscribed func(topic string) bool
+	if e.consumer != nil {
+		topics := e.consumer.subscribedTopics(s.catalog)
+		subscribed = func(t string) bool { return topics[t] }
+	} else {
+		g := e.classic
+		subscribed = func(t string) bool { return g.state != empty && g.subscribedTo(t) }
 	}
 	for _, t := range r.Topics {
 		rt := kmsg.OffsetDeleteResponseTopic{Topic: t.Topic}
-		subscribed := g.state != empty && g.subscribedTo(t.Topic)
-		if g.cg != nil {
-			subscribed = consumerTopics[t.Topic]
-		}
+		sub := subscribed(t.Topic)
 		for _, p := range t.Partitions {
 			code := int16(0)
-			if subscribed {
+			switch {
+			case !s.known(req.Topics, t.Topic, p.Partition):
+				code = kerr.UnknownTopicOrPartition.Code
+			case sub:
 				code = kerr.GroupSubscribedToTopic.Code
-			} else if g.offsets[t.Topic][p.Partition] != nil {
-				mc.write(mc.offsetKey(g.name, t.Topic, p.Partition), nil)
+			case e.offsets[t.Topic][p.Partition] != nil:
+				s.emit(s.offsetKey(e.gkey, t.Topic, p.Partition), nil)
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
 		}
@@ -227,82 +295,28 @@ func (mc *Machine) offsetDelete(now time.Time, req machine.Request, r *kmsg.Offs
 	}
 }
 
-// sweep is Kafka's cleanupGroupMetadata (§14): expire offsets, then delete
-// Empty groups left without offsets.
-func (mc *Machine) sweep(now time.Time) {
-	nowMs := now.UnixMilli()
-	retention := mc.cfg.Retention.Milliseconds()
-	for _, name := range mc.sortedGroupNames() {
-		g := mc.groups[name]
-		if g.cg != nil {
-			mc.sweepConsumer(g, now)
-			continue
-		}
-		// The time an offset's retention counts from, by kind of group;
-		// nil: nothing expires.
-		var base func(o *offset) int64
-		switch {
-		case g.protocolType == "":
-			base = func(o *offset) int64 { return o.CommitTimestamp }
-		case g.state == empty:
-			base = func(*offset) int64 { return g.stateTime.UnixMilli() }
-		case g.protocolType == "consumer" && g.state == stable && g.subscribedKnown:
-			base = func(o *offset) int64 { return o.CommitTimestamp }
-		}
-		left := g.numOffsets()
-		if base != nil {
-			topics := sortedKeys(g.offsets)
-			for _, t := range topics {
-				if g.protocolType != "" && g.state == stable && g.subscribed[t] {
-					continue
-				}
-				ps := sortedKeys(g.offsets[t])
-				for _, p := range ps {
-					if nowMs-base(g.offsets[t][p]) >= retention {
-						mc.write(mc.offsetKey(name, t, p), nil)
-						left--
-					}
-				}
-			}
-		}
-		if g.state == empty && len(g.members) == 0 && left == 0 {
-			mc.deleteGroup(g, false)
+// known reports whether the broker has the topic partition.
+func (s *Shard) known(cat *machine.Catalog, topic string, p int32) bool {
+	_, ok := s.partition(cat, topic, p)
+	return ok
+}
+
+// deleteOffsets tombstones every offset of g (in topic, partition order).
+func (s *Shard) deleteOffsets(g *group) {
+	for _, t := range sortedKeys(g.offsets) {
+		for _, p := range sortedKeys(g.offsets[t]) {
+			s.emit(s.offsetKey(g.gkey, t, p), nil)
 		}
 	}
 }
 
-// deleteGroup removes an Empty group and, if withOffsets, tombstones its
-// offsets.
-func (mc *Machine) deleteGroup(g *group, withOffsets bool) {
-	topics := sortedKeys(g.offsets)
-	for _, t := range topics {
-		if !withOffsets {
-			break
-		}
-		ps := sortedKeys(g.offsets[t])
-		for _, p := range ps {
-			mc.write(mc.offsetKey(g.name, t, p), nil)
-		}
-	}
-	for id := range g.pendingJoin {
-		mc.timer(memberTimer(g.name, id), time.Time{})
-	}
-	mc.timer(groupTimer(timerJoin, g.name), time.Time{})
-	mc.timer(groupTimer(timerSync, g.name), time.Time{})
-	g.state = dead
-	delete(mc.groups, g.name)
-	mc.write(mc.groupKey(g.name).Key(), nil)
-}
-
-// topicsDeleted tombstones every group's offsets of the deleted topics, so
+// deleteTopics tombstones every group's offsets of the deleted topics, so
 // that a topic created again under the same name starts with none.
-func (mc *Machine) topicsDeleted(topics []string) {
-	for _, name := range mc.sortedGroupNames() {
-		g := mc.groups[name]
+func (s *Shard) deleteTopics(topics []string) {
+	for _, g := range s.sortedGroups() {
 		for _, t := range topics {
-			ps := sortedKeys(g.offsets[t])
-			for _, p := range ps {
-				mc.write(mc.offsetKey(name, t, p), nil)
+			for _, p := range sortedKeys(g.offsets[t]) {
+				s.emit(s.offsetKey(g.gkey, t, p), nil)
 			}
 		}
 	}
@@ -310,18 +324,17 @@ func (mc *Machine) topicsDeleted(topics []string) {
 
 // reconcileTopics deletes the committed offsets of topics the broker no
 // longer has, or has under a new id: what a crash between a topic's
-// deletion and its offsets' tombstones (topicsDeleted) leaves behind.
+// deletion and its offsets' tombstones (deleteTopics) leaves behind.
 // Offsets without a stamped id (committed through an embedding that gives
 // none) are kept while a topic of their name exists.
-func (mc *Machine) reconcileTopics(live map[string][16]byte) {
-	for _, name := range mc.sortedGroupNames() {
-		g := mc.groups[name]
+func (s *Shard) reconcileTopics(live map[string][16]byte) {
+	for _, g := range s.sortedGroups() {
 		for _, t := range sortedKeys(g.offsets) {
 			id, ok := live[t]
 			for _, p := range sortedKeys(g.offsets[t]) {
 				stamped := g.offsets[t][p].TopicID
 				if !ok || (stamped != [16]byte{} && stamped != id) {
-					mc.write(mc.offsetKey(name, t, p), nil)
+					s.emit(s.offsetKey(g.gkey, t, p), nil)
 				}
 			}
 		}

@@ -632,6 +632,8 @@ func (s *propSim) run() (msg string) {
 		msg = b.String()
 	}()
 	s.h = newHarness(propTB{s.t}, s.cfg)
+	s.h.guardEvery = propGuardEvery
+	defer s.h.guard()
 	s.beginStep("start")
 	for range 1 + s.rng.IntN(s.maxMembers) {
 		s.spawn()
@@ -1312,7 +1314,7 @@ func (s *propSim) memberAction() {
 // restart restarts the coordinator and checks the reloaded generation
 // (invariant 2's restart rule).
 func (s *propSim) restart() {
-	raw, stored := s.h.records[string(record.GroupKey{Shard: s.cfg.Shard, Tenant: s.cfg.Tenant, Group: pGroup}.Key())]
+	raw, stored := s.h.records[string(record.GroupKey{Shard: s.cfg.Shard, Group: pGroup}.Key())]
 	s.h.restart() // with a new id seed, as the runtime since 3194bd5; invariant 6 checks it
 	s.restarts++
 	for _, id := range s.open {

@@ -1,6 +1,6 @@
 package groups_test
 
-// Scenario tests: scripts in testdata/*.txt drive a groups.Machine through
+// Scenario tests: scripts in testdata/*.txt drive a groups.Shard through
 // the harness (fake time, in-memory store) and compare what it answers,
 // writes and times out with the expected text. The expected text is
 // Apache Kafka's behaviour as docs/kafka-classic-groups.md describes it.
@@ -1155,7 +1155,7 @@ func (r *scnRunner) topicsDeleted(a scnArgs) {
 	id := h.nextID
 	r.labels[id] = "topics-deleted"
 	r.pending[id] = true
-	out := h.m.Handle(h.now, machine.Request{ID: id, DeletedTopics: a.pos})
+	out := h.m.Handle(h.now, machine.Request{ID: id, Cmd: groups.DeleteTopicsCmd{Topics: a.pos}})
 	r.print(out)
 	h.apply(out)
 }

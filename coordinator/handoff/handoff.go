@@ -145,21 +145,24 @@ type group struct {
 	sweeping    bool
 }
 
-// Machine holds every assigner group of one shard.
-type Machine struct {
+// Shard holds every assigner group of one shard.
+type Shard struct {
 	cfg    Config
 	groups map[string]*group
 
+	rec   machine.Recorder
 	out   Output
 	sends map[string]int // consumer (group\x00name) → index in out.Sends
 }
 
 // New returns an empty machine.
-func New(cfg Config) *Machine {
-	return &Machine{cfg: cfg, groups: map[string]*group{}}
+func New(cfg Config) *Shard {
+	m := &Shard{cfg: cfg, groups: map[string]*group{}}
+	m.rec.Replay = m.Replay
+	return m
 }
 
-func (m *Machine) group(name string) *group {
+func (m *Shard) group(name string) *group {
 	g := m.groups[name]
 	if g == nil {
 		g = &group{name: name, consumers: map[string]*consumer{}, topics: map[string]int32{}, owners: map[TP]string{}, handoffs: map[TP]*move{}}
@@ -168,8 +171,9 @@ func (m *Machine) group(name string) *group {
 	return g
 }
 
-func (m *Machine) flush() Output {
+func (m *Shard) flush() Output {
 	out := m.out
+	out.Records = m.rec.Take()
 	m.out, m.sends = Output{}, nil
 	return out
 }
@@ -182,24 +186,19 @@ const (
 	timerLease     = 'l'
 )
 
-func (m *Machine) timer(key string, at time.Time) {
+func (m *Shard) timer(key string, at time.Time) {
 	m.out.Timers = append(m.out.Timers, machine.Timer{Key: key, At: at})
 }
 
-func (m *Machine) gk(g *group) record.GroupKey {
+func (m *Shard) gk(g *group) record.GroupKey {
 	return record.GroupKey{Shard: m.cfg.Shard, Group: g.name}
 }
 
-// emit writes a record and applies it, through the code that replays it.
-func (m *Machine) emit(key, value []byte) {
-	r := machine.Record{Key: key, Value: value}
-	if err := m.Replay(r); err != nil {
-		panic(fmt.Sprintf("handoff: cannot replay its own record %x: %v", key, err))
-	}
-	m.out.Records = append(m.out.Records, r)
-}
+// emit writes a record and applies it through Replay (the one record
+// rule, coordinator/machine).
+func (m *Shard) emit(key, value []byte) { m.rec.Emit(key, value) }
 
-func (m *Machine) setOwner(g *group, tp TP, owner string) {
+func (m *Shard) setOwner(g *group, tp TP, owner string) {
 	k := record.PartitionKey{GroupKey: m.gk(g), Kind: record.KindAssignerOwner, Topic: tp.Topic, Partition: tp.Partition}
 	var v []byte
 	if owner != "" {
@@ -208,7 +207,7 @@ func (m *Machine) setOwner(g *group, tp TP, owner string) {
 	m.emit(k.Key(), v)
 }
 
-func (m *Machine) setHandoff(g *group, tp TP, h *move) {
+func (m *Shard) setHandoff(g *group, tp TP, h *move) {
 	k := record.PartitionKey{GroupKey: m.gk(g), Kind: record.KindAssignerHandoff, Topic: tp.Topic, Partition: tp.Partition}
 	var v []byte
 	if h != nil {
@@ -217,7 +216,7 @@ func (m *Machine) setHandoff(g *group, tp TP, h *move) {
 	m.emit(k.Key(), v)
 }
 
-func (m *Machine) setConsumer(g *group, name, topic string) {
+func (m *Shard) setConsumer(g *group, name, topic string) {
 	k := record.MemberKey{GroupKey: m.gk(g), Kind: record.KindAssignerConsumer, Member: name}
 	var v []byte
 	if topic != "" {
@@ -226,14 +225,14 @@ func (m *Machine) setConsumer(g *group, name, topic string) {
 	m.emit(k.Key(), v)
 }
 
-func (m *Machine) setTopic(g *group, topic string, n int32) {
+func (m *Shard) setTopic(g *group, topic string, n int32) {
 	k := record.MemberKey{GroupKey: m.gk(g), Kind: record.KindAssignerTopic, Member: topic}
 	m.emit(k.Key(), record.AssignerTopic{Partitions: n}.Encode())
 }
 
 // send queues cmd for consumer c, if it is connected; a disconnected
 // consumer gets what is pending when it registers again.
-func (m *Machine) send(g *group, c *consumer, cmd Command) {
+func (m *Shard) send(g *group, c *consumer, cmd Command) {
 	if c == nil || c.stream == 0 {
 		return
 	}
@@ -262,7 +261,7 @@ func (m *Machine) send(g *group, c *consumer, cmd Command) {
 }
 
 // Replay applies one record to the state.
-func (m *Machine) Replay(r machine.Record) error {
+func (m *Shard) Replay(r machine.Record) error {
 	kind, k, err := record.ParseKey(r.Key)
 	if err != nil {
 		return err
@@ -324,12 +323,49 @@ func (m *Machine) Replay(r machine.Record) error {
 	return nil
 }
 
+// DurableState renders what the records hold: per group, its consumers
+// and their topics, the topics' partition counts, owners and handoffs.
+func (m *Shard) DurableState() string {
+	var b strings.Builder
+	for _, name := range sortedKeys(m.groups) {
+		g := m.groups[name]
+		if len(g.consumers)+len(g.topics)+len(g.owners)+len(g.handoffs) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "group %q\n", name)
+		for _, c := range sortedKeys(g.consumers) {
+			fmt.Fprintf(&b, "  consumer %s topic=%s\n", c, g.consumers[c].topic)
+		}
+		for _, t := range sortedKeys(g.topics) {
+			fmt.Fprintf(&b, "  topic %s partitions=%d\n", t, g.topics[t])
+		}
+		tps := make([]TP, 0, len(g.owners))
+		for tp := range g.owners {
+			tps = append(tps, tp)
+		}
+		slices.SortFunc(tps, compareTP)
+		for _, tp := range tps {
+			fmt.Fprintf(&b, "  owner %v %s\n", tp, g.owners[tp])
+		}
+		tps = tps[:0]
+		for tp := range g.handoffs {
+			tps = append(tps, tp)
+		}
+		slices.SortFunc(tps, compareTP)
+		for _, tp := range tps {
+			h := g.handoffs[tp]
+			fmt.Fprintf(&b, "  handoff %v %s->%s complete=%v\n", tp, h.from, h.to, h.complete)
+		}
+	}
+	return b.String()
+}
+
 // Loaded starts every consumer's lease: no stream survives a restart, so
 // each has LeaseTTL to register again and keep its partitions. A
 // rebalance that was due when the process stopped is not durable, so
 // every group gets one after the debounce (nothing is written if nothing
 // changes).
-func (m *Machine) Loaded(now time.Time) Output {
+func (m *Shard) Loaded(now time.Time) Output {
 	for _, name := range sortedKeys(m.groups) {
 		g := m.groups[name]
 		for _, cn := range sortedKeys(g.consumers) {
@@ -341,13 +377,13 @@ func (m *Machine) Loaded(now time.Time) Output {
 	return m.flush()
 }
 
-func (m *Machine) startLease(g *group, c *consumer, now time.Time) {
+func (m *Shard) startLease(g *group, c *consumer, now time.Time) {
 	c.stream = 0
 	c.leaseUntil = now.Add(m.cfg.LeaseTTL)
 	m.timer(string(timerLease)+g.name+"\x00"+c.name, c.leaseUntil)
 }
 
-func (m *Machine) armSweep(g *group, now time.Time) {
+func (m *Shard) armSweep(g *group, now time.Time) {
 	if !g.sweeping && len(g.consumers) > 0 {
 		g.sweeping = true
 		m.timer(string(timerSweep)+g.name, now.Add(m.cfg.LeaseTTL/2))
@@ -356,7 +392,7 @@ func (m *Machine) armSweep(g *group, now time.Time) {
 
 // scheduleRebalance debounces: the rebalance runs Debounce after the last
 // change that asked for it.
-func (m *Machine) scheduleRebalance(g *group, now time.Time) {
+func (m *Shard) scheduleRebalance(g *group, now time.Time) {
 	g.rebalanceAt = now.Add(m.cfg.Debounce)
 	m.timer(string(timerRebalance)+g.name, g.rebalanceAt)
 }
@@ -366,7 +402,7 @@ func (m *Machine) scheduleRebalance(g *group, now time.Time) {
 // stream of the same consumer, and sends the consumer what it owns and
 // every warm or release it still has to act on. partitions is the
 // topic's partition count as the server found it.
-func (m *Machine) Register(now time.Time, groupName, name, topic string, partitions int32, stream StreamID) (Output, error) {
+func (m *Shard) Register(now time.Time, groupName, name, topic string, partitions int32, stream StreamID) (Output, error) {
 	switch {
 	case groupName == "" || strings.ContainsRune(groupName, 0):
 		return Output{}, &Error{InvalidArgument, fmt.Sprintf("group name %q is empty or holds a NUL", groupName)}
@@ -429,7 +465,7 @@ func (m *Machine) Register(now time.Time, groupName, name, topic string, partiti
 
 // Disconnect tells the machine that stream closed: its consumer keeps its
 // registration and partitions for LeaseTTL.
-func (m *Machine) Disconnect(now time.Time, groupName, name string, stream StreamID) Output {
+func (m *Shard) Disconnect(now time.Time, groupName, name string, stream StreamID) Output {
 	g := m.groups[groupName]
 	if g == nil {
 		return Output{}
@@ -440,7 +476,7 @@ func (m *Machine) Disconnect(now time.Time, groupName, name string, stream Strea
 	return m.flush()
 }
 
-func (m *Machine) known(groupName, name string) (*group, *consumer, error) {
+func (m *Shard) known(groupName, name string) (*group, *consumer, error) {
 	g := m.groups[groupName]
 	var c *consumer
 	if g != nil {
@@ -456,7 +492,7 @@ func (m *Machine) known(groupName, name string) (*group, *consumer, error) {
 // its owner in one step (the owner record and the handoff record in one
 // output), and the old owner is told to release it. An old owner that is
 // gone has nothing to release: the handoff ends there.
-func (m *Machine) Ready(now time.Time, groupName, name string, tp TP) (Output, error) {
+func (m *Shard) Ready(now time.Time, groupName, name string, tp TP) (Output, error) {
 	g, c, err := m.known(groupName, name)
 	if err != nil {
 		return Output{}, err
@@ -478,7 +514,7 @@ func (m *Machine) Ready(now time.Time, groupName, name string, tp TP) (Output, e
 }
 
 // Released ends a complete handoff: the old owner has let go.
-func (m *Machine) Released(now time.Time, groupName, name string, tp TP) (Output, error) {
+func (m *Shard) Released(now time.Time, groupName, name string, tp TP) (Output, error) {
 	g, c, err := m.known(groupName, name)
 	if err != nil {
 		return Output{}, err
@@ -494,7 +530,7 @@ func (m *Machine) Released(now time.Time, groupName, name string, tp TP) (Output
 
 // Partitions tells the machine a topic's partition count; growth is
 // rebalanced.
-func (m *Machine) Partitions(now time.Time, groupName, topic string, n int32) Output {
+func (m *Shard) Partitions(now time.Time, groupName, topic string, n int32) Output {
 	g := m.groups[groupName]
 	if g != nil && n > g.topics[topic] {
 		m.setTopic(g, topic, n)
@@ -504,7 +540,7 @@ func (m *Machine) Partitions(now time.Time, groupName, topic string, n int32) Ou
 }
 
 // Fire runs a timer.
-func (m *Machine) Fire(now time.Time, key string) Output {
+func (m *Shard) Fire(now time.Time, key string) Output {
 	if key == "" {
 		return Output{}
 	}
@@ -536,7 +572,7 @@ func (m *Machine) Fire(now time.Time, key string) Output {
 // no longer finish. Its partitions keep it as their owner until the next
 // rebalance gives them to live consumers directly (the dead-owner fast
 // path).
-func (m *Machine) expire(g *group, c *consumer, now time.Time) {
+func (m *Shard) expire(g *group, c *consumer, now time.Time) {
 	m.setConsumer(g, c.name, "")
 	m.dropHandoffs(g, c.name)
 	m.scheduleRebalance(g, now)
@@ -548,7 +584,7 @@ func (m *Machine) expire(g *group, c *consumer, now time.Time) {
 // releasing once complete (nobody is left to release). One it was giving
 // up while the new owner still warms stays: the new owner takes the
 // partition at Ready.
-func (m *Machine) dropHandoffs(g *group, name string) {
+func (m *Shard) dropHandoffs(g *group, name string) {
 	for _, tp := range sortedTPs(g.handoffs) {
 		h := g.handoffs[tp]
 		if h.to == name || (h.from == name && h.complete) {
@@ -558,7 +594,7 @@ func (m *Machine) dropHandoffs(g *group, name string) {
 }
 
 // forget makes name own nothing and take part in no handoff.
-func (m *Machine) forget(g *group, name string) {
+func (m *Shard) forget(g *group, name string) {
 	m.dropHandoffs(g, name)
 	for _, tp := range sortedTPs(g.owners) {
 		if g.owners[tp] == name {
@@ -569,7 +605,7 @@ func (m *Machine) forget(g *group, name string) {
 
 // sweep deletes handoffs whose new owner is gone, and rebalances once no
 // handoff is pending (kafka-assigner's periodic cleanup).
-func (m *Machine) sweep(g *group, now time.Time) {
+func (m *Shard) sweep(g *group, now time.Time) {
 	for _, tp := range sortedTPs(g.handoffs) {
 		h := g.handoffs[tp]
 		if g.consumers[h.to] == nil || (h.complete && g.consumers[h.from] == nil) {
@@ -586,7 +622,7 @@ func (m *Machine) sweep(g *group, now time.Time) {
 // is assigned at once (the dead-owner fast path), one with a live owner
 // moves through a handoff, a partition already in a handoff is left to
 // finish. Nothing is written when nothing changes.
-func (m *Machine) rebalance(g *group) {
+func (m *Shard) rebalance(g *group) {
 	if len(g.consumers) == 0 {
 		// Empty group: every assignment and handoff goes.
 		for _, tp := range sortedTPs(g.handoffs) {
@@ -700,7 +736,7 @@ type HandoffView struct {
 }
 
 // View returns a copy of a group's state; the zero View if there is none.
-func (m *Machine) View(groupName string) View {
+func (m *Shard) View(groupName string) View {
 	v := View{Owners: map[TP]string{}, Handoffs: map[TP]HandoffView{}, Topics: map[string]int32{}}
 	g := m.groups[groupName]
 	if g == nil {

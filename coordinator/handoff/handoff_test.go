@@ -32,13 +32,16 @@ type tb interface {
 }
 
 type harness struct {
-	t       tb
-	cfg     handoff.Config
-	m       *handoff.Machine
-	now     time.Time
-	records map[string][]byte
-	written int
-	timers  map[string]time.Time
+	t   tb
+	cfg handoff.Config
+	m   *handoff.Shard
+	now time.Time
+	// guardEvery runs the one-record-rule guard after every n-th event
+	// (1: every event; the property test thins it out).
+	guardEvery, steps int
+	records           map[string][]byte
+	written           int
+	timers            map[string]time.Time
 	// got is every command each stream received, in order.
 	got    map[handoff.StreamID][]handoff.Command
 	closed map[handoff.StreamID]string
@@ -51,15 +54,16 @@ func newHarness(t *testing.T, parts int32) *harness { return newHarnessTB(t, par
 
 func newHarnessTB(t tb, parts int32) *harness {
 	h := &harness{
-		t:       t,
-		cfg:     handoff.Config{LeaseTTL: 30 * time.Second, Debounce: time.Second},
-		now:     start,
-		records: map[string][]byte{},
-		timers:  map[string]time.Time{},
-		got:     map[handoff.StreamID][]handoff.Command{},
-		closed:  map[handoff.StreamID]string{},
-		stream:  map[string]handoff.StreamID{},
-		parts:   parts,
+		t:          t,
+		cfg:        handoff.Config{LeaseTTL: 30 * time.Second, Debounce: time.Second},
+		now:        start,
+		records:    map[string][]byte{},
+		timers:     map[string]time.Time{},
+		guardEvery: 1,
+		got:        map[handoff.StreamID][]handoff.Command{},
+		closed:     map[handoff.StreamID]string{},
+		stream:     map[string]handoff.StreamID{},
+		parts:      parts,
 	}
 	h.m = handoff.New(h.cfg)
 	h.apply(h.m.Loaded(h.now))
@@ -70,6 +74,19 @@ func (h *harness) apply(out handoff.Output) {
 	h.t.Helper()
 	h.applyUnchecked(out)
 	h.check()
+	if h.steps++; h.steps%h.guardEvery == 0 {
+		h.guard()
+	}
+}
+
+// guard checks the one record rule: a machine rebuilt from the records
+// written so far holds the same durable state.
+func (h *harness) guard() {
+	h.t.Helper()
+	cfg := h.cfg
+	if err := testkit.CheckReplay(h.m, h.records, func() *handoff.Shard { return handoff.New(cfg) }); err != nil {
+		h.t.Fatalf("at %v: %v", h.now, err)
+	}
 }
 
 // applyUnchecked applies out without the holder check (the fuzzer's
@@ -155,7 +172,7 @@ func (h *harness) restart() {
 }
 
 // replayed is a fresh machine loaded from the records written so far.
-func (h *harness) replayed() *handoff.Machine {
+func (h *harness) replayed() *handoff.Shard {
 	h.t.Helper()
 	m := handoff.New(h.cfg)
 	if err := testkit.ReplaySorted(h.records, m.Replay); err != nil {

@@ -109,6 +109,9 @@ func runHandoffSchedule(t *testing.T, seed int64, long bool) (msg string) {
 		}
 	}()
 	s.h = newHarnessTB(ft, int32(1+s.rng.IntN(64)))
+	// The guard after every 16th event and at the end: schedules are long.
+	s.h.guardEvery = 16
+	defer s.h.guard()
 	steps := 100 + s.rng.IntN(200)
 	maxC := 1 + s.rng.IntN(30)
 	for step := 0; step < steps; step++ {

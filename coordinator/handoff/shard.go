@@ -37,13 +37,13 @@ type (
 	}
 )
 
-// Shard returns m as a machine.Machine for the coordinator's shard
+// Machine returns m as a machine.Machine for the coordinator's shard
 // runtime: commands come as Request.Cmd, stream commands leave as pushes
 // (a Send, or a Close, as Push.Msg), after the records before them are
 // durable.
-func (m *Machine) Shard() machine.Machine { return shard{m} }
+func (m *Shard) Machine() machine.Machine { return shard{m} }
 
-type shard struct{ m *Machine }
+type shard struct{ m *Shard }
 
 func (s shard) Replay(r machine.Record) error { return s.m.Replay(r) }
 

@@ -3,11 +3,30 @@
 // records, requests and timer firings and returns an Output of records to
 // write, replies to send and timers to set.
 //
+// # The one record rule
+//
+// A machine's durable state is what its records say, and one function
+// changes it: the machine's Replay. At load the runtime hands Replay every
+// stored record; live, a handler never changes durable state itself, it
+// emits a record through a Recorder, which hands the record to the same
+// Replay at once (so the handler sees its effect) and queues it for the
+// runtime to write. Live state and state rebuilt from the store therefore
+// cannot differ. What a handler may change directly is soft state, rebuilt
+// at load by Loaded or not at all: timers and deadlines, parked requests,
+// a classic group's rebalance in progress (a generation becomes durable
+// only with its leader's SyncGroup, as in Kafka).
+//
+// Every machine implements Durable, and its scenario, property and fuzz
+// tests rebuild it from the records written so far after every step and
+// compare the two renderings (coordinator/machine/machinetest): the guard
+// that fails when a handler changes durable state without a record.
+//
 // It holds types only; it must not do I/O, read a clock or start
 // goroutines, so that the pure packages can depend on it.
 package machine
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -23,27 +42,22 @@ type RequestID uint64
 type Request struct {
 	ID  RequestID
 	Msg kmsg.Request
+	// Tenant is the organisation the request acts for; every group and
+	// offset key carries it, so that two tenants' groups of the same name
+	// are two groups. "" is the default tenant.
+	Tenant string
 	// ClientID and ClientHost identify the connection it came on:
 	// the header's client id and the peer's IP address.
 	ClientID, ClientHost string
-	// DeletedTopics, with Msg nil, tells the machine that the broker
-	// deleted these topics: their committed offsets go, as Kafka's
-	// OffsetMetadataManager.onPartitionsDeleted. The reply's Resp is nil.
-	DeletedTopics []string
-	// LiveTopics, with Msg nil, is every topic the broker has, with its
-	// id: committed offsets of any other topic, or of an earlier topic of
-	// the same name (a deletion a crash interrupted), are deleted.
-	LiveTopics map[string][16]byte
-	// TopicIDs are the ids of the topics an OffsetCommit names, stamped
-	// on the offsets so that LiveTopics can tell a re-created topic
-	// from the one committed to.
-	TopicIDs map[string][16]byte
-	// Cmd, with Msg nil, is a request that is not a Kafka message: the
-	// warm-handoff assigner's (coordinator/handoff). Its reply carries Out.
+	// Cmd, with Msg nil, is a request that is not a Kafka message (the
+	// warm-handoff assigner's, a topic deletion the broker reports). Its
+	// reply carries Out.
 	Cmd any
 	// Topics is the broker's topics as the request was handed over,
-	// shared and read-only. Consumer groups (KIP-848) resolve
-	// subscriptions against it. Nil when the caller has no topic source.
+	// shared and read-only: offset commits check partitions and stamp
+	// topic ids against it, consumer groups (KIP-848) resolve
+	// subscriptions against it. Nil when the caller has no topic source
+	// (then every topic is taken to exist).
 	Topics *Catalog
 }
 
@@ -113,9 +127,9 @@ type Output struct {
 // goroutines, read a clock or do I/O.
 type Machine interface {
 	// Replay applies one record (Value nil: a tombstone) to the durable
-	// state. It is called for every record the machine returns, in order,
-	// right after the event that returned it, and for every stored record
-	// when the shard loads.
+	// state: the only code that changes it (see the package doc). The
+	// runtime calls it for every stored record when the shard loads; live,
+	// the machine calls it itself for each record it emits (Recorder).
 	Replay(r Record) error
 	// Loaded is called once after loading, before any event.
 	Loaded(now time.Time) Output
@@ -123,4 +137,41 @@ type Machine interface {
 	Handle(now time.Time, req Request) Output
 	// Fire runs timer key, which came due.
 	Fire(now time.Time, key string) Output
+}
+
+// Durable is implemented by every pure machine: a deterministic rendering
+// of its durable state, exactly what replaying its records builds and
+// nothing soft. The guard tests compare a live machine's rendering with
+// that of a machine rebuilt from the records it wrote.
+type Durable interface {
+	DurableState() string
+}
+
+// Recorder is the record half of an event's output, and the one way a
+// machine changes its durable state live: Emit applies the record through
+// the machine's Replay at once, then queues it for the runtime to write.
+type Recorder struct {
+	// Replay is the machine's replay function.
+	Replay  func(Record) error
+	records []Record
+}
+
+// Emit applies the record (value nil: a tombstone) and queues it. A machine
+// that cannot replay its own record is broken: Emit panics.
+func (r *Recorder) Emit(key, value []byte) {
+	rec := Record{Key: key, Value: value}
+	if err := r.Replay(rec); err != nil {
+		panic(fmt.Sprintf("machine: cannot replay its own record %x: %v", key, err))
+	}
+	r.records = append(r.records, rec)
+}
+
+// Grow makes room for n more records.
+func (r *Recorder) Grow(n int) { r.records = slices.Grow(r.records, n) }
+
+// Take returns the records emitted since the last Take.
+func (r *Recorder) Take() []Record {
+	out := r.records
+	r.records = nil
+	return out
 }

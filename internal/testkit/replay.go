@@ -3,6 +3,7 @@ package testkit
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 )
@@ -22,4 +23,47 @@ func ReplaySorted(records map[string][]byte, replay func(machine.Record) error) 
 		}
 	}
 	return nil
+}
+
+// CheckReplay is the guard of the one record rule (coordinator/machine):
+// it rebuilds a machine from records (key → value, as a shard load sees
+// them) and reports how its durable state differs from live's. A
+// difference means a handler changed durable state without emitting the
+// record that says so.
+func CheckReplay[M interface {
+	Replay(machine.Record) error
+	machine.Durable
+}](live machine.Durable, records map[string][]byte, fresh func() M) error {
+	m := fresh()
+	if err := ReplaySorted(records, m.Replay); err != nil {
+		return err
+	}
+	want, got := live.DurableState(), m.DurableState()
+	if want == got {
+		return nil
+	}
+	return fmt.Errorf("durable state rebuilt from the records differs from the live machine's:\n%s", lineDiff(want, got))
+}
+
+// lineDiff lists the lines only in a (-, live) and only in b (+, rebuilt).
+func lineDiff(a, b string) string {
+	count := map[string]int{}
+	for _, l := range strings.Split(b, "\n") {
+		count[l]++
+	}
+	var out strings.Builder
+	for _, l := range strings.Split(a, "\n") {
+		if count[l] > 0 {
+			count[l]--
+			continue
+		}
+		out.WriteString("- live:    " + l + "\n")
+	}
+	for _, l := range strings.Split(b, "\n") {
+		if count[l] > 0 {
+			count[l]--
+			out.WriteString("+ rebuilt: " + l + "\n")
+		}
+	}
+	return out.String()
 }

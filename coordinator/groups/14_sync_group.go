@@ -1,7 +1,8 @@
-package kafka
+package groups
 
 // SyncGroup, key 14: the leader hands in the generation's assignment and
-// every member receives its own (docs/kafka-classic-groups.md §6).
+// every member receives its own (classic_sync.go,
+// docs/kafka-classic-groups.md §6).
 //
 // Version notes:
 //   - v1: ThrottleMillis.
@@ -16,4 +17,9 @@ package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(kmsg.SyncGroup, 0, 5, groupHandler) }
+func init() {
+	register(&API{Key: kmsg.SyncGroup, MinVersion: 0, MaxVersion: 5,
+		Groups: oneGroup(func(r *kmsg.SyncGroupRequest) string { return r.Group })},
+		(*Shard).syncGroup,
+		func(_ *kmsg.SyncGroupRequest, resp *kmsg.SyncGroupResponse, code int16) { resp.ErrorCode = code })
+}

@@ -29,21 +29,21 @@ type current struct {
 	revoking         tps
 }
 
-func (mc *Machine) emitCurrent(g *group, id string, c current) {
+func (s *Shard) emitCurrent(g *consumerGroup, id string, c current) {
 	v := record.ConsumerCurrent{
 		MemberEpoch: c.epoch, PreviousMemberEpoch: c.prevEpoch, State: int8(c.state),
 		Assigned: c.assigned.records(), Revoking: c.revoking.records(),
 	}
-	mc.emit(mc.memberKey(record.KindConsumerCurrent, g.name, id), v.Encode())
+	s.emit(s.memberKey(record.KindConsumerCurrent, g.gkey, id), v.Encode())
 }
 
 // reconcile computes m's next state from its target; nil if nothing
 // changes. owned is what the member says it owns (nil: not sent, which
 // counts as still owning everything it must revoke).
-func (mc *Machine) reconcile(cg *cgroup, m *cmember, owned tps) (*current, int16, string) {
-	target := cg.target[m.id]
+func (s *Shard) reconcile(g *consumerGroup, m *consumerMember, owned tps) (*current, int16, string) {
+	target := g.target[m.id]
 	subscribed := map[[16]byte]bool{}
-	if cat := mc.catalog; cat != nil {
+	if cat := s.catalog; cat != nil {
 		for _, t := range m.subscription(cat) {
 			if meta, ok := cat.ByName[t]; ok {
 				subscribed[meta.ID] = true
@@ -52,7 +52,7 @@ func (mc *Machine) reconcile(cg *cgroup, m *cmember, owned tps) (*current, int16
 	}
 	switch m.state {
 	case memberStable:
-		if m.epoch == cg.targetEpoch && !ownsUnsubscribed(m.assigned, subscribed) {
+		if m.epoch == g.targetEpoch && !ownsUnsubscribed(m.assigned, subscribed) {
 			return nil, 0, ""
 		}
 	case memberUnrevoked:
@@ -79,7 +79,7 @@ func (mc *Machine) reconcile(cg *cgroup, m *cmember, owned tps) (*current, int16
 			return nil, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member %s is in an unknown state and must rejoin.", m.id)
 		}
 	}
-	next := mc.nextAssignment(cg, m, target, subscribed, owned)
+	next := s.nextAssignment(g, m, target, subscribed, owned)
 	if next.epoch == m.epoch && next.prevEpoch == m.prevEpoch && next.state == m.state &&
 		next.assigned.equal(m.assigned) && next.revoking.equal(m.revoking) {
 		return nil, 0, ""
@@ -88,7 +88,7 @@ func (mc *Machine) reconcile(cg *cgroup, m *cmember, owned tps) (*current, int16
 }
 
 // nextAssignment is Kafka's computeNextAssignment.
-func (mc *Machine) nextAssignment(cg *cgroup, m *cmember, target tps, subscribed map[[16]byte]bool, owned tps) current {
+func (s *Shard) nextAssignment(g *consumerGroup, m *consumerMember, target tps, subscribed map[[16]byte]bool, owned tps) current {
 	keep, revoke, add := tps{}, tps{}, tps{}
 	unreleased := false
 	ids := map[[16]byte]bool{}
@@ -115,7 +115,7 @@ func (mc *Machine) nextAssignment(cg *cgroup, m *cmember, target tps, subscribed
 			if _, ok := slices.BinarySearch(have, p); ok {
 				continue
 			}
-			if _, busy := cg.owners[tp{id, p}]; busy && !m.revoking.has(id, p) {
+			if _, busy := g.owners[tp{id, p}]; busy && !m.revoking.has(id, p) {
 				unreleased = true
 				continue
 			}
@@ -129,7 +129,7 @@ func (mc *Machine) nextAssignment(cg *cgroup, m *cmember, target tps, subscribed
 		c.state, c.assigned, c.revoking = memberUnrevoked, keep, revoke
 		return c
 	case add.count() > 0:
-		c := withEpoch(cg.targetEpoch)
+		c := withEpoch(g.targetEpoch)
 		c.assigned = union(keep, add)
 		c.state = memberStable
 		if unreleased {
@@ -137,11 +137,11 @@ func (mc *Machine) nextAssignment(cg *cgroup, m *cmember, target tps, subscribed
 		}
 		return c
 	case unreleased:
-		c := withEpoch(cg.targetEpoch)
+		c := withEpoch(g.targetEpoch)
 		c.state, c.assigned = memberUnreleased, keep
 		return c
 	}
-	c := withEpoch(cg.targetEpoch)
+	c := withEpoch(g.targetEpoch)
 	c.state, c.assigned = memberStable, keep
 	return c
 }

@@ -1,7 +1,7 @@
-package kafka
+package groups
 
-// JoinGroup, key 11: the classic group protocol's join, served by the
-// group coordinator (coordinator/groups, docs/kafka-classic-groups.md §4–5).
+// JoinGroup, key 11: the classic group protocol's join (classic_join.go,
+// docs/kafka-classic-groups.md §4–5).
 //
 // Version notes:
 //   - v0: no rebalance timeout; the session timeout serves as both.
@@ -22,4 +22,11 @@ package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-func init() { register(kmsg.JoinGroup, 0, 9, groupHandler) }
+func init() {
+	register(&API{Key: kmsg.JoinGroup, MinVersion: 0, MaxVersion: 9,
+		Groups: oneGroup(func(r *kmsg.JoinGroupRequest) string { return r.Group })},
+		(*Shard).joinGroup,
+		func(r *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse, code int16) {
+			*resp = *joinError(r.Version, code, r.MemberID)
+		})
+}

@@ -28,15 +28,8 @@ const (
 	timerConsumerRevoke  = 'v'
 )
 
-// noteCatalog keeps the newest topic catalog a request brought.
-func (mc *Machine) noteCatalog(c *machine.Catalog) {
-	if c != nil && (mc.catalog == nil || c.Version >= mc.catalog.Version) {
-		mc.catalog = c
-	}
-}
-
 // validateHeartbeat is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
-func (mc *Machine) validateHeartbeat(r *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
+func (s *Shard) validateHeartbeat(r *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 	invalid := func(msg string) (int16, string) { return kerr.InvalidRequest.Code, msg }
 	if r.Version >= 1 && r.MemberID == "" {
 		return invalid("MemberId can't be empty.")
@@ -80,9 +73,9 @@ func (mc *Machine) validateHeartbeat(r *kmsg.ConsumerGroupHeartbeatRequest) (int
 			return kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *r.SubscribedTopicRegex, err)
 		}
 	}
-	if r.ServerAssignor != nil && mc.assignor(*r.ServerAssignor) == nil {
+	if r.ServerAssignor != nil && s.assignor(*r.ServerAssignor) == nil {
 		var names []string
-		for _, a := range mc.cfg.Assignors {
+		for _, a := range s.cfg.Assignors {
 			names = append(names, a.Name())
 		}
 		return kerr.UnsupportedAssignor.Code, fmt.Sprintf("ServerAssignor %s is not supported. Supported assignors: %s.", *r.ServerAssignor, strings.Join(names, ", "))
@@ -90,8 +83,8 @@ func (mc *Machine) validateHeartbeat(r *kmsg.ConsumerGroupHeartbeatRequest) (int
 	return 0, ""
 }
 
-func (mc *Machine) assignor(name string) assign.Assignor {
-	for _, a := range mc.cfg.Assignors {
+func (s *Shard) assignor(name string) assign.Assignor {
+	for _, a := range s.cfg.Assignors {
 		if a.Name() == name {
 			return a
 		}
@@ -108,55 +101,58 @@ func hbError(resp *kmsg.ConsumerGroupHeartbeatResponse, code int16, msg string) 
 }
 
 // consumerHeartbeat serves ConsumerGroupHeartbeat.
-func (mc *Machine) consumerHeartbeat(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest) {
-	mc.noteCatalog(req.Topics)
+func (s *Shard) consumerHeartbeat(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest) {
+	s.noteCatalog(req.Topics)
 	resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.Version = r.Version
-	if code, msg := mc.validateHeartbeat(r); code != 0 {
-		mc.reply(req.ID, hbError(resp, code, msg))
+	if code, msg := s.validateHeartbeat(r); code != 0 {
+		s.reply(req.ID, hbError(resp, code, msg))
 		return
 	}
 	if r.MemberEpoch == leaveEpoch || r.MemberEpoch == leaveStaticEpoch {
-		mc.reply(req.ID, mc.consumerLeave(now, r, resp))
+		s.reply(req.ID, s.consumerLeave(now, req, r, resp))
 		return
 	}
-	mc.reply(req.ID, mc.consumerJoinOrBeat(now, req, r, resp))
+	s.reply(req.ID, s.consumerJoinOrBeat(now, req, r, resp))
 }
 
-// consumerGroup returns the consumer group a heartbeat at epoch names,
-// creating it (or converting an empty classic group) for a join.
-func (mc *Machine) consumerGroup(now time.Time, name string, join bool) (*group, int16, string) {
-	g := mc.groups[name]
-	if g != nil && g.cg != nil {
-		return g, 0, ""
+// heartbeatGroup returns the consumer group a heartbeat names, creating
+// it (or converting an empty classic group) for a join.
+func (s *Shard) heartbeatGroup(now time.Time, k gkey, join bool) (*consumerGroup, int16, string) {
+	e := s.lookup(k.tenant, k.name)
+	if e != nil && e.consumer != nil {
+		return e.consumer, 0, ""
 	}
-	if g != nil && (len(g.members) > 0 || g.state != empty) {
-		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", name)
+	if e != nil && e.classic != nil && (len(e.classic.members) > 0 || e.classic.state != empty) {
+		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", k.name)
 	}
 	if !join {
-		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", name)
+		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", k.name)
 	}
-	if g == nil {
-		g = mc.newGroup(name, now)
-	} else if g.durable && g.protocolType != "" {
-		// An empty classic group becomes a consumer group, keeping its
-		// offsets and its id: its classic record goes.
-		mc.write(mc.groupKey(name).Key(), nil)
+	id := s.newGroupID(now)
+	if e != nil {
+		// An empty classic (or simple) group becomes a consumer group,
+		// keeping its offsets and its id: its classic record goes, as
+		// Kafka's conversion writes a GroupMetadata tombstone.
+		id = e.id
+		if e.classic.committed != nil {
+			s.emit(s.key(k).Key(), nil)
+		}
+		e.classic = nil
 	}
-	g.protocolType, g.protocol, g.leader = "", "", ""
-	g.cg = newCgroup()
-	return g, 0, ""
+	e = s.entry(k)
+	e.id = id
+	return newConsumerGroup(e), 0, ""
 }
 
-func (mc *Machine) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
-	g, code, msg := mc.consumerGroup(now, r.Group, r.MemberEpoch == 0)
+func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
+	g, code, msg := s.heartbeatGroup(now, gkey{req.Tenant, r.Group}, r.MemberEpoch == 0)
 	if code != 0 {
 		return hbError(resp, code, msg)
 	}
-	cg := g.cg
 	id := r.MemberID
 	if r.Version == 0 && r.MemberEpoch == 0 && id == "" {
-		id = mc.uuid()
+		id = s.uuid()
 	}
 	var owned tps
 	if r.Topics != nil {
@@ -168,26 +164,26 @@ func (mc *Machine) consumerJoinOrBeat(now time.Time, req machine.Request, r *kms
 		}
 	}
 
-	m := cg.members[id]
+	m := g.members[id]
 	isNew := false
 	if r.MemberEpoch == 0 {
 		if r.InstanceID != nil {
-			if oldID, ok := cg.static[*r.InstanceID]; ok && oldID != id {
-				old := cg.members[oldID]
+			if oldID, ok := g.static[*r.InstanceID]; ok && oldID != id {
+				old := g.members[oldID]
 				if old.epoch != leaveStaticEpoch {
 					return hbError(resp, kerr.UnreleasedInstanceID.Code, fmt.Sprintf(
 						"Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", id, *r.InstanceID, oldID))
 				}
-				m = mc.replaceStaticConsumer(g, old, id)
+				m = s.replaceStaticConsumer(g, old, id)
 			}
 		}
 		if m == nil {
-			if mc.cfg.ConsumerMaxSize > 0 && len(cg.members) >= mc.cfg.ConsumerMaxSize {
+			if s.cfg.ConsumerMaxSize > 0 && len(g.members) >= s.cfg.ConsumerMaxSize {
 				return hbError(resp, kerr.GroupMaxSizeReached.Code, fmt.Sprintf(
-					"The consumer group has reached its maximum capacity of %d members.", mc.cfg.ConsumerMaxSize))
+					"The consumer group has reached its maximum capacity of %d members.", s.cfg.ConsumerMaxSize))
 			}
 			isNew = true
-			m = &cmember{id: id, prevEpoch: -1, assigned: tps{}, revoking: tps{}}
+			m = &consumerMember{id: id} // a template: the record makes the member
 		}
 	} else {
 		if m == nil {
@@ -230,44 +226,40 @@ func (mc *Machine) consumerJoinOrBeat(now time.Time, req machine.Request, r *kms
 		bump = true
 	}
 	if isNew || metadataChanged(m, &next) {
-		if isNew {
-			cg.members[id] = m // the record fills it in
-		}
-		mc.emitMember(g, &next)
+		s.emitMember(g, &next)
+		m = g.members[id]
 	}
-	hash := cg.metaHash
-	if bump || mc.catalog == nil || cg.hashAt != mc.catalog.Version {
-		hash = metadataHash(cg.subscribedTopics(mc.catalog), mc.catalog)
-		if mc.catalog != nil {
-			cg.hashAt = mc.catalog.Version
+	hash := g.metaHash
+	if bump || s.catalog == nil || g.hashAt != s.catalog.Version {
+		hash = metadataHash(g.subscribedTopics(s.catalog), s.catalog)
+		if s.catalog != nil {
+			g.hashAt = s.catalog.Version
 		}
 	}
-	if bump || hash != cg.metaHash {
-		cg.epoch++
-		cg.metaHash = hash
-		mc.emitGroupEpoch(g)
+	if bump || hash != g.metaHash {
+		s.emitGroupEpoch(g, g.epoch+1, hash)
 	}
 
 	// Step 2: the target assignment.
-	if cg.epoch > cg.targetEpoch && now.UnixMilli() >= cg.targetTime+mc.cfg.AssignmentInterval.Milliseconds() {
-		mc.computeTarget(g, now)
+	if g.epoch > g.targetEpoch && now.UnixMilli() >= g.targetTime+s.cfg.AssignmentInterval.Milliseconds() {
+		s.computeTarget(g, now)
 	}
 
 	// Step 3: reconcile this member.
 	before := m.assigned
-	cur, code, msg := mc.reconcile(cg, m, owned)
+	cur, code, msg := s.reconcile(g, m, owned)
 	if code != 0 {
 		return hbError(resp, code, msg)
 	}
 	if cur != nil {
-		mc.emitCurrent(g, m.id, *cur)
-		mc.armRevocation(g, m, now)
+		s.emitCurrent(g, m.id, *cur)
+		s.armRevocation(g, m, now)
 	}
-	mc.armConsumerSession(g, m, now)
+	s.armConsumerSession(g, m, now)
 
 	resp.MemberID = &m.id
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(mc.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(s.cfg.ConsumerHeartbeatInterval.Milliseconds())
 	full := r.MemberEpoch == 0 || (r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil)
 	if full || !before.equal(m.assigned) {
 		a := &kmsg.ConsumerGroupHeartbeatResponseAssignment{}
@@ -283,7 +275,7 @@ func (mc *Machine) consumerJoinOrBeat(now time.Time, req machine.Request, r *kms
 }
 
 // metadataChanged reports whether the member metadata record would differ.
-func metadataChanged(a, b *cmember) bool {
+func metadataChanged(a, b *consumerMember) bool {
 	return !eqPtr(a.instance, b.instance) || !eqPtr(a.rack, b.rack) || a.clientID != b.clientID ||
 		a.clientHost != b.clientHost || !slices.Equal(a.topics, b.topics) || a.regex != b.regex ||
 		a.rebalanceTimeout != b.rebalanceTimeout || a.assignor != b.assignor
@@ -300,7 +292,7 @@ func eqPtr(a, b *string) bool {
 // ahead of the coordinator is fenced; one behind is fenced unless it is
 // one step behind because it lost the response that advanced it (it sends
 // its previous epoch and owns nothing it no longer has).
-func validateMemberEpoch(m *cmember, received int32, owned tps) (int16, string) {
+func validateMemberEpoch(m *consumerMember, received int32, owned tps) (int16, string) {
 	switch {
 	case received > m.epoch:
 		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
@@ -328,31 +320,27 @@ func subset(a, b tps) bool {
 // member id, keeping its assignment and target (Kafka's
 // consumerGroupStaticMemberGroupLeave / replace): the old id's tombstones,
 // then the new id's records at epoch 0.
-func (mc *Machine) replaceStaticConsumer(g *group, old *cmember, id string) *cmember {
-	cg := g.cg
-	target := cg.target[old.id]
+func (s *Shard) replaceStaticConsumer(g *consumerGroup, old *consumerMember, id string) *consumerMember {
+	target := g.target[old.id]
 	cur := current{epoch: 0, prevEpoch: 0, state: old.state, assigned: old.assigned, revoking: old.revoking}
 	meta := *old
-	mc.emitRemoveMember(g, old.id)
-	m := &cmember{id: id, assigned: tps{}, revoking: tps{}}
-	cg.members[id] = m
+	s.emitRemoveMember(g, old.id)
 	meta.id = id
-	mc.emitMember(g, &meta)
+	s.emitMember(g, &meta)
 	if target != nil {
-		mc.emitTarget(g, id, target)
+		s.emitTarget(g, id, target)
 	}
-	mc.emitCurrent(g, id, cur)
-	return m
+	s.emitCurrent(g, id, cur)
+	return g.members[id]
 }
 
 // computeTarget runs the group's assignor over every member and writes
 // the members whose target changed, then the target epoch (Kafka's
 // TargetAssignmentBuilder).
-func (mc *Machine) computeTarget(g *group, now time.Time) {
-	cg := g.cg
-	cat := mc.catalog
+func (s *Shard) computeTarget(g *consumerGroup, now time.Time) {
+	cat := s.catalog
 	in := assign.Group{Topics: map[string]assign.Topic{}}
-	for _, m := range cg.sortedMembers() {
+	for _, m := range g.sortedMembers() {
 		am := assign.Member{ID: m.id, Topics: m.subscription(cat)}
 		if m.instance != nil {
 			am.InstanceID = *m.instance
@@ -362,7 +350,7 @@ func (mc *Machine) computeTarget(g *group, now time.Time) {
 		}
 		if cat != nil {
 			am.Current = assign.Partitions{}
-			for tid, ps := range cg.target[m.id] {
+			for tid, ps := range g.target[m.id] {
 				if name, ok := cat.ByID[tid]; ok {
 					am.Current[name] = ps
 				}
@@ -375,33 +363,33 @@ func (mc *Machine) computeTarget(g *group, now time.Time) {
 		}
 		in.Members = append(in.Members, am)
 	}
-	out := mc.groupAssignor(cg).Assign(in)
-	for _, m := range cg.sortedMembers() {
+	out := s.groupAssignor(g).Assign(in)
+	for _, m := range g.sortedMembers() {
 		next := tps{}
 		for name, ps := range out[m.id] {
 			if len(ps) > 0 {
 				next[cat.ByName[name].ID] = ps
 			}
 		}
-		if old, ok := cg.target[m.id]; !ok || !old.equal(next) {
-			mc.emitTarget(g, m.id, next)
+		if old, ok := g.target[m.id]; !ok || !old.equal(next) {
+			s.emitTarget(g, m.id, next)
 		}
 	}
-	mc.emitTargetEpoch(g, cg.epoch, now.UnixMilli())
+	s.emitTargetEpoch(g, g.epoch, now.UnixMilli())
 }
 
 // groupAssignor is the assignor most members ask for (ties: the first in
 // the configured order), else the default, as Kafka's
 // computePreferredServerAssignor.
-func (mc *Machine) groupAssignor(cg *cgroup) assign.Assignor {
+func (s *Shard) groupAssignor(g *consumerGroup) assign.Assignor {
 	votes := map[string]int{}
-	for _, m := range cg.members {
+	for _, m := range g.members {
 		if m.assignor != "" {
 			votes[m.assignor]++
 		}
 	}
-	best, n := mc.cfg.Assignors[0], 0
-	for _, a := range mc.cfg.Assignors {
+	best, n := s.cfg.Assignors[0], 0
+	for _, a := range s.cfg.Assignors {
 		if votes[a.Name()] > n {
 			best, n = a, votes[a.Name()]
 		}
@@ -412,24 +400,23 @@ func (mc *Machine) groupAssignor(cg *cgroup) assign.Assignor {
 // consumerLeave serves a heartbeat with epoch -1 (leave) or -2 (a static
 // member leaves for a while, keeping its assignment until its session
 // expires), as Kafka's consumerGroupLeave.
-func (mc *Machine) consumerLeave(now time.Time, r *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
-	g, code, msg := mc.consumerGroup(now, r.Group, false)
+func (s *Shard) consumerLeave(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
+	g, code, msg := s.heartbeatGroup(now, gkey{req.Tenant, r.Group}, false)
 	if code != 0 {
 		return hbError(resp, code, msg)
 	}
-	cg := g.cg
-	var m *cmember
+	var m *consumerMember
 	if r.InstanceID == nil {
-		m = cg.members[r.MemberID]
+		m = g.members[r.MemberID]
 		if m == nil {
 			return hbError(resp, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", r.MemberID, r.Group))
 		}
 	} else {
-		mid, ok := cg.static[*r.InstanceID]
+		mid, ok := g.static[*r.InstanceID]
 		if !ok {
 			return hbError(resp, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *r.InstanceID))
 		}
-		m = cg.members[mid]
+		m = g.members[mid]
 		if mid != r.MemberID {
 			return hbError(resp, kerr.FencedInstanceID.Code, fmt.Sprintf(
 				"Static member %s with instance id %s is not the owner of the instance id.", r.MemberID, *r.InstanceID))
@@ -438,11 +425,11 @@ func (mc *Machine) consumerLeave(now time.Time, r *kmsg.ConsumerGroupHeartbeatRe
 	resp.MemberID = &r.MemberID
 	resp.MemberEpoch = r.MemberEpoch
 	if r.MemberEpoch == leaveStaticEpoch {
-		mc.emitCurrent(g, m.id, current{epoch: leaveStaticEpoch, prevEpoch: m.epoch, state: m.state, assigned: m.assigned, revoking: tps{}})
-		mc.cancelRevocation(g, m)
+		s.emitCurrent(g, m.id, current{epoch: leaveStaticEpoch, prevEpoch: m.epoch, state: m.state, assigned: m.assigned, revoking: tps{}})
+		s.cancelRevocation(g, m)
 		return resp
 	}
-	mc.removeConsumerMember(g, m)
+	s.removeConsumerMember(g, m)
 	return resp
 }
 
@@ -450,29 +437,26 @@ func (mc *Machine) consumerLeave(now time.Time, r *kmsg.ConsumerGroupHeartbeatRe
 // new group epoch so that the next heartbeat recomputes the target. The
 // last member's departure also advances the target epoch, with time 0 so
 // that the next computation is not held back.
-func (mc *Machine) removeConsumerMember(g *group, m *cmember) {
-	cg := g.cg
-	mc.cancelRevocation(g, m)
+func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember) {
+	s.cancelRevocation(g, m)
 	if !m.armedAt.IsZero() {
 		m.armedAt = time.Time{}
-		mc.timer(groupTimer(timerConsumerSession, g.name)+m.id, time.Time{})
+		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), time.Time{})
 	}
-	mc.emitRemoveMember(g, m.id)
-	cg.epoch++
-	cg.metaHash = metadataHash(cg.subscribedTopics(mc.catalog), mc.catalog)
-	mc.emitGroupEpoch(g)
-	if len(cg.members) == 0 {
-		mc.emitTargetEpoch(g, cg.epoch, 0)
+	s.emitRemoveMember(g, m.id)
+	s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog), s.catalog))
+	if len(g.members) == 0 {
+		s.emitTargetEpoch(g, g.epoch, 0)
 	}
 }
 
 // armConsumerSession moves m's session deadline; the timer fires early at
 // most once and re-arms itself (as the classic members' sessions).
-func (mc *Machine) armConsumerSession(g *group, m *cmember, now time.Time) {
-	m.expireAt = now.Add(mc.cfg.ConsumerSessionTimeout)
+func (s *Shard) armConsumerSession(g *consumerGroup, m *consumerMember, now time.Time) {
+	m.expireAt = now.Add(s.cfg.ConsumerSessionTimeout)
 	if m.armedAt.IsZero() || m.armedAt.After(m.expireAt) {
 		m.armedAt = m.expireAt
-		mc.timer(groupTimer(timerConsumerSession, g.name)+m.id, m.expireAt)
+		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt)
 	}
 }
 
@@ -480,29 +464,29 @@ func (mc *Machine) armConsumerSession(g *group, m *cmember, now time.Time) {
 // stops it when it no longer must. As Kafka, it runs whenever m's
 // assignment changed: a member that revoked what it was asked and is
 // at once asked to revoke more gets a full rebalance timeout again.
-func (mc *Machine) armRevocation(g *group, m *cmember, now time.Time) {
+func (s *Shard) armRevocation(g *consumerGroup, m *consumerMember, now time.Time) {
 	if m.state == memberUnrevoked {
 		m.revokeBy = now.Add(time.Duration(m.rebalanceTimeout) * time.Millisecond)
 		m.revokeEpoch = m.epoch
-		mc.timer(groupTimer(timerConsumerRevoke, g.name)+m.id, m.revokeBy)
+		s.timer(memberTimer(timerConsumerRevoke, g.gkey, m.id), m.revokeBy)
 		return
 	}
-	mc.cancelRevocation(g, m)
+	s.cancelRevocation(g, m)
 }
 
-func (mc *Machine) cancelRevocation(g *group, m *cmember) {
+func (s *Shard) cancelRevocation(g *consumerGroup, m *consumerMember) {
 	if !m.revokeBy.IsZero() {
 		m.revokeBy = time.Time{}
-		mc.timer(groupTimer(timerConsumerRevoke, g.name)+m.id, time.Time{})
+		s.timer(memberTimer(timerConsumerRevoke, g.gkey, m.id), time.Time{})
 	}
 }
 
 // consumerTimer runs a member's session or revocation timer.
-func (mc *Machine) consumerTimer(g *group, kind byte, id string, now time.Time) {
-	if g.cg == nil {
+func (s *Shard) consumerTimer(g *consumerGroup, kind byte, id string, now time.Time) {
+	if g == nil {
 		return
 	}
-	m := g.cg.members[id]
+	m := g.members[id]
 	if m == nil {
 		return
 	}
@@ -511,27 +495,27 @@ func (mc *Machine) consumerTimer(g *group, kind byte, id string, now time.Time) 
 		m.armedAt = time.Time{}
 		if now.Before(m.expireAt) {
 			m.armedAt = m.expireAt
-			mc.timer(groupTimer(timerConsumerSession, g.name)+m.id, m.expireAt)
+			s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt)
 			return
 		}
-		mc.removeConsumerMember(g, m)
+		s.removeConsumerMember(g, m)
 	case timerConsumerRevoke:
 		if m.revokeBy.IsZero() || now.Before(m.revokeBy) {
 			return
 		}
 		m.revokeBy = time.Time{}
 		if m.state == memberUnrevoked && m.epoch == m.revokeEpoch {
-			mc.removeConsumerMember(g, m)
+			s.removeConsumerMember(g, m)
 		}
 	}
 }
 
 // uuid returns a random id in Kafka's Uuid.toString form (22 characters
 // of unpadded URL-safe base64), as Kafka's v0 member ids.
-func (mc *Machine) uuid() string {
+func (s *Shard) uuid() string {
 	var u [16]byte
 	for i := 0; i < 16; i += 8 {
-		v := mc.rng.Uint64()
+		v := s.rng.Uint64()
 		for j := range 8 {
 			u[i+j] = byte(v >> (8 * j))
 		}

@@ -1,14 +1,40 @@
 package groups
 
+// The classic protocol's group (Kafka's ClassicGroup) and its record.
+//
+// Durable: the group's committed record (Kafka's GroupMetadata), written
+// when a JoinGroup or a simple commit creates the group, when the leader's
+// SyncGroup stores a generation's assignment, when a static member
+// replaces itself in a Stable group, and when the group empties; replay
+// sets committed and nothing else. Soft: everything a rebalance in
+// progress holds (who has joined, the generation being formed, parked
+// requests, deadlines). Loaded derives it from committed: a group with
+// members is Stable, one without is Empty.
+
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
+)
+
+// newMemberJoinTimeout is how long a new member has to complete its
+// first join (Kafka's fixed CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS).
+const newMemberJoinTimeout = 5 * time.Minute
+
+// Timer kinds of classic groups: the join and sync phases, and a member's
+// (or pending member id's) deadline.
+const (
+	timerJoin   = 'j'
+	timerSync   = 's'
+	timerMember = 'm'
 )
 
 // state is a classic group's state, as Kafka's ClassicGroupState.
@@ -93,12 +119,14 @@ func (m *member) sameProtocols(ps []protocol) bool {
 	})
 }
 
-// group is a group: its classic-protocol state and its committed offsets.
-// A group created by a simple offset commit has no protocol type.
-type group struct {
-	name string
-	// id is the stable cgp_<ULID> id minted at creation.
-	id string
+// classicGroup is a classic group, or a simple group (one that only
+// commits offsets: no protocol type, always Empty).
+type classicGroup struct {
+	*group
+
+	// committed is the group's last record: the durable part, set only
+	// by replay. Nil until the group's existence is written.
+	committed *record.ClassicGroup
 
 	state, prevState state
 	stateTime        time.Time
@@ -127,28 +155,12 @@ type group struct {
 	newMemberAdded      bool
 	initialLeft         time.Duration
 	lastNew, initialEnd time.Time
-
-	offsets map[string]map[int32]*offset
-
-	// cg is the KIP-848 state of a consumer group; nil for a classic
-	// (or simple) group.
-	cg *cgroup
-
-	// durable is false until the group's existence has been written.
-	durable bool
 }
 
-// offset is a committed offset in memory. (OffsetCommit v2–4's explicit
-// retention time is not kept: the broker's retention applies to every
-// offset, as Kafka's does for the -1 that clients send.)
-type offset struct {
-	record.Offset
-}
-
-func newGroup(name, id string, now time.Time) *group {
-	return &group{
-		name:        name,
-		id:          id,
+// newClassicGroup gives g an Empty classic part.
+func newClassicGroup(g *group, now time.Time) *classicGroup {
+	c := &classicGroup{
+		group:       g,
 		state:       empty,
 		prevState:   dead,
 		stateTime:   now,
@@ -157,17 +169,165 @@ func newGroup(name, id string, now time.Time) *group {
 		pendingJoin: map[string]time.Time{},
 		pendingSync: map[string]bool{},
 		supported:   map[string]int{},
-		offsets:     map[string]map[int32]*offset{},
+	}
+	g.classic = c
+	return c
+}
+
+// newClassic registers a new classic group with a fresh id (soft until
+// its record is emitted).
+func (s *Shard) newClassic(k gkey, now time.Time) *classicGroup {
+	g := s.entry(k)
+	g.id = s.newGroupID(now)
+	return newClassicGroup(g, now)
+}
+
+// replayClassic applies a classic group record: a put sets the committed
+// record (creating the part at load); a tombstone removes the classic
+// part, and the group with it unless offsets or another part remain (a
+// group converted to the consumer protocol keeps its offsets).
+func (s *Shard) replayClassic(k record.GroupKey, value []byte) error {
+	gk := gkey{k.Tenant, k.Group}
+	if value == nil {
+		if g := s.groups[gk]; g != nil {
+			g.classic = nil
+			s.forget(g)
+		}
+		return nil
+	}
+	v, err := record.DecodeClassicGroup(value)
+	if err != nil {
+		return fmt.Errorf("group %q: %w", k.Group, err)
+	}
+	g := s.entry(gk)
+	g.id = v.ID
+	if g.classic == nil {
+		newClassicGroup(g, time.UnixMilli(v.StateTimestamp))
+	}
+	g.classic.committed = &v
+	return nil
+}
+
+// emitClassic writes the group's record from its live state.
+func (s *Shard) emitClassic(g *classicGroup) {
+	s.emit(s.key(g.gkey).Key(), g.snapshot().Encode())
+}
+
+// loadedClassic derives a loaded group's soft state from its committed
+// record (§18.3): with members it is Stable, without it is Empty; every
+// member gets a fresh session timer, and a group over the size limit
+// rebalances.
+func (s *Shard) loadedClassic(g *classicGroup, now time.Time) {
+	if v := g.committed; v != nil {
+		g.stateTime = time.UnixMilli(v.StateTimestamp)
+		g.protocolType, g.generation = v.ProtocolType, v.Generation
+		if v.Protocol != nil {
+			g.protocol = *v.Protocol
+		}
+		if v.Leader != nil {
+			g.leader = *v.Leader
+		}
+		for _, rm := range v.Members {
+			m := &member{
+				id:               rm.MemberID,
+				instance:         rm.InstanceID,
+				clientID:         rm.ClientID,
+				clientHost:       rm.ClientHost,
+				rebalanceTimeout: rm.RebalanceTimeout,
+				sessionTimeout:   rm.SessionTimeout,
+				protocolType:     v.ProtocolType,
+				protocols:        []protocol{{name: g.protocol, meta: rm.Subscription}},
+				assignment:       rm.Assignment,
+			}
+			if m.rebalanceTimeout < 0 {
+				m.rebalanceTimeout = m.sessionTimeout
+			}
+			g.members[m.id] = m
+			if m.instance != nil {
+				g.static[*m.instance] = m.id
+			}
+			g.countProtocols(m, 1)
+		}
+		if len(g.members) > 0 {
+			g.state, g.prevState = stable, empty
+		}
+		g.computeSubscribed()
+	}
+	for _, m := range g.sortedMembers() {
+		s.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
+	}
+	if len(g.members) > s.cfg.MaxSize {
+		s.prepareRebalance(g, now)
 	}
 }
 
-func (g *group) transition(to state, now time.Time) {
+// checkAtRest: a group that is Stable or Empty holds exactly what its
+// record says (but the state time, which a Stable group's record takes
+// from CompletingRebalance, as Kafka's does).
+func (g *classicGroup) checkAtRest() error {
+	if g.state != stable && g.state != empty {
+		return nil
+	}
+	if g.committed == nil {
+		if len(g.members) > 0 {
+			return errors.New("classic group with members but no record")
+		}
+		return nil
+	}
+	live, rec := g.snapshot(), *g.committed
+	if g.state == stable {
+		live.StateTimestamp, rec.StateTimestamp = 0, 0
+	}
+	rec.Members = slices.Clone(rec.Members)
+	for i, m := range rec.Members {
+		if m.RebalanceTimeout < 0 { // as loadedClassic reads an old record
+			rec.Members[i].RebalanceTimeout = m.SessionTimeout
+		}
+	}
+	if !bytes.Equal(live.Encode(), rec.Encode()) {
+		return fmt.Errorf("classic group at rest (%v) differs from its record:\nlive\n%s\nrecord\n%s", g.state,
+			strings.Join(renderClassic(live), "\n"), strings.Join(renderClassic(rec), "\n"))
+	}
+	return nil
+}
+
+// renderClassic renders a classic record for DurableState.
+func renderClassic(v record.ClassicGroup) []string {
+	out := []string{fmt.Sprintf("  classic type=%q generation=%d protocol=%s leader=%s time=%d",
+		v.ProtocolType, v.Generation, deref(v.Protocol), deref(v.Leader), v.StateTimestamp)}
+	for _, m := range v.Members {
+		out = append(out, fmt.Sprintf("  classic member %s inst=%s client=%s/%s rt=%d st=%d sub=%x assignment=%x",
+			m.MemberID, deref(m.InstanceID), m.ClientID, m.ClientHost, m.RebalanceTimeout, m.SessionTimeout, m.Subscription, m.Assignment))
+	}
+	return out
+}
+
+// armSession sets member m's deadline to now+d and makes sure a timer
+// will fire by then.
+func (s *Shard) armSession(g *classicGroup, m *member, now time.Time, d time.Duration) {
+	m.expireAt = now.Add(d)
+	if m.armedAt.IsZero() || m.armedAt.After(m.expireAt) {
+		m.armedAt = m.expireAt
+		s.timer(memberTimer(timerMember, g.gkey, m.id), m.expireAt)
+	}
+}
+
+// cancelSession forgets member m's deadline.
+func (s *Shard) cancelSession(g *classicGroup, m *member) {
+	m.expireAt = time.Time{}
+	if !m.armedAt.IsZero() {
+		m.armedAt = time.Time{}
+		s.timer(memberTimer(timerMember, g.gkey, m.id), time.Time{})
+	}
+}
+
+func (g *classicGroup) transition(to state, now time.Time) {
 	g.prevState, g.state, g.stateTime = g.state, to, now
 }
 
 // sortedMembers returns the members ordered by id, so that nothing that
 // reaches a client or the store depends on map order.
-func (g *group) sortedMembers() []*member {
+func (g *classicGroup) sortedMembers() []*member {
 	ms := make([]*member, 0, len(g.members))
 	for _, m := range g.members {
 		ms = append(ms, m)
@@ -177,12 +337,12 @@ func (g *group) sortedMembers() []*member {
 }
 
 // allJoined is Kafka's hasAllMembersJoined.
-func (g *group) allJoined() bool {
+func (g *classicGroup) allJoined() bool {
 	return g.awaiting == len(g.members) && len(g.pendingJoin) == 0
 }
 
 // rebalanceTimeout is the largest of the members' (ms).
-func (g *group) rebalanceTimeout() time.Duration {
+func (g *classicGroup) rebalanceTimeout() time.Duration {
 	var max int32
 	for _, m := range g.members {
 		if m.rebalanceTimeout > max {
@@ -193,7 +353,7 @@ func (g *group) rebalanceTimeout() time.Duration {
 }
 
 // acceptsProtocols is Kafka's ClassicGroup.supportsProtocols.
-func (g *group) acceptsProtocols(typ string, ps []protocol) bool {
+func (g *classicGroup) acceptsProtocols(typ string, ps []protocol) bool {
 	if typ == "" || len(ps) == 0 {
 		return false
 	}
@@ -211,7 +371,7 @@ func (g *group) acceptsProtocols(typ string, ps []protocol) bool {
 	return false
 }
 
-func (g *group) countProtocols(m *member, delta int) {
+func (g *classicGroup) countProtocols(m *member, delta int) {
 	for _, p := range m.protocols {
 		g.supported[p.name] += delta
 		if g.supported[p.name] <= 0 {
@@ -224,7 +384,7 @@ func (g *group) countProtocols(m *member, delta int) {
 // every member supports, each member voting for its first candidate. Ties
 // go to the candidate earliest in the preference of the member with the
 // smallest id, so the choice is deterministic.
-func (g *group) selectProtocol() string {
+func (g *classicGroup) selectProtocol() string {
 	ms := g.sortedMembers()
 	votes := map[string]int{}
 	for _, m := range ms {
@@ -252,7 +412,7 @@ func (g *group) selectProtocol() string {
 // computeSubscribed recomputes the topics the group subscribes to, from
 // each member's metadata for the chosen protocol read as a consumer
 // protocol Subscription (only its v0 prefix: version, topics).
-func (g *group) computeSubscribed() {
+func (g *classicGroup) computeSubscribed() {
 	g.subscribed, g.subscribedKnown = nil, false
 	if g.protocolType != "consumer" {
 		return
@@ -271,7 +431,7 @@ func (g *group) computeSubscribed() {
 }
 
 // subscribedTo is Kafka's isSubscribedToTopic.
-func (g *group) subscribedTo(topic string) bool {
+func (g *classicGroup) subscribedTo(topic string) bool {
 	if g.subscribedKnown {
 		return g.subscribed[topic]
 	}
@@ -305,8 +465,8 @@ func subscriptionTopics(b []byte) ([]string, bool) {
 	return out, true
 }
 
-// snapshot is the group's classic-group record value.
-func (g *group) snapshot(now time.Time) record.ClassicGroup {
+// snapshot is the group's record value.
+func (g *classicGroup) snapshot() record.ClassicGroup {
 	v := record.ClassicGroup{
 		ID:             g.id,
 		ProtocolType:   g.protocolType,
@@ -330,13 +490,4 @@ func (g *group) snapshot(now time.Time) record.ClassicGroup {
 		})
 	}
 	return v
-}
-
-// numOffsets counts the group's committed offsets.
-func (g *group) numOffsets() int {
-	n := 0
-	for _, ps := range g.offsets {
-		n += len(ps)
-	}
-	return n
 }

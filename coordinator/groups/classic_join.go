@@ -21,7 +21,7 @@ func joinError(version, code int16, memberID string) *kmsg.JoinGroupResponse {
 
 // joinSuccess answers member m with the group's current generation; the
 // leader gets the member list.
-func (g *group) joinSuccess(version int16, m *member) *kmsg.JoinGroupResponse {
+func (g *classicGroup) joinSuccess(version int16, m *member) *kmsg.JoinGroupResponse {
 	r := kmsg.NewPtrJoinGroupResponse()
 	r.Version, r.Generation, r.MemberID, r.LeaderID = version, g.generation, m.id, g.leader
 	typ, proto := g.protocolType, g.protocol
@@ -32,7 +32,7 @@ func (g *group) joinSuccess(version int16, m *member) *kmsg.JoinGroupResponse {
 	return r
 }
 
-func (g *group) memberList() []kmsg.JoinGroupResponseMember {
+func (g *classicGroup) memberList() []kmsg.JoinGroupResponseMember {
 	ms := g.sortedMembers()
 	out := make([]kmsg.JoinGroupResponseMember, len(ms))
 	for i, m := range ms {
@@ -42,63 +42,59 @@ func (g *group) memberList() []kmsg.JoinGroupResponseMember {
 }
 
 // joinGroup is Kafka's classicGroupJoin (§4.2).
-func (mc *Machine) joinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupRequest) {
+func (s *Shard) joinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupRequest) {
 	v := r.Version
-	fail := func(code int16, memberID string) { mc.reply(req.ID, joinError(v, code, memberID)) }
+	fail := func(code int16, memberID string) { s.reply(req.ID, joinError(v, code, memberID)) }
 	session := time.Duration(r.SessionTimeoutMillis) * time.Millisecond
 	switch {
 	case r.Group == "":
 		fail(kerr.InvalidGroupID.Code, r.MemberID)
 		return
-	case session < mc.cfg.MinSessionTimeout || session > mc.cfg.MaxSessionTimeout:
+	case session < s.cfg.MinSessionTimeout || session > s.cfg.MaxSessionTimeout:
 		fail(kerr.InvalidSessionTimeout.Code, r.MemberID)
 		return
 	}
-	g := mc.groups[r.Group]
-	if g != nil && g.cg != nil {
-		if len(g.cg.members) > 0 {
-			// Classic members inside a consumer group (Kafka's mixed
-			// groups) are not served yet: the group stays a consumer
-			// group.
-			fail(kerr.InconsistentGroupProtocol.Code, r.MemberID)
-			return
+	k := gkey{req.Tenant, r.Group}
+	var g *classicGroup
+	if e := s.lookup(k.tenant, k.name); e != nil {
+		g = e.classic
+		if cg := e.consumer; cg != nil {
+			if len(cg.members) > 0 {
+				// Classic members inside a consumer group (Kafka's mixed
+				// groups) are not served yet: the group stays a consumer
+				// group.
+				fail(kerr.InconsistentGroupProtocol.Code, r.MemberID)
+				return
+			}
+			// An empty consumer group becomes a classic group, keeping
+			// its offsets and id (Kafka converts it the same way).
+			id := e.id
+			s.emitRemoveConsumer(cg)
+			g = newClassicGroup(s.entry(k), now)
+			g.id = id
+			s.emitClassic(g)
 		}
-		// An empty consumer group becomes a classic group, keeping its
-		// offsets and id (Kafka converts it the same way).
-		id := g.id
-		mc.emitRemoveGroup(g)
-		if g = mc.groups[r.Group]; g == nil {
-			g = newGroup(r.Group, id, now)
-			mc.groups[r.Group] = g
-		}
-		g.durable = false
-		mc.writeGroup(g, now)
 	}
-	created := false
 	if g == nil {
 		if r.MemberID != "" {
 			fail(kerr.UnknownMemberID.Code, r.MemberID)
 			return
 		}
-		g = mc.newGroup(r.Group, now)
-		created = true
-	}
-	if created {
+		g = s.newClassic(k, now)
 		// As Kafka: a group created by a JoinGroup exists durably from
 		// then on, whatever becomes of the join (§4.2 side effect).
 		defer func() {
-			if !g.durable {
-				g.durable = true
-				mc.write(mc.groupKey(g.name).Key(), record.ClassicGroup{ID: g.id, StateTimestamp: now.UnixMilli()}.Encode())
+			if g.committed == nil {
+				s.emit(s.key(k).Key(), record.ClassicGroup{ID: g.id, StateTimestamp: now.UnixMilli()}.Encode())
 			}
 		}()
 	}
-	if !mc.acceptJoining(g, r.MemberID) {
+	if !s.acceptJoining(g, r.MemberID) {
 		if m := g.members[r.MemberID]; m != nil {
-			mc.removeMember(g, m, kerr.GroupMaxSizeReached.Code)
+			s.removeMember(g, m, kerr.GroupMaxSizeReached.Code)
 		}
 		if _, ok := g.pendingJoin[r.MemberID]; ok {
-			mc.dropPending(g, r.MemberID)
+			s.dropPending(g, r.MemberID)
 		}
 		fail(kerr.GroupMaxSizeReached.Code, "")
 		return
@@ -117,9 +113,9 @@ func (mc *Machine) joinGroup(now time.Time, req machine.Request, r *kmsg.JoinGro
 		return
 	}
 	if r.MemberID == "" {
-		mc.joinNewMember(now, g, j)
+		s.joinNewMember(now, g, j)
 	} else {
-		mc.joinExistingMember(now, g, j)
+		s.joinExistingMember(now, g, j)
 	}
 }
 
@@ -132,40 +128,40 @@ type joinReq struct {
 	parked    *parked
 }
 
-func (j joinReq) fail(mc *Machine, code int16, memberID string) {
-	mc.reply(j.req.ID, joinError(j.r.Version, code, memberID))
+func (j joinReq) fail(s *Shard, code int16, memberID string) {
+	s.reply(j.req.ID, joinError(j.r.Version, code, memberID))
 }
 
 // acceptJoining is Kafka's acceptJoiningMember (§4.2 step 7).
-func (mc *Machine) acceptJoining(g *group, memberID string) bool {
+func (s *Shard) acceptJoining(g *classicGroup, memberID string) bool {
 	m := g.members[memberID]
 	switch g.state {
 	case empty, dead:
 		return true
 	case preparingRebalance:
-		return (m != nil && m.join != nil) || g.awaiting < mc.cfg.MaxSize
+		return (m != nil && m.join != nil) || g.awaiting < s.cfg.MaxSize
 	default:
-		return m != nil || len(g.members) < mc.cfg.MaxSize
+		return m != nil || len(g.members) < s.cfg.MaxSize
 	}
 }
 
-func (mc *Machine) joinNewMember(now time.Time, g *group, j joinReq) {
+func (s *Shard) joinNewMember(now time.Time, g *classicGroup, j joinReq) {
 	r := j.r
 	if !g.acceptsProtocols(r.ProtocolType, j.protocols) {
-		j.fail(mc, kerr.InconsistentGroupProtocol.Code, "")
+		j.fail(s, kerr.InconsistentGroupProtocol.Code, "")
 		return
 	}
 	prefix := j.req.ClientID
 	if r.InstanceID != nil {
 		prefix = *r.InstanceID
 	}
-	id := mc.memberID(prefix)
+	id := s.memberID(prefix)
 	switch {
 	case r.InstanceID != nil:
 		if old, ok := g.static[*r.InstanceID]; ok {
-			mc.replaceStatic(now, g, j, old, id)
+			s.replaceStatic(now, g, j, old, id)
 		} else {
-			mc.addMember(now, g, j, id)
+			s.addMember(now, g, j, id)
 		}
 	case r.Version >= 4:
 		// KIP-394: a new dynamic member must come back with the id it is
@@ -173,62 +169,62 @@ func (mc *Machine) joinNewMember(now time.Time, g *group, j joinReq) {
 		// until then.
 		deadline := now.Add(time.Duration(r.SessionTimeoutMillis) * time.Millisecond)
 		g.pendingJoin[id] = deadline
-		mc.timer(memberTimer(g.name, id), deadline)
-		j.fail(mc, kerr.MemberIDRequired.Code, id)
+		s.timer(memberTimer(timerMember, g.gkey, id), deadline)
+		j.fail(s, kerr.MemberIDRequired.Code, id)
 	default:
-		mc.addMember(now, g, j, id)
+		s.addMember(now, g, j, id)
 	}
 }
 
-func (mc *Machine) joinExistingMember(now time.Time, g *group, j joinReq) {
+func (s *Shard) joinExistingMember(now time.Time, g *classicGroup, j joinReq) {
 	r := j.r
 	if !g.acceptsProtocols(r.ProtocolType, j.protocols) {
-		j.fail(mc, kerr.InconsistentGroupProtocol.Code, r.MemberID)
+		j.fail(s, kerr.InconsistentGroupProtocol.Code, r.MemberID)
 		return
 	}
 	if _, ok := g.pendingJoin[r.MemberID]; ok {
 		if r.InstanceID != nil {
 			// Static members are never made pending (Kafka answers an
 			// internal error here).
-			j.fail(mc, kerr.UnknownServerError.Code, r.MemberID)
+			j.fail(s, kerr.UnknownServerError.Code, r.MemberID)
 			return
 		}
-		mc.addMember(now, g, j, r.MemberID)
+		s.addMember(now, g, j, r.MemberID)
 		return
 	}
 	if code := g.validateMember(r.MemberID, r.InstanceID); code != 0 {
-		j.fail(mc, code, r.MemberID)
+		j.fail(s, code, r.MemberID)
 		return
 	}
 	m := g.members[r.MemberID]
 	switch g.state {
 	case preparingRebalance:
-		mc.updateMember(g, m, j)
-		mc.maybeCompleteJoin(g, now)
+		s.updateMember(g, m, j)
+		s.maybeCompleteJoin(g, now)
 	case completingRebalance:
 		if m.sameProtocols(j.protocols) {
 			// The member lost its JoinGroup response: send it again.
-			mc.reply(j.req.ID, g.joinSuccess(r.Version, m))
+			s.reply(j.req.ID, g.joinSuccess(r.Version, m))
 			return
 		}
-		mc.updateMember(g, m, j)
-		mc.prepareRebalance(g, now)
+		s.updateMember(g, m, j)
+		s.prepareRebalance(g, now)
 	case stable:
 		if m.id != g.leader && m.sameProtocols(j.protocols) {
 			// As Kafka: a follower's rejoin with unchanged metadata
 			// returns the current generation without a rebalance.
-			mc.reply(j.req.ID, g.joinSuccess(r.Version, m))
+			s.reply(j.req.ID, g.joinSuccess(r.Version, m))
 			return
 		}
-		mc.updateMember(g, m, j)
-		mc.prepareRebalance(g, now)
+		s.updateMember(g, m, j)
+		s.prepareRebalance(g, now)
 	default:
-		j.fail(mc, kerr.UnknownMemberID.Code, r.MemberID)
+		j.fail(s, kerr.UnknownMemberID.Code, r.MemberID)
 	}
 }
 
 // validateMember is Kafka's ClassicGroup.validateMember.
-func (g *group) validateMember(memberID string, instance *string) int16 {
+func (g *classicGroup) validateMember(memberID string, instance *string) int16 {
 	if instance != nil {
 		holder, ok := g.static[*instance]
 		switch {
@@ -247,9 +243,9 @@ func (g *group) validateMember(memberID string, instance *string) int16 {
 // park makes j the member's parked JoinGroup. A JoinGroup it replaces
 // (only a client pipelining two joins can do that; Kafka, which handles
 // one request per connection at a time, would drop it) is told to rejoin.
-func (mc *Machine) park(g *group, m *member, p *parked) {
+func (s *Shard) park(g *classicGroup, m *member, p *parked) {
 	if m.join != nil {
-		mc.reply(m.join.id, joinError(m.join.version, kerr.RebalanceInProgress.Code, m.id))
+		s.reply(m.join.id, joinError(m.join.version, kerr.RebalanceInProgress.Code, m.id))
 	} else {
 		g.awaiting++
 	}
@@ -257,16 +253,16 @@ func (mc *Machine) park(g *group, m *member, p *parked) {
 }
 
 // updateMember is Kafka's ClassicGroup.updateMember.
-func (mc *Machine) updateMember(g *group, m *member, j joinReq) {
+func (s *Shard) updateMember(g *classicGroup, m *member, j joinReq) {
 	g.countProtocols(m, -1)
 	m.protocols = j.protocols
 	g.countProtocols(m, 1)
 	m.rebalanceTimeout, m.sessionTimeout = j.rebalance, j.r.SessionTimeoutMillis
-	mc.park(g, m, j.parked)
+	s.park(g, m, j.parked)
 }
 
 // addMember is Kafka's addMemberThenRebalanceOrCompleteJoin (§5.1).
-func (mc *Machine) addMember(now time.Time, g *group, j joinReq, id string) {
+func (s *Shard) addMember(now time.Time, g *classicGroup, j joinReq, id string) {
 	r := j.r
 	m := &member{
 		id:               id,
@@ -293,36 +289,36 @@ func (mc *Machine) addMember(now time.Time, g *group, j joinReq, id string) {
 		g.leader = id
 	}
 	g.countProtocols(m, 1)
-	mc.park(g, m, j.parked)
+	s.park(g, m, j.parked)
 	delete(g.pendingJoin, id)
 	// A new member cannot heartbeat while its join is parked; this
 	// bounds how long a member whose client gave up can linger.
 	m.armedAt = time.Time{}
-	mc.armSession(g, m, now, newMemberJoinTimeout)
+	s.armSession(g, m, now, newMemberJoinTimeout)
 	if g.state == preparingRebalance {
-		mc.maybeCompleteJoin(g, now)
+		s.maybeCompleteJoin(g, now)
 	} else {
-		mc.prepareRebalance(g, now)
+		s.prepareRebalance(g, now)
 	}
 }
 
 // replaceStatic is Kafka's updateStaticMemberThenRebalanceOrCompleteJoin
 // (§9.2): a known instance rejoining with no member id takes over its old
 // member's place.
-func (mc *Machine) replaceStatic(now time.Time, g *group, j joinReq, oldID, newID string) {
+func (s *Shard) replaceStatic(now time.Time, g *classicGroup, j joinReq, oldID, newID string) {
 	r := j.r
 	oldLeader := g.leader
 	old := g.members[oldID]
 	if old.join != nil {
-		mc.reply(old.join.id, joinError(old.join.version, kerr.FencedInstanceID.Code, oldID))
+		s.reply(old.join.id, joinError(old.join.version, kerr.FencedInstanceID.Code, oldID))
 		old.join = nil
 		g.awaiting--
 	}
 	if old.sync != nil {
-		mc.reply(old.sync.id, syncError(old.sync.version, kerr.FencedInstanceID.Code))
+		s.reply(old.sync.id, syncError(old.sync.version, kerr.FencedInstanceID.Code))
 		old.sync = nil
 	}
-	mc.cancelSession(g, old)
+	s.cancelSession(g, old)
 	delete(g.members, oldID)
 	m := &member{}
 	*m = *old
@@ -339,18 +335,18 @@ func (mc *Machine) replaceStatic(now time.Time, g *group, j joinReq, oldID, newI
 	}
 	// Armed with the timeout it inherits, before the request's timeouts
 	// apply, in Kafka's order.
-	mc.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
-	mc.updateMember(g, m, j)
+	s.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
+	s.updateMember(g, m, j)
 	switch g.state {
 	case stable:
 		if g.selectProtocol() != g.protocol {
-			mc.prepareRebalance(g, now)
+			s.prepareRebalance(g, now)
 			return
 		}
 		// As Kafka (KIP-345): a static member that restarts keeps its
 		// place and its assignment without a rebalance. The new member
 		// id must be durable before the member learns it.
-		mc.writeGroup(g, now)
+		s.emitClassic(g)
 		m.join = nil
 		g.awaiting--
 		resp := g.joinSuccess(r.Version, m)
@@ -362,27 +358,27 @@ func (mc *Machine) replaceStatic(now time.Time, g *group, j joinReq, oldID, newI
 			// it acts as a follower (§9.2).
 			resp.LeaderID, resp.Members = oldLeader, nil
 		}
-		mc.reply(j.req.ID, resp)
+		s.reply(j.req.ID, resp)
 	case completingRebalance:
-		mc.prepareRebalance(g, now)
+		s.prepareRebalance(g, now)
 	default:
-		mc.maybeCompleteJoin(g, now)
+		s.maybeCompleteJoin(g, now)
 	}
 }
 
 // prepareRebalance is Kafka's prepareRebalance (§5.2).
-func (mc *Machine) prepareRebalance(g *group, now time.Time) {
+func (s *Shard) prepareRebalance(g *classicGroup, now time.Time) {
 	if g.state == completingRebalance {
 		for _, m := range g.sortedMembers() {
 			m.assignment = nil
 			if m.sync != nil {
-				mc.reply(m.sync.id, syncError(m.sync.version, kerr.RebalanceInProgress.Code))
+				s.reply(m.sync.id, syncError(m.sync.version, kerr.RebalanceInProgress.Code))
 				m.sync = nil
-				mc.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
+				s.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
 			}
 		}
 	}
-	mc.timer(groupTimer(timerSync, g.name), time.Time{})
+	s.timer(groupTimer(timerSync, g.gkey), time.Time{})
 	clear(g.pendingSync)
 	initial := g.state == empty
 	g.transition(preparingRebalance, now)
@@ -392,56 +388,56 @@ func (mc *Machine) prepareRebalance(g *group, now time.Time) {
 		// later than max(delay, rebalance timeout). Cohort's quiet
 		// window, when shorter than the delay, closes it as soon as no
 		// newcomer has come for the window, with the same upper bound.
-		limit := max(mc.cfg.InitialDelay, g.rebalanceTimeout())
-		g.initialLeft = max(limit-mc.cfg.InitialQuiet, 0)
+		limit := max(s.cfg.InitialDelay, g.rebalanceTimeout())
+		g.initialLeft = max(limit-s.cfg.InitialQuiet, 0)
 		g.initialEnd, g.lastNew = now.Add(limit), now
 		g.newMemberAdded = false
-		mc.timer(groupTimer(timerJoin, g.name), now.Add(mc.cfg.InitialQuiet))
+		s.timer(groupTimer(timerJoin, g.gkey), now.Add(s.cfg.InitialQuiet))
 		return
 	}
 	if g.allJoined() {
-		mc.completeJoin(g, now)
+		s.completeJoin(g, now)
 		return
 	}
-	mc.timer(groupTimer(timerJoin, g.name), now.Add(g.rebalanceTimeout()))
+	s.timer(groupTimer(timerJoin, g.gkey), now.Add(g.rebalanceTimeout()))
 }
 
 // maybeCompleteJoin is Kafka's maybeCompleteJoinPhase: not during the
 // initial rebalance, whose barrier only its timer closes.
-func (mc *Machine) maybeCompleteJoin(g *group, now time.Time) {
+func (s *Shard) maybeCompleteJoin(g *classicGroup, now time.Time) {
 	if g.state == preparingRebalance && g.prevState != empty && g.allJoined() {
-		mc.completeJoin(g, now)
+		s.completeJoin(g, now)
 	}
 }
 
-func (mc *Machine) joinTimer(g *group, now time.Time) {
+func (s *Shard) joinTimer(g *classicGroup, now time.Time) {
 	if g.state != preparingRebalance {
 		return
 	}
-	if g.prevState == empty && mc.cfg.InitialQuiet < mc.cfg.InitialDelay {
-		if quietAt := g.lastNew.Add(mc.cfg.InitialQuiet); now.Before(quietAt) && now.Before(g.initialEnd) {
-			mc.timer(groupTimer(timerJoin, g.name), minTime(quietAt, g.initialEnd))
+	if g.prevState == empty && s.cfg.InitialQuiet < s.cfg.InitialDelay {
+		if quietAt := g.lastNew.Add(s.cfg.InitialQuiet); now.Before(quietAt) && now.Before(g.initialEnd) {
+			s.timer(groupTimer(timerJoin, g.gkey), minTime(quietAt, g.initialEnd))
 			return
 		}
-		mc.completeJoin(g, now)
+		s.completeJoin(g, now)
 		return
 	}
 	if g.prevState == empty && g.newMemberAdded && g.initialLeft > 0 {
 		g.newMemberAdded = false
-		step := min(mc.cfg.InitialQuiet, g.initialLeft)
+		step := min(s.cfg.InitialQuiet, g.initialLeft)
 		g.initialLeft -= step
-		mc.timer(groupTimer(timerJoin, g.name), now.Add(step))
+		s.timer(groupTimer(timerJoin, g.gkey), now.Add(step))
 		return
 	}
-	mc.completeJoin(g, now)
+	s.completeJoin(g, now)
 }
 
 // completeJoin is Kafka's completeClassicGroupJoin (§5.4).
-func (mc *Machine) completeJoin(g *group, now time.Time) {
-	mc.timer(groupTimer(timerJoin, g.name), time.Time{})
+func (s *Shard) completeJoin(g *classicGroup, now time.Time) {
+	s.timer(groupTimer(timerJoin, g.gkey), time.Time{})
 	for _, m := range g.sortedMembers() {
 		if m.join == nil && m.instance == nil {
-			mc.removeMember(g, m, 0)
+			s.removeMember(g, m, 0)
 		}
 	}
 	if l := g.members[g.leader]; l == nil || l.join == nil {
@@ -455,7 +451,7 @@ func (mc *Machine) completeJoin(g *group, now time.Time) {
 		if !elected && len(g.members) > 0 {
 			// Only static members that have not rejoined are left: wait
 			// for them (their session timers remove them).
-			mc.timer(groupTimer(timerJoin, g.name), now.Add(g.rebalanceTimeout()))
+			s.timer(groupTimer(timerJoin, g.gkey), now.Add(g.rebalanceTimeout()))
 			return
 		}
 	}
@@ -465,7 +461,7 @@ func (mc *Machine) completeJoin(g *group, now time.Time) {
 		g.protocol, g.leader = "", ""
 		g.transition(empty, now)
 		g.computeSubscribed()
-		mc.writeGroup(g, now)
+		s.emitClassic(g)
 		return
 	}
 	g.protocol = g.selectProtocol()
@@ -473,33 +469,33 @@ func (mc *Machine) completeJoin(g *group, now time.Time) {
 	g.computeSubscribed()
 	for _, m := range g.sortedMembers() {
 		if m.join != nil {
-			mc.reply(m.join.id, g.joinSuccess(m.join.version, m))
+			s.reply(m.join.id, g.joinSuccess(m.join.version, m))
 			m.join = nil
 			g.awaiting--
 		}
-		mc.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
+		s.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
 		m.isNew = false
 		g.pendingSync[m.id] = true
 	}
 	// No record here: the generation becomes durable with the leader's
 	// SyncGroup (§6.3), as in Kafka.
-	mc.timer(groupTimer(timerSync, g.name), now.Add(g.rebalanceTimeout()))
+	s.timer(groupTimer(timerSync, g.gkey), now.Add(g.rebalanceTimeout()))
 }
 
 // removeMember takes m out of the group. A parked JoinGroup or SyncGroup
 // is answered with code, unless code is 0.
-func (mc *Machine) removeMember(g *group, m *member, code int16) {
-	mc.cancelSession(g, m)
+func (s *Shard) removeMember(g *classicGroup, m *member, code int16) {
+	s.cancelSession(g, m)
 	if m.join != nil {
 		if code != 0 {
-			mc.reply(m.join.id, joinError(m.join.version, code, ""))
+			s.reply(m.join.id, joinError(m.join.version, code, ""))
 		}
 		m.join = nil
 		g.awaiting--
 	}
 	if m.sync != nil {
 		if code != 0 {
-			mc.reply(m.sync.id, syncError(m.sync.version, code))
+			s.reply(m.sync.id, syncError(m.sync.version, code))
 		}
 		m.sync = nil
 	}
@@ -517,34 +513,46 @@ func (mc *Machine) removeMember(g *group, m *member, code int16) {
 	}
 }
 
-func (mc *Machine) dropPending(g *group, id string) {
+func (s *Shard) dropPending(g *classicGroup, id string) {
 	delete(g.pendingJoin, id)
-	mc.timer(memberTimer(g.name, id), time.Time{})
+	s.timer(memberTimer(timerMember, g.gkey, id), time.Time{})
 }
 
 // afterRemoval moves the group on after members left or expired: Kafka's
 // removeMemberAndUpdateClassicGroup.
-func (mc *Machine) afterRemoval(g *group, now time.Time) {
+func (s *Shard) afterRemoval(g *classicGroup, now time.Time) {
 	switch g.state {
 	case stable, completingRebalance:
-		mc.prepareRebalance(g, now)
+		s.prepareRebalance(g, now)
 	case preparingRebalance:
 		if g.allJoined() {
-			mc.completeJoin(g, now)
+			s.completeJoin(g, now)
 		}
 	}
 }
 
-// memberTimer runs a member's (or pending id's) timer (§10).
-func (mc *Machine) memberTimer(g *group, id string, now time.Time) {
+// classicTimer runs one of a classic group's timers.
+func (s *Shard) classicTimer(g *classicGroup, kind byte, id string, now time.Time) {
+	switch kind {
+	case timerJoin:
+		s.joinTimer(g, now)
+	case timerSync:
+		s.syncTimer(g, now)
+	case timerMember:
+		s.memberDeadline(g, id, now)
+	}
+}
+
+// memberDeadline runs a member's (or pending id's) timer (§10).
+func (s *Shard) memberDeadline(g *classicGroup, id string, now time.Time) {
 	if deadline, ok := g.pendingJoin[id]; ok {
 		if now.Before(deadline) {
-			mc.timer(memberTimer(g.name, id), deadline)
+			s.timer(memberTimer(timerMember, g.gkey, id), deadline)
 			return
 		}
 		delete(g.pendingJoin, id)
 		if g.state == preparingRebalance && g.allJoined() {
-			mc.completeJoin(g, now)
+			s.completeJoin(g, now)
 		}
 		return
 	}
@@ -556,7 +564,7 @@ func (mc *Machine) memberTimer(g *group, id string, now time.Time) {
 	if now.Before(m.expireAt) {
 		// Heartbeats moved the deadline since the timer was set.
 		m.armedAt = m.expireAt
-		mc.timer(memberTimer(g.name, id), m.expireAt)
+		s.timer(memberTimer(timerMember, g.gkey, id), m.expireAt)
 		return
 	}
 	if !m.isNew && (m.join != nil || m.sync != nil) {
@@ -564,22 +572,22 @@ func (mc *Machine) memberTimer(g *group, id string, now time.Time) {
 		// alive; its timer is set again when it is answered.
 		return
 	}
-	mc.removeMember(g, m, kerr.UnknownMemberID.Code)
-	mc.afterRemoval(g, now)
+	s.removeMember(g, m, kerr.UnknownMemberID.Code)
+	s.afterRemoval(g, now)
 }
 
 // syncTimer is Kafka's expirePendingSync (§6.4). Every rebalance cancels
 // the timer, so it always belongs to the current generation.
-func (mc *Machine) syncTimer(g *group, now time.Time) {
+func (s *Shard) syncTimer(g *classicGroup, now time.Time) {
 	if (g.state != completingRebalance && g.state != stable) || len(g.pendingSync) == 0 {
 		return
 	}
 	for _, m := range g.sortedMembers() {
 		if g.pendingSync[m.id] {
-			mc.removeMember(g, m, 0)
+			s.removeMember(g, m, 0)
 		}
 	}
-	mc.prepareRebalance(g, now)
+	s.prepareRebalance(g, now)
 }
 
 func minTime(a, b time.Time) time.Time {

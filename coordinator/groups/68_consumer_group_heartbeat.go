@@ -1,0 +1,21 @@
+package groups
+
+// ConsumerGroupHeartbeat, key 68 (KIP-848; consumer_heartbeat.go): join,
+// heartbeat, reconcile and leave a consumer group; the coordinator
+// computes assignments.
+//
+// Version notes:
+//   - v0: the coordinator mints the member id on the first heartbeat.
+//   - v1: the client mints it (KIP-1082), so MemberId is never empty; and
+//     SubscribedTopicRegex (RE2, KIP-848's regex subscription).
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() {
+	register(&API{Key: kmsg.ConsumerGroupHeartbeat, MinVersion: 0, MaxVersion: 1,
+		Groups: oneGroup(func(r *kmsg.ConsumerGroupHeartbeatRequest) string { return r.Group })},
+		(*Shard).consumerHeartbeat,
+		func(_ *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, code int16) {
+			resp.ErrorCode = code
+		})
+}
