@@ -252,6 +252,8 @@ func readAll(t testing.TB, p *Partition, from int64) []readBatch {
 type memStore struct {
 	m        map[string][]byte
 	failPuts bool
+
+	store.Store // nil: only to have Acquire, which Log never calls
 }
 
 func newMemStore() *memStore { return &memStore{m: make(map[string][]byte)} }

@@ -4,6 +4,8 @@
 // Its job is to make store.Store's promises true on one disk: Apply returns
 // only after the batch is fsynced to Pebble's write-ahead log, and concurrent
 // Apply calls share one fsync through Pebble's commit pipeline (group commit).
+// Handles from Acquire are fenced by an epoch per scope held in this process,
+// which is enough on one node: only this process can open the directory.
 //
 // It must not interpret keys or values, cache or buffer writes outside Pebble,
 // acknowledge a write before it is synced, or expose Pebble types through the
@@ -12,6 +14,7 @@
 package pebble
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,12 +51,31 @@ type Store struct {
 	lock *pdb.Lock // released after db is closed
 
 	// mu guards closed and the Add side of inflight, so that once Close has
-	// set closed no new call can start and inflight.Wait is race-free. Not an
-	// RWMutex held across calls: a Scan callback may call Get or Apply, and a
-	// nested RLock would deadlock behind a waiting Close.
+	// set closed no new call can start and inflight.Wait is race-free, and
+	// guards scopes. Not an RWMutex held across calls: a Scan callback may
+	// call Get or Apply, and a nested RLock would deadlock behind a waiting
+	// Close.
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
+	scopes   map[string]*scope // every scope ever acquired; never shrinks
+
+	// fenceChecked, if not nil, is called by a handle's write after its
+	// fence check passed and before Pebble orders the batch. Tests only:
+	// it lets one pause a write in the window that Acquire must wait for.
+	fenceChecked func()
+}
+
+// scope is the fencing state of one acquired key prefix.
+type scope struct {
+	// mu is held shared by a handle's write from its epoch check until
+	// Pebble has ordered the batch (ApplyAsync) or synced it (Apply, which
+	// commits as Store.Apply does; concurrent holders still share one
+	// fsync), and exclusively by Acquire and Release to move epoch: so no
+	// write that passed the check is still unordered when a fencing
+	// Acquire returns.
+	mu    sync.RWMutex
+	epoch uint64 // the owning handle's epoch; handles with another are fenced
 }
 
 var _ store.Store = (*Store)(nil)
@@ -116,7 +138,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("pebble store: open %s: %w", dir, err)
 	}
-	return &Store{db: db, lock: lock}, nil
+	return &Store{db: db, lock: lock, scopes: make(map[string]*scope)}, nil
 }
 
 // mkdirSynced creates dir and any missing parents, fsyncing the parent of
@@ -170,28 +192,53 @@ func (s *Store) enter() bool {
 // Apply implements store.Store. The batch is committed with pdb.Sync: Pebble
 // queues concurrent commits and covers all of them with one WAL fsync.
 func (s *Store) Apply(b *store.Batch) error {
+	return s.apply(b, nil)
+}
+
+// apply is Apply, through h when h is not nil.
+func (s *Store) apply(b *store.Batch, h *handle) error {
 	if !s.enter() {
 		return store.ErrClosed
 	}
 	defer s.inflight.Done()
-	if b == nil || b.Len() == 0 {
-		return nil
-	}
-
-	pb, err := s.build(b)
+	pb, err := s.prepare(b, h)
 	if err != nil {
 		return err
 	}
-	defer pb.Close()
+	if pb != nil {
+		defer pb.Close()
+	}
+	if h != nil {
+		// Held through the fsync: Acquire waits for it, but concurrent
+		// writers share the lock and the fsync alike.
+		if err := h.hold(); err != nil {
+			return err
+		}
+		defer h.scope.mu.RUnlock()
+	}
+	if pb == nil {
+		return nil
+	}
 	if err := pb.Commit(pdb.Sync); err != nil {
 		return fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
 	}
 	return nil
 }
 
-// build copies b into a Pebble batch (Set and Delete copy keys and
-// values, so the caller's slices are not retained).
-func (s *Store) build(b *store.Batch) (*pdb.Batch, error) {
+// prepare checks that every key of b is under h's scope, if h is not nil,
+// and copies b into a Pebble batch (Set and Delete copy keys and values, so
+// the caller's slices are not retained). It returns a nil batch for an
+// empty b. Batches are built before the scope lock is taken, to keep a
+// fencing Acquire's wait short.
+func (s *Store) prepare(b *store.Batch, h *handle) (*pdb.Batch, error) {
+	if b == nil || b.Len() == 0 {
+		return nil, nil
+	}
+	if h != nil {
+		if err := b.CheckScope(h.prefix); err != nil {
+			return nil, fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
+		}
+	}
 	pb := s.db.NewBatch()
 	for _, op := range b.Ops {
 		var err error
@@ -214,17 +261,34 @@ func (s *Store) build(b *store.Batch) (*pdb.Batch, error) {
 // syncs its log in order, so an earlier batch is never less durable than
 // a later one.
 func (s *Store) ApplyAsync(b *store.Batch) (func() error, error) {
+	return s.applyAsync(b, nil)
+}
+
+func noWait() error { return nil }
+
+// applyAsync is ApplyAsync, through h when h is not nil.
+func (s *Store) applyAsync(b *store.Batch, h *handle) (func() error, error) {
 	if !s.enter() {
 		return nil, store.ErrClosed
 	}
-	if b == nil || b.Len() == 0 {
-		s.inflight.Done()
-		return func() error { return nil }, nil
-	}
-	pb, err := s.build(b)
+	pb, err := s.prepare(b, h)
 	if err != nil {
 		s.inflight.Done()
 		return nil, err
+	}
+	if h != nil {
+		if err := h.hold(); err != nil {
+			if pb != nil {
+				pb.Close()
+			}
+			s.inflight.Done()
+			return nil, err
+		}
+		defer h.scope.mu.RUnlock() // once ordered, not through the fsync
+	}
+	if pb == nil {
+		s.inflight.Done()
+		return noWait, nil
 	}
 	if err := s.db.ApplyNoSyncWait(pb, pdb.Sync); err != nil {
 		pb.Close()
@@ -240,6 +304,80 @@ func (s *Store) ApplyAsync(b *store.Batch) (func() error, error) {
 		}
 		return nil
 	}, nil
+}
+
+// Acquire implements store.Store. The fence is an epoch per scope, in this
+// process only: it does not survive Close (nor need to, since every handle
+// of a closed Store fails with ErrClosed).
+func (s *Store) Acquire(prefix []byte) (store.Handle, error) {
+	if !s.enter() {
+		return nil, store.ErrClosed
+	}
+	defer s.inflight.Done()
+	s.mu.Lock()
+	sc, ok := s.scopes[string(prefix)]
+	if !ok {
+		sc = &scope{}
+		s.scopes[string(prefix)] = sc
+	}
+	s.mu.Unlock()
+
+	sc.mu.Lock() // waits for the old handle's writes being ordered
+	defer sc.mu.Unlock()
+	sc.epoch++
+	return &handle{s: s, scope: sc, prefix: bytes.Clone(prefix), epoch: sc.epoch}, nil
+}
+
+// handle is the store.Handle that Acquire returns.
+type handle struct {
+	s      *Store
+	scope  *scope
+	prefix []byte // the scope's key prefix
+	epoch  uint64
+}
+
+var _ store.Handle = (*handle)(nil)
+
+// hold takes h's scope lock shared and checks h's epoch. On success the
+// caller holds the lock until its batch is ordered, and then releases it
+// with h.scope.mu.RUnlock; a fencing Acquire waits for that.
+func (h *handle) hold() error {
+	h.scope.mu.RLock()
+	if h.scope.epoch != h.epoch {
+		h.scope.mu.RUnlock()
+		return fmt.Errorf("pebble store: apply under %q: %w", h.prefix, store.ErrFenced)
+	}
+	if h.s.fenceChecked != nil {
+		h.s.fenceChecked()
+	}
+	return nil
+}
+
+// Apply implements store.Handle, with the same commit as Store.Apply.
+func (h *handle) Apply(b *store.Batch) error {
+	return h.s.apply(b, h)
+}
+
+// ApplyAsync implements store.Handle, as Store.ApplyAsync.
+func (h *handle) ApplyAsync(b *store.Batch) (func() error, error) {
+	return h.s.applyAsync(b, h)
+}
+
+// Fenced implements store.Handle.
+func (h *handle) Fenced() bool {
+	h.scope.mu.RLock()
+	defer h.scope.mu.RUnlock()
+	return h.scope.epoch != h.epoch
+}
+
+// Release implements store.Handle: it moves the epoch on if h still owns
+// the scope, so h's writes fail and the next Acquire's handle is not h's.
+func (h *handle) Release() {
+	h.scope.mu.Lock()
+	defer h.scope.mu.Unlock()
+	if h.scope.epoch == h.epoch {
+		h.scope.epoch++
+	}
 }
 
 var _ store.Pipeliner = (*Store)(nil)
