@@ -171,6 +171,16 @@ func (mc *Machine) joinNewMember(now time.Time, g *group, j joinReq) {
 		// KIP-394: a new dynamic member must come back with the id it is
 		// given, within its session timeout (§4.3). It is not a member
 		// until then.
+		//
+		// Unlike Kafka, the ids handed out count towards group.max.size,
+		// and at most MaxPendingMembers are outstanding: each lives for
+		// the session timeout, so otherwise one connection sending
+		// JoinGroups without a member id makes millions.
+		if len(g.members)+len(g.pendingJoin) >= mc.cfg.MaxSize ||
+			(mc.cfg.MaxPendingMembers > 0 && len(g.pendingJoin) >= mc.cfg.MaxPendingMembers) {
+			j.fail(mc, kerr.GroupMaxSizeReached.Code, "")
+			return
+		}
 		deadline := now.Add(time.Duration(r.SessionTimeoutMillis) * time.Millisecond)
 		g.pendingJoin[id] = deadline
 		mc.timer(memberTimer(g.name, id), deadline)
