@@ -110,11 +110,15 @@ func serve(args []string, stderr io.Writer) int {
 		logger.Error("cohort could not start", "err", err)
 		return 1
 	}
+	code := 0
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
 	case err := <-node.Done():
-		logger.Error("kafka listener stopped", "err", err)
+		// A node without its listener is down: stop, and tell whoever
+		// runs the process (a supervisor restarts on a non-zero exit).
+		logger.Error("listener stopped; shutting down", "err", err)
+		code = 1
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
 	defer cancel()
@@ -123,5 +127,5 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	logger.Info("stopped")
-	return 0
+	return code
 }
