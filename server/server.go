@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cohort-dev/cohort/assigner"
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
@@ -33,6 +34,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 )
@@ -53,6 +55,16 @@ type Config struct {
 	AutoCreateTopics  bool
 	DefaultPartitions int32
 	MaxRequestBytes   int32
+	// MaxConnections, MaxConnectionsPerIP, ConnectionsMaxIdle,
+	// QueuedMaxRequestBytes, RequestReadTimeout and ResponseWriteTimeout
+	// bound what clients can hold: see kafka.Config. ConnectionsMaxIdle
+	// is also the gRPC listener's MaxConnectionIdle.
+	MaxConnections        int
+	MaxConnectionsPerIP   int
+	ConnectionsMaxIdle    time.Duration
+	QueuedMaxRequestBytes int64
+	RequestReadTimeout    time.Duration
+	ResponseWriteTimeout  time.Duration
 	// Groups configures the group coordinator; zero fields take Kafka's
 	// defaults (see coordinator.Config).
 	Groups coordinator.Config
@@ -68,6 +80,12 @@ type Config struct {
 	// servers (comma-separated host:port): the assignment service takes
 	// the partition count of a topic this node does not host from there.
 	AssignerKafkaBootstrap string
+	// GRPCMaxConcurrentStreams caps the streams (calls) one gRPC
+	// connection may have open at once. Default 1000: a consumer process
+	// holds one Register stream per consumer, and a flood of streams on
+	// one connection is refused rather than served. grpc-go's default is
+	// unlimited.
+	GRPCMaxConcurrentStreams uint32
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -98,6 +116,24 @@ type Node struct {
 	grpcAddr      string
 	externalKafka *kgo.Client
 }
+
+// gRPC limits that are not flags: the assignment service's requests are
+// a consumer name, a topic and a partition, far below 64 KiB (grpc-go's
+// default allows 4 MiB); a client pinging more often than every 10 s is
+// told to calm down and closed (grpc-go allows one ping per 5 min without
+// PermitWithoutStream, which makes clients that keep idle channels alive
+// fail); the server pings a silent connection after a minute and drops
+// it if the ping goes unanswered for 20 s, so that a consumer whose host
+// vanished loses its stream, and starts its lease, within ~80 s rather
+// than when TCP gives up.
+const (
+	grpcMaxRecvMsgSize     = 64 << 10
+	grpcKeepaliveMinTime   = 10 * time.Second
+	grpcKeepaliveTime      = time.Minute
+	grpcKeepaliveTimeout   = 20 * time.Second
+	defaultGRPCMaxStreams  = 1000
+	defaultConnectionsIdle = 10 * time.Minute
+)
 
 // Start opens the data directory and starts serving. If it fails, it has
 // released everything it took (listeners, store, lock, goroutines), and
@@ -154,13 +190,19 @@ func Start(cfg Config) (_ *Node, err error) {
 		advertised = n.ln.Addr().String()
 	}
 	n.kafka, err = kafka.New(kafka.Config{
-		Topics:            n.topics,
-		Groups:            n.groups,
-		AdvertisedAddr:    advertised,
-		MaxRequestBytes:   cfg.MaxRequestBytes,
-		AutoCreateTopics:  cfg.AutoCreateTopics,
-		DefaultPartitions: cfg.DefaultPartitions,
-		Logger:            cfg.Logger,
+		Topics:                n.topics,
+		Groups:                n.groups,
+		AdvertisedAddr:        advertised,
+		MaxRequestBytes:       cfg.MaxRequestBytes,
+		AutoCreateTopics:      cfg.AutoCreateTopics,
+		DefaultPartitions:     cfg.DefaultPartitions,
+		MaxConnections:        cfg.MaxConnections,
+		MaxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
+		ConnectionsMaxIdle:    cfg.ConnectionsMaxIdle,
+		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+		RequestReadTimeout:    cfg.RequestReadTimeout,
+		ResponseWriteTimeout:  cfg.ResponseWriteTimeout,
+		Logger:                cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -222,8 +264,30 @@ func (n *Node) startAssigner() (err error) {
 	if n.assigner, err = assigner.Start(ac); err != nil {
 		return err
 	}
-
-	n.grpc = grpc.NewServer()
+	idle := n.cfg.ConnectionsMaxIdle
+	switch {
+	case idle == 0:
+		idle = defaultConnectionsIdle
+	case idle < 0:
+		idle = 0 // keepalive: infinity
+	}
+	streams := n.cfg.GRPCMaxConcurrentStreams
+	if streams == 0 {
+		streams = defaultGRPCMaxStreams
+	}
+	n.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(grpcMaxRecvMsgSize),
+		grpc.MaxConcurrentStreams(streams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: grpcKeepaliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			// A connection with no open stream for this long gets a
+			// GOAWAY, as a Kafka connection idle for
+			// connections.max.idle.ms is closed.
+			MaxConnectionIdle: idle,
+			Time:              grpcKeepaliveTime,
+			Timeout:           grpcKeepaliveTimeout,
+		}),
+	)
 	n.assigner.AddTo(n.grpc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
