@@ -458,9 +458,10 @@ func (c *conn) write() {
 			}
 		}
 		// Drained without a response once failed, so the reader never
-		// blocks on a dead writer.
-		c.inflight.Add(-1)
+		// blocks on a dead writer. Touched before the count drops, so
+		// the reader never sees nothing in flight with a stale time.
 		c.touch()
+		c.inflight.Add(-1)
 	}
 }
 
