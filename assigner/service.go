@@ -89,6 +89,7 @@ type Service struct {
 	topics     map[[2]string]int32 // (group, topic) → partitions last told
 	stop       chan struct{}
 	stopped    sync.WaitGroup
+	closeOnce  sync.Once
 }
 
 var errUnavailable = status.Error(codes.Unavailable, "the assigner's shard could not complete the call (store write failed or shard reloading); retry")
@@ -124,16 +125,20 @@ func (s *Service) AddTo(srv grpc.ServiceRegistrar) {
 	kafkaassignerpb.RegisterKafkaAssignerServer(srv, s)
 }
 
-// Close stops the service's shard; open streams end.
+// Close stops the service's shard; open streams end. Calling it again
+// does nothing: a node that fails to start and a node that shuts down
+// may both reach it.
 func (s *Service) Close() {
-	close(s.stop)
-	s.stopped.Wait()
-	s.shard.Close()
-	s.mu.Lock()
-	for _, b := range s.boxes {
-		b.put(handoff.Close{Reason: "the assigner is shutting down"})
-	}
-	s.mu.Unlock()
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.stopped.Wait()
+		s.shard.Close()
+		s.mu.Lock()
+		for _, b := range s.boxes {
+			b.put(handoff.Close{Reason: "the assigner is shutting down"})
+		}
+		s.mu.Unlock()
+	})
 }
 
 // outbox queues what the shard pushes to one stream: unbounded, so the

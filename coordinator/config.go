@@ -19,8 +19,16 @@ type Config struct {
 	// (group.min/max.session.timeout.ms).
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// MaxSize caps the members of a classic group (GROUP_MAX_SIZE_REACHED).
-	// Default 2^31-1 (group.max.size).
+	// Default 2^31-1 (group.max.size). Unlike Kafka, member ids handed out
+	// with MEMBER_ID_REQUIRED and not yet used count towards it.
 	MaxSize int
+	// MaxPendingMembers caps the member ids a classic group has handed
+	// out with MEMBER_ID_REQUIRED (KIP-394) that have not joined yet;
+	// beyond it a JoinGroup without a member id gets
+	// GROUP_MAX_SIZE_REACHED. Each lives for the session timeout, so
+	// without a cap one connection can make millions. Kafka has no such
+	// cap. Default 10,000; at least 1.
+	MaxPendingMembers int
 	// InitialRebalanceDelay is how long the first rebalance of an Empty
 	// group waits for more members, extended while they keep arriving, up
 	// to the rebalance timeout (group.initial.rebalance.delay.ms). Default
@@ -99,6 +107,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxSize == 0 {
 		c.MaxSize = math.MaxInt32
 	}
+	if c.MaxPendingMembers == 0 {
+		c.MaxPendingMembers = 10000
+	}
 	if c.OffsetMetadataMaxBytes == 0 {
 		c.OffsetMetadataMaxBytes = 4096
 	}
@@ -138,6 +149,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxSize < 1 {
 		errs = append(errs, fmt.Errorf("group max size %d: must be at least 1", c.MaxSize))
+	}
+	if c.MaxPendingMembers < 1 {
+		errs = append(errs, fmt.Errorf("group max pending members %d: must be at least 1", c.MaxPendingMembers))
 	}
 	if c.OffsetMetadataMaxBytes < 0 {
 		errs = append(errs, fmt.Errorf("offset metadata max bytes %d: must not be negative", c.OffsetMetadataMaxBytes))

@@ -78,6 +78,7 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				MinSessionTimeout:      cfg.MinSessionTimeout,
 				MaxSessionTimeout:      cfg.MaxSessionTimeout,
 				MaxSize:                cfg.MaxSize,
+				MaxPendingMembers:      cfg.MaxPendingMembers,
 				InitialDelay:           cfg.InitialRebalanceDelay,
 				InitialQuiet:           cfg.InitialRebalanceQuiet,
 				OffsetMetadataMaxBytes: cfg.OffsetMetadataMaxBytes,

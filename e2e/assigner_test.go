@@ -411,6 +411,9 @@ func TestAssignerSIGKILL(t *testing.T) {
 
 	p2 := testkit.StartBinary(t, dir, "--assigner-lease-ttl", "20s", "--assigner-rebalance-debounce", "200ms")
 	a2 := startAKConsumer(t, p2.GRPCAddr, "k", "a", topic, false)
+	// b2 starts only once a2 has its snapshot: otherwise b2 could say
+	// ready and complete the handoffs before a2's snapshot is taken.
+	testkit.Eventually(t, 30*time.Second, "a's first assignment after the restart", func() bool { return a2.firstUpdate() != nil })
 	b2 := startAKConsumer(t, p2.GRPCAddr, "k", "b", topic, false)
 	// a's snapshot is all six again; b is told to warm the same three
 	// again, says ready, and the handoffs complete.

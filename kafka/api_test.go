@@ -1769,6 +1769,13 @@ func (s *syncBuffer) String() string {
 // listener, logging to the returned buffer.
 func startServer(t *testing.T, cfg kafka.Config) (string, *syncBuffer) {
 	t.Helper()
+	addr, logs, _ := startKafka(t, cfg)
+	return addr, logs
+}
+
+// startKafka is startServer that also returns the server.
+func startKafka(t *testing.T, cfg kafka.Config) (string, *syncBuffer, *kafka.Server) {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
 	if err != nil {
@@ -1814,7 +1821,7 @@ func startServer(t *testing.T, cfg kafka.Config) (string, *syncBuffer) {
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	return ln.Addr().String(), logs
+	return ln.Addr().String(), logs, s
 }
 
 // TestBadFrames: a frame over MaxRequestBytes, one that does not decode, and
@@ -1824,7 +1831,8 @@ func startServer(t *testing.T, cfg kafka.Config) (string, *syncBuffer) {
 // unaffected.
 func TestBadFrames(t *testing.T) {
 	const maxRequest = 4096
-	addr, logs := startServer(t, kafka.Config{MaxRequestBytes: maxRequest})
+	// Every bad frame's line is checked: no rate limit within the test.
+	addr, logs := startServer(t, kafka.Config{MaxRequestBytes: maxRequest, WarnBurst: 1000})
 
 	setup := dial(t, addr)
 	createTopic(setup, "w", 1, nil)

@@ -1,15 +1,15 @@
 package kafka
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"runtime/debug"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,90 +43,287 @@ type pending struct {
 	// instead of writing it, with respond nil): how Kafka signals an error
 	// to an acks=0 producer.
 	closeAfter bool
+	// granted is the request's frame size taken from Server.budget,
+	// given back once the response is built.
+	granted int64
 }
 
 type conn struct {
 	s      *Server
 	nc     net.Conn
 	remote string
+	ip     string // the peer's IP address, for MaxConnectionsPerIP
 	host   string // "/" and the peer's IP, as DescribeGroups shows it
-	queue  chan pending
-	logger *slog.Logger
+	rd     frameReader
+
+	// queue and the writer goroutine are started by the first request,
+	// so that an idle connection costs one goroutine and no buffers.
+	queue      chan *pending
+	writerDone chan struct{}
+
+	// inflight counts requests read and not yet answered; lastActive is
+	// when a byte was last read or a response last written (UnixNano).
+	// Together they say whether the connection is idle.
+	inflight   atomic.Int32
+	lastActive atomic.Int64
+
+	mu      sync.Mutex // orders read deadlines against stopReading
+	stopped bool
+
+	gone      chan struct{} // closed by close
+	closeOnce sync.Once
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{
+func newConn(s *Server, nc net.Conn, ip string) *conn {
+	c := &conn{
 		s:      s,
 		nc:     nc,
 		remote: nc.RemoteAddr().String(),
-		host:   peerHost(nc.RemoteAddr()),
-		queue:  make(chan pending, s.cfg.MaxInflight),
-		logger: s.logger.With("remote", nc.RemoteAddr().String()),
+		ip:     ip,
+		host:   "/" + ip,
+		rd:     frameReader{nc: nc},
+		gone:   make(chan struct{}),
 	}
+	c.touch()
+	return c
 }
+
+// close closes the socket, which unblocks the reader and the writer.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		close(c.gone)
+		c.nc.Close()
+	})
+}
+
+func (c *conn) touch() { c.lastActive.Store(time.Now().UnixNano()) }
 
 // stopReading makes the reader's next (or current) read fail, so it stops
 // taking requests; what was read is still answered.
-func (c *conn) stopReading() { c.nc.SetReadDeadline(time.Unix(1, 0)) }
+func (c *conn) stopReading() {
+	c.mu.Lock()
+	c.stopped = true
+	c.nc.SetReadDeadline(time.Unix(1, 0))
+	c.mu.Unlock()
+}
+
+// setReadDeadline sets the read deadline (zero: none) unless Shutdown has
+// stopped reading, in which case it returns false.
+func (c *conn) setReadDeadline(t time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return false
+	}
+	c.nc.SetReadDeadline(t)
+	return true
+}
 
 func (c *conn) serve() {
 	defer c.s.connDone(c)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.write()
-	}()
 	c.read()
-	close(c.queue)
-	<-writerDone
-	c.nc.Close()
+	c.rd.release()
+	if c.queue != nil {
+		close(c.queue)
+		<-c.writerDone
+	}
+	c.close()
 }
 
 // read decodes frames and dispatches them until the connection ends or a
 // frame is bad. Each request's ordered part runs here, one at a time.
 func (c *conn) read() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var sizeBuf [4]byte
+	cfg := &c.s.cfg
 	for {
-		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
-			c.readEnded(err)
+		size, ok := c.readSize()
+		if !ok {
 			return
 		}
-		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 8 || size > c.s.cfg.MaxRequestBytes {
-			c.logger.Warn("closing connection: bad request size", "size", size, "max", c.s.cfg.MaxRequestBytes)
+		if size < 8 || size > cfg.MaxRequestBytes {
+			c.s.warn.Warn("closing connection: bad request size", "remote", c.remote, "size", size, "max", cfg.MaxRequestBytes)
 			return
 		}
+		// Take the frame's bytes from the budget before allocating them,
+		// so declared sizes alone cannot exhaust memory.
+		if !c.s.budget.acquire(int64(size), c.s.closing, c.gone) {
+			return
+		}
+		granted := int64(size)
 		frame := make([]byte, size)
-		if _, err := io.ReadFull(br, frame); err != nil {
+		deadline := time.Time{}
+		if cfg.RequestReadTimeout > 0 {
+			deadline = time.Now().Add(cfg.RequestReadTimeout)
+		}
+		if !c.setReadDeadline(deadline) {
+			c.s.budget.release(granted)
+			return
+		}
+		n, err := c.rd.readFull(frame)
+		if n > 0 {
+			c.touch()
+		}
+		if err != nil {
+			c.s.budget.release(granted)
+			if isTimeout(err) && !c.isStopped() {
+				c.s.warn.Warn("closing connection: request frame not complete in time", "remote", c.remote, "size", size, "received", n, "timeout", cfg.RequestReadTimeout)
+				return
+			}
 			c.readEnded(err)
 			return
 		}
 		p, err := c.s.decode(frame, c.host)
 		if err != nil {
-			c.logger.Warn("closing connection: bad request", "err", err)
+			c.s.budget.release(granted)
+			c.s.warn.Warn("closing connection: bad request", "remote", c.remote, "err", err)
 			return
 		}
+		p.granted = granted
 		if !c.enqueue(p) {
 			return
 		}
 	}
 }
 
+// readSize reads a frame's size. While nothing is in flight it waits at
+// most until the connection has been idle for ConnectionsMaxIdle, as
+// Kafka's connections.max.idle.ms, and then closes it.
+func (c *conn) readSize() (int32, bool) {
+	var b [4]byte
+	got := 0
+	idle := c.s.cfg.ConnectionsMaxIdle
+	for got < len(b) {
+		deadline := time.Time{}
+		if idle > 0 {
+			deadline = time.Unix(0, c.lastActive.Load()).Add(idle)
+			if c.inflight.Load() > 0 {
+				deadline = time.Now().Add(idle)
+			}
+		}
+		if !c.setReadDeadline(deadline) {
+			return 0, false
+		}
+		n, err := c.rd.read(b[got:])
+		got += n
+		if n > 0 {
+			c.touch()
+		}
+		if err == nil {
+			continue
+		}
+		if !isTimeout(err) || c.isStopped() {
+			c.readEnded(err)
+			return 0, false
+		}
+		if c.inflight.Load() > 0 || time.Since(time.Unix(0, c.lastActive.Load())) < idle {
+			continue // activity since the deadline was set
+		}
+		c.s.logger.Debug("closing idle connection", "remote", c.remote, "idle", idle)
+		return 0, false
+	}
+	return int32(binary.BigEndian.Uint32(b[:])), true
+}
+
+func (c *conn) isStopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 func (c *conn) readEnded(err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if isTimeout(err) {
 		return // Shutdown
 	}
-	c.logger.Debug("read failed", "err", err)
+	c.s.logger.Debug("read failed", "remote", c.remote, "err", err)
 }
 
+// enqueue hands p to the writer, starting it for the first request. It
+// returns false if the connection closes after p.
 func (c *conn) enqueue(p pending) bool {
-	c.queue <- p
+	if c.queue == nil {
+		c.queue = make(chan *pending, c.s.cfg.MaxInflight)
+		c.writerDone = make(chan struct{})
+		go func() {
+			defer close(c.writerDone)
+			c.write()
+		}()
+	}
+	c.inflight.Add(1)
+	c.queue <- &p
 	return !p.closeAfter
+}
+
+// frameReader reads a connection's frames through a buffer that it
+// holds only while bytes are waiting in it: the buffer comes from a pool
+// when a frame is read and goes back once it is empty, so thousands of
+// idle connections hold none. Pipelined small requests still arrive
+// many to a read.
+type frameReader struct {
+	nc   net.Conn
+	buf  *[]byte // nil while empty
+	r, w int
+}
+
+const readBufSize = 16 << 10
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
+
+// release gives the buffer back if nothing is waiting in it.
+func (fr *frameReader) release() {
+	if fr.buf != nil && fr.r == fr.w {
+		readBufs.Put(fr.buf)
+		fr.buf, fr.r, fr.w = nil, 0, 0
+	}
+}
+
+// read reads into p what is buffered, or, with nothing buffered, waits
+// for the connection without holding a buffer.
+func (fr *frameReader) read(p []byte) (int, error) {
+	if fr.r < fr.w {
+		n := copy(p, (*fr.buf)[fr.r:fr.w])
+		fr.r += n
+		return n, nil
+	}
+	fr.release()
+	return fr.nc.Read(p)
+}
+
+// readFull fills p and returns how many bytes it got.
+func (fr *frameReader) readFull(p []byte) (int, error) {
+	n := 0
+	if fr.r < fr.w {
+		n = copy(p, (*fr.buf)[fr.r:fr.w])
+		fr.r += n
+	}
+	if n == len(p) {
+		return n, nil
+	}
+	fr.release()
+	if len(p)-n >= readBufSize {
+		m, err := io.ReadFull(fr.nc, p[n:])
+		return n + m, err
+	}
+	// A small rest: read it with whatever follows it.
+	fr.buf = readBufs.Get().(*[]byte)
+	buf := *fr.buf
+	for fr.w < len(p)-n {
+		m, err := fr.nc.Read(buf[fr.w:])
+		fr.w += m
+		if err != nil && fr.w < len(p)-n {
+			got := copy(p[n:], buf[:fr.w])
+			fr.r = fr.w
+			return n + got, err
+		}
+	}
+	fr.r = copy(p[n:], buf[:fr.w])
+	return len(p), nil
 }
 
 // errBadFrame marks a frame that closes the connection.
@@ -221,68 +418,101 @@ func skipTags(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// Writer buffering: responses are gathered until nothing else is ready
+// or flushAt bytes are waiting, so pipelined responses share syscalls; a
+// buffer grown past keepBuf for a large fetch is not kept between
+// writes, so an idle connection does not hold it.
+const (
+	flushAt    = 64 << 10
+	keepBuf    = 64 << 10
+	writeChunk = 1 << 20
+)
+
 // write sends responses in request order, running each one's deferred part
-// first. It flushes when nothing else is ready, so pipelined responses
-// share syscalls.
+// first.
 func (c *conn) write() {
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
 	failed := false
 	for p := range c.queue {
-		if failed {
-			continue // drain so the reader never blocks on a dead writer
+		if !failed {
+			buf = c.appendResponse(buf, p)
 		}
-		buf = buf[:0]
-		switch {
-		case p.raw != nil:
-			buf = appendFrame(buf, p.hdr, false, func(b []byte) []byte { return append(b, p.raw...) })
-		case p.respond != nil:
-			resp := p.respond()
-			resp.SetVersion(p.hdr.version)
-			// ApiVersions responses always use header v0 (KIP-511), so a
-			// client can read them before knowing what we support.
-			flexible := resp.IsFlexible() && p.hdr.key != kmsg.ApiVersions.Int16()
-			if fr, ok := resp.(*kmsg.FetchResponse); ok {
-				// Make room for the record data at once rather than
-				// letting append grow the buffer by a quarter at a time
-				// through megabytes of batches, copying it each time.
-				buf = slices.Grow(buf, fetchSizeHint(fr))
-			}
-			buf = appendFrame(buf, p.hdr, flexible, resp.AppendTo)
-		}
-		if len(buf) > 0 {
-			if _, err := bw.Write(buf); err != nil {
+		c.s.budget.release(p.granted)
+		if !failed && (p.closeAfter || len(c.queue) == 0 || len(buf) >= flushAt) {
+			if err := c.writeOut(buf); err != nil {
+				if isTimeout(err) {
+					c.s.warn.Warn("closing connection: client is not reading its responses", "remote", c.remote, "timeout", c.s.cfg.ResponseWriteTimeout)
+				}
 				failed = true
 			}
-		}
-		if p.closeAfter {
-			bw.Flush()
-			c.nc.Close()
-			failed = true
-			continue
-		}
-		if len(c.queue) == 0 {
-			if err := bw.Flush(); err != nil {
+			if p.closeAfter {
 				failed = true
 			}
+			if failed {
+				c.close() // unblocks the reader
+			}
+			if cap(buf) > keepBuf {
+				buf = nil
+			} else {
+				buf = buf[:0]
+			}
 		}
-		if failed {
-			c.nc.Close() // unblocks the reader
-		}
-	}
-	if !failed {
-		bw.Flush()
+		// Drained without a response once failed, so the reader never
+		// blocks on a dead writer. Touched before the count drops, so
+		// the reader never sees nothing in flight with a stale time.
+		c.touch()
+		c.inflight.Add(-1)
 	}
 }
 
+// appendResponse runs p's deferred part and appends its response frame.
+func (c *conn) appendResponse(buf []byte, p *pending) []byte {
+	switch {
+	case p.raw != nil:
+		return appendFrame(buf, p.hdr, false, func(b []byte) []byte { return append(b, p.raw...) })
+	case p.respond != nil:
+		resp := p.respond()
+		resp.SetVersion(p.hdr.version)
+		// ApiVersions responses always use header v0 (KIP-511), so a
+		// client can read them before knowing what we support.
+		flexible := resp.IsFlexible() && p.hdr.key != kmsg.ApiVersions.Int16()
+		if fr, ok := resp.(*kmsg.FetchResponse); ok {
+			// Make room for the record data at once rather than
+			// letting append grow the buffer by a quarter at a time
+			// through megabytes of batches, copying it each time.
+			buf = slices.Grow(buf, fetchSizeHint(fr))
+		}
+		return appendFrame(buf, p.hdr, flexible, resp.AppendTo)
+	}
+	return buf
+}
+
+// writeOut writes b in chunks, each with ResponseWriteTimeout to go.
+func (c *conn) writeOut(b []byte) error {
+	for len(b) > 0 {
+		n := min(len(b), writeChunk)
+		if t := c.s.cfg.ResponseWriteTimeout; t > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(t))
+		}
+		m, err := c.nc.Write(b[:n])
+		b = b[m:]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendFrame appends one response frame (size, header, body) to buf.
 func appendFrame(buf []byte, hdr reqHeader, flexible bool, body func([]byte) []byte) []byte {
+	start := len(buf)
 	buf = append(buf, 0, 0, 0, 0)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(hdr.corr))
 	if flexible {
 		buf = append(buf, 0) // no tagged fields in the response header
 	}
 	buf = body(buf)
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
 	return buf
 }
 
@@ -299,15 +529,14 @@ func fetchSizeHint(r *kmsg.FetchResponse) int {
 	return n
 }
 
-// peerHost formats a peer's address as Kafka's client host: a slash and
-// the IP address.
-func peerHost(a net.Addr) string {
+// peerIP is a peer's IP address; Kafka's client host is a slash and it.
+func peerIP(a net.Addr) string {
 	if ta, ok := a.(*net.TCPAddr); ok {
-		return "/" + ta.IP.String()
+		return ta.IP.String()
 	}
 	host, _, err := net.SplitHostPort(a.String())
 	if err != nil {
-		return "/" + a.String()
+		return a.String()
 	}
-	return "/" + host
+	return host
 }

@@ -17,6 +17,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator"
@@ -47,10 +48,87 @@ type Config struct {
 	// MaxInflight caps the requests one connection may have decoded but
 	// not yet answered; reading pauses beyond it. Default 256.
 	MaxInflight int
+
+	// Limits that keep a flood of connections or requests from taking the
+	// server down. Kafka's names where Kafka has the setting.
+
+	// MaxConnections caps the open Kafka connections (Kafka's
+	// max.connections). A connection accepted beyond it is closed at once.
+	// Default DefaultMaxConnections(): the open-file limit less FDReserve,
+	// so that accepting clients can never starve the store, the topic
+	// log's segment files or the gRPC listener of file descriptors.
+	// Kafka's default is unlimited.
+	MaxConnections int
+	// MaxConnectionsPerIP caps the open connections from one IP address
+	// (Kafka's max.connections.per.ip); a new one beyond it is closed at
+	// once. Default 0: unlimited, as Kafka.
+	MaxConnectionsPerIP int
+	// ConnectionsMaxIdle closes a connection that has no request in
+	// flight and has read nothing and written nothing for this long
+	// (Kafka's connections.max.idle.ms). Default 10 min; negative: never.
+	ConnectionsMaxIdle time.Duration
+	// QueuedMaxRequestBytes bounds the bytes of request frames being read
+	// or waiting for their response across all connections (Kafka's
+	// queued.max.request.bytes): a reader that would exceed it waits,
+	// before allocating its frame, until responses free room. Default
+	// DefaultQueuedMaxRequestBytes (256 MiB); negative: unbounded, Kafka's
+	// default. When bounded it must be at least MaxRequestBytes (Kafka's
+	// rule), or the largest frame could never be read.
+	QueuedMaxRequestBytes int64
+	// RequestReadTimeout closes a connection whose request frame is not
+	// complete this long after its size was read (and its bytes were
+	// granted), so that a client declaring a large frame and trickling it
+	// cannot hold memory for ever. Default 30 s, the request.timeout.ms
+	// of Kafka's own clients: a client whose request takes longer has
+	// given up on it. Negative: no timeout. Kafka has no direct
+	// equivalent; its connections.max.idle.ms counts from the last byte.
+	RequestReadTimeout time.Duration
+	// ResponseWriteTimeout closes a connection that takes no 1 MiB of its
+	// responses for this long: a client that sends requests and never
+	// reads the answers would otherwise hold their request bytes
+	// (QueuedMaxRequestBytes) for ever. Default 30 s; negative: none.
+	ResponseWriteTimeout time.Duration
+
+	// WarnBurst and WarnInterval limit the warnings that clients can
+	// cause (a bad frame, a refused connection, a failed accept, a
+	// timeout): at most WarnBurst lines of each kind per WarnInterval,
+	// then one line counting the ones left out. Defaults 10 and 10 s.
+	WarnBurst    int
+	WarnInterval time.Duration
+
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
 
+// DefaultQueuedMaxRequestBytes is the default QueuedMaxRequestBytes:
+// room for two frames of the default MaxRequestBytes (100 MiB), or for
+// 256 producers' 1 MiB batches at once, while keeping the memory that
+// requests can pin to a fraction of a small machine's.
+const DefaultQueuedMaxRequestBytes = 256 << 20
+
+// FDReserve is how many file descriptors the default MaxConnections
+// leaves to everything else: Pebble keeps up to 1,000 table files open
+// (its MaxOpenFiles default) besides its WAL, MANIFEST and lock; the
+// topic log keeps every segment file open; the gRPC listener and its
+// clients; and accept itself needs a free descriptor to refuse a
+// connection.
+const FDReserve = 4096
+
+// DefaultMaxConnections is the default MaxConnections: the process's
+// open-file limit (RLIMIT_NOFILE; the Go runtime raises the soft limit to
+// the hard one at start) less FDReserve, but at least half the limit;
+// 15,904 with a limit of 20,000. If the limit cannot be read, 1,000.
+func DefaultMaxConnections() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == 0 {
+		return 1000
+	}
+	n := lim.Cur
+	if n > 1<<30 {
+		n = 1 << 30 // RLIM_INFINITY
+	}
+	return int(max(n-min(n, FDReserve), n/2))
+}
 func (c *Config) setDefaults() {
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = 100 << 20
@@ -60,6 +138,27 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxInflight <= 0 {
 		c.MaxInflight = 256
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections()
+	}
+	if c.ConnectionsMaxIdle == 0 {
+		c.ConnectionsMaxIdle = 10 * time.Minute
+	}
+	if c.QueuedMaxRequestBytes == 0 {
+		c.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if c.RequestReadTimeout == 0 {
+		c.RequestReadTimeout = 30 * time.Second
+	}
+	if c.ResponseWriteTimeout == 0 {
+		c.ResponseWriteTimeout = 30 * time.Second
+	}
+	if c.WarnBurst <= 0 {
+		c.WarnBurst = 10
+	}
+	if c.WarnInterval <= 0 {
+		c.WarnInterval = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -72,6 +171,10 @@ type Server struct {
 	logger *slog.Logger
 	topics *topics.Log
 	groups *coordinator.Coordinator
+	// warn limits the warnings one client can cause per connection.
+	warn *warnLimiter
+	// budget bounds the bytes of requests read and not yet answered.
+	budget *budget
 
 	host string
 	port int32
@@ -81,6 +184,7 @@ type Server struct {
 	mu    sync.Mutex
 	lns   []net.Listener
 	conns map[*conn]struct{}
+	perIP map[string]int // open connections by peer IP
 	wg    sync.WaitGroup // one per connection
 }
 
@@ -90,13 +194,19 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("kafka: Config.Topics and Config.Groups are required")
 	}
 	cfg.setDefaults()
+	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < int64(cfg.MaxRequestBytes) {
+		return nil, fmt.Errorf("kafka: queued max request bytes (%d) must be at least max request bytes (%d)", cfg.QueuedMaxRequestBytes, cfg.MaxRequestBytes)
+	}
 	s := &Server{
 		cfg:     cfg,
 		logger:  cfg.Logger,
 		topics:  cfg.Topics,
 		groups:  cfg.Groups,
+		warn:    newWarnLimiter(cfg.Logger, cfg.WarnBurst, cfg.WarnInterval),
+		budget:  newBudget(cfg.QueuedMaxRequestBytes),
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
+		perIP:   make(map[string]int),
 	}
 	if cfg.AdvertisedAddr != "" {
 		if err := s.setAdvertised(cfg.AdvertisedAddr); err != nil {
@@ -119,9 +229,19 @@ func (s *Server) setAdvertised(addr string) error {
 	return nil
 }
 
+// Accept retry delays, as net/http's Server.Serve: 5 ms doubling to 1 s.
+const (
+	acceptDelayMin = 5 * time.Millisecond
+	acceptDelayMax = time.Second
+)
+
 // Serve accepts connections on ln until Shutdown. It returns nil after
-// Shutdown and the accept error otherwise. Without an advertised address,
-// the first listener's address is advertised.
+// Shutdown, and an error only if ln was closed by someone else. Other
+// accept errors (EMFILE and ENFILE when file descriptors run out,
+// ECONNABORTED, ...) are logged, rate-limited, and retried after a
+// delay, as net/http does: they pass when connections close, and a
+// server that stopped listening would be down for good. Without an
+// advertised address, the first listener's address is advertised.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	select {
@@ -140,6 +260,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
 
+	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -148,26 +269,64 @@ func (s *Server) Serve(ln net.Listener) error {
 				return nil
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
-		}
-		c := newConn(s, nc)
-		s.mu.Lock()
-		select {
-		case <-s.closing:
-			s.mu.Unlock()
-			nc.Close()
+			delay = min(max(2*delay, acceptDelayMin), acceptDelayMax)
+			s.warn.Warn("accept failed; retrying", "listener", ln.Addr().String(), "err", err, "retry_in", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-s.closing:
+				t.Stop()
+				return nil
+			}
 			continue
-		default:
 		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go c.serve()
+		delay = 0
+		s.admit(nc)
 	}
+}
+
+// admit serves nc unless a connection limit refuses it.
+//
+// Over a limit, the new connection is closed at once. Kafka does that for
+// max.connections.per.ip, but for max.connections its Acceptor stops
+// accepting until a connection closes, leaving new ones in the kernel's
+// listen backlog. Cohort closes for both: a blocked accept lets a flood
+// of idle connections fill the backlog as well, and every client, the
+// legitimate ones too, then hangs until its connect or request times
+// out, while a closed connection is an immediate error that clients
+// retry with backoff, and the backlog stays drained so that a retry
+// succeeds as soon as a slot frees.
+func (s *Server) admit(nc net.Conn) {
+	ip := peerIP(nc.RemoteAddr())
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+		s.mu.Unlock()
+		nc.Close()
+		return
+	default:
+	}
+	if len(s.conns) >= s.cfg.MaxConnections {
+		s.mu.Unlock()
+		nc.Close()
+		s.warn.Warn("closing new connection: max connections reached", "remote", nc.RemoteAddr().String(), "max_connections", s.cfg.MaxConnections)
+		return
+	}
+	if s.cfg.MaxConnectionsPerIP > 0 && s.perIP[ip] >= s.cfg.MaxConnectionsPerIP {
+		s.mu.Unlock()
+		nc.Close()
+		s.warn.Warn("closing new connection: max connections per IP reached", "remote", nc.RemoteAddr().String(), "max_connections_per_ip", s.cfg.MaxConnectionsPerIP)
+		return
+	}
+	c := newConn(s, nc, ip)
+	s.conns[c] = struct{}{}
+	s.perIP[ip]++
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go c.serve()
 }
 
 // Shutdown stops accepting, stops reading new requests, answers every
@@ -187,6 +346,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.stopReading()
 	}
 	s.mu.Unlock()
+	s.warn.Close()
 	// Parked group requests (a JoinGroup on the barrier) would hold their
 	// connections for up to a rebalance timeout: closing the coordinator
 	// writes what is pending and answers them COORDINATOR_NOT_AVAILABLE,
@@ -201,7 +361,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.conns {
-			c.nc.Close()
+			c.close()
 		}
 		s.mu.Unlock()
 		<-done
@@ -212,6 +372,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) connDone(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
 	s.mu.Unlock()
 	s.wg.Done()
 }

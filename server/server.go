@@ -11,16 +11,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cohort-dev/cohort/assigner"
-	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
+	"github.com/cohort-dev/cohort/assigner"
+	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/kafka"
@@ -32,6 +34,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 )
@@ -52,6 +55,16 @@ type Config struct {
 	AutoCreateTopics  bool
 	DefaultPartitions int32
 	MaxRequestBytes   int32
+	// MaxConnections, MaxConnectionsPerIP, ConnectionsMaxIdle,
+	// QueuedMaxRequestBytes, RequestReadTimeout and ResponseWriteTimeout
+	// bound what clients can hold: see kafka.Config. ConnectionsMaxIdle
+	// is also the gRPC listener's MaxConnectionIdle.
+	MaxConnections        int
+	MaxConnectionsPerIP   int
+	ConnectionsMaxIdle    time.Duration
+	QueuedMaxRequestBytes int64
+	RequestReadTimeout    time.Duration
+	ResponseWriteTimeout  time.Duration
 	// Groups configures the group coordinator; zero fields take Kafka's
 	// defaults (see coordinator.Config).
 	Groups coordinator.Config
@@ -67,6 +80,12 @@ type Config struct {
 	// servers (comma-separated host:port): the assignment service takes
 	// the partition count of a topic this node does not host from there.
 	AssignerKafkaBootstrap string
+	// GRPCMaxConcurrentStreams caps the streams (calls) one gRPC
+	// connection may have open at once. Default 1000: a consumer process
+	// holds one Register stream per consumer, and a flood of streams on
+	// one connection is refused rather than served. grpc-go's default is
+	// unlimited.
+	GRPCMaxConcurrentStreams uint32
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -85,15 +104,40 @@ type Node struct {
 	groups *coordinator.Coordinator
 	kafka  *kafka.Server
 	ln     net.Listener
-	served chan error
+	// failed delivers the error of a listener that stopped on its own.
+	failed chan error
+	// serving counts the listeners' Serve goroutines; Shutdown waits
+	// for them.
+	serving sync.WaitGroup
 
 	assigner      *assigner.Service
 	grpc          *grpc.Server
 	grpcLn        net.Listener
+	grpcAddr      string
 	externalKafka *kgo.Client
 }
 
-// Start opens the data directory and starts serving.
+// gRPC limits that are not flags: the assignment service's requests are
+// a consumer name, a topic and a partition, far below 64 KiB (grpc-go's
+// default allows 4 MiB); a client pinging more often than every 10 s is
+// told to calm down and closed (grpc-go allows one ping per 5 min without
+// PermitWithoutStream, which makes clients that keep idle channels alive
+// fail); the server pings a silent connection after a minute and drops
+// it if the ping goes unanswered for 20 s, so that a consumer whose host
+// vanished loses its stream, and starts its lease, within ~80 s rather
+// than when TCP gives up.
+const (
+	grpcMaxRecvMsgSize     = 64 << 10
+	grpcKeepaliveMinTime   = 10 * time.Second
+	grpcKeepaliveTime      = time.Minute
+	grpcKeepaliveTimeout   = 20 * time.Second
+	defaultGRPCMaxStreams  = 1000
+	defaultConnectionsIdle = 10 * time.Minute
+)
+
+// Start opens the data directory and starts serving. If it fails, it has
+// released everything it took (listeners, store, lock, goroutines), and
+// its error names the cause.
 func Start(cfg Config) (_ *Node, err error) {
 	if cfg.KafkaListen == "" {
 		cfg.KafkaListen = "127.0.0.1:9092"
@@ -104,11 +148,16 @@ func Start(cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, logger: cfg.Logger, served: make(chan error, 1)}
+	n := &Node{cfg: cfg, logger: cfg.Logger, failed: make(chan error, 2)}
+	// Pebble logs a failure to open as well as returning it: hold its
+	// lines until start-up is over, so that a failed start says its cause
+	// once, in the error.
+	storeLog := newHeldHandler(cfg.Logger.With("component", "pebble").Handler())
 	defer func() {
 		if err != nil {
-			n.closeStorage()
+			n.stop()
 		}
+		storeLog.release(err == nil)
 	}()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
@@ -116,7 +165,7 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.lock, err = lockDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	if n.store, err = pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{Logger: cfg.Logger.With("component", "pebble")}); err != nil {
+	if n.store, err = pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{Logger: slog.New(storeLog)}); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	if n.topics, err = topics.Open(topics.Config{Dir: filepath.Join(cfg.DataDir, "topics"), Store: n.store, Logger: cfg.Logger}); err != nil {
@@ -141,30 +190,39 @@ func Start(cfg Config) (_ *Node, err error) {
 		advertised = n.ln.Addr().String()
 	}
 	n.kafka, err = kafka.New(kafka.Config{
-		Topics:            n.topics,
-		Groups:            n.groups,
-		AdvertisedAddr:    advertised,
-		MaxRequestBytes:   cfg.MaxRequestBytes,
-		AutoCreateTopics:  cfg.AutoCreateTopics,
-		DefaultPartitions: cfg.DefaultPartitions,
-		Logger:            cfg.Logger,
+		Topics:                n.topics,
+		Groups:                n.groups,
+		AdvertisedAddr:        advertised,
+		MaxRequestBytes:       cfg.MaxRequestBytes,
+		AutoCreateTopics:      cfg.AutoCreateTopics,
+		DefaultPartitions:     cfg.DefaultPartitions,
+		MaxConnections:        cfg.MaxConnections,
+		MaxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
+		ConnectionsMaxIdle:    cfg.ConnectionsMaxIdle,
+		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+		RequestReadTimeout:    cfg.RequestReadTimeout,
+		ResponseWriteTimeout:  cfg.ResponseWriteTimeout,
+		Logger:                cfg.Logger,
 	})
 	if err != nil {
-		n.ln.Close()
 		return nil, err
 	}
 	if cfg.GRPCListen != "-" {
 		if err := n.startAssigner(); err != nil {
-			n.ln.Close()
 			return nil, err
 		}
 	}
-	go func() { n.served <- n.kafka.Serve(n.ln) }()
+	n.serving.Go(func() {
+		if err := n.kafka.Serve(n.ln); err != nil {
+			n.failed <- fmt.Errorf("kafka listener: %w", err)
+		}
+	})
 	cfg.Logger.Info("cohort listening", "kafka", n.ln.Addr().String(), "advertised", advertised, "data_dir", cfg.DataDir)
 	return n, nil
 }
 
 // startAssigner starts the warm-handoff service and its gRPC listener.
+// On error the caller's stop releases what it started.
 func (n *Node) startAssigner() (err error) {
 	ac := n.cfg.Assigner
 	ac.Store, ac.Logger = n.store, n.logger
@@ -194,80 +252,135 @@ func (n *Node) startAssigner() (err error) {
 		}
 		return int32(len(d.Partitions)), nil
 	}
-	if n.assigner, err = assigner.Start(ac); err != nil {
-		return err
-	}
 	addr := n.cfg.GRPCListen
 	if addr == "" {
 		addr = "127.0.0.1:9095"
 	}
+	// Bind before loading the service, so that a port in use fails fast.
 	if n.grpcLn, err = net.Listen("tcp", addr); err != nil {
-		n.assigner.Close()
 		return fmt.Errorf("grpc listener: %w", err)
 	}
-	n.grpc = grpc.NewServer()
+	n.grpcAddr = n.grpcLn.Addr().String()
+	if n.assigner, err = assigner.Start(ac); err != nil {
+		return err
+	}
+	idle := n.cfg.ConnectionsMaxIdle
+	switch {
+	case idle == 0:
+		idle = defaultConnectionsIdle
+	case idle < 0:
+		idle = 0 // keepalive: infinity
+	}
+	streams := n.cfg.GRPCMaxConcurrentStreams
+	if streams == 0 {
+		streams = defaultGRPCMaxStreams
+	}
+	n.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(grpcMaxRecvMsgSize),
+		grpc.MaxConcurrentStreams(streams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: grpcKeepaliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			// A connection with no open stream for this long gets a
+			// GOAWAY, as a Kafka connection idle for
+			// connections.max.idle.ms is closed.
+			MaxConnectionIdle: idle,
+			Time:              grpcKeepaliveTime,
+			Timeout:           grpcKeepaliveTimeout,
+		}),
+	)
 	n.assigner.AddTo(n.grpc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(kafkaassignerpb.KafkaAssigner_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(n.grpc, hs)
 	reflection.Register(n.grpc)
-	go func() {
-		if err := n.grpc.Serve(n.grpcLn); err != nil {
-			n.logger.Error("grpc server stopped", "err", err)
+	srv, ln := n.grpc, n.grpcLn
+	n.serving.Go(func() {
+		// grpc-go retries temporary accept errors itself; an error here
+		// means the listener is gone, and the node must not run on
+		// without it.
+		if err := srv.Serve(ln); err != nil {
+			n.failed <- fmt.Errorf("grpc listener: %w", err)
 		}
-	}()
-	n.logger.Info("cohort assigner listening", "grpc", n.grpcLn.Addr().String())
+	})
+	n.logger.Info("cohort assigner listening", "grpc", n.grpcAddr)
 	return nil
 }
 
 // GRPCAddr is the address the gRPC listener is bound to ("" if off).
-func (n *Node) GRPCAddr() string {
-	if n.grpcLn == nil {
-		return ""
-	}
-	return n.grpcLn.Addr().String()
-}
+func (n *Node) GRPCAddr() string { return n.grpcAddr }
 
 // KafkaAddr is the address the Kafka listener is bound to.
 func (n *Node) KafkaAddr() string { return n.ln.Addr().String() }
 
-// Done delivers the Kafka listener's error if it stops on its own.
-func (n *Node) Done() <-chan error { return n.served }
+// Done delivers the error of a listener (Kafka or gRPC) that stopped on
+// its own; the node should then be shut down and the process fail.
+func (n *Node) Done() <-chan error { return n.failed }
 
 // Shutdown stops taking requests, answers those in flight, then syncs and
 // closes the topic log and the store and releases the data directory.
+// Calling it again does nothing more and returns nil.
 func (n *Node) Shutdown(ctx context.Context) error {
 	if n.grpc != nil {
 		// Streams are endless: stop them, do not wait for them.
 		n.grpc.Stop()
 	}
-	err := n.kafka.Shutdown(ctx)
-	if cerr := n.closeStorage(); err == nil {
-		err = cerr
+	var err error
+	if n.kafka != nil {
+		err = n.kafka.Shutdown(ctx)
+	}
+	if serr := n.stop(); err == nil {
+		err = serr
 	}
 	return err
 }
 
-func (n *Node) closeStorage() error {
+// stop closes whatever is open, in reverse order of start-up, and waits
+// for the listeners' goroutines. Each part is closed once: stop after a
+// failed start, or a second Shutdown, closes nothing twice.
+func (n *Node) stop() error {
+	if n.grpc != nil {
+		n.grpc.Stop()
+		n.grpc = nil
+	}
+	if n.grpcLn != nil {
+		n.grpcLn.Close() // if Serve never had it
+		n.grpcLn = nil
+	}
+	if n.kafka != nil {
+		// Makes a Serve that has not started yet return at once; after
+		// Shutdown, does nothing more.
+		n.kafka.Shutdown(context.Background())
+		n.kafka = nil
+	}
+	if n.ln != nil {
+		n.ln.Close() // if Serve never had it
+	}
+	n.serving.Wait()
 	var errs []error
 	if n.assigner != nil {
 		n.assigner.Close()
+		n.assigner = nil
 	}
 	if n.externalKafka != nil {
 		n.externalKafka.Close()
+		n.externalKafka = nil
 	}
 	if n.groups != nil {
 		n.groups.Close()
+		n.groups = nil
 	}
 	if n.topics != nil {
 		errs = append(errs, n.topics.Close())
+		n.topics = nil
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
+		n.store = nil
 	}
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close()) // closing releases the flock
+		n.lock = nil
 	}
 	return errors.Join(errs...)
 }

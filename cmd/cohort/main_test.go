@@ -24,6 +24,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"serve", "--log-level", "loud"}, 2, "invalid --log-level"},
 		{[]string{"serve", "--default-partitions", "0"}, 2, "--default-partitions must be"},
 		{[]string{"serve", "--shutdown-timeout", "3"}, 2, "invalid value"},
+		{[]string{"serve", "--max-connections", "0"}, 2, "--max-connections must be at least 1"},
+		{[]string{"serve", "--max-connections-per-ip", "-1"}, 2, "--max-connections-per-ip must not be negative"},
+		{[]string{"serve", "--max-request-bytes", "2000000", "--queued-max-request-bytes", "1000000"}, 2, "--queued-max-request-bytes (1000000) must be at least --max-request-bytes (2000000)"},
+		{[]string{"serve", "--request-read-timeout", "-1s"}, 2, "must not be negative"},
+		{[]string{"serve", "--grpc-max-concurrent-streams", "0"}, 2, "--grpc-max-concurrent-streams must be between 1"},
+		{[]string{"serve", "--group-max-pending-members", "-1"}, 2, "group max pending members -1: must be at least 1"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)
@@ -40,7 +46,9 @@ func TestServeHelpDescribesEveryFlag(t *testing.T) {
 	var stderr bytes.Buffer
 	run([]string{"serve", "--help"}, &bytes.Buffer{}, &stderr)
 	for _, name := range []string{"kafka-listen", "advertised-kafka-addr", "data-dir", "auto-create-topics",
-		"default-partitions", "max-request-bytes", "log-level", "shutdown-timeout"} {
+		"default-partitions", "max-request-bytes", "log-level", "shutdown-timeout",
+		"max-connections", "max-connections-per-ip", "connections-max-idle", "queued-max-request-bytes",
+		"request-read-timeout", "response-write-timeout", "grpc-max-concurrent-streams", "group-max-pending-members"} {
 		if !strings.Contains(stderr.String(), "-"+name+" ") && !strings.Contains(stderr.String(), "-"+name+"\n") {
 			t.Errorf("serve --help does not describe --%s", name)
 		}

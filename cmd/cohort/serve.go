@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/server"
 	"github.com/cohort-dev/cohort/topics"
 )
@@ -29,6 +31,12 @@ func serve(args []string, stderr io.Writer) int {
 		// assignInterval and assignors are parsed into g below.
 		assignInterval time.Duration
 		assignors      string
+		// Connection limits, checked and converted below.
+		maxConns, maxConnsPerIP int
+		queuedMax               int64
+		idle, readTimeout       time.Duration
+		writeTimeout            time.Duration
+		grpcStreams             uint
 	)
 	fs.StringVar(&cfg.KafkaListen, "kafka-listen", "127.0.0.1:9092", "`host:port` to accept Kafka clients on (port 0 picks a free port)")
 	fs.StringVar(&cfg.AdvertisedKafkaAddr, "advertised-kafka-addr", "", "`host:port` given to clients in Metadata and FindCoordinator (default: the listen address)")
@@ -36,10 +44,18 @@ func serve(args []string, stderr io.Writer) int {
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics when clients ask for their metadata, as Kafka's auto.create.topics.enable")
 	fs.IntVar(&partitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with -1 (1 to 10000)")
 	fs.IntVar(&maxReq, "max-request-bytes", 100<<20, "largest request frame in `bytes`; a larger one closes the connection (Kafka's socket.request.max.bytes)")
+	fs.IntVar(&maxConns, "max-connections", kafka.DefaultMaxConnections(), "most open Kafka connections; a new one beyond it is closed at once (Kafka's max.connections); the default is this process's open-file limit less 4096 kept for the store, segment files and gRPC, and at least half the limit")
+	fs.IntVar(&maxConnsPerIP, "max-connections-per-ip", 0, "most open Kafka connections from one IP address; a new one beyond it is closed at once; 0 for no limit (Kafka's max.connections.per.ip)")
+	fs.DurationVar(&idle, "connections-max-idle", 10*time.Minute, "close a Kafka connection with no request in flight that has read and written nothing for this long, and a gRPC connection with no stream for this long (Kafka's connections.max.idle.ms); 0 for never")
+	fs.Int64Var(&queuedMax, "queued-max-request-bytes", kafka.DefaultQueuedMaxRequestBytes, "most `bytes` of requests being read or waiting for their response, across all connections; beyond it reading waits (Kafka's queued.max.request.bytes); at least --max-request-bytes, or -1 for no limit")
+	fs.DurationVar(&readTimeout, "request-read-timeout", 30*time.Second, "close a connection whose request is not complete this long after its size arrived (a client trickling a large frame); 0 for never")
+	fs.DurationVar(&writeTimeout, "response-write-timeout", 30*time.Second, "close a connection that takes no 1 MiB of its responses for this long (a client that does not read its answers); 0 for never")
+	fs.UintVar(&grpcStreams, "grpc-max-concurrent-streams", 1000, "most concurrent calls (streams) on one gRPC connection; a consumer process holds one Register stream per consumer")
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&g.MinSessionTimeout, "group-min-session-timeout", 6*time.Second, "smallest session timeout a JoinGroup may ask for (Kafka's group.min.session.timeout.ms)")
 	fs.DurationVar(&g.MaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "largest session timeout a JoinGroup may ask for (Kafka's group.max.session.timeout.ms)")
-	fs.IntVar(&g.MaxSize, "group-max-size", 1<<31-1, "most members of a classic group (Kafka's group.max.size)")
+	fs.IntVar(&g.MaxSize, "group-max-size", 1<<31-1, "most members of a classic group (Kafka's group.max.size); member ids handed out and not yet used count too")
+	fs.IntVar(&g.MaxPendingMembers, "group-max-pending-members", 10000, "most member ids a classic group hands out with MEMBER_ID_REQUIRED that have not joined yet; beyond it JoinGroup gets GROUP_MAX_SIZE_REACHED")
 	fs.DurationVar(&delay, "group-initial-rebalance-delay", 3*time.Second, "how long the first rebalance of an empty group waits for more members, extended while they keep coming, up to the rebalance timeout (Kafka's group.initial.rebalance.delay.ms); 0 for none")
 	fs.DurationVar(&g.InitialRebalanceQuiet, "group-initial-rebalance-quiet", 0, "close that wait as soon as no new member has arrived for this long, e.g. 50ms (default: equal to the delay, exactly Kafka's behaviour)")
 	fs.IntVar(&g.OffsetMetadataMaxBytes, "offset-metadata-max-bytes", 4096, "longest committed-offset metadata in `bytes` (Kafka's offset.metadata.max.bytes)")
@@ -77,6 +93,10 @@ func serve(args []string, stderr io.Writer) int {
 		return 2
 	}
 	cfg.DefaultPartitions, cfg.MaxRequestBytes = int32(partitions), int32(maxReq)
+	if msg := connectionLimits(&cfg, maxConns, maxConnsPerIP, queuedMax, idle, readTimeout, writeTimeout, grpcStreams); msg != "" {
+		fmt.Fprintf(stderr, "cohort serve: %s\n", msg)
+		return 2
+	}
 	switch {
 	case delay < 0:
 		fmt.Fprintf(stderr, "cohort serve: --group-initial-rebalance-delay must not be negative\n")
@@ -110,11 +130,15 @@ func serve(args []string, stderr io.Writer) int {
 		logger.Error("cohort could not start", "err", err)
 		return 1
 	}
+	code := 0
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
 	case err := <-node.Done():
-		logger.Error("kafka listener stopped", "err", err)
+		// A node without its listener is down: stop, and tell whoever
+		// runs the process (a supervisor restarts on a non-zero exit).
+		logger.Error("listener stopped; shutting down", "err", err)
+		code = 1
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
 	defer cancel()
@@ -123,5 +147,34 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	logger.Info("stopped")
-	return 0
+	return code
+}
+
+// connectionLimits checks the connection-limit flags and sets them in
+// cfg; it returns what is wrong, if anything. Zero durations mean never,
+// which kafka.Config spells as negative.
+func connectionLimits(cfg *server.Config, maxConns, perIP int, queued int64, idle, read, write time.Duration, streams uint) string {
+	switch {
+	case maxConns < 1:
+		return fmt.Sprintf("--max-connections must be at least 1, not %d", maxConns)
+	case perIP < 0:
+		return fmt.Sprintf("--max-connections-per-ip must not be negative (0 is no limit), not %d", perIP)
+	case queued != -1 && queued < int64(cfg.MaxRequestBytes):
+		// Kafka's rule: otherwise the largest request could never be read.
+		return fmt.Sprintf("--queued-max-request-bytes (%d) must be at least --max-request-bytes (%d), or -1 for no limit", queued, cfg.MaxRequestBytes)
+	case idle < 0 || read < 0 || write < 0:
+		return "--connections-max-idle, --request-read-timeout and --response-write-timeout must not be negative (0 is never)"
+	case streams < 1 || uint64(streams) > math.MaxUint32:
+		return fmt.Sprintf("--grpc-max-concurrent-streams must be between 1 and %d, not %d", uint32(math.MaxUint32), streams)
+	}
+	never := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d
+	}
+	cfg.MaxConnections, cfg.MaxConnectionsPerIP, cfg.QueuedMaxRequestBytes = maxConns, perIP, queued
+	cfg.ConnectionsMaxIdle, cfg.RequestReadTimeout, cfg.ResponseWriteTimeout = never(idle), never(read), never(write)
+	cfg.GRPCMaxConcurrentStreams = uint32(streams)
+	return ""
 }

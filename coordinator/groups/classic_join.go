@@ -167,6 +167,16 @@ func (s *Shard) joinNewMember(now time.Time, g *classicGroup, j joinReq) {
 		// KIP-394: a new dynamic member must come back with the id it is
 		// given, within its session timeout (§4.3). It is not a member
 		// until then.
+		//
+		// Unlike Kafka, the ids handed out count towards group.max.size,
+		// and at most MaxPendingMembers are outstanding: each lives for
+		// the session timeout, so otherwise one connection sending
+		// JoinGroups without a member id makes millions.
+		if len(g.members)+len(g.pendingJoin) >= s.cfg.MaxSize ||
+			(s.cfg.MaxPendingMembers > 0 && len(g.pendingJoin) >= s.cfg.MaxPendingMembers) {
+			j.fail(s, kerr.GroupMaxSizeReached.Code, "")
+			return
+		}
 		deadline := now.Add(time.Duration(r.SessionTimeoutMillis) * time.Millisecond)
 		g.pendingJoin[id] = deadline
 		s.timer(memberTimer(timerMember, g.gkey, id), deadline)

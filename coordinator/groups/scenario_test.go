@@ -11,7 +11,7 @@ package groups_test
 // with a line
 //
 //	scenario NAME [delay=3s] [quiet=3s] [maxsize=N] [retention=7d] [check=10m]
-//	              [minsession=6s] [maxsession=30m] [metamax=4096]
+//	              [minsession=6s] [maxsession=30m] [metamax=4096] [maxpending=N]
 //
 // and runs on a fresh machine (Kafka's defaults, overridden as given). It
 // is a subtest: TestScenarios/FILE/NAME. Inside it, lines starting with
@@ -410,6 +410,12 @@ func scnConfigureInto(t testing.TB, cfg *groups.Config, a scnArgs) {
 				t.Fatalf("bad maxsize %q", v)
 			}
 			cfg.MaxSize = n
+		case "maxpending":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("bad maxpending %q", v)
+			}
+			cfg.MaxPendingMembers = n
 		case "retention":
 			cfg.Retention = scnDuration(t, v)
 		case "check":

@@ -56,6 +56,9 @@ type Config struct {
 
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	MaxSize                              int
+	// MaxPendingMembers caps the ids handed out with MEMBER_ID_REQUIRED
+	// and not yet used, per group (0: no cap); see coordinator.Config.
+	MaxPendingMembers int
 	// InitialDelay and InitialQuiet: see coordinator.Config. Quiet is at
 	// most Delay.
 	InitialDelay, InitialQuiet time.Duration

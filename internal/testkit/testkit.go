@@ -195,6 +195,19 @@ func (p *Proc) Log() string {
 	return p.log.String()
 }
 
+// Pid is the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Exited reports whether the process has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // Kill sends SIGKILL and waits for the process to exit.
 func (p *Proc) Kill() {
 	p.cmd.Process.Signal(syscall.SIGKILL)
