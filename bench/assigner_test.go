@@ -14,7 +14,7 @@ import (
 	"github.com/cohort-dev/cohort/assigner"
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -86,7 +86,7 @@ func (s *akStream) state() (owned, warms int, last time.Time, err error) {
 // 49), heap-KiB/consumer (Go heap after GC per registered consumer, in
 // this process, which holds both the server and the 200 gRPC clients).
 func BenchmarkAssignerJoin(b *testing.B) {
-	n := testkit.StartNode(b, server.Config{Assigner: assigner.Config{Debounce: akDebounce}})
+	n := testkit.StartNode(b, node.Config{Assigner: assigner.Config{Debounce: akDebounce}})
 	createTopics(benchContext(b), b, n.KafkaAddr(), akPartitions, akTopic)
 	cc, err := grpc.NewClient(n.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

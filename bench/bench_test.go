@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,7 +34,7 @@ type target struct {
 var targets = []target{
 	{"cohort", func(b *testing.B) string {
 		// The real server, on a fresh data dir under b.TempDir().
-		return testkit.StartNode(b, server.Config{}).KafkaAddr()
+		return testkit.StartNode(b, node.Config{}).KafkaAddr()
 	}},
 	{"kfake", func(b *testing.B) string {
 		// In memory: nothing is written to disk, so acks=-1 costs it no

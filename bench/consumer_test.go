@@ -24,7 +24,7 @@ import (
 	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -72,7 +72,7 @@ func startConsumerNode(b *testing.B, cfg coordinator.Config) (string, *timedAssi
 	ta := &timedAssignor{}
 	cfg.CustomAssignors = []assign.Assignor{ta}
 	cfg.InitialRebalanceDelay, cfg.InitialRebalanceQuiet = quiet50ms.InitialRebalanceDelay, quiet50ms.InitialRebalanceQuiet
-	n := testkit.StartNode(b, server.Config{Groups: cfg})
+	n := testkit.StartNode(b, node.Config{Groups: cfg})
 	return n.KafkaAddr(), ta
 }
 

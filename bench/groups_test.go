@@ -28,7 +28,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -65,7 +65,7 @@ type groupTarget struct {
 
 func cohortTarget(name string, cfg coordinator.Config) groupTarget {
 	return groupTarget{name: name, cohort: true, start: func(b *testing.B) string {
-		return testkit.StartNode(b, server.Config{Groups: cfg}).KafkaAddr()
+		return testkit.StartNode(b, node.Config{Groups: cfg}).KafkaAddr()
 	}}
 }
 
@@ -1177,25 +1177,25 @@ const (
 // that holds 1,000,000 committed offsets: 10,000 groups, each with one
 // simple OffsetCommit of 10 partitions of each of 10 topics (made over 32
 // connections in set-up). The node is shut down (Node.Shutdown) and one op
-// is server.Start on the same data directory (which returns once the
+// is node.Start on the same data directory (which returns once the
 // coordinator has loaded) and an OffsetFetch of one group that must
 // return all its 100 offsets; the shutdown after it is not timed.
 //
-// Metrics: s/start (until server.Start returns), s/ready (until that
+// Metrics: s/start (until node.Start returns), s/ready (until that
 // OffsetFetch answers with the offsets, retrying while the coordinator
 // says it is loading; this is ns/op).
 func BenchmarkLoad(b *testing.B) {
 	ctx := benchContext(b)
-	cfg := server.Config{
+	cfg := node.Config{
 		KafkaListen: "127.0.0.1:0",
 		DataDir:     b.TempDir(),
 		Logger:      slog.New(slog.DiscardHandler),
 	}
-	node, err := server.Start(cfg)
+	nd, err := node.Start(cfg)
 	if err != nil {
 		b.Fatalf("start node: %v", err)
 	}
-	stop := func(n *server.Node) {
+	stop := func(n *node.Node) {
 		sctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := n.Shutdown(sctx); err != nil {
@@ -1206,35 +1206,35 @@ func BenchmarkLoad(b *testing.B) {
 	for i := range topics {
 		topics[i] = fmt.Sprintf("load-%d", i)
 	}
-	createTopics(ctx, b, node.KafkaAddr(), loadPartitions, topics...)
+	createTopics(ctx, b, nd.KafkaAddr(), loadPartitions, topics...)
 	groups := make([]string, loadGroups)
 	for i := range groups {
 		groups[i] = fmt.Sprintf("load-group-%d", i)
 	}
-	conns := dialAll(b, node.KafkaAddr(), loadCommitConns, "bench-load")
+	conns := dialAll(b, nd.KafkaAddr(), loadCommitConns, "bench-load")
 	t0 := time.Now()
 	err = commitAll(conns, groups, topics, loadPartitions, 1000)
 	closeAll(conns)
 	if err != nil {
-		stop(node)
+		stop(nd)
 		b.Fatal(err)
 	}
 	b.Logf("committed %d offsets in %d groups in %v (untimed set-up)", loadOffsets, loadGroups, time.Since(t0).Round(time.Millisecond))
-	stop(node)
+	stop(nd)
 
 	var startTotal, readyTotal time.Duration
 	probe := groups[loadGroups-1]
 	for b.Loop() {
 		t0 := time.Now()
-		node, err := server.Start(cfg)
+		nd, err := node.Start(cfg)
 		if err != nil {
 			b.Fatalf("restart node: %v", err)
 		}
 		started := time.Since(t0)
-		err = fetchUntilLoaded(node.KafkaAddr(), probe, topics, loadPartitions, 1000)
+		err = fetchUntilLoaded(nd.KafkaAddr(), probe, topics, loadPartitions, 1000)
 		ready := time.Since(t0)
 		b.StopTimer()
-		stop(node)
+		stop(nd)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,6 +44,9 @@ type Options struct {
 	// resolve subscriptions against. Nil: no topics (consumer groups get
 	// empty assignments).
 	Topics func() *machine.Catalog
+	// Observer receives the runtime's events (batches written, shards
+	// loaded and unloaded) and the machines' group events. Nil: none.
+	Observer observe.Observer
 }
 
 // Start loads every shard from the store and starts serving. The shard
@@ -168,7 +173,11 @@ func (c *Coordinator) ShardFor(tenant, group string) int {
 // It serves every API of groups.APIs: the API's registration names the
 // groups a request is for, and a request naming groups of several shards
 // is split and its answers merged in request order.
-func (c *Coordinator) Handle(req Request) func() kmsg.Response {
+//
+// ctx travels with the request to its reply and to the observer's events
+// it causes; it never reaches the pure machines, and cancelling it does
+// not withdraw a request already handed over.
+func (c *Coordinator) Handle(ctx context.Context, req Request) func() kmsg.Response {
 	if c.topics != nil && req.Topics == nil {
 		req.Topics = c.topics()
 	}

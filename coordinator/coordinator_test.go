@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -59,7 +60,7 @@ func start(t *testing.T, st store.Store) *coordinator.Coordinator {
 func handle[R kmsg.Response](t *testing.T, c *coordinator.Coordinator, v int16, req kmsg.Request) R {
 	t.Helper()
 	req.SetVersion(v)
-	wait := c.Handle(coordinator.Request{Msg: req, ClientID: "test", ClientHost: "/127.0.0.1"})
+	wait := c.Handle(context.Background(), coordinator.Request{Msg: req, ClientID: "test", ClientHost: "/127.0.0.1"})
 	done := make(chan kmsg.Response, 1)
 	go func() { done <- wait() }()
 	select {
@@ -90,7 +91,7 @@ func TestCommitAnswerWaitsForStore(t *testing.T) {
 	st.mu.Unlock()
 	req := commitReq("g", "", -1, 5)
 	req.SetVersion(8)
-	wait := c.Handle(coordinator.Request{Msg: req})
+	wait := c.Handle(context.Background(), coordinator.Request{Msg: req})
 	done := make(chan kmsg.Response, 1)
 	go func() { done <- wait() }()
 	<-st.entered // the write is under way and held
@@ -262,7 +263,7 @@ func TestCustomAssignor(t *testing.T) {
 func handleAs[R kmsg.Response](t *testing.T, c *coordinator.Coordinator, tenant string, v int16, req kmsg.Request) R {
 	t.Helper()
 	req.SetVersion(v)
-	return (c.Handle(coordinator.Request{Msg: req, Tenant: tenant, ClientID: "test", ClientHost: "/127.0.0.1"})()).(R)
+	return (c.Handle(context.Background(), coordinator.Request{Msg: req, Tenant: tenant, ClientID: "test", ClientHost: "/127.0.0.1"})()).(R)
 }
 
 // Two tenants' groups of the same name are two groups: their offsets,

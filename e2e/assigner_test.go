@@ -16,7 +16,7 @@ import (
 	"github.com/cohort-dev/cohort/assigner"
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
@@ -245,7 +245,7 @@ func createAssignerTopic(t *testing.T, addr, topic string, partitions int32) {
 }
 
 func TestAssignerWarmHandoff(t *testing.T) {
-	n := testkit.StartNode(t, server.Config{Assigner: assigner.Config{LeaseTTL: 3 * time.Second, Debounce: 200 * time.Millisecond}})
+	n := testkit.StartNode(t, node.Config{Assigner: assigner.Config{LeaseTTL: 3 * time.Second, Debounce: 200 * time.Millisecond}})
 	const topic = "warm"
 	createAssignerTopic(t, n.KafkaAddr(), topic, 12)
 	addr := n.GRPCAddr()
@@ -434,10 +434,10 @@ func TestAssignerSIGKILL(t *testing.T) {
 // --assigner-kafka-bootstrap (here another Cohort node), and partitions
 // added there are balanced.
 func TestAssignerExternalKafka(t *testing.T) {
-	ext := testkit.StartNode(t, server.Config{})
+	ext := testkit.StartNode(t, node.Config{})
 	const topic = "elsewhere"
 	createAssignerTopic(t, ext.KafkaAddr(), topic, 5)
-	n := testkit.StartNode(t, server.Config{
+	n := testkit.StartNode(t, node.Config{
 		AssignerKafkaBootstrap: ext.KafkaAddr(),
 		Assigner:               assigner.Config{Debounce: 100 * time.Millisecond, GrowthCheck: 100 * time.Millisecond},
 	})

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
@@ -202,7 +202,7 @@ func TestConfluentProduceConsume(t *testing.T) {
 	ver, verStr := kafka.LibraryVersion()
 	t.Logf("confluent-kafka-go with librdkafka %s (0x%08x)", verStr, ver)
 
-	n := testkit.StartNode(t, server.Config{})
+	n := testkit.StartNode(t, node.Config{})
 	addr := n.KafkaAddr()
 	ctx, cancel := context.WithTimeout(context.Background(), confluentTimeout)
 	defer cancel()

@@ -19,7 +19,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -306,7 +306,7 @@ func sortedOwned(c *cgCheck, m int) []int32 {
 // speaks ConsumerGroupHeartbeat v1 and asks for the uniform assignor (its
 // sticky balancer's server-side counterpart).
 func TestConsumerGroupFranz(t *testing.T) {
-	n := testkit.StartNode(t, server.Config{Groups: consumerGroupConfig})
+	n := testkit.StartNode(t, node.Config{Groups: consumerGroupConfig})
 	c := newCGCheck(t, n.KafkaAddr(), "kip848-franz", "kip848-franz-group")
 	runConsumerGroupTest(t, c, franzCGMember)
 }
@@ -370,7 +370,7 @@ func franzCGMember(c *cgCheck, m int) func() {
 // protocol log must show ConsumerGroupHeartbeat in use and no parse or
 // version errors.
 func TestConsumerGroupConfluent(t *testing.T) {
-	n := testkit.StartNode(t, server.Config{Groups: consumerGroupConfig})
+	n := testkit.StartNode(t, node.Config{Groups: consumerGroupConfig})
 	logs := newRdLog()
 	c := newCGCheck(t, n.KafkaAddr(), "kip848-confluent", "kip848-confluent-group")
 	runConsumerGroupTest(t, c, func(c *cgCheck, m int) func() { return confluentCGMember(c, m, logs) })
@@ -462,7 +462,7 @@ func confluentCGMember(c *cgCheck, m int, logs *rdLog) func() {
 // consumers in one Node.js process (js/consumer848.mjs).
 func TestConsumerGroupPlatformatic(t *testing.T) {
 	dir := jsDir(t)
-	n := testkit.StartNode(t, server.Config{Groups: consumerGroupConfig})
+	n := testkit.StartNode(t, node.Config{Groups: consumerGroupConfig})
 	c := newCGCheck(t, n.KafkaAddr(), "kip848-platformatic", "kip848-platformatic-group")
 	// Node 20 has no zstd: produce with the codecs platformatic reads.
 	c.codecs = []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression()}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -15,7 +15,7 @@ import (
 // records over 4 partitions, a fifth of them with each compression codec;
 // a direct (groupless) consumer reads back exactly those records.
 func TestFranzProduceConsume(t *testing.T) {
-	n := testkit.StartNode(t, server.Config{})
+	n := testkit.StartNode(t, node.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -25,7 +25,7 @@ import (
 // 3 s, and accepts session timeouts down to 100 ms.
 func startGroupNode(t *testing.T) string {
 	t.Helper()
-	n := testkit.StartNode(t, server.Config{Groups: coordinator.Config{
+	n := testkit.StartNode(t, node.Config{Groups: coordinator.Config{
 		InitialRebalanceDelay: 200 * time.Millisecond,
 		InitialRebalanceQuiet: 50 * time.Millisecond,
 		MinSessionTimeout:     100 * time.Millisecond,

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -209,7 +209,7 @@ func firstAtOrAfter(recs []rec, nparts int, ts time.Time) map[int32]int64 {
 // the bounds and offsets by timestamp, lists and deletes the topic.
 func TestKafkajs(t *testing.T) {
 	jsDir(t)
-	n := testkit.StartNode(t, server.Config{AutoCreateTopics: false})
+	n := testkit.StartNode(t, node.Config{AutoCreateTopics: false})
 	addr := n.KafkaAddr()
 	const topic, nparts, per = "kafkajs", 4, 1000
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
@@ -306,7 +306,7 @@ func TestPlatformatic(t *testing.T) {
 	}
 	t.Logf("@platformatic/kafka codecs on this Node.js: %v", codecs[0].Codecs)
 
-	n := testkit.StartNode(t, server.Config{AutoCreateTopics: false})
+	n := testkit.StartNode(t, node.Config{AutoCreateTopics: false})
 	addr := n.KafkaAddr()
 	const topic, nparts, per = "platformatic", 4, 800
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)

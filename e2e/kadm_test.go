@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,7 +20,7 @@ import (
 // of topics and the broker, start/end/by-time offsets, partition growth
 // and deletion, with Kafka's errors where they apply.
 func TestKadmAdmin(t *testing.T) {
-	n := testkit.StartNode(t, server.Config{DefaultPartitions: 2})
+	n := testkit.StartNode(t, node.Config{DefaultPartitions: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MetadataMinAge(10*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))

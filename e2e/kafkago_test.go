@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
 )
@@ -20,7 +20,7 @@ import (
 // records at the offsets the Writer reported. kafka-go negotiates
 // Produce v8, Fetch v10, ListOffsets v1, Metadata v6/v8, CreateTopics v5.
 func TestKafkaGoProduceConsume(t *testing.T) {
-	n := testkit.StartNode(t, server.Config{AutoCreateTopics: true})
+	n := testkit.StartNode(t, node.Config{AutoCreateTopics: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	addr := kafka.TCP(n.KafkaAddr())

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -246,7 +246,7 @@ func kcatProduceRun(name string, run, partition, nparts, n int, nulls bool, topi
 // order, at consecutive offsets, with the same timestamps.
 func TestKcatProduceConsume(t *testing.T) {
 	kcat := kcatPath(t)
-	n := testkit.StartNode(t, server.Config{AutoCreateTopics: true})
+	n := testkit.StartNode(t, node.Config{AutoCreateTopics: true})
 	addr := n.KafkaAddr()
 	const topic, nparts = "kcat", 4
 	extCreateTopic(t, addr, topic, nparts)
@@ -339,7 +339,7 @@ type kcatJSONRec struct {
 // finds offsets by timestamp (-Q, -o s@) as the records say.
 func TestKcatReadsFranz(t *testing.T) {
 	kcat := kcatPath(t)
-	n := testkit.StartNode(t, server.Config{AutoCreateTopics: true})
+	n := testkit.StartNode(t, node.Config{AutoCreateTopics: true})
 	addr := n.KafkaAddr()
 	const topic = "kcat-franz"
 	extCreateTopic(t, addr, topic, 3)
@@ -448,7 +448,7 @@ type kcatMetadata struct {
 // partitions led by it; -t narrows the listing to one topic.
 func TestKcatMetadata(t *testing.T) {
 	kcat := kcatPath(t)
-	n := testkit.StartNode(t, server.Config{AutoCreateTopics: true})
+	n := testkit.StartNode(t, node.Config{AutoCreateTopics: true})
 	addr := n.KafkaAddr()
 	topicParts := map[string]int{"meta-a": 1, "meta-b": 3, "meta-c": 8}
 	for tp, np := range topicParts {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -160,7 +160,7 @@ func pyRecs(codec string, n int, base time.Time) []rec {
 // and finds offsets by timestamp.
 func TestPythonProduceConsume(t *testing.T) {
 	pythonKafka(t)
-	n := testkit.StartNode(t, server.Config{AutoCreateTopics: true})
+	n := testkit.StartNode(t, node.Config{AutoCreateTopics: true})
 	addr := n.KafkaAddr()
 	const topic, nparts = "py", 4
 	extCreateTopic(t, addr, topic, nparts)
@@ -314,7 +314,7 @@ func checkPyBounds(t *testing.T, other map[string][]pyLine, end map[int32]int64)
 // franz-go sees each change.
 func TestPythonAdmin(t *testing.T) {
 	pythonKafka(t)
-	n := testkit.StartNode(t, server.Config{AutoCreateTopics: true})
+	n := testkit.StartNode(t, node.Config{AutoCreateTopics: true})
 	addr := n.KafkaAddr()
 	const a, b, invalid = "pyadm-a", "pyadm-b", "pyadm-invalid"
 	spec := map[string]any{"bootstrap": addr, "topics": []string{a, b}, "invalid": invalid}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/cohort-dev/cohort/internal/testkit"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -36,7 +36,7 @@ func saramaConfig() *sarama.Config {
 // partition reads from the oldest offset and gets back exactly those
 // records at the acknowledged offsets.
 func TestSaramaProduceConsume(t *testing.T) {
-	n := testkit.StartNode(t, server.Config{AutoCreateTopics: true})
+	n := testkit.StartNode(t, node.Config{AutoCreateTopics: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	addrs := []string{n.KafkaAddr()}

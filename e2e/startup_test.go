@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/record"
-	"github.com/cohort-dev/cohort/server"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/pebble"
 )
@@ -187,7 +187,7 @@ func TestStartupFailures(t *testing.T) {
 // valid data directory.
 func startStop(t *testing.T, dir string) {
 	t.Helper()
-	n, err := server.Start(server.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "-", DataDir: dir})
+	n, err := node.Start(node.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "-", DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

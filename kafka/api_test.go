@@ -25,7 +25,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/kafka"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,7 +39,7 @@ func startNode(t *testing.T, autoCreate bool) string {
 	t.Helper()
 	// No initial rebalance delay: a lone member's join completes at once.
 	groups := coordinator.Config{InitialRebalanceDelay: -1}
-	return testkit.StartNode(t, server.Config{AutoCreateTopics: autoCreate, Groups: groups}).KafkaAddr()
+	return testkit.StartNode(t, node.Config{AutoCreateTopics: autoCreate, Groups: groups}).KafkaAddr()
 }
 
 // wantCode fails the test unless got is want (nil: no error).
@@ -1054,9 +1054,9 @@ func TestMetadataListsAndIDs(t *testing.T) {
 // handed out twice.
 func TestRestart(t *testing.T) {
 	dir := t.TempDir()
-	var running *server.Node
+	var running *node.Node
 	start := func() *rawClient {
-		n, err := server.Start(server.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir})
+		n, err := node.Start(node.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}

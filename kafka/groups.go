@@ -10,6 +10,8 @@ package kafka
 // the connection keep being read and started meanwhile.
 
 import (
+	"context"
+
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,5 +31,5 @@ const defaultTenant = ""
 
 // groupHandler hands a group request to the coordinator.
 func groupHandler(s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response {
-	return s.groups.Handle(coordinator.Request{Msg: req, Tenant: defaultTenant, ClientID: hdr.clientID, ClientHost: hdr.host})
+	return s.groups.Handle(context.TODO(), coordinator.Request{Msg: req, Tenant: defaultTenant, ClientID: hdr.clientID, ClientHost: hdr.host})
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/kafka"
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/topics"
 )
 
@@ -21,7 +21,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cohort serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfg        server.Config
+		cfg        node.Config
 		partitions int
 		maxReq     int
 		logLevel   string
@@ -125,7 +125,7 @@ func serve(args []string, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	node, err := server.Start(cfg)
+	n, err := node.Start(cfg)
 	if err != nil {
 		logger.Error("cohort could not start", "err", err)
 		return 1
@@ -134,7 +134,7 @@ func serve(args []string, stderr io.Writer) int {
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
-	case err := <-node.Done():
+	case err := <-n.Done():
 		// A node without its listener is down: stop, and tell whoever
 		// runs the process (a supervisor restarts on a non-zero exit).
 		logger.Error("listener stopped; shutting down", "err", err)
@@ -142,7 +142,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
 	defer cancel()
-	if err := node.Shutdown(sctx); err != nil {
+	if err := n.Shutdown(sctx); err != nil {
 		logger.Error("shutdown", "err", err)
 		return 1
 	}
@@ -153,7 +153,7 @@ func serve(args []string, stderr io.Writer) int {
 // connectionLimits checks the connection-limit flags and sets them in
 // cfg; it returns what is wrong, if anything. Zero durations mean never,
 // which kafka.Config spells as negative.
-func connectionLimits(cfg *server.Config, maxConns, perIP int, queued int64, idle, read, write time.Duration, streams uint) string {
+func connectionLimits(cfg *node.Config, maxConns, perIP int, queued int64, idle, read, write time.Duration, streams uint) string {
 	switch {
 	case maxConns < 1:
 		return fmt.Sprintf("--max-connections must be at least 1, not %d", maxConns)

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -120,6 +121,10 @@ type Output struct {
 	Replies []Reply
 	Pushes  []Push
 	Timers  []Timer
+	// Events are what happened to groups, for the observer. Like
+	// replies, they are passed on once the records produced before them
+	// are durable, with the context of the request that caused them.
+	Events []observe.GroupEvent
 }
 
 // Machine is one shard's pure state machine. Its methods are called from

@@ -22,13 +22,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 )
 
 // StartNode runs a node in this process on a free 127.0.0.1 port with a
 // fresh data dir (unless cfg.DataDir is set) and shuts it down when the
 // test ends.
-func StartNode(t testing.TB, cfg server.Config) *server.Node {
+func StartNode(t testing.TB, cfg node.Config) *node.Node {
 	t.Helper()
 	if cfg.KafkaListen == "" {
 		cfg.KafkaListen = "127.0.0.1:0"
@@ -42,7 +42,7 @@ func StartNode(t testing.TB, cfg server.Config) *server.Node {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	n, err := server.Start(cfg)
+	n, err := node.Start(cfg)
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}

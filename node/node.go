@@ -1,11 +1,11 @@
-// Package server assembles one Cohort node from its parts: the data
+// Package node assembles one Cohort node from its parts: the data
 // directory and its lock, the embedded store, the topic log and the Kafka
 // listener. `cohort serve` and the end-to-end tests both start nodes
 // through it, so the tests run the real server code.
 //
 // It wires and orders start-up and shutdown; it must not hold protocol
 // logic of its own.
-package server
+package node
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/kafka"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -88,6 +89,11 @@ type Config struct {
 	GRPCMaxConcurrentStreams uint32
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Observer receives the node's events: requests received and
+	// answered, batches written, shards loaded and unloaded, group
+	// events. Metrics, tracing and the rebalance timeline implement it.
+	// Nil: none.
+	Observer observe.Observer
 }
 
 // ErrDataDirLocked is returned by Start when another process (or node in
@@ -172,7 +178,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("open topic log: %w", err)
 	}
 	catalog := &catalogCache{log: n.topics}
-	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get}); err != nil {
+	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get, Observer: cfg.Observer}); err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
 	// Finish any topic deletion a crash interrupted between the topic and

@@ -1,4 +1,4 @@
-package server_test
+package node_test
 
 import (
 	"net"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/record"
-	"github.com/cohort-dev/cohort/server"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/pebble"
 )
@@ -27,14 +27,14 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 	defer busy.Close()
 	for _, tc := range []struct {
 		what    string
-		prepare func(t *testing.T, dir string, cfg *server.Config)
+		prepare func(t *testing.T, dir string, cfg *node.Config)
 		want    string
 	}{
-		{"grpc port in use", func(t *testing.T, dir string, cfg *server.Config) { cfg.GRPCListen = busy.Addr().String() },
+		{"grpc port in use", func(t *testing.T, dir string, cfg *node.Config) { cfg.GRPCListen = busy.Addr().String() },
 			"grpc listener: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
-		{"kafka port in use", func(t *testing.T, dir string, cfg *server.Config) { cfg.KafkaListen = busy.Addr().String() },
+		{"kafka port in use", func(t *testing.T, dir string, cfg *node.Config) { cfg.KafkaListen = busy.Addr().String() },
 			"kafka listener: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
-		{"corrupt coordinator record", func(t *testing.T, dir string, cfg *server.Config) {
+		{"corrupt coordinator record", func(t *testing.T, dir string, cfg *node.Config) {
 			st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -46,7 +46,7 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 			}
 			st.Close()
 		}, "start group coordinator: load shard 0: "},
-		{"corrupt store", func(t *testing.T, dir string, cfg *server.Config) {
+		{"corrupt store", func(t *testing.T, dir string, cfg *node.Config) {
 			start := start(t, dir)
 			stop(t, start)
 			opts, _ := filepath.Glob(filepath.Join(dir, "store", "OPTIONS-*"))
@@ -62,10 +62,10 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := server.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir}
+			cfg := node.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir}
 			tc.prepare(t, dir, &cfg)
 			base, baseFDs := goroutines(), openFiles(t)
-			n, err := server.Start(cfg)
+			n, err := node.Start(cfg)
 			if err == nil {
 				stop(t, n)
 				t.Fatal("Start succeeded")

@@ -1,4 +1,4 @@
-package server_test
+package node_test
 
 import (
 	"context"
@@ -6,23 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-dev/cohort/server"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func start(t *testing.T, dir string) *server.Node {
+func start(t *testing.T, dir string) *node.Node {
 	t.Helper()
-	n, err := server.Start(server.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir})
+	n, err := node.Start(node.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
-func stop(t *testing.T, n *server.Node) {
+func stop(t *testing.T, n *node.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

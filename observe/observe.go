@@ -1,0 +1,256 @@
+// Package observe is the seam between Cohort's core and what watches it:
+// metrics, tracing and the rebalance timeline implement Observer; the wire
+// server, the coordinator runtime and (through their outputs) the pure
+// group machines report to it.
+//
+// It holds types only, and must not import the packages that report to
+// it: the pure machines depend on it for GroupEvent. An Observer is called
+// from the wire server's connection goroutines and from every shard's
+// loop, concurrently: it must be safe for concurrent use and must not
+// block (record the event, return).
+package observe
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Observer receives Cohort's events. Embed Nop to implement only some.
+type Observer interface {
+	// RequestReceived is called when a request has been decoded, before
+	// it is handled. The context it returns travels with the request to
+	// its reply (a tracer returns one carrying its span) and is handed to
+	// RequestAnswered and to the events the request causes.
+	RequestReceived(ctx context.Context, r Request) context.Context
+	// RequestAnswered is called once the response is built, just before
+	// it is written (or, for a request that gets no response, once it
+	// has been handled).
+	RequestAnswered(ctx context.Context, r Request, a Answer)
+	// BatchWritten is called when a shard's batch of records has been
+	// written to the store (durable, or failed with Err).
+	BatchWritten(b Batch)
+	// Group is called for what happens to a group: a rebalance starting
+	// or completing, a member joining, leaving, expiring or being fenced.
+	// ctx is the request that caused it, or context.Background() for a
+	// timer.
+	Group(ctx context.Context, e GroupEvent)
+	// Shard is called when a shard starts loading, is loaded, or is
+	// unloaded.
+	Shard(e ShardEvent)
+}
+
+// Request is a request as the wire server read it.
+type Request struct {
+	Key      int16 // API key
+	Version  int16
+	ClientID string
+	Host     string // the peer's IP address
+	Tenant   string
+	Size     int // the frame's bytes
+	Received time.Time
+}
+
+// API returns the request's API name ("JoinGroup").
+func (r Request) API() string { return kmsg.NameForKey(r.Key) }
+
+// Answer is how a request was answered.
+type Answer struct {
+	// Resp is the response, nil for a request that gets none (a produce
+	// with acks=0). Read only.
+	Resp    kmsg.Response
+	Latency time.Duration // from Received to the response being built
+}
+
+// ErrorCode returns the first non-zero error code anywhere in the
+// response (top level first, then each topic, partition or group in
+// order), or 0. It walks the response, so call it only when needed.
+func (a Answer) ErrorCode() int16 {
+	if a.Resp == nil {
+		return 0
+	}
+	return firstErrorCode(reflect.ValueOf(a.Resp))
+}
+
+var int16Type = reflect.TypeFor[int16]()
+
+func firstErrorCode(v reflect.Value) int16 {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return 0
+		}
+		return firstErrorCode(v.Elem())
+	case reflect.Struct:
+		if f := v.FieldByName("ErrorCode"); f.IsValid() && f.Type() == int16Type && f.Int() != 0 {
+			return int16(f.Int())
+		}
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if f.Kind() == reflect.Slice || f.Kind() == reflect.Struct || f.Kind() == reflect.Pointer {
+				if c := firstErrorCode(f); c != 0 {
+					return c
+				}
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return 0 // bytes: record data
+		}
+		for i := range v.Len() {
+			if c := firstErrorCode(v.Index(i)); c != 0 {
+				return c
+			}
+		}
+	}
+	return 0
+}
+
+// Batch is one store write of a shard.
+type Batch struct {
+	Shard   uint16
+	Records int
+	Bytes   int // keys and values
+	Latency time.Duration
+	Err     error
+}
+
+// GroupEventKind says what happened to a group.
+type GroupEventKind uint8
+
+// The group events.
+const (
+	// RebalanceStarted: a classic group went to PreparingRebalance, or a
+	// consumer group's epoch was bumped.
+	RebalanceStarted GroupEventKind = iota + 1
+	// RebalanceCompleted: a classic group became Stable with a new
+	// generation, or a consumer group's members all reached its target
+	// assignment epoch.
+	RebalanceCompleted
+	MemberJoined
+	MemberLeft
+	// MemberExpired: its session timed out.
+	MemberExpired
+	// MemberFenced: removed for another reason (a stale epoch, a static
+	// member replaced, the rebalance timeout).
+	MemberFenced
+)
+
+var kindNames = [...]string{"", "rebalance-started", "rebalance-completed", "member-joined", "member-left", "member-expired", "member-fenced"}
+
+func (k GroupEventKind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// GroupEvent is something that happened to a group, reported by the pure
+// machine in its output and passed on by the runtime once the records
+// before it are durable.
+type GroupEvent struct {
+	Kind     GroupEventKind
+	Tenant   string
+	Group    string
+	Protocol string // "classic" or "consumer"
+	// Generation is the classic generation, or the consumer group's
+	// epoch: for RebalanceStarted the one being formed, else the current.
+	Generation int32
+	Members    int    // members of the group after the event
+	Member     string // the member, for member events
+	InstanceID string // the member's static instance id, if any
+	Reason     string // why: a member's leave reason, what triggered a rebalance
+	// Duration is, for RebalanceCompleted, how long the rebalance took.
+	Duration time.Duration
+	At       time.Time
+}
+
+// ShardEventKind says what happened to a shard.
+type ShardEventKind uint8
+
+// The shard events.
+const (
+	ShardLoading ShardEventKind = iota + 1
+	ShardLoaded
+	ShardUnloaded
+)
+
+var shardKindNames = [...]string{"", "loading", "loaded", "unloaded"}
+
+func (k ShardEventKind) String() string {
+	if int(k) < len(shardKindNames) && k != 0 {
+		return shardKindNames[k]
+	}
+	return "unknown"
+}
+
+// ShardEvent is a shard's life.
+type ShardEvent struct {
+	Kind    ShardEventKind
+	Shard   uint16
+	Records int           // ShardLoaded: records replayed
+	Took    time.Duration // ShardLoaded: how long loading took
+	Reason  string        // ShardUnloaded: why ("store write failed: ...", "released", "closed")
+	Err     error         // ShardLoaded: a load that failed
+}
+
+// Nop ignores every event. Embed it to implement part of Observer.
+type Nop struct{}
+
+func (Nop) RequestReceived(ctx context.Context, _ Request) context.Context { return ctx }
+func (Nop) RequestAnswered(context.Context, Request, Answer)               {}
+func (Nop) BatchWritten(Batch)                                             {}
+func (Nop) Group(context.Context, GroupEvent)                              {}
+func (Nop) Shard(ShardEvent)                                               {}
+
+// Multi reports every event to each of obs in order.
+func Multi(obs ...Observer) Observer {
+	var keep multi
+	for _, o := range obs {
+		if o != nil {
+			keep = append(keep, o)
+		}
+	}
+	switch len(keep) {
+	case 0:
+		return Nop{}
+	case 1:
+		return keep[0]
+	}
+	return keep
+}
+
+type multi []Observer
+
+func (m multi) RequestReceived(ctx context.Context, r Request) context.Context {
+	for _, o := range m {
+		ctx = o.RequestReceived(ctx, r)
+	}
+	return ctx
+}
+
+func (m multi) RequestAnswered(ctx context.Context, r Request, a Answer) {
+	for _, o := range m {
+		o.RequestAnswered(ctx, r, a)
+	}
+}
+
+func (m multi) BatchWritten(b Batch) {
+	for _, o := range m {
+		o.BatchWritten(b)
+	}
+}
+
+func (m multi) Group(ctx context.Context, e GroupEvent) {
+	for _, o := range m {
+		o.Group(ctx, e)
+	}
+}
+
+func (m multi) Shard(e ShardEvent) {
+	for _, o := range m {
+		o.Shard(e)
+	}
+}

@@ -1,0 +1,63 @@
+package observe_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/observe/observetest"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestErrorCodeFindsTheFirstNested(t *testing.T) {
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	for _, codes := range [][]int16{{0, 0}, {0, 25}, {27}} {
+		tp := kmsg.NewOffsetCommitResponseTopic()
+		for _, c := range codes {
+			p := kmsg.NewOffsetCommitResponseTopicPartition()
+			p.ErrorCode = c
+			tp.Partitions = append(tp.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, tp)
+	}
+	if got := (observe.Answer{Resp: resp}).ErrorCode(); got != 25 {
+		t.Fatalf("nested: got %d, want 25", got)
+	}
+	jr := kmsg.NewPtrJoinGroupResponse()
+	jr.ErrorCode = 79
+	jr.Members = []kmsg.JoinGroupResponseMember{{ProtocolMetadata: []byte{1, 2}}}
+	if got := (observe.Answer{Resp: jr}).ErrorCode(); got != 79 {
+		t.Fatalf("top level: got %d, want 79", got)
+	}
+	if got := (observe.Answer{Resp: kmsg.NewPtrHeartbeatResponse()}).ErrorCode(); got != 0 {
+		t.Fatalf("no error: got %d", got)
+	}
+	if got := (observe.Answer{}).ErrorCode(); got != 0 {
+		t.Fatalf("no response: got %d", got)
+	}
+}
+
+func TestMultiReportsToEach(t *testing.T) {
+	var a, b observetest.Recorder
+	o := observe.Multi(&a, nil, &b)
+	ctx := o.RequestReceived(context.Background(), observe.Request{Key: 11})
+	if r, ok := observetest.Received(ctx); !ok || r.Key != 11 {
+		t.Fatalf("context lost the request: %v %v", r, ok)
+	}
+	o.Group(ctx, observe.GroupEvent{Kind: observe.MemberJoined, Group: "g"})
+	o.Shard(observe.ShardEvent{Kind: observe.ShardLoaded})
+	o.BatchWritten(observe.Batch{Records: 3})
+	o.RequestAnswered(ctx, observe.Request{Key: 11}, observe.Answer{})
+	for _, r := range []*observetest.Recorder{&a, &b} {
+		s := r.Snapshot()
+		if len(s.Received) != 1 || len(s.Answered) != 1 || len(s.Groups) != 1 || len(s.Shards) != 1 || len(s.Batches) != 1 {
+			t.Fatalf("recorder missed events: %+v", s)
+		}
+	}
+	if _, ok := observe.Multi().(observe.Nop); !ok {
+		t.Fatal("Multi() is not Nop")
+	}
+	if observe.MemberFenced.String() != "member-fenced" || observe.ShardUnloaded.String() != "unloaded" {
+		t.Fatal("kind names")
+	}
+}
