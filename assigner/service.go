@@ -1,6 +1,6 @@
 // Package assigner serves kafka-assigner's gRPC contract
 // (kafka_assigner.v1.KafkaAssigner) on Cohort's coordinator runtime: the
-// pure machine is coordinator/handoff, run by a coordinator.Shard on the
+// pure machine is coordinator/handoff, run by a coordinator.ShardSet on the
 // node's store, so that every owner and handoff is durable before a
 // consumer is told about it. This package holds the gRPC side only: the
 // streams, the mapping of errors to statuses, and finding partition
@@ -19,6 +19,7 @@ import (
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/handoff"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"google.golang.org/grpc"
@@ -57,6 +58,9 @@ type Config struct {
 	Clock coordinator.Clock
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Observer receives the assigner shard's events (batches written,
+	// loads). Nil: none.
+	Observer observe.Observer
 }
 
 func (c *Config) defaults() {
@@ -81,7 +85,7 @@ func (c *Config) defaults() {
 type Service struct {
 	kafkaassignerpb.UnimplementedKafkaAssignerServer
 	cfg   Config
-	shard *coordinator.Shard
+	shard *coordinator.ShardSet // holds record.AssignerShard
 
 	nextStream atomic.Uint64
 	mu         sync.Mutex
@@ -101,21 +105,27 @@ func Start(cfg Config) (*Service, error) {
 		return nil, errors.New("assigner: Config needs Store and Partitions")
 	}
 	s := &Service{cfg: cfg, boxes: map[uint64]*outbox{}, topics: map[[2]string]int32{}, stop: make(chan struct{})}
-	sh, err := coordinator.StartShard(coordinator.ShardConfig{
-		ID:    record.AssignerShard,
-		Store: cfg.Store,
-		New: func() coordinator.Machine {
-			return handoff.New(handoff.Config{Shard: record.AssignerShard, LeaseTTL: cfg.LeaseTTL, Debounce: cfg.Debounce}).Machine()
+	// The same shard set as the group coordinator's: a failed write
+	// gives the shard up and loads it again (its Reset push then ends
+	// every stream, and consumers register again).
+	s.shard = coordinator.NewShardSet(coordinator.ShardSetConfig{
+		Runtime: func(uint16) coordinator.RuntimeConfig {
+			return coordinator.RuntimeConfig{
+				Store: cfg.Store,
+				New: func() coordinator.Machine {
+					return handoff.New(handoff.Config{Shard: record.AssignerShard, LeaseTTL: cfg.LeaseTTL, Debounce: cfg.Debounce}).Machine()
+				},
+				Fail: func(coordinator.Request, int16) coordinator.Reply { return coordinator.Reply{Out: errUnavailable} },
+				Push: s.push,
+			}
 		},
-		Fail:   func(coordinator.Request, int16) coordinator.Reply { return coordinator.Reply{Out: errUnavailable} },
-		Push:   s.push,
-		Clock:  cfg.Clock,
-		Logger: cfg.Logger.With("component", "assigner"),
+		Observer: cfg.Observer,
+		Clock:    cfg.Clock,
+		Logger:   cfg.Logger.With("component", "assigner"),
 	})
-	if err != nil {
+	if err := s.shard.Load(record.AssignerShard); err != nil {
 		return nil, fmt.Errorf("assigner: %w", err)
 	}
-	s.shard = sh
 	s.stopped.Go(s.watchGrowth)
 	return s, nil
 }
@@ -192,8 +202,8 @@ func (s *Service) group(ctx context.Context) string {
 
 // submit runs cmd on the shard and waits for its answer.
 func (s *Service) submit(ctx context.Context, cmd any) error {
-	ch, err := s.shard.Submit(coordinator.Request{Cmd: cmd})
-	if err != nil {
+	ch, code := s.shard.Submit(ctx, record.AssignerShard, coordinator.Request{Cmd: cmd})
+	if code != 0 {
 		return errUnavailable
 	}
 	select {

@@ -16,7 +16,6 @@ import (
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,7 +27,8 @@ import (
 // Handle decoded requests.
 type Coordinator struct {
 	cfg    Config
-	shards []*Shard
+	n      int // the shard count, fixed when the store was created
+	set    *ShardSet
 	topics func() *machine.Catalog
 }
 
@@ -47,6 +47,9 @@ type Options struct {
 	// Observer receives the runtime's events (batches written, shards
 	// loaded and unloaded) and the machines' group events. Nil: none.
 	Observer observe.Observer
+	// Standby starts the coordinator holding no shard: the caller Loads
+	// the shards it owns (cluster mode). False: every shard is loaded.
+	Standby bool
 }
 
 // Start loads every shard from the store and starts serving. The shard
@@ -67,19 +70,17 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 		opts.Logger.Info("using the data directory's coordinator shard count", "shards", n, "configured", cfg.Shards)
 		cfg.Shards = n
 	}
-	c := &Coordinator{cfg: cfg, topics: opts.Topics}
+	c := &Coordinator{cfg: cfg, n: n, topics: opts.Topics}
 	var assignors []assign.Assignor
 	for _, n := range cfg.ConsumerAssignors {
 		a, _ := cfg.assignor(n)
 		assignors = append(assignors, a)
 	}
-	errs := make([]error, n)
-	c.shards = make([]*Shard, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
+	logger := opts.Logger.With("component", "coordinator")
+	c.set = NewShardSet(ShardSetConfig{
+		Runtime: func(id uint16) RuntimeConfig {
 			mcfg := groups.Config{
-				Shard:                  uint16(i),
+				Shard:                  id,
 				MinSessionTimeout:      cfg.MinSessionTimeout,
 				MaxSessionTimeout:      cfg.MaxSessionTimeout,
 				MaxSize:                cfg.MaxSize,
@@ -96,30 +97,31 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				ConsumerMaxSize:           cfg.ConsumerMaxSize,
 				Assignors:                 assignors,
 			}
-			c.shards[i], errs[i] = StartShard(ShardConfig{
-				ID:    uint16(i),
+			// A fresh seed for every load, also when a shard loads
+			// again after it was given up: ids handed out before must
+			// not be handed out again.
+			_, _ = rand.Read(mcfg.Seed[:])
+			return RuntimeConfig{
 				Store: opts.Store,
-				// A fresh seed for every machine, also when a shard
-				// reloads after a failed write: ids handed out before
-				// must not be handed out again.
-				New: func() Machine {
-					c := mcfg
-					_, _ = rand.Read(c.Seed[:])
-					return groups.New(c)
-				},
-				Fail:   failReply,
-				Clock:  opts.Clock,
-				Logger: opts.Logger.With("component", "coordinator"),
-			})
-		})
+				New:   func() Machine { return groups.New(mcfg) },
+				Fail:  failReply,
+			}
+		},
+		Observer: opts.Observer,
+		Clock:    opts.Clock,
+		Logger:   logger,
+	})
+	if opts.Standby {
+		return c, nil
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = c.set.Load(uint16(i)) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		for _, s := range c.shards {
-			if s != nil {
-				s.Close()
-			}
-		}
+		c.set.Close()
 		return nil, err
 	}
 	return c, nil
@@ -147,14 +149,38 @@ func shardCount(st store.Store, want int) (int, error) {
 	}
 }
 
-// Close stops every shard; requests in flight are answered
-// COORDINATOR_NOT_AVAILABLE.
-func (c *Coordinator) Close() {
-	var wg sync.WaitGroup
-	for _, s := range c.shards {
-		wg.Go(s.Close)
+// Close unloads every shard; requests in flight are answered
+// NOT_COORDINATOR.
+func (c *Coordinator) Close() { c.set.Close() }
+
+// Shards returns the shard count: a group's shard is ShardFor of it.
+func (c *Coordinator) Shards() int { return c.n }
+
+// Load loads shard i from the store and serves it, returning once it
+// serves (meanwhile its requests get COORDINATOR_LOAD_IN_PROGRESS).
+// Loading a shard already held does nothing.
+func (c *Coordinator) Load(i int) error {
+	if i < 0 || i >= c.n {
+		return fmt.Errorf("coordinator: shard %d: there are %d", i, c.n)
 	}
-	wg.Wait()
+	return c.set.Load(uint16(i))
+}
+
+// Unload stops serving shard i: the writes under way finish, requests in
+// flight get NOT_COORDINATOR, as do later ones until it is loaded again.
+func (c *Coordinator) Unload(i int) {
+	if i >= 0 && i < c.n {
+		c.set.Unload(uint16(i))
+	}
+}
+
+// Held returns the shards this coordinator holds, in order.
+func (c *Coordinator) Held() []int {
+	var out []int
+	for _, id := range c.set.Held() {
+		out = append(out, int(id))
+	}
+	return out
 }
 
 // ShardFor returns the shard that owns a tenant's group.
@@ -163,7 +189,7 @@ func (c *Coordinator) ShardFor(tenant, group string) int {
 	h.Write([]byte(tenant))
 	h.Write([]byte{0})
 	h.Write([]byte(group))
-	return int(h.Sum32() % uint32(len(c.shards)))
+	return int(h.Sum32() % uint32(c.n))
 }
 
 // Handle starts serving a group request and returns a function that
@@ -187,10 +213,11 @@ func (c *Coordinator) Handle(ctx context.Context, req Request) func() kmsg.Respo
 		resp.SetVersion(req.Msg.GetVersion())
 		return func() kmsg.Response { return resp }
 	}
-	if api.Groups == nil { // every shard
-		waits := make([]func() kmsg.Response, len(c.shards))
-		for i := range c.shards {
-			waits[i] = c.submit(api, i, req)
+	if api.Groups == nil { // every shard this node holds
+		held := c.set.Held()
+		waits := make([]func() kmsg.Response, len(held))
+		for i, id := range held {
+			waits[i] = c.submit(ctx, api, int(id), req)
 		}
 		return func() kmsg.Response {
 			parts := make([]kmsg.Response, len(waits))
@@ -203,7 +230,7 @@ func (c *Coordinator) Handle(ctx context.Context, req Request) func() kmsg.Respo
 	names := api.Groups(req.Msg)
 	shards, idx := c.split(req.Tenant, names)
 	if len(shards) == 1 {
-		return c.submit(api, shards[0], req)
+		return c.submit(ctx, api, shards[0], req)
 	}
 	waits := make([]func() kmsg.Response, len(shards))
 	parts := make([][]int, len(shards))
@@ -211,7 +238,7 @@ func (c *Coordinator) Handle(ctx context.Context, req Request) func() kmsg.Respo
 		part := req
 		part.Msg = api.Split(req.Msg, idx[s])
 		parts[k] = idx[s]
-		waits[k] = c.submit(api, s, part)
+		waits[k] = c.submit(ctx, api, s, part)
 	}
 	return func() kmsg.Response {
 		resps := make([]kmsg.Response, len(waits))
@@ -222,11 +249,12 @@ func (c *Coordinator) Handle(ctx context.Context, req Request) func() kmsg.Respo
 	}
 }
 
-// submit sends req to shard i.
-func (c *Coordinator) submit(api *groups.API, i int, req Request) func() kmsg.Response {
-	ch, err := c.shards[i].Submit(req)
-	if err != nil {
-		resp := api.Error(req.Msg, kerr.CoordinatorNotAvailable.Code)
+// submit sends req to shard i; a shard this node does not serve answers
+// NOT_COORDINATOR, one still loading COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) submit(ctx context.Context, api *groups.API, i int, req Request) func() kmsg.Response {
+	ch, code := c.set.Submit(ctx, uint16(i), req)
+	if code != 0 {
+		resp := api.Error(req.Msg, code)
 		return func() kmsg.Response { return resp }
 	}
 	return func() kmsg.Response { return (<-ch).Resp }
@@ -259,8 +287,8 @@ func (c *Coordinator) TopicsDeleted(topics []string) {
 		return
 	}
 	var waits []<-chan Reply
-	for _, s := range c.shards {
-		if ch, err := s.Submit(Request{Cmd: groups.DeleteTopicsCmd{Topics: topics}}); err == nil {
+	for _, id := range c.set.Held() {
+		if ch, code := c.set.Submit(context.Background(), id, Request{Cmd: groups.DeleteTopicsCmd{Topics: topics}}); code == 0 {
 			waits = append(waits, ch)
 		}
 	}
@@ -279,8 +307,8 @@ func (c *Coordinator) ReconcileTopics(live map[string][16]byte) {
 		live = map[string][16]byte{}
 	}
 	var waits []<-chan Reply
-	for _, s := range c.shards {
-		if ch, err := s.Submit(Request{Cmd: groups.ReconcileTopicsCmd{Live: live}}); err == nil {
+	for _, id := range c.set.Held() {
+		if ch, code := c.set.Submit(context.Background(), id, Request{Cmd: groups.ReconcileTopicsCmd{Live: live}}); code == 0 {
 			waits = append(waits, ch)
 		}
 	}

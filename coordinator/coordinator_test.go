@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// heldStore holds every Apply while held is set, to show that answers
+// heldStore holds every write while held is set, to show that answers
 // wait for their records.
 type heldStore struct {
 	store.Store
@@ -28,15 +28,35 @@ type heldStore struct {
 	entered chan struct{}
 }
 
-func (s *heldStore) Apply(b *store.Batch) error {
-	s.mu.Lock()
-	held := s.held
-	s.mu.Unlock()
+// Acquire wraps the shard's write handle: the runtime writes through it.
+func (s *heldStore) Acquire(scope []byte) (store.Handle, error) {
+	h, err := s.Store.Acquire(scope)
+	return heldHandle{h, s}, err
+}
+
+type heldHandle struct {
+	store.Handle
+	s *heldStore
+}
+
+func (h heldHandle) wait() {
+	h.s.mu.Lock()
+	held := h.s.held
+	h.s.mu.Unlock()
 	if held {
-		s.entered <- struct{}{}
-		<-s.release
+		h.s.entered <- struct{}{}
+		<-h.s.release
 	}
-	return s.Store.Apply(b)
+}
+
+func (h heldHandle) Apply(b *store.Batch) error {
+	h.wait()
+	return h.Handle.Apply(b)
+}
+
+func (h heldHandle) ApplyAsync(b *store.Batch) (func() error, error) {
+	h.wait()
+	return h.Handle.ApplyAsync(b)
 }
 
 func openStore(t *testing.T, dir string) store.Store {

@@ -3,7 +3,8 @@
 // to the store before any response that depends on them is released.
 //
 // This file is the shard runtime (Kafka's CoordinatorRuntime, one context
-// per shard). A Machine is pure: given (state, request, now) it returns
+// per shard): a Runtime runs one shard's machine; shardset.go holds the
+// shards a node serves. A Machine is pure: given (state, request, now) it returns
 // records, replies and timer changes, and it changes its durable state only
 // through its Replay (the one record rule, coordinator/machine), which the
 // runtime calls for the stored records at load and the machine calls for
@@ -13,6 +14,7 @@ package coordinator
 
 import (
 	"container/heap"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,8 +22,10 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Clock is the runtime's source of time. Machines never read a clock: they
@@ -59,53 +63,73 @@ type (
 	Machine   = machine.Machine
 )
 
-// ShardConfig configures a Shard.
-type ShardConfig struct {
+// RuntimeConfig configures a Runtime.
+type RuntimeConfig struct {
 	// ID is the shard number; its records live under record.ShardPrefix.
 	ID uint16
-	// Store holds the records. Required.
+	// Store holds the records. Required. The runtime reads the shard from
+	// it and writes through a handle it acquires for the shard's prefix
+	// (store.Store.Acquire), so that once another runtime acquires the
+	// shard (in this process or, in cluster mode, on another node) this
+	// one can no longer write it.
 	Store store.Store
-	// New returns an empty machine, at start and on every reload.
-	// Required.
+	// New returns an empty machine. Required.
 	New func() Machine
-	// Fail answers a request the shard could not complete (its records
-	// were not written, or the shard reloaded while it waited), with the
-	// retriable error code given (COORDINATOR_NOT_AVAILABLE). Required.
+	// Fail answers a request the shard could not complete, with the
+	// error code given: NOT_COORDINATOR when the shard is given up (its
+	// records were not written, it was unloaded or fenced) so that the
+	// client finds the coordinator again. Required.
 	Fail func(req Request, code int16) Reply
 	// Push delivers a machine's Push once the records before it are
 	// durable. It is called from the shard's loop and must not block.
 	// Nil: the machine never pushes.
 	Push func(Push)
+	// Lost is called, once and in a goroutine of its own, when the
+	// runtime gives the shard up by itself: a store write failed (err
+	// wraps store.ErrFenced when another owner has it). By then every
+	// request in flight has been failed and later ones are refused with
+	// ErrClosed; Close still has to be called. Nil: nothing is told.
+	Lost func(err error)
+	// Observer receives the batches written and the machine's group
+	// events. Nil: none.
+	Observer observe.Observer
 	// Clock; nil means SystemClock.
 	Clock Clock
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// MaxBatch caps the records in one store write. Default 4096.
 	MaxBatch int
-	// MaxWrites caps the store writes in flight at once, when the store
-	// can pipeline them (store.Pipeliner): a new batch starts while
-	// earlier ones are still syncing, so a record waits for about one
-	// sync rather than the rest of the one under way and then its own.
-	// With a store that cannot, writes go one at a time. Default 16
-	// (measured: 150k offsets/s with 1, 180k with 4, 200k with 16 in one
-	// process on 2 cores).
+	// MaxWrites caps the store writes in flight at once: a new batch
+	// starts while earlier ones are still syncing, so a record waits for
+	// about one sync rather than the rest of the one under way and then
+	// its own. Default 16 (measured: 150k offsets/s with 1, 180k with 4,
+	// 200k with 16 in one process on 2 cores).
 	MaxWrites int
 }
 
-// ErrClosed is returned by Submit after Close.
+// ErrClosed is returned by Submit once the runtime is closed or has given
+// its shard up.
 var ErrClosed = errors.New("coordinator: shard closed")
+
+// notCoordinator is what a request for a shard this runtime no longer
+// serves gets, as Kafka's runtime answers for a partition it unloaded.
+var notCoordinator = kerr.NotCoordinator.Code
 
 // call is a request in flight: submitted, not yet answered.
 type call struct {
+	ctx  context.Context
 	req  Request
 	done chan Reply
 }
 
-// held is a reply waiting for the records before it to be durable.
+// held is a reply, push or group event waiting for the records before it
+// to be durable.
 type held struct {
 	gate  uint64 // the sequence number of the last record before it
 	reply Reply
-	push  *Push // a push instead of a reply
+	push  *Push               // a push instead of a reply
+	event *observe.GroupEvent // an event instead of a reply
+	ctx   context.Context     // the event's request
 }
 
 type event struct {
@@ -120,17 +144,24 @@ type writeResult struct {
 	err  error
 }
 
-// Shard runs one machine on its own goroutine.
-type Shard struct {
-	cfg    ShardConfig
+// Runtime runs one shard's machine on its own goroutine.
+type Runtime struct {
+	cfg    RuntimeConfig
 	logger *slog.Logger
+	obs    observe.Observer
+	handle store.Handle
 	events chan event
 	done   chan struct{}
 
-	// mu orders Submit against Close: every request submitted before
-	// Close is in events ahead of the stop event.
-	mu     sync.RWMutex
-	closed bool
+	// Loaded is what loading found: records replayed, and the time it took.
+	loadedRecords int
+	loadTook      time.Duration
+
+	// mu orders Submit against Close and loss: every request submitted
+	// before either is in events ahead of the stop.
+	mu      sync.RWMutex
+	closed  bool
+	refused bool // given up: Submit refuses, Close still stops the loop
 
 	// Everything below belongs to the loop goroutine.
 	m        Machine
@@ -140,20 +171,22 @@ type Shard struct {
 	durable  uint64   // records up to here are durable
 	pending  []Record // produced, not yet handed to the writer
 	nwrites  int      // store writes in flight
-	failing  error    // a write failed; reload once the rest are done
+	failing  error    // a write failed; give up once the rest are done
+	lost     bool     // given up: every request fails
 	held     []held   // in gate order
 	timers   timerHeap
 	timerAt  map[string]time.Time
 	stopWake func() bool
 	wakeAt   time.Time
 	writes   chan []Record
-	broken   bool // the shard could not reload; every request fails
+	writer   sync.WaitGroup
 }
 
-// StartShard loads the shard from the store and starts its loop.
-func StartShard(cfg ShardConfig) (*Shard, error) {
+// StartRuntime acquires the shard's write handle, loads the shard from the
+// store and starts its loop.
+func StartRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Store == nil || cfg.New == nil || cfg.Fail == nil {
-		return nil, errors.New("coordinator: ShardConfig needs Store, New and Fail")
+		return nil, errors.New("coordinator: RuntimeConfig needs Store, New and Fail")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
@@ -161,18 +194,19 @@ func StartShard(cfg ShardConfig) (*Shard, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = observe.Nop{}
+	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 4096
 	}
 	if cfg.MaxWrites <= 0 {
 		cfg.MaxWrites = 16
 	}
-	if _, ok := cfg.Store.(store.Pipeliner); !ok {
-		cfg.MaxWrites = 1
-	}
-	s := &Shard{
+	r := &Runtime{
 		cfg:      cfg,
 		logger:   cfg.Logger.With("shard", cfg.ID),
+		obs:      cfg.Observer,
 		events:   make(chan event, 1024),
 		done:     make(chan struct{}),
 		inflight: make(map[RequestID]*call),
@@ -181,200 +215,245 @@ func StartShard(cfg ShardConfig) (*Shard, error) {
 		// starting one.
 		writes: make(chan []Record, cfg.MaxWrites),
 	}
-	if err := s.load(); err != nil {
+	// Acquire before reading: once the handle exists no earlier owner
+	// can write, so the scan sees everything this shard will ever have
+	// been told about.
+	h, err := cfg.Store.Acquire(record.ShardPrefix(cfg.ID))
+	if err != nil {
+		return nil, fmt.Errorf("acquire shard %d: %w", cfg.ID, err)
+	}
+	r.handle = h
+	if err := r.load(); err != nil {
+		h.Release()
 		return nil, err
 	}
-	go s.writer()
-	go s.loop()
-	return s, nil
+	r.writer.Go(r.write)
+	go r.loop()
+	return r, nil
 }
 
 // load builds a fresh machine from the stored records.
-func (s *Shard) load() error {
-	m := s.cfg.New()
-	start := s.cfg.Clock.Now()
+func (r *Runtime) load() error {
+	m := r.cfg.New()
+	start := r.cfg.Clock.Now()
 	n := 0
-	err := s.cfg.Store.Scan(record.ShardPrefix(s.cfg.ID), func(k, v []byte) error {
+	err := r.cfg.Store.Scan(record.ShardPrefix(r.cfg.ID), func(k, v []byte) error {
 		n++
 		return m.Replay(Record{Key: k, Value: v})
 	})
 	if err != nil {
-		return fmt.Errorf("load shard %d: %w", s.cfg.ID, err)
+		return fmt.Errorf("load shard %d: %w", r.cfg.ID, err)
 	}
-	s.m = m
-	for k := range s.timerAt {
-		delete(s.timerAt, k)
-	}
-	s.timers = s.timers[:0]
-	s.logger.Debug("shard loaded", "records", n, "took", s.cfg.Clock.Now().Sub(start))
-	s.apply(m.Loaded(s.cfg.Clock.Now()))
+	r.m = m
+	r.loadedRecords, r.loadTook = n, r.cfg.Clock.Now().Sub(start)
+	r.logger.Debug("shard loaded", "records", n, "took", r.loadTook)
+	r.apply(context.Background(), m.Loaded(r.cfg.Clock.Now()))
 	return nil
+}
+
+// Loaded returns the number of records the runtime replayed at start and
+// how long that took.
+func (r *Runtime) Loaded() (records int, took time.Duration) {
+	return r.loadedRecords, r.loadTook
 }
 
 // Submit hands a request to the shard (its ID is assigned here). The
 // response arrives on the returned channel once the records it depends on
-// are durable.
-func (s *Shard) Submit(req Request) (<-chan Reply, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+// are durable. ctx goes with the request to the observer's events; it
+// does not reach the machine.
+func (r *Runtime) Submit(ctx context.Context, req Request) (<-chan Reply, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed || r.refused {
 		return nil, ErrClosed
 	}
-	c := &call{req: req, done: make(chan Reply, 1)}
-	s.events <- event{submit: c}
+	c := &call{ctx: ctx, req: req, done: make(chan Reply, 1)}
+	r.events <- event{submit: c}
 	return c.done, nil
 }
 
-// Close stops the loop after the writes under way finish. Requests still
-// in flight are answered with Fail.
-func (s *Shard) Close() {
-	s.mu.Lock()
-	already := s.closed
-	s.closed = true
-	s.mu.Unlock()
+// Close stops the loop after the writes under way finish, and gives the
+// shard's write handle up. Requests still in flight are answered with
+// Fail(NOT_COORDINATOR). Calling it again does nothing.
+func (r *Runtime) Close() {
+	r.mu.Lock()
+	already := r.closed
+	r.closed = true
+	r.mu.Unlock()
 	if !already {
-		s.events <- event{stop: make(chan struct{})}
+		r.events <- event{stop: make(chan struct{})}
 	}
-	<-s.done
+	<-r.done
 }
 
-func (s *Shard) loop() {
-	defer close(s.done)
-	for ev := range s.events {
+func (r *Runtime) loop() {
+	defer close(r.done)
+	for ev := range r.events {
 		switch {
-		case ev.submit != nil && s.broken:
-			ev.submit.done <- s.cfg.Fail(ev.submit.req, coordinatorNotAvailable)
+		case ev.submit != nil && r.lost:
+			ev.submit.done <- r.cfg.Fail(ev.submit.req, notCoordinator)
 		case ev.submit != nil:
-			s.nextID++
-			id := s.nextID
-			s.inflight[id] = ev.submit
+			r.nextID++
+			id := r.nextID
+			r.inflight[id] = ev.submit
 			req := ev.submit.req
 			req.ID = id
-			s.apply(s.m.Handle(s.cfg.Clock.Now(), req))
+			r.apply(ev.submit.ctx, r.m.Handle(r.cfg.Clock.Now(), req))
 		case ev.fire:
-			s.fireDue()
+			if !r.lost {
+				r.fireDue()
+			}
 		case ev.wrote != nil:
-			s.wrote(ev.wrote)
+			r.wrote(ev.wrote)
 		case ev.stop != nil:
-			s.shutdown()
+			r.shutdown()
 			return
 		}
 		// Group commit: while MaxWrites writes are under way, records
 		// pile up in pending; the next write takes them all.
-		for s.failing == nil && s.nwrites < s.cfg.MaxWrites && len(s.pending) > 0 {
-			s.flush()
+		for r.failing == nil && !r.lost && r.nwrites < r.cfg.MaxWrites && len(r.pending) > 0 {
+			r.flush()
 		}
 	}
 }
 
-func (s *Shard) wrote(w *writeResult) {
-	s.nwrites--
-	if w.err != nil && s.failing == nil {
-		s.failing = w.err
+func (r *Runtime) wrote(w *writeResult) {
+	r.nwrites--
+	if w.err != nil && r.failing == nil {
+		r.failing = w.err
 	}
-	s.durable = w.upTo // the writer counts only records that reached the store
-	if s.failing != nil {
-		// Reload only once no write is in flight, so that the store
-		// the machine is rebuilt from does not change under it.
-		if s.nwrites == 0 {
-			err := s.failing
-			s.failing = nil
-			s.writeFailed(err)
-		}
+	r.durable = w.upTo // the writer counts only records that reached the store
+	if r.failing == nil {
+		r.release()
 		return
 	}
-	s.release()
+	// Give up only once no write is in flight, so that what is durable
+	// is settled: replies whose records made it are released, the rest
+	// fail.
+	if r.nwrites == 0 && !r.lost {
+		r.giveUp(r.failing)
+	}
+}
+
+// giveUp handles a failed store write as Kafka's runtime handles losing a
+// partition: the in-memory state may now be ahead of the store, so this
+// runtime stops serving the shard. Replies whose records are durable go
+// out; every other request in flight, and every later one, gets
+// NOT_COORDINATOR, so that clients find the coordinator again; the owner
+// of the runtime (ShardSet) is told through Lost and loads the shard
+// afresh from the store.
+func (r *Runtime) giveUp(err error) {
+	if errors.Is(err, store.ErrFenced) {
+		r.logger.Warn("shard fenced by another owner; giving it up", "err", err)
+	} else {
+		r.logger.Error("store write failed; giving the shard up", "err", err)
+	}
+	r.release()
+	r.lost = true
+	r.pending, r.held = nil, nil
+	r.failAll()
+	r.stopTimers()
+	r.handle.Release()
+	r.mu.Lock()
+	r.refused = true
+	r.mu.Unlock()
+	if r.cfg.Lost != nil {
+		go r.cfg.Lost(err)
+	}
 }
 
 // apply queues an output's records for writing (the machine has applied
-// them already), holds its replies behind them and updates the timers.
-func (s *Shard) apply(out Output) {
-	s.seq += uint64(len(out.Records))
-	s.pending = append(s.pending, out.Records...)
-	for _, r := range out.Replies {
-		s.held = append(s.held, held{gate: s.seq, reply: r})
+// them already), holds its replies, pushes and events behind them and
+// updates the timers. ctx is the request that caused it (Background for
+// a timer or a load).
+func (r *Runtime) apply(ctx context.Context, out Output) {
+	r.seq += uint64(len(out.Records))
+	r.pending = append(r.pending, out.Records...)
+	for _, rp := range out.Replies {
+		r.held = append(r.held, held{gate: r.seq, reply: rp})
 	}
 	for _, p := range out.Pushes {
-		s.held = append(s.held, held{gate: s.seq, push: &p})
+		r.held = append(r.held, held{gate: r.seq, push: &p})
+	}
+	for _, e := range out.Events {
+		r.held = append(r.held, held{gate: r.seq, event: &e, ctx: ctx})
 	}
 	for _, t := range out.Timers {
 		if t.At.IsZero() {
-			delete(s.timerAt, t.Key)
+			delete(r.timerAt, t.Key)
 			continue
 		}
-		s.timerAt[t.Key] = t.At
-		heap.Push(&s.timers, timerEntry{key: t.Key, at: t.At})
+		r.timerAt[t.Key] = t.At
+		heap.Push(&r.timers, timerEntry{key: t.Key, at: t.At})
 	}
 	// Arm first: a caller that gets its reply and then moves a fake
 	// clock must find the timers its request set already armed.
-	s.arm()
-	s.release()
+	r.arm()
+	r.release()
 }
 
 // release answers every held reply whose records are durable.
-func (s *Shard) release() {
+func (r *Runtime) release() {
 	i := 0
-	for ; i < len(s.held) && s.held[i].gate <= s.durable; i++ {
-		h := s.held[i]
-		if h.push != nil {
-			if s.cfg.Push != nil {
-				s.cfg.Push(*h.push)
+	for ; i < len(r.held) && r.held[i].gate <= r.durable; i++ {
+		h := r.held[i]
+		switch {
+		case h.push != nil:
+			if r.cfg.Push != nil {
+				r.cfg.Push(*h.push)
 			}
-			continue
-		}
-		if c, ok := s.inflight[h.reply.To]; ok {
-			delete(s.inflight, h.reply.To)
-			c.done <- h.reply
+		case h.event != nil:
+			r.obs.Group(h.ctx, *h.event)
+		default:
+			if c, ok := r.inflight[h.reply.To]; ok {
+				delete(r.inflight, h.reply.To)
+				c.done <- h.reply
+			}
 		}
 	}
-	s.held = s.held[i:]
+	r.held = r.held[i:]
 }
 
-func (s *Shard) flush() {
-	n := min(len(s.pending), s.cfg.MaxBatch)
-	batch := s.pending[:n:n]
-	s.pending = s.pending[n:]
-	s.nwrites++
-	s.writes <- batch
+func (r *Runtime) flush() {
+	n := min(len(r.pending), r.cfg.MaxBatch)
+	batch := r.pending[:n:n]
+	r.pending = r.pending[n:]
+	r.nwrites++
+	r.writes <- batch
 }
 
 // started is a write the writer has started: wait returns once it is
 // durable.
 type started struct {
-	n    int
-	wait func() error
+	n, bytes int
+	at       time.Time
+	wait     func() error
 }
 
-// writer starts batches in order; the loop keeps producing the next batch
-// meanwhile. With a store.Pipeliner it starts a batch while earlier ones
-// are still syncing and leaves the waiting to waiter, in order; otherwise
-// each Apply is waited for here.
-func (s *Shard) writer() {
-	p, pipelined := s.cfg.Store.(store.Pipeliner)
-	syncs := make(chan started, s.cfg.MaxWrites)
+// write starts batches in order through the shard's handle; the loop
+// keeps producing the next batch meanwhile. A batch is started while
+// earlier ones are still syncing, and waiter waits for them in order.
+func (r *Runtime) write() {
+	syncs := make(chan started, r.cfg.MaxWrites)
 	done := make(chan struct{})
-	go s.waiter(syncs, done)
-	for batch := range s.writes {
+	go r.waiter(syncs, done)
+	for batch := range r.writes {
 		b := store.Batch{Ops: make([]store.Op, 0, len(batch))}
-		for _, r := range batch {
-			if r.Value == nil {
-				b.Delete(r.Key)
+		size := 0
+		for _, rec := range batch {
+			size += len(rec.Key) + len(rec.Value)
+			if rec.Value == nil {
+				b.Delete(rec.Key)
 			} else {
-				b.Put(r.Key, r.Value)
+				b.Put(rec.Key, rec.Value)
 			}
 		}
-		var st started
-		st.n = len(batch)
-		if pipelined {
-			wait, err := p.ApplyAsync(&b)
-			if err != nil {
-				wait = func() error { return err }
-			}
-			st.wait = wait
-		} else {
-			err := s.cfg.Store.Apply(&b)
-			st.wait = func() error { return err }
+		st := started{n: len(batch), bytes: size, at: time.Now()}
+		wait, err := r.handle.ApplyAsync(&b)
+		if err != nil {
+			wait = func() error { return err }
 		}
+		st.wait = wait
 		syncs <- st
 	}
 	close(syncs)
@@ -382,117 +461,118 @@ func (s *Shard) writer() {
 }
 
 // waiter reports each started write's outcome, in order.
-func (s *Shard) waiter(syncs <-chan started, done chan<- struct{}) {
+func (r *Runtime) waiter(syncs <-chan started, done chan<- struct{}) {
 	defer close(done)
 	var written uint64
+	var failed error
 	for st := range syncs {
 		err := st.wait()
+		if err == nil && failed != nil {
+			// Records are durable only in order: after a failed batch,
+			// a later one that happened to land does not make the
+			// failed one's replies true.
+			err = fmt.Errorf("an earlier batch failed: %w", failed)
+		}
 		if err == nil {
 			written += uint64(st.n)
+		} else if failed == nil {
+			failed = err
 		}
-		s.events <- event{wrote: &writeResult{upTo: written, err: err}}
+		r.obs.BatchWritten(observe.Batch{Shard: r.cfg.ID, Records: st.n, Bytes: st.bytes, Latency: time.Since(st.at), Err: err})
+		r.events <- event{wrote: &writeResult{upTo: written, err: err}}
 	}
 }
 
-// writeFailed handles a failed store write as Kafka's runtime does: the
-// in-memory state may now be ahead of the store, so it is thrown away and
-// rebuilt from the store, and every request in flight gets a retriable
-// error. Their clients retry against the reloaded state.
-func (s *Shard) writeFailed(err error) {
-	s.logger.Error("store write failed; reloading shard", "err", err)
-	s.failAll()
-	// Records not yet written were produced from the discarded state;
-	// the writer counts only records that reached the store.
-	s.pending, s.held = nil, nil
-	s.seq = s.durable
-	if lerr := s.load(); lerr != nil {
-		s.logger.Error("reloading shard failed; it answers every request with an error until restarted", "err", lerr)
-		s.broken = true
+func (r *Runtime) failAll() {
+	for id, c := range r.inflight {
+		c.done <- r.cfg.Fail(c.req, notCoordinator)
+		delete(r.inflight, id)
 	}
 }
 
-func (s *Shard) failAll() {
-	for id, c := range s.inflight {
-		c.done <- s.cfg.Fail(c.req, coordinatorNotAvailable)
-		delete(s.inflight, id)
+func (r *Runtime) stopTimers() {
+	if r.stopWake != nil {
+		r.stopWake()
+		r.stopWake = nil
 	}
+	r.timers = r.timers[:0]
+	clear(r.timerAt)
 }
 
-// coordinatorNotAvailable is Kafka's COORDINATOR_NOT_AVAILABLE: retriable.
-const coordinatorNotAvailable = 15
-
-func (s *Shard) shutdown() {
+func (r *Runtime) shutdown() {
 	// Let what is pending reach the store, so that replies already
 	// released stay true and held ones can still be released.
 	for {
-		for s.failing == nil && !s.broken && s.nwrites < s.cfg.MaxWrites && len(s.pending) > 0 {
-			s.flush()
+		for r.failing == nil && !r.lost && r.nwrites < r.cfg.MaxWrites && len(r.pending) > 0 {
+			r.flush()
 		}
-		if s.nwrites == 0 {
+		if r.nwrites == 0 {
 			break
 		}
-		ev := <-s.events
+		ev := <-r.events
 		switch {
 		case ev.wrote != nil:
-			s.wrote(ev.wrote)
+			r.wrote(ev.wrote)
 		case ev.submit != nil:
-			ev.submit.done <- s.cfg.Fail(ev.submit.req, coordinatorNotAvailable)
+			ev.submit.done <- r.cfg.Fail(ev.submit.req, notCoordinator)
 		}
 	}
-	close(s.writes)
-	if s.stopWake != nil {
-		s.stopWake()
+	close(r.writes)
+	r.writer.Wait()
+	r.stopTimers()
+	r.failAll()
+	if !r.lost {
+		r.handle.Release()
 	}
-	s.failAll()
 }
 
 // arm sets the clock for the earliest live timer.
-func (s *Shard) arm() {
-	for len(s.timers) > 0 {
-		top := s.timers[0]
-		if at, ok := s.timerAt[top.key]; !ok || !at.Equal(top.at) {
-			heap.Pop(&s.timers) // cancelled or replaced
+func (r *Runtime) arm() {
+	for len(r.timers) > 0 {
+		top := r.timers[0]
+		if at, ok := r.timerAt[top.key]; !ok || !at.Equal(top.at) {
+			heap.Pop(&r.timers) // cancelled or replaced
 			continue
 		}
 		break
 	}
-	if len(s.timers) == 0 {
+	if len(r.timers) == 0 {
 		return
 	}
-	at := s.timers[0].at
-	if s.stopWake != nil && s.wakeAt.Equal(at) {
+	at := r.timers[0].at
+	if r.stopWake != nil && r.wakeAt.Equal(at) {
 		return
 	}
-	if s.stopWake != nil {
-		s.stopWake()
+	if r.stopWake != nil {
+		r.stopWake()
 	}
-	s.wakeAt = at
-	s.stopWake = s.cfg.Clock.At(at, func() {
+	r.wakeAt = at
+	r.stopWake = r.cfg.Clock.At(at, func() {
 		select {
-		case s.events <- event{fire: true}:
-		case <-s.done:
+		case r.events <- event{fire: true}:
+		case <-r.done:
 		}
 	})
 }
 
 // fireDue runs every timer that is due, earliest first.
-func (s *Shard) fireDue() {
-	s.stopWake, s.wakeAt = nil, time.Time{}
-	for len(s.timers) > 0 {
-		now := s.cfg.Clock.Now()
-		top := s.timers[0]
-		if at, ok := s.timerAt[top.key]; !ok || !at.Equal(top.at) {
-			heap.Pop(&s.timers)
+func (r *Runtime) fireDue() {
+	r.stopWake, r.wakeAt = nil, time.Time{}
+	for len(r.timers) > 0 {
+		now := r.cfg.Clock.Now()
+		top := r.timers[0]
+		if at, ok := r.timerAt[top.key]; !ok || !at.Equal(top.at) {
+			heap.Pop(&r.timers)
 			continue
 		}
 		if top.at.After(now) {
 			break
 		}
-		heap.Pop(&s.timers)
-		delete(s.timerAt, top.key)
-		s.apply(s.m.Fire(now, top.key))
+		heap.Pop(&r.timers)
+		delete(r.timerAt, top.key)
+		r.apply(context.Background(), r.m.Fire(now, top.key))
 	}
-	s.arm()
+	r.arm()
 }
 
 type timerEntry struct {

@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"math/rand"
@@ -13,6 +14,8 @@ import (
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/observe/observetest"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -29,6 +32,8 @@ import (
 //	park:name         answers later, when release:name comes
 //	release:name      answers every parked request of name with its value, and itself
 //	timer:name        (ProducerID = ms) after that long, +100 by a timer
+//	push:name         +1, and push the new value to stream ProducerID
+//	event:name        +1, and a MemberJoined event for group name
 type counters struct {
 	shard  uint16
 	values map[string]int64
@@ -102,6 +107,13 @@ func (c *counters) Handle(now time.Time, req coordinator.Request) coordinator.Ou
 			Pushes:  []coordinator.Push{{Stream: uint64(r.ProducerID), Msg: v + 1}},
 			Replies: []coordinator.Reply{answer(req.ID, v+1)},
 		}
+	case "event":
+		// A record, then a group event that must wait for it.
+		return coordinator.Output{
+			Records: c.set(name, v+1),
+			Events:  []observe.GroupEvent{{Kind: observe.MemberJoined, Group: name, Generation: int32(v + 1)}},
+			Replies: []coordinator.Reply{answer(req.ID, v+1)},
+		}
 	case "timer":
 		return coordinator.Output{
 			Timers:  []coordinator.Timer{{Key: name, At: now.Add(time.Duration(r.ProducerID) * time.Millisecond)}},
@@ -128,109 +140,65 @@ func op(s string, arg int64) kmsg.Request {
 	return req
 }
 
-// holdStore wraps a store: while held, Apply waits until released; it can
-// also fail the next Apply once.
+// holdStore wraps a store and the handles acquired from it: while held,
+// writes wait until released; it can fail the next write once, and hold
+// or fail loads (Scan). Holding and injected failures act on a write's
+// wait, as a slow or failing sync would.
 type holdStore struct {
 	store.Store
-	mu       sync.Mutex
-	held     chan struct{} // nil: not held
-	applies  int
-	failNext bool
-	entered  chan struct{}
+	mu        sync.Mutex
+	held      chan struct{} // nil: not held
+	applies   int
+	failNext  bool
+	entered   chan struct{}
+	scanHeld  chan struct{} // nil: loads run
+	scanFails int           // loads to fail
+	scanned   chan struct{} // a load began
 }
 
-func (h *holdStore) Apply(b *store.Batch) error {
+func (h *holdStore) Acquire(scope []byte) (store.Handle, error) {
+	hd, err := h.Store.Acquire(scope)
+	if err != nil {
+		return nil, err
+	}
+	return holdHandle{hd, h}, nil
+}
+
+func (h *holdStore) Scan(prefix []byte, fn func(k, v []byte) error) error {
 	h.mu.Lock()
-	h.applies++
-	wait, failNow := h.held, h.failNext
-	h.failNext = false
+	wait, failNow := h.scanHeld, h.scanFails > 0
+	if failNow {
+		h.scanFails--
+	}
 	h.mu.Unlock()
+	select {
+	case h.scanned <- struct{}{}:
+	default:
+	}
 	if wait != nil {
-		select {
-		case h.entered <- struct{}{}:
-		default:
-		}
 		<-wait
 	}
 	if failNow {
-		return errors.New("injected store failure")
+		return errors.New("injected load failure")
 	}
-	return h.Store.Apply(b)
+	return h.Store.Scan(prefix, fn)
 }
 
-// hold makes Apply wait until unhold; a test that fails meanwhile is
-// released at cleanup, so that closing the shard cannot hang.
-func (h *holdStore) hold(t *testing.T) func() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	c := make(chan struct{})
-	h.held = c
-	var once sync.Once
-	unhold := func() {
-		once.Do(func() {
-			h.mu.Lock()
-			h.held = nil
-			h.mu.Unlock()
-			close(c)
-		})
-	}
-	t.Cleanup(unhold)
-	return unhold
+type holdHandle struct {
+	store.Handle
+	h *holdStore
 }
 
-type env struct {
-	t     *testing.T
-	st    *holdStore
-	store store.Store // st, or st pipelining
-	clock *testkit.FakeClock
-	shard *coordinator.Shard
-	// pushes receives what the machine pushes to streams.
-	pushes chan coordinator.Push
-}
-
-// TestRuntime runs every runtime test twice: with a store that applies
-// one batch at a time, and with one that pipelines (store.Pipeliner), as
-// Pebble does.
-func TestRuntime(t *testing.T) {
-	tests := map[string]func(*testing.T){
-		"ReplyWaitsForDurability": testReplyWaitsForDurability,
-		"PushWaitsForDurability":  testPushWaitsForDurability,
-		"GroupCommit":             testGroupCommit,
-		"ParkedRequests":          testParkedRequests,
-		"Timers":                  testTimers,
-		"ReplayEqualsLive":        testReplayEqualsLive,
-		"StoreFailure":            testStoreFailure,
-		"Close":                   testClose,
-	}
-	for _, mode := range []string{"serial", "pipelined"} {
-		for name, fn := range tests {
-			t.Run(mode+"/"+name, fn)
-		}
-	}
-}
-
-func newEnv(t *testing.T) *env {
-	st, err := pebble.Open(filepath.Join(t.TempDir(), "store"), pebble.Options{})
+func (hh holdHandle) Apply(b *store.Batch) error {
+	wait, err := hh.ApplyAsync(b)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	t.Cleanup(func() { st.Close() })
-	e := &env{t: t, st: &holdStore{Store: st, entered: make(chan struct{}, 1)}, clock: testkit.NewFakeClock(time.Unix(1700000000, 0)), pushes: make(chan coordinator.Push, 16)}
-	e.store = e.st
-	if strings.Contains(t.Name(), "/pipelined/") {
-		e.store = pipeStore{e.st}
-	}
-	e.start()
-	return e
+	return wait()
 }
 
-// pipeStore is a holdStore that pipelines: ApplyAsync orders the batch
-// in Pebble at once; holding and injected failures act on the wait, as a
-// slow or failing sync would.
-type pipeStore struct{ *holdStore }
-
-func (p pipeStore) ApplyAsync(b *store.Batch) (func() error, error) {
-	h := p.holdStore
+func (hh holdHandle) ApplyAsync(b *store.Batch) (func() error, error) {
+	h := hh.h
 	h.mu.Lock()
 	h.applies++
 	held, failNow := h.held, h.failNext
@@ -238,7 +206,7 @@ func (p pipeStore) ApplyAsync(b *store.Batch) (func() error, error) {
 	h.mu.Unlock()
 	wait := func() error { return errors.New("injected store failure") }
 	if !failNow {
-		w, err := h.Store.(store.Pipeliner).ApplyAsync(b)
+		w, err := hh.Handle.ApplyAsync(b)
 		if err != nil {
 			return nil, err
 		}
@@ -256,21 +224,122 @@ func (p pipeStore) ApplyAsync(b *store.Batch) (func() error, error) {
 	}, nil
 }
 
-func (e *env) start() {
-	sh, err := coordinator.StartShard(coordinator.ShardConfig{ID: 7, Store: e.store, New: newCounters(7), Fail: fail, Clock: e.clock,
-		Push: func(p coordinator.Push) { e.pushes <- p }})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.shard = sh
-	e.t.Cleanup(sh.Close)
+// hold makes writes wait until unhold; a test that fails meanwhile is
+// released at cleanup, so that closing the shard cannot hang.
+func (h *holdStore) hold(t *testing.T) func() {
+	return h.holdOn(t, &h.held)
 }
 
+// holdScan makes loads wait until unhold; scanned then tells when the
+// next load has begun.
+func (h *holdStore) holdScan(t *testing.T) func() {
+	select {
+	case <-h.scanned:
+	default:
+	}
+	return h.holdOn(t, &h.scanHeld)
+}
+
+func (h *holdStore) holdOn(t *testing.T, field *chan struct{}) func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := make(chan struct{})
+	*field = c
+	var once sync.Once
+	unhold := func() {
+		once.Do(func() {
+			h.mu.Lock()
+			*field = nil
+			h.mu.Unlock()
+			close(c)
+		})
+	}
+	t.Cleanup(unhold)
+	return unhold
+}
+
+type env struct {
+	t     *testing.T
+	st    *holdStore
+	clock *testkit.FakeClock
+	set   *coordinator.ShardSet
+	obs   *observetest.Recorder
+	// maxWrites is the runtime's MaxWrites: 1 (one write at a time) or
+	// 0 (the default, pipelined).
+	maxWrites int
+	// pushes receives what the machine pushes to streams.
+	pushes chan coordinator.Push
+}
+
+// shard is the one shard the runtime tests serve.
+const shard = 7
+
+// TestRuntime runs every runtime test twice: with one store write at a
+// time, and with writes pipelined (the default).
+func TestRuntime(t *testing.T) {
+	tests := map[string]func(*testing.T){
+		"ReplyWaitsForDurability": testReplyWaitsForDurability,
+		"PushWaitsForDurability":  testPushWaitsForDurability,
+		"EventWaitsForDurability": testEventWaitsForDurability,
+		"GroupCommit":             testGroupCommit,
+		"ParkedRequests":          testParkedRequests,
+		"Timers":                  testTimers,
+		"ReplayEqualsLive":        testReplayEqualsLive,
+		"StoreFailure":            testStoreFailure,
+		"ReloadBacksOff":          testReloadBacksOff,
+		"Fenced":                  testFenced,
+		"LoadInProgress":          testLoadInProgress,
+		"UnloadWhileLoading":      testUnloadWhileLoading,
+		"Unload":                  testUnload,
+	}
+	for _, mode := range []string{"serial", "pipelined"} {
+		for name, fn := range tests {
+			t.Run(mode+"/"+name, fn)
+		}
+	}
+}
+
+func newEnv(t *testing.T) *env {
+	st, err := pebble.Open(filepath.Join(t.TempDir(), "store"), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := &env{
+		t:      t,
+		st:     &holdStore{Store: st, entered: make(chan struct{}, 1), scanned: make(chan struct{}, 1)},
+		clock:  testkit.NewFakeClock(time.Unix(1700000000, 0)),
+		obs:    &observetest.Recorder{},
+		pushes: make(chan coordinator.Push, 16),
+	}
+	if strings.Contains(t.Name(), "/serial/") {
+		e.maxWrites = 1
+	}
+	e.set = coordinator.NewShardSet(coordinator.ShardSetConfig{
+		Runtime: func(id uint16) coordinator.RuntimeConfig {
+			return coordinator.RuntimeConfig{Store: e.st, New: newCounters(id), Fail: fail, MaxWrites: e.maxWrites,
+				Push: func(p coordinator.Push) { e.pushes <- p }}
+		},
+		Observer: e.obs,
+		Clock:    e.clock,
+	})
+	t.Cleanup(e.set.Close)
+	if err := e.set.Load(shard); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// submit hands a request to the shard; a request the set refuses is
+// answered at once with its error code, as the coordinator does.
 func (e *env) submit(s string, arg int64) <-chan coordinator.Reply {
 	e.t.Helper()
-	ch, err := e.shard.Submit(coordinator.Request{Msg: op(s, arg)})
-	if err != nil {
-		e.t.Fatalf("submit %s: %v", s, err)
+	req := coordinator.Request{Msg: op(s, arg)}
+	ch, code := e.set.Submit(context.Background(), shard, req)
+	if code != 0 {
+		c := make(chan coordinator.Reply, 1)
+		c <- fail(req, code)
+		return c
 	}
 	return ch
 }
@@ -293,6 +362,26 @@ func (e *env) do(s string, arg int64) int64 {
 		e.t.Fatalf("%s: error %d", s, r.ErrorCode)
 	}
 	return r.ProducerID
+}
+
+// shardEvents waits until the observer has seen n shard events of kind,
+// and returns them.
+func (e *env) shardEvents(kind observe.ShardEventKind, n int) []observe.ShardEvent {
+	e.t.Helper()
+	var got []observe.ShardEvent
+	_, ok := e.obs.Wait(30*time.Second, func(s observetest.Snapshot) bool {
+		got = got[:0]
+		for _, ev := range s.Shards {
+			if ev.Kind == kind {
+				got = append(got, ev)
+			}
+		}
+		return len(got) >= n
+	})
+	if !ok {
+		e.t.Fatalf("saw %d %v shard events within 30s, want %d (set: %v)", len(got), kind, n, e.set)
+	}
+	return got
 }
 
 // TestReplyWaitsForDurability: a reply that depends on a record is not
@@ -439,8 +528,10 @@ func testReplayEqualsLive(t *testing.T) {
 	for _, ch := range chs {
 		e.wait(ch)
 	}
-	e.shard.Close()
-	e.start()
+	e.set.Unload(shard)
+	if err := e.set.Load(shard); err != nil {
+		t.Fatal(err)
+	}
 	for name, v := range live {
 		if got := e.do("get:"+name, 0); got != v {
 			t.Errorf("after reload %s = %d, live had %d", name, got, v)
@@ -448,9 +539,41 @@ func testReplayEqualsLive(t *testing.T) {
 	}
 }
 
-// TestStoreFailure: a failed write answers the requests waiting on it with
-// COORDINATOR_NOT_AVAILABLE, the shard reloads from the store (dropping
-// the state the failed records described), and it goes on working.
+// testEventWaitsForDurability: a machine's group event reaches the
+// observer only once the records before it are durable, with the context
+// of the request that caused it.
+func testEventWaitsForDurability(t *testing.T) {
+	e := newEnv(t)
+	unhold := e.st.hold(t)
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "the request")
+	ch, code := e.set.Submit(ctx, shard, coordinator.Request{Msg: op("event:g", 0)})
+	if code != 0 {
+		t.Fatalf("submit: code %d", code)
+	}
+	<-e.st.entered
+	if s := e.obs.Snapshot(); len(s.Groups) != 0 {
+		t.Fatalf("event %+v reported before its record was durable", s.Groups[0])
+	}
+	unhold()
+	e.wait(ch)
+	s, ok := e.obs.Wait(10*time.Second, func(s observetest.Snapshot) bool { return len(s.Groups) == 1 })
+	if !ok {
+		t.Fatalf("no group event after the record was durable: %+v", s.Groups)
+	}
+	if g := s.Groups[0]; g.Kind != observe.MemberJoined || g.Group != "g" || g.Generation != 1 || g.Ctx.Value(key{}) != "the request" {
+		t.Fatalf("event %+v with context value %v", g.GroupEvent, g.Ctx.Value(key{}))
+	}
+	if len(s.Batches) == 0 || s.Batches[len(s.Batches)-1].Shard != shard || s.Batches[len(s.Batches)-1].Records != 1 || s.Batches[len(s.Batches)-1].Bytes == 0 {
+		t.Fatalf("batches observed: %+v", s.Batches)
+	}
+}
+
+// testStoreFailure: a failed write makes the runtime give the shard up,
+// as Kafka's runtime does when it loses a partition: the requests waiting
+// on it get NOT_COORDINATOR (so clients find the coordinator again), as do
+// requests until the shard is loaded again after a back-off; the reloaded
+// shard has the durable state only, and goes on working.
 func testStoreFailure(t *testing.T) {
 	e := newEnv(t)
 	e.do("inc:f", 0)
@@ -458,12 +581,25 @@ func testStoreFailure(t *testing.T) {
 	e.st.mu.Lock()
 	e.st.failNext = true
 	e.st.mu.Unlock()
-	if r := e.wait(e.submit("inc:f", 0)); r.ErrorCode != 15 {
-		t.Fatalf("inc during a failed write: error %d, want 15 (COORDINATOR_NOT_AVAILABLE)", r.ErrorCode)
+	if r := e.wait(e.submit("inc:f", 0)); r.ErrorCode != notCoordinator {
+		t.Fatalf("inc during a failed write: error %d, want %d (NOT_COORDINATOR)", r.ErrorCode, notCoordinator)
 	}
-	if r := e.wait(parked); r.ErrorCode != 15 {
-		t.Fatalf("parked request across a reload: error %d, want 15", r.ErrorCode)
+	if r := e.wait(parked); r.ErrorCode != notCoordinator {
+		t.Fatalf("parked request when the shard was given up: error %d, want %d", r.ErrorCode, notCoordinator)
 	}
+	un := e.shardEvents(observe.ShardUnloaded, 1)
+	if !strings.Contains(un[0].Reason, "injected store failure") {
+		t.Fatalf("unloaded: %+v", un[0])
+	}
+	// Given up and waiting for its back-off (fake time stands still).
+	if r := e.wait(e.submit("get:f", 0)); r.ErrorCode != notCoordinator {
+		t.Fatalf("while given up: error %d, want %d", r.ErrorCode, notCoordinator)
+	}
+	if held := e.set.Held(); len(held) != 1 {
+		t.Fatalf("held %v: the shard should wait to load again", held)
+	}
+	e.clock.Advance(100 * time.Millisecond)
+	e.shardEvents(observe.ShardLoaded, 2)
 	if v := e.do("get:f", 0); v != 1 {
 		t.Fatalf("after reload f = %d, want the durable 1", v)
 	}
@@ -472,17 +608,140 @@ func testStoreFailure(t *testing.T) {
 	}
 }
 
-// testClose: requests in flight at Close are failed, later ones refused.
-func testClose(t *testing.T) {
+// testReloadBacksOff: loads that keep failing are retried with a growing
+// back-off, and the shard serves again once one succeeds.
+func testReloadBacksOff(t *testing.T) {
+	e := newEnv(t)
+	e.do("inc:b", 0)
+	e.st.mu.Lock()
+	e.st.failNext = true
+	e.st.scanFails = 2
+	e.st.mu.Unlock()
+	e.wait(e.submit("inc:b", 0))
+	e.shardEvents(observe.ShardUnloaded, 1)
+	// 100 ms: the first reload fails; 200 ms more: the second; 400 ms
+	// more: the third succeeds. Before each deadline nothing happens.
+	for i, d := range []time.Duration{100, 200, 400} {
+		e.clock.Advance(d*time.Millisecond - time.Millisecond)
+		// Loading, loaded, unloaded; then loading and loaded per attempt.
+		if n := len(e.obs.Snapshot().Shards); n != 3+2*i {
+			t.Fatalf("attempt %d ran before its back-off: %d shard events", i+1, n)
+		}
+		e.clock.Advance(time.Millisecond)
+		e.shardEvents(observe.ShardLoaded, 2+i)
+	}
+	loads := e.shardEvents(observe.ShardLoaded, 4)
+	if loads[1].Err == nil || loads[2].Err == nil || loads[3].Err != nil {
+		t.Fatalf("loads: %+v", loads)
+	}
+	if v := e.do("get:b", 0); v != 1 {
+		t.Fatalf("after reload b = %d, want 1", v)
+	}
+}
+
+// testFenced: once another owner acquires the shard, the runtime's next
+// write fails with ErrFenced and changes nothing; the shard is given up for
+// good (it is not this node's any more), every request gets
+// NOT_COORDINATOR.
+func testFenced(t *testing.T) {
+	e := newEnv(t)
+	e.do("inc:z", 0)
+	other, err := e.st.Store.Acquire(record.ShardPrefix(shard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if r := e.wait(e.submit("inc:z", 0)); r.ErrorCode != notCoordinator {
+		t.Fatalf("write after fencing: error %d, want %d", r.ErrorCode, notCoordinator)
+	}
+	un := e.shardEvents(observe.ShardUnloaded, 1)
+	if !strings.Contains(un[0].Reason, "fenced") {
+		t.Fatalf("unloaded: %+v", un[0])
+	}
+	if held := e.set.Held(); len(held) != 0 {
+		t.Fatalf("held %v after being fenced", held)
+	}
+	e.clock.Advance(time.Hour)
+	if r := e.wait(e.submit("get:z", 0)); r.ErrorCode != notCoordinator {
+		t.Fatalf("after fencing: error %d, want %d", r.ErrorCode, notCoordinator)
+	}
+	v, err := e.st.Get(append(record.ShardPrefix(shard), 'z'))
+	if err != nil || binary.BigEndian.Uint64(v) != 1 {
+		t.Fatalf("stored z = %v, %v: the fenced write changed it", v, err)
+	}
+}
+
+// testLoadInProgress: while a shard loads, its requests get
+// COORDINATOR_LOAD_IN_PROGRESS; once loaded, it serves.
+func testLoadInProgress(t *testing.T) {
+	e := newEnv(t)
+	e.do("inc:l", 0)
+	e.set.Unload(shard)
+	if r := e.wait(e.submit("get:l", 0)); r.ErrorCode != notCoordinator {
+		t.Fatalf("unloaded: error %d, want %d", r.ErrorCode, notCoordinator)
+	}
+	unhold := e.st.holdScan(t)
+	loaded := make(chan error, 1)
+	go func() { loaded <- e.set.Load(shard) }()
+	<-e.st.scanned
+	if r := e.wait(e.submit("get:l", 0)); r.ErrorCode != loadInProgress {
+		t.Fatalf("loading: error %d, want %d (COORDINATOR_LOAD_IN_PROGRESS)", r.ErrorCode, loadInProgress)
+	}
+	unhold()
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	if v := e.do("get:l", 0); v != 1 {
+		t.Fatalf("after load l = %d, want 1", v)
+	}
+}
+
+// testUnloadWhileLoading: an unload overtakes a load under way; the load
+// reports it and the shard is not served.
+func testUnloadWhileLoading(t *testing.T) {
+	e := newEnv(t)
+	e.set.Unload(shard)
+	unhold := e.st.holdScan(t)
+	loaded := make(chan error, 1)
+	go func() { loaded <- e.set.Load(shard) }()
+	<-e.st.scanned
+	e.set.Unload(shard)
+	unhold()
+	if err := <-loaded; err == nil {
+		t.Fatal("a load overtaken by an unload reported success")
+	}
+	if held := e.set.Held(); len(held) != 0 {
+		t.Fatalf("held %v", held)
+	}
+	if r := e.wait(e.submit("get:l", 0)); r.ErrorCode != notCoordinator {
+		t.Fatalf("error %d, want %d", r.ErrorCode, notCoordinator)
+	}
+}
+
+// testUnload: what was written before an unload stays; requests in flight
+// (a parked one) are answered NOT_COORDINATOR, later ones too; unloading
+// twice is harmless, and a second load serves again.
+func testUnload(t *testing.T) {
 	e := newEnv(t)
 	parked := e.submit("park:c", 0)
 	e.do("inc:c", 0)
-	e.shard.Close()
-	if r := e.wait(parked); r.ErrorCode != 15 {
-		t.Fatalf("parked at close: error %d, want 15", r.ErrorCode)
+	e.set.Unload(shard)
+	if r := e.wait(parked); r.ErrorCode != notCoordinator {
+		t.Fatalf("parked at unload: error %d, want %d", r.ErrorCode, notCoordinator)
 	}
-	if _, err := e.shard.Submit(coordinator.Request{Msg: op("get:c", 0)}); !errors.Is(err, coordinator.ErrClosed) {
-		t.Fatalf("submit after close: %v", err)
+	if r := e.wait(e.submit("get:c", 0)); r.ErrorCode != notCoordinator {
+		t.Fatalf("after unload: error %d, want %d", r.ErrorCode, notCoordinator)
 	}
-	e.shard.Close() // idempotent
+	e.set.Unload(shard)
+	if err := e.set.Load(shard); err != nil {
+		t.Fatal(err)
+	}
+	if v := e.do("get:c", 0); v != 1 {
+		t.Fatalf("after load c = %d, want 1", v)
+	}
 }
+
+const (
+	notCoordinator = 16 // NOT_COORDINATOR
+	loadInProgress = 14 // COORDINATOR_LOAD_IN_PROGRESS
+)

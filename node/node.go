@@ -231,7 +231,7 @@ func Start(cfg Config) (_ *Node, err error) {
 // On error the caller's stop releases what it started.
 func (n *Node) startAssigner() (err error) {
 	ac := n.cfg.Assigner
-	ac.Store, ac.Logger = n.store, n.logger
+	ac.Store, ac.Logger, ac.Observer = n.store, n.logger, n.cfg.Observer
 	var external *kadm.Client
 	if b := n.cfg.AssignerKafkaBootstrap; b != "" {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(b, ",")...))
