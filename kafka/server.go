@@ -309,16 +309,18 @@ func (s *Server) admit(nc net.Conn) {
 		return
 	default:
 	}
+	// Refused: the line is logged before the close, so that a client
+	// (or a test) that sees the close finds it.
 	if len(s.conns) >= s.cfg.MaxConnections {
 		s.mu.Unlock()
-		nc.Close()
 		s.warn.Warn("closing new connection: max connections reached", "remote", nc.RemoteAddr().String(), "max_connections", s.cfg.MaxConnections)
+		nc.Close()
 		return
 	}
 	if s.cfg.MaxConnectionsPerIP > 0 && s.perIP[ip] >= s.cfg.MaxConnectionsPerIP {
 		s.mu.Unlock()
-		nc.Close()
 		s.warn.Warn("closing new connection: max connections per IP reached", "remote", nc.RemoteAddr().String(), "max_connections_per_ip", s.cfg.MaxConnectionsPerIP)
+		nc.Close()
 		return
 	}
 	c := newConn(s, nc, ip)
