@@ -20,6 +20,7 @@ package kafka
 // writer, until the batches are fsynced.
 
 import (
+	"context"
 	"sync"
 
 	"github.com/cohort-dev/cohort/topics"
@@ -29,7 +30,7 @@ import (
 
 func init() { register(kmsg.Produce, 3, 13, handleProduce) }
 
-func handleProduce(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 

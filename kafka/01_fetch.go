@@ -24,6 +24,7 @@ package kafka
 // reads, never by polling.
 
 import (
+	"context"
 	"reflect"
 	"time"
 
@@ -39,7 +40,7 @@ const (
 	sessionEpochFinal   = -1
 )
 
-func handleFetch(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleFetch(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if hdr.version >= 7 {

@@ -17,6 +17,8 @@ package kafka
 //     found.
 
 import (
+	"context"
+
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,7 +34,7 @@ const (
 	tsEarliestLo = -4
 )
 
-func handleListOffsets(s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleListOffsets(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	// Timestamp searches read batches from disk: do them on the writer.

@@ -21,6 +21,7 @@ package kafka
 // here is answered with its partitions at once: creation is synchronous.
 
 import (
+	"context"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,7 +40,7 @@ const (
 	clusterOps = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
 )
 
-func handleMetadata(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	b := kmsg.NewMetadataResponseBroker()

@@ -20,6 +20,7 @@ package kafka
 // v0–3 successes carry ErrorMessage "NONE", as Kafka sends them.
 
 import (
+	"context"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -33,7 +34,7 @@ const (
 	keyShare       = 2
 )
 
-func handleFindCoordinator(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys

@@ -17,6 +17,7 @@ package kafka
 // The response header is always v0, even for flexible versions.
 
 import (
+	"context"
 	"regexp"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,7 +30,7 @@ func init() { register(kmsg.ApiVersions, 0, 4, handleApiVersions) }
 // versions (KIP-511).
 var clientSoftware = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
-func handleApiVersions(_ *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleApiVersions(_ context.Context, _ *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if hdr.version >= 3 && (!clientSoftware.MatchString(req.ClientSoftwareName) || !clientSoftware.MatchString(req.ClientSoftwareVersion)) {
@@ -49,12 +50,13 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	return keys
 }
 
-// apiVersionsV0 encodes an ApiVersions v0 response body with errCode and
-// the supported ranges.
-func apiVersionsV0(errCode int16) []byte {
+// unsupportedApiVersions is the answer to an ApiVersions request of a
+// version we do not serve: UNSUPPORTED_VERSION with the supported ranges,
+// to be encoded at v0 (pending.respVersion), which every client can read.
+func unsupportedApiVersions() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)
-	resp.ErrorCode = errCode
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
 	resp.ApiKeys = apiKeys()
-	return resp.AppendTo(nil)
+	return resp
 }

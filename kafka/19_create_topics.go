@@ -19,6 +19,7 @@ package kafka
 // INVALID_CONFIG for unknown or malformed configs.
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/cohort-dev/cohort/topics"
@@ -28,7 +29,7 @@ import (
 
 func init() { register(kmsg.CreateTopics, 0, 7, handleCreateTopics) }
 
-func handleCreateTopics(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleCreateTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := make(map[string]int)

@@ -12,13 +12,14 @@ package kafka
 // and, as Kafka, every group's committed offsets for it.
 
 import (
+	"context"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() { register(kmsg.DeleteTopics, 0, 6, handleDeleteTopics) }
 
-func handleDeleteTopics(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	targets := req.Topics

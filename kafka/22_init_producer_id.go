@@ -18,13 +18,15 @@ package kafka
 // clients treat as fatal rather than retrying forever.
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() { register(kmsg.InitProducerID, 0, 5, handleInitProducerID) }
 
-func handleInitProducerID(s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleInitProducerID(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1

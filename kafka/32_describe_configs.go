@@ -13,6 +13,7 @@ package kafka
 // read. Other resource types get INVALID_REQUEST.
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/cohort-dev/cohort/topics"
@@ -30,7 +31,7 @@ type configEntry struct {
 	readOnly         bool
 }
 
-func handleDescribeConfigs(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleDescribeConfigs(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, rr := range req.Resources {

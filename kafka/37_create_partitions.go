@@ -12,6 +12,7 @@ package kafka
 // broker 0.
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/cohort-dev/cohort/topics"
@@ -21,7 +22,7 @@ import (
 
 func init() { register(kmsg.CreatePartitions, 0, 3, handleCreatePartitions) }
 
-func handleCreatePartitions(s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleCreatePartitions(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	seen := make(map[string]int)

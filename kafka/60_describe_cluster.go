@@ -9,6 +9,7 @@ package kafka
 //   - v2 (KIP-1073): IncludeFencedBrokers and IsFenced; ours never is.
 
 import (
+	"context"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,7 +18,7 @@ func init() { register(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
 
 const endpointBrokers = 1
 
-func handleDescribeCluster(s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleDescribeCluster(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = endpointBrokers

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,11 +9,12 @@ import (
 	"net"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -36,9 +38,10 @@ type reqHeader struct {
 type pending struct {
 	hdr     reqHeader
 	respond func() kmsg.Response
-	// raw, when set, is an already encoded response body (used for the
-	// UNSUPPORTED_VERSION answer to ApiVersions, always in v0 format).
-	raw []byte
+	// respVersion is the version the response is encoded at: the
+	// request's, except 0 for the UNSUPPORTED_VERSION answer to an
+	// ApiVersions version we do not serve.
+	respVersion int16
 	// closeAfter closes the connection once this response is written (or
 	// instead of writing it, with respond nil): how Kafka signals an error
 	// to an acks=0 producer.
@@ -46,6 +49,60 @@ type pending struct {
 	// granted is the request's frame size taken from Server.budget,
 	// given back once the response is built.
 	granted int64
+	// ctx is the request's context: the connection's, as the observer's
+	// RequestReceived returned it. The handler and RequestAnswered get it.
+	ctx context.Context
+	// obs is the request as reported to the observer (zero when it is
+	// observe.Nop): RequestAnswered gets the same value.
+	obs observe.Request
+}
+
+// Observing requests. Every request that decodes (a frame the server
+// serves, and an ApiVersions of a version it does not, which is answered)
+// is reported to Server.obs exactly once by RequestReceived and exactly
+// once by RequestAnswered, so that the two counts always meet:
+//
+//   - a response: on the writer, once the response is built and encoded,
+//     just before it is written (even if that write then fails);
+//   - no response (a produce with acks=0): on the reader, as soon as its
+//     handler returns, which has done all of it;
+//   - never built, because a write on the connection failed (a client
+//     not reading, a reset): with Resp nil, as the writer drains the
+//     requests behind the failure;
+//   - a handler that panicked (a bug; the connection closes): with Resp
+//     nil, on the reader.
+//
+// The UNSUPPORTED_VERSION answer to ApiVersions is reported like any
+// other, with the v0 response it is encoded as.
+//
+// A frame that is refused (bad header, a key or version not served, a
+// body that does not decode) closes the connection and is not reported:
+// there is no request to speak of.
+
+// received reports p, a frame of size bytes complete at at, to the
+// observer and takes the context it returns.
+func (s *Server) received(p *pending, size int, at time.Time) {
+	if !s.observing {
+		return
+	}
+	p.obs = observe.Request{
+		Key:      p.hdr.key,
+		Version:  p.hdr.version,
+		ClientID: p.hdr.clientID,
+		Host:     strings.TrimPrefix(p.hdr.host, "/"),
+		Tenant:   defaultTenant,
+		Size:     size,
+		Received: at,
+	}
+	p.ctx = s.obs.RequestReceived(p.ctx, p.obs)
+}
+
+// answered reports p's response (nil: none) to the observer.
+func (s *Server) answered(p *pending, resp kmsg.Response) {
+	if !s.observing {
+		return
+	}
+	s.obs.RequestAnswered(p.ctx, p.obs, observe.Answer{Resp: resp, Latency: time.Since(p.obs.Received)})
 }
 
 type conn struct {
@@ -55,6 +112,17 @@ type conn struct {
 	ip     string // the peer's IP address, for MaxConnectionsPerIP
 	host   string // "/" and the peer's IP, as DescribeGroups shows it
 	rd     frameReader
+
+	// ctx is the connection's context, every request's parent. It is
+	// cancelled when the peer hangs up (the reader meets the end of the
+	// stream or a read error) or the connection is closed, for observers
+	// (a tracer's span) and for what only waits on the client's behalf.
+	// Its cancellation withdraws nothing: every request already read is
+	// still handled, and answered if the connection can take it, and the
+	// coordinator serves what it was handed (a commit whose client has
+	// gone is still committed, as in Kafka).
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// queue and the writer goroutine are started by the first request,
 	// so that an idle connection costs one goroutine and no buffers.
@@ -84,19 +152,27 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		rd:     frameReader{nc: nc},
 		gone:   make(chan struct{}),
 	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.touch()
 	return c
 }
 
-// close closes the socket, which unblocks the reader and the writer.
+// close closes the socket, which unblocks the reader and the writer, and
+// cancels the connection's context.
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
+		c.cancel()
 		close(c.gone)
 		c.nc.Close()
 	})
 }
 
-func (c *conn) touch() { c.lastActive.Store(time.Now().UnixNano()) }
+// touch marks the connection active now, and returns now.
+func (c *conn) touch() time.Time {
+	now := time.Now()
+	c.lastActive.Store(now.UnixNano())
+	return now
+}
 
 // stopReading makes the reader's next (or current) read fail, so it stops
 // taking requests; what was read is still answered.
@@ -159,8 +235,9 @@ func (c *conn) read() {
 			return
 		}
 		n, err := c.rd.readFull(frame)
+		var complete time.Time // when the frame was, if err is nil
 		if n > 0 {
-			c.touch()
+			complete = c.touch()
 		}
 		if err != nil {
 			c.s.budget.release(granted)
@@ -171,7 +248,7 @@ func (c *conn) read() {
 			c.readEnded(err)
 			return
 		}
-		p, err := c.s.decode(frame, c.host)
+		p, err := c.s.decode(c.ctx, frame, c.host, complete)
 		if err != nil {
 			c.s.budget.release(granted)
 			c.s.warn.Warn("closing connection: bad request", "remote", c.remote, "err", err)
@@ -235,11 +312,12 @@ func isTimeout(err error) bool {
 }
 
 func (c *conn) readEnded(err error) {
+	if isTimeout(err) {
+		return // Shutdown: the connection still answers what it read
+	}
+	c.cancel() // the peer hung up, or the socket failed
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return
-	}
-	if isTimeout(err) {
-		return // Shutdown
 	}
 	c.s.logger.Debug("read failed", "remote", c.remote, "err", err)
 }
@@ -329,18 +407,26 @@ func (fr *frameReader) readFull(p []byte) (int, error) {
 // errBadFrame marks a frame that closes the connection.
 var errBadFrame = errors.New("bad frame")
 
-// decode parses one frame and runs the request's ordered part. A panic in a
-// handler is a bug; it closes only this connection.
-func (s *Server) decode(frame []byte, host string) (p pending, err error) {
+// decode parses one frame, from host ("/" and the peer's IP) on a
+// connection whose context is ctx and complete at received, reports it to
+// the observer and runs the request's ordered part. A panic in a handler
+// is a bug; it closes only this connection.
+func (s *Server) decode(ctx context.Context, frame []byte, host string, received time.Time) (p pending, err error) {
 	hdr, body, err := parseHeader(frame)
 	if err != nil {
 		return p, err
 	}
 	hdr.host = host
 	p.hdr = hdr
+	p.respVersion = hdr.version
+	p.ctx = ctx
+	unanswered := false // reported received, not yet answered
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger.Error("handler panicked; closing connection", "api_key", hdr.key, "version", hdr.version, "panic", r, "stack", string(debug.Stack()))
+			if unanswered {
+				s.answered(&p, nil)
+			}
 			p, err = pending{}, fmt.Errorf("%w: handler panicked", errBadFrame)
 		}
 	}()
@@ -351,7 +437,9 @@ func (s *Server) decode(frame []byte, host string) (p pending, err error) {
 			// Kafka's rule: answer an ApiVersions we cannot parse with
 			// UNSUPPORTED_VERSION in v0 format, so the client can retry
 			// with a version from the list.
-			p.raw = apiVersionsV0(kerr.UnsupportedVersion.Code)
+			s.received(&p, len(frame), received)
+			p.respond = done(unsupportedApiVersions())
+			p.respVersion = 0
 			return p, nil
 		}
 		// Kafka closes the connection on any other API or version it does
@@ -368,8 +456,15 @@ func (s *Server) decode(frame []byte, host string) (p pending, err error) {
 	if err := req.ReadFrom(body); err != nil {
 		return p, fmt.Errorf("%w: decode %s v%d: %v", errBadFrame, kmsg.NameForKey(hdr.key), hdr.version, err)
 	}
-	p.respond = h.fn(s, &hdr, req)
+	s.received(&p, len(frame), received)
+	unanswered = true
+	p.respond = h.fn(p.ctx, s, &hdr, req)
 	p.closeAfter = hdr.closeAfter
+	if p.respond == nil {
+		// No response (acks=0): the handler did all of it.
+		unanswered = false
+		s.answered(&p, nil)
+	}
 	return p, nil
 }
 
@@ -436,6 +531,8 @@ func (c *conn) write() {
 	for p := range c.queue {
 		if !failed {
 			buf = c.appendResponse(buf, p)
+		} else if p.respond != nil {
+			c.s.answered(p, nil) // never built: the connection failed
 		}
 		c.s.budget.release(p.granted)
 		if !failed && (p.closeAfter || len(c.queue) == 0 || len(buf) >= flushAt) {
@@ -465,25 +562,25 @@ func (c *conn) write() {
 	}
 }
 
-// appendResponse runs p's deferred part and appends its response frame.
+// appendResponse runs p's deferred part, appends its response frame and
+// reports the response to the observer.
 func (c *conn) appendResponse(buf []byte, p *pending) []byte {
-	switch {
-	case p.raw != nil:
-		return appendFrame(buf, p.hdr, false, func(b []byte) []byte { return append(b, p.raw...) })
-	case p.respond != nil:
-		resp := p.respond()
-		resp.SetVersion(p.hdr.version)
-		// ApiVersions responses always use header v0 (KIP-511), so a
-		// client can read them before knowing what we support.
-		flexible := resp.IsFlexible() && p.hdr.key != kmsg.ApiVersions.Int16()
-		if fr, ok := resp.(*kmsg.FetchResponse); ok {
-			// Make room for the record data at once rather than
-			// letting append grow the buffer by a quarter at a time
-			// through megabytes of batches, copying it each time.
-			buf = slices.Grow(buf, fetchSizeHint(fr))
-		}
-		return appendFrame(buf, p.hdr, flexible, resp.AppendTo)
+	if p.respond == nil {
+		return buf // reported by decode
 	}
+	resp := p.respond()
+	resp.SetVersion(p.respVersion)
+	// ApiVersions responses always use header v0 (KIP-511), so a client
+	// can read them before knowing what we support.
+	flexible := resp.IsFlexible() && p.hdr.key != kmsg.ApiVersions.Int16()
+	if fr, ok := resp.(*kmsg.FetchResponse); ok {
+		// Make room for the record data at once rather than letting
+		// append grow the buffer by a quarter at a time through
+		// megabytes of batches, copying it each time.
+		buf = slices.Grow(buf, fetchSizeHint(fr))
+	}
+	buf = appendFrame(buf, p.hdr, flexible, resp.AppendTo)
+	c.s.answered(p, resp)
 	return buf
 }
 

@@ -15,7 +15,9 @@ package kafka
 //     logs "handler panicked", which fails the target), not the response
 //     function or the encoding (which run on the writer, where a panic
 //     would take the whole process down);
-//   - a frame that is refused is refused with errBadFrame;
+//   - a frame that is refused is refused with errBadFrame, and is not
+//     reported to the observer; one that is accepted is reported received
+//     once, and answered (with no response) already if it gets none;
 //   - every response decodes with kmsg at the request's version;
 //   - nothing hangs: long polls are cut short by closing the Server's
 //     shutdown channel before the response function runs, exactly as
@@ -46,6 +48,7 @@ import (
 
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/observe/observetest"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -163,34 +166,44 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	defer e.restore(t)
 	watch := &panicWatch{}
 	groups := fuzzGroups(t)
-	s, err := New(Config{Topics: e.log, Groups: groups, AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Logger: slog.New(watch)})
+	rec := &observetest.Recorder{}
+	s, err := New(Config{Topics: e.log, Groups: groups, AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Logger: slog.New(watch), Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.decode(frame, "/127.0.0.1")
+	p, err := s.decode(context.Background(), frame, "/127.0.0.1", time.Now())
 	// As Shutdown does: the coordinator writes what it has and answers
 	// parked group requests.
 	groups.Close()
 	if len(watch.panics) > 0 {
 		t.Fatalf("a handler panicked: %s", watch.panics[0])
 	}
+	seen := rec.Snapshot()
 	if err != nil {
 		if !errors.Is(err, errBadFrame) {
 			t.Fatalf("decode refused the frame with %v, which is not errBadFrame", err)
 		}
+		if len(seen.Received) != 0 {
+			t.Fatalf("a refused frame was reported received")
+		}
 		return
+	}
+	// Received once; answered already only if there is no response.
+	if answered := len(seen.Answered); len(seen.Received) != 1 || (p.respond == nil) != (answered == 1) || answered > 1 {
+		t.Fatalf("decoded, with response function %v: reported received %d times, answered %d", p.respond != nil, len(seen.Received), answered)
 	}
 	// As Shutdown does: long polls answer with what they have.
 	close(s.closing)
 
 	switch {
-	case p.raw != nil:
-		if p.hdr.key != kmsg.ApiVersions.Int16() {
-			t.Fatalf("pre-encoded answer for key %d", p.hdr.key)
+	case p.respVersion != p.hdr.version:
+		// Only the UNSUPPORTED_VERSION answer to ApiVersions, in v0.
+		if p.hdr.key != kmsg.ApiVersions.Int16() || p.respVersion != 0 {
+			t.Fatalf("key %d v%d answered at v%d", p.hdr.key, p.hdr.version, p.respVersion)
 		}
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.SetVersion(0)
-		if err := resp.ReadFrom(p.raw); err != nil {
+		if err := resp.ReadFrom(p.respond().AppendTo(nil)); err != nil {
 			t.Fatalf("ApiVersions v0 answer does not decode: %v", err)
 		}
 		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != len(handlers) {
@@ -208,7 +221,7 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 			t.Fatalf("key %d v%d: response %T", p.hdr.key, p.hdr.version, resp)
 		}
 		// What conn.write does.
-		resp.SetVersion(p.hdr.version)
+		resp.SetVersion(p.respVersion)
 		b := resp.AppendTo(nil)
 		check := kmsg.ResponseForKey(p.hdr.key)
 		check.SetVersion(p.hdr.version)

@@ -29,7 +29,8 @@ func init() {
 // two groups.
 const defaultTenant = ""
 
-// groupHandler hands a group request to the coordinator.
-func groupHandler(s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response {
-	return s.groups.Handle(context.TODO(), coordinator.Request{Msg: req, Tenant: defaultTenant, ClientID: hdr.clientID, ClientHost: hdr.host})
+// groupHandler hands a group request, with its context, to the
+// coordinator.
+func groupHandler(ctx context.Context, s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response {
+	return s.groups.Handle(ctx, coordinator.Request{Msg: req, Tenant: defaultTenant, ClientID: hdr.clientID, ClientHost: hdr.host})
 }

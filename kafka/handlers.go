@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"sort"
 
 	"github.com/cohort-dev/cohort/topics"
@@ -14,7 +15,12 @@ import (
 // in) happens here. It returns the rest: a function the connection's writer
 // calls, in order, to get the response. Work that waits (an fsync, a long
 // poll) belongs in that function. nil means no response is sent.
-type handlerFunc func(s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response
+//
+// ctx is the request's: the connection's context as the observer's
+// RequestReceived returned it. A handler passes it on to what it calls for
+// the request (the coordinator); its cancellation when the client hangs up
+// never withdraws a request (see conn.ctx).
+type handlerFunc func(ctx context.Context, s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response
 
 type handler struct {
 	min, max int16

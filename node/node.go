@@ -209,6 +209,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		RequestReadTimeout:    cfg.RequestReadTimeout,
 		ResponseWriteTimeout:  cfg.ResponseWriteTimeout,
 		Logger:                cfg.Logger,
+		Observer:              cfg.Observer,
 	})
 	if err != nil {
 		return nil, err
