@@ -127,7 +127,10 @@ const (
 	RebalanceStarted GroupEventKind = iota + 1
 	// RebalanceCompleted: a classic group became Stable with a new
 	// generation, or a consumer group's members all reached its target
-	// assignment epoch.
+	// assignment epoch; or the rebalance left the group Empty (Members
+	// 0). A rebalance in progress when a shard reloads may never
+	// complete (a classic one is forgotten), or complete with Duration 0
+	// (a consumer one, whose start is not durable).
 	RebalanceCompleted
 	MemberJoined
 	MemberLeft
@@ -158,11 +161,17 @@ type GroupEvent struct {
 	// Generation is the classic generation, or the consumer group's
 	// epoch: for RebalanceStarted the one being formed, else the current.
 	Generation int32
-	Members    int    // members of the group after the event
+	// Members is the group's members after the event. A consumer
+	// group's static member that left with epoch -2 (MemberLeft) no
+	// longer counts, though it keeps its place until its session ends.
+	Members    int
 	Member     string // the member, for member events
 	InstanceID string // the member's static instance id, if any
 	Reason     string // why: a member's leave reason, what triggered a rebalance
-	// Duration is, for RebalanceCompleted, how long the rebalance took.
+	// Duration is, for RebalanceCompleted, how long the rebalance took,
+	// from its first RebalanceStarted: one that starts over (a classic
+	// group back to PreparingRebalance, a consumer group's epoch bumped
+	// again) keeps its start.
 	Duration time.Duration
 	At       time.Time
 }

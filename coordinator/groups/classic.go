@@ -155,6 +155,9 @@ type classicGroup struct {
 	newMemberAdded      bool
 	initialLeft         time.Duration
 	lastNew, initialEnd time.Time
+
+	// rebalance is the rebalance under way, for events (events.go).
+	rebalance rebalanceClock
 }
 
 // newClassicGroup gives g an Empty classic part.
@@ -257,7 +260,7 @@ func (s *Shard) loadedClassic(g *classicGroup, now time.Time) {
 		s.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
 	}
 	if len(g.members) > s.cfg.MaxSize {
-		s.prepareRebalance(g, now)
+		s.prepareRebalance(g, now, fmt.Sprintf("Freshly-loaded group is over capacity (%d). Rebalancing in order to give a chance for consumers to commit offsets", s.cfg.MaxSize))
 	}
 }
 

@@ -4,9 +4,11 @@ package groups
 // LeaveGroup takes members out (§7, §8).
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -67,6 +69,15 @@ func (s *Shard) leaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGrou
 		return
 	}
 	removed, droppedPending := false, false
+	reason := "" // for the rebalance: the first member removed's, as Kafka's
+	leave := func(m *member, client *string) {
+		s.removeMember(g, m, kerr.UnknownMemberID.Code)
+		removed = true
+		s.classicEvent(g, observe.MemberLeft, now, m, orEmpty(client))
+		if reason == "" {
+			reason = fmt.Sprintf("Removing member %s on LeaveGroup; client reason: %s", m.id, clientReason(client))
+		}
+	}
 	for _, l := range leaving {
 		code := func() int16 {
 			if g == nil {
@@ -82,8 +93,7 @@ func (s *Shard) leaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGrou
 				if !ok {
 					return kerr.UnknownMemberID.Code
 				}
-				s.removeMember(g, g.members[id], kerr.UnknownMemberID.Code)
-				removed = true
+				leave(g.members[id], l.Reason)
 				return 0
 			}
 			if _, ok := g.pendingJoin[l.MemberID]; ok {
@@ -94,8 +104,7 @@ func (s *Shard) leaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGrou
 			if code := g.validateMember(l.MemberID, l.InstanceID); code != 0 {
 				return code
 			}
-			s.removeMember(g, g.members[l.MemberID], kerr.UnknownMemberID.Code)
-			removed = true
+			leave(g.members[l.MemberID], l.Reason)
 			return 0
 		}()
 		resp.Members = append(resp.Members, kmsg.LeaveGroupResponseMember{MemberID: l.MemberID, InstanceID: l.InstanceID, ErrorCode: code})
@@ -105,7 +114,7 @@ func (s *Shard) leaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGrou
 	}
 	switch {
 	case removed && (g.state == stable || g.state == completingRebalance):
-		s.prepareRebalance(g, now)
+		s.prepareRebalance(g, now, reason)
 	case (removed || droppedPending) && g.state == preparingRebalance:
 		s.maybeCompleteJoin(g, now)
 	}

@@ -1,9 +1,12 @@
 package groups
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -92,6 +95,7 @@ func (s *Shard) joinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupR
 	if !s.acceptJoining(g, r.MemberID) {
 		if m := g.members[r.MemberID]; m != nil {
 			s.removeMember(g, m, kerr.GroupMaxSizeReached.Code)
+			s.classicEvent(g, observe.MemberFenced, now, m, "the group is full (group.max.size)")
 		}
 		if _, ok := g.pendingJoin[r.MemberID]; ok {
 			s.dropPending(g, r.MemberID)
@@ -207,6 +211,13 @@ func (s *Shard) joinExistingMember(now time.Time, g *classicGroup, j joinReq) {
 		return
 	}
 	m := g.members[r.MemberID]
+	// Kafka's reason for the rebalance (before it changes the state).
+	updating := func() string {
+		if g.state == stable && m.id == g.leader {
+			return fmt.Sprintf("Leader %s re-joining group during %v; client reason: %s", m.id, g.state, clientReason(r.Reason))
+		}
+		return fmt.Sprintf("Updating metadata for member %s during %v; client reason: %s", m.id, g.state, clientReason(r.Reason))
+	}
 	switch g.state {
 	case preparingRebalance:
 		s.updateMember(g, m, j)
@@ -218,7 +229,7 @@ func (s *Shard) joinExistingMember(now time.Time, g *classicGroup, j joinReq) {
 			return
 		}
 		s.updateMember(g, m, j)
-		s.prepareRebalance(g, now)
+		s.prepareRebalance(g, now, updating())
 	case stable:
 		if m.id != g.leader && m.sameProtocols(j.protocols) {
 			// As Kafka: a follower's rejoin with unchanged metadata
@@ -227,7 +238,7 @@ func (s *Shard) joinExistingMember(now time.Time, g *classicGroup, j joinReq) {
 			return
 		}
 		s.updateMember(g, m, j)
-		s.prepareRebalance(g, now)
+		s.prepareRebalance(g, now, updating())
 	default:
 		j.fail(s, kerr.UnknownMemberID.Code, r.MemberID)
 	}
@@ -305,11 +316,36 @@ func (s *Shard) addMember(now time.Time, g *classicGroup, j joinReq, id string) 
 	// bounds how long a member whose client gave up can linger.
 	m.armedAt = time.Time{}
 	s.armSession(g, m, now, newMemberJoinTimeout)
+	s.classicEvent(g, observe.MemberJoined, now, m, "")
 	if g.state == preparingRebalance {
 		s.maybeCompleteJoin(g, now)
 	} else {
-		s.prepareRebalance(g, now)
+		s.prepareRebalance(g, now, fmt.Sprintf("Adding new member %s with group instance id %s; client reason: %s",
+			id, orNull(r.InstanceID), clientReason(r.Reason)))
 	}
+}
+
+// clientReason is the reason a JoinGroup or LeaveGroup gives, as Kafka's
+// rebalance reasons quote it.
+func clientReason(r *string) string {
+	if r == nil || *r == "" {
+		return "not provided"
+	}
+	return *r
+}
+
+func orNull(p *string) string {
+	if p == nil {
+		return "null"
+	}
+	return *p
+}
+
+func orEmpty(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // replaceStatic is Kafka's updateStaticMemberThenRebalanceOrCompleteJoin
@@ -330,6 +366,7 @@ func (s *Shard) replaceStatic(now time.Time, g *classicGroup, j joinReq, oldID, 
 	}
 	s.cancelSession(g, old)
 	delete(g.members, oldID)
+	s.classicEvent(g, observe.MemberFenced, now, old, "replaced by a new instance of the static member: "+newID)
 	m := &member{}
 	*m = *old
 	// A fresh member, as Kafka's replaceStaticMember: not new.
@@ -343,6 +380,7 @@ func (s *Shard) replaceStatic(now time.Time, g *classicGroup, j joinReq, oldID, 
 		delete(g.pendingSync, oldID)
 		g.pendingSync[newID] = true
 	}
+	s.classicEvent(g, observe.MemberJoined, now, m, "")
 	// Armed with the timeout it inherits, before the request's timeouts
 	// apply, in Kafka's order.
 	s.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
@@ -350,7 +388,8 @@ func (s *Shard) replaceStatic(now time.Time, g *classicGroup, j joinReq, oldID, 
 	switch g.state {
 	case stable:
 		if g.selectProtocol() != g.protocol {
-			s.prepareRebalance(g, now)
+			s.prepareRebalance(g, now, fmt.Sprintf("Group's selectedProtocol will change because static member %s with instance id %s joined with change of protocol; client reason: %s",
+				newID, *m.instance, clientReason(r.Reason)))
 			return
 		}
 		// As Kafka (KIP-345): a static member that restarts keeps its
@@ -370,14 +409,16 @@ func (s *Shard) replaceStatic(now time.Time, g *classicGroup, j joinReq, oldID, 
 		}
 		s.reply(j.req.ID, resp)
 	case completingRebalance:
-		s.prepareRebalance(g, now)
+		s.prepareRebalance(g, now, fmt.Sprintf("Updating metadata for static member %s with instance id %s; client reason: %s",
+			newID, *m.instance, clientReason(r.Reason)))
 	default:
 		s.maybeCompleteJoin(g, now)
 	}
 }
 
-// prepareRebalance is Kafka's prepareRebalance (§5.2).
-func (s *Shard) prepareRebalance(g *classicGroup, now time.Time) {
+// prepareRebalance is Kafka's prepareRebalance (§5.2); reason says why,
+// in Kafka's words, for the RebalanceStarted event.
+func (s *Shard) prepareRebalance(g *classicGroup, now time.Time, reason string) {
 	if g.state == completingRebalance {
 		for _, m := range g.sortedMembers() {
 			m.assignment = nil
@@ -392,6 +433,7 @@ func (s *Shard) prepareRebalance(g *classicGroup, now time.Time) {
 	clear(g.pendingSync)
 	initial := g.state == empty
 	g.transition(preparingRebalance, now)
+	s.classicEvent(g, observe.RebalanceStarted, now, nil, reason)
 	if initial {
 		// §5.3. Kafka's rule: the barrier closes at the first multiple of
 		// the delay with no newcomer during the step before, and never
@@ -447,7 +489,10 @@ func (s *Shard) completeJoin(g *classicGroup, now time.Time) {
 	s.timer(groupTimer(timerJoin, g.gkey), time.Time{})
 	for _, m := range g.sortedMembers() {
 		if m.join == nil && m.instance == nil {
+			// Only the join timer completes a phase that some member
+			// has not rejoined: its rebalance timeout has passed.
 			s.removeMember(g, m, 0)
+			s.classicEvent(g, observe.MemberFenced, now, m, "did not rejoin within the rebalance timeout")
 		}
 	}
 	if l := g.members[g.leader]; l == nil || l.join == nil {
@@ -472,6 +517,9 @@ func (s *Shard) completeJoin(g *classicGroup, now time.Time) {
 		g.transition(empty, now)
 		g.computeSubscribed()
 		s.emitClassic(g)
+		// The rebalance ends with nobody left: reported, so that it
+		// does not stay open.
+		s.classicEvent(g, observe.RebalanceCompleted, now, nil, "")
 		return
 	}
 	g.protocol = g.selectProtocol()
@@ -529,11 +577,11 @@ func (s *Shard) dropPending(g *classicGroup, id string) {
 }
 
 // afterRemoval moves the group on after members left or expired: Kafka's
-// removeMemberAndUpdateClassicGroup.
-func (s *Shard) afterRemoval(g *classicGroup, now time.Time) {
+// removeMemberAndUpdateClassicGroup, with its reason.
+func (s *Shard) afterRemoval(g *classicGroup, now time.Time, reason string) {
 	switch g.state {
 	case stable, completingRebalance:
-		s.prepareRebalance(g, now)
+		s.prepareRebalance(g, now, reason)
 	case preparingRebalance:
 		if g.allJoined() {
 			s.completeJoin(g, now)
@@ -583,7 +631,12 @@ func (s *Shard) memberDeadline(g *classicGroup, id string, now time.Time) {
 		return
 	}
 	s.removeMember(g, m, kerr.UnknownMemberID.Code)
-	s.afterRemoval(g, now)
+	reason := "session timed out"
+	if m.isNew {
+		reason = "new member's join timed out"
+	}
+	s.classicEvent(g, observe.MemberExpired, now, m, reason)
+	s.afterRemoval(g, now, fmt.Sprintf("removing member %s on heartbeat expiration", m.id))
 }
 
 // syncTimer is Kafka's expirePendingSync (§6.4). Every rebalance cancels
@@ -592,12 +645,15 @@ func (s *Shard) syncTimer(g *classicGroup, now time.Time) {
 	if (g.state != completingRebalance && g.state != stable) || len(g.pendingSync) == 0 {
 		return
 	}
+	var removed []string
 	for _, m := range g.sortedMembers() {
 		if g.pendingSync[m.id] {
 			s.removeMember(g, m, 0)
+			s.classicEvent(g, observe.MemberFenced, now, m, "did not sync within the rebalance timeout")
+			removed = append(removed, m.id)
 		}
 	}
-	s.prepareRebalance(g, now)
+	s.prepareRebalance(g, now, fmt.Sprintf("Removing [%s] on pending sync request expiration", strings.Join(removed, ", ")))
 }
 
 func minTime(a, b time.Time) time.Time {

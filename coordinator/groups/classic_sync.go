@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -95,6 +96,7 @@ func (s *Shard) syncGroup(now time.Time, req machine.Request, r *kmsg.SyncGroupR
 			}
 		}
 		g.transition(stable, now)
+		s.classicEvent(g, observe.RebalanceCompleted, now, nil, "")
 	case stable:
 		s.synced(g, m)
 		s.reply(req.ID, g.syncSuccess(v, m))

@@ -155,6 +155,9 @@ type consumerGroup struct {
 	// hashAt is the catalog version metaHash was last checked against
 	// (soft).
 	hashAt uint64
+	// rebalance is the rebalance under way, for events (soft; see
+	// events.go).
+	rebalance rebalanceClock
 }
 
 // newConsumerGroup gives g an empty consumer part.
@@ -468,8 +471,10 @@ func (s *Shard) replayConsumer(kind record.Kind, k any, value []byte) error {
 }
 
 // loadedConsumer gives every loaded member a fresh session timer, and a
-// member that must revoke a fresh rebalance timeout, as Kafka on load.
+// member that must revoke a fresh rebalance timeout, as Kafka on load. A
+// rebalance under way goes on, though when it started is not known.
 func (s *Shard) loadedConsumer(g *consumerGroup, now time.Time) {
+	g.rebalance = rebalanceClock{on: g.reconciling()}
 	for _, m := range g.sortedMembers() {
 		s.armConsumerSession(g, m, now)
 		s.armRevocation(g, m, now)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -111,9 +112,10 @@ func (s *Shard) consumerHeartbeat(now time.Time, req machine.Request, r *kmsg.Co
 	}
 	if r.MemberEpoch == leaveEpoch || r.MemberEpoch == leaveStaticEpoch {
 		s.reply(req.ID, s.consumerLeave(now, req, r, resp))
-		return
+	} else {
+		s.reply(req.ID, s.consumerJoinOrBeat(now, req, r, resp))
 	}
-	s.reply(req.ID, s.consumerJoinOrBeat(now, req, r, resp))
+	s.settleConsumer(s.consumerGroup(req.Tenant, r.Group), now)
 }
 
 // heartbeatGroup returns the consumer group a heartbeat names, creating
@@ -165,7 +167,10 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 	}
 
 	m := g.members[id]
-	isNew := false
+	// isNew: the member is added; replaced: a static member's new
+	// instance takes the place of the old, which had left (-2); back: a
+	// static member that had left (-2) rejoins with its own id.
+	isNew, replaced, back := false, false, false
 	if r.MemberEpoch == 0 {
 		if r.InstanceID != nil {
 			if oldID, ok := g.static[*r.InstanceID]; ok && oldID != id {
@@ -174,7 +179,7 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 					return hbError(resp, kerr.UnreleasedInstanceID.Code, fmt.Sprintf(
 						"Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", id, *r.InstanceID, oldID))
 				}
-				m = s.replaceStaticConsumer(g, old, id)
+				m, replaced = s.replaceStaticConsumer(g, old, id), true
 			}
 		}
 		if m == nil {
@@ -185,6 +190,7 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 			isNew = true
 			m = &consumerMember{id: id} // a template: the record makes the member
 		}
+		back = m.epoch == leaveStaticEpoch
 	} else {
 		if m == nil {
 			return hbError(resp, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", id, r.Group))
@@ -221,13 +227,23 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 		next.regex = *r.SubscribedTopicRegex
 	}
 	next.clientID, next.clientHost = req.ClientID, req.ClientHost
-	bump := isNew
-	if !isNew && (!slices.Equal(next.topics, m.topics) || next.regex != m.regex || next.assignor != m.assignor) {
-		bump = true
+	bump, why := true, "" // why: the reason for the rebalance
+	switch {
+	case isNew:
+		why = fmt.Sprintf("member %s joined", id)
+	case !slices.Equal(next.topics, m.topics) || next.regex != m.regex:
+		why = fmt.Sprintf("member %s changed its subscription", id)
+	case next.assignor != m.assignor:
+		why = fmt.Sprintf("member %s changed its server assignor", id)
+	default:
+		bump, why = false, "the subscribed topics' metadata changed"
 	}
 	if isNew || metadataChanged(m, &next) {
 		s.emitMember(g, &next)
 		m = g.members[id]
+	}
+	if isNew || replaced {
+		s.consumerEvent(g, observe.MemberJoined, now, m, "")
 	}
 	hash := g.metaHash
 	if bump || s.catalog == nil || g.hashAt != s.catalog.Version {
@@ -238,6 +254,7 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 	}
 	if bump || hash != g.metaHash {
 		s.emitGroupEpoch(g, g.epoch+1, hash)
+		s.consumerEvent(g, observe.RebalanceStarted, now, nil, why)
 	}
 
 	// Step 2: the target assignment.
@@ -254,6 +271,10 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 	if cur != nil {
 		s.emitCurrent(g, m.id, *cur)
 		s.armRevocation(g, m, now)
+	}
+	if back && m.epoch != leaveStaticEpoch {
+		// Reported once its epoch counts it in again.
+		s.consumerEvent(g, observe.MemberJoined, now, m, "")
 	}
 	s.armConsumerSession(g, m, now)
 
@@ -425,26 +446,37 @@ func (s *Shard) consumerLeave(now time.Time, req machine.Request, r *kmsg.Consum
 	resp.MemberID = &r.MemberID
 	resp.MemberEpoch = r.MemberEpoch
 	if r.MemberEpoch == leaveStaticEpoch {
+		gone := m.epoch == leaveStaticEpoch
 		s.emitCurrent(g, m.id, current{epoch: leaveStaticEpoch, prevEpoch: m.epoch, state: m.state, assigned: m.assigned, revoking: tps{}})
 		s.cancelRevocation(g, m)
+		if !gone {
+			s.consumerEvent(g, observe.MemberLeft, now, m, "static member left for a while (epoch -2)")
+		}
 		return resp
 	}
-	s.removeConsumerMember(g, m)
+	s.removeConsumerMember(g, m, now, observe.MemberLeft, "", fmt.Sprintf("member %s left", m.id))
 	return resp
 }
 
 // removeConsumerMember fences or removes a member: its tombstones, then a
 // new group epoch so that the next heartbeat recomputes the target. The
 // last member's departure also advances the target epoch, with time 0 so
-// that the next computation is not held back.
-func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember) {
+// that the next computation is not held back. The removal is reported as
+// kind, for reason (unless the member had already left with epoch -2),
+// and the rebalance it starts for why.
+func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now time.Time, kind observe.GroupEventKind, reason, why string) {
+	gone := m.epoch == leaveStaticEpoch
 	s.cancelRevocation(g, m)
 	if !m.armedAt.IsZero() {
 		m.armedAt = time.Time{}
 		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), time.Time{})
 	}
 	s.emitRemoveMember(g, m.id)
+	if !gone {
+		s.consumerEvent(g, kind, now, m, reason)
+	}
 	s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog), s.catalog))
+	s.consumerEvent(g, observe.RebalanceStarted, now, nil, why)
 	if len(g.members) == 0 {
 		s.emitTargetEpoch(g, g.epoch, 0)
 	}
@@ -498,16 +530,22 @@ func (s *Shard) consumerTimer(g *consumerGroup, kind byte, id string, now time.T
 			s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt)
 			return
 		}
-		s.removeConsumerMember(g, m)
+		why := fmt.Sprintf("member %s's session expired", m.id)
+		if m.epoch == leaveStaticEpoch {
+			why = fmt.Sprintf("static member %s's session expired after it left", m.id)
+		}
+		s.removeConsumerMember(g, m, now, observe.MemberExpired, "session timed out", why)
 	case timerConsumerRevoke:
 		if m.revokeBy.IsZero() || now.Before(m.revokeBy) {
 			return
 		}
 		m.revokeBy = time.Time{}
 		if m.state == memberUnrevoked && m.epoch == m.revokeEpoch {
-			s.removeConsumerMember(g, m)
+			s.removeConsumerMember(g, m, now, observe.MemberFenced, "did not revoke its partitions within the rebalance timeout",
+				fmt.Sprintf("member %s failed to revoke its partitions within its rebalance timeout", m.id))
 		}
 	}
+	s.settleConsumer(g, now)
 }
 
 // uuid returns a random id in Kafka's Uuid.toString form (22 characters

@@ -65,6 +65,12 @@ package groups_test
 //     partition of a subscribed topic is assigned exactly once to a member
 //     subscribed to it, and with the uniform assignor and equal
 //     subscriptions the counts differ by at most one.
+//  5. Events (observe.GroupEvent; the harness checks every output, see
+//     events_test.go): once converged, the event log has every completed
+//     rebalance after a start, completed generations only grow, no
+//     rebalance is left open, and members joined minus members that left,
+//     expired or were fenced is the number of live clients (a consumer
+//     group's members are durable, so this holds across restarts).
 
 import (
 	"flag"
@@ -994,6 +1000,7 @@ func (s *cpSim) converge() {
 	for {
 		if why = s.converged(); why == "" {
 			s.stats["converged"]++
+			s.checkEvents()
 			return
 		}
 		if !s.h.now.Before(deadline) {
@@ -1002,6 +1009,28 @@ func (s *cpSim) converge() {
 		s.advance(min(500*time.Millisecond, deadline.Sub(s.h.now)))
 	}
 	s.fail(4, "not converged %v after the chaos stopped: %s", bound, why)
+}
+
+// checkEvents is invariant 5, once converged.
+func (s *cpSim) checkEvents() {
+	t, err := tallyEvents(s.h.events, "", pGroup, "consumer")
+	if err != nil {
+		s.fail(5, "%v", err)
+	}
+	if err := s.h.ev.settled("", pGroup, "consumer"); err != nil {
+		s.fail(5, "%v", err)
+	}
+	live := 0
+	for _, m := range s.members {
+		if m.status == cpLive {
+			live++
+		}
+	}
+	if t.joined-t.departed != live {
+		s.fail(5, "%d members joined and %d left, expired or were fenced, but %d clients are live", t.joined, t.departed, live)
+	}
+	s.stats["events"] += len(s.h.events)
+	s.stats["rebalances completed"] += t.completed
 }
 
 func (s *cpSim) converged() string {

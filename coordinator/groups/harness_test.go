@@ -8,6 +8,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -16,7 +17,9 @@ import (
 // record is durable at once), timers to a table fired by advance, and
 // replies to a table the test reads. After every step it checks the one
 // record rule: a shard rebuilt from the records holds the same durable
-// state, and classic groups at rest match their records (guard).
+// state, and classic groups at rest match their records (guard). It also
+// checks the group events every output reports (events_test.go) and keeps
+// them in events.
 type harness struct {
 	t   testing.TB
 	cfg groups.Config
@@ -35,6 +38,10 @@ type harness struct {
 	order []machine.RequestID
 	// written counts records produced (puts and tombstones).
 	written int
+	// events are the group events reported so far, in order; ev checks
+	// them.
+	events []observe.GroupEvent
+	ev     evCheck
 	// catalog is the broker's topics, sent with every request.
 	catalog *machine.Catalog
 }
@@ -82,12 +89,22 @@ func newHarness(t testing.TB, cfg groups.Config) *harness {
 
 func (h *harness) apply(out machine.Output) {
 	h.t.Helper()
+	applied := false // not after a failure: the first one is reported
 	defer func() {
+		full := false
 		if h.steps++; h.steps%h.guardEvery == 0 {
 			h.guard()
+			full = true
+		}
+		if !applied {
+			return
+		}
+		if err := h.ev.compare(h.m, full); err != nil {
+			h.t.Fatalf("at %v: events: %v", h.now, err)
 		}
 	}()
 	for _, r := range out.Records {
+		h.ev.record(r)
 		h.written++
 		if r.Value == nil {
 			delete(h.records, string(r.Key))
@@ -105,6 +122,12 @@ func (h *harness) apply(out machine.Output) {
 		h.replies[r.To] = r.Resp
 		h.order = append(h.order, r.To)
 	}
+	for _, e := range out.Events {
+		if err := h.ev.event(e, h.now); err != nil {
+			h.t.Fatalf("at %v: event %d (%v of %q, member %q): %v", h.now, len(h.events), e.Kind, e.Group, e.Member, err)
+		}
+		h.events = append(h.events, e)
+	}
 	for _, tm := range out.Timers {
 		if tm.At.IsZero() {
 			delete(h.timers, tm.Key)
@@ -112,6 +135,7 @@ func (h *harness) apply(out machine.Output) {
 			h.timers[tm.Key] = tm.At
 		}
 	}
+	applied = true
 }
 
 // send hands req to the machine from client "client" on 127.0.0.1 and
@@ -178,5 +202,9 @@ func (h *harness) restart() {
 		h.t.Fatalf("%v", err)
 	}
 	h.timers = map[string]time.Time{}
-	h.apply(h.m.Loaded(h.now))
+	out := h.m.Loaded(h.now)
+	if err := h.ev.loaded(h.m, out); err != nil {
+		h.t.Fatalf("at %v: events: %v", h.now, err)
+	}
+	h.apply(out)
 }

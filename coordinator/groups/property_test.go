@@ -106,6 +106,13 @@ package groups_test
 //     coordinator restarts; a live static member is fenced only if a
 //     restart reloaded a record from before its id was durable (it never
 //     synced with it).
+//  7. Events (observe.GroupEvent; the harness checks every output, see
+//     events_test.go): once the group has converged, the event log has
+//     every completed rebalance after a start, completed generations only
+//     grow, no rebalance is left open, and the members the events report
+//     present (from the last restart's reload on: a classic restart
+//     silently reloads the members of the last record) are exactly the
+//     live members.
 //
 // Retention sweeps are out of scope (RetentionCheck is a day; a schedule
 // lasts minutes of fake time), so the group is never deleted.
@@ -211,6 +218,7 @@ func randAdvance(rng *rand.Rand, short float64, longest time.Duration) time.Dura
 // propStats says what the schedules exercised.
 type propStats struct {
 	Members, Generations, LeaderSyncs, Restarts, Commits int
+	Events, RebalancesCompleted                          int
 	Actions, Gone, Errors                                map[string]int
 }
 
@@ -226,6 +234,8 @@ func (st *propStats) add(s *propSim) {
 	st.LeaderSyncs += s.nsync
 	st.Restarts += s.restarts
 	st.Commits += s.commits
+	st.Events += len(s.h.events)
+	st.RebalancesCompleted += s.rebalances
 	for _, m := range s.members {
 		if m.status == pGone {
 			st.Gone[m.gone]++
@@ -467,6 +477,7 @@ type propSim struct {
 
 	restarts    int
 	commits     int
+	rebalances  int            // completed, by the events
 	errs        map[string]int // error answers seen, by API and error
 	acts        map[string]int // member actions, by kind
 	epochMax    int32          // largest generation answered since the last restart
@@ -1729,9 +1740,40 @@ func (s *propSim) liveness() {
 		s.deliver()
 		s.check()
 		if why := s.converged(); why == "" {
+			s.checkEvents()
 			return
 		} else if !s.now().Before(deadline) {
 			s.fail(5, "the group did not converge in %v with every member behaving: %s", 4*pMaxRebal+2*time.Minute, why)
+		}
+	}
+}
+
+// checkEvents is invariant 7, once the group has converged.
+func (s *propSim) checkEvents() {
+	t, err := tallyEvents(s.h.events, "", pGroup, "classic")
+	if err != nil {
+		s.fail(7, "%v", err)
+	}
+	s.rebalances += t.completed
+	if err := s.h.ev.settled("", pGroup, "classic"); err != nil {
+		s.fail(7, "%v", err)
+	}
+	live := map[string]bool{}
+	for _, m := range s.members {
+		if m.live() {
+			live[m.memberID] = true
+		}
+	}
+	var told map[string]bool
+	if g := s.h.ev.groups[groups.EventKey{"", pGroup, "classic"}]; g != nil {
+		told = g.members
+	}
+	if len(told) != len(live) {
+		s.fail(7, "%d live members, the events report %d present", len(live), len(told))
+	}
+	for id := range live {
+		if !told[id] {
+			s.fail(7, "live member %s is not present for the events", pShort(id))
 		}
 	}
 }

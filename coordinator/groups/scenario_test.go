@@ -50,6 +50,7 @@ package groups_test
 //	join A [v=9] [session=10s] [rebalance=60s] [type=consumer]
 //	       [proto=range[,roundrobin…]] [topics=t[,u…]] [ud=USERDATA]
 //	       [raw=BYTES] [subv=0] [instance=I] [client=C] [id=X] [as=LABEL]
+//	       [reason=R]
 //	    proto= (empty) sends no protocols. Every protocol carries the same
 //	    metadata: a consumer Subscription (version subv; only its v0
 //	    fields are written) of topics and user data, or the raw bytes.
@@ -57,7 +58,8 @@ package groups_test
 //	sync A gen=N [v=4] [assign=A:bytes,B:bytes] [instance=I]
 //	       [type=T] [proto=P] [id=X] [as=LABEL]
 //	heartbeat A gen=N [v=4] [instance=I] [id=X]
-//	leave WHO… [v=5]           WHO: A, A@I (with instance), @I (member
+//	leave WHO… [v=5] [reason=R]
+//	                           WHO: A, A@I (with instance), @I (member
 //	                            id "" and instance I), - (member id "")
 //	commit A|- [gen=-1] [v=8] [instance=I] [epoch=E] [ts=MS] [retention=MS]
 //	       TOPIC/PART=OFFSET[:METADATA]…    (METADATA @N: N bytes of 'x')
@@ -73,6 +75,9 @@ package groups_test
 //	form A,B@I… [nosync] [join options]
 //	                           macro: builds a Stable (or, with nosync,
 //	                           CompletingRebalance) group; one summary line
+//	topics, cg, cdescribe, events
+//	                           consumer groups (KIP-848) and the group
+//	                           events: see scenario_consumer_test.go
 //
 // Each command prints the records written ("write …") and the replies
 // produced (to any request, labelled "join m1", "sync m2"…), in order; a
@@ -377,18 +382,27 @@ type scnRunner struct {
 	pending map[machine.RequestID]bool // sent and not answered
 	lines   []string
 	prefix  string
+
+	// Consumer groups: each member's client state, the topic ids handed
+	// out, the catalog's version; and the events printed so far.
+	clients    map[string]*scnClient
+	topicIDs   map[string][16]byte
+	catVersion uint64
+	evSeen     int
 }
 
 func newScnRunner(t testing.TB, a scnArgs) *scnRunner {
 	cfg := testConfig()
 	scnConfigureInto(t, &cfg, a)
 	r := &scnRunner{
-		t:       t,
-		alias:   map[string]string{},
-		ids:     map[string]string{},
-		owner:   map[string]string{},
-		labels:  map[machine.RequestID]string{},
-		pending: map[machine.RequestID]bool{},
+		t:        t,
+		alias:    map[string]string{},
+		ids:      map[string]string{},
+		owner:    map[string]string{},
+		labels:   map[machine.RequestID]string{},
+		pending:  map[machine.RequestID]bool{},
+		clients:  map[string]*scnClient{},
+		topicIDs: map[string][16]byte{},
 	}
 	r.h = newHarness(t, cfg)
 	return r
@@ -521,6 +535,14 @@ func (r *scnRunner) run(line string) []string {
 		r.restart(a)
 	case "form":
 		r.form(a)
+	case "topics":
+		r.topics(a)
+	case "cg":
+		r.cg(a)
+	case "cdescribe":
+		r.cdescribe(a)
+	case "events":
+		r.events()
 	default:
 		r.fail("unknown command %q", cmd)
 	}
@@ -573,7 +595,7 @@ func (r *scnRunner) send(req kmsg.Request, clientID, label string) machine.Reque
 	id := h.nextID
 	r.labels[id] = label
 	r.pending[id] = true
-	out := h.m.Handle(h.now, machine.Request{ID: id, Msg: r.wire(req), ClientID: clientID, ClientHost: "/127.0.0.1"})
+	out := h.m.Handle(h.now, machine.Request{ID: id, Msg: r.wire(req), ClientID: clientID, ClientHost: "/127.0.0.1", Topics: h.catalog})
 	r.print(out)
 	h.apply(out)
 	if r.pending[id] {
@@ -897,6 +919,7 @@ func (r *scnRunner) join(a scnArgs) machine.RequestID {
 	req.ProtocolType = a.str("type", "consumer")
 	req.InstanceID = a.strp("instance")
 	req.MemberID = r.memberFor(alias, a)
+	req.Reason = a.strp("reason")
 	var meta []byte
 	if raw := a.strp("raw"); raw != nil {
 		meta = []byte(*raw)
@@ -1009,8 +1032,11 @@ func (r *scnRunner) leave(a scnArgs) {
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Version = int16(r.int(a, "v", 5))
 	req.Group = a.str("group", "g")
+	reason := a.strp("reason")
 	for _, w := range a.pos {
-		req.Members = append(req.Members, r.leaver(w))
+		m := r.leaver(w)
+		m.Reason = reason
+		req.Members = append(req.Members, m)
 	}
 	if req.Version < 3 {
 		if len(a.pos) != 1 {
@@ -1226,7 +1252,9 @@ func (r *scnRunner) printRecord(rec machine.Record) {
 		s += " members=[" + strings.Join(ms, " ") + "]"
 		r.out("%s", s)
 	default:
-		r.out("write %v record %x", kind, rec.Key)
+		if !r.printConsumerRecord(kind, key, rec.Value) {
+			r.out("write %v record %x", kind, rec.Key)
+		}
 	}
 }
 
@@ -1357,7 +1385,9 @@ func (r *scnRunner) printResp(label string, resp kmsg.Response) {
 		}
 		r.out("%s: %s", label, strings.Join(gs, ", "))
 	default:
-		r.out("%s: %T", label, resp)
+		if !r.printConsumerResp(label, resp) {
+			r.out("%s: %T", label, resp)
+		}
 	}
 }
 

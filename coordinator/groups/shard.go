@@ -18,9 +18,12 @@
 //     records, target assignment, reconciliation).
 //   - offsets.go: committed offsets; retention.go: their expiry;
 //     admin.go: the group admin APIs.
+//   - events.go: the group events (observe.GroupEvent) the handlers
+//     report, one helper per protocol.
 //
 // A Shard is driven by the coordinator runtime one event at a time:
-// (state, request, now) in; records, replies and timer changes out. It
+// (state, request, now) in; records, replies, timer changes and group
+// events out. It
 // must not do I/O, read a clock, log, start goroutines or take locks;
 // randomness (member and group ids) comes from a generator seeded through
 // Config, so a run is reproducible from its seed.
