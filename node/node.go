@@ -320,6 +320,10 @@ func (n *Node) GRPCAddr() string { return n.grpcAddr }
 // KafkaAddr is the address the Kafka listener is bound to.
 func (n *Node) KafkaAddr() string { return n.ln.Addr().String() }
 
+// Coordinator returns the node's group coordinator: tests and embedders
+// use it to unload and load shards (Unload, Load) as cluster mode will.
+func (n *Node) Coordinator() *coordinator.Coordinator { return n.groups }
+
 // Done delivers the error of a listener (Kafka or gRPC) that stopped on
 // its own; the node should then be shut down and the process fail.
 func (n *Node) Done() <-chan error { return n.failed }
