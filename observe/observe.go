@@ -58,8 +58,9 @@ func (r Request) API() string { return kmsg.NameForKey(r.Key) }
 
 // Answer is how a request was answered.
 type Answer struct {
-	// Resp is the response, nil for a request that gets none (a produce
-	// with acks=0). Read only.
+	// Resp is the response. Read only. Nil for a request that gets none:
+	// a produce with acks=0, or a request whose connection failed (or
+	// whose handler panicked) before its response could be written.
 	Resp    kmsg.Response
 	Latency time.Duration // from Received to the response being built
 }
