@@ -127,9 +127,15 @@ type call struct {
 type held struct {
 	gate  uint64 // the sequence number of the last record before it
 	reply Reply
-	push  *Push               // a push instead of a reply
-	event *observe.GroupEvent // an event instead of a reply
-	ctx   context.Context     // the event's request
+	other *heldOther // a push or event instead of a reply
+}
+
+// heldOther is a held push or group event: rarer than replies, so held
+// stays small (a shard holds one per reply in flight).
+type heldOther struct {
+	push  *Push
+	event *observe.GroupEvent
+	ctx   context.Context // the event's request
 }
 
 type event struct {
@@ -373,10 +379,10 @@ func (r *Runtime) apply(ctx context.Context, out Output) {
 		r.held = append(r.held, held{gate: r.seq, reply: rp})
 	}
 	for _, p := range out.Pushes {
-		r.held = append(r.held, held{gate: r.seq, push: &p})
+		r.held = append(r.held, held{gate: r.seq, other: &heldOther{push: &p}})
 	}
 	for _, e := range out.Events {
-		r.held = append(r.held, held{gate: r.seq, event: &e, ctx: ctx})
+		r.held = append(r.held, held{gate: r.seq, other: &heldOther{event: &e, ctx: ctx}})
 	}
 	for _, t := range out.Timers {
 		if t.At.IsZero() {
@@ -398,12 +404,12 @@ func (r *Runtime) release() {
 	for ; i < len(r.held) && r.held[i].gate <= r.durable; i++ {
 		h := r.held[i]
 		switch {
-		case h.push != nil:
+		case h.other != nil && h.other.push != nil:
 			if r.cfg.Push != nil {
-				r.cfg.Push(*h.push)
+				r.cfg.Push(*h.other.push)
 			}
-		case h.event != nil:
-			r.obs.Group(h.ctx, *h.event)
+		case h.other != nil:
+			r.obs.Group(h.other.ctx, *h.other.event)
 		default:
 			if c, ok := r.inflight[h.reply.To]; ok {
 				delete(r.inflight, h.reply.To)
@@ -411,7 +417,12 @@ func (r *Runtime) release() {
 			}
 		}
 	}
-	r.held = r.held[i:]
+	if i == len(r.held) {
+		clear(r.held) // drop the replies' references
+		r.held = r.held[:0]
+	} else {
+		r.held = r.held[i:]
+	}
 }
 
 func (r *Runtime) flush() {

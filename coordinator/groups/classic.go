@@ -84,7 +84,6 @@ type member struct {
 	clientHost string
 	// rebalanceTimeout and sessionTimeout as the member asked (ms).
 	rebalanceTimeout, sessionTimeout int32
-	protocolType                     string
 	protocols                        []protocol
 	assignment                       []byte
 
@@ -98,7 +97,7 @@ type member struct {
 	// armed). A heartbeat only moves expireAt; the timer, when it fires
 	// early, re-arms itself for expireAt. So a heartbeat costs no timer
 	// operation.
-	expireAt, armedAt time.Time
+	expireAt, armedAt deadline
 }
 
 // metadataFor returns the member's metadata for protocol name.
@@ -207,8 +206,47 @@ func (s *Shard) replayClassic(k record.GroupKey, value []byte) error {
 	if g.classic == nil {
 		newClassicGroup(g, time.UnixMilli(v.StateTimestamp))
 	}
+	g.classic.shareLive(&v)
 	g.classic.committed = &v
 	return nil
+}
+
+// shareLive makes a freshly decoded record use the live group's copies of
+// what both hold, so that a group keeps one copy of each member's ids,
+// metadata and assignment rather than two (the record's own, decoded from
+// its value, would otherwise stay beside the live member's for as long as
+// the group is stable: about 300 B a member). At load there are no live
+// members yet and the record's copies become the live ones (loadedClassic).
+// Neither side changes these values in place: a change replaces them.
+func (c *classicGroup) shareLive(v *record.ClassicGroup) {
+	if len(c.members) == 0 {
+		return
+	}
+	for i := range v.Members {
+		rm := &v.Members[i]
+		m := c.members[rm.MemberID]
+		if m == nil {
+			continue
+		}
+		rm.MemberID = m.id
+		if rm.ClientID == m.clientID {
+			rm.ClientID = m.clientID
+		}
+		if rm.ClientHost == m.clientHost {
+			rm.ClientHost = m.clientHost
+		}
+		if rm.InstanceID != nil && m.instance != nil && *rm.InstanceID == *m.instance {
+			rm.InstanceID = m.instance
+		}
+		if v.Protocol != nil {
+			if meta := m.metadataFor(*v.Protocol); bytes.Equal(meta, rm.Subscription) {
+				rm.Subscription = meta
+			}
+		}
+		if bytes.Equal(m.assignment, rm.Assignment) {
+			rm.Assignment = m.assignment
+		}
+	}
 }
 
 // emitClassic writes the group's record from its live state.
@@ -238,7 +276,6 @@ func (s *Shard) loadedClassic(g *classicGroup, now time.Time) {
 				clientHost:       rm.ClientHost,
 				rebalanceTimeout: rm.RebalanceTimeout,
 				sessionTimeout:   rm.SessionTimeout,
-				protocolType:     v.ProtocolType,
 				protocols:        []protocol{{name: g.protocol, meta: rm.Subscription}},
 				assignment:       rm.Assignment,
 			}
@@ -308,18 +345,18 @@ func renderClassic(v record.ClassicGroup) []string {
 // armSession sets member m's deadline to now+d and makes sure a timer
 // will fire by then.
 func (s *Shard) armSession(g *classicGroup, m *member, now time.Time, d time.Duration) {
-	m.expireAt = now.Add(d)
+	m.expireAt = deadlineAt(now.Add(d))
 	if m.armedAt.IsZero() || m.armedAt.After(m.expireAt) {
 		m.armedAt = m.expireAt
-		s.timer(memberTimer(timerMember, g.gkey, m.id), m.expireAt)
+		s.timer(memberTimer(timerMember, g.gkey, m.id), m.expireAt.time())
 	}
 }
 
 // cancelSession forgets member m's deadline.
 func (s *Shard) cancelSession(g *classicGroup, m *member) {
-	m.expireAt = time.Time{}
+	m.expireAt = 0
 	if !m.armedAt.IsZero() {
-		m.armedAt = time.Time{}
+		m.armedAt = 0
 		s.timer(memberTimer(timerMember, g.gkey, m.id), time.Time{})
 	}
 }

@@ -292,7 +292,6 @@ func (s *Shard) addMember(now time.Time, g *classicGroup, j joinReq, id string) 
 		clientHost:       j.req.ClientHost,
 		rebalanceTimeout: j.rebalance,
 		sessionTimeout:   r.SessionTimeoutMillis,
-		protocolType:     r.ProtocolType,
 		protocols:        j.protocols,
 		isNew:            true,
 	}
@@ -314,7 +313,7 @@ func (s *Shard) addMember(now time.Time, g *classicGroup, j joinReq, id string) 
 	delete(g.pendingJoin, id)
 	// A new member cannot heartbeat while its join is parked; this
 	// bounds how long a member whose client gave up can linger.
-	m.armedAt = time.Time{}
+	m.armedAt = 0
 	s.armSession(g, m, now, newMemberJoinTimeout)
 	s.classicEvent(g, observe.MemberJoined, now, m, "")
 	if g.state == preparingRebalance {
@@ -370,7 +369,7 @@ func (s *Shard) replaceStatic(now time.Time, g *classicGroup, j joinReq, oldID, 
 	m := &member{}
 	*m = *old
 	// A fresh member, as Kafka's replaceStaticMember: not new.
-	m.id, m.armedAt, m.expireAt, m.isNew = newID, time.Time{}, time.Time{}, false
+	m.id, m.armedAt, m.expireAt, m.isNew = newID, 0, 0, false
 	g.members[newID] = m
 	g.static[*m.instance] = newID
 	if g.leader == oldID {
@@ -618,11 +617,11 @@ func (s *Shard) memberDeadline(g *classicGroup, id string, now time.Time) {
 	if m == nil || m.armedAt.IsZero() {
 		return
 	}
-	m.armedAt = time.Time{}
-	if now.Before(m.expireAt) {
+	m.armedAt = 0
+	if now.Before(m.expireAt.time()) {
 		// Heartbeats moved the deadline since the timer was set.
 		m.armedAt = m.expireAt
-		s.timer(memberTimer(timerMember, g.gkey, id), m.expireAt)
+		s.timer(memberTimer(timerMember, g.gkey, id), m.expireAt.time())
 		return
 	}
 	if !m.isNew && (m.join != nil || m.sync != nil) {

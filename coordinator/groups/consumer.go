@@ -132,7 +132,7 @@ type consumerMember struct {
 
 	// Soft state: the session deadline (and the deadline its timer is
 	// armed for), and the revocation deadline with the epoch it is for.
-	expireAt, armedAt time.Time
+	expireAt, armedAt deadline
 	revokeBy          time.Time
 	revokeEpoch       int32
 }

@@ -468,7 +468,7 @@ func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now ti
 	gone := m.epoch == leaveStaticEpoch
 	s.cancelRevocation(g, m)
 	if !m.armedAt.IsZero() {
-		m.armedAt = time.Time{}
+		m.armedAt = 0
 		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), time.Time{})
 	}
 	s.emitRemoveMember(g, m.id)
@@ -485,10 +485,10 @@ func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now ti
 // armConsumerSession moves m's session deadline; the timer fires early at
 // most once and re-arms itself (as the classic members' sessions).
 func (s *Shard) armConsumerSession(g *consumerGroup, m *consumerMember, now time.Time) {
-	m.expireAt = now.Add(s.cfg.ConsumerSessionTimeout)
+	m.expireAt = deadlineAt(now.Add(s.cfg.ConsumerSessionTimeout))
 	if m.armedAt.IsZero() || m.armedAt.After(m.expireAt) {
 		m.armedAt = m.expireAt
-		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt)
+		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt.time())
 	}
 }
 
@@ -524,10 +524,10 @@ func (s *Shard) consumerTimer(g *consumerGroup, kind byte, id string, now time.T
 	}
 	switch kind {
 	case timerConsumerSession:
-		m.armedAt = time.Time{}
-		if now.Before(m.expireAt) {
+		m.armedAt = 0
+		if now.Before(m.expireAt.time()) {
 			m.armedAt = m.expireAt
-			s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt)
+			s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt.time())
 			return
 		}
 		why := fmt.Sprintf("member %s's session expired", m.id)

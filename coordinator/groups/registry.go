@@ -201,3 +201,13 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	slices.Sort(keys)
 	return keys
 }
+
+// deadline is a member's deadline in Unix nanoseconds, 0 for none: a
+// third of a time.Time's size, and a member has two.
+type deadline int64
+
+func deadlineAt(t time.Time) deadline { return deadline(t.UnixNano()) }
+
+func (d deadline) IsZero() bool          { return d == 0 }
+func (d deadline) After(e deadline) bool { return d > e }
+func (d deadline) time() time.Time       { return time.Unix(0, int64(d)) }
