@@ -181,7 +181,7 @@ type Runtime struct {
 	lost     bool     // given up: every request fails
 	held     []held   // in gate order
 	timers   timerHeap
-	timerAt  map[string]time.Time
+	timerAt  map[string]int64 // Unix ns: a third of a time.Time, one per member
 	stopWake func() bool
 	wakeAt   time.Time
 	writes   chan []Record
@@ -216,7 +216,7 @@ func StartRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		events:   make(chan event, 1024),
 		done:     make(chan struct{}),
 		inflight: make(map[RequestID]*call),
-		timerAt:  make(map[string]time.Time),
+		timerAt:  make(map[string]int64),
 		// Room for every write in flight, so the loop never blocks on
 		// starting one.
 		writes: make(chan []Record, cfg.MaxWrites),
@@ -389,8 +389,9 @@ func (r *Runtime) apply(ctx context.Context, out Output) {
 			delete(r.timerAt, t.Key)
 			continue
 		}
-		r.timerAt[t.Key] = t.At
-		heap.Push(&r.timers, timerEntry{key: t.Key, at: t.At})
+		at := t.At.UnixNano()
+		r.timerAt[t.Key] = at
+		heap.Push(&r.timers, timerEntry{key: t.Key, at: at})
 	}
 	// Arm first: a caller that gets its reply and then moves a fake
 	// clock must find the timers its request set already armed.
@@ -541,7 +542,7 @@ func (r *Runtime) shutdown() {
 func (r *Runtime) arm() {
 	for len(r.timers) > 0 {
 		top := r.timers[0]
-		if at, ok := r.timerAt[top.key]; !ok || !at.Equal(top.at) {
+		if at, ok := r.timerAt[top.key]; !ok || at != top.at {
 			heap.Pop(&r.timers) // cancelled or replaced
 			continue
 		}
@@ -550,7 +551,7 @@ func (r *Runtime) arm() {
 	if len(r.timers) == 0 {
 		return
 	}
-	at := r.timers[0].at
+	at := time.Unix(0, r.timers[0].at)
 	if r.stopWake != nil && r.wakeAt.Equal(at) {
 		return
 	}
@@ -572,11 +573,11 @@ func (r *Runtime) fireDue() {
 	for len(r.timers) > 0 {
 		now := r.cfg.Clock.Now()
 		top := r.timers[0]
-		if at, ok := r.timerAt[top.key]; !ok || !at.Equal(top.at) {
+		if at, ok := r.timerAt[top.key]; !ok || at != top.at {
 			heap.Pop(&r.timers)
 			continue
 		}
-		if top.at.After(now) {
+		if top.at > now.UnixNano() {
 			break
 		}
 		heap.Pop(&r.timers)
@@ -588,13 +589,13 @@ func (r *Runtime) fireDue() {
 
 type timerEntry struct {
 	key string
-	at  time.Time
+	at  int64 // Unix ns
 }
 
 type timerHeap []timerEntry
 
 func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timerEntry)) }
 func (h *timerHeap) Pop() any {
