@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -339,4 +340,84 @@ func TestTenantsHaveSeparateGroups(t *testing.T) {
 	defer c.Close()
 	defer st.Close()
 	check(c)
+}
+
+// loadHeldStore holds loads: while held, a Scan (how a shard loads) waits
+// until release is closed, so the shard stays loading.
+type loadHeldStore struct {
+	store.Store
+	held    atomic.Bool
+	entered chan struct{} // a held Scan has begun
+	release chan struct{}
+}
+
+func (s *loadHeldStore) Scan(prefix []byte, fn func(k, v []byte) error) error {
+	if s.held.Load() {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+		<-s.release
+	}
+	return s.Store.Scan(prefix, fn)
+}
+
+// While a group's shard loads, a classic Heartbeat is answered NONE, as
+// Kafka's GroupCoordinatorService.heartbeat does, and the member's session
+// goes on once it has loaded; other group requests get
+// COORDINATOR_LOAD_IN_PROGRESS. While the shard is not held at all, a
+// Heartbeat gets NOT_COORDINATOR, so that the client looks the
+// coordinator up again.
+func TestHeartbeatWhileLoading(t *testing.T) {
+	st := &loadHeldStore{Store: openStore(t, t.TempDir()), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	defer st.Close()
+	c := start(t, st)
+	defer c.Close()
+
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "g", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("sub")}}
+	join.MemberID = handle[*kmsg.JoinGroupResponse](t, c, 9, join).MemberID
+	j := handle[*kmsg.JoinGroupResponse](t, c, 9, join)
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation = "g", j.MemberID, j.Generation
+	sync.ProtocolType, sync.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: j.MemberID, MemberAssignment: []byte("mine")}}
+	if s := handle[*kmsg.SyncGroupResponse](t, c, 5, sync); s.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation = "g", j.MemberID, j.Generation
+	heartbeat := func() int16 { return handle[*kmsg.HeartbeatResponse](t, c, 4, hb).ErrorCode }
+	commit := func() int16 {
+		return handle[*kmsg.OffsetCommitResponse](t, c, 8, commitReq("g", j.MemberID, j.Generation, 7)).Topics[0].Partitions[0].ErrorCode
+	}
+
+	shard := c.ShardFor("", "g")
+	c.Unload(shard)
+	if code := heartbeat(); code != kerr.NotCoordinator.Code {
+		t.Fatalf("heartbeat to an unloaded shard: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	st.held.Store(true)
+	loaded := make(chan error, 1)
+	go func() { loaded <- c.Load(shard) }()
+	<-st.entered
+	if code := heartbeat(); code != 0 {
+		t.Fatalf("heartbeat while the shard loads: %v, want NONE", kerr.ErrorForCode(code))
+	}
+	if code := commit(); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("commit while the shard loads: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(code))
+	}
+	st.held.Store(false)
+	close(st.release)
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	if code := heartbeat(); code != 0 {
+		t.Fatalf("heartbeat once loaded: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(); code != 0 {
+		t.Fatalf("commit once loaded: %v", kerr.ErrorForCode(code))
+	}
 }

@@ -8,12 +8,30 @@ package groups
 //   - v1: ThrottleMillis.
 //   - v3: InstanceID (KIP-345).
 //   - v4: flexible.
+//
+// While the group's shard loads, a heartbeat is answered NONE, not
+// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's
+// GroupCoordinatorService.heartbeat does ("the group is still loading, so
+// blindly respond"): some clients end their session on any heartbeat
+// error they do not know as a coordinator move (Sarama's heartbeat loop
+// rejoins, a rebalance of the whole group), and nothing is lost by
+// answering so, because a loaded group's members start fresh session
+// timeouts. The member finds out about a rebalance with its next
+// heartbeat once the shard serves.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(&API{Key: kmsg.Heartbeat, MinVersion: 0, MaxVersion: 4,
 		Groups: oneGroup(func(r *kmsg.HeartbeatRequest) string { return r.Group })},
 		(*Shard).heartbeat,
-		func(_ *kmsg.HeartbeatRequest, resp *kmsg.HeartbeatResponse, code int16) { resp.ErrorCode = code })
+		func(_ *kmsg.HeartbeatRequest, resp *kmsg.HeartbeatResponse, code int16) {
+			if code == kerr.CoordinatorLoadInProgress.Code {
+				code = 0 // the group is still loading: see above
+			}
+			resp.ErrorCode = code
+		})
 }
