@@ -165,11 +165,9 @@ func testObserverSeesGroups(t *testing.T, proto string) {
 	// A member that leaves is reported as leaving, with its leave
 	// request's context.
 	b.Close()
-	leave := join
+	leave := heartbeat
 	if proto == "classic" {
 		leave = kmsg.LeaveGroup.Int16()
-	} else {
-		leave = heartbeat
 	}
 	s, ok = rec.Wait(30*time.Second, func(s observetest.Snapshot) bool {
 		return countKind(groupEvents(s, group), observe.MemberLeft) >= 1
