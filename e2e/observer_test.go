@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,4 +181,34 @@ func testObserverSeesGroups(t *testing.T, proto string) {
 			t.Errorf("MemberLeft came with the context of API %d, want %d", causedBy(e), leave)
 		}
 	}
+}
+
+// TestServeLogsRebalances: `cohort serve` at its default log level says
+// when a group rebalances, why, and how long it took.
+func TestServeLogsRebalances(t *testing.T) {
+	p := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "100ms")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := kadm.NewClient(admin).CreateTopic(ctx, 2, 1, nil, "logged"); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.ConsumerGroup("logged-group"), kgo.ConsumeTopics("logged"), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	go func() {
+		for !cl.PollFetches(ctx).IsClientClosed() && ctx.Err() == nil {
+		}
+	}()
+	testkit.Eventually(t, 30*time.Second, "no rebalance lines in the log", func() bool {
+		log := p.Log()
+		return strings.Contains(log, `level=INFO msg="rebalance started" group=logged-group type=classic generation=1`) &&
+			strings.Contains(log, `level=INFO msg="rebalance completed" group=logged-group type=classic generation=1 members=1`)
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cohort-dev/cohort/internal/ratelog"
 	"log/slog"
 	"net"
 	"strconv"
@@ -183,10 +184,10 @@ type Server struct {
 	topics *topics.Log
 	groups *coordinator.Coordinator
 	// warn limits the warnings one client can cause per connection.
-	warn *warnLimiter
+	warn *ratelog.Limiter
 	// budget bounds the bytes of requests read and not yet answered.
 	budget *budget
-	// obs is cfg.Observer; observing is false when it is observe.Nop,
+	// obs is cfg.Observer; observing is false when it wants no request events (observe.WantsRequests),
 	// whose calls (and the clock reads for their latencies) are skipped.
 	obs       observe.Observer
 	observing bool
@@ -217,15 +218,14 @@ func New(cfg Config) (*Server, error) {
 		logger:  cfg.Logger,
 		topics:  cfg.Topics,
 		groups:  cfg.Groups,
-		warn:    newWarnLimiter(cfg.Logger, cfg.WarnBurst, cfg.WarnInterval),
+		warn:    ratelog.New(cfg.Logger, cfg.WarnBurst, cfg.WarnInterval),
 		budget:  newBudget(cfg.QueuedMaxRequestBytes),
 		obs:     cfg.Observer,
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 		perIP:   make(map[string]int),
 	}
-	_, nop := cfg.Observer.(observe.Nop)
-	s.observing = !nop
+	s.observing = observe.WantsRequests(cfg.Observer)
 	if cfg.AdvertisedAddr != "" {
 		if err := s.setAdvertised(cfg.AdvertisedAddr); err != nil {
 			return nil, err

@@ -27,6 +27,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/observe/logs"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -104,6 +105,8 @@ var ErrDataDirLocked = errors.New("data directory is in use by another cohort pr
 type Node struct {
 	cfg    Config
 	logger *slog.Logger
+	obs    observe.Observer // the log's observer and cfg.Observer
+	logObs *logs.Observer
 	lock   *os.File
 	store  *pebble.Store
 	topics *topics.Log
@@ -155,6 +158,10 @@ func Start(cfg Config) (_ *Node, err error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{cfg: cfg, logger: cfg.Logger, failed: make(chan error, 2)}
+	// The log is an observer like any other: rebalances, expiries and
+	// fencings at INFO, requests at DEBUG, rate-limited.
+	n.logObs = logs.New(cfg.Logger, logs.Options{})
+	n.obs = observe.Multi(n.logObs, cfg.Observer)
 	// Pebble logs a failure to open as well as returning it: hold its
 	// lines until start-up is over, so that a failed start says its cause
 	// once, in the error.
@@ -178,7 +185,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("open topic log: %w", err)
 	}
 	catalog := &catalogCache{log: n.topics}
-	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get, Observer: cfg.Observer}); err != nil {
+	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get, Observer: n.obs}); err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
 	// Finish any topic deletion a crash interrupted between the topic and
@@ -209,7 +216,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		RequestReadTimeout:    cfg.RequestReadTimeout,
 		ResponseWriteTimeout:  cfg.ResponseWriteTimeout,
 		Logger:                cfg.Logger,
-		Observer:              cfg.Observer,
+		Observer:              n.obs,
 	})
 	if err != nil {
 		return nil, err
@@ -232,7 +239,7 @@ func Start(cfg Config) (_ *Node, err error) {
 // On error the caller's stop releases what it started.
 func (n *Node) startAssigner() (err error) {
 	ac := n.cfg.Assigner
-	ac.Store, ac.Logger, ac.Observer = n.store, n.logger, n.cfg.Observer
+	ac.Store, ac.Logger, ac.Observer = n.store, n.logger, n.obs
 	var external *kadm.Client
 	if b := n.cfg.AssignerKafkaBootstrap; b != "" {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(b, ",")...))
@@ -392,6 +399,10 @@ func (n *Node) stop() error {
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close()) // closing releases the flock
 		n.lock = nil
+	}
+	if n.logObs != nil {
+		n.logObs.Close()
+		n.logObs = nil
 	}
 	return errors.Join(errs...)
 }

@@ -206,6 +206,32 @@ type ShardEvent struct {
 	Err     error         // ShardLoaded: a load that failed
 }
 
+// RequestWanter is implemented by an Observer that may not want request
+// events (RequestReceived, RequestAnswered): the wire server then skips
+// them, and what building them costs.
+type RequestWanter interface {
+	WantsRequests() bool
+}
+
+// WantsRequests reports whether o wants request events: not Nop, not an
+// observer whose WantsRequests says no, and for Multi, any of its parts.
+func WantsRequests(o Observer) bool {
+	switch o := o.(type) {
+	case nil, Nop:
+		return false
+	case multi:
+		for _, p := range o {
+			if WantsRequests(p) {
+				return true
+			}
+		}
+		return false
+	case RequestWanter:
+		return o.WantsRequests()
+	}
+	return true
+}
+
 // Nop ignores every event. Embed it to implement part of Observer.
 type Nop struct{}
 

@@ -1,13 +1,17 @@
-package kafka
+// Package ratelog limits repeated log lines: one misbehaving client (or
+// group) can cause a line per connection or per request, thousands a
+// second, and unlimited they would fill the disk.
+package ratelog
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
 )
 
-// warnLimiter logs repeated warnings of one kind (a bad frame, a refused
-// connection, a failed accept) at most burst times per interval, then
+// Limiter logs repeated lines of one kind (a bad frame, a refused
+// connection, a failed accept, a rebalance) at most burst times per interval, then
 // counts the rest and logs one line saying how many it left out. One
 // misbehaving client can cause such a warning per connection, thousands a
 // second; unlimited, they would fill the disk. Kafka logs these at INFO or
@@ -16,18 +20,19 @@ import (
 //
 // A kind is the warning's message, so every call site with its own
 // message is its own kind and the table stays as small as the code.
-type warnLimiter struct {
+type Limiter struct {
 	logger   *slog.Logger
 	burst    int
 	interval time.Duration
 
 	mu     sync.Mutex
-	kinds  map[string]*warnWindow
+	kinds  map[string]*window
 	closed bool
 }
 
-// warnWindow is one kind's current interval.
-type warnWindow struct {
+// window is one kind's current interval.
+type window struct {
+	level      slog.Level
 	start      time.Time
 	logged     int
 	suppressed int
@@ -36,18 +41,26 @@ type warnWindow struct {
 	timer *time.Timer
 }
 
-func newWarnLimiter(logger *slog.Logger, burst int, interval time.Duration) *warnLimiter {
-	return &warnLimiter{logger: logger, burst: burst, interval: interval, kinds: map[string]*warnWindow{}}
+func New(logger *slog.Logger, burst int, interval time.Duration) *Limiter {
+	return &Limiter{logger: logger, burst: burst, interval: interval, kinds: map[string]*window{}}
 }
 
 // Warn logs msg with args at WARN level unless burst lines of msg have
 // been logged in the current interval.
-func (w *warnLimiter) Warn(msg string, args ...any) {
+func (w *Limiter) Warn(msg string, args ...any) { w.Log(slog.LevelWarn, msg, args...) }
+
+// Log logs msg with args at level unless burst lines of msg have been
+// logged in the current interval. A line the logger would not print
+// costs a level check and nothing else.
+func (w *Limiter) Log(level slog.Level, msg string, args ...any) {
+	if !w.logger.Enabled(context.Background(), level) {
+		return
+	}
 	now := time.Now()
 	w.mu.Lock()
 	k := w.kinds[msg]
 	if k == nil {
-		k = &warnWindow{start: now}
+		k = &window{start: now, level: level}
 		w.kinds[msg] = k
 	}
 	var summary int
@@ -58,8 +71,8 @@ func (w *warnLimiter) Warn(msg string, args ...any) {
 	if k.logged < w.burst {
 		k.logged++
 		w.mu.Unlock()
-		w.logSuppressed(msg, summary)
-		w.logger.Warn(msg, args...)
+		w.logSuppressed(msg, level, summary)
+		w.logger.Log(context.Background(), level, msg, args...)
 		return
 	}
 	k.suppressed++
@@ -67,12 +80,12 @@ func (w *warnLimiter) Warn(msg string, args ...any) {
 		k.timer = time.AfterFunc(k.start.Add(w.interval).Sub(now), func() { w.flush(msg) })
 	}
 	w.mu.Unlock()
-	w.logSuppressed(msg, summary)
+	w.logSuppressed(msg, level, summary)
 }
 
 // endWindowLocked closes k's interval and returns how many lines it
 // suppressed, for the caller to log after unlocking.
-func (w *warnLimiter) endWindowLocked(k *warnWindow) int {
+func (w *Limiter) endWindowLocked(k *window) int {
 	n := k.suppressed
 	k.logged, k.suppressed = 0, 0
 	if k.timer != nil {
@@ -83,38 +96,44 @@ func (w *warnLimiter) endWindowLocked(k *warnWindow) int {
 }
 
 // flush ends msg's interval if it is over (its timer fired).
-func (w *warnLimiter) flush(msg string) {
+func (w *Limiter) flush(msg string) {
 	w.mu.Lock()
 	k := w.kinds[msg]
 	var n int
+	var level slog.Level
 	if k != nil && k.timer != nil {
 		n = w.endWindowLocked(k)
 		k.start = time.Now()
+		level = k.level
 	}
 	w.mu.Unlock()
-	w.logSuppressed(msg, n)
+	w.logSuppressed(msg, level, n)
 }
 
-func (w *warnLimiter) logSuppressed(msg string, n int) {
+func (w *Limiter) logSuppressed(msg string, level slog.Level, n int) {
 	if n > 0 {
-		w.logger.Warn("repeated warning suppressed", "warning", msg, "suppressed", n, "interval", w.interval)
+		w.logger.Log(context.Background(), level, "repeated warning suppressed", "warning", msg, "suppressed", n, "interval", w.interval)
 	}
 }
 
 // Close logs every pending suppressed count and stops the timers; later
 // warnings are still limited, and their counts are logged by the next
 // warning of their kind only.
-func (w *warnLimiter) Close() {
+func (w *Limiter) Close() {
 	w.mu.Lock()
 	w.closed = true
-	counts := map[string]int{}
+	type count struct {
+		level slog.Level
+		n     int
+	}
+	counts := map[string]count{}
 	for msg, k := range w.kinds {
 		if n := w.endWindowLocked(k); n > 0 {
-			counts[msg] = n
+			counts[msg] = count{k.level, n}
 		}
 	}
 	w.mu.Unlock()
-	for msg, n := range counts {
-		w.logSuppressed(msg, n)
+	for msg, c := range counts {
+		w.logSuppressed(msg, c.level, c.n)
 	}
 }

@@ -1,4 +1,4 @@
-package kafka
+package ratelog
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func count(lines []string, sub string) int {
 // rest; each kind has its own burst.
 func TestWarnLimiterBurstThenCount(t *testing.T) {
 	var buf lockedBuffer
-	w := newWarnLimiter(slog.New(slog.NewTextHandler(&buf, nil)), 3, time.Hour)
+	w := New(slog.New(slog.NewTextHandler(&buf, nil)), 3, time.Hour)
 	for i := range 10000 {
 		w.Warn("bad frame", "i", i)
 	}
@@ -67,7 +67,7 @@ func TestWarnLimiterBurstThenCount(t *testing.T) {
 // next warning, and the next interval has a fresh burst.
 func TestWarnLimiterCountsAtIntervalEnd(t *testing.T) {
 	var buf lockedBuffer
-	w := newWarnLimiter(slog.New(slog.NewTextHandler(&buf, nil)), 2, 20*time.Millisecond)
+	w := New(slog.New(slog.NewTextHandler(&buf, nil)), 2, 20*time.Millisecond)
 	defer w.Close()
 	for range 50 {
 		w.Warn("bad frame")

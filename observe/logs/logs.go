@@ -1,0 +1,135 @@
+// Package logs is the observer that writes Cohort's events to a slog
+// logger, so that an operator running `cohort serve` sees why a group
+// rebalanced: every rebalance start and completion and every member
+// expiry or fencing at INFO, members joining and leaving and shards
+// loading at DEBUG, and each request's outcome at DEBUG. Lines of one kind
+// are rate-limited (internal/ratelog), so that a misbehaving client or a
+// flapping group cannot flood the log.
+//
+// It must not block: it only formats and hands lines to the logger.
+package logs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/cohort-dev/cohort/internal/ratelog"
+	"github.com/cohort-dev/cohort/observe"
+)
+
+// Options tune the limits; zero values take the defaults.
+type Options struct {
+	// Burst lines of one kind are logged per Interval; the rest are
+	// counted and reported in one line. Defaults 100 per 10 s.
+	Burst    int
+	Interval time.Duration
+}
+
+// Observer logs events. Create it with New.
+type Observer struct {
+	observe.Nop
+	logger *slog.Logger
+	limit  *ratelog.Limiter
+	debug  bool // request outcomes are wanted
+}
+
+// New returns an observer that logs to logger.
+func New(logger *slog.Logger, opts Options) *Observer {
+	if opts.Burst <= 0 {
+		opts.Burst = 100
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 10 * time.Second
+	}
+	return &Observer{
+		logger: logger,
+		limit:  ratelog.New(logger, opts.Burst, opts.Interval),
+		debug:  logger.Enabled(context.Background(), slog.LevelDebug),
+	}
+}
+
+// Close logs the suppressed counts still pending and stops the limiter's
+// timers.
+func (o *Observer) Close() { o.limit.Close() }
+
+// WantsRequests is true only when the logger prints DEBUG: otherwise the
+// wire server need not report requests to this observer at all.
+func (o *Observer) WantsRequests() bool { return o.debug }
+
+// RequestAnswered logs the request's outcome at DEBUG.
+func (o *Observer) RequestAnswered(_ context.Context, r observe.Request, a observe.Answer) {
+	if !o.debug {
+		return
+	}
+	o.limit.Log(slog.LevelDebug, "request", "api", r.API(), "version", r.Version, "client_id", r.ClientID,
+		"host", r.Host, "bytes", r.Size, "latency", a.Latency, "error_code", a.ErrorCode(), "answered", a.Resp != nil)
+}
+
+// Group logs a group event: rebalances and expiries at INFO, the rest at
+// DEBUG.
+func (o *Observer) Group(_ context.Context, e observe.GroupEvent) {
+	level := slog.LevelDebug
+	var msg string
+	switch e.Kind {
+	case observe.RebalanceStarted:
+		level, msg = slog.LevelInfo, "rebalance started"
+	case observe.RebalanceCompleted:
+		level, msg = slog.LevelInfo, "rebalance completed"
+	case observe.MemberExpired:
+		level, msg = slog.LevelInfo, "member expired"
+	case observe.MemberFenced:
+		level, msg = slog.LevelInfo, "member fenced"
+	case observe.MemberJoined:
+		msg = "member joined"
+	case observe.MemberLeft:
+		msg = "member left"
+	default:
+		msg = "group event"
+	}
+	args := []any{"group", e.Group, "type", e.Protocol, "generation", e.Generation, "members", e.Members}
+	if e.Tenant != "" {
+		args = append(args, "tenant", e.Tenant)
+	}
+	if e.Member != "" {
+		args = append(args, "member", e.Member)
+	}
+	if e.InstanceID != "" {
+		args = append(args, "instance_id", e.InstanceID)
+	}
+	if e.Reason != "" {
+		args = append(args, "reason", e.Reason)
+	}
+	if e.Kind == observe.RebalanceCompleted {
+		args = append(args, "took", e.Duration)
+	}
+	o.limit.Log(level, msg, args...)
+}
+
+// Shard logs shard events: a load at DEBUG (WARN when it failed), an
+// unload at WARN unless it was asked for.
+func (o *Observer) Shard(e observe.ShardEvent) {
+	switch e.Kind {
+	case observe.ShardLoaded:
+		if e.Err != nil {
+			o.limit.Log(slog.LevelWarn, "shard load failed", "shard", e.Shard, "err", e.Err)
+			return
+		}
+		o.limit.Log(slog.LevelDebug, "shard loaded", "shard", e.Shard, "records", e.Records, "took", e.Took)
+	case observe.ShardUnloaded:
+		level := slog.LevelWarn
+		if e.Reason == "unloaded" {
+			level = slog.LevelDebug
+		}
+		o.limit.Log(level, "shard unloaded", "shard", e.Shard, "reason", e.Reason)
+	}
+}
+
+// BatchWritten logs a failed store write at WARN.
+func (o *Observer) BatchWritten(b observe.Batch) {
+	if b.Err != nil {
+		o.limit.Log(slog.LevelWarn, "store write failed", "shard", b.Shard, "records", b.Records, "err", b.Err)
+	}
+}
+
+var _ observe.Observer = (*Observer)(nil)

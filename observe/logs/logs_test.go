@@ -1,0 +1,99 @@
+package logs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/observe/logs"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func newLogs(level slog.Level, opts logs.Options) (*logs.Observer, *buffer) {
+	var buf buffer
+	return logs.New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})), opts), &buf
+}
+
+func TestRebalancesAtInfo(t *testing.T) {
+	o, buf := newLogs(slog.LevelInfo, logs.Options{})
+	defer o.Close()
+	ctx := context.Background()
+	o.Group(ctx, observe.GroupEvent{Kind: observe.MemberJoined, Group: "g", Protocol: "classic", Member: "m1"})
+	o.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceStarted, Group: "g", Protocol: "classic", Generation: 1, Members: 1, Reason: "Adding new member m1"})
+	o.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceCompleted, Group: "g", Protocol: "classic", Generation: 1, Members: 1, Duration: 3 * time.Second})
+	o.Group(ctx, observe.GroupEvent{Kind: observe.MemberExpired, Group: "g", Protocol: "classic", Member: "m1", Reason: "session timed out"})
+	o.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: 3, Reason: "store write failed: disk"})
+	o.BatchWritten(observe.Batch{Shard: 3, Records: 2, Err: errors.New("disk")})
+	out := buf.String()
+	for _, want := range []string{
+		`level=INFO msg="rebalance started" group=g type=classic generation=1 members=1 reason="Adding new member m1"`,
+		`level=INFO msg="rebalance completed" group=g type=classic generation=1 members=1 took=3s`,
+		`level=INFO msg="member expired" group=g type=classic generation=0 members=0 member=m1 reason="session timed out"`,
+		`level=WARN msg="shard unloaded" shard=3 reason="store write failed: disk"`,
+		`level=WARN msg="store write failed" shard=3 records=2 err=disk`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "member joined") {
+		t.Errorf("a DEBUG line at INFO:\n%s", out)
+	}
+	if o.WantsRequests() {
+		t.Error("wants requests at INFO: the wire server would pay for nothing")
+	}
+}
+
+func TestRequestsAtDebug(t *testing.T) {
+	o, buf := newLogs(slog.LevelDebug, logs.Options{})
+	defer o.Close()
+	if !o.WantsRequests() || !observe.WantsRequests(observe.Multi(o, observe.Nop{})) {
+		t.Fatal("does not want requests at DEBUG")
+	}
+	resp := kmsg.NewPtrHeartbeatResponse()
+	resp.ErrorCode = 25
+	o.RequestAnswered(context.Background(), observe.Request{Key: 12, Version: 4, ClientID: "c", Host: "127.0.0.1"}, observe.Answer{Resp: resp, Latency: time.Millisecond})
+	if want := `level=DEBUG msg=request api=Heartbeat version=4 client_id=c host=127.0.0.1 bytes=0 latency=1ms error_code=25 answered=true`; !strings.Contains(buf.String(), want) {
+		t.Fatalf("missing %s in:\n%s", want, buf.String())
+	}
+}
+
+// A flapping group cannot flood the log: past the burst, lines of a kind
+// are counted and reported once.
+func TestRateLimited(t *testing.T) {
+	o, buf := newLogs(slog.LevelInfo, logs.Options{Burst: 5, Interval: time.Hour})
+	for i := range 50 {
+		o.Group(context.Background(), observe.GroupEvent{Kind: observe.RebalanceStarted, Group: "flapping", Generation: int32(i)})
+	}
+	o.Close()
+	out := buf.String()
+	if n := strings.Count(out, `msg="rebalance started"`); n != 5 {
+		t.Errorf("%d lines logged, want the burst of 5:\n%s", n, out)
+	}
+	if !strings.Contains(out, `warning="rebalance started" suppressed=45`) {
+		t.Errorf("no suppressed count:\n%s", out)
+	}
+}
