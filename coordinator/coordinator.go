@@ -26,10 +26,11 @@ import (
 // A Go broker or gateway can embed it: Start it on a store and hand
 // Handle decoded requests.
 type Coordinator struct {
-	cfg    Config
-	n      int // the shard count, fixed when the store was created
-	set    *ShardSet
-	topics func() *machine.Catalog
+	cfg     Config
+	n       int // the shard count, fixed when the store was created
+	standby bool
+	set     *ShardSet
+	topics  func() *machine.Catalog
 }
 
 // shardsKey stores the shard count a data directory was created with.
@@ -70,7 +71,7 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 		opts.Logger.Info("using the data directory's coordinator shard count", "shards", n, "configured", cfg.Shards)
 		cfg.Shards = n
 	}
-	c := &Coordinator{cfg: cfg, n: n, topics: opts.Topics}
+	c := &Coordinator{cfg: cfg, n: n, standby: opts.Standby, topics: opts.Topics}
 	var assignors []assign.Assignor
 	for _, n := range cfg.ConsumerAssignors {
 		a, _ := cfg.assignor(n)
@@ -172,6 +173,20 @@ func (c *Coordinator) Unload(i int) {
 	if i >= 0 && i < c.n {
 		c.set.Unload(uint16(i))
 	}
+}
+
+// Ready reports why the coordinator does not serve every shard it should
+// (nil: it does): a shard loading or waiting to load again after a failed
+// write, or, unless it started Standby, a shard it does not hold.
+func (c *Coordinator) Ready() error {
+	held, serving := c.set.Serving()
+	switch {
+	case serving < held:
+		return fmt.Errorf("%d of %d coordinator shards loading", held-serving, held)
+	case !c.standby && held < c.n:
+		return fmt.Errorf("%d of %d coordinator shards not held", c.n-held, c.n)
+	}
+	return nil
 }
 
 // Held returns the shards this coordinator holds, in order.

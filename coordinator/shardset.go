@@ -271,6 +271,20 @@ func (s *ShardSet) Held() []uint16 {
 	return ids
 }
 
+// Serving returns how many shards the set holds and how many of them
+// serve (are loaded; the others are loading or waiting to load again).
+func (s *ShardSet) Serving() (held, serving int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, sl := range s.slots {
+		held++
+		if sl.state == slotActive {
+			serving++
+		}
+	}
+	return held, serving
+}
+
 // Submit hands req to shard id's runtime. When the set cannot, it returns
 // the Kafka error code to answer with instead: NOT_COORDINATOR for a
 // shard it does not hold (or has given up until it loads again),

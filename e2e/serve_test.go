@@ -24,7 +24,7 @@ func TestServeLifecycle(t *testing.T) {
 	// A second server on the same directory must fail at start, clearly.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, testkit.Binary(t), "serve", "--kafka-listen", "127.0.0.1:0", "--data-dir", dir).CombinedOutput()
+	out, err := exec.CommandContext(ctx, testkit.Binary(t), "serve", "--kafka-listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data-dir", dir).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("second server on the same data dir: err=%v, want exit 1\n%s", err, out)
 	}

@@ -55,6 +55,12 @@ func TestStartupFailures(t *testing.T) {
 			line: []string{`msg="cohort could not start" err="grpc listener: listen tcp ` + port + `: bind: address already in use"`},
 		},
 		{
+			what:    "http port in use",
+			prepare: func(*testing.T, string) []string { return []string{"--http-listen", port} },
+			code:    1, reuse: true,
+			line: []string{`msg="cohort could not start" err="http listener: listen tcp ` + port + `: bind: address already in use"`},
+		},
+		{
 			what: "data dir locked by another process",
 			prepare: func(t *testing.T, dir string) []string {
 				testkit.StartBinary(t, dir) // killed when the test ends
@@ -141,7 +147,7 @@ func TestStartupFailures(t *testing.T) {
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			dir := t.TempDir()
-			args := append([]string{"serve", "--kafka-listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--data-dir", dir}, tc.prepare(t, dir)...)
+			args := append([]string{"serve", "--kafka-listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data-dir", dir}, tc.prepare(t, dir)...)
 			bin := testkit.Binary(t)
 			if tc.asUser && os.Geteuid() == 0 {
 				bin = unprivilegedCopy(t, bin)

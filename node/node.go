@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cohort-dev/cohort/admin"
 	"github.com/cohort-dev/cohort/assigner"
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/coordinator"
@@ -30,6 +32,8 @@ import (
 	"github.com/cohort-dev/cohort/observe/logs"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
@@ -75,6 +79,10 @@ type Config struct {
 	// reflection); port 0 picks a free one. Default 127.0.0.1:9095; "-"
 	// turns it off.
 	GRPCListen string
+	// HTTPListen is the host:port of the admin HTTP listener: /metrics
+	// (Prometheus), /healthz, /readyz. Port 0 picks a free one. Empty or
+	// "-" turns it off (`cohort serve` defaults to 127.0.0.1:9644).
+	HTTPListen string
 	// Assigner configures that service: DefaultGroup, LeaseTTL, Debounce,
 	// GrowthCheck (see assigner.Config; the rest is filled in here).
 	Assigner assigner.Config
@@ -105,14 +113,19 @@ var ErrDataDirLocked = errors.New("data directory is in use by another cohort pr
 type Node struct {
 	cfg    Config
 	logger *slog.Logger
-	obs    observe.Observer // the log's observer and cfg.Observer
+	obs    observe.Observer // the log's, the metrics' and cfg.Observer
 	logObs *logs.Observer
-	lock   *os.File
-	store  *pebble.Store
-	topics *topics.Log
-	groups *coordinator.Coordinator
-	kafka  *kafka.Server
-	ln     net.Listener
+	// The admin HTTP listener, when on.
+	registry *prometheus.Registry
+	http     *http.Server
+	httpLn   net.Listener
+	started  atomic.Bool // Start returned: every listener accepts
+	lock     *os.File
+	store    *pebble.Store
+	topics   *topics.Log
+	groups   *coordinator.Coordinator
+	kafka    *kafka.Server
+	ln       net.Listener
 	// failed delivers the error of a listener that stopped on its own.
 	failed chan error
 	// serving counts the listeners' Serve goroutines; Shutdown waits
@@ -157,11 +170,18 @@ func Start(cfg Config) (_ *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, logger: cfg.Logger, failed: make(chan error, 2)}
+	n := &Node{cfg: cfg, logger: cfg.Logger, failed: make(chan error, 3)}
 	// The log is an observer like any other: rebalances, expiries and
-	// fencings at INFO, requests at DEBUG, rate-limited.
+	// fencings at INFO, requests at DEBUG, rate-limited. So are the
+	// metrics, when the admin listener serves them.
 	n.logObs = logs.New(cfg.Logger, logs.Options{})
-	n.obs = observe.Multi(n.logObs, cfg.Observer)
+	var metrics observe.Observer
+	if cfg.HTTPListen != "" && cfg.HTTPListen != "-" {
+		n.registry = prometheus.NewRegistry()
+		n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		metrics = admin.NewMetrics(n.registry)
+	}
+	n.obs = observe.Multi(n.logObs, metrics, cfg.Observer)
 	// Pebble logs a failure to open as well as returning it: hold its
 	// lines until start-up is over, so that a failed start says its cause
 	// once, in the error.
@@ -221,18 +241,65 @@ func Start(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if n.registry != nil {
+		// Bound before the assigner starts and logs, so that a port in
+		// use fails with one line and nothing else said.
+		if n.httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
+			return nil, fmt.Errorf("http listener: %w", err)
+		}
+	}
 	if cfg.GRPCListen != "-" {
 		if err := n.startAssigner(); err != nil {
 			return nil, err
 		}
+	}
+	if n.registry != nil {
+		n.startAdmin()
 	}
 	n.serving.Go(func() {
 		if err := n.kafka.Serve(n.ln); err != nil {
 			n.failed <- fmt.Errorf("kafka listener: %w", err)
 		}
 	})
+	n.started.Store(true)
 	cfg.Logger.Info("cohort listening", "kafka", n.ln.Addr().String(), "advertised", advertised, "data_dir", cfg.DataDir)
 	return n, nil
+}
+
+// startAdmin serves the admin HTTP listener bound by Start.
+func (n *Node) startAdmin() {
+	ln := n.httpLn
+	n.http = &http.Server{
+		Handler: admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready}),
+		// A scrape or probe is small; a client that trickles its
+		// request must not hold a connection for ever.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	srv := n.http
+	n.serving.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.failed <- fmt.Errorf("http listener: %w", err)
+		}
+	})
+	n.logger.Info("cohort admin listening", "http", ln.Addr().String())
+}
+
+// ready reports why the node does not serve yet: start-up not finished,
+// or a coordinator shard not loaded.
+func (n *Node) ready() error {
+	if !n.started.Load() {
+		return errors.New("starting")
+	}
+	return n.groups.Ready()
+}
+
+// HTTPAddr is the address the admin HTTP listener is bound to ("" if off).
+func (n *Node) HTTPAddr() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return n.httpLn.Addr().String()
 }
 
 // startAssigner starts the warm-handoff service and its gRPC listener.
@@ -357,6 +424,13 @@ func (n *Node) Shutdown(ctx context.Context) error {
 // for the listeners' goroutines. Each part is closed once: stop after a
 // failed start, or a second Shutdown, closes nothing twice.
 func (n *Node) stop() error {
+	if n.http != nil {
+		n.http.Close()
+		n.http = nil
+	}
+	if n.httpLn != nil {
+		n.httpLn.Close() // if Serve never had it
+	}
 	if n.grpc != nil {
 		n.grpc.Stop()
 		n.grpc = nil

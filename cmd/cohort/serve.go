@@ -66,6 +66,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.DurationVar(&assignInterval, "group-consumer-assignment-interval", time.Second, "KIP-848 consumer groups: least time between two target assignment computations of a group (Kafka's group.consumer.assignment.interval.ms); 0 for none")
 	fs.IntVar(&g.ConsumerMaxSize, "group-consumer-max-size", 1<<31-1, "most members of a consumer group (Kafka's group.consumer.max.size)")
 	fs.StringVar(&assignors, "group-consumer-assignors", "uniform,range", "server assignors consumer groups may ask for, the default first (Kafka's group.consumer.assignors)")
+	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:9644", "`host:port` of the admin HTTP listener: /metrics (Prometheus), /healthz, /readyz; port 0 picks a free port, - turns it off")
 	fs.StringVar(&cfg.GRPCListen, "grpc-listen", "127.0.0.1:9095", "`host:port` of the gRPC warm-handoff assignment service (kafka-assigner's contract, health checking, reflection); port 0 picks a free port, - turns it off")
 	fs.StringVar(&cfg.Assigner.DefaultGroup, "assigner-default-group", "default", "group of assignment-service calls without the cohort-group gRPC metadata key")
 	fs.DurationVar(&cfg.Assigner.LeaseTTL, "assigner-lease-ttl", 30*time.Second, "how long an assignment-service consumer whose stream closed keeps its partitions")

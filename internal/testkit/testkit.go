@@ -123,6 +123,8 @@ type Proc struct {
 	Addr string // the bound Kafka address, read from the start-up log line
 	// GRPCAddr is the bound gRPC address, read from its log line.
 	GRPCAddr string
+	// HTTPAddr is the bound admin HTTP address, read from its log line.
+	HTTPAddr string
 	DataDir  string
 	exited   chan struct{}
 	logMu    sync.Mutex
@@ -132,6 +134,7 @@ type Proc struct {
 var (
 	listenLine = regexp.MustCompile(`msg="cohort listening" kafka=(\S+)`)
 	grpcLine   = regexp.MustCompile(`msg="cohort assigner listening" grpc=(\S+)`)
+	httpLine   = regexp.MustCompile(`msg="cohort admin listening" http=(\S+)`)
 )
 
 // StartBinary runs `cohort serve` on dataDir with a free port and extra
@@ -139,7 +142,7 @@ var (
 func StartBinary(t testing.TB, dataDir string, args ...string) *Proc {
 	t.Helper()
 	bin := Binary(t)
-	args = append([]string{"serve", "--kafka-listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--data-dir", dataDir}, args...)
+	args = append([]string{"serve", "--kafka-listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data-dir", dataDir}, args...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -158,6 +161,9 @@ func StartBinary(t testing.TB, dataDir string, args ...string) *Proc {
 			p.logMu.Lock()
 			p.log.WriteString(line + "\n")
 			p.logMu.Unlock()
+			if m := httpLine.FindStringSubmatch(line); m != nil {
+				p.HTTPAddr = m[1] // before the Kafka line, so before Addr is read
+			}
 			if m := grpcLine.FindStringSubmatch(line); m != nil {
 				p.GRPCAddr = m[1] // before the Kafka line, so before Addr is read
 			}

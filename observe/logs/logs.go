@@ -106,13 +106,16 @@ func (o *Observer) Group(_ context.Context, e observe.GroupEvent) {
 	o.limit.Log(level, msg, args...)
 }
 
-// Shard logs shard events: a load at DEBUG (WARN when it failed), an
+// Shard logs shard events: a load at DEBUG (failed or not), an
 // unload at WARN unless it was asked for.
 func (o *Observer) Shard(e observe.ShardEvent) {
 	switch e.Kind {
 	case observe.ShardLoaded:
 		if e.Err != nil {
-			o.limit.Log(slog.LevelWarn, "shard load failed", "shard", e.Shard, "err", e.Err)
+			// DEBUG: a first load that fails is the start-up error, said once by
+			// whoever started it; a reload that fails is warned of by the shard
+			// set with its back-off.
+			o.limit.Log(slog.LevelDebug, "shard load failed", "shard", e.Shard, "err", e.Err)
 			return
 		}
 		o.limit.Log(slog.LevelDebug, "shard loaded", "shard", e.Shard, "records", e.Records, "took", e.Took)

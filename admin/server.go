@@ -1,0 +1,42 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Config configures the admin HTTP handler.
+type Config struct {
+	// Gatherer is what /metrics serves. Required.
+	Gatherer prometheus.Gatherer
+	// Ready reports why the node cannot serve yet (nil: it can): /readyz
+	// answers 503 with the reason until it returns nil.
+	Ready func() error
+}
+
+// Handler serves:
+//
+//	/metrics   Prometheus text format
+//	/healthz   200 while the process is up
+//	/readyz    200 once the node serves (store open, every shard it holds
+//	           loaded, listeners accepting), else 503 and the reason
+func Handler(cfg Config) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if cfg.Ready != nil {
+			if err := cfg.Ready(); err != nil {
+				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	return mux
+}
