@@ -26,6 +26,7 @@ const (
 	// cliMore more are produced: the lag of every partition is cliMore.
 	cliFirst, cliMore = 10, 5
 	cliWait           = 20 * time.Second
+	cliInstance       = "cli-static-1"
 )
 
 // cliRun runs `cohort args...` as main does and returns its exit code,
@@ -117,7 +118,8 @@ func newCLIFixture(t *testing.T) *cliFixture {
 		}
 		return c
 	}
-	f.classic = consume("classic-g")
+	// A static member (KIP-345), so that describe shows INSTANCE-ID.
+	f.classic = consume("classic-g", kgo.InstanceID(cliInstance))
 	f.consumer = consume("kip848-g", kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ServerSideBalancer())
 	produce(cliFirst, cliFirst+cliMore)
 	return f
@@ -205,7 +207,10 @@ func TestGroupsCLI(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^TOTAL-LAG +15$`).MatchString(out) {
 			t.Errorf("describe text: no TOTAL-LAG 15 in:\n%s", out)
 		}
-		if strings.Contains(out, "INSTANCE-ID") {
+		if !strings.Contains(out, "INSTANCE-ID") || !strings.Contains(out, cliInstance) {
+			t.Errorf("describe text: no INSTANCE-ID column for a static member:\n%s", out)
+		}
+		if code, out, _ := cliRun(cli("describe", "kip848-g")...); code != 0 || strings.Contains(out, "INSTANCE-ID") {
 			t.Errorf("INSTANCE-ID shown without static members:\n%s", out)
 		}
 	})
@@ -267,7 +272,14 @@ func TestGroupsCLI(t *testing.T) {
 	})
 
 	t.Run("seek", func(t *testing.T) {
+		// A static member does not leave when it closes (KIP-345): remove
+		// it as an operator would.
 		f.classic.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+		defer cancel()
+		if _, err := f.adm.LeaveGroup(ctx, kadm.LeaveGroup("classic-g").InstanceIDs(cliInstance)); err != nil {
+			t.Fatal(err)
+		}
 		f.waitState(t, "classic-g", "Empty")
 		seek := func(dry bool, to string, extra ...string) seekResult {
 			t.Helper()
@@ -339,6 +351,17 @@ func TestGroupsCLI(t *testing.T) {
 		if r := seekConsumer(); !mapsEqual(newOffsets(r), allAt(0)) || !mapsEqual(f.committed(t, "kip848-g"), allAt(0)) {
 			t.Errorf("seek kip848-g --to start: %+v, OffsetFetch %v", r, f.committed(t, "kip848-g"))
 		}
+
+		// A group that does not exist yet (Dead) may be sought too, as
+		// kafka-consumer-groups.sh allows: naming its partitions.
+		if code, _, errOut := cliRun(cli("seek", "fresh-g", "--to", "end")...); code != 1 || !strings.Contains(errOut, "no committed offsets") {
+			t.Errorf("seek fresh-g without --topics: exit %d: %q", code, errOut)
+		}
+		var r seekResult
+		cliJSON(t, &r, cli("seek", "fresh-g", "--to", "end", "--topics", cliTopic+":0,2")...)
+		if want := map[int32]int64{0: cliFirst + cliMore, 2: cliFirst + cliMore}; !mapsEqual(newOffsets(r), want) || !mapsEqual(f.committed(t, "fresh-g"), want) {
+			t.Errorf("seek fresh-g: %+v, OffsetFetch %v", r, f.committed(t, "fresh-g"))
+		}
 	})
 
 	t.Run("delete-offsets", func(t *testing.T) {
@@ -358,8 +381,8 @@ func TestGroupsCLI(t *testing.T) {
 
 	t.Run("delete", func(t *testing.T) {
 		var ds []deletedGroup
-		cliJSON(t, &ds, cli("delete", "classic-g", "kip848-g")...)
-		if len(ds) != 2 || ds[0].Error != "" || ds[1].Error != "" {
+		cliJSON(t, &ds, cli("delete", "classic-g", "kip848-g", "fresh-g")...)
+		if len(ds) != 3 || ds[0].Error != "" || ds[1].Error != "" || ds[2].Error != "" {
 			t.Fatalf("delete = %+v", ds)
 		}
 		var all []listedGroup
@@ -382,6 +405,9 @@ func checkPartitions(t *testing.T, g describedGroup, member, client string) {
 		t.Fatalf("partitions = %+v", g.Partitions)
 	}
 	for i, p := range g.Partitions {
+		if static := p.InstanceID != nil && *p.InstanceID == cliInstance; static != (g.Type == "classic") {
+			t.Errorf("partition %d: instance id %v", i, p.InstanceID)
+		}
 		if p.Topic != cliTopic || p.Partition != int32(i) || p.CurrentOffset != cliFirst || p.LogStartOffset != 0 ||
 			p.LogEndOffset != cliFirst+cliMore || p.Lag != cliMore || p.MemberID != member || p.ClientID != client || p.Host == "" || p.Error != "" {
 			t.Errorf("partition %d = %+v", i, p)
