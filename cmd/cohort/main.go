@@ -2,6 +2,7 @@
 // that speaks the Kafka protocol.
 //
 //	cohort serve     run a node
+//	cohort groups    list, describe, delete and seek consumer groups
 //	cohort version   print the version
 package main
 
@@ -26,6 +27,8 @@ Usage:
 
 Commands:
   serve     run a Cohort node (Kafka listener, embedded store, topic log)
+  groups    list, describe, lag, delete, delete-offsets, seek consumer groups
+            (Kafka protocol: works against any Kafka-compatible broker)
   version   print the version
 
 Run 'cohort <command> --help' for a command's flags.
@@ -43,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stderr)
+	case "groups":
+		return groups(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
@@ -74,20 +79,43 @@ func envName(flagName string) string {
 // returns the exit code for a bad command line (2, with the usage printed;
 // 0 for --help) and false, or 0 and true to go on.
 func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		// The flag package has printed the error and the usage.
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
-		}
-		return 2, false
-	}
-	fail := func(format string, a ...any) (int, bool) {
-		fmt.Fprintf(fs.Output(), "%s: "+format+"\n", append([]any{fs.Name()}, a...)...)
+	pos, code, ok := parseFlagsArgs(fs, args)
+	if ok && len(pos) > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), pos[0])
 		fs.Usage()
 		return 2, false
 	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q", fs.Arg(0))
+	return code, ok
+}
+
+// parseFlagsArgs is parseFlags for commands that take arguments: flags
+// and arguments may come in any order (`cohort groups describe g1
+// --brokers b:9092`), and everything after "--" is an argument. It returns
+// the arguments in order.
+func parseFlagsArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			// The flag package has printed the error and the usage.
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0, false
+			}
+			return nil, 2, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	fail := func(format string, a ...any) ([]string, int, bool) {
+		fmt.Fprintf(fs.Output(), "%s: "+format+"\n", append([]any{fs.Name()}, a...)...)
+		fs.Usage()
+		return nil, 2, false
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -105,5 +133,5 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	if bad != nil {
 		return fail("%v", bad)
 	}
-	return 0, true
+	return pos, 0, true
 }

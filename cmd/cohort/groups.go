@@ -1,0 +1,276 @@
+package main
+
+// cohort groups: consumer-group administration over the Kafka protocol,
+// in the manner of `rpk group` and kafka-consumer-groups.sh. It uses only
+// Kafka requests (through franz-go's kadm, and kmsg where kadm does not
+// carry a field), so it works against Apache Kafka or any
+// Kafka-compatible broker as well as Cohort.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const groupsUsage = `Usage: cohort groups <command> [flags]
+
+Consumer-group administration over the Kafka protocol: works against Cohort
+and any Kafka-compatible broker.
+
+Commands:
+  list                         list groups (--state, --type filters)
+  describe GROUP...            summary, members and per-partition offsets and lag
+  lag GROUP...                 per-partition lag
+  delete GROUP...              delete groups (refused for a group with members)
+  delete-offsets GROUP --topic T[:P,...]
+                               delete a group's committed offsets
+  seek GROUP --to start|end|OFFSET|TIMESTAMP|-DURATION [--topics T[:P,...]] [--dry-run]
+                               reset committed offsets (the group must have no members)
+
+Common flags (also from COHORT_BROKERS, COHORT_FORMAT, COHORT_TIMEOUT):
+  --brokers host:port,...  seed brokers (default 127.0.0.1:9092)
+  --format text|json       output format (default text)
+  --timeout 10s            give up on the brokers after this long
+
+Run 'cohort groups <command> --help' for a command's flags.
+`
+
+// groupsCmd is one `cohort groups` subcommand: its flags beyond the
+// common ones, and what it does once they are parsed.
+type groupsCmd struct {
+	args  string // the arguments, for the usage line
+	about string
+	// minArgs is the fewest arguments it takes; maxArgs -1 for no limit.
+	minArgs, maxArgs int
+	flags            func(fs *flag.FlagSet) func(*groupsEnv, []string) error
+}
+
+var groupsCmds = map[string]groupsCmd{
+	"list":           {"", "Lists the groups of every broker.", 0, 0, listFlags},
+	"describe":       {"GROUP...", "Describes groups: a summary, the members and, per partition, the committed offset, the log start and end offsets, the lag and the member consuming it.", 1, -1, describeFlags},
+	"lag":            {"GROUP...", "Shows the lag of groups per partition: the log end offset less the committed offset.", 1, -1, lagFlags},
+	"delete":         {"GROUP...", "Deletes groups and their committed offsets; a group with members is refused (NON_EMPTY_GROUP).", 1, -1, deleteFlags},
+	"delete-offsets": {"GROUP --topic T[:P,...]", "Deletes a group's committed offsets for topics or partitions (OffsetDelete); offsets of topics the group's members are subscribed to are refused (GROUP_SUBSCRIBED_TO_TOPIC).", 1, 1, deleteOffsetsFlags},
+	"seek":           {"GROUP --to start|end|OFFSET|TIMESTAMP|-DURATION", "Resets a group's committed offsets, as kafka-consumer-groups.sh --reset-offsets: refused unless the group is Empty or Dead (no members).", 1, 1, seekFlags},
+}
+
+// groupsEnv is what every subcommand runs with: the parsed common flags
+// and a client, made on first use.
+type groupsEnv struct {
+	name    string // "cohort groups list", for messages
+	brokers []string
+	json    bool
+	timeout time.Duration
+	stdout  io.Writer
+
+	cl  *kgo.Client
+	adm *kadm.Client
+	// dialErr is the last failed connection, to explain a timeout.
+	dialMu  sync.Mutex
+	dialErr error
+}
+
+func groups(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, groupsUsage)
+		return 2
+	}
+	switch args[0] {
+	case "help", "--help", "-help", "-h":
+		fmt.Fprint(stdout, groupsUsage)
+		return 0
+	}
+	cmd, ok := groupsCmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "cohort groups: unknown command %q\n\n%s", args[0], groupsUsage)
+		return 2
+	}
+	env := &groupsEnv{name: "cohort groups " + args[0], stdout: stdout}
+	fs := flag.NewFlagSet(env.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var brokers, format string
+	fs.StringVar(&brokers, "brokers", "127.0.0.1:9092", "`host:port,...` of seed brokers (env COHORT_BROKERS)")
+	fs.StringVar(&format, "format", "text", "output `format`: text (tables) or json")
+	fs.DurationVar(&env.timeout, "timeout", 10*time.Second, "give up on the brokers after this long")
+	do := cmd.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s %s [flags]\n\n%s\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>\n(e.g. COHORT_BROKERS); a flag on the command line wins.\n\nFlags:\n", env.name, cmd.args, cmd.about)
+		fs.PrintDefaults()
+	}
+	pos, code, ok := parseFlagsArgs(fs, args[1:])
+	if !ok {
+		return code
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "%s: "+format+"\n", append([]any{env.name}, a...)...)
+		return 2
+	}
+	switch {
+	case len(pos) < cmd.minArgs:
+		return usageErr("missing argument: %s", cmd.args)
+	case cmd.maxArgs >= 0 && len(pos) > cmd.maxArgs:
+		return usageErr("unexpected argument %q", pos[cmd.maxArgs])
+	case format != "text" && format != "json":
+		return usageErr("--format must be text or json, not %q", format)
+	case env.timeout <= 0:
+		return usageErr("--timeout must be positive")
+	}
+	env.json = format == "json"
+	for _, b := range strings.Split(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			env.brokers = append(env.brokers, b)
+		}
+	}
+	if len(env.brokers) == 0 {
+		return usageErr("--brokers is empty")
+	}
+	defer env.close()
+	if err := do(env, pos); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return usageErr("%s", ue)
+		}
+		fmt.Fprintf(stderr, "%s: %s\n", env.name, env.explain(err))
+		return 1
+	}
+	return 0
+}
+
+// usageError is a bad command line found after parsing (exit 2).
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+// client returns the env's admin client, creating it on first use.
+func (e *groupsEnv) client() *kadm.Client {
+	if e.adm != nil {
+		return e.adm
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(e.brokers...),
+		kgo.ClientID("cohort-cli"),
+		kgo.DialTimeout(e.timeout),
+		kgo.RetryTimeout(e.timeout),
+		kgo.WithHooks(dialHook{e}),
+	)
+	if err != nil {
+		// Only a bad option fails here; the options above are fixed.
+		panic(err)
+	}
+	e.cl, e.adm = cl, kadm.NewClient(cl)
+	e.adm.SetTimeoutMillis(int32(min(e.timeout, time.Minute) / time.Millisecond))
+	return e.adm
+}
+
+// kgo returns the env's franz-go client, for requests kadm does not wrap.
+func (e *groupsEnv) kgo() *kgo.Client {
+	e.client()
+	return e.cl
+}
+
+func (e *groupsEnv) close() {
+	if e.cl != nil {
+		e.cl.Close()
+	}
+}
+
+// ctx is the deadline of the whole command.
+func (e *groupsEnv) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), e.timeout)
+}
+
+type dialHook struct{ e *groupsEnv }
+
+func (h dialHook) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		h.e.dialMu.Lock()
+		h.e.dialErr = err
+		h.e.dialMu.Unlock()
+	}
+}
+
+// explain turns an error into the one line an operator reads: a timeout
+// after failed connections names the brokers and the connection error.
+func (e *groupsEnv) explain(err error) string {
+	e.dialMu.Lock()
+	dialErr := e.dialErr
+	e.dialMu.Unlock()
+	if dialErr != nil && (errors.Is(err, context.DeadlineExceeded) || isDialError(err)) {
+		return fmt.Sprintf("cannot reach brokers %s within %v: %v", strings.Join(e.brokers, ","), e.timeout, dialErr)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer from brokers %s within %v", strings.Join(e.brokers, ","), e.timeout)
+	}
+	return err.Error()
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op)
+}
+
+// output writes v as indented JSON, or calls text for tables.
+func (e *groupsEnv) output(v any, text func(w io.Writer)) error {
+	if e.json {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text(e.stdout)
+	return nil
+}
+
+// table is a text/tabwriter table: columns two spaces apart, as rpk's.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, headers ...string) *table {
+	t := &table{tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(stringsAny(headers)...)
+	return t
+}
+
+func (t *table) row(cells ...any) {
+	for i, c := range cells {
+		if i > 0 {
+			fmt.Fprint(t.tw, "\t")
+		}
+		fmt.Fprint(t.tw, c)
+	}
+	fmt.Fprint(t.tw, "\n")
+}
+
+func (t *table) flush() { t.tw.Flush() }
+
+func stringsAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// errString is err's message, "" for nil, for JSON.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// groupNotFound is the error for a group the brokers do not know, as
+// kafka-consumer-groups.sh words it.
+func groupNotFound(g string) error {
+	return fmt.Errorf("group %q does not exist: %w", g, kerr.GroupIDNotFound)
+}
