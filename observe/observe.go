@@ -69,7 +69,44 @@ type Answer struct {
 // response (top level first, then each topic, partition or group in
 // order), or 0. It walks the response, so call it only when needed.
 func (a Answer) ErrorCode() int16 {
-	if a.Resp == nil {
+	switch r := a.Resp.(type) {
+	case nil:
+		return 0
+	// The hot paths, without reflection: commits, heartbeats, produce
+	// and fetch are most of what a broker answers.
+	case *kmsg.OffsetCommitResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					return p.ErrorCode
+				}
+			}
+		}
+		return 0
+	case *kmsg.HeartbeatResponse:
+		return r.ErrorCode
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		return r.ErrorCode
+	case *kmsg.ProduceResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					return p.ErrorCode
+				}
+			}
+		}
+		return 0
+	case *kmsg.FetchResponse:
+		if r.ErrorCode != 0 {
+			return r.ErrorCode
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					return p.ErrorCode
+				}
+			}
+		}
 		return 0
 	}
 	return firstErrorCode(reflect.ValueOf(a.Resp))

@@ -32,6 +32,16 @@ func TestErrorCodeFindsTheFirstNested(t *testing.T) {
 	if got := (observe.Answer{Resp: kmsg.NewPtrHeartbeatResponse()}).ErrorCode(); got != 0 {
 		t.Fatalf("no error: got %d", got)
 	}
+	fr := kmsg.NewPtrFetchResponse()
+	fr.Topics = []kmsg.FetchResponseTopic{{Partitions: []kmsg.FetchResponseTopicPartition{{}, {ErrorCode: 1}}}}
+	if got := (observe.Answer{Resp: fr}).ErrorCode(); got != 1 {
+		t.Fatalf("fetch: got %d, want 1", got)
+	}
+	pr := kmsg.NewPtrProduceResponse()
+	pr.Topics = []kmsg.ProduceResponseTopic{{Partitions: []kmsg.ProduceResponseTopicPartition{{ErrorCode: 6}}}}
+	if got := (observe.Answer{Resp: pr}).ErrorCode(); got != 6 {
+		t.Fatalf("produce: got %d, want 6", got)
+	}
 	if got := (observe.Answer{}).ErrorCode(); got != 0 {
 		t.Fatalf("no response: got %d", got)
 	}
