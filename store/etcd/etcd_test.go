@@ -1,0 +1,111 @@
+package etcd_test
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/cohort-dev/cohort/store"
+	"github.com/cohort-dev/cohort/store/etcd"
+	"github.com/cohort-dev/cohort/store/storetest"
+)
+
+// freeURL returns an http URL on 127.0.0.1 with a port the kernel just
+// handed out (listen on :0, then close).
+func freeURL(t testing.TB) url.URL {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return url.URL{Scheme: "http", Host: addr}
+}
+
+// startEtcd starts a single-member etcd in process, with its data under
+// t.TempDir(), stopped when t ends, and returns its client endpoint.
+func startEtcd(t testing.TB) string {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Dir = t.TempDir()
+	cfg.LogLevel = "error"
+	client, peer := freeURL(t), freeURL(t)
+	cfg.ListenClientUrls = []url.URL{client}
+	cfg.AdvertiseClientUrls = []url.URL{client}
+	cfg.ListenPeerUrls = []url.URL{peer}
+	cfg.AdvertisePeerUrls = []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatal("etcd did not become ready within 30s")
+	}
+	return client.String()
+}
+
+// newClient returns a client of the etcd at endpoint, closed when t ends.
+func newClient(t testing.TB, endpoint string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{endpoint},
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+var prefixes atomic.Int64
+
+// freshPrefix returns a key prefix no other store of this test binary uses.
+func freshPrefix() string {
+	return fmt.Sprintf("/cohort-test/%d", prefixes.Add(1))
+}
+
+func mustOpen(t testing.TB, opts etcd.Options) *etcd.Store {
+	t.Helper()
+	s, err := etcd.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	cli := newClient(t, startEtcd(t))
+	var mu sync.Mutex
+	prefix := map[store.Store]string{}
+	openAt := func(t *testing.T, p string) store.Store {
+		s := mustOpen(t, etcd.Options{Client: cli, Prefix: p})
+		mu.Lock()
+		defer mu.Unlock()
+		prefix[s] = p
+		return s
+	}
+	storetest.Run(t, storetest.Backend{
+		Open: func(t *testing.T) store.Store { return openAt(t, freshPrefix()) },
+		Reopen: func(t *testing.T, old store.Store) store.Store {
+			mu.Lock()
+			p := prefix[old]
+			mu.Unlock()
+			return openAt(t, p)
+		},
+	})
+}
