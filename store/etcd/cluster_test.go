@@ -372,4 +372,3 @@ func TestLogEntriesGroupCommitted(t *testing.T) {
 		t.Fatalf("Scan found %d keys, want %d", got, writers*per)
 	}
 }
-
