@@ -143,3 +143,56 @@ func BenchmarkKeyPerRecord(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoad measures a shard's load by a new Store (a node taking the
+// shard over): one Scan of a prefix holding 200,000 offset-sized records,
+// written by one shard writer pipelining 100-record batches.
+func BenchmarkLoad(b *testing.B) {
+	const records = 200_000
+	ep := startEtcd(b)
+	cli := newClient(b, ep)
+	prefix := freshPrefix()
+	s := mustOpen(b, etcd.Options{Client: cli, Prefix: prefix})
+	h, err := s.Acquire([]byte("shard/00/"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("v"), benchValue)
+	var waits []func() error
+	for i := range records / 100 {
+		var bt store.Batch
+		for r := range 100 {
+			bt.Put(fmt.Appendf(nil, "shard/00/key/%012d/%03d", i, r), value)
+		}
+		wait, err := h.ApplyAsync(&bt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		waits = append(waits, wait)
+	}
+	for _, w := range waits {
+		if err := w(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	resp, err := cli.Get(context.Background(), prefix+"/log/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		r := mustOpen(b, etcd.Options{Client: cli, Prefix: prefix})
+		n := 0
+		if err := r.Scan([]byte("shard/00/"), func(k, v []byte) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		if n != records {
+			b.Fatalf("loaded %d records, want %d", n, records)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(records*b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(resp.Count), "log-entries")
+}
