@@ -61,14 +61,26 @@
 // nothing. Acquire through the same Store fences the old handle at once,
 // after the batches it already queued, which still land.
 //
+// # Snapshots
+//
+// Compact replaces the log entries replayed so far with a snapshot of every
+// record (P/snap/<id>/<n> chunks, pointed at by P/snapshot with the log
+// revision it covers), then deletes those entries. Get and Scan read the
+// snapshot key and the newer entries in one transaction; a Store whose view
+// is older than the snapshot rebuilds it from the snapshot. Two compactions
+// race safely: the pointer is replaced only if unchanged since its
+// compactor's read (ErrCompactConflict otherwise).
+//
 // # Not done yet
 //
-// The log is never compacted: every read's range scans all entries on the
-// etcd side (filtered by revision), and a new Store replays the whole log.
-// Cluster mode needs snapshots (a materialized form per scope, replacing
-// the entries it covers) and compaction of etcd's history before the log
-// grows large. Chunks of an entry whose commit failed are deleted best
-// effort; a crash between chunks and commit leaves them behind.
+// Nothing calls Compact on its own: the caller (cluster mode) decides when.
+// A snapshot holds the whole prefix, not one scope, so its cost grows with
+// the cluster's records, not the shard's. etcd's own history (the
+// revisions kept of deleted keys) is left to etcd's
+// --auto-compaction-retention. Chunks of an entry whose commit failed are
+// deleted best effort; a crash between chunks and commit leaves them
+// behind (Compact does not sweep them). Every read's range is filtered by
+// revision on the etcd side but walks every log entry since the snapshot.
 package etcd
 
 import (
@@ -148,6 +160,8 @@ type Store struct {
 	opts    Options
 	logP    string // P/log/
 	chunkP  string // P/chunk/
+	snapP   string // P/snap/: snapshot chunks
+	snapKey string // P/snapshot: the current snapshot
 	ownerP  string // P/owner/
 	writer  string // this Store's id in log keys
 	seq     atomic.Uint64
@@ -171,6 +185,12 @@ type Store struct {
 	viewMu sync.Mutex
 	view   *btree.BTreeG[kv]
 	rev    int64
+	// snapMod and snapID are the snapshot key's ModRevision (0: none) and
+	// its snapshot's id as of the last catch-up, for Compact's compare.
+	snapMod int64
+	snapID  string
+
+	compactMu sync.Mutex // one Compact at a time
 }
 
 type kv struct {
@@ -205,6 +225,8 @@ func Open(opts Options) (*Store, error) {
 		opts:    opts,
 		logP:    opts.Prefix + "/log/",
 		chunkP:  opts.Prefix + "/chunk/",
+		snapP:   opts.Prefix + "/snap/",
+		snapKey: opts.Prefix + "/snapshot",
 		ownerP:  opts.Prefix + "/owner/",
 		writer:  hex.EncodeToString(id[:]),
 		ctx:     ctx,
@@ -612,29 +634,78 @@ func (s *Store) enterRead() bool {
 }
 
 // catchUp replays into the view every log entry committed since the last
-// read, with one linearizable range read: so the view then reflects every
-// transaction committed before catchUp began. The caller holds viewMu.
+// read, with one linearizable read of the snapshot key and the newer log
+// entries (one transaction, so one revision): so the view then reflects
+// every transaction committed before catchUp began. If a snapshot newer
+// than the view has replaced log entries, the view is rebuilt from it
+// first. The caller holds viewMu.
 func (s *Store) catchUp() error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 	defer cancel()
-	resp, err := s.cli.Get(ctx, s.logP, clientv3.WithPrefix(),
-		clientv3.WithMinModRev(s.rev+1),
-		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend))
+	resp, err := s.cli.Txn(ctx).Then(
+		clientv3.OpGet(s.snapKey),
+		clientv3.OpGet(s.logP, clientv3.WithPrefix(),
+			clientv3.WithMinModRev(s.rev+1),
+			clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend)),
+	).Commit()
 	if err != nil {
 		return fmt.Errorf("etcd store: read log: %w", err)
 	}
 	rev := resp.Header.Revision
-	for _, e := range resp.Kvs {
+	from := s.rev
+	s.snapMod, s.snapID = 0, ""
+	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		snapRev, n, id, err := decodeSnapshot(kvs[0].Value)
+		if err != nil {
+			return err
+		}
+		s.snapMod, s.snapID = kvs[0].ModRevision, id
+		if snapRev > s.rev {
+			ops, err := s.readChunks(ctx, s.snapP+id+"/", n, rev)
+			if err != nil {
+				return err
+			}
+			view := btree.NewG(32, lessKV)
+			if err := replay(view, ops); err != nil {
+				return fmt.Errorf("%w: snapshot %s: %w", ErrCorrupt, id, err)
+			}
+			s.view, from = view, snapRev
+		}
+	}
+	for _, e := range resp.Responses[1].GetResponseRange().GetKvs() {
+		if e.ModRevision <= from { // in the snapshot
+			continue
+		}
 		ops, err := s.entryOps(ctx, e.Key, e.Value, rev)
 		if err != nil {
 			return err
 		}
-		if err := s.replay(ops); err != nil {
+		if err := replay(s.view, ops); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
 		}
 	}
 	s.rev = rev
 	return nil
+}
+
+// readChunks returns the concatenation of the n chunks under prefix, read
+// at rev.
+func (s *Store) readChunks(ctx context.Context, prefix string, n uint64, rev int64) ([]byte, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev))
+	if err != nil {
+		return nil, fmt.Errorf("etcd store: read chunks %s: %w", prefix, err)
+	}
+	if uint64(len(resp.Kvs)) != n {
+		return nil, fmt.Errorf("%w: %s: %d chunks, want %d", ErrCorrupt, prefix, len(resp.Kvs), n)
+	}
+	var ops []byte
+	for _, c := range resp.Kvs { // in key order: the chunk number
+		ops = append(ops, c.Value...)
+	}
+	return ops, nil
 }
 
 // entryOps returns the encoded operations of the entry at key, reading its
@@ -651,25 +722,13 @@ func (s *Store) entryOps(ctx context.Context, key, entry []byte, rev int64) ([]b
 		if k <= 0 {
 			return nil, fmt.Errorf("%w: %s: bad chunk count", ErrCorrupt, key)
 		}
-		resp, err := s.cli.Get(ctx, s.chunkP+string(key[len(s.logP):])+"/",
-			clientv3.WithPrefix(), clientv3.WithRev(rev))
-		if err != nil {
-			return nil, fmt.Errorf("etcd store: read chunks of %s: %w", key, err)
-		}
-		if uint64(len(resp.Kvs)) != n {
-			return nil, fmt.Errorf("%w: %s: %d chunks, want %d", ErrCorrupt, key, len(resp.Kvs), n)
-		}
-		var ops []byte
-		for _, c := range resp.Kvs { // in key order: the chunk number
-			ops = append(ops, c.Value...)
-		}
-		return ops, nil
+		return s.readChunks(ctx, s.chunkP+string(key[len(s.logP):])+"/", n, rev)
 	}
 	return nil, fmt.Errorf("%w: %s: unknown kind %d", ErrCorrupt, key, entry[1])
 }
 
-// replay applies encoded operations to the view.
-func (s *Store) replay(ops []byte) error {
+// replay applies encoded operations to view.
+func replay(view *btree.BTreeG[kv], ops []byte) error {
 	next := func() ([]byte, error) {
 		n, k := binary.Uvarint(ops)
 		if k <= 0 || n > uint64(len(ops)-k) {
@@ -692,9 +751,9 @@ func (s *Store) replay(ops []byte) error {
 			if err != nil {
 				return err
 			}
-			s.view.ReplaceOrInsert(kv{string(key), val})
+			view.ReplaceOrInsert(kv{string(key), val})
 		case opDelete:
-			s.view.Delete(kv{k: string(key)})
+			view.Delete(kv{k: string(key)})
 		default:
 			return fmt.Errorf("unknown operation %d", kind)
 		}
@@ -769,4 +828,153 @@ func (s *Store) Close() error {
 	s.inReads.Wait()
 	s.cancel()
 	return nil
+}
+
+// Snapshot key format: a version byte (1), the uvarint revision of the log
+// the snapshot covers (every entry with a ModRevision up to it), the uvarint
+// number of chunks, then the snapshot's id: its chunks are P/snap/<id>/<n>,
+// whose concatenation is a put of every record, in the operations format of
+// the log.
+const snapshotV1 = 1
+
+func encodeSnapshot(rev int64, n int, id string) []byte {
+	b := binary.AppendUvarint([]byte{snapshotV1}, uint64(rev))
+	b = binary.AppendUvarint(b, uint64(n))
+	return append(b, id...)
+}
+
+func decodeSnapshot(b []byte) (rev int64, n uint64, id string, err error) {
+	if len(b) < 1 || b[0] != snapshotV1 {
+		return 0, 0, "", fmt.Errorf("%w: snapshot key: unknown version", ErrCorrupt)
+	}
+	r, k := binary.Uvarint(b[1:])
+	if k <= 0 {
+		return 0, 0, "", fmt.Errorf("%w: snapshot key: bad revision", ErrCorrupt)
+	}
+	b = b[1+k:]
+	n, k = binary.Uvarint(b)
+	if k <= 0 {
+		return 0, 0, "", fmt.Errorf("%w: snapshot key: bad chunk count", ErrCorrupt)
+	}
+	return int64(r), n, string(b[k:]), nil
+}
+
+// ErrCompactConflict is returned by Compact when another Store replaced the
+// snapshot meanwhile; nothing was changed, and trying again will do.
+var ErrCompactConflict = errors.New("etcd store: another compaction replaced the snapshot")
+
+// Compact replaces the log entries replayed so far with a snapshot of the
+// records: it catches the view up to the current revision R, writes every
+// record as the chunks of a new snapshot, makes the snapshot key point at
+// them (conditioned on the key being the one the catch-up read, so two
+// compactions never go back in time), then deletes the log entries up to R
+// and the previous snapshot's chunks. Readers and writers carry on
+// throughout: a Store whose view is older than the snapshot rebuilds it from
+// the snapshot at its next read.
+//
+// The snapshot holds every record under the prefix, so it costs a write of
+// them all; the caller decides when the log is long enough to be worth it.
+// It does not compact etcd's history (the revisions kept of deleted keys):
+// that is etcd's --auto-compaction-retention, or a later step of cluster
+// mode.
+func (s *Store) Compact() error {
+	if !s.enterRead() {
+		return store.ErrClosed
+	}
+	defer s.inReads.Done()
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+
+	s.viewMu.Lock()
+	if err := s.catchUp(); err != nil {
+		s.viewMu.Unlock()
+		return err
+	}
+	view, rev, snapMod, oldID := s.view.Clone(), s.rev, s.snapMod, s.snapID
+	s.viewMu.Unlock()
+
+	var ops []byte
+	view.Ascend(func(e kv) bool {
+		ops = append(ops, opPut)
+		ops = binary.AppendUvarint(ops, uint64(len(e.k)))
+		ops = append(ops, e.k...)
+		ops = binary.AppendUvarint(ops, uint64(len(e.v)))
+		ops = append(ops, e.v...)
+		return true
+	})
+	id := fmt.Sprintf("%s-%016x", s.writer, s.seq.Add(1))
+	drop := func() { // the new snapshot's chunks, best effort
+		ctx, cancel := s.reqCtx()
+		defer cancel()
+		s.cli.Delete(ctx, s.snapP+id+"/", clientv3.WithPrefix())
+	}
+	n := 0
+	for off := 0; off < len(ops); off += maxEntry {
+		piece := ops[off:min(off+maxEntry, len(ops))]
+		ctx, cancel := s.reqCtx()
+		_, err := s.cli.Put(ctx, fmt.Sprintf("%s%s/%06d", s.snapP, id, n), string(piece))
+		cancel()
+		if err != nil {
+			drop()
+			return fmt.Errorf("etcd store: compact: write snapshot: %w", err)
+		}
+		n++
+	}
+	ctx, cancel := s.reqCtx()
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(s.snapKey), "=", snapMod)).
+		Then(clientv3.OpPut(s.snapKey, string(encodeSnapshot(rev, n, id)))).
+		Commit()
+	cancel()
+	if err != nil || !resp.Succeeded {
+		drop()
+		if err != nil {
+			return fmt.Errorf("etcd store: compact: commit snapshot: %w", err)
+		}
+		return ErrCompactConflict
+	}
+
+	// The snapshot is in place: what it covers can go.
+	ctx, cancel = s.reqCtx()
+	defer cancel()
+	if oldID != "" {
+		if _, err := s.cli.Delete(ctx, s.snapP+oldID+"/", clientv3.WithPrefix()); err != nil {
+			return fmt.Errorf("etcd store: compact: delete the previous snapshot: %w", err)
+		}
+	}
+	old, err := s.cli.Get(ctx, s.logP, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithMaxModRev(rev), clientv3.WithRev(resp.Header.Revision))
+	if err != nil {
+		return fmt.Errorf("etcd store: compact: list the log: %w", err)
+	}
+	var dels []clientv3.Op
+	flush := func() error {
+		if len(dels) == 0 {
+			return nil
+		}
+		ctx, cancel := s.reqCtx()
+		defer cancel()
+		_, err := s.cli.Txn(ctx).Then(dels...).Commit()
+		dels = dels[:0]
+		return err
+	}
+	for _, e := range old.Kvs {
+		dels = append(dels, clientv3.OpDelete(string(e.Key)))
+		dels = append(dels, clientv3.OpDelete(s.chunkP+string(e.Key[len(s.logP):])+"/", clientv3.WithPrefix()))
+		if len(dels) >= 128 {
+			if err := flush(); err != nil {
+				return fmt.Errorf("etcd store: compact: delete log entries: %w", err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("etcd store: compact: delete log entries: %w", err)
+	}
+	return nil
+}
+
+// reqCtx returns the context of one etcd request: Options.Timeout, and
+// cancelled by Close.
+func (s *Store) reqCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, s.opts.Timeout)
 }

@@ -18,27 +18,46 @@ import (
 	"github.com/cohort-dev/cohort/store/storetest"
 )
 
-// freeURL returns an http URL on 127.0.0.1 with a port the kernel just
-// handed out (listen on :0, then close).
-func freeURL(t testing.TB) url.URL {
+// freeURLs returns n http URLs on 127.0.0.1, with distinct ports the
+// kernel just handed out: all n listeners are open at once, so no two URLs
+// share a port, and closed before returning.
+func freeURLs(t testing.TB, n int) []url.URL {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var urls []url.URL
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		urls = append(urls, url.URL{Scheme: "http", Host: l.Addr().String()})
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return url.URL{Scheme: "http", Host: addr}
+	return urls
 }
 
 // startEtcd starts a single-member etcd in process, with its data under
-// t.TempDir(), stopped when t ends, and returns its client endpoint.
+// t.TempDir(), stopped when t ends, and returns its client endpoint. The
+// ports are free ones (see freeURLs); if another process takes one before
+// etcd binds it, it tries again with others.
 func startEtcd(t testing.TB) string {
 	t.Helper()
+	var err error
+	for range 3 {
+		var ep string
+		if ep, err = tryStartEtcd(t); err == nil {
+			return ep
+		}
+	}
+	t.Fatalf("start etcd: %v", err)
+	return ""
+}
+
+func tryStartEtcd(t testing.TB) (string, error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = t.TempDir()
 	cfg.LogLevel = "error"
-	client, peer := freeURL(t), freeURL(t)
+	urls := freeURLs(t, 2)
+	client, peer := urls[0], urls[1]
 	cfg.ListenClientUrls = []url.URL{client}
 	cfg.AdvertiseClientUrls = []url.URL{client}
 	cfg.ListenPeerUrls = []url.URL{peer}
@@ -46,7 +65,7 @@ func startEtcd(t testing.TB) string {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		t.Fatalf("start etcd: %v", err)
+		return "", err
 	}
 	t.Cleanup(e.Close)
 	select {
@@ -54,7 +73,7 @@ func startEtcd(t testing.TB) string {
 	case <-time.After(30 * time.Second):
 		t.Fatal("etcd did not become ready within 30s")
 	}
-	return client.String()
+	return client.String(), nil
 }
 
 // newClient returns a client of the etcd at endpoint, closed when t ends.
