@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -370,5 +371,42 @@ func TestLogEntriesGroupCommitted(t *testing.T) {
 	}
 	if got, _ := countScan(t, s, "g/"); got != writers*per {
 		t.Fatalf("Scan found %d keys, want %d", got, writers*per)
+	}
+}
+
+// TestFailedWriteFailsLaterOnes: when etcd is gone, a write fails after
+// Options.Timeout, and no batch pipelined behind a failed one reports
+// success (which would claim the failed one durable). Close still returns.
+func TestFailedWriteFailsLaterOnes(t *testing.T) {
+	ep, stopEtcd := startEtcdServer(t)
+	s := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: freshPrefix(), Timeout: 300 * time.Millisecond})
+	h, err := s.Acquire([]byte("s/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Apply(batchOf("s/k", "before")); err != nil {
+		t.Fatal(err)
+	}
+	stopEtcd()
+	var waits []func() error
+	for i := range 5 {
+		w, err := h.ApplyAsync(batchOf("s/k", strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+	}
+	for i, w := range waits {
+		if err := w(); err == nil {
+			t.Fatalf("batch %d reported durable with etcd stopped", i)
+		} else if errors.Is(err, store.ErrFenced) {
+			t.Fatalf("batch %d: %v; want an etcd error, not a fence", i, err)
+		}
+	}
+	if h.Fenced() {
+		t.Fatal("an unreachable etcd fenced the handle")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

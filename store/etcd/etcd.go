@@ -439,14 +439,11 @@ func (s *Store) run() {
 		s.cond.Broadcast() // ApplyAsync calls waiting for room
 		s.mu.Unlock()
 
-		var err error
 		if group[0].acq != nil {
-			err = s.acquire(group[0].acq)
-			group[0].done <- err
-		} else {
-			err = s.commit(group)
-		}
-		if err != nil {
+			// A failed Acquire (a lapsed lease, etcd unreachable) leaves
+			// no batch undone, so what is queued behind it carries on.
+			group[0].done <- s.acquire(group[0].acq)
+		} else if err := s.commit(group); err != nil {
 			// Nothing queued behind a failed write may succeed: a nil
 			// from a later wait would claim the failed batch durable.
 			s.failQueued(err)

@@ -41,18 +41,27 @@ func freeURLs(t testing.TB, n int) []url.URL {
 // etcd binds it, it tries again with others.
 func startEtcd(t testing.TB) string {
 	t.Helper()
+	ep, _ := startEtcdServer(t)
+	return ep
+}
+
+// startEtcdServer is startEtcd, also returning a function that stops the
+// server (at most once, whoever calls it first: the test or its cleanup).
+func startEtcdServer(t testing.TB) (string, func()) {
+	t.Helper()
 	var err error
 	for range 3 {
 		var ep string
-		if ep, err = tryStartEtcd(t); err == nil {
-			return ep
+		var stop func()
+		if ep, stop, err = tryStartEtcd(t); err == nil {
+			return ep, stop
 		}
 	}
 	t.Fatalf("start etcd: %v", err)
-	return ""
+	return "", nil
 }
 
-func tryStartEtcd(t testing.TB) (string, error) {
+func tryStartEtcd(t testing.TB) (string, func(), error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = t.TempDir()
 	cfg.LogLevel = "error"
@@ -65,15 +74,16 @@ func tryStartEtcd(t testing.TB) (string, error) {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	t.Cleanup(e.Close)
+	stop := sync.OnceFunc(e.Close)
+	t.Cleanup(stop)
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-time.After(30 * time.Second):
 		t.Fatal("etcd did not become ready within 30s")
 	}
-	return client.String(), nil
+	return client.String(), stop, nil
 }
 
 // newClient returns a client of the etcd at endpoint, closed when t ends.
