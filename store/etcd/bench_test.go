@@ -146,8 +146,19 @@ func BenchmarkKeyPerRecord(b *testing.B) {
 
 // BenchmarkLoad measures a shard's load by a new Store (a node taking the
 // shard over): one Scan of a prefix holding 200,000 offset-sized records,
-// written by one shard writer pipelining 100-record batches.
+// written by one shard writer pipelining 100-record batches, replayed from
+// the log, or from a snapshot after Compact.
 func BenchmarkLoad(b *testing.B) {
+	for _, compact := range []bool{false, true} {
+		name := "from=log"
+		if compact {
+			name = "from=snapshot"
+		}
+		b.Run(name, func(b *testing.B) { benchLoad(b, compact) })
+	}
+}
+
+func benchLoad(b *testing.B, compact bool) {
 	const records = 200_000
 	ep := startEtcd(b)
 	cli := newClient(b, ep)
@@ -172,6 +183,11 @@ func BenchmarkLoad(b *testing.B) {
 	}
 	for _, w := range waits {
 		if err := w(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if compact {
+		if err := s.Compact(); err != nil {
 			b.Fatal(err)
 		}
 	}
