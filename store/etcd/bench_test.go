@@ -1,0 +1,214 @@
+package etcd_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cohort-dev/cohort/store"
+	"github.com/cohort-dev/cohort/store/etcd"
+)
+
+// The benchmarks run on one embedded etcd member with its data on local
+// disk. Batches are of 10 records of about 100 bytes (a group commit of
+// offset commits).
+
+const benchRecords, benchValue = 10, 100
+
+// benchWriters runs writers goroutines that together write b.N batches of
+// benchRecords records through write(writer, batch), and reports records/s.
+func benchWriters(b *testing.B, writers int, write func(w int, bt *store.Batch) error) {
+	value := bytes.Repeat([]byte("v"), benchValue)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := range writers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				var bt store.Batch
+				for r := range benchRecords {
+					bt.Put(fmt.Appendf(nil, "shard/%02d/key/%012d/%02d", w%16, i, r), value)
+				}
+				if err := write(w, &bt); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*benchRecords)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkApply: concurrent Store.Apply of 10-record batches; each
+// writer's batch is durable (committed by etcd) when Apply returns.
+func BenchmarkApply(b *testing.B) {
+	ep := startEtcd(b)
+	for _, writers := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			s := mustOpen(b, etcd.Options{Client: newClient(b, ep), Prefix: freshPrefix()})
+			defer s.Close()
+			benchWriters(b, writers, func(_ int, bt *store.Batch) error { return s.Apply(bt) })
+		})
+	}
+}
+
+// BenchmarkHandleApply is BenchmarkApply through 16 shard handles (writer
+// w writes shard w mod 16), so that transactions carry owner-key compares.
+func BenchmarkHandleApply(b *testing.B) {
+	ep := startEtcd(b)
+	for _, writers := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			s := mustOpen(b, etcd.Options{Client: newClient(b, ep), Prefix: freshPrefix()})
+			defer s.Close()
+			var hs []store.Handle
+			for i := range 16 {
+				h, err := s.Acquire(fmt.Appendf(nil, "shard/%02d/", i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				hs = append(hs, h)
+			}
+			benchWriters(b, writers, func(w int, bt *store.Batch) error { return hs[w%16].Apply(bt) })
+		})
+	}
+}
+
+// BenchmarkApplyAsync: one writer keeping 16 batches of 100 records in
+// flight, as a coordinator shard's writer does.
+func BenchmarkApplyAsync(b *testing.B) {
+	ep := startEtcd(b)
+	s := mustOpen(b, etcd.Options{Client: newClient(b, ep), Prefix: freshPrefix()})
+	defer s.Close()
+	h, err := s.Acquire([]byte("shard/00/"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("v"), benchValue)
+	var waits []func() error
+	b.ResetTimer()
+	for i := range b.N {
+		var bt store.Batch
+		for r := range 100 {
+			bt.Put(fmt.Appendf(nil, "shard/00/key/%012d/%03d", i, r), value)
+		}
+		wait, err := h.ApplyAsync(&bt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		waits = append(waits, wait)
+		if len(waits) == 16 {
+			if err := waits[0](); err != nil {
+				b.Fatal(err)
+			}
+			waits = waits[1:]
+		}
+	}
+	for _, w := range waits {
+		if err := w(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkKeyPerRecord is the layout not chosen, for comparison: each
+// 10-record batch is one etcd transaction of 10 puts, one key per record,
+// from concurrent writers each waiting for its own transaction.
+func BenchmarkKeyPerRecord(b *testing.B) {
+	ep := startEtcd(b)
+	for _, writers := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			cli := newClient(b, ep)
+			prefix := freshPrefix()
+			benchWriters(b, writers, func(_ int, bt *store.Batch) error {
+				ops := make([]clientv3.Op, 0, bt.Len())
+				for _, op := range bt.Ops {
+					ops = append(ops, clientv3.OpPut(prefix+"/"+string(op.Key), string(op.Value)))
+				}
+				_, err := cli.Txn(context.Background()).Then(ops...).Commit()
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkLoad measures a shard's load by a new Store (a node taking the
+// shard over): one Scan of a prefix holding 200,000 offset-sized records,
+// written by one shard writer pipelining 100-record batches, replayed from
+// the log, or from a snapshot after Compact.
+func BenchmarkLoad(b *testing.B) {
+	for _, compact := range []bool{false, true} {
+		name := "from=log"
+		if compact {
+			name = "from=snapshot"
+		}
+		b.Run(name, func(b *testing.B) { benchLoad(b, compact) })
+	}
+}
+
+func benchLoad(b *testing.B, compact bool) {
+	const records = 200_000
+	ep := startEtcd(b)
+	cli := newClient(b, ep)
+	prefix := freshPrefix()
+	s := mustOpen(b, etcd.Options{Client: cli, Prefix: prefix})
+	h, err := s.Acquire([]byte("shard/00/"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("v"), benchValue)
+	var waits []func() error
+	for i := range records / 100 {
+		var bt store.Batch
+		for r := range 100 {
+			bt.Put(fmt.Appendf(nil, "shard/00/key/%012d/%03d", i, r), value)
+		}
+		wait, err := h.ApplyAsync(&bt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		waits = append(waits, wait)
+	}
+	for _, w := range waits {
+		if err := w(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if compact {
+		if err := s.Compact(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	resp, err := cli.Get(context.Background(), prefix+"/log/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		r := mustOpen(b, etcd.Options{Client: cli, Prefix: prefix})
+		n := 0
+		if err := r.Scan([]byte("shard/00/"), func(k, v []byte) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		if n != records {
+			b.Fatalf("loaded %d records, want %d", n, records)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(records*b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(resp.Count), "log-entries")
+}

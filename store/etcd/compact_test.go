@@ -1,0 +1,221 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cohort-dev/cohort/store"
+	"github.com/cohort-dev/cohort/store/etcd"
+	"github.com/cohort-dev/cohort/store/storetest"
+)
+
+// compacting is an etcd Store that compacts after every third Apply, so
+// that the conformance suite runs across snapshots.
+type compacting struct {
+	*etcd.Store
+	t       *testing.T
+	applies atomic.Int64
+}
+
+func (c *compacting) Apply(b *store.Batch) error {
+	if err := c.Store.Apply(b); err != nil {
+		return err
+	}
+	if c.applies.Add(1)%3 == 0 {
+		if err := c.Compact(); err != nil && !errors.Is(err, etcd.ErrCompactConflict) && !errors.Is(err, store.ErrClosed) {
+			c.t.Errorf("Compact: %v", err)
+		}
+	}
+	return nil
+}
+
+// TestConformanceCompacting runs the conformance suite with a compaction
+// after every third Apply.
+func TestConformanceCompacting(t *testing.T) {
+	cli := newClient(t, startEtcd(t))
+	var mu sync.Mutex
+	prefix := map[store.Store]string{}
+	openAt := func(t *testing.T, p string) store.Store {
+		s := &compacting{Store: mustOpen(t, etcd.Options{Client: cli, Prefix: p}), t: t}
+		mu.Lock()
+		defer mu.Unlock()
+		prefix[s] = p
+		return s
+	}
+	storetest.Run(t, storetest.Backend{
+		Open: func(t *testing.T) store.Store { return openAt(t, freshPrefix()) },
+		Reopen: func(t *testing.T, old store.Store) store.Store {
+			mu.Lock()
+			p := prefix[old]
+			mu.Unlock()
+			return openAt(t, p)
+		},
+	})
+}
+
+func countKeys(t *testing.T, cli *clientv3.Client, prefix string) int64 {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
+
+// TestCompact: a compaction replaces the log with a snapshot; a new Store
+// loads it, a Store whose view predates it rebuilds from it, deletes stay
+// deleted, writes go on during it, and a second compaction replaces the
+// first snapshot.
+func TestCompact(t *testing.T) {
+	ep := startEtcd(t)
+	cli := newClient(t, ep)
+	prefix := freshPrefix()
+	a := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix})
+	defer a.Close()
+	stale := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	defer stale.Close()
+	h, err := a.Acquire([]byte("s/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := h.Apply(batchOf(fmt.Sprintf("s/%03d", i), "v1", "s/gone", "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := stale.Get([]byte("s/000")); err != nil { // its view: the first writes
+		t.Fatal(err)
+	}
+	var del store.Batch
+	del.Delete([]byte("s/gone"))
+	if err := h.Apply(bigBatch("s/big/", 3000, 1000, "big")); err != nil { // a chunked entry
+		t.Fatal(err)
+	}
+	if err := h.Apply(&del); err != nil {
+		t.Fatal(err)
+	}
+
+	// Writes go on while compacting.
+	stop := make(chan struct{})
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := h.Apply(batchOf(fmt.Sprintf("s/during/%05d", i), "x")); err != nil {
+				t.Errorf("Apply during Compact: %v", err)
+				return
+			}
+			acked.Store(int64(i + 1))
+		}
+	})
+	if err := a.Compact(); err != nil {
+		t.Fatalf("Compact: %v", err)
+	}
+	close(stop)
+	wg.Wait()
+	if got := countKeys(t, cli, prefix+"/chunk/"); got != 0 {
+		t.Errorf("%d log chunks left after Compact", got)
+	}
+	if got, total := countKeys(t, cli, prefix+"/log/"), acked.Load(); got > total {
+		t.Errorf("%d log entries left after Compact, more than the %d writes made during it", got, total)
+	}
+
+	check := func(s store.Store) {
+		t.Helper()
+		for i := range 50 {
+			if v, err := s.Get(fmt.Appendf(nil, "s/%03d", i)); err != nil || string(v) != "v1" {
+				t.Fatalf("s/%03d = %q, %v", i, v, err)
+			}
+		}
+		if _, err := s.Get([]byte("s/gone")); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("s/gone: %v, want ErrNotFound", err)
+		}
+		if n, _ := countScan(t, s, "s/big/"); n != 3000 {
+			t.Fatalf("s/big/: %d keys, want 3000", n)
+		}
+		if n, _ := countScan(t, s, "s/during/"); int64(n) != acked.Load() {
+			t.Fatalf("s/during/: %d keys, want %d", n, acked.Load())
+		}
+	}
+	check(a)
+	check(stale)
+	fresh := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix})
+	check(fresh)
+	fresh.Close()
+
+	// A second compaction, by another Store, replaces the first snapshot.
+	if err := h.Apply(batchOf("s/after", "y")); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Compact(); err != nil {
+		t.Fatalf("second Compact: %v", err)
+	}
+	if got := countKeys(t, cli, prefix+"/log/"); got != 0 {
+		t.Errorf("%d log entries left after a quiet Compact", got)
+	}
+	snaps, err := cli.Get(context.Background(), prefix+"/snap/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, kv := range snaps.Kvs {
+		k := string(kv.Key[len(prefix+"/snap/"):])
+		ids[k[:len(k)-len("/000000")]] = true
+	}
+	if len(ids) != 1 {
+		t.Errorf("snapshots in etcd after two compactions: %v, want one", ids)
+	}
+	for _, s := range []store.Store{a, stale} {
+		check(s)
+		if v, err := s.Get([]byte("s/after")); err != nil || string(v) != "y" {
+			t.Fatalf("s/after = %q, %v", v, err)
+		}
+	}
+}
+
+// TestCompactConcurrent: compactions from two Stores at once never lose a
+// record; the loser of a race gets ErrCompactConflict.
+func TestCompactConcurrent(t *testing.T) {
+	ep := startEtcd(t)
+	prefix := freshPrefix()
+	a := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	defer a.Close()
+	b := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	defer b.Close()
+	var wg sync.WaitGroup
+	for w, s := range []*etcd.Store{a, b} {
+		wg.Go(func() {
+			for i := range 40 {
+				if err := s.Apply(batchOf(fmt.Sprintf("k/%d/%03d", w, i), "v")); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%4 == 0 {
+					if err := s.Compact(); err != nil && !errors.Is(err, etcd.ErrCompactConflict) {
+						t.Errorf("Compact: %v", err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	defer c.Close()
+	for _, s := range []*etcd.Store{a, b, c} {
+		if n, _ := countScan(t, s, "k/"); n != 80 {
+			t.Fatalf("%d keys after concurrent compactions, want 80", n)
+		}
+	}
+}
