@@ -15,7 +15,6 @@ import (
 	"github.com/cohort-dev/cohort/node"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	dto "github.com/prometheus/client_model/go"
@@ -102,25 +101,9 @@ func TestAdminHTTP(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := kadm.NewClient(admin).CreateTopic(ctx, 2, 1, nil, "metered"); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.ConsumerGroup("metered-group"), kgo.ConsumeTopics("metered"), kgo.FetchMaxWait(100*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		_ = i
-		go func() {
-			for !cl.PollFetches(ctx).IsClientClosed() && ctx.Err() == nil {
-			}
-		}()
+	extCreateTopic(t, p.Addr, "metered", 2)
+	for range 2 {
+		defer pollingMember(ctx, t, kgo.SeedBrokers(p.Addr), kgo.ConsumerGroup("metered-group"), kgo.ConsumeTopics("metered"), kgo.FetchMaxWait(100*time.Millisecond)).Close()
 	}
 	var mfs map[string]*dto.MetricFamily
 	testkit.Eventually(t, 30*time.Second, "no completed rebalance of 2 members in the metrics", func() bool {

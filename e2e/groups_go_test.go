@@ -55,6 +55,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -490,19 +491,21 @@ func confluentGroupMember(ctx context.Context, t *testing.T, g *groupCheck, m in
 // the errors with which a coordinator tells a member to rejoin:
 // REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID.
 func rebalanceSignal(err error) bool {
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		switch ke.Code() {
-		case kafka.ErrRebalanceInProgress, kafka.ErrIllegalGeneration, kafka.ErrUnknownMemberID:
-			return true
-		}
-		return false
-	}
-	for _, e := range []error{
+	return errorIn(err, []kafka.ErrorCode{kafka.ErrRebalanceInProgress, kafka.ErrIllegalGeneration, kafka.ErrUnknownMemberID},
 		kerr.RebalanceInProgress, kerr.IllegalGeneration, kerr.UnknownMemberID,
 		sarama.ErrRebalanceInProgress, sarama.ErrIllegalGeneration, sarama.ErrUnknownMemberId,
-		kafkago.RebalanceInProgress, kafkago.IllegalGeneration, kafkago.UnknownMemberId,
-	} {
+		kafkago.RebalanceInProgress, kafkago.IllegalGeneration, kafkago.UnknownMemberId)
+}
+
+// errorIn says whether err, from any of the clients, is one of these
+// Kafka errors: by code for librdkafka's errors, else as one of errs
+// (franz-go's kerr, sarama's and kafka-go's values).
+func errorIn(err error, codes []kafka.ErrorCode, errs ...error) bool {
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		return slices.Contains(codes, ke.Code())
+	}
+	for _, e := range errs {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/observetest"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,6 +39,21 @@ func countKind(evs []observetest.GroupEvent, k observe.GroupEventKind) int {
 		}
 	}
 	return n
+}
+
+// pollingMember starts a franz-go client that polls until ctx ends or
+// it is closed: a group member that keeps its session.
+func pollingMember(ctx context.Context, t *testing.T, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for !cl.PollFetches(ctx).IsClientClosed() && ctx.Err() == nil {
+		}
+	}()
+	return cl
 }
 
 // causedBy returns the API key of the request whose context an event
@@ -69,14 +83,7 @@ func testObserverSeesGroups(t *testing.T, proto string) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := kadm.NewClient(admin).CreateTopic(ctx, 4, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
+	extCreateTopic(t, n.KafkaAddr(), topic, 4)
 
 	// Every shard was reported loading and loaded at start.
 	shards := n.Coordinator().Shards()
@@ -103,15 +110,7 @@ func testObserverSeesGroups(t *testing.T, proto string) {
 		if proto == "consumer" {
 			opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ServerSideBalancer())
 		}
-		cl, err := kgo.NewClient(opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			for !cl.PollFetches(ctx).IsClientClosed() && ctx.Err() == nil {
-			}
-		}()
-		return cl
+		return pollingMember(ctx, t, opts...)
 	}
 	a, b := member(1), member(2)
 	defer a.Close()
@@ -189,23 +188,8 @@ func TestServeLogsRebalances(t *testing.T) {
 	p := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "100ms")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := kadm.NewClient(admin).CreateTopic(ctx, 2, 1, nil, "logged"); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.ConsumerGroup("logged-group"), kgo.ConsumeTopics("logged"), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	go func() {
-		for !cl.PollFetches(ctx).IsClientClosed() && ctx.Err() == nil {
-		}
-	}()
+	extCreateTopic(t, p.Addr, "logged", 2)
+	defer pollingMember(ctx, t, kgo.SeedBrokers(p.Addr), kgo.ConsumerGroup("logged-group"), kgo.ConsumeTopics("logged"), kgo.FetchMaxWait(100*time.Millisecond)).Close()
 	testkit.Eventually(t, 30*time.Second, "no rebalance lines in the log", func() bool {
 		log := p.Log()
 		return strings.Contains(log, `level=INFO msg="rebalance started" group=logged-group type=classic generation=1`) &&

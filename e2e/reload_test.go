@@ -428,23 +428,9 @@ func (c *reloadCheck) setSettled() {
 // NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
 // COORDINATOR_NOT_AVAILABLE.
 func coordinatorErr(err error) bool {
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		switch ke.Code() {
-		case kafka.ErrNotCoordinator, kafka.ErrCoordinatorLoadInProgress, kafka.ErrCoordinatorNotAvailable:
-			return true
-		}
-		return false
-	}
-	for _, e := range []error{
+	return errorIn(err, []kafka.ErrorCode{kafka.ErrNotCoordinator, kafka.ErrCoordinatorLoadInProgress, kafka.ErrCoordinatorNotAvailable},
 		kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable,
-		sarama.ErrNotCoordinatorForConsumer, sarama.ErrOffsetsLoadInProgress, sarama.ErrConsumerCoordinatorNotAvailable,
-	} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
+		sarama.ErrNotCoordinatorForConsumer, sarama.ErrOffsetsLoadInProgress, sarama.ErrConsumerCoordinatorNotAvailable)
 }
 
 // Waits and checks from the test goroutine.

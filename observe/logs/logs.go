@@ -87,6 +87,9 @@ func (o *Observer) Group(_ context.Context, e observe.GroupEvent) {
 	default:
 		msg = "group event"
 	}
+	if !o.logger.Enabled(context.Background(), level) {
+		return // a member joining at INFO: nothing to build
+	}
 	args := []any{"group", e.Group, "type", e.Protocol, "generation", e.Generation, "members", e.Members}
 	if e.Tenant != "" {
 		args = append(args, "tenant", e.Tenant)

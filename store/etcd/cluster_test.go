@@ -53,7 +53,7 @@ func bigBatch(prefix string, n, size int, gen string) *store.Batch {
 func TestLargeBatchAtomic(t *testing.T) {
 	ep := startEtcd(t)
 	prefix := freshPrefix()
-	w := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	w := openPeer(t, ep, prefix)
 	defer w.Close()
 	h, err := w.Acquire([]byte("s/"))
 	if err != nil {
@@ -84,7 +84,7 @@ func TestLargeBatchAtomic(t *testing.T) {
 		default:
 		}
 		// A fresh Store each time: a loader replaying the log from the start.
-		r := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+		r := openPeer(t, ep, prefix)
 		got, vals := countScan(t, r, "s/k/")
 		r.Close()
 		loads++
@@ -119,7 +119,7 @@ func TestFencedLargeBatchLeavesNothing(t *testing.T) {
 	prefix := freshPrefix()
 	a := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix})
 	defer a.Close()
-	b := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	b := openPeer(t, ep, prefix)
 	defer b.Close()
 	old, err := a.Acquire([]byte("s/"))
 	if err != nil {
@@ -148,9 +148,9 @@ func TestFencedLargeBatchLeavesNothing(t *testing.T) {
 func TestFencedAcrossStores(t *testing.T) {
 	ep := startEtcd(t)
 	prefix := freshPrefix()
-	a := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	a := openPeer(t, ep, prefix)
 	defer a.Close()
-	b := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	b := openPeer(t, ep, prefix)
 	defer b.Close()
 
 	ha, err := a.Acquire([]byte("shard/1/"))
@@ -270,9 +270,9 @@ func TestLeaseRevokedFences(t *testing.T) {
 func TestPipelinedOrderSeenElsewhere(t *testing.T) {
 	ep := startEtcd(t)
 	prefix := freshPrefix()
-	w := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	w := openPeer(t, ep, prefix)
 	defer w.Close()
-	r := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	r := openPeer(t, ep, prefix)
 	defer r.Close()
 	h, err := w.Acquire([]byte("p/"))
 	if err != nil {

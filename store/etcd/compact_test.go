@@ -12,7 +12,6 @@ import (
 
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
-	"github.com/cohort-dev/cohort/store/storetest"
 )
 
 // compacting is an etcd Store that compacts after every third Apply, so
@@ -38,24 +37,8 @@ func (c *compacting) Apply(b *store.Batch) error {
 // TestConformanceCompacting runs the conformance suite with a compaction
 // after every third Apply.
 func TestConformanceCompacting(t *testing.T) {
-	cli := newClient(t, startEtcd(t))
-	var mu sync.Mutex
-	prefix := map[store.Store]string{}
-	openAt := func(t *testing.T, p string) store.Store {
-		s := &compacting{Store: mustOpen(t, etcd.Options{Client: cli, Prefix: p}), t: t}
-		mu.Lock()
-		defer mu.Unlock()
-		prefix[s] = p
-		return s
-	}
-	storetest.Run(t, storetest.Backend{
-		Open: func(t *testing.T) store.Store { return openAt(t, freshPrefix()) },
-		Reopen: func(t *testing.T, old store.Store) store.Store {
-			mu.Lock()
-			p := prefix[old]
-			mu.Unlock()
-			return openAt(t, p)
-		},
+	runConformance(t, newClient(t, startEtcd(t)), func(t *testing.T, s *etcd.Store) store.Store {
+		return &compacting{Store: s, t: t}
 	})
 }
 
@@ -78,7 +61,7 @@ func TestCompact(t *testing.T) {
 	prefix := freshPrefix()
 	a := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix})
 	defer a.Close()
-	stale := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	stale := openPeer(t, ep, prefix)
 	defer stale.Close()
 	h, err := a.Acquire([]byte("s/"))
 	if err != nil {
@@ -189,9 +172,9 @@ func TestCompact(t *testing.T) {
 func TestCompactConcurrent(t *testing.T) {
 	ep := startEtcd(t)
 	prefix := freshPrefix()
-	a := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	a := openPeer(t, ep, prefix)
 	defer a.Close()
-	b := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	b := openPeer(t, ep, prefix)
 	defer b.Close()
 	var wg sync.WaitGroup
 	for w, s := range []*etcd.Store{a, b} {
@@ -211,7 +194,7 @@ func TestCompactConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	c := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix})
+	c := openPeer(t, ep, prefix)
 	defer c.Close()
 	for _, s := range []*etcd.Store{a, b, c} {
 		if n, _ := countScan(t, s, "k/"); n != 80 {

@@ -121,11 +121,16 @@ func mustOpen(t testing.TB, opts etcd.Options) *etcd.Store {
 }
 
 func TestConformance(t *testing.T) {
-	cli := newClient(t, startEtcd(t))
+	runConformance(t, newClient(t, startEtcd(t)), func(_ *testing.T, s *etcd.Store) store.Store { return s })
+}
+
+// runConformance runs the store conformance suite on stores opened on cli,
+// each wrapped by wrap; a reopened store opens the old one's prefix.
+func runConformance(t *testing.T, cli *clientv3.Client, wrap func(*testing.T, *etcd.Store) store.Store) {
 	var mu sync.Mutex
 	prefix := map[store.Store]string{}
 	openAt := func(t *testing.T, p string) store.Store {
-		s := mustOpen(t, etcd.Options{Client: cli, Prefix: p})
+		s := wrap(t, mustOpen(t, etcd.Options{Client: cli, Prefix: p}))
 		mu.Lock()
 		defer mu.Unlock()
 		prefix[s] = p
@@ -140,4 +145,11 @@ func TestConformance(t *testing.T) {
 			return openAt(t, p)
 		},
 	})
+}
+
+// openPeer opens a store on prefix through a client of its own, as
+// another node would.
+func openPeer(t testing.TB, endpoint, prefix string) *etcd.Store {
+	t.Helper()
+	return mustOpen(t, etcd.Options{Client: newClient(t, endpoint), Prefix: prefix})
 }
