@@ -1,0 +1,940 @@
+// Package cluster runs Cohort's cluster mode on etcd: nodes register with
+// a lease, one of them (the leader) decides which node owns each
+// coordinator shard, and every node loads the shards it owns and stops
+// serving the ones it does not.
+//
+// It decides ownership; it must not hold group state or write records:
+// the shards themselves (coordinator.Coordinator, the assignment
+// service) load from and write to the shared store, whose fencing
+// (store.Handle) is what makes an ownership decision binding on a node
+// that has not noticed it yet.
+//
+// # Keys
+//
+// Under Config.Prefix (P), next to the store's P/data:
+//
+//	P/cluster/meta            the cluster's shard count and id, written once
+//	P/cluster/nodes/<id>      a node's registration (addresses, draining),
+//	                          bound to its lease
+//	P/cluster/leader          the leader's node id and lease, bound to it
+//	P/cluster/assignment      the owner of every unit, written by the leader
+//	P/cluster/ready/<u>/<id>  node id has warmed unit u up, bound to its lease
+//
+// # Ownership
+//
+// The decisions are the pure functions of plan.go (Balance, Plan,
+// Reconcile); this file does the etcd I/O around them. The leader writes
+// an assignment only while it is the leader (a transaction compares the
+// leader key's create revision). A node whose lease it cannot renew stops
+// serving every shard before the lease can have expired on etcd's side
+// (suspension), so two nodes never serve one shard, even when a node is
+// cut off from etcd and cannot be told.
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Config configures Join.
+type Config struct {
+	// Client is the etcd client. Required; the Member does not close it.
+	Client *clientv3.Client
+	// Prefix is the cluster's etcd key prefix. Default "/cohort".
+	Prefix string
+	// NodeID is this node's id, unique in the cluster (Kafka's
+	// node.id): 0 to 2^31-1.
+	NodeID int32
+	// KafkaAddr is the host:port clients reach this node's Kafka
+	// listener at (the advertised address). Required.
+	KafkaAddr string
+	// GRPCAddr is the host:port of this node's gRPC listener, or "".
+	GRPCAddr string
+	// Rack is the node's rack (Kafka's broker.rack), or "".
+	Rack string
+	// DirID identifies the node's data directory. A node that finds its
+	// id still registered by the same directory (it was killed and
+	// restarted before its lease expired) takes the registration over at
+	// once; any other live registration of the id makes Join wait for it
+	// to expire, and fail after LeaseTTL plus a margin.
+	DirID string
+	// LeaseTTL is the node lease's time to live: a node that stops
+	// renewing it is taken for dead after this long, and its shards move.
+	// Default 6 s; etcd's minimum is 2 s. The node stops serving its
+	// shards a quarter of it (at least 500 ms) before its lease could
+	// have expired.
+	LeaseTTL time.Duration
+	// Units is the number of units whose owners the leader decides: the
+	// coordinator shards, then the assignment service's. Required when
+	// the cluster is created; an existing cluster's count wins (see
+	// Meta).
+	Units int
+	// WarmTimeout bounds a planned move: a unit whose next owner has not
+	// warmed it up by then is moved anyway. Default 10 s.
+	WarmTimeout time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Meta is what is fixed when the cluster is first created.
+type Meta struct {
+	V         int    `json:"v"`
+	Units     int    `json:"units"`
+	ClusterID string `json:"cluster_id"`
+}
+
+// Node is a registered node.
+type Node struct {
+	ID       int32  `json:"id"`
+	Kafka    string `json:"kafka"`
+	GRPC     string `json:"grpc,omitempty"`
+	Rack     string `json:"rack,omitempty"`
+	DirID    string `json:"dir_id,omitempty"`
+	Lease    int64  `json:"lease"`
+	Draining bool   `json:"draining,omitempty"`
+}
+
+// Host and Port split the Kafka address.
+func (n Node) Host() string {
+	h, _, _ := net.SplitHostPort(n.Kafka)
+	return h
+}
+
+// Port is the Kafka listener's port.
+func (n Node) Port() int32 {
+	_, p, _ := net.SplitHostPort(n.Kafka)
+	v, _ := strconv.Atoi(p)
+	return int32(v)
+}
+
+// Units is what a Member drives: the shards of this node.
+type Units interface {
+	// Load loads unit u and serves it, returning when it serves (it
+	// fences the unit's previous owner first). Loading a unit held
+	// does nothing.
+	Load(u int) error
+	// Unload stops serving unit u.
+	Unload(u int)
+	// Preload warms unit u up ahead of a planned move (reads its
+	// records), without serving or fencing anything.
+	Preload(u int) error
+	// Forget drops what Preload kept of unit u when the move is off.
+	Forget(u int)
+	// Holds reports whether unit u is still served (or loading) here: a
+	// unit fenced by another node's Load is dropped by the runtime, and
+	// the Member loads it again if it still owns it.
+	Holds(u int) bool
+	// Lease is called with every new lease of the node, before anything
+	// is loaded under it: the store binds the owner keys it writes to it.
+	Lease(id clientv3.LeaseID)
+}
+
+// Member is this node's membership of the cluster.
+type Member struct {
+	cfg    Config
+	cli    *clientv3.Client
+	logger *slog.Logger
+	meta   Meta
+	keys   keys
+
+	lease      atomic.Int64 // the current clientv3.LeaseID
+	validUntil atomic.Int64 // unix ns: the lease cannot expire before this
+	draining   atomic.Bool
+
+	mu    sync.Mutex
+	state state // the last read of P/cluster
+	// ownerRev and the rest of the loop's fields are the loop's own.
+
+	wake    chan struct{}
+	stopped chan struct{}
+	cancel  context.CancelFunc
+	ctx     context.Context
+	units   Units
+	stopOne sync.Once
+	done    sync.WaitGroup
+}
+
+type keys struct {
+	meta, nodes, leader, assignment, ready string
+}
+
+func newKeys(prefix string) keys {
+	p := prefix + "/cluster/"
+	return keys{meta: p + "meta", nodes: p + "nodes/", leader: p + "leader", assignment: p + "assignment", ready: p + "ready/"}
+}
+
+// DataPrefix is the etcd prefix of the cluster's store (store/etcd).
+func DataPrefix(prefix string) string {
+	if prefix == "" {
+		prefix = "/cohort"
+	}
+	return prefix + "/data"
+}
+
+// state is one read of P/cluster.
+type state struct {
+	rev        int64
+	nodes      map[int32]Node
+	leader     int32 // None if no leader
+	leaderRev  int64 // the leader key's create revision
+	leaderVal  string
+	assignment Assignment
+	assignRev  int64 // its mod revision; 0 if none
+	ready      map[int][]int32
+}
+
+// Join registers this node: it reads (or creates) the cluster's Meta and
+// puts the node's registration under a fresh lease. The node serves
+// nothing until Run.
+func Join(ctx context.Context, cfg Config) (*Member, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("cluster: Config.Client is nil")
+	}
+	if cfg.NodeID < 0 {
+		return nil, fmt.Errorf("cluster: node id %d: must be 0 or more", cfg.NodeID)
+	}
+	if cfg.KafkaAddr == "" {
+		return nil, errors.New("cluster: Config.KafkaAddr is empty")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "/cohort"
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 6 * time.Second
+	}
+	if cfg.LeaseTTL < 2*time.Second {
+		return nil, fmt.Errorf("cluster: lease TTL %v: etcd's minimum is 2s", cfg.LeaseTTL)
+	}
+	if cfg.WarmTimeout <= 0 {
+		cfg.WarmTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Member{
+		cfg:     cfg,
+		cli:     cfg.Client,
+		logger:  cfg.Logger.With("component", "cluster", "node", cfg.NodeID),
+		keys:    newKeys(cfg.Prefix),
+		wake:    make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	var err error
+	if m.meta, err = m.readMeta(ctx); err != nil {
+		return nil, err
+	}
+	if err := m.register(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Meta returns the cluster's fixed facts.
+func (m *Member) Meta() Meta { return m.meta }
+
+// NodeID returns this node's id.
+func (m *Member) NodeID() int32 { return m.cfg.NodeID }
+
+// Lease returns the node's current lease.
+func (m *Member) Lease() clientv3.LeaseID { return clientv3.LeaseID(m.lease.Load()) }
+
+func (m *Member) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(m.cfg.LeaseTTL/2, time.Second))
+}
+
+// readMeta reads the cluster's Meta, creating it if this is the first node.
+func (m *Member) readMeta(ctx context.Context) (Meta, error) {
+	want := Meta{V: 1, Units: m.cfg.Units, ClusterID: newClusterID()}
+	if want.Units < 1 {
+		return Meta{}, errors.New("cluster: Config.Units must be at least 1")
+	}
+	b, _ := json.Marshal(want)
+	c, cancel := m.reqCtx(ctx)
+	defer cancel()
+	resp, err := m.cli.Txn(c).
+		If(clientv3.Compare(clientv3.CreateRevision(m.keys.meta), "=", 0)).
+		Then(clientv3.OpPut(m.keys.meta, string(b))).
+		Else(clientv3.OpGet(m.keys.meta)).Commit()
+	if err != nil {
+		return Meta{}, fmt.Errorf("cluster: read cluster meta at %s: %w", m.keys.meta, err)
+	}
+	if resp.Succeeded {
+		m.logger.Info("created the cluster", "units", want.Units, "cluster_id", want.ClusterID)
+		return want, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) == 0 {
+		return Meta{}, fmt.Errorf("cluster: %s vanished", m.keys.meta)
+	}
+	var got Meta
+	if err := json.Unmarshal(kvs[0].Value, &got); err != nil || got.V != 1 || got.Units < 1 {
+		return Meta{}, fmt.Errorf("cluster: corrupt %s: %q", m.keys.meta, kvs[0].Value)
+	}
+	return got, nil
+}
+
+func newClusterID() string {
+	// Kafka's cluster ids are 22 characters of URL-safe base64 of a UUID;
+	// any unique string works for clients.
+	return fmt.Sprintf("cohort-%x", time.Now().UnixNano())
+}
+
+func (m *Member) nodeKey(id int32) string { return m.keys.nodes + strconv.Itoa(int(id)) }
+
+// register grants a lease and puts the node's registration under it. A
+// registration of the same id by another live process makes it wait for
+// that lease to end; one left by this data directory's previous life is
+// taken over at once (its lease is revoked).
+func (m *Member) register(ctx context.Context) error {
+	key := m.nodeKey(m.cfg.NodeID)
+	deadline := time.Now().Add(m.cfg.LeaseTTL + 5*time.Second)
+	waited := false
+	for {
+		c, cancel := m.reqCtx(ctx)
+		resp, err := m.cli.Get(c, key)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("cluster: read registration %s: %w", key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			break
+		}
+		var old Node
+		_ = json.Unmarshal(resp.Kvs[0].Value, &old)
+		if old.DirID != "" && old.DirID == m.cfg.DirID {
+			// Our own previous life: we hold the data directory's lock,
+			// so that process is gone. Revoking its lease drops its
+			// registration and fences its shard handles.
+			c, cancel := m.reqCtx(ctx)
+			_, err := m.cli.Revoke(c, clientv3.LeaseID(resp.Kvs[0].Lease))
+			cancel()
+			if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				return fmt.Errorf("cluster: revoke the previous registration's lease: %w", err)
+			}
+			m.logger.Info("took over this node's previous registration", "lease", fmt.Sprintf("%x", resp.Kvs[0].Lease))
+			continue
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster: node id %d is registered by another live node (kafka %s); node ids must be unique", m.cfg.NodeID, old.Kafka)
+		}
+		if !waited {
+			m.logger.Warn("node id is registered by another process; waiting for its lease to expire", "other_kafka", old.Kafka, "ttl", m.cfg.LeaseTTL)
+			waited = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return m.putRegistration(ctx)
+}
+
+// putRegistration grants a new lease and puts the registration, unless
+// another process registered the id meanwhile.
+func (m *Member) putRegistration(ctx context.Context) error {
+	c, cancel := m.reqCtx(ctx)
+	defer cancel()
+	sent := time.Now()
+	g, err := m.cli.Grant(c, int64(m.cfg.LeaseTTL/time.Second))
+	if err != nil {
+		return fmt.Errorf("cluster: grant lease: %w", err)
+	}
+	m.lease.Store(int64(g.ID))
+	m.validUntil.Store(sent.Add(time.Duration(g.TTL) * time.Second).UnixNano())
+	n := m.self()
+	b, _ := json.Marshal(n)
+	key := m.nodeKey(m.cfg.NodeID)
+	resp, err := m.cli.Txn(c).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(g.ID))).Commit()
+	if err != nil {
+		return fmt.Errorf("cluster: register %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		m.cli.Revoke(c, g.ID)
+		return fmt.Errorf("cluster: node id %d was registered by another process meanwhile", m.cfg.NodeID)
+	}
+	m.logger.Info("registered", "lease", fmt.Sprintf("%x", int64(g.ID)), "ttl", m.cfg.LeaseTTL)
+	return nil
+}
+
+func (m *Member) self() Node {
+	return Node{ID: m.cfg.NodeID, Kafka: m.cfg.KafkaAddr, GRPC: m.cfg.GRPCAddr, Rack: m.cfg.Rack, DirID: m.cfg.DirID, Lease: m.lease.Load(), Draining: m.draining.Load()}
+}
+
+// suspicion is how long before its lease could expire a node stops
+// serving: a quarter of the TTL, at least 500 ms.
+func (m *Member) suspicion() time.Duration { return max(m.cfg.LeaseTTL/4, 500*time.Millisecond) }
+
+// suspended reports whether the node must not serve: its lease may
+// expire (or have expired) before it could renew it.
+func (m *Member) suspended(now time.Time) bool {
+	return now.UnixNano() >= m.validUntil.Load()-int64(m.suspicion())
+}
+
+// Run starts driving units: renewing the lease, campaigning to lead,
+// deciding ownership while leading, and loading and unloading units as
+// the assignment says, until Leave or Close.
+func (m *Member) Run(units Units) {
+	m.units = units
+	units.Lease(m.Lease())
+	m.done.Go(m.keepAlive)
+	m.done.Go(m.watchdog)
+	m.done.Go(m.watch)
+	m.done.Go(m.loop)
+}
+
+func (m *Member) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// keepAlive renews the lease every third of its TTL. A renewal sent at t
+// keeps the lease alive until at least t+TTL (etcd counts from when it
+// got it), which is what validUntil records; so a node that cannot reach
+// etcd knows when it must stop serving without etcd telling it. A lease
+// that etcd no longer has is replaced by a new registration.
+func (m *Member) keepAlive() {
+	every := m.cfg.LeaseTTL / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		c, cancel := context.WithTimeout(m.ctx, every)
+		resp, err := m.cli.KeepAliveOnce(c, m.Lease())
+		cancel()
+		switch {
+		case err == nil && resp.TTL > 0:
+			m.validUntil.Store(sent.Add(time.Duration(resp.TTL) * time.Second).UnixNano())
+		case m.ctx.Err() != nil:
+			return
+		case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0):
+			// The lease expired: everything bound to it is gone, and
+			// other nodes may own our shards. Start a new life.
+			m.logger.Warn("lease expired; registering again", "lease", fmt.Sprintf("%x", m.lease.Load()))
+			m.validUntil.Store(0)
+			m.poke()
+			c, cancel := context.WithTimeout(m.ctx, m.cfg.LeaseTTL)
+			err := m.putRegistration(c)
+			cancel()
+			if err != nil {
+				m.logger.Warn("register again", "err", err)
+				continue
+			}
+			m.units.Lease(m.Lease())
+		default:
+			m.logger.Debug("lease renewal failed", "err", err)
+		}
+		m.poke()
+	}
+}
+
+// watchdog stops serving every unit the moment the node becomes
+// suspended, whatever the loop is waiting for (a read of etcd that will
+// time out, a load).
+func (m *Member) watchdog() {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	unloaded := false
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if m.suspended(now) {
+			if !unloaded {
+				for u := range m.meta.Units {
+					m.units.Unload(u)
+				}
+				unloaded = true
+				m.poke()
+			}
+			t.Reset(10 * time.Millisecond)
+			continue
+		}
+		unloaded = false
+		t.Reset(time.Duration(m.validUntil.Load()-int64(m.suspicion())-now.UnixNano()) + time.Millisecond)
+	}
+}
+
+// watch pokes the loop whenever something under P/cluster changes.
+func (m *Member) watch() {
+	for m.ctx.Err() == nil {
+		wc := m.cli.Watch(clientv3.WithRequireLeader(m.ctx), m.cfg.Prefix+"/cluster/", clientv3.WithPrefix())
+		for resp := range wc {
+			if resp.Err() != nil {
+				break
+			}
+			m.poke()
+		}
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// read reads P/cluster in one request.
+func (m *Member) read(ctx context.Context) (state, error) {
+	c, cancel := m.reqCtx(ctx)
+	defer cancel()
+	resp, err := m.cli.Get(c, m.cfg.Prefix+"/cluster/", clientv3.WithPrefix())
+	if err != nil {
+		return state{}, err
+	}
+	st := state{rev: resp.Header.Revision, nodes: map[int32]Node{}, leader: None, ready: map[int][]int32{}}
+	for _, kv := range resp.Kvs {
+		k := string(kv.Key)
+		switch {
+		case strings.HasPrefix(k, m.keys.nodes):
+			var n Node
+			if json.Unmarshal(kv.Value, &n) == nil {
+				st.nodes[n.ID] = n
+			}
+		case k == m.keys.leader:
+			st.leaderVal, st.leaderRev = string(kv.Value), kv.CreateRevision
+			if id, _, ok := strings.Cut(st.leaderVal, "/"); ok {
+				if v, err := strconv.Atoi(id); err == nil {
+					st.leader = int32(v)
+				}
+			}
+		case k == m.keys.assignment:
+			if json.Unmarshal(kv.Value, &st.assignment) == nil {
+				st.assignRev = kv.ModRevision
+			}
+		case strings.HasPrefix(k, m.keys.ready):
+			us, ns, ok := strings.Cut(k[len(m.keys.ready):], "/")
+			u, err1 := strconv.Atoi(us)
+			n, err2 := strconv.Atoi(ns)
+			if ok && err1 == nil && err2 == nil {
+				st.ready[u] = append(st.ready[u], int32(n))
+			}
+		}
+	}
+	return st, nil
+}
+
+// loop is the node's control loop: on every poke (a change in etcd, a
+// lease renewal) and at least every tick, it reads the cluster's state,
+// acts as the leader if it is one, and makes this node's units match the
+// assignment.
+func (m *Member) loop() {
+	defer close(m.stopped)
+	tick := time.NewTicker(max(m.cfg.LeaseTTL/20, 50*time.Millisecond))
+	defer tick.Stop()
+	l := &loopState{
+		held:      map[int]bool{},
+		warmed:    map[int]bool{},
+		readyPut:  map[int]bool{},
+		nextSince: map[int]time.Time{},
+		results:   make(chan unitResult, 64),
+		busy:      map[int]bool{},
+	}
+	for {
+		select {
+		case <-m.ctx.Done():
+			m.shutdownUnits(l)
+			return
+		case <-m.wake:
+		case <-tick.C:
+		case r := <-l.results:
+			m.finish(l, r)
+		}
+		m.step(l)
+	}
+}
+
+// loopState is the control loop's own memory.
+type loopState struct {
+	held      map[int]bool // units serving (or loading) here
+	warmed    map[int]bool // units preloaded here
+	readyPut  map[int]bool // ready keys this node has put
+	busy      map[int]bool // a Load or Preload of the unit under way
+	nextSince map[int]time.Time
+	results   chan unitResult
+	lastRead  time.Time
+	wasSusp   bool
+	st        state
+	haveSt    bool
+}
+
+type unitResult struct {
+	u       int
+	preload bool
+	err     error
+}
+
+func (m *Member) finish(l *loopState, r unitResult) {
+	delete(l.busy, r.u)
+	switch {
+	case r.preload && r.err == nil:
+		l.warmed[r.u] = true
+	case r.preload:
+		m.logger.Warn("preloading a shard failed", "unit", r.u, "err", r.err)
+	case r.err != nil:
+		// The runtime retries loading with backoff while held; a hard
+		// failure leaves it unheld so that the next step tries again.
+		m.logger.Warn("loading a shard failed", "unit", r.u, "err", r.err)
+		delete(l.held, r.u)
+		m.units.Unload(r.u)
+	}
+}
+
+func (m *Member) step(l *loopState) {
+	now := time.Now()
+	susp := m.suspended(now) || m.draining.Load() && m.drainedSelf(l)
+	if susp != l.wasSusp && m.suspended(now) {
+		m.logger.Warn("cannot renew the lease in time: serving no shard until it is renewed")
+	} else if !susp && l.wasSusp {
+		m.logger.Info("lease renewed: serving shards again")
+	}
+	l.wasSusp = susp
+	if susp {
+		// Stop serving at once, without waiting for etcd.
+		for u := range l.held {
+			m.units.Unload(u)
+			delete(l.held, u)
+		}
+	}
+	for u := range l.held {
+		if !l.busy[u] && !m.units.Holds(u) {
+			delete(l.held, u)
+		}
+	}
+	st, err := m.read(m.ctx)
+	if err != nil {
+		if m.ctx.Err() == nil {
+			m.logger.Debug("read cluster state", "err", err)
+		}
+		return
+	}
+	m.mu.Lock()
+	m.state = st
+	m.mu.Unlock()
+	l.st, l.haveSt = st, true
+	if !m.suspended(now) {
+		m.lead(l, st)
+	}
+	a := st.assignment
+	act := Reconcile(a, m.cfg.NodeID, l.held, l.warmed, susp)
+	for _, u := range act.Unload {
+		m.units.Unload(u)
+		delete(l.held, u)
+	}
+	for _, u := range act.Load {
+		if l.busy[u] {
+			continue
+		}
+		l.held[u], l.busy[u] = true, true
+		m.done.Go(func() {
+			err := m.units.Load(u)
+			if err == nil && m.suspended(time.Now()) {
+				m.units.Unload(u) // the watchdog may have run before it loaded
+			}
+			l.results <- unitResult{u: u, err: err}
+		})
+	}
+	for _, u := range act.Preload {
+		if l.busy[u] {
+			continue
+		}
+		l.busy[u] = true
+		m.done.Go(func() { l.results <- unitResult{u: u, preload: true, err: m.units.Preload(u)} })
+	}
+	// Ready keys: put for warmed units moving here, delete the others.
+	for u := range l.warmed {
+		moving := u < len(a.Next) && a.Next[u] == m.cfg.NodeID
+		if !moving {
+			if !l.held[u] {
+				m.units.Forget(u)
+			}
+			delete(l.warmed, u)
+			continue
+		}
+		if !l.readyPut[u] && !susp {
+			if m.putReady(u) == nil {
+				l.readyPut[u] = true
+			}
+		}
+	}
+	for u := range l.readyPut {
+		if u >= len(a.Next) || a.Next[u] != m.cfg.NodeID {
+			if m.deleteReady(u) == nil {
+				delete(l.readyPut, u)
+			}
+		}
+	}
+}
+
+func (m *Member) readyKey(u int) string {
+	return m.keys.ready + strconv.Itoa(u) + "/" + strconv.Itoa(int(m.cfg.NodeID))
+}
+
+func (m *Member) putReady(u int) error {
+	c, cancel := m.reqCtx(m.ctx)
+	defer cancel()
+	_, err := m.cli.Put(c, m.readyKey(u), "", clientv3.WithLease(m.Lease()))
+	return err
+}
+
+func (m *Member) deleteReady(u int) error {
+	c, cancel := m.reqCtx(m.ctx)
+	defer cancel()
+	_, err := m.cli.Delete(c, m.readyKey(u))
+	return err
+}
+
+// lead campaigns for the leader key and, while holding it, writes the
+// next assignment when Plan says it changed.
+func (m *Member) lead(l *loopState, st state) {
+	val := fmt.Sprintf("%d/%x", m.cfg.NodeID, m.lease.Load())
+	if st.leader == None {
+		c, cancel := m.reqCtx(m.ctx)
+		resp, err := m.cli.Txn(c).
+			If(clientv3.Compare(clientv3.CreateRevision(m.keys.leader), "=", 0)).
+			Then(clientv3.OpPut(m.keys.leader, val, clientv3.WithLease(m.Lease()))).Commit()
+		cancel()
+		if err != nil || !resp.Succeeded {
+			return
+		}
+		m.logger.Info("leading the cluster")
+		m.poke() // read again as the leader
+		return
+	}
+	if st.leaderVal != val {
+		return
+	}
+	var registered, draining []int32
+	for id, n := range st.nodes {
+		registered = append(registered, id)
+		if n.Draining {
+			draining = append(draining, id)
+		}
+	}
+	slices.Sort(registered)
+	slices.Sort(draining)
+	// Warm timeouts: a unit waiting for its next owner too long moves.
+	now := time.Now()
+	force := map[int]bool{}
+	for u, n := range st.assignment.Next {
+		if n == None {
+			delete(l.nextSince, u)
+			continue
+		}
+		since, ok := l.nextSince[u]
+		if !ok {
+			l.nextSince[u] = now
+		} else if now.Sub(since) > m.cfg.WarmTimeout {
+			force[u] = true
+		}
+	}
+	next, changed := Plan(m.meta.Units, st.assignment, registered, draining, st.ready, force)
+	if !changed {
+		return
+	}
+	b, _ := json.Marshal(next)
+	c, cancel := m.reqCtx(m.ctx)
+	resp, err := m.cli.Txn(c).
+		If(clientv3.Compare(clientv3.CreateRevision(m.keys.leader), "=", st.leaderRev),
+			clientv3.Compare(clientv3.ModRevision(m.keys.assignment), "=", st.assignRev)).
+		Then(clientv3.OpPut(m.keys.assignment, string(b))).Commit()
+	cancel()
+	if err != nil {
+		m.logger.Debug("write assignment", "err", err)
+		return
+	}
+	if resp.Succeeded {
+		moved := 0
+		for u := range next.Owner {
+			if u < len(st.assignment.Owner) && st.assignment.Owner[u] != next.Owner[u] {
+				moved++
+			}
+		}
+		m.logger.Info("assignment", "epoch", next.Epoch, "nodes", registered, "draining", draining, "owners_changed", moved, "moving", countMoving(next))
+		m.poke()
+	}
+}
+
+func countMoving(a Assignment) int {
+	n := 0
+	for _, x := range a.Next {
+		if x != None {
+			n++
+		}
+	}
+	return n
+}
+
+// drainedSelf reports whether a draining node owns nothing any more in
+// the last assignment read (or there is nobody to hand over to).
+func (m *Member) drainedSelf(l *loopState) bool {
+	if !l.haveSt {
+		return false
+	}
+	return !slices.Contains(l.st.assignment.Owner, m.cfg.NodeID) || m.othersLive(l.st) == 0
+}
+
+func (m *Member) othersLive(st state) int {
+	n := 0
+	for id, node := range st.nodes {
+		if id != m.cfg.NodeID && !node.Draining {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Member) shutdownUnits(l *loopState) {
+	for u := range l.held {
+		m.units.Unload(u)
+	}
+	clear(l.held)
+	// Let Loads and Preloads under way finish, so that nothing is loaded
+	// after this.
+	for len(l.busy) > 0 {
+		r := <-l.results
+		delete(l.busy, r.u)
+		if !r.preload {
+			m.units.Unload(r.u)
+		}
+	}
+}
+
+// Brokers returns every registered node, by id.
+func (m *Member) Brokers() []Node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Node, 0, len(m.state.nodes))
+	for _, n := range m.state.nodes {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.ID, b.ID) })
+	if len(out) == 0 { // before the first read
+		out = append(out, m.self())
+	}
+	return out
+}
+
+// Live returns the ids of the registered nodes, ascending.
+func (m *Member) Live() []int32 {
+	var ids []int32
+	for _, n := range m.Brokers() {
+		ids = append(ids, n.ID)
+	}
+	return ids
+}
+
+// Owner returns the registered node that owns unit u, if any.
+func (m *Member) Owner(u int) (Node, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.state.assignment
+	if u < 0 || u >= len(a.Owner) {
+		return Node{}, false
+	}
+	n, ok := m.state.nodes[a.Owner[u]]
+	return n, ok
+}
+
+// Leader returns the leader's node id, or None.
+func (m *Member) Leader() int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state.leader == None && len(m.state.nodes) == 0 {
+		return m.cfg.NodeID
+	}
+	return m.state.leader
+}
+
+// Assignment returns the last assignment read.
+func (m *Member) Assignment() Assignment {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state.assignment.clone()
+}
+
+// Leave hands this node's units off and leaves the cluster: it marks
+// the registration draining, waits (up to ctx) until the leader has moved
+// every unit to other nodes, warm, then stops serving, gives the
+// leadership up and revokes the lease. Used on SIGTERM.
+func (m *Member) Leave(ctx context.Context) error {
+	m.draining.Store(true)
+	n := m.self()
+	b, _ := json.Marshal(n)
+	c, cancel := m.reqCtx(ctx)
+	_, err := m.cli.Put(c, m.nodeKey(m.cfg.NodeID), string(b), clientv3.WithLease(m.Lease()))
+	cancel()
+	if err != nil {
+		m.logger.Warn("mark draining", "err", err)
+	} else {
+		m.poke()
+		m.waitDrained(ctx)
+	}
+	m.Close()
+	return nil
+}
+
+// waitDrained waits until the last state read shows no unit owned here
+// (or nobody left to own them), or ctx ends.
+func (m *Member) waitDrained(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		m.mu.Lock()
+		st := m.state
+		m.mu.Unlock()
+		if !slices.Contains(st.assignment.Owner, m.cfg.NodeID) || m.othersLive(st) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			m.logger.Warn("leaving before every shard was handed off", "err", ctx.Err())
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops serving every unit and revokes the lease, so that the
+// node's registration, leadership and shard owner keys go at once. It
+// does not hand units off: Leave does.
+func (m *Member) Close() {
+	m.stopOne.Do(func() {
+		m.cancel()
+		if m.units != nil {
+			<-m.stopped
+		}
+		m.done.Wait()
+		c, cancel := context.WithTimeout(context.Background(), max(m.cfg.LeaseTTL/2, time.Second))
+		defer cancel()
+		if _, err := m.cli.Revoke(c, m.Lease()); err != nil {
+			m.logger.Debug("revoke lease", "err", err)
+		}
+	})
+}
