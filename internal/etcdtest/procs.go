@@ -25,6 +25,7 @@ type Cluster struct {
 	bin     string
 	base    string // the test's temporary directory
 	members []*proc
+	started bool // the cluster came up; a failed start has shown its logs
 }
 
 // proc is one member: its fixed identity (name, ports, data directory)
@@ -66,6 +67,7 @@ func StartProcs(t testing.TB, n int) *Cluster {
 	for attempt := 1; ; attempt++ {
 		err := c.tryStart(n, attempt)
 		if err == nil {
+			c.started = true
 			return c
 		}
 		c.killAll()
@@ -292,7 +294,7 @@ func (c *Cluster) killAll() {
 
 func (c *Cluster) cleanup() {
 	c.killAll()
-	if c.t.Failed() && len(c.members) > 0 {
+	if c.t.Failed() && c.started {
 		c.t.Logf("etcdtest: etcd logs:\n%s", c.tails())
 	}
 }
