@@ -16,6 +16,10 @@ step() { printf '\n== %s\n' "$*"; }
 #    The tests fail (never skip) without them, so install what is missing.
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
+# etcd 3.4 for internal/etcdtest's clusters of etcd processes. The tests
+# use only members they start themselves, on free ports; the service the
+# package starts under systemd is stopped below.
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 # -I: isolated, so the repo's own kafka/ directory (a Go package) is not
 # taken for the Python module from the working directory.
 /usr/bin/python3 -I -c 'from kafka import KafkaProducer' >/dev/null 2>&1 || need+=(python3-kafka)
@@ -28,6 +32,13 @@ if ((${#need[@]})); then
 	[ "$(id -u)" -eq 0 ] || sudo=sudo
 	$sudo apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	# Under systemd, installing etcd-server starts an etcd on 2379 and
+	# enables it at boot; nothing here wants it. (The containers here have
+	# no systemd, and their policy-rc.d refuses the start.)
+	if [[ " ${need[*]} " == *" etcd-server "* ]] && command -v systemctl >/dev/null 2>&1 &&
+		systemctl is-active --quiet etcd 2>/dev/null; then
+		$sudo systemctl disable --now etcd >/dev/null 2>&1 || true
+	fi
 fi
 # JavaScript clients from npm, at the versions e2e/js/package-lock.json
 # pins: (re)installed when node_modules is missing or older than the lock.
