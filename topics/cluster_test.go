@@ -365,3 +365,66 @@ func TestClusterHooks(t *testing.T) {
 		t.Errorf("a reservation was stored: %v", err)
 	}
 }
+
+// TestClusterRefreshRetriesFailedOpen: a partition a Refresh could not
+// open is left out (the rest of the topic is served) and retried by the
+// next Refresh, though the record did not change.
+func TestClusterRefreshRetriesFailedOpen(t *testing.T) {
+	_, nodes := newCluster(t, 1, 2)
+	a, b := nodes[0], nodes[1]
+	tp, err := a.log.Create("t", 4, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file where node 2's partition 1 directory belongs.
+	topicDir := filepath.Join(b.dir, hex.EncodeToString(tp.ID[:]))
+	if err := os.MkdirAll(topicDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Join(topicDir, "1")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := b.log.Refresh(); err == nil {
+			t.Fatal("Refresh opened a partition over a file")
+		}
+		got := b.log.Topic("t")
+		if got == nil || got.Partitions[1] != nil || got.Partitions[3] == nil {
+			t.Fatalf("after a failed open: %+v", got)
+		}
+	}
+	p3 := b.log.Topic("t").Partitions[3]
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	mustRefresh(t, b.log)
+	got := b.log.Topic("t")
+	if got.Partitions[1] == nil || got.Partitions[3] != p3 {
+		t.Fatalf("after the retry: partition 1 open %v, partition 3 reused %v", got.Partitions[1] != nil, got.Partitions[3] == p3)
+	}
+	checkLocal(t, b, got)
+	v := b.log.Version()
+	mustRefresh(t, b.log)
+	if b.log.Version() != v {
+		t.Error("Refresh after a successful retry changed the log")
+	}
+}
+
+// TestClusterLockError: a cluster lock that cannot be taken fails the
+// change and writes nothing.
+func TestClusterLockError(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	errNoQuorum := errors.New("no quorum")
+	l, err := Open(Config{Dir: t.TempDir(), Store: st, NodeID: 1, Lock: func(string) (func(), error) { return nil, errNoQuorum }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Create("t", 1, nil, false); !errors.Is(err, errNoQuorum) {
+		t.Errorf("Create: %v, want the lock's error", err)
+	}
+	if _, err := st.Get([]byte("topic/t")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("topic stored without the lock: %v", err)
+	}
+}

@@ -1,13 +1,18 @@
-// Package topics is Cohort's embedded single-node topic log: the topics and
-// partitions that let ordinary Kafka clients produce and consume end to end
-// against `cohort serve` with nothing else installed.
+// Package topics is Cohort's embedded topic log: the topics and partitions
+// that let ordinary Kafka clients produce and consume end to end against
+// `cohort serve` with nothing else installed.
 //
-// Topic metadata (name, id, partition count, configs) is a record in the
-// store. Partition data lives beside the store in segment files that hold
-// record batches exactly as Kafka writes them; they are append-only and read
-// sequentially, which plain files do best (a key-value store would write
-// every byte at least twice). Nothing here knows about the Kafka wire
-// protocol or consumer groups.
+// Topic metadata (name, id, partition count, configs, each partition's
+// leader) is a record in the store. Partition data lives beside the store
+// in segment files that hold record batches exactly as Kafka writes them;
+// they are append-only and read sequentially, which plain files do best (a
+// key-value store would write every byte at least twice).
+//
+// In cluster mode the store is shared and each node opens the partitions
+// it leads, the one copy of each (no replication); Refresh applies the
+// changes other nodes made, and the Config hooks (Lock, Nodes,
+// ReserveProducerIDs) are the cluster's. Nothing here knows about the
+// Kafka wire protocol, consumer groups or how nodes find each other.
 package topics
 
 import (
@@ -392,9 +397,11 @@ func parseTopicID(s string) ([16]byte, bool) {
 func (l *Log) topicDir(id [16]byte) string { return filepath.Join(l.dir, hex.EncodeToString(id[:])) }
 
 // openPartitions opens the partitions of t that this node leads and has
-// not opened yet.
+// not opened yet. One that fails to open is left nil, and the others are
+// still opened.
 func (l *Log) openPartitions(t *Topic) error {
 	segBytes := t.int64Config("segment.bytes")
+	var errs []error
 	for i, p := range t.Partitions {
 		if p != nil || t.Leaders[i] != l.nodeID {
 			continue
@@ -402,11 +409,12 @@ func (l *Log) openPartitions(t *Topic) error {
 		dir := filepath.Join(l.topicDir(t.ID), strconv.Itoa(i))
 		p, err := openPartition(dir, t.Name, int32(i), segBytes, l.logger, l.syncFile)
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		t.Partitions[i] = p
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (t *Topic) int64Config(name string) int64 {
