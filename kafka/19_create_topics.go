@@ -27,6 +27,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -68,8 +69,9 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 	if !topics.ValidTopicName(rt.Topic) {
 		return kerr.InvalidTopicException.Code, fmt.Sprintf("Topic name %q is illegal: 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'", rt.Topic)
 	}
+	exists := fmt.Sprintf("Topic '%s' already exists.", rt.Topic)
 	if s.topics.Topic(rt.Topic) != nil {
-		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", rt.Topic)
+		return kerr.TopicAlreadyExists.Code, exists
 	}
 	brokers := s.cluster.Brokers()
 	partitions := rt.NumPartitions
@@ -121,6 +123,10 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 		t, err = s.topics.CreateAssigned(rt.Topic, leaders, configs, validateOnly)
 	} else {
 		t, err = s.topics.Create(rt.Topic, partitions, configs, validateOnly)
+	}
+	if errors.Is(err, topics.ErrTopicExists) {
+		// Created on another node since this one last refreshed.
+		return kerr.TopicAlreadyExists.Code, exists
 	}
 	if err != nil {
 		return errorCode(err), err.Error()

@@ -49,7 +49,10 @@ func (s *Server) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validate
 	if dup {
 		return kerr.InvalidRequest.Code, "Duplicate topic in request."
 	}
-	t := s.topics.Topic(rt.Topic)
+	t, err := s.topics.Sync(rt.Topic)
+	if err != nil {
+		return errorCode(err), err.Error()
+	}
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", rt.Topic)
 	}
@@ -60,7 +63,6 @@ func (s *Server) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validate
 	if rt.Count > topics.MaxPartitions {
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("Number of partitions must be at most %d.", topics.MaxPartitions)
 	}
-	var err error
 	if rt.Assignment != nil {
 		if int32(len(rt.Assignment)) != rt.Count-current {
 			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", rt.Count-current, len(rt.Assignment))

@@ -453,3 +453,42 @@ func TestClusterOfflinePartition(t *testing.T) {
 		t.Errorf("leader hint %+v for a partition whose leader is down", sp.CurrentLeader)
 	}
 }
+
+// TestClusterAdminBeforeRefresh: the admin APIs act on the shared catalog,
+// not on the node's last refresh: a topic just created on node 1 already
+// exists, grows and is deleted through node 2.
+func TestClusterAdminBeforeRefresh(t *testing.T) {
+	_, nodes := startCluster(t)
+	c1, c2 := dial(t, nodes[0].addr), dial(t, nodes[1].addr)
+
+	createTopic(c1, "a", 1, nil)
+	req, _ := createReq("a", 1, 1)
+	st := roundTrip[*kmsg.CreateTopicsResponse](c2, 7, req).Topics[0]
+	wantCode(t, "create again on node 2", st.ErrorCode, kerr.TopicAlreadyExists)
+	if st.ErrorMessage == nil || *st.ErrorMessage != "Topic 'a' already exists." {
+		t.Errorf("message %v", st.ErrorMessage)
+	}
+
+	createTopic(c1, "b", 1, nil)
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	gt := kmsg.NewCreatePartitionsRequestTopic()
+	gt.Topic, gt.Count = "b", 3
+	grow.Topics = append(grow.Topics, gt)
+	wantCode(t, "grow on node 2", roundTrip[*kmsg.CreatePartitionsResponse](c2, 3, grow).Topics[0].ErrorCode, nil)
+	if got := nodes[1].log.Topic("b"); got == nil || len(got.Leaders) != 3 {
+		t.Fatalf("node 2 after growing: %+v", got)
+	}
+
+	id := createTopic(c1, "c", 2, nil)
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.TopicID = id
+	del.Topics = append(del.Topics, dt)
+	if r := roundTrip[*kmsg.DeleteTopicsResponse](c2, 6, del).Topics[0]; r.ErrorCode != 0 || r.Topic == nil || *r.Topic != "c" {
+		t.Errorf("delete by id on node 2: %s %v", codeName(r.ErrorCode), r.Topic)
+	}
+	refreshAll(t, nodes)
+	if nodes[0].log.Topic("c") != nil {
+		t.Error("node 1 kept a topic deleted on node 2")
+	}
+}

@@ -428,3 +428,25 @@ func TestClusterLockError(t *testing.T) {
 		t.Errorf("topic stored without the lock: %v", err)
 	}
 }
+
+// TestClusterSync: Sync reads one topic from the shared store, found or
+// gone, without a full Refresh.
+func TestClusterSync(t *testing.T) {
+	_, nodes := newCluster(t, 1, 2)
+	a, b := nodes[0], nodes[1]
+	tp, err := a.log.Create("t", 2, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.log.Sync("t")
+	if err != nil || got == nil || got.ID != tp.ID || b.log.Topic("t") != got {
+		t.Fatalf("Sync: %+v %v", got, err)
+	}
+	checkLocal(t, b, got)
+	if err := a.log.Delete("t"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.log.Sync("t"); err != nil || got != nil || b.log.TopicByID(tp.ID) != nil {
+		t.Fatalf("Sync after delete: %+v %v", got, err)
+	}
+}

@@ -613,42 +613,50 @@ func (l *Log) create(name string, partitions int32, leaders []int32, configs map
 	return t, nil
 }
 
-// lockTopic takes the cluster-wide lock on name (Config.Lock), then admin
-// and mu, and brings the topic up to date with its stored record, so that
-// the caller decides on what every node last wrote. The returned func
-// releases all three.
+// lockTopic takes the cluster-wide lock on name (Config.Lock), then
+// syncTopic's locks, so that the caller decides on what every node last
+// wrote. The returned func releases them all.
 func (l *Log) lockTopic(name string) (func(), error) {
-	release := func() {}
-	if l.lock != nil {
-		var err error
-		if release, err = l.lock(name); err != nil {
-			return nil, fmt.Errorf("lock topic %s: %w", name, err)
-		}
+	if l.lock == nil {
+		return l.syncTopic(name)
 	}
+	release, err := l.lock(name)
+	if err != nil {
+		return nil, fmt.Errorf("lock topic %s: %w", name, err)
+	}
+	unlock, err := l.syncTopic(name)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return func() {
+		unlock()
+		release()
+	}, nil
+}
+
+// syncTopic takes admin and mu and brings the named topic up to date with
+// its stored record. The returned func releases both.
+func (l *Log) syncTopic(name string) (func(), error) {
 	l.mu.RLock()
 	closed := l.closed
 	l.mu.RUnlock()
 	if closed {
-		release()
 		return nil, store.ErrClosed
 	}
 	l.admin.Lock()
-	unlock := func() {
-		l.admin.Unlock()
-		release()
-	}
 	raw, err := l.st.Get(append(bytes.Clone(topicPrefix), name...))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		raw = nil
 	case err != nil:
-		unlock()
+		l.admin.Unlock()
 		return nil, fmt.Errorf("read topic %s: %w", name, err)
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		unlock()
+		l.admin.Unlock()
 		return nil, store.ErrClosed
 	}
 	if err := l.syncLocked(name, raw); err != nil {
@@ -656,8 +664,21 @@ func (l *Log) lockTopic(name string) (func(), error) {
 	}
 	return func() {
 		l.mu.Unlock()
-		unlock()
+		l.admin.Unlock()
 	}, nil
+}
+
+// Sync re-reads the named topic's record from the store, applies it as
+// Refresh would, and returns the topic, nil if there is none. Admin
+// requests use it to act on what every node last wrote rather than on this
+// node's last Refresh.
+func (l *Log) Sync(name string) (*Topic, error) {
+	unlock, err := l.syncTopic(name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return l.byName[name], nil
 }
 
 // placeLocked chooses leaders for n new partitions: each goes to the live
