@@ -313,6 +313,9 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 	if t.Name != name {
 		return fmt.Errorf("corrupt topic record: %q stored as %q", t.Name, name)
 	}
+	if other := l.byID[t.ID]; other != nil && other.Name != name {
+		return fmt.Errorf("corrupt topic record: %s has the id of %s", name, other.Name)
+	}
 	if old != nil && old.ID != t.ID {
 		// Deleted and created again elsewhere since we looked.
 		l.dropLocked(old)
@@ -329,9 +332,6 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 				p.close()
 			}
 		}
-	}
-	if other := l.byID[t.ID]; other != nil && other.Name != name {
-		return fmt.Errorf("corrupt topic record: %s has the id of %s", name, other.Name)
 	}
 	err = l.openPartitions(t)
 	l.byName[name] = t
