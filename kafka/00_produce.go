@@ -9,8 +9,9 @@ package kafka
 //   - v7 (KIP-110): zstd; below v7 a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
 //   - v8 (KIP-467): per-record errors and an error message.
 //   - v9: flexible.
-//   - v10–v11 (KIP-951): CurrentLeader and NodeEndpoints, tagged; one node,
-//     so never set.
+//   - v10–v11 (KIP-951): CurrentLeader and NodeEndpoints, tagged: with
+//     NOT_LEADER_OR_FOLLOWER (a partition another node leads, cluster
+//     mode) they name its live leader.
 //   - v12: no change (KIP-890 transactions v2 marker).
 //   - v13 (KIP-516): topics by id instead of name.
 //
@@ -51,6 +52,7 @@ func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Reque
 	}
 	var syncs []toSync
 	failed := false
+	hints := leaders{s: s}
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -60,12 +62,17 @@ func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Reque
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogStartOffset, sp.LogAppendTime = -1, -1, -1
-			p, code := partitionOf(t, rp.Partition, byID)
+			p, code := s.partitionOf(t, rp.Partition, byID)
 			switch {
 			case fail != 0:
 				sp.ErrorCode = fail
 			case code != 0:
 				sp.ErrorCode = code
+				if code == kerr.NotLeaderForPartition.Code && hdr.version >= 10 {
+					if b, ok := hints.of(t, rp.Partition); ok {
+						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = b.NodeID, 0
+					}
+				}
 			case hdr.version < 7 && isZstd(rp.Records):
 				// zstd needs Produce v7 (KIP-110), as Kafka checks.
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
@@ -89,6 +96,9 @@ func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Reque
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	for _, b := range hints.brokers {
+		resp.Brokers = append(resp.Brokers, kmsg.ProduceResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
 	}
 
 	if req.Acks == 0 {

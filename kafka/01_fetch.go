@@ -13,8 +13,12 @@ package kafka
 //     FETCH_SESSION_ID_NOT_FOUND.
 //   - v9 (KIP-320): CurrentLeaderEpoch; ours is always 0.
 //   - v11 (KIP-392): Rack and PreferredReadReplica (-1: read from us).
-//   - v12: flexible; LastFetchedEpoch, DivergingEpoch.
+//   - v12: flexible; LastFetchedEpoch, DivergingEpoch; CurrentLeader
+//     (tagged), set with NOT_LEADER_OR_FOLLOWER for a partition another
+//     node leads (cluster mode) to its live leader.
 //   - v13 (KIP-516): topics by id.
+//   - v16 (KIP-951): NodeEndpoints (tagged), the endpoints of the leaders
+//     named in CurrentLeader.
 //   - v15–v18: replica-fetcher fields (ReplicaState, ReplicaDirectoryID,
 //     HighWatermark) that consumers leave at their defaults.
 //
@@ -101,6 +105,7 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 	}
 	var waits []waitTarget
 	total, hasErr := 0, false
+	hints := leaders{s: s}
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -111,10 +116,15 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
-			p, code := partitionOf(t, rp.Partition, byID)
+			p, code := s.partitionOf(t, rp.Partition, byID)
 			switch {
 			case code != 0:
 				sp.ErrorCode = code
+				if code == kerr.NotLeaderForPartition.Code && version >= 12 {
+					if b, ok := hints.of(t, rp.Partition); ok {
+						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = b.NodeID, 0
+					}
+				}
 			case rp.CurrentLeaderEpoch > 0:
 				// Our leader epoch is always 0: a larger one comes from
 				// metadata we never gave out.
@@ -155,6 +165,11 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if version >= 16 {
+		for _, b := range hints.brokers {
+			resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		}
 	}
 	return resp, waits, total, hasErr
 }

@@ -15,6 +15,9 @@ package kafka
 //     not found (-1).
 //   - v10: TimeoutMillis. v11 (KIP-1023): -6, earliest tiered, likewise not
 //     found.
+//
+// A partition another node leads (cluster mode) is NOT_LEADER_OR_FOLLOWER,
+// as Kafka answers a broker that is not the leader.
 
 import (
 	"context"
@@ -47,13 +50,14 @@ func handleListOffsets(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Req
 				sp := kmsg.NewListOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
 				sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+				p, code := s.partitionOf(t, rp.Partition, false)
 				switch {
-				case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case code != 0:
+					sp.ErrorCode = code
 				case rp.CurrentLeaderEpoch > 0:
 					sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 				default:
-					s.listOffset(t.Partitions[rp.Partition], rp.Timestamp, &sp)
+					s.listOffset(p, rp.Timestamp, &sp)
 				}
 				st.Partitions = append(st.Partitions, sp)
 			}

@@ -16,9 +16,15 @@ package kafka
 //   - v10 (KIP-516): topic ids in the response; v10+ may ask by id.
 //   - v12–v13: no change for us (v13 adds a top-level ErrorCode).
 //
-// Cohort is one broker, node 0, at the advertised address; it leads every
-// partition at leader epoch 0 and is the controller. A topic auto-created
-// here is answered with its partitions at once: creation is synchronous.
+// A single Cohort is one broker, node 0, at the advertised address; it
+// leads every partition at leader epoch 0 and is the controller. In
+// cluster mode (Config.Cluster) every live node is listed, the controller
+// is the cluster's, and each partition's leader is the node recorded when
+// the partition was created, its only replica. A partition whose leader is
+// not live is offline, answered as Kafka answers one: LEADER_NOT_AVAILABLE,
+// leader -1, the replica in Replicas, ISR (KRaft never shrinks the ISR
+// below its last member) and OfflineReplicas. A topic auto-created here is
+// answered with its partitions at once: creation is synchronous.
 
 import (
 	"context"
@@ -30,7 +36,6 @@ import (
 func init() { register(kmsg.Metadata, 0, 13, handleMetadata) }
 
 const (
-	nodeID = 0
 	// unrequestedOps is Kafka's value for authorized operations that were
 	// not asked for (INT32_MIN).
 	unrequestedOps = -2147483648
@@ -43,12 +48,17 @@ const (
 func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = nodeID, s.host, s.port
-	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	brokers := s.cluster.Brokers()
+	live := make(map[int32]bool, len(brokers))
+	for _, b := range brokers {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = b.NodeID, b.Host, b.Port, b.Rack
+		resp.Brokers = append(resp.Brokers, mb)
+		live[b.NodeID] = true
+	}
 	clusterID := s.topics.ClusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = nodeID
+	resp.ControllerID = s.cluster.Controller()
 	resp.AuthorizedOperations = unrequestedOps
 	if req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = clusterOps
@@ -58,7 +68,7 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 	autoCreate := s.cfg.AutoCreateTopics && (hdr.version < 4 || req.AllowAutoTopicCreation)
 	if all {
 		for _, t := range s.topics.Topics() {
-			resp.Topics = append(resp.Topics, s.metadataTopic(t, req.IncludeTopicAuthorizedOperations))
+			resp.Topics = append(resp.Topics, metadataTopic(t, req.IncludeTopicAuthorizedOperations, live))
 		}
 		return done(resp)
 	}
@@ -97,14 +107,14 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 			}
 		}
 		if t != nil {
-			st = s.metadataTopic(t, req.IncludeTopicAuthorizedOperations)
+			st = metadataTopic(t, req.IncludeTopicAuthorizedOperations, live)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return done(resp)
 }
 
-func (s *Server) metadataTopic(t *topics.Topic, ops bool) kmsg.MetadataResponseTopic {
+func metadataTopic(t *topics.Topic, ops bool, live map[int32]bool) kmsg.MetadataResponseTopic {
 	st := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	st.Topic, st.TopicID = &name, t.ID
@@ -112,11 +122,15 @@ func (s *Server) metadataTopic(t *topics.Topic, ops bool) kmsg.MetadataResponseT
 	if ops {
 		st.AuthorizedOperations = topicOps
 	}
-	for i := range t.Partitions {
+	for i, leader := range t.Leaders {
 		sp := kmsg.NewMetadataResponseTopicPartition()
 		sp.Partition = int32(i)
-		sp.Leader, sp.LeaderEpoch = nodeID, 0
-		sp.Replicas, sp.ISR = []int32{nodeID}, []int32{nodeID}
+		sp.Leader, sp.LeaderEpoch = leader, 0
+		sp.Replicas, sp.ISR = []int32{leader}, []int32{leader}
+		if !live[leader] {
+			sp.ErrorCode, sp.Leader = kerr.LeaderNotAvailable.Code, -1
+			sp.OfflineReplicas = []int32{leader}
+		}
 		st.Partitions = append(st.Partitions, sp)
 	}
 	return st

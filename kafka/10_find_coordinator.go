@@ -12,8 +12,11 @@ package kafka
 //   - v6 (KIP-932): key type 2, share groups.
 //
 // As Kafka's KafkaApis.getCoordinator: the key itself is not validated (an
-// empty group id gets an answer like any other); every group's coordinator
-// is this node. Cohort has no transaction coordinator, so a transaction key
+// empty group id gets an answer like any other). A group's coordinator is
+// the owner of its coordinator shard: this node when single, the shard's
+// live owner in cluster mode, and while the shard has none,
+// COORDINATOR_NOT_AVAILABLE, Kafka's answer while a coordinator is not
+// known (clients retry). Cohort has no transaction coordinator, so a transaction key
 // gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId does; a
 // share key gets INVALID_REQUEST, Kafka's answer on a broker without share
 // groups; any other key type makes the whole request INVALID_REQUEST.
@@ -46,7 +49,13 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 		c.Key, c.NodeID, c.Port = key, -1, -1
 		switch req.CoordinatorType {
 		case keyGroup:
-			c.NodeID, c.Host, c.Port = nodeID, s.host, s.port
+			b, ok := s.cluster.Coordinator(s.groups.ShardFor(defaultTenant, key))
+			if !ok {
+				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				c.ErrorMessage = errPtr(kerr.CoordinatorNotAvailable.Description)
+				break
+			}
+			c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
 		case keyTransaction:
 			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			c.ErrorMessage = errPtr("Cohort has no transaction coordinator.")

@@ -13,14 +13,23 @@ package kafka
 //
 // Errors as Kafka: a name given twice → INVALID_REQUEST for it;
 // INVALID_TOPIC_EXCEPTION; TOPIC_ALREADY_EXISTS; a count and an assignment
-// together → INVALID_REQUEST; INVALID_PARTITIONS; INVALID_REPLICATION_FACTOR
-// for anything but 1 or -1 (one broker); INVALID_REPLICA_ASSIGNMENT for an
-// assignment naming any broker but 0 or skipping a partition;
-// INVALID_CONFIG for unknown or malformed configs.
+// together → INVALID_REQUEST; INVALID_PARTITIONS; INVALID_REPLICA_ASSIGNMENT
+// for an assignment skipping a partition, with an empty replica list, or
+// naming a broker that is not live or one broker twice (KRaft's checks and
+// messages); INVALID_CONFIG for unknown or malformed configs.
+//
+// Cohort keeps one copy of each partition, on its leader: a replication
+// factor other than 1 or -1, or an assignment of more than one replica, is
+// INVALID_REPLICATION_FACTOR, with Kafka's message when there are fewer
+// live brokers than asked for (a single node is one broker) followed by
+// the reason. Without an assignment the leaders are spread over the live
+// nodes; with one, each partition's leader is its replica.
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,10 +69,13 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 	if !topics.ValidTopicName(rt.Topic) {
 		return kerr.InvalidTopicException.Code, fmt.Sprintf("Topic name %q is illegal: 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'", rt.Topic)
 	}
+	exists := fmt.Sprintf("Topic '%s' already exists.", rt.Topic)
 	if s.topics.Topic(rt.Topic) != nil {
-		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", rt.Topic)
+		return kerr.TopicAlreadyExists.Code, exists
 	}
+	brokers := s.cluster.Brokers()
 	partitions := rt.NumPartitions
+	var leaders []int32
 	if len(rt.ReplicaAssignment) > 0 {
 		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
 			return kerr.InvalidRequest.Code, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
@@ -72,9 +84,10 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 			if a.Partition != int32(i) {
 				return kerr.InvalidReplicaAssignment.Code, "Partitions must be numbered from 0 without gaps."
 			}
-			if len(a.Replicas) != 1 || a.Replicas[0] != nodeID {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Replica assignment %v names a broker other than %d, the only one.", a.Replicas, nodeID)
+			if code, msg := checkReplicas(a.Replicas, brokers); code != 0 {
+				return code, msg
 			}
+			leaders = append(leaders, a.Replicas[0])
 		}
 		partitions = int32(len(rt.ReplicaAssignment))
 	} else {
@@ -91,7 +104,7 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 			if rt.ReplicationFactor <= 0 {
 				return kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0."
 			}
-			return kerr.InvalidReplicationFactor.Code, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered.", rt.ReplicationFactor, rt.ReplicationFactor)
+			return kerr.InvalidReplicationFactor.Code, replicationMessage(int(rt.ReplicationFactor), len(brokers))
 		}
 	}
 	configs := map[string]string{}
@@ -104,7 +117,17 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 	if len(configs) == 0 {
 		configs = nil
 	}
-	t, err := s.topics.Create(rt.Topic, partitions, configs, validateOnly)
+	var t *topics.Topic
+	var err error
+	if leaders != nil {
+		t, err = s.topics.CreateAssigned(rt.Topic, leaders, configs, validateOnly)
+	} else {
+		t, err = s.topics.Create(rt.Topic, partitions, configs, validateOnly)
+	}
+	if errors.Is(err, topics.ErrTopicExists) {
+		// Created on another node since this one last refreshed.
+		return kerr.TopicAlreadyExists.Code, exists
+	}
 	if err != nil {
 		return errorCode(err), err.Error()
 	}
@@ -122,6 +145,42 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 			cfg.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
 		}
 		st.Configs = append(st.Configs, cfg)
+	}
+	return 0, ""
+}
+
+// singleCopy is why Cohort refuses a replication factor above 1.
+const singleCopy = "Cohort keeps one copy of each partition (replication factor 1), on its leader: a node's partitions are offline while it is down, until it returns."
+
+// replicationMessage explains INVALID_REPLICATION_FACTOR for a replication
+// factor rf > 1 with n live brokers: Kafka's message if there are too few
+// brokers for rf, then why Cohort refuses it anyway.
+func replicationMessage(rf, n int) string {
+	if rf > n {
+		return fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered. %s", rf, rf, n, singleCopy)
+	}
+	return singleCopy
+}
+
+// checkReplicas checks one partition's manual assignment as KRaft's
+// ReplicationControlManager does (a non-empty list of distinct live
+// brokers, INVALID_REPLICA_ASSIGNMENT otherwise), then refuses more than
+// one replica.
+func checkReplicas(replicas []int32, brokers []Broker) (int16, string) {
+	if len(replicas) == 0 {
+		return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."
+	}
+	sorted := slices.Sorted(slices.Values(replicas))
+	for i, id := range sorted {
+		if !slices.ContainsFunc(brokers, func(b Broker) bool { return b.NodeID == id }) {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
+		}
+		if i > 0 && sorted[i-1] == id {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
+		}
+	}
+	if len(replicas) > 1 {
+		return kerr.InvalidReplicationFactor.Code, replicationMessage(len(replicas), len(brokers))
 	}
 	return 0, ""
 }

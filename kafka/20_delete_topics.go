@@ -9,10 +9,15 @@ package kafka
 //     unknown id → UNKNOWN_TOPIC_ID.
 //
 // Deletion is durable before the response and removes the topic's data
-// and, as Kafka, every group's committed offsets for it.
+// and, as Kafka, every group's committed offsets for it. Any node deletes
+// any topic: the topic is looked up in the shared catalog, not in this
+// node's last view of it, and the other nodes drop their data when they
+// next refresh.
 
 import (
 	"context"
+
+	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,13 +48,18 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 				st.ErrorMessage = errPtr("Give a topic name or a topic id, not both.")
 			case rt.Topic != nil:
 				name = *rt.Topic
-				if t := s.topics.Topic(name); t != nil {
+				t, err := s.topics.Sync(name)
+				switch {
+				case err != nil:
+					st.ErrorCode = errorCode(err)
+					st.ErrorMessage = errPtr(err.Error())
+				case t != nil:
 					st.TopicID = t.ID
-				} else {
+				default:
 					st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				}
 			default:
-				if t := s.topics.TopicByID(rt.TopicID); t != nil {
+				if t := s.topicByIDFresh(rt.TopicID); t != nil {
 					name = t.Name
 					st.Topic = &t.Name
 				} else {
@@ -69,4 +79,16 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 		}
 		return resp
 	}
+}
+
+// topicByIDFresh is the topic with that id, refreshing the catalog first
+// if this node does not know it: another node may have just created it.
+func (s *Server) topicByIDFresh(id [16]byte) *topics.Topic {
+	if t := s.topics.TopicByID(id); t != nil {
+		return t
+	}
+	if err := s.topics.Refresh(); err != nil {
+		s.logger.Warn("refreshing topics", "err", err)
+	}
+	return s.topics.TopicByID(id)
 }

@@ -8,9 +8,11 @@ package kafka
 //     ConfigType. v4: flexible.
 //
 // Topics report every config Cohort knows (topics.TopicConfigs), DYNAMIC
-// when set at creation, DEFAULT otherwise. The broker (resource name "0",
-// or "" for cluster defaults) reports the settings clients and admin tools
-// read. Other resource types get INVALID_REQUEST.
+// when set at creation, DEFAULT otherwise. This broker (resource name its
+// node id, "0" when single, or "" for cluster defaults) reports the
+// settings clients and admin tools read; another broker's id gets
+// INVALID_REQUEST, as Kafka (each broker answers for itself). Other
+// resource types get INVALID_REQUEST.
 
 import (
 	"context"
@@ -51,11 +53,11 @@ func handleDescribeConfigs(_ context.Context, s *Server, hdr *reqHeader, kreq km
 			switch rr.ResourceName {
 			case "":
 				// Cluster-wide dynamic defaults: Cohort has none.
-			case strconv.Itoa(nodeID):
+			case strconv.Itoa(int(s.cluster.Self())):
 				entries = s.brokerConfigEntries()
 			default:
 				sr.ErrorCode = kerr.InvalidRequest.Code
-				sr.ErrorMessage = errPtr("Unexpected broker id, expected " + strconv.Itoa(nodeID) + " or empty string, but received " + rr.ResourceName)
+				sr.ErrorMessage = errPtr("Unexpected broker id, expected " + strconv.Itoa(int(s.cluster.Self())) + " or empty string, but received " + rr.ResourceName)
 			}
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
@@ -107,6 +109,7 @@ func (s *Server) brokerConfigEntries() []configEntry {
 	def := kmsg.ConfigSourceDefaultConfig
 	str, i32, b, l := kmsg.ConfigTypeString, kmsg.ConfigTypeInt, kmsg.ConfigTypeBoolean, kmsg.ConfigTypeLong
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	nodeID := int64(s.cluster.Self())
 	return []configEntry{
 		{name: "advertised.listeners", value: "PLAINTEXT://" + s.host + ":" + itoa(int64(s.port)), source: static, typ: str, readOnly: true},
 		{name: "auto.create.topics.enable", value: strconv.FormatBool(s.cfg.AutoCreateTopics), source: static, typ: b, readOnly: true},

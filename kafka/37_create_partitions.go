@@ -8,8 +8,10 @@ package kafka
 //   - v1: no change. v2: flexible. v3: no change.
 //
 // Partitions only grow (INVALID_PARTITIONS otherwise, as Kafka); an
-// assignment must give one replica list per new partition, naming only
-// broker 0.
+// assignment must give one replica list per new partition, each checked as
+// CreateTopics checks one (one live broker, which then leads the
+// partition). Without one the new partitions' leaders are spread over the
+// live nodes.
 
 import (
 	"context"
@@ -47,7 +49,10 @@ func (s *Server) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validate
 	if dup {
 		return kerr.InvalidRequest.Code, "Duplicate topic in request."
 	}
-	t := s.topics.Topic(rt.Topic)
+	t, err := s.topics.Sync(rt.Topic)
+	if err != nil {
+		return errorCode(err), err.Error()
+	}
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", rt.Topic)
 	}
@@ -62,13 +67,19 @@ func (s *Server) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validate
 		if int32(len(rt.Assignment)) != rt.Count-current {
 			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", rt.Count-current, len(rt.Assignment))
 		}
+		brokers := s.cluster.Brokers()
+		leaders := make([]int32, 0, len(rt.Assignment))
 		for _, a := range rt.Assignment {
-			if len(a.Replicas) != 1 || a.Replicas[0] != nodeID {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Replica assignment %v names a broker other than %d, the only one.", a.Replicas, nodeID)
+			if code, msg := checkReplicas(a.Replicas, brokers); code != 0 {
+				return code, msg
 			}
+			leaders = append(leaders, a.Replicas[0])
 		}
+		err = s.topics.GrowAssigned(rt.Topic, rt.Count, leaders, validateOnly)
+	} else {
+		err = s.topics.Grow(rt.Topic, rt.Count, validateOnly)
 	}
-	if err := s.topics.Grow(rt.Topic, rt.Count, validateOnly); err != nil {
+	if err != nil {
 		return errorCode(err), err.Error()
 	}
 	if !validateOnly {

@@ -7,6 +7,9 @@ package kafka
 //   - v1 (KIP-919): EndpointType; asking a broker for controllers gets
 //     UNSUPPORTED_ENDPOINT_TYPE, as Kafka.
 //   - v2 (KIP-1073): IncludeFencedBrokers and IsFenced; ours never is.
+//
+// The brokers are the live nodes (one when single), the controller the
+// cluster's.
 
 import (
 	"context"
@@ -28,10 +31,12 @@ func handleDescribeCluster(_ context.Context, s *Server, hdr *reqHeader, kreq km
 		return done(resp)
 	}
 	resp.ClusterID = s.topics.ClusterID()
-	resp.ControllerID = nodeID
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = nodeID, s.host, s.port
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	resp.ControllerID = s.cluster.Controller()
+	for _, b := range s.cluster.Brokers() {
+		db := kmsg.NewDescribeClusterResponseBroker()
+		db.NodeID, db.Host, db.Port, db.Rack = b.NodeID, b.Host, b.Port, b.Rack
+		resp.Brokers = append(resp.Brokers, db)
+	}
 	resp.ClusterAuthorizedOperations = unrequestedOps
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = clusterOps

@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/cohort-dev/cohort/topics"
@@ -66,13 +68,47 @@ func (s *Server) topicFor(name string, id [16]byte, byID bool) *topics.Topic {
 }
 
 // partitionOf returns partition p of t, or the error code Kafka gives for
-// an unknown topic (UNKNOWN_TOPIC_ID when asked by id) or partition.
-func partitionOf(t *topics.Topic, p int32, byID bool) (*topics.Partition, int16) {
+// an unknown topic (UNKNOWN_TOPIC_ID when asked by id) or partition, or
+// NOT_LEADER_OR_FOLLOWER (code 6, kerr's NotLeaderForPartition, its name
+// before Kafka 2.6) for a partition another node leads. A partition
+// this node leads but could not open is KAFKA_STORAGE_ERROR, which clients
+// retry here.
+func (s *Server) partitionOf(t *topics.Topic, p int32, byID bool) (*topics.Partition, int16) {
 	switch {
 	case t == nil && byID:
 		return nil, kerr.UnknownTopicID.Code
 	case t == nil || p < 0 || int(p) >= len(t.Partitions):
 		return nil, kerr.UnknownTopicOrPartition.Code
+	case t.Partitions[p] == nil && t.Leaders[p] == s.cluster.Self():
+		return nil, kerr.KafkaStorageError.Code
+	case t.Partitions[p] == nil:
+		return nil, kerr.NotLeaderForPartition.Code
 	}
 	return t.Partitions[p], 0
+}
+
+// leaders collects the brokers named in CurrentLeader hints (KIP-951): a
+// NOT_LEADER_OR_FOLLOWER answer names the partition's live leader, and the
+// response lists its endpoint, so that the client need not refresh its
+// metadata first.
+type leaders struct {
+	s       *Server
+	brokers []Broker // sorted by id, each once
+}
+
+// of returns the live leader of partition p of t, recording it for
+// endpoints.
+func (l *leaders) of(t *topics.Topic, p int32) (Broker, bool) {
+	if t == nil || p < 0 || int(p) >= len(t.Leaders) {
+		return Broker{}, false
+	}
+	b, ok := l.s.broker(t.Leaders[p])
+	if !ok {
+		return Broker{}, false
+	}
+	i, found := slices.BinarySearchFunc(l.brokers, b.NodeID, func(x Broker, id int32) int { return cmp.Compare(x.NodeID, id) })
+	if !found {
+		l.brokers = slices.Insert(l.brokers, i, b)
+	}
+	return b, true
 }

@@ -34,6 +34,11 @@ type Config struct {
 	// Groups is the group coordinator the group APIs are handed to.
 	// Required.
 	Groups *coordinator.Coordinator
+	// Cluster describes the other nodes in cluster mode: the brokers, the
+	// controller and the coordinator shards' owners. Its Self must be
+	// Topics' NodeID. Nil: a single node, this one, at AdvertisedAddr,
+	// leading every partition and coordinating every group.
+	Cluster Cluster
 	// AdvertisedAddr is the host:port Metadata and FindCoordinator give
 	// clients. Default: the listener's address.
 	AdvertisedAddr string
@@ -183,6 +188,8 @@ type Server struct {
 	logger *slog.Logger
 	topics *topics.Log
 	groups *coordinator.Coordinator
+	// cluster is cfg.Cluster, or single.
+	cluster Cluster
 	// warn limits the warnings one client can cause per connection.
 	warn *ratelog.Limiter
 	// budget bounds the bytes of requests read and not yet answered.
@@ -226,6 +233,12 @@ func New(cfg Config) (*Server, error) {
 		perIP:   make(map[string]int),
 	}
 	s.observing = observe.WantsRequests(cfg.Observer)
+	s.cluster = cfg.Cluster
+	if s.cluster == nil {
+		s.cluster = single{s}
+	} else if self := s.cluster.Self(); self != cfg.Topics.NodeID() {
+		return nil, fmt.Errorf("kafka: the cluster's node id %d is not the topic log's %d", self, cfg.Topics.NodeID())
+	}
 	if cfg.AdvertisedAddr != "" {
 		if err := s.setAdvertised(cfg.AdvertisedAddr); err != nil {
 			return nil, err
