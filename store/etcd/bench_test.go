@@ -192,7 +192,7 @@ func benchLoad(b *testing.B, compact bool) {
 		}
 	}
 	s.Close()
-	resp, err := cli.Get(context.Background(), prefix+"/log/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := cli.Get(context.Background(), scopeRoot(prefix, "shard/00/")+"/log/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		b.Fatal(err)
 	}

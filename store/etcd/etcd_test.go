@@ -1,6 +1,7 @@
 package etcd_test
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -121,16 +122,18 @@ func mustOpen(t testing.TB, opts etcd.Options) *etcd.Store {
 }
 
 func TestConformance(t *testing.T) {
-	runConformance(t, newClient(t, startEtcd(t)), func(_ *testing.T, s *etcd.Store) store.Store { return s })
+	runConformance(t, etcd.Options{Client: newClient(t, startEtcd(t))}, func(_ *testing.T, s *etcd.Store) store.Store { return s })
 }
 
-// runConformance runs the store conformance suite on stores opened on cli,
-// each wrapped by wrap; a reopened store opens the old one's prefix.
-func runConformance(t *testing.T, cli *clientv3.Client, wrap func(*testing.T, *etcd.Store) store.Store) {
+// runConformance runs the store conformance suite on stores opened with
+// opts, each wrapped by wrap; a reopened store opens the old one's prefix.
+func runConformance(t *testing.T, opts etcd.Options, wrap func(*testing.T, *etcd.Store) store.Store) {
 	var mu sync.Mutex
 	prefix := map[store.Store]string{}
 	openAt := func(t *testing.T, p string) store.Store {
-		s := wrap(t, mustOpen(t, etcd.Options{Client: cli, Prefix: p}))
+		o := opts
+		o.Prefix = p
+		s := wrap(t, mustOpen(t, o))
 		mu.Lock()
 		defer mu.Unlock()
 		prefix[s] = p
@@ -145,6 +148,11 @@ func runConformance(t *testing.T, cli *clientv3.Client, wrap func(*testing.T, *e
 			return openAt(t, p)
 		},
 	})
+}
+
+// scopeRoot is the etcd key under which the log of scope is kept.
+func scopeRoot(prefix, scope string) string {
+	return prefix + "/s/" + hex.EncodeToString([]byte(scope))
 }
 
 // openPeer opens a store on prefix through a client of its own, as
