@@ -50,11 +50,18 @@ func startEtcd(t testing.TB) string {
 // server (at most once, whoever calls it first: the test or its cleanup).
 func startEtcdServer(t testing.TB) (string, func()) {
 	t.Helper()
+	return startEtcdWith(t, func(*embed.Config) {})
+}
+
+// startEtcdWith is startEtcdServer with the configuration changed by
+// configure.
+func startEtcdWith(t testing.TB, configure func(*embed.Config)) (string, func()) {
+	t.Helper()
 	var err error
 	for range 3 {
 		var ep string
 		var stop func()
-		if ep, stop, err = tryStartEtcd(t); err == nil {
+		if ep, stop, err = tryStartEtcd(t, configure); err == nil {
 			return ep, stop
 		}
 	}
@@ -62,7 +69,7 @@ func startEtcdServer(t testing.TB) (string, func()) {
 	return "", nil
 }
 
-func tryStartEtcd(t testing.TB) (string, func(), error) {
+func tryStartEtcd(t testing.TB, configure func(*embed.Config)) (string, func(), error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = t.TempDir()
 	// Not "error": etcd logs "mux: server closed" at error level on every
@@ -76,6 +83,7 @@ func tryStartEtcd(t testing.TB) (string, func(), error) {
 	cfg.ListenPeerUrls = []url.URL{peer}
 	cfg.AdvertisePeerUrls = []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	configure(cfg)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return "", nil, err

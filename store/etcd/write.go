@@ -448,21 +448,40 @@ func (s *Store) wrote(entries []*pending) {
 		if h == nil {
 			continue
 		}
-		n := h.entries.Add(1)
-		b := h.bytes.Add(int64(len(p.ops)))
-		over := (s.opts.CompactEntries > 0 && n >= int64(s.opts.CompactEntries)) ||
-			(s.opts.CompactBytes > 0 && b >= s.opts.CompactBytes)
-		if over && h.compacting.CompareAndSwap(false, true) {
+		h.entries.Add(1)
+		h.bytes.Add(int64(len(p.ops)))
+		if s.overdue(h) && h.compacting.CompareAndSwap(false, true) {
 			s.bg.Add(1)
-			go func() {
-				defer s.bg.Done()
-				defer h.compacting.Store(false)
-				err := s.compactScope(s.bgCtx, h)
-				if err != nil && s.opts.Logger != nil && s.bgCtx.Err() == nil &&
-					!errors.Is(err, store.ErrFenced) && !errors.Is(err, ErrCompactConflict) {
-					s.opts.Logger.Warn("etcd store: background compaction failed", "scope", fmt.Sprintf("%q", h.scope), "err", err)
-				}
-			}()
+			go s.autoCompact(h)
+		}
+	}
+}
+
+// overdue reports whether h's scope's log has passed a threshold.
+func (s *Store) overdue(h *handle) bool {
+	return (s.opts.CompactEntries > 0 && h.entries.Load() >= int64(s.opts.CompactEntries)) ||
+		(s.opts.CompactBytes > 0 && h.bytes.Load() >= s.opts.CompactBytes)
+}
+
+// autoCompact compacts h's scope until its log is under the thresholds
+// (writes during a compaction may have taken it over again), h is fenced,
+// a compaction fails, or the Store closes.
+func (s *Store) autoCompact(h *handle) {
+	defer s.bg.Done()
+	for {
+		err := s.compactScope(s.bgCtx, h)
+		if err != nil {
+			if s.opts.Logger != nil && s.bgCtx.Err() == nil &&
+				!errors.Is(err, store.ErrFenced) && !errors.Is(err, ErrCompactConflict) {
+				s.opts.Logger.Warn("etcd store: background compaction failed", "scope", fmt.Sprintf("%q", h.scope), "err", err)
+			}
+			h.compacting.Store(false)
+			return
+		}
+		h.compacting.Store(false)
+		// A write that found the flag set started nothing: look again.
+		if !s.overdue(h) || !h.compacting.CompareAndSwap(false, true) {
+			return
 		}
 	}
 }
