@@ -243,7 +243,7 @@ type rangeResult interface {
 // readChunks returns the concatenation of the n chunks under dir, read at
 // rev a few at a time.
 func (s *Store) readChunks(ctx context.Context, dir string, n uint64, rev int64) ([]byte, error) {
-	var data []byte
+	data := make([]byte, 0, min(n, 1<<10)*maxEntry) // chunks but the last are maxEntry long
 	got := uint64(0)
 	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
 	for got < n {
