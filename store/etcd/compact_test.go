@@ -35,9 +35,11 @@ func (c *compacting) Apply(b *store.Batch) error {
 }
 
 // TestConformanceCompacting runs the conformance suite with a compaction
-// after every third Apply.
+// after every third Apply, and a background compaction of a scope's log
+// every third entry.
 func TestConformanceCompacting(t *testing.T) {
-	runConformance(t, newClient(t, startEtcd(t)), func(t *testing.T, s *etcd.Store) store.Store {
+	opts := etcd.Options{Client: newClient(t, startEtcd(t)), CompactEntries: 3}
+	runConformance(t, opts, func(t *testing.T, s *etcd.Store) store.Store {
 		return &compacting{Store: s, t: t}
 	})
 }
@@ -51,15 +53,31 @@ func countKeys(t *testing.T, cli *clientv3.Client, prefix string) int64 {
 	return resp.Count
 }
 
-// TestCompact: a compaction replaces the log with a snapshot; a new Store
-// loads it, a Store whose view predates it rebuilds from it, deletes stay
-// deleted, writes go on during it, and a second compaction replaces the
-// first snapshot.
+// snapshotIDs returns the ids of the snapshots kept under a log's root.
+func snapshotIDs(t *testing.T, cli *clientv3.Client, root string) map[string]bool {
+	t.Helper()
+	snaps, err := cli.Get(context.Background(), root+"/snap/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, kv := range snaps.Kvs {
+		k := string(kv.Key[len(root+"/snap/"):])
+		ids[k[:len(k)-len("/000000")]] = true
+	}
+	return ids
+}
+
+// TestCompact: a compaction replaces the global log and the logs of the
+// scopes the Store owns with snapshots; a new Store loads them, a Store whose
+// views predate them rebuilds from them, deletes stay deleted, writes go on
+// during it, and a second compaction replaces the first snapshots.
 func TestCompact(t *testing.T) {
 	ep := startEtcd(t)
 	cli := newClient(t, ep)
 	prefix := freshPrefix()
-	a := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix})
+	scope := scopeRoot(prefix, "s/")
+	a := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix, CompactEntries: -1, CompactBytes: -1})
 	defer a.Close()
 	stale := openPeer(t, ep, prefix)
 	defer stale.Close()
@@ -71,16 +89,23 @@ func TestCompact(t *testing.T) {
 		if err := h.Apply(batchOf(fmt.Sprintf("s/%03d", i), "v1", "s/gone", "x")); err != nil {
 			t.Fatal(err)
 		}
+		if err := a.Apply(batchOf(fmt.Sprintf("g/%03d", i), "v1", "g/gone", "x")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := stale.Get([]byte("s/000")); err != nil { // its view: the first writes
 		t.Fatal(err)
 	}
-	var del store.Batch
-	del.Delete([]byte("s/gone"))
 	if err := h.Apply(bigBatch("s/big/", 3000, 1000, "big")); err != nil { // a chunked entry
 		t.Fatal(err)
 	}
+	var del, gdel store.Batch
+	del.Delete([]byte("s/gone"))
+	gdel.Delete([]byte("g/gone"))
 	if err := h.Apply(&del); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(&gdel); err != nil {
 		t.Fatal(err)
 	}
 
@@ -107,28 +132,39 @@ func TestCompact(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	if got := countKeys(t, cli, prefix+"/chunk/"); got != 0 {
+	if got := countKeys(t, cli, scope+"/chunk/"); got != 0 {
 		t.Errorf("%d log chunks left after Compact", got)
 	}
-	if got, total := countKeys(t, cli, prefix+"/log/"), acked.Load(); got > total {
+	if got, total := countKeys(t, cli, scope+"/log/"), acked.Load(); got > total {
 		t.Errorf("%d log entries left after Compact, more than the %d writes made during it", got, total)
 	}
+	if got := countKeys(t, cli, prefix+"/g/log/"); got != 0 {
+		t.Errorf("%d global log entries left after Compact", got)
+	}
 
+	after := int64(0) // keys written after the first compaction
 	check := func(s store.Store) {
 		t.Helper()
 		for i := range 50 {
-			if v, err := s.Get(fmt.Appendf(nil, "s/%03d", i)); err != nil || string(v) != "v1" {
-				t.Fatalf("s/%03d = %q, %v", i, v, err)
+			for _, k := range []string{fmt.Sprintf("s/%03d", i), fmt.Sprintf("g/%03d", i)} {
+				if v, err := s.Get([]byte(k)); err != nil || string(v) != "v1" {
+					t.Fatalf("%s = %q, %v", k, v, err)
+				}
 			}
 		}
-		if _, err := s.Get([]byte("s/gone")); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("s/gone: %v, want ErrNotFound", err)
+		for _, k := range []string{"s/gone", "g/gone"} {
+			if _, err := s.Get([]byte(k)); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("%s: %v, want ErrNotFound", k, err)
+			}
 		}
 		if n, _ := countScan(t, s, "s/big/"); n != 3000 {
 			t.Fatalf("s/big/: %d keys, want 3000", n)
 		}
 		if n, _ := countScan(t, s, "s/during/"); int64(n) != acked.Load() {
 			t.Fatalf("s/during/: %d keys, want %d", n, acked.Load())
+		}
+		if n, _ := countScan(t, s, ""); int64(n) != 3000+100+after+acked.Load() {
+			t.Fatalf("everything: %d keys, want %d", n, 3100+after+acked.Load())
 		}
 	}
 	check(a)
@@ -137,32 +173,41 @@ func TestCompact(t *testing.T) {
 	check(fresh)
 	fresh.Close()
 
-	// A second compaction, by another Store, replaces the first snapshot.
+	// A second compaction of the global log, by another Store, replaces
+	// the first snapshot; it leaves the scope, which it does not own.
 	if err := h.Apply(batchOf("s/after", "y")); err != nil {
 		t.Fatal(err)
 	}
+	if err := stale.Apply(batchOf("g/after", "y")); err != nil {
+		t.Fatal(err)
+	}
+	after = 2
 	if err := stale.Compact(); err != nil {
 		t.Fatalf("second Compact: %v", err)
 	}
-	if got := countKeys(t, cli, prefix+"/log/"); got != 0 {
-		t.Errorf("%d log entries left after a quiet Compact", got)
+	if got := countKeys(t, cli, prefix+"/g/log/"); got != 0 {
+		t.Errorf("%d global log entries left after a quiet Compact", got)
 	}
-	snaps, err := cli.Get(context.Background(), prefix+"/snap/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
+	if got := countKeys(t, cli, scope+"/log/"); got == 0 {
+		t.Errorf("a Store compacted a scope it does not own")
 	}
-	ids := map[string]bool{}
-	for _, kv := range snaps.Kvs {
-		k := string(kv.Key[len(prefix+"/snap/"):])
-		ids[k[:len(k)-len("/000000")]] = true
+	if err := a.Compact(); err != nil {
+		t.Fatalf("third Compact: %v", err)
 	}
-	if len(ids) != 1 {
-		t.Errorf("snapshots in etcd after two compactions: %v, want one", ids)
+	if got := countKeys(t, cli, scope+"/log/"); got != 0 {
+		t.Errorf("%d scope log entries left after a quiet Compact", got)
+	}
+	for _, root := range []string{prefix + "/g", scope} {
+		if ids := snapshotIDs(t, cli, root); len(ids) != 1 {
+			t.Errorf("snapshots in %s after two compactions: %v, want one", root, ids)
+		}
 	}
 	for _, s := range []store.Store{a, stale} {
 		check(s)
-		if v, err := s.Get([]byte("s/after")); err != nil || string(v) != "y" {
-			t.Fatalf("s/after = %q, %v", v, err)
+		for _, k := range []string{"s/after", "g/after"} {
+			if v, err := s.Get([]byte(k)); err != nil || string(v) != "y" {
+				t.Fatalf("%s = %q, %v", k, v, err)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package etcd_test
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -49,11 +50,18 @@ func startEtcd(t testing.TB) string {
 // server (at most once, whoever calls it first: the test or its cleanup).
 func startEtcdServer(t testing.TB) (string, func()) {
 	t.Helper()
+	return startEtcdWith(t, func(*embed.Config) {})
+}
+
+// startEtcdWith is startEtcdServer with the configuration changed by
+// configure.
+func startEtcdWith(t testing.TB, configure func(*embed.Config)) (string, func()) {
+	t.Helper()
 	var err error
 	for range 3 {
 		var ep string
 		var stop func()
-		if ep, stop, err = tryStartEtcd(t); err == nil {
+		if ep, stop, err = tryStartEtcd(t, configure); err == nil {
 			return ep, stop
 		}
 	}
@@ -61,7 +69,7 @@ func startEtcdServer(t testing.TB) (string, func()) {
 	return "", nil
 }
 
-func tryStartEtcd(t testing.TB) (string, func(), error) {
+func tryStartEtcd(t testing.TB, configure func(*embed.Config)) (string, func(), error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = t.TempDir()
 	// Not "error": etcd logs "mux: server closed" at error level on every
@@ -75,6 +83,7 @@ func tryStartEtcd(t testing.TB) (string, func(), error) {
 	cfg.ListenPeerUrls = []url.URL{peer}
 	cfg.AdvertisePeerUrls = []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	configure(cfg)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return "", nil, err
@@ -121,16 +130,18 @@ func mustOpen(t testing.TB, opts etcd.Options) *etcd.Store {
 }
 
 func TestConformance(t *testing.T) {
-	runConformance(t, newClient(t, startEtcd(t)), func(_ *testing.T, s *etcd.Store) store.Store { return s })
+	runConformance(t, etcd.Options{Client: newClient(t, startEtcd(t))}, func(_ *testing.T, s *etcd.Store) store.Store { return s })
 }
 
-// runConformance runs the store conformance suite on stores opened on cli,
-// each wrapped by wrap; a reopened store opens the old one's prefix.
-func runConformance(t *testing.T, cli *clientv3.Client, wrap func(*testing.T, *etcd.Store) store.Store) {
+// runConformance runs the store conformance suite on stores opened with
+// opts, each wrapped by wrap; a reopened store opens the old one's prefix.
+func runConformance(t *testing.T, opts etcd.Options, wrap func(*testing.T, *etcd.Store) store.Store) {
 	var mu sync.Mutex
 	prefix := map[store.Store]string{}
 	openAt := func(t *testing.T, p string) store.Store {
-		s := wrap(t, mustOpen(t, etcd.Options{Client: cli, Prefix: p}))
+		o := opts
+		o.Prefix = p
+		s := wrap(t, mustOpen(t, o))
 		mu.Lock()
 		defer mu.Unlock()
 		prefix[s] = p
@@ -145,6 +156,11 @@ func runConformance(t *testing.T, cli *clientv3.Client, wrap func(*testing.T, *e
 			return openAt(t, p)
 		},
 	})
+}
+
+// scopeRoot is the etcd key under which the log of scope is kept.
+func scopeRoot(prefix, scope string) string {
+	return prefix + "/s/" + hex.EncodeToString([]byte(scope))
 }
 
 // openPeer opens a store on prefix through a client of its own, as

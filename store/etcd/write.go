@@ -1,0 +1,532 @@
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cohort-dev/cohort/store"
+)
+
+// Entry format: a version byte, a kind byte, then for kindInline the
+// operations; for kindChunked the uvarint number of chunks, whose
+// concatenation is the operations. An operation is a byte (opPut or
+// opDelete), the uvarint length and bytes of the key, and for a put the
+// uvarint length and bytes of the value. A new version must keep decoding
+// this one; an unknown version is corruption.
+const (
+	entryV1     = 1
+	kindInline  = 0
+	kindChunked = 1
+	opPut       = 0
+	opDelete    = 1
+)
+
+// item is one unit of the writer's queue: a batch (ops) or an Acquire (acq).
+type item struct {
+	h    *handle // the writing handle; nil for Store writes
+	ops  []byte  // the batch's encoded operations
+	acq  *handle // for an Acquire: the new handle, whose rev it sets
+	done chan error
+}
+
+func (s *Store) enqueue(it *item) {
+	s.queue = append(s.queue, it)
+	s.queued += len(it.ops)
+	s.cond.Broadcast()
+}
+
+// encode appends b's operations, copying keys and values.
+func encode(b *store.Batch) []byte {
+	n := 0
+	for _, op := range b.Ops {
+		n += 1 + 2*binary.MaxVarintLen32 + len(op.Key) + len(op.Value)
+	}
+	buf := make([]byte, 0, n)
+	for _, op := range b.Ops {
+		if op.Delete {
+			buf = append(buf, opDelete)
+			buf = binary.AppendUvarint(buf, uint64(len(op.Key)))
+			buf = append(buf, op.Key...)
+			continue
+		}
+		buf = append(buf, opPut)
+		buf = binary.AppendUvarint(buf, uint64(len(op.Key)))
+		buf = append(buf, op.Key...)
+		buf = binary.AppendUvarint(buf, uint64(len(op.Value)))
+		buf = append(buf, op.Value...)
+	}
+	return buf
+}
+
+// Apply implements store.Store: the batch is committed to the global log in
+// one etcd transaction (possibly shared with concurrent batches) before it
+// returns.
+func (s *Store) Apply(b *store.Batch) error {
+	wait, err := s.start(b, nil)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// ApplyAsync implements store.Pipeliner: the batch is queued behind every
+// batch started before it, and wait returns once its transaction commits.
+// A batch whose transaction failed makes every batch queued behind it at
+// that moment fail too, so a nil from wait means all earlier batches are
+// committed.
+func (s *Store) ApplyAsync(b *store.Batch) (func() error, error) {
+	return s.start(b, nil)
+}
+
+func noWait() error { return nil }
+
+// start checks and queues b, through h if h is not nil.
+func (s *Store) start(b *store.Batch, h *handle) (func() error, error) {
+	if h != nil && b != nil {
+		if err := b.CheckScope(h.scope); err != nil {
+			return nil, fmt.Errorf("etcd store: apply %d ops: %w", b.Len(), err)
+		}
+	}
+	var ops []byte
+	if b != nil && b.Len() > 0 {
+		ops = encode(b)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.closed && s.queued > maxQueued {
+		s.cond.Wait()
+	}
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	if h != nil && h.fenced.Load() {
+		return nil, fmt.Errorf("etcd store: apply under %q: %w", h.scope, store.ErrFenced)
+	}
+	if ops == nil {
+		return noWait, nil
+	}
+	it := &item{h: h, ops: ops, done: make(chan error, 1)}
+	s.enqueue(it)
+	return func() error { return <-it.done }, nil
+}
+
+// Acquire implements store.Store: it queues the owner key's put behind every
+// batch already queued, fences this Store's previous handle of the scope at
+// once, and returns when the put is committed.
+func (s *Store) Acquire(scope []byte) (store.Handle, error) {
+	h := &handle{s: s, scope: bytes.Clone(scope), keys: s.scopeKeys(scope)}
+	it := &item{acq: h, done: make(chan error, 1)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, store.ErrClosed
+	}
+	if old := s.owners[string(scope)]; old != nil {
+		old.fenced.Store(true)
+	}
+	s.owners[string(scope)] = h
+	s.enqueue(it)
+	s.mu.Unlock()
+	if err := <-it.done; err != nil {
+		h.fenced.Store(true)
+		return nil, err
+	}
+	return h, nil
+}
+
+func (s *Store) ownerKey(scope []byte) string {
+	return s.ownerP + hexOf(scope)
+}
+
+// handle is the store.Handle that Acquire returns.
+type handle struct {
+	s      *Store
+	scope  []byte
+	keys   logKeys
+	rev    int64 // the owner key's ModRevision put by Acquire; set before Acquire returns
+	fenced atomic.Bool
+
+	// entries and bytes measure the scope's log since its snapshot, as
+	// far as this handle knows: the entries found at Acquire, then its own
+	// writes; a compaction subtracts what it covered.
+	entries, bytes atomic.Int64
+	compacting     atomic.Bool // a background compaction is running
+	compactMu      sync.Mutex  // one compaction of the scope at a time
+}
+
+var _ store.Handle = (*handle)(nil)
+
+// Apply implements store.Handle.
+func (h *handle) Apply(b *store.Batch) error {
+	wait, err := h.s.start(b, h)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// ApplyAsync implements store.Handle.
+func (h *handle) ApplyAsync(b *store.Batch) (func() error, error) {
+	return h.s.start(b, h)
+}
+
+// Fenced implements store.Handle. An Acquire elsewhere on the cluster is
+// known here once a write (or a compaction) of h has failed with
+// store.ErrFenced.
+func (h *handle) Fenced() bool { return h.fenced.Load() }
+
+// Release implements store.Handle. It fences h in this process only: the
+// owner key stays until the next Acquire (or the lease's end), which is
+// harmless, since Acquire takes a scope unconditionally.
+func (h *handle) Release() {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	h.fenced.Store(true)
+	if h.s.owners[string(h.scope)] == h {
+		delete(h.s.owners, string(h.scope))
+	}
+}
+
+// run is the writer goroutine: it sends the queue's items to etcd, one
+// transaction at a time, in queue order, until Close has been called and
+// the queue is empty.
+func (s *Store) run() {
+	defer close(s.writerD)
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.cond.Wait()
+		}
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		var group []*item
+		if s.queue[0].acq != nil {
+			group = s.queue[:1]
+		} else {
+			size, handles := 0, map[*handle]bool{}
+			for _, it := range s.queue {
+				if it.acq != nil {
+					break
+				}
+				if len(group) > 0 && size+len(it.ops) > maxEntry {
+					break
+				}
+				if it.h != nil && !handles[it.h] {
+					if len(handles) == maxHandles {
+						break
+					}
+					handles[it.h] = true
+				}
+				group = append(group, it)
+				size += len(it.ops)
+			}
+		}
+		s.queue = s.queue[len(group):]
+		for _, it := range group {
+			s.queued -= len(it.ops)
+		}
+		s.cond.Broadcast() // ApplyAsync calls waiting for room
+		lease := s.lease
+		s.mu.Unlock()
+
+		if group[0].acq != nil {
+			// A failed Acquire (a lapsed lease, etcd unreachable) leaves
+			// no batch undone, so what is queued behind it carries on.
+			group[0].done <- s.acquire(group[0].acq, lease)
+		} else if err := s.commit(group); err != nil {
+			// Nothing queued behind a failed write may succeed: a nil
+			// from a later wait would claim the failed batch durable.
+			s.failQueued(err)
+		}
+	}
+}
+
+// failQueued fails every item queued now with err.
+func (s *Store) failQueued(err error) {
+	s.mu.Lock()
+	q := s.queue
+	s.queue, s.queued = nil, 0
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	for _, it := range q {
+		if it.acq != nil {
+			it.done <- fmt.Errorf("etcd store: acquire %q: an earlier write failed: %w", it.acq.scope, err)
+		} else {
+			it.done <- fmt.Errorf("etcd store: an earlier write failed: %w", err)
+		}
+	}
+}
+
+// acquire puts h's owner key (bound to lease) and registry key, and counts
+// the scope's log entries, in one transaction.
+func (s *Store) acquire(h *handle, lease clientv3.LeaseID) error {
+	ctx, cancel := s.reqCtx(s.ctx)
+	defer cancel()
+	var opts []clientv3.OpOption
+	if lease != 0 {
+		opts = append(opts, clientv3.WithLease(lease))
+	}
+	resp, err := s.cli.Txn(ctx).Then(
+		clientv3.OpPut(s.ownerKey(h.scope), s.writer, opts...),
+		clientv3.OpPut(s.scopeP+hexOf(h.scope), ""),
+		clientv3.OpGet(h.keys.log, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	).Commit()
+	if err != nil {
+		return s.writeErr(fmt.Sprintf("acquire %q", h.scope), err)
+	}
+	h.rev = resp.Header.Revision
+	h.entries.Store(resp.Responses[2].GetResponseRange().Count)
+	return nil
+}
+
+// writeErr wraps err, an etcd error of a write, with what, and with
+// ErrQuota if etcd refused the write for lack of space.
+func (s *Store) writeErr(what string, err error) error {
+	if errors.Is(err, rpctypes.ErrNoSpace) {
+		return fmt.Errorf("etcd store: %s: %w: %w", what, ErrQuota, err)
+	}
+	return fmt.Errorf("etcd store: %s: %w", what, err)
+}
+
+// commit writes group as one entry per log in one transaction conditioned
+// on the owner key of every handle in it. Handles found fenced have their
+// items failed with store.ErrFenced and the rest is retried. It returns an
+// error only for a failure that is not a fence; then every item of group
+// not yet answered has been failed with it.
+func (s *Store) commit(group []*item) error {
+	for len(group) > 0 {
+		fenced, err := s.tryCommit(group)
+		if err != nil {
+			for _, it := range group {
+				it.done <- err
+			}
+			return err
+		}
+		if fenced == nil {
+			for _, it := range group {
+				it.done <- nil
+			}
+			return nil
+		}
+		rest := group[:0:0]
+		for _, it := range group {
+			if fenced[it.h] {
+				it.done <- fmt.Errorf("etcd store: apply under %q: %w", it.h.scope, store.ErrFenced)
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		group = rest
+	}
+	return nil
+}
+
+// pending is one log's entry of a transaction being built.
+type pending struct {
+	keys logKeys
+	h    *handle // nil for the global log
+	ops  []byte
+}
+
+// tryCommit sends one transaction for group. It returns the handles whose
+// owner key has moved on (and marks them fenced) if the compare failed.
+func (s *Store) tryCommit(group []*item) (map[*handle]bool, error) {
+	var cmps []clientv3.Cmp
+	var gets []clientv3.Op
+	var hs []*handle
+	var entries []*pending
+	byHandle := map[*handle]*pending{}
+	for _, it := range group {
+		p := byHandle[it.h]
+		if p == nil {
+			p = &pending{keys: s.global, h: it.h}
+			if it.h != nil {
+				p.keys = it.h.keys
+				hs = append(hs, it.h)
+				k := s.ownerKey(it.h.scope)
+				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", it.h.rev))
+				gets = append(gets, clientv3.OpGet(k))
+			}
+			byHandle[it.h] = p
+			entries = append(entries, p)
+		}
+		p.ops = append(p.ops, it.ops...)
+	}
+	id := fmt.Sprintf("%s/%016x", s.writer, s.seq.Add(1))
+
+	if len(entries) == 1 && len(entries[0].ops) > maxEntry {
+		// Only a group of one batch can be over maxEntry: run stops a
+		// group before one.
+		return s.commitChunked(entries[0], id, cmps, gets, hs)
+	}
+	var puts []clientv3.Op
+	for _, p := range entries {
+		entry := append([]byte{entryV1, kindInline}, p.ops...)
+		puts = append(puts, clientv3.OpPut(p.keys.log+id, string(entry)))
+	}
+	ctx, cancel := s.reqCtx(s.ctx)
+	defer cancel()
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(puts...).Else(gets...).Commit()
+	if err != nil {
+		return nil, s.writeErr("write", err)
+	}
+	if !resp.Succeeded {
+		return s.mustFence(hs, resp), nil
+	}
+	s.wrote(entries)
+	return nil, nil
+}
+
+// commitChunked writes p's operations as chunks, then commits the entry
+// naming them, conditioned on the owner key (each chunk too, so that a
+// fenced writer leaves nothing behind) and on the first chunk still being
+// there: the orphan sweep (sweepOrphans) may have taken the chunks of a
+// writer too slow to commit them, and then the commit must fail. All of it
+// within one Options.Timeout, so that the sweep's bound of twice that is
+// safe.
+func (s *Store) commitChunked(p *pending, id string, cmps []clientv3.Cmp, gets []clientv3.Op, hs []*handle) (map[*handle]bool, error) {
+	ctx, cancel := s.reqCtx(s.ctx)
+	defer cancel()
+	dir := p.keys.chunk + id + "/"
+	drop := func() { // best effort
+		ctx, cancel := s.reqCtx(s.ctx)
+		defer cancel()
+		s.cli.Delete(ctx, dir, clientv3.WithPrefix())
+	}
+	n := 0
+	for off := 0; off < len(p.ops); off += maxEntry {
+		piece := p.ops[off:min(off+maxEntry, len(p.ops))]
+		resp, err := s.cli.Txn(ctx).If(cmps...).
+			Then(clientv3.OpPut(fmt.Sprintf("%s%06d", dir, n), string(piece))).
+			Else(gets...).Commit()
+		if err != nil {
+			drop()
+			return nil, s.writeErr("write chunk", err)
+		}
+		if !resp.Succeeded {
+			drop()
+			return s.mustFence(hs, resp), nil
+		}
+		n++
+	}
+	entry := binary.AppendUvarint([]byte{entryV1, kindChunked}, uint64(n))
+	first := fmt.Sprintf("%s%06d", dir, 0)
+	resp, err := s.cli.Txn(ctx).
+		If(append(cmps, clientv3.Compare(clientv3.CreateRevision(first), ">", 0))...).
+		Then(clientv3.OpPut(p.keys.log+id, string(entry))).
+		Else(gets...).Commit()
+	if err != nil {
+		drop()
+		return nil, s.writeErr("write", err)
+	}
+	if !resp.Succeeded {
+		drop()
+		if f := s.fencedIn(hs, resp); len(f) > 0 {
+			return f, nil
+		}
+		return nil, errors.New("etcd store: write: the chunks of the entry were swept before its commit (the write took over twice Options.Timeout)")
+	}
+	s.wrote([]*pending{p})
+	return nil, nil
+}
+
+// wrote counts committed entries against their handles' logs and starts a
+// background compaction of a log that has grown past the thresholds.
+func (s *Store) wrote(entries []*pending) {
+	for _, p := range entries {
+		h := p.h
+		if h == nil {
+			continue
+		}
+		h.entries.Add(1)
+		h.bytes.Add(int64(len(p.ops)))
+		if s.overdue(h) && h.compacting.CompareAndSwap(false, true) {
+			s.bg.Add(1)
+			go s.autoCompact(h)
+		}
+	}
+}
+
+// overdue reports whether h's scope's log has passed a threshold.
+func (s *Store) overdue(h *handle) bool {
+	return (s.opts.CompactEntries > 0 && h.entries.Load() >= int64(s.opts.CompactEntries)) ||
+		(s.opts.CompactBytes > 0 && h.bytes.Load() >= s.opts.CompactBytes)
+}
+
+// autoCompact compacts h's scope until its log is under the thresholds
+// (writes during a compaction may have taken it over again), h is fenced,
+// a compaction fails, or the Store closes.
+func (s *Store) autoCompact(h *handle) {
+	defer s.bg.Done()
+	for {
+		err := s.compactScope(s.bgCtx, h)
+		if err != nil {
+			if s.opts.Logger != nil && s.bgCtx.Err() == nil &&
+				!errors.Is(err, store.ErrFenced) && !errors.Is(err, ErrCompactConflict) {
+				s.opts.Logger.Warn("etcd store: background compaction failed", "scope", fmt.Sprintf("%q", h.scope), "err", err)
+			}
+			h.compacting.Store(false)
+			return
+		}
+		h.compacting.Store(false)
+		// A write that found the flag set started nothing: look again.
+		if !s.overdue(h) || !h.compacting.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// fencedIn reads the owner keys returned by a failed transaction's Else
+// branch (in the order of hs) and marks fenced the handles they no longer
+// belong to.
+func (s *Store) fencedIn(hs []*handle, resp *clientv3.TxnResponse) map[*handle]bool {
+	fenced := map[*handle]bool{}
+	for i, h := range hs {
+		var rev int64
+		if kvs := resp.Responses[i].GetResponseRange().GetKvs(); len(kvs) > 0 {
+			rev = kvs[0].ModRevision
+		}
+		if rev != h.rev {
+			h.fenced.Store(true)
+			fenced[h] = true
+		}
+	}
+	return fenced
+}
+
+// mustFence is fencedIn for a transaction whose only compares were the
+// owner keys of hs.
+func (s *Store) mustFence(hs []*handle, resp *clientv3.TxnResponse) map[*handle]bool {
+	fenced := s.fencedIn(hs, resp)
+	if len(fenced) == 0 {
+		// The compare failed, so some owner key differed: an Else read
+		// cannot disagree with the compare of the same transaction.
+		panic("etcd store: transaction compare failed but every owner key matched")
+	}
+	return fenced
+}
+
+// deleteAll deletes ops (deletes) in transactions of at most 128.
+func (s *Store) deleteAll(ctx context.Context, dels []clientv3.Op) error {
+	for len(dels) > 0 {
+		n := min(len(dels), 128)
+		c, cancel := s.reqCtx(ctx)
+		_, err := s.cli.Txn(c).Then(dels[:n]...).Commit()
+		cancel()
+		if err != nil {
+			return err
+		}
+		dels = dels[n:]
+	}
+	return nil
+}
