@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,10 @@ type Config struct {
 	// Observer receives the assigner shard's events (batches written,
 	// loads). Nil: none.
 	Observer observe.Observer
+	// Standby starts the service without its shard: the caller Loads it
+	// when this node owns it (cluster mode); meanwhile calls get
+	// UNAVAILABLE. False: the shard is loaded at Start.
+	Standby bool
 }
 
 func (c *Config) defaults() {
@@ -123,12 +128,24 @@ func Start(cfg Config) (*Service, error) {
 		Clock:    cfg.Clock,
 		Logger:   cfg.Logger.With("component", "assigner"),
 	})
-	if err := s.shard.Load(record.AssignerShard); err != nil {
-		return nil, fmt.Errorf("assigner: %w", err)
+	if !cfg.Standby {
+		if err := s.shard.Load(record.AssignerShard); err != nil {
+			return nil, fmt.Errorf("assigner: %w", err)
+		}
 	}
 	s.stopped.Go(s.watchGrowth)
 	return s, nil
 }
+
+// Load loads the service's shard and serves it (cluster mode: this node
+// owns it now), returning once it serves.
+func (s *Service) Load() error { return s.shard.Load(record.AssignerShard) }
+
+// Unload stops serving the shard: calls get UNAVAILABLE and streams end.
+func (s *Service) Unload() { s.shard.Unload(record.AssignerShard) }
+
+// Holds reports whether the shard is served (or loading) here.
+func (s *Service) Holds() bool { return slices.Contains(s.shard.Held(), record.AssignerShard) }
 
 // AddTo adds the service to a gRPC server.
 func (s *Service) AddTo(srv grpc.ServiceRegistrar) {

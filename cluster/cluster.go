@@ -285,6 +285,9 @@ func (m *Member) readMeta(ctx context.Context) (Meta, error) {
 	if err := json.Unmarshal(kvs[0].Value, &got); err != nil || got.V != 1 || got.Units < 1 {
 		return Meta{}, fmt.Errorf("cluster: corrupt %s: %q", m.keys.meta, kvs[0].Value)
 	}
+	if got.Units != want.Units {
+		m.logger.Info("using the cluster's unit count, fixed when it was created", "units", got.Units, "configured", want.Units)
+	}
 	return got, nil
 }
 

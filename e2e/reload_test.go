@@ -48,6 +48,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"slices"
@@ -55,6 +56,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,13 +198,14 @@ func runReloadTest(t *testing.T, client string, start reloadMemberFunc) {
 // reloadCheck follows one group through shard reloads: what its members
 // own, consume and have had acknowledged, and what the node saw.
 type reloadCheck struct {
-	t                  *testing.T
-	client             string
-	node               *node.Node
-	obs                *reloadObserver
-	addr, topic, group string
-	shard              int
-	adm                *kadm.Client
+	t            *testing.T
+	client       string
+	node         *node.Node
+	obs          *reloadObserver
+	seeds        []string // the brokers clients bootstrap from
+	topic, group string
+	shard        int
+	adm          *kadm.Client
 
 	mu       sync.Mutex
 	want     map[[2]int64]bool // (partition, offset) produced
@@ -214,6 +217,9 @@ type reloadCheck struct {
 	acks     [reloadMembers]int // commits acknowledged, per member
 	acked    map[int32]int64    // highest acknowledged commit, per partition
 	settled  bool
+	// nodeDies: a node is killed (cluster mode), so the clients'
+	// connection errors to it are expected too.
+	nodeDies bool
 	coordErr map[string]int // coordinator errors the clients reported (expected)
 	rebalErr []string       // rebalance signals the clients reported after settling
 	problems []string
@@ -229,7 +235,7 @@ func newReloadCheck(t *testing.T, client string) *reloadCheck {
 	cfg.MinSessionTimeout = 100 * time.Millisecond
 	n := testkit.StartNode(t, node.Config{Groups: cfg, Observer: obs})
 	c := &reloadCheck{
-		t: t, client: client, node: n, obs: obs, addr: n.KafkaAddr(),
+		t: t, client: client, node: n, obs: obs, seeds: []string{n.KafkaAddr()},
 		topic: "reload-" + client, group: "reload-group-" + client,
 		want: map[[2]int64]bool{}, ends: map[int32]int64{}, seen: map[[2]int64]bool{},
 		acked: map[int32]int64{}, coordErr: map[string]int{},
@@ -239,7 +245,7 @@ func newReloadCheck(t *testing.T, client string) *reloadCheck {
 	}
 	c.shard = n.Coordinator().ShardFor("", c.group)
 	obs.shard.Store(int32(c.shard))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.ClientID("cohort-e2e-reload-check"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.ClientID("cohort-e2e-reload-check"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +274,7 @@ func (c *reloadCheck) member(clientID string) int {
 // produce writes n records with franz-go and remembers them.
 func (c *reloadCheck) produce(prefix string, n int) {
 	c.t.Helper()
-	got := franzProduce(c.t, c.addr, c.topic, makeRecs(c.client+"-"+prefix, n, time.Now().Add(-time.Hour)))
+	got := franzProduce(c.t, c.seeds[0], c.topic, makeRecs(c.client+"-"+prefix, n, time.Now().Add(-time.Hour)))
 	for _, r := range got {
 		c.produced(r.Partition, r.Offset)
 	}
@@ -285,7 +291,7 @@ func (c *reloadCheck) produced(p int32, offset int64) {
 // reloadTrickle, for at most reloadTrickleMax. The returned function
 // stops it and waits for it; it may be called again.
 func (c *reloadCheck) trickle() (stop func()) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic(c.topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.DefaultProduceTopic(c.topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
 		c.t.Fatal(err)
@@ -391,7 +397,7 @@ func (c *reloadCheck) ack(m int, topic string, p int32, offset int64) {
 // other error fails the test.
 func (c *reloadCheck) clientErr(m int, what string, err error) {
 	switch {
-	case coordinatorErr(err):
+	case coordinatorErr(err), c.nodeDies && connectionErr(err):
 		c.mu.Lock()
 		c.coordErr[fmt.Sprintf("member %d: %s: %v", m, what, err)]++
 		c.mu.Unlock()
@@ -431,6 +437,18 @@ func coordinatorErr(err error) bool {
 	return errorIn(err, []kafka.ErrorCode{kafka.ErrNotCoordinator, kafka.ErrCoordinatorLoadInProgress, kafka.ErrCoordinatorNotAvailable},
 		kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable,
 		sarama.ErrNotCoordinatorForConsumer, sarama.ErrOffsetsLoadInProgress, sarama.ErrConsumerCoordinatorNotAvailable)
+}
+
+// connectionErr says whether err, from any of the clients, is a
+// connection to a broker failing: refused, closed (EOF) or not there.
+func connectionErr(err error) bool {
+	if errorIn(err, []kafka.ErrorCode{kafka.ErrTransport, kafka.ErrAllBrokersDown},
+		syscall.ECONNREFUSED, syscall.ECONNRESET, io.EOF, io.ErrUnexpectedEOF, sarama.ErrNotConnected) {
+		return true
+	}
+	// Sarama wraps some of them as text only.
+	msg := err.Error()
+	return strings.Contains(msg, "connection refused") || strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "broker not connected")
 }
 
 // Waits and checks from the test goroutine.
@@ -476,6 +494,9 @@ func (c *reloadCheck) waitSettled() {
 		}
 		state := fmt.Sprintf("owned: %s; acknowledged commits %v", c.ownedLocked(), c.acks)
 		c.mu.Unlock()
+		if c.obs == nil { // a cluster of processes: the clients' view only
+			return ok, state
+		}
 		last := c.lastRebalanceEvent()
 		return ok && last == observe.RebalanceCompleted, state + "; last rebalance event " + last.String()
 	})
@@ -620,7 +641,17 @@ func (c *reloadCheck) committed() map[int32]int64 {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), reloadWait)
 	defer cancel()
-	offs, err := c.adm.FetchOffsets(ctx, c.group)
+	// A connection to a coordinator that was just killed (cluster mode)
+	// fails the request once; the client looks the coordinator up again
+	// on the next.
+	var offs kadm.OffsetResponses
+	var err error
+	for {
+		if offs, err = c.adm.FetchOffsets(ctx, c.group); err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil {
 		c.t.Fatalf("fetch offsets: %v", err)
 	}
@@ -685,7 +716,11 @@ func (c *reloadCheck) report(rebalances int) {
 	type counts struct{ notCoord, loading, findCoord, heartbeats int }
 	var per [reloadMembers]counts
 	apis := map[string]int{}
-	for _, a := range c.obs.rec.Snapshot().Answered {
+	var answered []observetest.Answered
+	if c.obs != nil {
+		answered = c.obs.rec.Snapshot().Answered
+	}
+	for _, a := range answered {
 		m := c.member(a.Request.ClientID)
 		if m < 0 {
 			continue
@@ -832,7 +867,7 @@ func reloadFranzMember(ctx context.Context, c *reloadCheck, m int, opts ...kgo.O
 		}
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(c.addr),
+		kgo.SeedBrokers(c.seeds...),
 		kgo.ClientID(c.clientID(m)),
 		kgo.ConsumerGroup(c.group),
 		kgo.ConsumeTopics(c.topic),
@@ -887,7 +922,7 @@ func reloadFranzMember(ctx context.Context, c *reloadCheck, m int, opts ...kgo.O
 // comes back empty with something uncommitted. Commit returns the
 // offsets committed, with an error per partition.
 func reloadConfluentMember(ctx context.Context, c *reloadCheck, m int, logs *rdLog) func() {
-	cons, err := kafka.NewConsumer(rdConfig(c.addr, c.clientID(m), logs, kafka.ConfigMap{
+	cons, err := kafka.NewConsumer(rdConfig(strings.Join(c.seeds, ","), c.clientID(m), logs, kafka.ConfigMap{
 		"group.id":                      c.group,
 		"partition.assignment.strategy": "range",
 		"session.timeout.ms":            int(groupSessionTimeout.Milliseconds()),
@@ -997,7 +1032,7 @@ func reloadSaramaMember(ctx context.Context, c *reloadCheck, m int) func() {
 	cfg.Net.Proxy.Dialer = tapDialer{timeout: cfg.Net.DialTimeout, onAck: func(topic string, p int32, offset int64) {
 		c.ack(m, topic, p, offset)
 	}}
-	cg, err := sarama.NewConsumerGroup([]string{c.addr}, c.group, cfg)
+	cg, err := sarama.NewConsumerGroup(c.seeds, c.group, cfg)
 	if err != nil {
 		c.t.Fatalf("member %d: %v", m, err)
 	}

@@ -25,11 +25,14 @@ import (
 	"github.com/cohort-dev/cohort/admin"
 	"github.com/cohort-dev/cohort/assigner"
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
+	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/logs"
+	"github.com/cohort-dev/cohort/store"
+	"github.com/cohort-dev/cohort/store/etcd"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +46,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Config configures a node. Fields mirror the `cohort serve` flags.
@@ -98,6 +103,9 @@ type Config struct {
 	GRPCMaxConcurrentStreams uint32
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Cluster, if set, runs the node in cluster mode on etcd (see
+	// ClusterConfig); nil: a single node on the embedded store.
+	Cluster *ClusterConfig
 	// Observer receives the node's events: requests received and
 	// answered, batches written, shards loaded and unloaded, group
 	// events. Metrics, tracing and the rebalance timeline implement it.
@@ -121,11 +129,17 @@ type Node struct {
 	httpLn   net.Listener
 	started  atomic.Bool // Start returned: every listener accepts
 	lock     *os.File
-	store    *pebble.Store
+	store    store.Store
 	topics   *topics.Log
-	groups   *coordinator.Coordinator
-	kafka    *kafka.Server
-	ln       net.Listener
+	// Cluster mode: the etcd client, the membership and the shared
+	// store (also n.store); nil on a single node.
+	etcd        *clientv3.Client
+	member      *cluster.Member
+	etcdStore   *etcd.Store
+	catalogStop chan struct{}
+	groups      *coordinator.Coordinator
+	kafka       *kafka.Server
+	ln          net.Listener
 	// failed delivers the error of a listener that stopped on its own.
 	failed chan error
 	// serving counts the listeners' Serve goroutines; Shutdown waits
@@ -198,14 +212,35 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.lock, err = lockDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	if n.store, err = pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{Logger: slog.New(storeLog)}); err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	// Bound first: in cluster mode the node registers its address.
+	if n.ln, err = net.Listen("tcp", cfg.KafkaListen); err != nil {
+		return nil, fmt.Errorf("kafka listener: %w", err)
 	}
-	if n.topics, err = topics.Open(topics.Config{Dir: filepath.Join(cfg.DataDir, "topics"), Store: n.store, Logger: cfg.Logger}); err != nil {
+	advertised := cfg.AdvertisedKafkaAddr
+	if advertised == "" {
+		advertised = n.ln.Addr().String()
+	}
+	tcfg := topics.Config{Dir: filepath.Join(cfg.DataDir, "topics"), Logger: cfg.Logger}
+	if cfg.Cluster != nil {
+		if err := n.joinCluster(advertised); err != nil {
+			return nil, err
+		}
+		tcfg.NodeID = cfg.Cluster.NodeID
+		tcfg.Nodes = n.member.Live
+		tcfg.Lock = n.topicLock
+		tcfg.ReserveProducerIDs = n.member.ReserveProducerIDs
+		tcfg.ClusterID = n.member.Meta().ClusterID
+	} else {
+		if n.store, err = pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{Logger: slog.New(storeLog)}); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	tcfg.Store = n.store
+	if n.topics, err = topics.Open(tcfg); err != nil {
 		return nil, fmt.Errorf("open topic log: %w", err)
 	}
 	catalog := &catalogCache{log: n.topics}
-	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get, Observer: n.obs}); err != nil {
+	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get, Observer: n.obs, Standby: cfg.Cluster != nil}); err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
 	// Finish any topic deletion a crash interrupted between the topic and
@@ -215,14 +250,12 @@ func Start(cfg Config) (_ *Node, err error) {
 		live[t.Name] = t.ID
 	}
 	n.groups.ReconcileTopics(live)
-	if n.ln, err = net.Listen("tcp", cfg.KafkaListen); err != nil {
-		return nil, fmt.Errorf("kafka listener: %w", err)
-	}
-	advertised := cfg.AdvertisedKafkaAddr
-	if advertised == "" {
-		advertised = n.ln.Addr().String()
+	var view kafka.Cluster
+	if n.member != nil {
+		view = clusterView{n.member}
 	}
 	n.kafka, err = kafka.New(kafka.Config{
+		Cluster:               view,
 		Topics:                n.topics,
 		Groups:                n.groups,
 		AdvertisedAddr:        advertised,
@@ -255,6 +288,23 @@ func Start(cfg Config) (_ *Node, err error) {
 	}
 	if n.registry != nil {
 		n.startAdmin()
+	}
+	if n.member != nil {
+		var svc cluster.Service
+		if n.assigner != nil {
+			svc = n.assigner
+		}
+		n.member.Run(&cluster.Shards{
+			Coordinator: n.groups,
+			Store:       n.etcdStore,
+			Assigner:    svc,
+			// Offsets of topics deleted while another node held the
+			// shard, or nobody did, go now.
+			Loaded: func(int) { n.groups.ReconcileTopics(liveTopics(n)) },
+		})
+		n.catalogStop = make(chan struct{})
+		stop := n.catalogStop
+		n.serving.Go(func() { n.refreshCatalog(stop) })
 	}
 	n.serving.Go(func() {
 		if err := n.kafka.Serve(n.ln); err != nil {
@@ -307,6 +357,7 @@ func (n *Node) HTTPAddr() string {
 func (n *Node) startAssigner() (err error) {
 	ac := n.cfg.Assigner
 	ac.Store, ac.Logger, ac.Observer = n.store, n.logger, n.obs
+	ac.Standby = n.member != nil
 	var external *kadm.Client
 	if b := n.cfg.AssignerKafkaBootstrap; b != "" {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(b, ",")...))
@@ -406,6 +457,12 @@ func (n *Node) Done() <-chan error { return n.failed }
 // closes the topic log and the store and releases the data directory.
 // Calling it again does nothing more and returns nil.
 func (n *Node) Shutdown(ctx context.Context) error {
+	if n.member != nil {
+		// Hand the shards off warm while still serving them.
+		hctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.HandoffTimeout)
+		n.member.Leave(hctx)
+		cancel()
+	}
 	if n.grpc != nil {
 		// Streams are endless: stop them, do not wait for them.
 		n.grpc.Stop()
@@ -448,6 +505,13 @@ func (n *Node) stop() error {
 	if n.ln != nil {
 		n.ln.Close() // if Serve never had it
 	}
+	if n.catalogStop != nil {
+		close(n.catalogStop)
+		n.catalogStop = nil
+	}
+	if n.member != nil {
+		n.member.Close() // serves nothing more; the lease goes
+	}
 	n.serving.Wait()
 	var errs []error
 	if n.assigner != nil {
@@ -468,8 +532,13 @@ func (n *Node) stop() error {
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
-		n.store = nil
+		n.store, n.etcdStore = nil, nil
 	}
+	if n.etcd != nil {
+		n.etcd.Close()
+		n.etcd = nil
+	}
+	n.member = nil
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close()) // closing releases the flock
 		n.lock = nil

@@ -37,6 +37,10 @@ func serve(args []string, stderr io.Writer) int {
 		idle, readTimeout       time.Duration
 		writeTimeout            time.Duration
 		grpcStreams             uint
+		// Cluster mode.
+		etcdEndpoints string
+		nodeID        int
+		cc            node.ClusterConfig
 	)
 	fs.StringVar(&cfg.KafkaListen, "kafka-listen", "127.0.0.1:9092", "`host:port` to accept Kafka clients on (port 0 picks a free port)")
 	fs.StringVar(&cfg.AdvertisedKafkaAddr, "advertised-kafka-addr", "", "`host:port` given to clients in Metadata and FindCoordinator (default: the listen address)")
@@ -51,6 +55,12 @@ func serve(args []string, stderr io.Writer) int {
 	fs.DurationVar(&readTimeout, "request-read-timeout", 30*time.Second, "close a connection whose request is not complete this long after its size arrived (a client trickling a large frame); 0 for never")
 	fs.DurationVar(&writeTimeout, "response-write-timeout", 30*time.Second, "close a connection that takes no 1 MiB of its responses for this long (a client that does not read its answers); 0 for never")
 	fs.UintVar(&grpcStreams, "grpc-max-concurrent-streams", 1000, "most concurrent calls (streams) on one gRPC connection; a consumer process holds one Register stream per consumer")
+	fs.StringVar(&etcdEndpoints, "etcd-endpoints", "", "`urls` of the etcd cluster (comma-separated, e.g. http://127.0.0.1:2379): cluster mode, where the coordinator's state and the topic catalog live in etcd and shards fail over between nodes; empty: a single node on the embedded store")
+	fs.IntVar(&nodeID, "node-id", -1, "this node's `id` in the cluster, unique, 0 or more (Kafka's node.id); required with --etcd-endpoints")
+	fs.StringVar(&cc.Prefix, "etcd-prefix", "/cohort", "etcd key `prefix` of the cluster: several Cohort clusters can share one etcd")
+	fs.DurationVar(&cc.LeaseTTL, "cluster-lease-ttl", 6*time.Second, "a node that cannot renew its etcd lease for this long is taken for dead and its shards move; it stops serving them a quarter of it earlier (at least 2s)")
+	fs.DurationVar(&cc.HandoffTimeout, "cluster-handoff-timeout", 10*time.Second, "on SIGTERM in cluster mode, how long to wait for this node's shards to be handed off warm before leaving anyway")
+	fs.IntVar(&g.Shards, "coordinator-shards", 16, "number of coordinator shards, fixed when the data directory or the cluster is created (Kafka's offsets.topic.num.partitions); a shard is one event loop and the unit that moves between nodes")
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&g.MinSessionTimeout, "group-min-session-timeout", 6*time.Second, "smallest session timeout a JoinGroup may ask for (Kafka's group.min.session.timeout.ms)")
 	fs.DurationVar(&g.MaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "largest session timeout a JoinGroup may ask for (Kafka's group.max.session.timeout.ms)")
@@ -116,6 +126,26 @@ func serve(args []string, stderr io.Writer) int {
 		if a = strings.TrimSpace(a); a != "" {
 			g.ConsumerAssignors = append(g.ConsumerAssignors, a)
 		}
+	}
+	if etcdEndpoints != "" {
+		if nodeID < 0 || nodeID > math.MaxInt32 {
+			fmt.Fprintf(stderr, "cohort serve: --etcd-endpoints needs --node-id, between 0 and %d\n", math.MaxInt32)
+			return 2
+		}
+		if cc.LeaseTTL < 2*time.Second {
+			fmt.Fprintf(stderr, "cohort serve: --cluster-lease-ttl must be at least 2s (etcd's minimum), not %v\n", cc.LeaseTTL)
+			return 2
+		}
+		for _, e := range strings.Split(etcdEndpoints, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				cc.EtcdEndpoints = append(cc.EtcdEndpoints, e)
+			}
+		}
+		cc.NodeID = int32(nodeID)
+		cfg.Cluster = &cc
+	} else if nodeID >= 0 {
+		fmt.Fprintf(stderr, "cohort serve: --node-id is for cluster mode: set --etcd-endpoints too\n")
+		return 2
 	}
 	if err := cfg.Groups.WithDefaults().Validate(); err != nil {
 		fmt.Fprintf(stderr, "cohort serve: %v\n", err)

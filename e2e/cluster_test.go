@@ -1,0 +1,409 @@
+package e2e
+
+// Cluster mode end to end: three `cohort serve` processes on a
+// three-member etcd (Debian's etcd-server, separate processes), with
+// real clients.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cohort-dev/cohort/internal/etcdtest"
+	"github.com/cohort-dev/cohort/internal/testkit"
+)
+
+// clusterLeaseTTL is the nodes' lease TTL in these tests: etcd's minimum,
+// so that a dead node's shards move quickly.
+const clusterLeaseTTL = 2 * time.Second
+
+// testCluster is a cluster of cohort processes on an etcd cluster.
+type testCluster struct {
+	t     *testing.T
+	etcd  *etcdtest.Cluster
+	mu    sync.Mutex
+	nodes map[int32]*testkit.Proc
+	dirs  map[int32]string
+	extra []string
+}
+
+// startCluster starts an etcd cluster of etcdMembers processes and n
+// cohort nodes (ids 1..n) on it, and waits until every shard is served.
+func startCluster(t *testing.T, etcdMembers, n int, extra ...string) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, etcd: etcdtest.StartProcs(t, etcdMembers), nodes: map[int32]*testkit.Proc{}, dirs: map[int32]string{}, extra: extra}
+	var wg sync.WaitGroup
+	for id := range int32(n) {
+		c.dirs[id+1] = filepath.Join(t.TempDir(), fmt.Sprintf("node-%d", id+1))
+	}
+	for id := range int32(n) {
+		wg.Go(func() { c.start(id + 1) })
+	}
+	wg.Wait()
+	c.waitServing()
+	return c
+}
+
+// start runs node id on its data directory (again, if it ran before).
+func (c *testCluster) start(id int32) *testkit.Proc {
+	c.t.Helper()
+	args := append([]string{
+		"--etcd-endpoints", strings.Join(c.etcd.Endpoints(), ","),
+		"--node-id", strconv.Itoa(int(id)),
+		"--cluster-lease-ttl", clusterLeaseTTL.String(),
+		"--group-initial-rebalance-delay", "200ms",
+		"--group-initial-rebalance-quiet", "50ms",
+		"--group-min-session-timeout", "100ms",
+		"--group-consumer-heartbeat-interval", "200ms",
+		"--group-consumer-assignment-interval", "0s",
+	}, c.extra...)
+	p := testkit.StartBinary(c.t, c.dirs[id], args...)
+	c.mu.Lock()
+	c.nodes[id] = p
+	c.mu.Unlock()
+	return p
+}
+
+// node returns node id's process.
+func (c *testCluster) node(id int32) *testkit.Proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[id]
+}
+
+// live returns the ids of the nodes running, ascending.
+func (c *testCluster) live() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []int32
+	for id, p := range c.nodes {
+		if !p.Exited() {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// seeds returns the Kafka addresses of the running nodes, first (except)
+// the given ones last.
+func (c *testCluster) seeds(last ...int32) []string {
+	var out, tail []string
+	for _, id := range c.live() {
+		if slices.Contains(last, id) {
+			tail = append(tail, c.node(id).Addr)
+		} else {
+			out = append(out, c.node(id).Addr)
+		}
+	}
+	return append(out, tail...)
+}
+
+// admin returns a kadm client of the running nodes, closed at the end.
+func (c *testCluster) admin() *kadm.Client {
+	c.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ClientID("cohort-e2e-cluster"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// waitServing waits until every running node's /readyz says it serves
+// every shard it holds, and Metadata from each lists exactly the running
+// nodes.
+func (c *testCluster) waitServing() {
+	c.t.Helper()
+	groupEventually(c.t, 30*time.Second, "every node serving and listed by every node", func() (bool, string) {
+		live := c.live()
+		for _, id := range live {
+			if code, body := httpGet(c.t, "http://"+c.node(id).HTTPAddr+"/readyz"); code != 200 {
+				return false, fmt.Sprintf("node %d /readyz: %d %s", id, code, body)
+			}
+			brokers, err := metadataBrokers(c.node(id).Addr)
+			if err != nil || !slices.Equal(brokers, live) {
+				return false, fmt.Sprintf("node %d lists brokers %v (err %v), running %v", id, brokers, err, live)
+			}
+		}
+		return true, ""
+	})
+}
+
+// metadataBrokers asks one node for Metadata and returns the broker ids.
+func metadataBrokers(addr string) ([]int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int32
+	for _, b := range resp.Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// coordinatorOf returns the node FindCoordinator names for group.
+func (c *testCluster) coordinatorOf(adm *kadm.Client, group string) (int32, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resps := adm.FindGroupCoordinators(ctx, group)
+	r, ok := resps[group]
+	if !ok {
+		return -1, fmt.Errorf("no answer for %s", group)
+	}
+	if r.Err != nil {
+		return -1, r.Err
+	}
+	return r.NodeID, nil
+}
+
+// groupOn returns a group name, starting with prefix, that node id
+// coordinates.
+func (c *testCluster) groupOn(adm *kadm.Client, prefix string, id int32) string {
+	c.t.Helper()
+	for i := range 1000 {
+		g := fmt.Sprintf("%s-%d", prefix, i)
+		if n, err := c.coordinatorOf(adm, g); err == nil && n == id {
+			return g
+		}
+	}
+	c.t.Fatalf("no group %s-* coordinated by node %d", prefix, id)
+	return ""
+}
+
+// createTopicOn creates a topic whose partitions are led by the given
+// nodes, round robin (CreateTopics with a replica assignment of one
+// replica each).
+func (c *testCluster) createTopicOn(topic string, partitions int32, nodes ...int32) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for p := range partitions {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = p, []int32{nodes[int(p)%len(nodes)]}
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		c.t.Fatalf("create topic %s: %v", topic, err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		c.t.Fatalf("create topic %s: %v (%v)", topic, err, resp.Topics[0].ErrorMessage)
+	}
+	// Wait until every node knows the leaders.
+	groupEventually(c.t, 10*time.Second, "every node knows the topic", func() (bool, string) {
+		for _, id := range c.live() {
+			leaders, err := partitionLeaders(c.node(id).Addr, topic)
+			if err != nil || len(leaders) != int(partitions) {
+				return false, fmt.Sprintf("node %d: leaders %v, err %v", id, leaders, err)
+			}
+			for p, l := range leaders {
+				if l != nodes[int(p)%len(nodes)] {
+					return false, fmt.Sprintf("node %d: partition %d led by %d", id, p, l)
+				}
+			}
+		}
+		return true, ""
+	})
+}
+
+// partitionLeaders asks one node for a topic's leaders.
+func partitionLeaders(addr, topic string) (map[int32]int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = &topic
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int32{}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return nil, err
+		}
+		for _, p := range t.Partitions {
+			out[p.Partition] = p.Leader
+		}
+	}
+	return out, nil
+}
+
+// rebalancesOn sums cohort_rebalances_total over the given nodes.
+func (c *testCluster) rebalancesOn(ids ...int32) int {
+	total := 0.0
+	for _, id := range ids {
+		mfs := scrape(c.t, c.node(id).HTTPAddr)
+		if mf := mfs["cohort_rebalances_total"]; mf != nil {
+			for _, m := range mf.Metric {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return int(total)
+}
+
+// TestClusterKillCoordinatorFranz: franz-go members (classic,
+// cooperative-sticky) keep consuming and committing when the node that
+// coordinates their group is killed.
+func TestClusterKillCoordinatorFranz(t *testing.T) {
+	runClusterKillTest(t, "kgo", func(ctx context.Context, c *reloadCheck, m int) func() {
+		return reloadFranzMember(ctx, c, m)
+	})
+}
+
+// TestClusterKillCoordinatorFranz848: the same with the KIP-848
+// consumer protocol.
+func TestClusterKillCoordinatorFranz848(t *testing.T) {
+	runClusterKillTest(t, "kgo848", func(ctx context.Context, c *reloadCheck, m int) func() {
+		return reloadFranzMember(ctx, c, m, kgo.ServerSideBalancer())
+	})
+}
+
+// TestClusterKillCoordinatorConfluent: the same with confluent-kafka-go
+// (librdkafka).
+func TestClusterKillCoordinatorConfluent(t *testing.T) {
+	logs := newRdLog()
+	defer logs.close()
+	runClusterKillTest(t, "rdkafka", func(ctx context.Context, c *reloadCheck, m int) func() {
+		return reloadConfluentMember(ctx, c, m, logs)
+	})
+}
+
+// TestClusterKillCoordinatorSarama: the same with Sarama.
+func TestClusterKillCoordinatorSarama(t *testing.T) {
+	runClusterKillTest(t, "sarama", reloadSaramaMember)
+}
+
+// runClusterKillTest: a group of three members consumes a topic of six
+// partitions led by nodes 1 and 2, coordinated by node 3, committing
+// after what it consumes, while a producer keeps adding records. Node 3
+// is killed (SIGKILL): the group's shard moves to node 1 or 2 once node
+// 3's lease expires. Then every commit acknowledged before the kill is
+// in the committed offsets, every member commits again, every record is
+// consumed, the committed offsets reach the ends, and the surviving
+// nodes report at most one rebalance.
+func runClusterKillTest(t *testing.T, client string, start reloadMemberFunc) {
+	t0 := time.Now()
+	since := func() time.Duration { return time.Since(t0).Round(time.Millisecond) }
+	tc := startCluster(t, 3, 3)
+	t.Logf("%v: cluster up", since())
+	adm := tc.admin()
+	const victim = 3
+	c := &reloadCheck{
+		t: t, client: client, seeds: tc.seeds(victim), adm: adm,
+		topic: "kill-" + client, nodeDies: true,
+		want: map[[2]int64]bool{}, ends: map[int32]int64{}, seen: map[[2]int64]bool{},
+		acked: map[int32]int64{}, coordErr: map[string]int{},
+	}
+	for m := range c.owned {
+		c.owned[m] = map[int32]bool{}
+	}
+	c.group = tc.groupOn(adm, "kill-group-"+client, victim)
+	tc.createTopicOn(c.topic, reloadPartitions, 1, 2)
+	c.produce("before", 600)
+	stopTrickle := c.trickle()
+	defer stopTrickle()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stops := make([]func(), reloadMembers)
+	stopAll := func() {
+		cancel()
+		var wg sync.WaitGroup
+		for m, s := range stops {
+			if s != nil {
+				wg.Go(s)
+				stops[m] = nil
+			}
+		}
+		wg.Wait()
+	}
+	defer func() {
+		stopAll()
+		c.reportProblems()
+	}()
+	for m := range stops {
+		stops[m] = start(ctx, c, m)
+	}
+	c.waitSettled()
+	c.setSettled()
+	t.Logf("%v: settled: %s", since(), c.ownedString())
+
+	c.mu.Lock()
+	acked, acks := maps.Clone(c.acked), c.acks
+	c.mu.Unlock()
+	killed := time.Now()
+	tc.node(victim).Kill()
+	groupEventually(t, reloadWait, "every member committing again after the kill", func() (bool, string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		ok := true
+		for m := range acks {
+			ok = ok && c.acks[m] > acks[m]
+		}
+		return ok, fmt.Sprintf("acknowledged commits per member %v, at the kill %v", c.acks, acks)
+	})
+	t.Logf("%v: every member committing again %v after the kill (lease TTL %v)", since(), time.Since(killed).Round(time.Millisecond), clusterLeaseTTL)
+	newCoord, err := tc.coordinatorOf(adm, c.group)
+	if err != nil || newCoord == victim {
+		t.Fatalf("the group's coordinator after the kill: %d, %v", newCoord, err)
+	}
+	committed := c.committed()
+	for p, o := range acked {
+		if committed[p] < o {
+			t.Errorf("partition %d committed at %d after the failover; a commit of %d was acknowledged before the kill", p, committed[p], o)
+		}
+	}
+
+	stopTrickle()
+	c.produce("after", 300)
+	c.waitConsumed()
+	c.waitCommittedEnds()
+	t.Logf("%v: every record consumed, committed offsets at the ends", since())
+	rebalances := tc.rebalancesOn(1, 2)
+	stopAll()
+	c.report(rebalances)
+	if rebalances > 1 {
+		t.Errorf("the surviving nodes report %d rebalances of the group after the failover; want at most 1", rebalances)
+	}
+}

@@ -1,0 +1,225 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/cohort-dev/cohort/cluster"
+	"github.com/cohort-dev/cohort/kafka"
+	"github.com/cohort-dev/cohort/store"
+	"github.com/cohort-dev/cohort/store/etcd"
+)
+
+// ClusterConfig turns cluster mode on: the node keeps the coordinator's
+// records and the topic catalog in etcd, registers there, and serves the
+// coordinator shards the cluster's leader gives it.
+type ClusterConfig struct {
+	// EtcdEndpoints are the etcd cluster's client URLs
+	// (--etcd-endpoints). Required.
+	EtcdEndpoints []string
+	// NodeID is this node's id, unique in the cluster (--node-id).
+	NodeID int32
+	// Prefix is the cluster's etcd key prefix (--etcd-prefix). Default
+	// "/cohort": several Cohort clusters can share one etcd under
+	// different prefixes.
+	Prefix string
+	// LeaseTTL is the node lease's TTL (--cluster-lease-ttl): a node
+	// that stops renewing it is taken for dead after this long. Default
+	// 6 s; etcd's minimum is 2 s.
+	LeaseTTL time.Duration
+	// HandoffTimeout bounds how long Shutdown waits for the node's
+	// shards to be handed off warm before it leaves anyway. Default
+	// 10 s.
+	HandoffTimeout time.Duration
+	// CatalogRefresh is how often the node reads the shared topic
+	// catalog for changes made on other nodes. Default 250 ms.
+	CatalogRefresh time.Duration
+}
+
+// dirIDFile names the file that identifies a data directory to the
+// cluster: a node restarted on the same directory takes its previous
+// registration over at once.
+const dirIDFile = "cluster-dir-id"
+
+func readDirID(dir string) (string, error) {
+	p := filepath.Join(dir, dirIDFile)
+	b, err := os.ReadFile(p)
+	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read %s: %w", p, err)
+	}
+	var id [16]byte
+	rand.Read(id[:])
+	s := hex.EncodeToString(id[:])
+	if err := os.WriteFile(p, []byte(s+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", p, err)
+	}
+	return s, nil
+}
+
+// joinCluster connects to etcd, joins the cluster and opens the shared
+// store. The Kafka listener is bound already: its address is what the
+// node registers.
+func (n *Node) joinCluster(advertised string) error {
+	cc := n.cfg.Cluster
+	if len(cc.EtcdEndpoints) == 0 {
+		return errors.New("cluster mode: no etcd endpoints")
+	}
+	if cc.HandoffTimeout <= 0 {
+		cc.HandoffTimeout = 10 * time.Second
+	}
+	if cc.CatalogRefresh <= 0 {
+		cc.CatalogRefresh = 250 * time.Millisecond
+	}
+	dirID, err := readDirID(n.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	n.etcd, err = clientv3.New(clientv3.Config{
+		Endpoints:   cc.EtcdEndpoints,
+		DialTimeout: 5 * time.Second,
+		// etcd's client logs through zap; Cohort's own lines say what
+		// matters (a failed request is an error where it happens).
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("etcd client for %v: %w", cc.EtcdEndpoints, err)
+	}
+	groups := n.cfg.Groups.WithDefaults()
+	ctx, cancel := context.WithTimeout(context.Background(), max(cc.LeaseTTL, 6*time.Second)+10*time.Second)
+	defer cancel()
+	grpcAddr := ""
+	if n.grpcLn != nil {
+		grpcAddr = n.grpcLn.Addr().String()
+	}
+	n.member, err = cluster.Join(ctx, cluster.Config{
+		Client:    n.etcd,
+		Prefix:    cc.Prefix,
+		NodeID:    cc.NodeID,
+		KafkaAddr: advertised,
+		GRPCAddr:  grpcAddr,
+		DirID:     dirID,
+		LeaseTTL:  cc.LeaseTTL,
+		Units:     groups.Shards + 1, // the coordinator's, then the assigner's
+		Logger:    n.logger,
+	})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("cannot reach etcd at %s: %w", strings.Join(cc.EtcdEndpoints, ","), err)
+		}
+		return err
+	}
+	n.cfg.Groups.Shards = n.member.Meta().Units - 1
+	es, err := etcd.Open(etcd.Options{
+		Client: n.etcd,
+		Prefix: cluster.DataPrefix(cc.Prefix),
+		Lease:  n.member.Lease(),
+		Logger: n.logger.With("component", "etcd-store"),
+	})
+	if err != nil {
+		return err
+	}
+	n.etcdStore = es
+	n.store = es
+	return nil
+}
+
+func liveTopics(n *Node) map[string][16]byte {
+	live := map[string][16]byte{}
+	for _, t := range n.topics.Topics() {
+		live[t.Name] = t.ID
+	}
+	return live
+}
+
+// refreshCatalog reads the shared topic catalog every
+// ClusterConfig.CatalogRefresh, so that topics created, grown or deleted
+// on other nodes are served here; offsets of a deleted topic are removed
+// from the shards this node holds (the deleting node did its own).
+func (n *Node) refreshCatalog(stop <-chan struct{}) {
+	t := time.NewTicker(n.cfg.Cluster.CatalogRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		before := n.topics.Version()
+		old := liveTopics(n)
+		if err := n.topics.Refresh(); err != nil {
+			n.logger.Debug("refresh topic catalog", "err", err)
+			continue
+		}
+		if n.topics.Version() == before {
+			continue
+		}
+		cur := liveTopics(n)
+		var gone []string
+		for name, id := range old {
+			if cid, ok := cur[name]; !ok || cid != id {
+				gone = append(gone, name)
+			}
+		}
+		n.groups.TopicsDeleted(gone)
+	}
+}
+
+// clusterView is what the Kafka server sees of the cluster.
+type clusterView struct{ m *cluster.Member }
+
+var _ kafka.Cluster = clusterView{}
+
+func (c clusterView) Self() int32 { return c.m.NodeID() }
+
+func (c clusterView) Brokers() []kafka.Broker {
+	var out []kafka.Broker
+	for _, nd := range c.m.Brokers() {
+		out = append(out, toBroker(nd))
+	}
+	return out
+}
+
+func toBroker(nd cluster.Node) kafka.Broker {
+	b := kafka.Broker{NodeID: nd.ID, Host: nd.Host(), Port: nd.Port()}
+	if nd.Rack != "" {
+		r := nd.Rack
+		b.Rack = &r
+	}
+	return b
+}
+
+func (c clusterView) Controller() int32 {
+	if l := c.m.Leader(); l != cluster.None {
+		return l
+	}
+	return c.m.NodeID()
+}
+
+func (c clusterView) Coordinator(shard int) (kafka.Broker, bool) {
+	nd, ok := c.m.Owner(shard)
+	if !ok {
+		return kafka.Broker{}, false
+	}
+	return toBroker(nd), true
+}
+
+// topicLock is a cluster-wide lock for topic administration, so that two
+// nodes creating one topic at once do not both create it.
+func (n *Node) topicLock(name string) (func(), error) {
+	return n.member.Lock(context.Background(), "topic/"+name)
+}
+
+var _ store.Store = (*etcd.Store)(nil)
