@@ -36,6 +36,11 @@ type Metrics struct {
 	shardEvents     *prometheus.CounterVec
 	shardLoadTime   prometheus.Histogram
 	shardsHeld      prometheus.Gauge
+	// loaded is the set of shards served, so that the gauge counts each
+	// once: a shard given up after a failed write and then unloaded
+	// reports two unloads, and a load under way can be unloaded.
+	loadedMu sync.Mutex
+	loaded   map[uint16]bool
 }
 
 var _ observe.Observer = (*Metrics)(nil)
@@ -44,6 +49,7 @@ var _ observe.Observer = (*Metrics)(nil)
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := func(c prometheus.Collector) prometheus.Collector { reg.MustRegister(c); return c }
 	return &Metrics{
+		loaded: map[uint16]bool{},
 		requests: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cohort_requests_total",
 			Help: "Kafka requests answered, by API, version and the first error code in the response (0: none; -1: no response).",
@@ -167,15 +173,26 @@ func (m *Metrics) Shard(e observe.ShardEvent) {
 		}
 		m.shardEvents.WithLabelValues("loaded").Inc()
 		m.shardLoadTime.Observe(e.Took.Seconds())
-		m.shardsHeld.Inc()
+		m.setLoaded(e.Shard, true)
 	case observe.ShardUnloaded:
 		if e.Reason == "unloaded" {
 			m.shardEvents.WithLabelValues("unloaded").Inc()
 		} else {
 			m.shardEvents.WithLabelValues("lost").Inc()
 		}
-		m.shardsHeld.Dec()
+		m.setLoaded(e.Shard, false)
 	}
+}
+
+func (m *Metrics) setLoaded(shard uint16, on bool) {
+	m.loadedMu.Lock()
+	defer m.loadedMu.Unlock()
+	if on {
+		m.loaded[shard] = true
+	} else {
+		delete(m.loaded, shard)
+	}
+	m.shardsHeld.Set(float64(len(m.loaded)))
 }
 
 // ReasonCategory maps a rebalance's reason, as the group machines word it

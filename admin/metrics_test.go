@@ -53,6 +53,11 @@ func TestMetricsCountEvents(t *testing.T) {
 		m.Shard(observe.ShardEvent{Kind: observe.ShardLoaded, Shard: uint16(i)})
 	}
 	m.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: 1, Reason: "store write failed: disk"})
+	// Given up after a failed write, then unloaded (cluster mode: the
+	// node lost its lease): one shard less, not two.
+	m.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: 1, Reason: "unloaded"})
+	// Unloaded while it was loading: never counted.
+	m.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: 9, Reason: "unloaded"})
 
 	check := func(name string, got, want float64) {
 		t.Helper()

@@ -61,6 +61,9 @@ type groupTarget struct {
 	name   string
 	cohort bool
 	start  func(b *testing.B) string
+	// routed: a cluster, where each group's connection must go to its
+	// coordinator (FindCoordinator), not to the bootstrap address.
+	routed bool
 }
 
 func cohortTarget(name string, cfg coordinator.Config) groupTarget {
@@ -781,11 +784,23 @@ func benchCommit(b *testing.B, tg groupTarget, committers int) {
 	ctx := benchContext(b)
 	addr := tg.start(b)
 	createTopics(ctx, b, addr, commitPartitions, commitTopic)
-	conns := dialAll(b, addr, committers, "bench-commit")
-	defer closeAll(conns)
 	groups := make([]string, committers)
 	for i := range groups {
 		groups[i] = fmt.Sprintf("commit-%d", i)
+	}
+	addrs := slices.Repeat([]string{addr}, committers)
+	if tg.routed {
+		addrs = coordinatorAddrs(b, addr, groups)
+		waitTopicEverywhere(b, addrs, commitTopic)
+	}
+	conns := make([]*rawConn, committers)
+	defer closeAll(conns)
+	for i := range conns {
+		c, err := dialRaw(addrs[i], "bench-commit")
+		if err != nil {
+			b.Fatalf("dial %s: %v", addrs[i], err)
+		}
+		conns[i] = c
 	}
 	// Warm up: create every group with one commit.
 	if err := parallel(committers, 64, func(i int) error {

@@ -36,6 +36,9 @@ type testCluster struct {
 	mu    sync.Mutex
 	nodes map[int32]*testkit.Proc
 	dirs  map[int32]string
+	// via holds the etcd endpoints of nodes that reach etcd some other
+	// way (through proxies); the others use the members' own.
+	via   map[int32][]string
 	extra []string
 }
 
@@ -43,7 +46,14 @@ type testCluster struct {
 // cohort nodes (ids 1..n) on it, and waits until every shard is served.
 func startCluster(t *testing.T, etcdMembers, n int, extra ...string) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, etcd: etcdtest.StartProcs(t, etcdMembers), nodes: map[int32]*testkit.Proc{}, dirs: map[int32]string{}, extra: extra}
+	return startClusterOn(t, etcdtest.StartProcs(t, etcdMembers), n, nil, extra...)
+}
+
+// startClusterOn starts n cohort nodes on ec, node id reaching etcd at
+// via[id] if set.
+func startClusterOn(t *testing.T, ec *etcdtest.Cluster, n int, via map[int32][]string, extra ...string) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, etcd: ec, nodes: map[int32]*testkit.Proc{}, dirs: map[int32]string{}, via: via, extra: extra}
 	var wg sync.WaitGroup
 	for id := range int32(n) {
 		c.dirs[id+1] = filepath.Join(t.TempDir(), fmt.Sprintf("node-%d", id+1))
@@ -59,8 +69,15 @@ func startCluster(t *testing.T, etcdMembers, n int, extra ...string) *testCluste
 // start runs node id on its data directory (again, if it ran before).
 func (c *testCluster) start(id int32) *testkit.Proc {
 	c.t.Helper()
+	endpoints := c.etcd.Endpoints()
+	if v, ok := c.via[id]; ok {
+		endpoints = v
+	}
+	if _, ok := c.dirs[id]; !ok {
+		c.dirs[id] = filepath.Join(c.t.TempDir(), fmt.Sprintf("node-%d", id))
+	}
 	args := append([]string{
-		"--etcd-endpoints", strings.Join(c.etcd.Endpoints(), ","),
+		"--etcd-endpoints", strings.Join(endpoints, ","),
 		"--node-id", strconv.Itoa(int(id)),
 		"--cluster-lease-ttl", clusterLeaseTTL.String(),
 		"--group-initial-rebalance-delay", "200ms",

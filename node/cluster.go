@@ -42,7 +42,8 @@ type ClusterConfig struct {
 	// 10 s.
 	HandoffTimeout time.Duration
 	// CatalogRefresh is how often the node reads the shared topic
-	// catalog for changes made on other nodes. Default 250 ms.
+	// catalog for changes made on other nodes, besides whenever a watch
+	// says it changed. Default 1 s.
 	CatalogRefresh time.Duration
 }
 
@@ -81,7 +82,7 @@ func (n *Node) joinCluster(advertised string) error {
 		cc.HandoffTimeout = 10 * time.Second
 	}
 	if cc.CatalogRefresh <= 0 {
-		cc.CatalogRefresh = 250 * time.Millisecond
+		cc.CatalogRefresh = time.Second
 	}
 	dirID, err := readDirID(n.cfg.DataDir)
 	if err != nil {
@@ -144,11 +145,26 @@ func liveTopics(n *Node) map[string][16]byte {
 	return live
 }
 
-// refreshCatalog reads the shared topic catalog every
-// ClusterConfig.CatalogRefresh, so that topics created, grown or deleted
-// on other nodes are served here; offsets of a deleted topic are removed
-// from the shards this node holds (the deleting node did its own).
+// refreshCatalog reads the shared topic catalog whenever the store's
+// global log (where topic records are written) changes, and at least
+// every ClusterConfig.CatalogRefresh, so that topics created, grown or
+// deleted on other nodes are served here within milliseconds; offsets of
+// a deleted topic are removed from the shards this node holds (the
+// deleting node did its own).
 func (n *Node) refreshCatalog(stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changed := make(chan struct{}, 1)
+	go func() {
+		// The global log of the store (store/etcd's layout: P/data/g/).
+		wc := n.etcd.Watch(clientv3.WithRequireLeader(ctx), cluster.DataPrefix(n.cfg.Cluster.Prefix)+"/g/", clientv3.WithPrefix())
+		for range wc {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	t := time.NewTicker(n.cfg.Cluster.CatalogRefresh)
 	defer t.Stop()
 	for {
@@ -156,6 +172,7 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
+		case <-changed:
 		}
 		before := n.topics.Version()
 		old := liveTopics(n)

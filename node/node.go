@@ -449,6 +449,9 @@ func (n *Node) KafkaAddr() string { return n.ln.Addr().String() }
 // use it to unload and load shards (Unload, Load) as cluster mode will.
 func (n *Node) Coordinator() *coordinator.Coordinator { return n.groups }
 
+// Member returns the node's cluster membership (nil on a single node).
+func (n *Node) Member() *cluster.Member { return n.member }
+
 // Done delivers the error of a listener (Kafka or gRPC) that stopped on
 // its own; the node should then be shut down and the process fail.
 func (n *Node) Done() <-chan error { return n.failed }

@@ -220,6 +220,9 @@ func (p *Proc) Kill() {
 	<-p.exited
 }
 
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig os.Signal) { p.cmd.Process.Signal(sig) }
+
 // Stop sends SIGTERM and returns the exit code, failing the test if the
 // process does not exit within timeout.
 func (p *Proc) Stop(timeout time.Duration) int {

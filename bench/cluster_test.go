@@ -1,0 +1,371 @@
+package bench
+
+// Cluster mode benchmarks: durable offset commits on three nodes over a
+// three-member etcd (Debian's etcd-server, separate processes, all on
+// this machine) beside a single node on Pebble; the time from killing
+// (or stopping) a coordinator to the first acknowledged commit of each of
+// its groups; the time to load a shard of 1,000,000 offsets from etcd.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/cluster"
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/internal/etcdtest"
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/node"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// clusterTarget is three in-process nodes on a three-member etcd; start
+// returns one node's address, and route each group's coordinator.
+func clusterTarget(name string) groupTarget {
+	return groupTarget{name: name, cohort: true, start: func(b *testing.B) string {
+		ec := etcdtest.StartProcs(b, 3)
+		var nodes []*node.Node
+		for id := int32(1); id <= 3; id++ {
+			nodes = append(nodes, testkit.StartNode(b, node.Config{Cluster: &node.ClusterConfig{
+				EtcdEndpoints: ec.Endpoints(), NodeID: id, LeaseTTL: 6 * time.Second,
+			}}))
+		}
+		waitBalanced(b, nodes)
+		return nodes[0].KafkaAddr()
+	}, routed: true}
+}
+
+// waitBalanced waits until the nodes serve the coordinator's shards
+// between them, evenly, none of them loading.
+func waitBalanced(b *testing.B, nodes []*node.Node) {
+	b.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		total, ok := 0, true
+		shards := nodes[0].Coordinator().Shards()
+		for _, n := range nodes {
+			held := len(n.Coordinator().Held())
+			total += held
+			a := n.Member().Assignment()
+			// With the assigner's unit, a node's coordinator shards are
+			// its share of shards+1 units, or one less.
+			ok = ok && held >= (shards+1)/len(nodes)-1 && n.Coordinator().Ready() == nil && len(a.Owner) == shards+1
+			for u := range a.Next {
+				ok = ok && a.Next[u] == cluster.None
+			}
+		}
+		if ok && total == shards {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the cluster's shards were not balanced within 60s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitAllServed waits until every coordinator shard answers: a commit for
+// a group of each shard is acknowledged by its coordinator.
+func waitAllServed(b *testing.B, addr string, shards int) {
+	b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req := kmsg.NewPtrMetadataRequest()
+		resp, err := req.RequestWith(ctx, cl)
+		cancel()
+		if err == nil && len(resp.Brokers) == 3 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Fatal("the cluster did not list three brokers within 60s")
+}
+
+// waitTopicEverywhere waits until every node in addrs has topic in its
+// catalog (another node's topic reaches it through etcd).
+func waitTopicEverywhere(b *testing.B, addrs []string, topic string) {
+	b.Helper()
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		c, err := dialRaw(a, "bench-wait")
+		if err != nil {
+			b.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			resp, err := do[*kmsg.MetadataResponse](c, 12, req)
+			if err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%s does not know topic %s after 30s (%v)", a, topic, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		c.Close()
+	}
+}
+
+// coordinatorAddrs asks addr for each group's coordinator, retrying
+// while a shard has no owner yet.
+func coordinatorAddrs(b *testing.B, addr string, groups []string) []string {
+	b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	out := make([]string, len(groups))
+	for i := 0; i < len(groups); i += 100 {
+		batch := groups[i:min(i+100, len(groups))]
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.CoordinatorKeys = batch
+			resp, err := req.RequestWith(ctx, cl)
+			cancel()
+			ok := err == nil
+			if ok {
+				at := map[string]string{}
+				for _, c := range resp.Coordinators {
+					if c.ErrorCode != 0 {
+						ok = false
+						break
+					}
+					at[c.Key] = fmt.Sprintf("%s:%d", c.Host, c.Port)
+				}
+				for k, g := range batch {
+					out[i+k] = at[g]
+					ok = ok && at[g] != ""
+				}
+			}
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("FindCoordinator: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+// BenchmarkClusterCommit: BenchmarkCommit's simple commits of 10
+// partitions each, at 64 and 1,000 committers (one group and one
+// connection each, to the group's coordinator), on a single node (Pebble)
+// and on three nodes over a three-member etcd.
+func BenchmarkClusterCommit(b *testing.B) {
+	for _, committers := range []int{64, 1000} {
+		b.Run(fmt.Sprintf("committers=%d", committers), func(b *testing.B) {
+			for _, tg := range []groupTarget{cohortTarget("single", coordinator.Config{}), clusterTarget("cluster-3")} {
+				b.Run(tg.name, func(b *testing.B) { benchCommit(b, tg, committers) })
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Failover
+
+// benchProber commits for one group in a loop as a raw client (find the
+// coordinator, commit to it, on any error find it again), and records
+// when each commit was acknowledged.
+type benchProber struct {
+	group string
+	cl    *kgo.Client
+	mu    sync.Mutex
+	acks  []time.Time
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startProber(b *testing.B, seeds []string, group, topic string) *benchProber {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &benchProber{group: group, cl: cl, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		coord := int32(-1)
+		deadline := time.Now().Add(5 * time.Minute)
+		for offset := int64(1); time.Now().Before(deadline); {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if coord < 0 {
+				req := kmsg.NewPtrFindCoordinatorRequest()
+				req.CoordinatorKey = group
+				if resp, err := req.RequestWith(ctx, cl); err == nil && resp.ErrorCode == 0 {
+					coord = resp.NodeID
+				} else {
+					cancel()
+					cl.ForceMetadataRefresh()
+					continue
+				}
+			}
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Version = 8
+			req.Group, req.Generation = group, -1
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = 0, offset
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl.Broker(int(coord)))
+			cancel()
+			if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+				coord = -1
+				continue
+			}
+			p.mu.Lock()
+			p.acks = append(p.acks, time.Now())
+			p.mu.Unlock()
+			offset++
+		}
+	}()
+	return p
+}
+
+func (p *benchProber) close() {
+	close(p.stop)
+	<-p.done
+	p.cl.Close()
+}
+
+// firstAckAfter returns the first acknowledgement after t, waiting up to
+// 60 s for it.
+func (p *benchProber) firstAckAfter(t time.Time) (time.Time, bool) {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		i, _ := slices.BinarySearchFunc(p.acks, t, func(a, t time.Time) int { return a.Compare(t) })
+		var at time.Time
+		if i < len(p.acks) {
+			at = p.acks[i]
+		}
+		p.mu.Unlock()
+		if !at.IsZero() {
+			return at, true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Time{}, false
+}
+
+// BenchmarkClusterFailover: three `cohort serve` processes on a
+// three-member etcd, eight groups on the shards of node 3, each with a
+// prober committing every few milliseconds. Node 3 is killed (SIGKILL)
+// or stopped (SIGTERM: it hands its shards off warm first); reported is
+// the time from the signal to each group's first acknowledged commit
+// afterwards: the longest (max-ms) and the median (p50-ms) over the
+// groups. The lease TTL is 2 s.
+func BenchmarkClusterFailover(b *testing.B) {
+	for _, how := range []string{"kill", "sigterm"} {
+		b.Run(how, func(b *testing.B) {
+			var worst, medians []float64
+			for range b.N {
+				w, m := failoverOnce(b, how)
+				worst, medians = append(worst, w), append(medians, m)
+			}
+			b.ReportMetric(slices.Max(worst), "max-ms")
+			slices.Sort(medians)
+			b.ReportMetric(medians[len(medians)/2], "p50-ms")
+		})
+	}
+}
+
+func failoverOnce(b *testing.B, how string) (worst, median float64) {
+	b.StopTimer()
+	ec := etcdtest.StartProcs(b, 3)
+	procs := map[int32]*testkit.Proc{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for id := int32(1); id <= 3; id++ {
+		wg.Go(func() {
+			p := testkit.StartBinary(b, b.TempDir(),
+				"--etcd-endpoints", strings.Join(ec.Endpoints(), ","), "--node-id", strconv.Itoa(int(id)),
+				"--cluster-lease-ttl", "2s", "--log-level", "warn")
+			mu.Lock()
+			procs[id] = p
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	seeds := []string{procs[1].Addr, procs[2].Addr, procs[3].Addr}
+	waitAllServed(b, seeds[0], 16)
+	createTopics(context.Background(), b, seeds[0], 1, "failover")
+	waitTopicEverywhere(b, seeds, "failover")
+	// Groups coordinated by node 3.
+	var groups []string
+	for i := 0; len(groups) < 8 && i < 10000; i += 50 {
+		var batch []string
+		for k := range 50 {
+			batch = append(batch, fmt.Sprintf("failover-%d", i+k))
+		}
+		for k, a := range coordinatorAddrs(b, seeds[0], batch) {
+			if a == procs[3].Addr && len(groups) < 8 {
+				groups = append(groups, batch[k])
+			}
+		}
+	}
+	var probers []*benchProber
+	for _, g := range groups {
+		probers = append(probers, startProber(b, seeds[:2], g, "failover"))
+	}
+	defer func() {
+		for _, p := range probers {
+			p.close()
+		}
+	}()
+	for _, p := range probers {
+		if _, ok := p.firstAckAfter(time.Now()); !ok {
+			b.Fatalf("group %s never committed", p.group)
+		}
+	}
+	b.StartTimer()
+	t0 := time.Now()
+	if how == "kill" {
+		procs[3].Kill()
+	} else {
+		procs[3].Signal(syscall.SIGTERM)
+	}
+	var took []float64
+	for _, p := range probers {
+		at, ok := p.firstAckAfter(t0)
+		if !ok {
+			b.Fatalf("group %s: no commit acknowledged within 60s of the %s", p.group, how)
+		}
+		took = append(took, float64(at.Sub(t0).Microseconds())/1000)
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	return took[len(took)-1], took[len(took)/2]
+}

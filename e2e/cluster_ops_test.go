@@ -1,0 +1,411 @@
+package e2e
+
+// Cluster operations end to end: rolling restarts, a node cut off from
+// etcd, an etcd member killed, a node joining. Each keeps a commit probe
+// running (commitProbe) and checks that no acknowledged commit is lost;
+// the probe's longest gap between two acknowledged commits is logged
+// (BENCHMARKS.md holds the measured numbers: timing is never a pass/fail
+// condition here).
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cohort-dev/cohort/internal/etcdtest"
+)
+
+// commitProbe commits an ever-growing offset for a group every few
+// milliseconds, as a raw client: FindCoordinator, then OffsetCommit to
+// the node named, and on any error the lookup again. It remembers the
+// highest acknowledged offset and the longest time between two
+// acknowledgements.
+type commitProbe struct {
+	t            *testing.T
+	group, topic string
+	cl           *kgo.Client
+	stop         chan struct{}
+	done         chan struct{}
+
+	mu      sync.Mutex
+	acked   int64
+	last    time.Time
+	maxGap  time.Duration
+	gapAt   time.Time
+	errs    map[string]int
+	commits int
+}
+
+func startCommitProbe(t *testing.T, seeds []string, group, topic string) *commitProbe {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("cohort-e2e-probe"),
+		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &commitProbe{t: t, group: group, topic: topic, cl: cl, stop: make(chan struct{}), done: make(chan struct{}), acked: -1, errs: map[string]int{}}
+	go p.run()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *commitProbe) close() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+	p.cl.Close()
+}
+
+func (p *commitProbe) run() {
+	defer close(p.done)
+	deadline := time.Now().Add(5 * time.Minute) // bounded
+	coord := int32(-1)
+	for offset := int64(1); time.Now().Before(deadline); {
+		select {
+		case <-p.stop:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if coord < 0 {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.CoordinatorKey = p.group
+			resp, err := req.RequestWith(ctx, p.cl)
+			switch {
+			case err != nil:
+				p.err("FindCoordinator: " + err.Error())
+			case resp.ErrorCode != 0:
+				p.err("FindCoordinator: " + kerr.ErrorForCode(resp.ErrorCode).Error())
+			default:
+				coord = resp.NodeID
+			}
+			if coord < 0 {
+				cancel()
+				p.cl.ForceMetadataRefresh()
+				continue
+			}
+		}
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 8
+		req.Group, req.Generation = p.group, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = p.topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, p.cl.Broker(int(coord)))
+		cancel()
+		if err == nil && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+			if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+				err = kerr.ErrorForCode(code)
+			}
+		}
+		if err != nil {
+			p.err("OffsetCommit: " + err.Error())
+			coord = -1
+			p.cl.ForceMetadataRefresh()
+			continue
+		}
+		p.ack(offset)
+		offset++
+	}
+}
+
+func (p *commitProbe) err(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Keep the kind, not the address or the numbers.
+	if i := strings.Index(s, "dial tcp"); i >= 0 {
+		s = s[:i] + "dial tcp ..."
+	}
+	p.errs[s]++
+}
+
+func (p *commitProbe) ack(offset int64) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.last.IsZero() && now.Sub(p.last) > p.maxGap {
+		p.maxGap, p.gapAt = now.Sub(p.last), p.last
+	}
+	p.last, p.acked = now, offset
+	p.commits++
+}
+
+// waitCommits waits until n more commits than now have been acknowledged.
+func (p *commitProbe) waitCommits(n int) {
+	p.t.Helper()
+	p.mu.Lock()
+	want := p.commits + n
+	p.mu.Unlock()
+	groupEventually(p.t, 30*time.Second, fmt.Sprintf("the probe's group %s committing", p.group), func() (bool, string) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.commits >= want, fmt.Sprintf("%d commits, want %d; errors %v", p.commits, want, p.errs)
+	})
+}
+
+// resetGap starts measuring the longest gap afresh.
+func (p *commitProbe) resetGap() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.maxGap = 0
+}
+
+func (p *commitProbe) report() (acked int64, gap time.Duration, errs map[string]int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acked, p.maxGap, maps.Clone(p.errs)
+}
+
+// checkCommitted checks that the probe's group has at least its highest
+// acknowledged offset committed, read from any node.
+func (p *commitProbe) checkCommitted(tc *testCluster) {
+	p.t.Helper()
+	acked, _, _ := p.report()
+	adm := tc.admin()
+	var got int64 = -1
+	groupEventually(p.t, 30*time.Second, "the probe's committed offset readable", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		offs, err := adm.FetchOffsets(ctx, p.group)
+		if err != nil {
+			return false, err.Error()
+		}
+		o, ok := offs.Lookup(p.topic, 0)
+		if !ok || o.Err != nil {
+			return false, fmt.Sprintf("lookup: %v %v", ok, o.Err)
+		}
+		got = o.At
+		return true, ""
+	})
+	if got < acked {
+		p.t.Errorf("group %s committed at %d; a commit of %d was acknowledged", p.group, got, acked)
+	}
+}
+
+// shardsOn returns how many shards each running node serves
+// (cohort_shards_loaded).
+func (c *testCluster) shardsOn() map[int32]int {
+	out := map[int32]int{}
+	for _, id := range c.live() {
+		out[id] = int(sample(scrape(c.t, c.node(id).HTTPAddr), "cohort_shards_loaded", nil))
+	}
+	return out
+}
+
+// loadsOn returns each running node's shard loads so far
+// (cohort_shard_events_total{event="loaded"}).
+func (c *testCluster) loadsOn() map[int32]int {
+	out := map[int32]int{}
+	for _, id := range c.live() {
+		out[id] = int(sample(scrape(c.t, c.node(id).HTTPAddr), "cohort_shard_events_total", map[string]string{"event": "loaded"}))
+	}
+	return out
+}
+
+// waitBalanced waits until the running nodes serve every shard (units)
+// between them, each ⌊units/N⌋ or ⌈units/N⌉.
+func (c *testCluster) waitBalanced(units int) map[int32]int {
+	c.t.Helper()
+	var got map[int32]int
+	groupEventually(c.t, 30*time.Second, "shards balanced over the running nodes", func() (bool, string) {
+		got = c.shardsOn()
+		n := len(got)
+		total := 0
+		for _, v := range got {
+			total += v
+			if v < units/n || v > (units+n-1)/n {
+				return false, fmt.Sprint(got)
+			}
+		}
+		return total == units, fmt.Sprint(got)
+	})
+	return got
+}
+
+// clusterUnits is the shards a test cluster spreads: 16 coordinator
+// shards and the assignment service's.
+const clusterUnits = 17
+
+// TestClusterRollingRestart: every node in turn gets SIGTERM (it hands
+// its shards off warm, then leaves) and starts again on its data
+// directory, while a group commits; no acknowledged commit is lost, and
+// the shards end balanced.
+func TestClusterRollingRestart(t *testing.T) {
+	tc := startCluster(t, 3, 3)
+	adm := tc.admin()
+	tc.createTopicOn("probe", 1, 1)
+	var probes []*commitProbe
+	for id := int32(1); id <= 3; id++ {
+		probes = append(probes, startCommitProbe(t, tc.seeds(), tc.groupOn(adm, "rolling", id), "probe"))
+	}
+	for _, p := range probes {
+		p.waitCommits(20)
+		p.resetGap()
+	}
+	for id := int32(1); id <= 3; id++ {
+		t0 := time.Now()
+		if code := tc.node(id).Stop(30 * time.Second); code != 0 {
+			t.Fatalf("node %d exited %d after SIGTERM", id, code)
+		}
+		stopped := time.Since(t0)
+		tc.start(id)
+		tc.waitServing()
+		tc.waitBalanced(clusterUnits)
+		for _, p := range probes {
+			p.waitCommits(20)
+		}
+		t.Logf("node %d: stopped %v after SIGTERM, back and balanced %v after", id, stopped.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+	}
+	for i, p := range probes {
+		p.checkCommitted(tc)
+		acked, gap, errs := p.report()
+		t.Logf("group on node %d at the start: acknowledged up to %d; longest gap between acknowledged commits %v; errors %v", i+1, acked, gap.Round(time.Millisecond), errs)
+	}
+}
+
+// TestClusterIsolatedNode: a node cut off from etcd (a TCP proxy in front
+// of each etcd member stops forwarding) stops serving its shards before
+// its lease expires — its registration is still in etcd when it has
+// stopped — then the others take them over and no acknowledged commit is
+// lost; once it can reach etcd again, it serves shards again.
+func TestClusterIsolatedNode(t *testing.T) {
+	ec := etcdtest.StartProcs(t, 3)
+	proxies := etcdtest.ProxyAll(t, ec.Endpoints())
+	tc := startClusterOn(t, ec, 3, map[int32][]string{3: proxies.Endpoints()})
+	tc.waitBalanced(clusterUnits)
+	adm := tc.admin()
+	tc.createTopicOn("probe", 1, 1)
+	probe := startCommitProbe(t, tc.seeds(3), tc.groupOn(adm, "isolated", 3), "probe")
+	probe.waitCommits(20)
+	probe.resetGap()
+	cli := etcdtest.NewClient(t, ec.Endpoints())
+	node3 := "/cohort/cluster/nodes/3"
+
+	cut := time.Now()
+	proxies.Cut()
+	groupEventually(t, 30*time.Second, "the isolated node serving no shard", func() (bool, string) {
+		n := int(sample(scrape(t, tc.node(3).HTTPAddr), "cohort_shards_loaded", nil))
+		return n == 0, fmt.Sprintf("%d shards loaded", n)
+	})
+	stopped := time.Since(cut)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	resp, err := cli.Get(ctx, node3)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		t.Fatalf("the isolated node stopped serving %v after the cut, after its lease had expired (its registration is gone)", stopped)
+	}
+	// The others take its shards once its lease expires.
+	groupEventually(t, 30*time.Second, "nodes 1 and 2 serving every shard", func() (bool, string) {
+		got := map[int32]int{}
+		for _, id := range []int32{1, 2} {
+			got[id] = int(sample(scrape(t, tc.node(id).HTTPAddr), "cohort_shards_loaded", nil))
+		}
+		return got[1]+got[2] == clusterUnits, fmt.Sprint(got)
+	})
+	probe.waitCommits(20)
+	t.Logf("isolated node stopped serving %v after the cut; shards served by the others %v after the cut", stopped.Round(time.Millisecond), time.Since(cut).Round(time.Millisecond))
+
+	proxies.Heal()
+	tc.waitBalanced(clusterUnits)
+	probe.waitCommits(20)
+	probe.checkCommitted(tc)
+	acked, gap, errs := probe.report()
+	t.Logf("probe: acknowledged up to %d; longest gap %v; errors %v", acked, gap.Round(time.Millisecond), errs)
+}
+
+// TestClusterEtcdMemberKilled: killing one member of the three-member
+// etcd (SIGKILL) changes nothing for clients: no node stops serving a
+// shard, commits go on. The nodes run with the default lease TTL (6 s):
+// etcd may need an election, which takes longer than a 2 s lease's
+// margin.
+func TestClusterEtcdMemberKilled(t *testing.T) {
+	tc := startCluster(t, 3, 3, "--cluster-lease-ttl", "6s")
+	tc.waitBalanced(clusterUnits)
+	adm := tc.admin()
+	tc.createTopicOn("probe", 1, 1)
+	var probes []*commitProbe
+	for id := int32(1); id <= 3; id++ {
+		p := startCommitProbe(t, tc.seeds(), tc.groupOn(adm, "etcd-kill", id), "probe")
+		p.waitCommits(10)
+		p.resetGap()
+		probes = append(probes, p)
+	}
+	unloads := func() map[int32]int {
+		out := map[int32]int{}
+		for _, id := range tc.live() {
+			mfs := scrape(t, tc.node(id).HTTPAddr)
+			for _, ev := range []string{"unloaded", "lost"} {
+				out[id] += int(max(0, sample(mfs, "cohort_shard_events_total", map[string]string{"event": ev})))
+			}
+		}
+		return out
+	}
+	before := unloads()
+	for i := range 3 {
+		tc.etcd.Kill(i)
+		for _, p := range probes {
+			p.waitCommits(20)
+		}
+		tc.etcd.Restart(i)
+	}
+	if after := unloads(); !maps.Equal(before, after) {
+		t.Errorf("shards unloaded or lost while etcd members were killed one at a time: before %v, after %v", before, after)
+	}
+	for i, p := range probes {
+		p.checkCommitted(tc)
+		acked, gap, errs := p.report()
+		t.Logf("group on node %d: acknowledged up to %d; longest gap %v; errors %v", i+1, acked, gap.Round(time.Millisecond), errs)
+	}
+}
+
+// TestClusterNodeJoins: a fourth node joining three takes its share, and
+// only the minimum number of shards move: with 17 units, 6/6/5 becomes
+// 5/4/4/4, so 4 loads happen in all (17 − (5+4+4) kept).
+func TestClusterNodeJoins(t *testing.T) {
+	tc := startCluster(t, 3, 3)
+	shares := tc.waitBalanced(clusterUnits)
+	before := tc.loadsOn()
+	tc.start(4)
+	tc.waitServing()
+	after := tc.waitBalanced(clusterUnits)
+	moved := 0
+	for id, n := range tc.loadsOn() {
+		moved += n - before[id]
+	}
+	var held []int
+	for _, n := range shares {
+		held = append(held, n)
+	}
+	slices.Sort(held)
+	slices.Reverse(held)
+	want := clusterUnits
+	for i, h := range held { // the largest holders keep the larger shares
+		share := clusterUnits / 4
+		if i < clusterUnits%4 {
+			share++
+		}
+		want -= min(h, share)
+	}
+	t.Logf("shards before %v, after %v; %d loads", shares, after, moved)
+	if moved != want {
+		t.Errorf("%d shard loads when a fourth node joined, want the minimum %d", moved, want)
+	}
+}
