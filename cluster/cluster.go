@@ -358,21 +358,31 @@ func (m *Member) putRegistration(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: grant lease: %w", err)
 	}
-	m.lease.Store(int64(g.ID))
-	m.validUntil.Store(sent.Add(time.Duration(g.TTL) * time.Second).UnixNano())
 	n := m.self()
+	n.Lease = int64(g.ID)
 	b, _ := json.Marshal(n)
 	key := m.nodeKey(m.cfg.NodeID)
 	resp, err := m.cli.Txn(c).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(g.ID))).Commit()
-	if err != nil {
-		return fmt.Errorf("cluster: register %s: %w", key, err)
-	}
-	if !resp.Succeeded {
-		m.cli.Revoke(c, g.ID)
+	if err != nil || !resp.Succeeded {
+		// The node adopts the lease only once registered under it: it
+		// used to adopt it at the grant, so that a registration lost
+		// (timed out) left it renewing a lease with nothing bound to it,
+		// never registering again, alive and possibly leading but owning
+		// nothing for ever (found by TestSim, see TestSimRegistrationLost).
+		// Keeping the old, expired lease makes keepAlive try again; the
+		// revocation drops a registration that landed unbeknown to us.
+		rc, rcancel := m.reqCtx(context.WithoutCancel(ctx))
+		m.cli.Revoke(rc, g.ID)
+		rcancel()
+		if err != nil {
+			return fmt.Errorf("cluster: register %s: %w", key, err)
+		}
 		return fmt.Errorf("cluster: node id %d was registered by another process meanwhile", m.cfg.NodeID)
 	}
+	m.lease.Store(int64(g.ID))
+	m.validUntil.Store(sent.Add(time.Duration(g.TTL) * time.Second).UnixNano())
 	m.logger.Info("registered", "lease", fmt.Sprintf("%x", int64(g.ID)), "ttl", m.cfg.LeaseTTL)
 	return nil
 }
@@ -383,12 +393,19 @@ func (m *Member) self() Node {
 
 // suspicion is how long before its lease could expire a node stops
 // serving: a quarter of the TTL, at least 500 ms.
-func (m *Member) suspicion() time.Duration { return max(m.cfg.LeaseTTL/4, 500*time.Millisecond) }
+func suspicion(ttl time.Duration) time.Duration { return max(ttl/4, 500*time.Millisecond) }
 
-// suspended reports whether the node must not serve: its lease may
-// expire (or have expired) before it could renew it.
+// suspendedAt is the suspension rule: a node whose lease cannot expire
+// before validUntil must not serve from validUntil − suspicion on, since
+// its lease may expire (or have expired) before it could renew it. Pure,
+// so that the simulation (sim_test.go) applies the rule the Member does.
+func suspendedAt(now, validUntil time.Time, ttl time.Duration) bool {
+	return !now.Before(validUntil.Add(-suspicion(ttl)))
+}
+
+// suspended reports whether the node must not serve now.
 func (m *Member) suspended(now time.Time) bool {
-	return now.UnixNano() >= m.validUntil.Load()-int64(m.suspicion())
+	return suspendedAt(now, time.Unix(0, m.validUntil.Load()), m.cfg.LeaseTTL)
 }
 
 // Run starts driving units: renewing the lease, campaigning to lead,
@@ -481,7 +498,7 @@ func (m *Member) watchdog() {
 			continue
 		}
 		unloaded = false
-		t.Reset(time.Duration(m.validUntil.Load()-int64(m.suspicion())-now.UnixNano()) + time.Millisecond)
+		t.Reset(time.Unix(0, m.validUntil.Load()).Add(-suspicion(m.cfg.LeaseTTL)).Sub(now) + time.Millisecond)
 	}
 }
 
@@ -581,7 +598,6 @@ type loopState struct {
 	busy      map[int]bool // a Load or Preload of the unit under way
 	nextSince map[int]time.Time
 	results   chan unitResult
-	lastRead  time.Time
 	wasSusp   bool
 	st        state
 	haveSt    bool
@@ -733,30 +749,8 @@ func (m *Member) lead(l *loopState, st state) {
 	if st.leaderVal != val {
 		return
 	}
-	var registered, draining []int32
-	for id, n := range st.nodes {
-		registered = append(registered, id)
-		if n.Draining {
-			draining = append(draining, id)
-		}
-	}
-	slices.Sort(registered)
-	slices.Sort(draining)
-	// Warm timeouts: a unit waiting for its next owner too long moves.
-	now := time.Now()
-	force := map[int]bool{}
-	for u, n := range st.assignment.Next {
-		if n == None {
-			delete(l.nextSince, u)
-			continue
-		}
-		since, ok := l.nextSince[u]
-		if !ok {
-			l.nextSince[u] = now
-		} else if now.Sub(since) > m.cfg.WarmTimeout {
-			force[u] = true
-		}
-	}
+	registered, draining := nodeLists(st.nodes)
+	force := warmTimeouts(st.assignment.Next, l.nextSince, time.Now(), m.cfg.WarmTimeout)
 	next, changed := Plan(m.meta.Units, st.assignment, registered, draining, st.ready, force)
 	if !changed {
 		return
@@ -784,6 +778,41 @@ func (m *Member) lead(l *loopState, st state) {
 	}
 }
 
+// nodeLists returns the ids of the registered nodes and of those of them
+// that are draining, ascending: Plan's input.
+func nodeLists(nodes map[int32]Node) (registered, draining []int32) {
+	for id, n := range nodes {
+		registered = append(registered, id)
+		if n.Draining {
+			draining = append(draining, id)
+		}
+	}
+	slices.Sort(registered)
+	slices.Sort(draining)
+	return registered, draining
+}
+
+// warmTimeouts is the leader's bookkeeping of planned moves: since holds
+// when the leader first saw each unit moving (next[u] not None), and a
+// unit that has waited for its next owner longer than timeout is to be
+// moved anyway (Plan's force). Units no longer moving are forgotten.
+func warmTimeouts(next []int32, since map[int]time.Time, now time.Time, timeout time.Duration) map[int]bool {
+	force := map[int]bool{}
+	for u, n := range next {
+		if n == None {
+			delete(since, u)
+			continue
+		}
+		s, ok := since[u]
+		if !ok {
+			since[u] = now
+		} else if now.Sub(s) > timeout {
+			force[u] = true
+		}
+	}
+	return force
+}
+
 func countMoving(a Assignment) int {
 	n := 0
 	for _, x := range a.Next {
@@ -797,20 +826,21 @@ func countMoving(a Assignment) int {
 // drainedSelf reports whether a draining node owns nothing any more in
 // the last assignment read (or there is nobody to hand over to).
 func (m *Member) drainedSelf(l *loopState) bool {
-	if !l.haveSt {
-		return false
-	}
-	return !slices.Contains(l.st.assignment.Owner, m.cfg.NodeID) || m.othersLive(l.st) == 0
+	return l.haveSt && drained(l.st, m.cfg.NodeID)
 }
 
-func (m *Member) othersLive(st state) int {
-	n := 0
-	for id, node := range st.nodes {
-		if id != m.cfg.NodeID && !node.Draining {
-			n++
+// drained reports whether draining node me is done in state st: it owns
+// no unit, or there is no other live node to hand its units to.
+func drained(st state, me int32) bool {
+	if !slices.Contains(st.assignment.Owner, me) {
+		return true
+	}
+	for id, n := range st.nodes {
+		if id != me && !n.Draining {
+			return false
 		}
 	}
-	return n
+	return true
 }
 
 func (m *Member) shutdownUnits(l *loopState) {
@@ -912,7 +942,7 @@ func (m *Member) waitDrained(ctx context.Context) {
 		m.mu.Lock()
 		st := m.state
 		m.mu.Unlock()
-		if !slices.Contains(st.assignment.Owner, m.cfg.NodeID) || m.othersLive(st) == 0 {
+		if drained(st, m.cfg.NodeID) {
 			return
 		}
 		select {
