@@ -31,7 +31,9 @@
 // group-committed in one etcd transaction; one transaction carries one entry
 // per log it touches, so group commit spans scopes. Entries are put once and
 // never changed, so an entry's ModRevision is its transaction's revision, and
-// merging logs by revision gives the order in which batches took effect.
+// merging logs by revision gives the order in which batches took effect (a
+// transaction never carries a global batch and a handle's batch that write
+// the same key, whose order its one revision could not tell).
 //
 // The records themselves are not etcd keys. Each Store keeps a materialized
 // view (a B-tree of key → value and the revision that wrote it) per log it
@@ -113,10 +115,7 @@
 //
 // The global log is compacted only by an explicit Compact. A long-lived view
 // keeps the tombstones of its deletes until it is rebuilt from a snapshot
-// (snapshots drop the tombstones no other log needs). The order of two
-// batches in different logs committed by the same transaction is not
-// defined, which matters only for a key written both through the Store and
-// through a handle.
+// (snapshots drop the tombstones no other log needs).
 package etcd
 
 import (

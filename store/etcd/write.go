@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -214,6 +215,7 @@ func (s *Store) run() {
 			group = s.queue[:1]
 		} else {
 			size, handles := 0, map[*handle]bool{}
+			var scopes, globalKeys [][]byte
 			for _, it := range s.queue {
 				if it.acq != nil {
 					break
@@ -225,7 +227,23 @@ func (s *Store) run() {
 					if len(handles) == maxHandles {
 						break
 					}
+					if len(scopes) == 0 { // the global batches before the first handle's
+						for _, g := range group {
+							globalKeys = append(globalKeys, opKeys(g.ops)...)
+						}
+					}
+					if anyUnder(globalKeys, it.h.scope) {
+						break
+					}
 					handles[it.h] = true
+					scopes = append(scopes, it.h.scope)
+				}
+				if it.h == nil && len(scopes) > 0 {
+					keys := opKeys(it.ops)
+					if slices.ContainsFunc(scopes, func(sc []byte) bool { return anyUnder(keys, sc) }) {
+						break
+					}
+					globalKeys = append(globalKeys, keys...)
 				}
 				group = append(group, it)
 				size += len(it.ops)
@@ -249,6 +267,36 @@ func (s *Store) run() {
 			s.failQueued(err)
 		}
 	}
+}
+
+// A group never holds a global batch and a handle's batch that write the
+// same key (which the store.Store contract rules out, but a caller may do
+// with a scope it does not hold): their entries would have one revision,
+// and a read could not tell which came last. The global batches of a group
+// are checked against its scopes, and each handle's scope against the keys
+// of its global batches (collected from the first handle on: a group of
+// global batches only costs nothing).
+
+// opKeys returns the keys of encoded operations, which encode made and so
+// are well formed.
+func opKeys(ops []byte) [][]byte {
+	var keys [][]byte
+	d := decoder{ops}
+	for len(d.b) > 0 {
+		kind := d.b[0]
+		d.b = d.b[1:]
+		k, _ := d.bytes()
+		keys = append(keys, k)
+		if kind == opPut {
+			d.bytes()
+		}
+	}
+	return keys
+}
+
+// anyUnder reports whether a key of keys starts with scope.
+func anyUnder(keys [][]byte, scope []byte) bool {
+	return slices.ContainsFunc(keys, func(k []byte) bool { return bytes.HasPrefix(k, scope) })
 }
 
 // failQueued fails every item queued now with err.
