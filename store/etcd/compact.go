@@ -196,9 +196,12 @@ func (s *Store) compactScope(ctx context.Context, h *handle) error {
 // covers, the previous snapshot and orphaned chunks are deleted.
 func (s *Store) compactLog(ctx context.Context, keys logKeys, st state, rev int64, keep func(kv) bool, h *handle) error {
 	var data []byte
+	var dropped []kv // tombstones no other log needs
 	st.tree.Ascend(func(e kv) bool {
 		if !e.del || keep(e) {
 			data = appendRecord(data, e)
+		} else {
+			dropped = append(dropped, e)
 		}
 		return true
 	})
@@ -250,6 +253,15 @@ func (s *Store) compactLog(ctx context.Context, keys logKeys, st state, rev int6
 		return ErrCompactConflict
 	}
 	snapMod := resp.Header.Revision
+	// The view can drop them too (if not written since): what keeps a
+	// long-lived owner's view from growing with every key it deletes.
+	st.v.mu.Lock()
+	for _, e := range dropped {
+		if cur, ok := st.v.tree.Get(e); ok && cur.del && cur.rev == e.rev {
+			st.v.tree.Delete(e)
+		}
+	}
+	st.v.mu.Unlock()
 
 	// The snapshot is in place: what it covers can go.
 	c, cancel = s.reqCtx(ctx)

@@ -113,9 +113,10 @@
 //
 // # Not done
 //
-// The global log is compacted only by an explicit Compact. A long-lived view
-// keeps the tombstones of its deletes until it is rebuilt from a snapshot
-// (snapshots drop the tombstones no other log needs).
+// The global log is compacted only by an explicit Compact. A view keeps the
+// tombstones of the deletes it replays until a compaction of its log drops
+// them: a scope's view that this Store neither owns nor forgets, or the
+// global view between Compacts, grows with deleted keys.
 package etcd
 
 import (
