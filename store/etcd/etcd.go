@@ -98,18 +98,26 @@
 //
 // # Numbers
 //
-// Measured on one in-process member (ext4, 2 shared cores), 10-record
-// batches of 100-byte values, BenchmarkApply against BenchmarkKeyPerRecord
-// (one transaction of 10 puts per batch):
+// Measured with go test -bench on one in-process member (ext4, 2 cores
+// shared with other work: runs of the same code vary by up to ±40 %, so
+// these are ranges of several runs). Loading a scope of 1,000,000
+// offset-sized records (38-byte keys, 30-byte values) into a new Store,
+// Acquire then Scan (BenchmarkLoadScope): 0.9-1.3 s from its log (about
+// 1,260 entries: 10,000 pipelined 100-record batches, group-committed),
+// 0.6-1.3 s from its snapshot; 0.75-1.6 million records/s. The 200,000
+// records of BenchmarkLoad: 0.13-0.28 s from either. Writes, 10-record
+// batches of 100-byte values, records/s:
 //
-//	writers   log (this package)   one key per record
-//	      1        20,000 rec/s          17,000 rec/s
-//	     16       120,000 rec/s          51,000 rec/s
-//	     64       263,000 rec/s          37,000 rec/s
+//	writers   Store.Apply       16 shard handles   one key per record
+//	      1   12,000-20,000     14,000-17,000      15,000
+//	     16   74,000-89,000     74,000-81,000      42,000-61,000
+//	     64   192,000-364,000   170,000-224,000    40,000-69,000
 //
-// Through 16 shard handles (owner-key compares in every transaction) the log
-// does 18,000, 76,000 and 148,000 records/s; one shard writer pipelining
-// 100-record batches 16 deep (the coordinator runtime's pattern) 255,000.
+// and one shard writer pipelining 100-record batches 16 deep (the
+// coordinator runtime's pattern): 490,000-530,000. Layout 1 (one log),
+// measured in the same session, was within the same noise (Apply 64
+// writers 240,000-315,000, handles 135,000-325,000): a transaction now puts
+// one entry per scope instead of one, at no measurable cost.
 //
 // # Not done
 //
