@@ -103,8 +103,8 @@ var ErrCompactConflict = errors.New("etcd store: another compaction replaced the
 // compaction replaced the global snapshot meanwhile, Compact returns
 // ErrCompactConflict, after compacting the scopes.
 //
-// Scopes are also compacted in the background past Options.CompactEntries
-// and CompactBytes; the global log only by Compact. It does not compact
+// Logs are also compacted in the background past Options.CompactEntries
+// and CompactBytes. It does not compact
 // etcd's history: that is Options.CompactHistory, or etcd's
 // --auto-compaction-retention.
 func (s *Store) Compact() error {
@@ -136,6 +136,7 @@ func (s *Store) Compact() error {
 func (s *Store) compactGlobal(ctx context.Context) error {
 	s.globalCompactMu.Lock()
 	defer s.globalCompactMu.Unlock()
+	entries, size := s.globalGrowth.entries.Load(), s.globalGrowth.bytes.Load()
 	states, rev, err := s.read(ctx, func(string) bool { return false })
 	if err != nil {
 		return err
@@ -154,7 +155,12 @@ func (s *Store) compactGlobal(ctx context.Context) error {
 		}
 		return false
 	}
-	return s.compactLog(ctx, s.global, states[0], rev, keep, nil)
+	if err := s.compactLog(ctx, s.global, states[0], rev, keep, nil); err != nil {
+		return err
+	}
+	s.globalGrowth.entries.Add(-entries)
+	s.globalGrowth.bytes.Add(-size)
+	return nil
 }
 
 // compactScope compacts h's scope's log, conditioned on h's owner key. A
@@ -166,7 +172,7 @@ func (s *Store) compactScope(ctx context.Context, h *handle) error {
 	if h.fenced.Load() {
 		return fmt.Errorf("etcd store: compact %q: %w", h.scope, store.ErrFenced)
 	}
-	entries, size := h.entries.Load(), h.bytes.Load()
+	entries, size := h.growth.entries.Load(), h.growth.bytes.Load()
 	sc := string(h.scope)
 	states, rev, err := s.read(ctx, func(x string) bool { return x == sc })
 	if err != nil {
@@ -183,8 +189,8 @@ func (s *Store) compactScope(ctx context.Context, h *handle) error {
 	if err := s.compactLog(ctx, h.keys, states[1], rev, keep, h); err != nil {
 		return err
 	}
-	h.entries.Add(-entries)
-	h.bytes.Add(-size)
+	h.growth.entries.Add(-entries)
+	h.growth.bytes.Add(-size)
 	return nil
 }
 

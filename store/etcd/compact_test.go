@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -308,5 +309,29 @@ func TestCompactDropsTombstones(t *testing.T) {
 	}
 	if got := etcd.ViewLen(fresh, []byte("s/")); got != 6 {
 		t.Fatalf("a new Store's view of the scope holds %d records, want 6", got)
+	}
+}
+
+// TestAutoCompactionGlobal: the global log is compacted in the background
+// by a Store whose writes take it past CompactEntries.
+func TestAutoCompactionGlobal(t *testing.T) {
+	ep := startEtcd(t)
+	cli := newClient(t, ep)
+	prefix := freshPrefix()
+	s := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix, CompactEntries: 10})
+	defer s.Close()
+	const n = 100
+	for i := range n {
+		if err := s.Apply(batchOf(fmt.Sprintf("topic/%03d", i), "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "the global log compacted below 10 entries", func() bool {
+		return countKeys(t, cli, prefix+"/g/snapshot") == 1 && countKeys(t, cli, prefix+"/g/log/") < 10
+	})
+	fresh := openPeer(t, ep, prefix)
+	defer fresh.Close()
+	if got, _ := countScan(t, fresh, "topic/"); got != n {
+		t.Fatalf("a new Store found %d records, want %d", got, n)
 	}
 }

@@ -84,8 +84,10 @@
 // moves the scope's snapshot key to it in a transaction conditioned on the
 // owner key (a fenced owner cannot replace a snapshot) and on the snapshot
 // key being unchanged, then deletes the entries up to R. Writers carry on
-// meanwhile. Compact does the same at once for the global log and every
-// scope this Store owns. Compaction also sweeps chunks that no entry
+// meanwhile. The global log is compacted likewise by a Store whose writes
+// took it past the thresholds (without an owner key: of racing compactions
+// one wins, the others change nothing). Compact does the same at once for
+// the global log and every scope this Store owns. Compaction also sweeps chunks that no entry
 // committed (a crash between an entry's chunks and its commit) once they are
 // older than twice Options.Timeout, and old snapshots' chunks.
 //
@@ -121,8 +123,7 @@
 //
 // # Not done
 //
-// The global log is compacted only by an explicit Compact. A view keeps the
-// tombstones of the deletes it replays until a compaction of its log drops
+// A view keeps the tombstones of the deletes it replays until a compaction of its log drops
 // them: a scope's view that this Store neither owns nor forgets, or the
 // global view between Compacts, grows with deleted keys.
 package etcd
@@ -166,11 +167,13 @@ type Options struct {
 	// an uncommitted entry are swept once older than twice Timeout.
 	Timeout time.Duration
 
-	// CompactEntries and CompactBytes are the length of a scope's log since
-	// its snapshot (in entries, and in bytes of entries) beyond which the
-	// scope's owner compacts it in the background. Defaults 10,000 entries
-	// and 64 MiB; negative: never on that count. The entries found at
-	// Acquire count; their bytes do not (only the handle's own writes).
+	// CompactEntries and CompactBytes are the length of a log since its
+	// snapshot (in entries, and in bytes of entries) beyond which it is
+	// compacted in the background: a scope's by its owner, the global log
+	// by a Store that wrote to it. Defaults 10,000 entries and 64 MiB;
+	// negative: never on that count. What counts is what the Store knows:
+	// its own writes, and for a scope the entries found at Acquire (not
+	// their bytes).
 	CompactEntries int
 	CompactBytes   int64
 
@@ -272,6 +275,9 @@ type Store struct {
 	clock revClock
 
 	globalCompactMu sync.Mutex // one compaction of the global log at a time
+	// globalGrowth measures the global log since its snapshot by this
+	// Store's writes.
+	globalGrowth logGrowth
 
 	used atomic.Int64 // the database size at the last check
 	// quota is the quota at the last check (Options.QuotaBytes when set).
