@@ -104,10 +104,10 @@
 // shared with other work: runs of the same code vary by up to ±40 %, so
 // these are ranges of several runs). Loading a scope of 1,000,000
 // offset-sized records (38-byte keys, 30-byte values) into a new Store,
-// Acquire then Scan (BenchmarkLoadScope): 0.9-1.3 s from its log (about
-// 1,260 entries: 10,000 pipelined 100-record batches, group-committed),
-// 0.6-1.3 s from its snapshot; 0.75-1.6 million records/s. The 200,000
-// records of BenchmarkLoad: 0.13-0.28 s from either. Writes, 10-record
+// Acquire then Scan (BenchmarkLoadScope): 0.8-1.2 s from its log (about
+// 1,250 entries: 10,000 pipelined 100-record batches, group-committed),
+// 0.6-1.2 s from its snapshot; 0.85-1.6 million records/s. The 200,000
+// records of BenchmarkLoad: 0.13-0.23 s from either. Writes, 10-record
 // batches of 100-byte values, records/s:
 //
 //	writers   Store.Apply       16 shard handles   one key per record
@@ -218,10 +218,8 @@ const (
 	maxQueued = 64 << 20
 	// defaultQuota is etcd's default --quota-backend-bytes.
 	defaultQuota = 2 << 30
-	// logPage is the number of log entries read per request, and
-	// chunkPage the number of chunks: a catch-up of a long log is several
-	// bounded responses, not one.
-	logPage   = 512
+	// chunkPage is the number of chunks read per request: a snapshot of a
+	// large scope is several bounded responses, not one.
 	chunkPage = 8
 )
 

@@ -160,19 +160,20 @@ func (s *Store) addScopes(kvs []*mvccpb.KeyValue, rev int64) error {
 	return nil
 }
 
-// logReads returns the reads of v's snapshot key and of the first page of
-// its log entries newer than v.rev, at rev (0: the current revision).
+// logReads returns the reads of v's snapshot key and of its log entries
+// newer than v.rev, at rev (0: the current revision).
+//
+// The entries come in one response, not in pages: etcd applies a revision
+// filter (and a sort other than by key) to the whole range before a limit,
+// so each page would cost etcd a walk of the whole log. The log since the
+// snapshot is bounded by the compaction thresholds (Options.CompactBytes).
 func (s *Store) logReads(v *view, rev int64) []clientv3.Op {
 	return []clientv3.Op{
 		clientv3.OpGet(v.keys.snapKey, clientv3.WithRev(rev)),
-		clientv3.OpGet(v.keys.log, s.logPageOpts(rev, v.rev)...),
+		clientv3.OpGet(v.keys.log, clientv3.WithPrefix(), clientv3.WithRev(rev),
+			clientv3.WithMinModRev(v.rev+1),
+			clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend)),
 	}
-}
-
-func (s *Store) logPageOpts(rev, from int64) []clientv3.OpOption {
-	return []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev),
-		clientv3.WithMinModRev(from + 1), clientv3.WithLimit(logPage),
-		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend)}
 }
 
 // catchUp brings v to revision rev: it reads v's snapshot key and log
@@ -218,44 +219,23 @@ func (s *Store) catchUpFrom(ctx context.Context, v *view, rev int64, first []*pb
 			from = snapRev
 		}
 	}
-	var page rangeResult = first[1].GetResponseRange()
-	for {
-		last := from
-		for _, e := range page.GetKvs() {
-			last = e.ModRevision
-			if e.ModRevision <= from { // in the snapshot
-				continue
-			}
-			if s.onEntry != nil {
-				s.onEntry(string(e.Key))
-			}
-			ops, err := s.entryOps(ctx, v.keys, e, rev)
-			if err != nil {
-				return err
-			}
-			if err := replay(tree, ops, e.ModRevision); err != nil {
-				return fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
-			}
+	for _, e := range first[1].GetResponseRange().GetKvs() {
+		if e.ModRevision <= from { // in the snapshot
+			continue
 		}
-		if !page.GetMore() {
-			break
+		if s.onEntry != nil {
+			s.onEntry(string(e.Key))
 		}
-		c, cancel := s.reqCtx(ctx)
-		r, err := s.cli.Get(c, v.keys.log, s.logPageOpts(rev, last)...)
-		cancel()
+		ops, err := s.entryOps(ctx, v.keys, e, rev)
 		if err != nil {
-			return fmt.Errorf("etcd store: read log %s: %w", v.keys.log, err)
+			return err
 		}
-		page = (*pb.RangeResponse)(r)
+		if err := replay(tree, ops, e.ModRevision); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
+		}
 	}
 	v.tree, v.rev, v.snapMod, v.snapID = tree, rev, snapMod, snapID
 	return nil
-}
-
-// rangeResult is a page of log entries.
-type rangeResult interface {
-	GetKvs() []*mvccpb.KeyValue
-	GetMore() bool
 }
 
 // readChunks returns the concatenation of the n chunks under dir, read at
