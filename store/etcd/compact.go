@@ -312,11 +312,21 @@ func (s *Store) sweepOrphans(ctx context.Context, keys logKeys, id string, snapM
 	}
 	c, cancel := s.reqCtx(ctx)
 	defer cancel()
-	chunks, err := s.cli.Get(c, keys.chunk, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMaxCreateRev(safe))
+	resp, err := s.cli.Txn(c).Then(
+		clientv3.OpGet(keys.chunk, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMaxCreateRev(safe)),
+		clientv3.OpGet(keys.log, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+	).Commit()
 	if err != nil {
 		return err
 	}
-	for _, e := range dirs(chunks.Kvs, len(keys.chunk)) {
+	committed := map[string]bool{}
+	for _, e := range resp.Responses[1].GetResponseRange().GetKvs() {
+		committed[string(e.Key[len(keys.log):])] = true
+	}
+	for _, e := range dirs(resp.Responses[0].GetResponseRange().GetKvs(), len(keys.chunk)) {
+		if committed[e] {
+			continue
+		}
 		entry := keys.log + e
 		c, cancel := s.reqCtx(ctx)
 		_, err := s.cli.Txn(c).

@@ -162,7 +162,8 @@ type Options struct {
 	// keys live until the next Acquire.
 	Lease clientv3.LeaseID
 
-	// Timeout bounds each etcd request. Default 5 s. A write that times out
+	// Timeout bounds each etcd request, and the requests of an entry
+	// written in chunks as a whole. Default 5 s. A write that times out
 	// fails with an error; it may or may not have been committed. Chunks of
 	// an uncommitted entry are swept once older than twice Timeout.
 	Timeout time.Duration
