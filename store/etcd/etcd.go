@@ -283,9 +283,12 @@ type Store struct {
 	quota atomic.Int64
 
 	// Test hooks, set before use: onEntry sees the key of every log entry
-	// read; onRev is called once a read has chosen its revision.
-	onEntry func(key string)
-	onRev   func(rev int64)
+	// read; onRev is called once a read has chosen its revision; onChunks
+	// once an entry's chunks are written, before its commit, with their
+	// directory.
+	onEntry  func(key string)
+	onRev    func(rev int64)
+	onChunks func(dir string)
 }
 
 var (

@@ -9,6 +9,10 @@ func SetEntryHook(s *Store, f func(key string)) { s.onEntry = f }
 // it reads the logs at it.
 func SetRevHook(s *Store, f func(rev int64)) { s.onRev = f }
 
+// SetChunksHook makes s call f once an entry's chunks are written, before
+// the entry's commit, with the chunks' directory.
+func SetChunksHook(s *Store, f func(dir string)) { s.onChunks = f }
+
 // ViewLen returns the number of records, tombstones included, in s's
 // cached view of scope (of the global log if scope is nil), or -1 if none.
 func ViewLen(s *Store, scope []byte) int {

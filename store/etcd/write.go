@@ -473,6 +473,9 @@ func (s *Store) commitChunked(p *pending, id string, cmps []clientv3.Cmp, gets [
 		}
 		n++
 	}
+	if s.onChunks != nil {
+		s.onChunks(dir)
+	}
 	entry := binary.AppendUvarint([]byte{entryV1, kindChunked}, uint64(n))
 	first := fmt.Sprintf("%s%06d", dir, 0)
 	resp, err := s.cli.Txn(ctx).
