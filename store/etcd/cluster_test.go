@@ -47,11 +47,18 @@ func bigBatch(prefix string, n, size int, gen string) *store.Batch {
 // TestLargeBatchAtomic writes batches far over etcd's 128 operations and
 // 1.5 MiB per request through a handle, while a second Store on another
 // client loads the scope again and again: every load sees each batch whole
-// or not at all.
+// or not at all. Also with the writer compacting the scope's log in the
+// background after every second entry, so that loads meet snapshots.
 func TestLargeBatchAtomic(t *testing.T) {
+	for _, every := range []int{-1, 2} {
+		t.Run(fmt.Sprintf("compact-every=%d", every), func(t *testing.T) { testLargeBatchAtomic(t, every) })
+	}
+}
+
+func testLargeBatchAtomic(t *testing.T, compactEvery int) {
 	ep := startEtcd(t)
 	prefix := freshPrefix()
-	w := openPeer(t, ep, prefix)
+	w := mustOpen(t, etcd.Options{Client: newClient(t, ep), Prefix: prefix, CompactEntries: compactEvery})
 	defer w.Close()
 	h, err := w.Acquire([]byte("s/"))
 	if err != nil {
@@ -106,6 +113,12 @@ func TestLargeBatchAtomic(t *testing.T) {
 	}
 	if got, _ := countScan(t, w, "s/small/"); got != 200 {
 		t.Fatalf("Scan found %d of 200 keys", got)
+	}
+	if compactEvery > 0 {
+		cli := newClient(t, ep)
+		waitFor(t, 10*time.Second, "a snapshot of the scope", func() bool {
+			return countKeys(t, cli, scopeRoot(prefix, "s/")+"/snapshot") == 1
+		})
 	}
 }
 

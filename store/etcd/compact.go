@@ -103,8 +103,8 @@ var ErrCompactConflict = errors.New("etcd store: another compaction replaced the
 // compaction replaced the global snapshot meanwhile, Compact returns
 // ErrCompactConflict, after compacting the scopes.
 //
-// Scopes are also compacted in the background past Options.CompactEntries
-// and CompactBytes; the global log only by Compact. It does not compact
+// Logs are also compacted in the background past Options.CompactEntries
+// and CompactBytes. It does not compact
 // etcd's history: that is Options.CompactHistory, or etcd's
 // --auto-compaction-retention.
 func (s *Store) Compact() error {
@@ -136,6 +136,7 @@ func (s *Store) Compact() error {
 func (s *Store) compactGlobal(ctx context.Context) error {
 	s.globalCompactMu.Lock()
 	defer s.globalCompactMu.Unlock()
+	entries, size := s.globalGrowth.entries.Load(), s.globalGrowth.bytes.Load()
 	states, rev, err := s.read(ctx, func(string) bool { return false })
 	if err != nil {
 		return err
@@ -154,7 +155,12 @@ func (s *Store) compactGlobal(ctx context.Context) error {
 		}
 		return false
 	}
-	return s.compactLog(ctx, s.global, states[0], rev, keep, nil)
+	if err := s.compactLog(ctx, s.global, states[0], rev, keep, nil); err != nil {
+		return err
+	}
+	s.globalGrowth.entries.Add(-entries)
+	s.globalGrowth.bytes.Add(-size)
+	return nil
 }
 
 // compactScope compacts h's scope's log, conditioned on h's owner key. A
@@ -166,7 +172,7 @@ func (s *Store) compactScope(ctx context.Context, h *handle) error {
 	if h.fenced.Load() {
 		return fmt.Errorf("etcd store: compact %q: %w", h.scope, store.ErrFenced)
 	}
-	entries, size := h.entries.Load(), h.bytes.Load()
+	entries, size := h.growth.entries.Load(), h.growth.bytes.Load()
 	sc := string(h.scope)
 	states, rev, err := s.read(ctx, func(x string) bool { return x == sc })
 	if err != nil {
@@ -183,8 +189,8 @@ func (s *Store) compactScope(ctx context.Context, h *handle) error {
 	if err := s.compactLog(ctx, h.keys, states[1], rev, keep, h); err != nil {
 		return err
 	}
-	h.entries.Add(-entries)
-	h.bytes.Add(-size)
+	h.growth.entries.Add(-entries)
+	h.growth.bytes.Add(-size)
 	return nil
 }
 
@@ -196,9 +202,12 @@ func (s *Store) compactScope(ctx context.Context, h *handle) error {
 // covers, the previous snapshot and orphaned chunks are deleted.
 func (s *Store) compactLog(ctx context.Context, keys logKeys, st state, rev int64, keep func(kv) bool, h *handle) error {
 	var data []byte
+	var dropped []kv // tombstones no other log needs
 	st.tree.Ascend(func(e kv) bool {
 		if !e.del || keep(e) {
 			data = appendRecord(data, e)
+		} else {
+			dropped = append(dropped, e)
 		}
 		return true
 	})
@@ -250,6 +259,15 @@ func (s *Store) compactLog(ctx context.Context, keys logKeys, st state, rev int6
 		return ErrCompactConflict
 	}
 	snapMod := resp.Header.Revision
+	// The view can drop them too (if not written since): what keeps a
+	// long-lived owner's view from growing with every key it deletes.
+	st.v.mu.Lock()
+	for _, e := range dropped {
+		if cur, ok := st.v.tree.Get(e); ok && cur.del && cur.rev == e.rev {
+			st.v.tree.Delete(e)
+		}
+	}
+	st.v.mu.Unlock()
 
 	// The snapshot is in place: what it covers can go.
 	c, cancel = s.reqCtx(ctx)
@@ -294,11 +312,21 @@ func (s *Store) sweepOrphans(ctx context.Context, keys logKeys, id string, snapM
 	}
 	c, cancel := s.reqCtx(ctx)
 	defer cancel()
-	chunks, err := s.cli.Get(c, keys.chunk, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMaxCreateRev(safe))
+	resp, err := s.cli.Txn(c).Then(
+		clientv3.OpGet(keys.chunk, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMaxCreateRev(safe)),
+		clientv3.OpGet(keys.log, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+	).Commit()
 	if err != nil {
 		return err
 	}
-	for _, e := range dirs(chunks.Kvs, len(keys.chunk)) {
+	committed := map[string]bool{}
+	for _, e := range resp.Responses[1].GetResponseRange().GetKvs() {
+		committed[string(e.Key[len(keys.log):])] = true
+	}
+	for _, e := range dirs(resp.Responses[0].GetResponseRange().GetKvs(), len(keys.chunk)) {
+		if committed[e] {
+			continue
+		}
 		entry := keys.log + e
 		c, cancel := s.reqCtx(ctx)
 		_, err := s.cli.Txn(c).

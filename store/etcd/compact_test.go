@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -245,5 +246,92 @@ func TestCompactConcurrent(t *testing.T) {
 		if n, _ := countScan(t, s, "k/"); n != 80 {
 			t.Fatalf("%d keys after concurrent compactions, want 80", n)
 		}
+	}
+}
+
+// TestCompactDropsTombstones: a compaction leaves out of the snapshot, and
+// drops from the compacting Store's views, the tombstones of deleted keys
+// that no other log has an earlier put of; a tombstone that hides a global
+// put of a key under the scope stays.
+func TestCompactDropsTombstones(t *testing.T) {
+	ep := startEtcd(t)
+	prefix := freshPrefix()
+	s := openPeer(t, ep, prefix)
+	defer s.Close()
+	if err := s.Apply(batchOf("s/shadowed", "global", "g/1", "v", "g/2", "v")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Acquire([]byte("s/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := h.Apply(batchOf(fmt.Sprintf("s/%d", i), "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var del, gdel store.Batch
+	for i := range 5 {
+		del.Delete(fmt.Appendf(nil, "s/%d", i))
+	}
+	del.Delete([]byte("s/shadowed"))
+	gdel.Delete([]byte("g/1"))
+	if err := h.Apply(&del); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(&gdel); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := countScan(t, s, ""); n != 6 {
+		t.Fatalf("Scan found %d keys, want 6", n)
+	}
+	if got := etcd.ViewLen(s, []byte("s/")); got != 11 {
+		t.Fatalf("the scope's view holds %d records before Compact, want 11 (5 tombstones)", got)
+	}
+	if err := s.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if got := etcd.ViewLen(s, []byte("s/")); got != 6 {
+		t.Fatalf("the scope's view holds %d records after Compact, want 6 (the tombstone of s/shadowed)", got)
+	}
+	if got := etcd.ViewLen(s, nil); got != 2 {
+		t.Fatalf("the global view holds %d records after Compact, want 2 (s/shadowed, g/2)", got)
+	}
+	fresh := openPeer(t, ep, prefix)
+	defer fresh.Close()
+	for _, r := range []store.Store{s, fresh} {
+		if _, err := r.Get([]byte("s/shadowed")); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("s/shadowed: %v, want ErrNotFound", err)
+		}
+		if n, _ := countScan(t, r, ""); n != 6 {
+			t.Fatalf("Scan found %d keys after Compact, want 6", n)
+		}
+	}
+	if got := etcd.ViewLen(fresh, []byte("s/")); got != 6 {
+		t.Fatalf("a new Store's view of the scope holds %d records, want 6", got)
+	}
+}
+
+// TestAutoCompactionGlobal: the global log is compacted in the background
+// by a Store whose writes take it past CompactEntries.
+func TestAutoCompactionGlobal(t *testing.T) {
+	ep := startEtcd(t)
+	cli := newClient(t, ep)
+	prefix := freshPrefix()
+	s := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix, CompactEntries: 10})
+	defer s.Close()
+	const n = 100
+	for i := range n {
+		if err := s.Apply(batchOf(fmt.Sprintf("topic/%03d", i), "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "the global log compacted below 10 entries", func() bool {
+		return countKeys(t, cli, prefix+"/g/snapshot") == 1 && countKeys(t, cli, prefix+"/g/log/") < 10
+	})
+	fresh := openPeer(t, ep, prefix)
+	defer fresh.Close()
+	if got, _ := countScan(t, fresh, "topic/"); got != n {
+		t.Fatalf("a new Store found %d records, want %d", got, n)
 	}
 }

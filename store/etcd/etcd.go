@@ -31,7 +31,9 @@
 // group-committed in one etcd transaction; one transaction carries one entry
 // per log it touches, so group commit spans scopes. Entries are put once and
 // never changed, so an entry's ModRevision is its transaction's revision, and
-// merging logs by revision gives the order in which batches took effect.
+// merging logs by revision gives the order in which batches took effect (a
+// transaction never carries a global batch and a handle's batch that write
+// the same key, whose order its one revision could not tell).
 //
 // The records themselves are not etcd keys. Each Store keeps a materialized
 // view (a B-tree of key → value and the revision that wrote it) per log it
@@ -82,8 +84,10 @@
 // moves the scope's snapshot key to it in a transaction conditioned on the
 // owner key (a fenced owner cannot replace a snapshot) and on the snapshot
 // key being unchanged, then deletes the entries up to R. Writers carry on
-// meanwhile. Compact does the same at once for the global log and every
-// scope this Store owns. Compaction also sweeps chunks that no entry
+// meanwhile. The global log is compacted likewise by a Store whose writes
+// took it past the thresholds (without an owner key: of racing compactions
+// one wins, the others change nothing). Compact does the same at once for
+// the global log and every scope this Store owns. Compaction also sweeps chunks that no entry
 // committed (a crash between an entry's chunks and its commit) once they are
 // older than twice Options.Timeout, and old snapshots' chunks.
 //
@@ -96,27 +100,32 @@
 //
 // # Numbers
 //
-// Measured on one in-process member (ext4, 2 shared cores), 10-record
-// batches of 100-byte values, BenchmarkApply against BenchmarkKeyPerRecord
-// (one transaction of 10 puts per batch):
+// Measured with go test -bench on one in-process member (ext4, 2 cores
+// shared with other work: runs of the same code vary by up to ±40 %, so
+// these are ranges of several runs). Loading a scope of 1,000,000
+// offset-sized records (38-byte keys, 30-byte values) into a new Store,
+// Acquire then Scan (BenchmarkLoadScope): 0.8-1.2 s from its log (about
+// 1,250 entries: 10,000 pipelined 100-record batches, group-committed),
+// 0.6-1.2 s from its snapshot; 0.85-1.6 million records/s. The 200,000
+// records of BenchmarkLoad: 0.13-0.23 s from either. Writes, 10-record
+// batches of 100-byte values, records/s:
 //
-//	writers   log (this package)   one key per record
-//	      1        20,000 rec/s          17,000 rec/s
-//	     16       120,000 rec/s          51,000 rec/s
-//	     64       263,000 rec/s          37,000 rec/s
+//	writers   Store.Apply       16 shard handles   one key per record
+//	      1   12,000-20,000     14,000-17,000      15,000
+//	     16   74,000-89,000     74,000-81,000      42,000-61,000
+//	     64   192,000-364,000   170,000-224,000    40,000-69,000
 //
-// Through 16 shard handles (owner-key compares in every transaction) the log
-// does 18,000, 76,000 and 148,000 records/s; one shard writer pipelining
-// 100-record batches 16 deep (the coordinator runtime's pattern) 255,000.
+// and one shard writer pipelining 100-record batches 16 deep (the
+// coordinator runtime's pattern): 490,000-530,000. Layout 1 (one log),
+// measured in the same session, was within the same noise (Apply 64
+// writers 240,000-315,000, handles 135,000-325,000): a transaction now puts
+// one entry per scope instead of one, at no measurable cost.
 //
 // # Not done
 //
-// The global log is compacted only by an explicit Compact. A long-lived view
-// keeps the tombstones of its deletes until it is rebuilt from a snapshot
-// (snapshots drop the tombstones no other log needs). The order of two
-// batches in different logs committed by the same transaction is not
-// defined, which matters only for a key written both through the Store and
-// through a handle.
+// A view keeps the tombstones of the deletes it replays until a compaction of its log drops
+// them: a scope's view that this Store neither owns nor forgets, or the
+// global view between Compacts, grows with deleted keys.
 package etcd
 
 import (
@@ -153,16 +162,19 @@ type Options struct {
 	// keys live until the next Acquire.
 	Lease clientv3.LeaseID
 
-	// Timeout bounds each etcd request. Default 5 s. A write that times out
+	// Timeout bounds each etcd request, and the requests of an entry
+	// written in chunks as a whole. Default 5 s. A write that times out
 	// fails with an error; it may or may not have been committed. Chunks of
 	// an uncommitted entry are swept once older than twice Timeout.
 	Timeout time.Duration
 
-	// CompactEntries and CompactBytes are the length of a scope's log since
-	// its snapshot (in entries, and in bytes of entries) beyond which the
-	// scope's owner compacts it in the background. Defaults 10,000 entries
-	// and 64 MiB; negative: never on that count. The entries found at
-	// Acquire count; their bytes do not (only the handle's own writes).
+	// CompactEntries and CompactBytes are the length of a log since its
+	// snapshot (in entries, and in bytes of entries) beyond which it is
+	// compacted in the background: a scope's by its owner, the global log
+	// by a Store that wrote to it. Defaults 10,000 entries and 64 MiB;
+	// negative: never on that count. What counts is what the Store knows:
+	// its own writes, and for a scope the entries found at Acquire (not
+	// their bytes).
 	CompactEntries int
 	CompactBytes   int64
 
@@ -207,10 +219,8 @@ const (
 	maxQueued = 64 << 20
 	// defaultQuota is etcd's default --quota-backend-bytes.
 	defaultQuota = 2 << 30
-	// logPage is the number of log entries read per request, and
-	// chunkPage the number of chunks: a catch-up of a long log is several
-	// bounded responses, not one.
-	logPage   = 512
+	// chunkPage is the number of chunks read per request: a snapshot of a
+	// large scope is several bounded responses, not one.
 	chunkPage = 8
 )
 
@@ -264,15 +274,21 @@ type Store struct {
 	clock revClock
 
 	globalCompactMu sync.Mutex // one compaction of the global log at a time
+	// globalGrowth measures the global log since its snapshot by this
+	// Store's writes.
+	globalGrowth logGrowth
 
 	used atomic.Int64 // the database size at the last check
 	// quota is the quota at the last check (Options.QuotaBytes when set).
 	quota atomic.Int64
 
 	// Test hooks, set before use: onEntry sees the key of every log entry
-	// read; onRev is called once a read has chosen its revision.
-	onEntry func(key string)
-	onRev   func(rev int64)
+	// read; onRev is called once a read has chosen its revision; onChunks
+	// once an entry's chunks are written, before its commit, with their
+	// directory.
+	onEntry  func(key string)
+	onRev    func(rev int64)
+	onChunks func(dir string)
 }
 
 var (

@@ -176,3 +176,38 @@ func TestQuota(t *testing.T) {
 		t.Fatalf("Usage = %d of %d after NOSPACE", used, q)
 	}
 }
+
+// TestSweptChunksFailCommit: if a writer's chunks were swept before its
+// commit (a writer slower than the sweep's bound), the commit fails and the
+// batch is nowhere, rather than committed without its chunks.
+func TestSweptChunksFailCommit(t *testing.T) {
+	ep := startEtcd(t)
+	cli := newClient(t, ep)
+	prefix := freshPrefix()
+	s := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix})
+	defer s.Close()
+	h, err := s.Acquire([]byte("s/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd.SetChunksHook(s, func(dir string) {
+		if _, err := cli.Delete(context.Background(), dir, clientv3.WithPrefix()); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := h.Apply(bigBatch("s/k/", 3000, 1000, "swept")); err == nil || errors.Is(err, store.ErrFenced) {
+		t.Fatalf("Apply whose chunks were swept = %v, want an error other than a fence", err)
+	}
+	etcd.SetChunksHook(s, nil)
+	r := openPeer(t, ep, prefix)
+	defer r.Close()
+	if n, _ := countScan(t, r, "s/"); n != 0 {
+		t.Fatalf("a loader found %d records of the batch", n)
+	}
+	if n := countKeys(t, cli, scopeRoot(prefix, "s/")+"/log/"); n != 0 {
+		t.Fatalf("%d log entries committed", n)
+	}
+	if err := h.Apply(batchOf("s/after", "v")); err != nil {
+		t.Fatalf("the handle after a failed commit: %v", err)
+	}
+}

@@ -78,15 +78,29 @@ func (s *Store) read(ctx context.Context, want func(scope string) bool) ([]state
 func (s *Store) tryRead(ctx context.Context, want func(scope string) bool) ([]state, int64, error) {
 	g := s.globalView
 	g.mu.Lock()
-	rev, err := s.refreshRegistry(ctx)
+	// One linearizable transaction chooses the revision and reads what is
+	// new in the registry and in the global log.
+	s.viewsMu.Lock()
+	regFrom := s.regRev
+	s.viewsMu.Unlock()
+	c, cancel := s.reqCtx(ctx)
+	resp, err := s.cli.Txn(c).Then(append([]clientv3.Op{
+		clientv3.OpGet(s.scopeP, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMinModRev(regFrom+1)),
+	}, s.logReads(g, 0)...)...).Commit()
+	cancel()
 	if err != nil {
+		g.mu.Unlock()
+		return nil, 0, fmt.Errorf("etcd store: read: %w", err)
+	}
+	rev := resp.Header.Revision
+	if err := s.addScopes(resp.Responses[0].GetResponseRange().GetKvs(), rev); err != nil {
 		g.mu.Unlock()
 		return nil, 0, err
 	}
 	if s.onRev != nil {
 		s.onRev(rev)
 	}
-	if err := s.catchUp(ctx, g, rev); err != nil {
+	if err := s.catchUpFrom(ctx, g, rev, resp.Responses[1:]); err != nil {
 		g.mu.Unlock()
 		return nil, 0, err
 	}
@@ -130,31 +144,36 @@ func (s *Store) tryRead(ctx context.Context, want func(scope string) bool) ([]st
 	return states, rev, nil
 }
 
-// refreshRegistry adds the scopes registered since the last refresh to
-// s.scopes, with one linearizable read, whose revision it returns.
-func (s *Store) refreshRegistry(ctx context.Context) (int64, error) {
-	s.viewsMu.Lock()
-	from := s.regRev
-	s.viewsMu.Unlock()
-	c, cancel := s.reqCtx(ctx)
-	defer cancel()
-	resp, err := s.cli.Get(c, s.scopeP, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMinModRev(from+1))
-	if err != nil {
-		return 0, fmt.Errorf("etcd store: read the scope registry: %w", err)
-	}
+// addScopes adds registry keys read at rev to s.scopes.
+func (s *Store) addScopes(kvs []*mvccpb.KeyValue, rev int64) error {
 	s.viewsMu.Lock()
 	defer s.viewsMu.Unlock()
-	for _, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		sc, err := hex.DecodeString(string(kv.Key[len(s.scopeP):]))
 		if err != nil {
-			return 0, fmt.Errorf("%w: registry key %q", ErrCorrupt, kv.Key)
+			return fmt.Errorf("%w: registry key %q", ErrCorrupt, kv.Key)
 		}
 		s.scopes[string(sc)] = true
 	}
-	rev := resp.Header.Revision
 	s.regRev = max(s.regRev, rev)
 	s.clock.observe(rev)
-	return rev, nil
+	return nil
+}
+
+// logReads returns the reads of v's snapshot key and of its log entries
+// newer than v.rev, at rev (0: the current revision).
+//
+// The entries come in one response, not in pages: etcd applies a revision
+// filter (and a sort other than by key) to the whole range before a limit,
+// so each page would cost etcd a walk of the whole log. The log since the
+// snapshot is bounded by the compaction thresholds (Options.CompactBytes).
+func (s *Store) logReads(v *view, rev int64) []clientv3.Op {
+	return []clientv3.Op{
+		clientv3.OpGet(v.keys.snapKey, clientv3.WithRev(rev)),
+		clientv3.OpGet(v.keys.log, clientv3.WithPrefix(), clientv3.WithRev(rev),
+			clientv3.WithMinModRev(v.rev+1),
+			clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend)),
+	}
 }
 
 // catchUp brings v to revision rev: it reads v's snapshot key and log
@@ -168,21 +187,21 @@ func (s *Store) catchUp(ctx context.Context, v *view, rev int64) error {
 	}
 	c, cancel := s.reqCtx(ctx)
 	defer cancel()
-	logOpts := func(from int64) []clientv3.OpOption {
-		return []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev),
-			clientv3.WithMinModRev(from + 1), clientv3.WithLimit(logPage),
-			clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend)}
-	}
-	resp, err := s.cli.Txn(c).Then(
-		clientv3.OpGet(v.keys.snapKey, clientv3.WithRev(rev)),
-		clientv3.OpGet(v.keys.log, logOpts(v.rev)...),
-	).Commit()
+	resp, err := s.cli.Txn(c).Then(s.logReads(v, rev)...).Commit()
 	if err != nil {
 		return fmt.Errorf("etcd store: read log %s: %w", v.keys.log, err)
 	}
+	return s.catchUpFrom(ctx, v, rev, resp.Responses)
+}
+
+// catchUpFrom is catchUp with the reads of logReads(v, rev) done: first.
+func (s *Store) catchUpFrom(ctx context.Context, v *view, rev int64, first []*pb.ResponseOp) error {
+	if v.rev >= rev {
+		return nil
+	}
 	tree, from := v.tree, v.rev
 	snapMod, snapID := int64(0), ""
-	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+	if kvs := first[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
 		snapRev, n, id, err := decodeSnapshot(kvs[0].Value)
 		if err != nil {
 			return err
@@ -200,44 +219,23 @@ func (s *Store) catchUp(ctx context.Context, v *view, rev int64) error {
 			from = snapRev
 		}
 	}
-	var page rangeResult = resp.Responses[1].GetResponseRange()
-	for {
-		last := from
-		for _, e := range page.GetKvs() {
-			last = e.ModRevision
-			if e.ModRevision <= from { // in the snapshot
-				continue
-			}
-			if s.onEntry != nil {
-				s.onEntry(string(e.Key))
-			}
-			ops, err := s.entryOps(ctx, v.keys, e, rev)
-			if err != nil {
-				return err
-			}
-			if err := replay(tree, ops, e.ModRevision); err != nil {
-				return fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
-			}
+	for _, e := range first[1].GetResponseRange().GetKvs() {
+		if e.ModRevision <= from { // in the snapshot
+			continue
 		}
-		if !page.GetMore() {
-			break
+		if s.onEntry != nil {
+			s.onEntry(string(e.Key))
 		}
-		c, cancel := s.reqCtx(ctx)
-		r, err := s.cli.Get(c, v.keys.log, logOpts(last)...)
-		cancel()
+		ops, err := s.entryOps(ctx, v.keys, e, rev)
 		if err != nil {
-			return fmt.Errorf("etcd store: read log %s: %w", v.keys.log, err)
+			return err
 		}
-		page = (*pb.RangeResponse)(r)
+		if err := replay(tree, ops, e.ModRevision); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrCorrupt, e.Key, err)
+		}
 	}
 	v.tree, v.rev, v.snapMod, v.snapID = tree, rev, snapMod, snapID
 	return nil
-}
-
-// rangeResult is a page of log entries.
-type rangeResult interface {
-	GetKvs() []*mvccpb.KeyValue
-	GetMore() bool
 }
 
 // readChunks returns the concatenation of the n chunks under dir, read at

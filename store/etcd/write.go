@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -154,12 +155,18 @@ type handle struct {
 	rev    int64 // the owner key's ModRevision put by Acquire; set before Acquire returns
 	fenced atomic.Bool
 
-	// entries and bytes measure the scope's log since its snapshot, as
-	// far as this handle knows: the entries found at Acquire, then its own
-	// writes; a compaction subtracts what it covered.
+	// growth measures the scope's log since its snapshot, as far as this
+	// handle knows: the entries found at Acquire, then its own writes.
+	growth    logGrowth
+	compactMu sync.Mutex // one compaction of the scope at a time
+}
+
+// logGrowth measures a log since its snapshot, as far as one Store knows,
+// for background compaction: written entries add, a compaction subtracts
+// what it covered.
+type logGrowth struct {
 	entries, bytes atomic.Int64
 	compacting     atomic.Bool // a background compaction is running
-	compactMu      sync.Mutex  // one compaction of the scope at a time
 }
 
 var _ store.Handle = (*handle)(nil)
@@ -214,6 +221,7 @@ func (s *Store) run() {
 			group = s.queue[:1]
 		} else {
 			size, handles := 0, map[*handle]bool{}
+			var scopes, globalKeys [][]byte
 			for _, it := range s.queue {
 				if it.acq != nil {
 					break
@@ -225,7 +233,23 @@ func (s *Store) run() {
 					if len(handles) == maxHandles {
 						break
 					}
+					if len(scopes) == 0 { // the global batches before the first handle's
+						for _, g := range group {
+							globalKeys = append(globalKeys, opKeys(g.ops)...)
+						}
+					}
+					if anyUnder(globalKeys, it.h.scope) {
+						break
+					}
 					handles[it.h] = true
+					scopes = append(scopes, it.h.scope)
+				}
+				if it.h == nil && len(scopes) > 0 {
+					keys := opKeys(it.ops)
+					if slices.ContainsFunc(scopes, func(sc []byte) bool { return anyUnder(keys, sc) }) {
+						break
+					}
+					globalKeys = append(globalKeys, keys...)
 				}
 				group = append(group, it)
 				size += len(it.ops)
@@ -249,6 +273,36 @@ func (s *Store) run() {
 			s.failQueued(err)
 		}
 	}
+}
+
+// A group never holds a global batch and a handle's batch that write the
+// same key (which the store.Store contract rules out, but a caller may do
+// with a scope it does not hold): their entries would have one revision,
+// and a read could not tell which came last. The global batches of a group
+// are checked against its scopes, and each handle's scope against the keys
+// of its global batches (collected from the first handle on: a group of
+// global batches only costs nothing).
+
+// opKeys returns the keys of encoded operations, which encode made and so
+// are well formed.
+func opKeys(ops []byte) [][]byte {
+	var keys [][]byte
+	d := decoder{ops}
+	for len(d.b) > 0 {
+		kind := d.b[0]
+		d.b = d.b[1:]
+		k, _ := d.bytes()
+		keys = append(keys, k)
+		if kind == opPut {
+			d.bytes()
+		}
+	}
+	return keys
+}
+
+// anyUnder reports whether a key of keys starts with scope.
+func anyUnder(keys [][]byte, scope []byte) bool {
+	return slices.ContainsFunc(keys, func(k []byte) bool { return bytes.HasPrefix(k, scope) })
 }
 
 // failQueued fails every item queued now with err.
@@ -285,7 +339,7 @@ func (s *Store) acquire(h *handle, lease clientv3.LeaseID) error {
 		return s.writeErr(fmt.Sprintf("acquire %q", h.scope), err)
 	}
 	h.rev = resp.Header.Revision
-	h.entries.Store(resp.Responses[2].GetResponseRange().Count)
+	h.growth.entries.Store(resp.Responses[2].GetResponseRange().Count)
 	return nil
 }
 
@@ -419,6 +473,9 @@ func (s *Store) commitChunked(p *pending, id string, cmps []clientv3.Cmp, gets [
 		}
 		n++
 	}
+	if s.onChunks != nil {
+		s.onChunks(dir)
+	}
 	entry := binary.AppendUvarint([]byte{entryV1, kindChunked}, uint64(n))
 	first := fmt.Sprintf("%s%06d", dir, 0)
 	resp, err := s.cli.Txn(ctx).
@@ -440,47 +497,53 @@ func (s *Store) commitChunked(p *pending, id string, cmps []clientv3.Cmp, gets [
 	return nil, nil
 }
 
-// wrote counts committed entries against their handles' logs and starts a
-// background compaction of a log that has grown past the thresholds.
+// wrote counts committed entries against their logs and starts a background
+// compaction of a log that has grown past the thresholds: a scope's by its
+// handle, the global log's by this Store (several Stores may then race; one
+// wins, the others get ErrCompactConflict and change nothing).
 func (s *Store) wrote(entries []*pending) {
 	for _, p := range entries {
-		h := p.h
-		if h == nil {
+		g := &s.globalGrowth
+		if p.h != nil {
+			g = &p.h.growth
+		}
+		g.entries.Add(1)
+		g.bytes.Add(int64(len(p.ops)))
+		if !s.overdue(g) || !g.compacting.CompareAndSwap(false, true) {
 			continue
 		}
-		h.entries.Add(1)
-		h.bytes.Add(int64(len(p.ops)))
-		if s.overdue(h) && h.compacting.CompareAndSwap(false, true) {
-			s.bg.Add(1)
-			go s.autoCompact(h)
+		compact := func() error { return s.compactGlobal(s.bgCtx) }
+		if h := p.h; h != nil {
+			compact = func() error { return s.compactScope(s.bgCtx, h) }
 		}
+		s.bg.Add(1)
+		go s.autoCompact(g, compact, p.keys.log)
 	}
 }
 
-// overdue reports whether h's scope's log has passed a threshold.
-func (s *Store) overdue(h *handle) bool {
-	return (s.opts.CompactEntries > 0 && h.entries.Load() >= int64(s.opts.CompactEntries)) ||
-		(s.opts.CompactBytes > 0 && h.bytes.Load() >= s.opts.CompactBytes)
+// overdue reports whether a log has grown past a threshold.
+func (s *Store) overdue(g *logGrowth) bool {
+	return (s.opts.CompactEntries > 0 && g.entries.Load() >= int64(s.opts.CompactEntries)) ||
+		(s.opts.CompactBytes > 0 && g.bytes.Load() >= s.opts.CompactBytes)
 }
 
-// autoCompact compacts h's scope until its log is under the thresholds
-// (writes during a compaction may have taken it over again), h is fenced,
-// a compaction fails, or the Store closes.
-func (s *Store) autoCompact(h *handle) {
+// autoCompact runs compact until the log is under the thresholds (writes
+// during a compaction may have taken it over again), a compaction fails
+// (a fenced handle, a lost race, an etcd error), or the Store closes.
+func (s *Store) autoCompact(g *logGrowth, compact func() error, log string) {
 	defer s.bg.Done()
 	for {
-		err := s.compactScope(s.bgCtx, h)
+		err := compact()
+		g.compacting.Store(false)
 		if err != nil {
 			if s.opts.Logger != nil && s.bgCtx.Err() == nil &&
 				!errors.Is(err, store.ErrFenced) && !errors.Is(err, ErrCompactConflict) {
-				s.opts.Logger.Warn("etcd store: background compaction failed", "scope", fmt.Sprintf("%q", h.scope), "err", err)
+				s.opts.Logger.Warn("etcd store: background compaction failed", "log", log, "err", err)
 			}
-			h.compacting.Store(false)
 			return
 		}
-		h.compacting.Store(false)
 		// A write that found the flag set started nothing: look again.
-		if !s.overdue(h) || !h.compacting.CompareAndSwap(false, true) {
+		if !s.overdue(g) || !g.compacting.CompareAndSwap(false, true) {
 			return
 		}
 	}
