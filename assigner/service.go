@@ -62,6 +62,11 @@ type Config struct {
 	// Observer receives the assigner shard's events (batches written,
 	// loads). Nil: none.
 	Observer observe.Observer
+	// Route, if set, says where the service's shard is served (cluster
+	// mode): here (local), at the gRPC address addr of another node, or
+	// nowhere right now (ok false). Calls that arrive where the shard is
+	// not served are relayed to addr (relay.go). Nil: always here.
+	Route func() (addr string, local, ok bool)
 	// Standby starts the service without its shard: the caller Loads it
 	// when this node owns it (cluster mode); meanwhile calls get
 	// UNAVAILABLE. False: the shard is loaded at Start.
@@ -99,6 +104,7 @@ type Service struct {
 	stop       chan struct{}
 	stopped    sync.WaitGroup
 	closeOnce  sync.Once
+	relay      relay
 }
 
 var errUnavailable = status.Error(codes.Unavailable, "the assigner's shard could not complete the call (store write failed or shard reloading); retry")
@@ -141,8 +147,17 @@ func Start(cfg Config) (*Service, error) {
 // owns it now), returning once it serves.
 func (s *Service) Load() error { return s.shard.Load(record.AssignerShard) }
 
-// Unload stops serving the shard: calls get UNAVAILABLE and streams end.
-func (s *Service) Unload() { s.shard.Unload(record.AssignerShard) }
+// Unload stops serving the shard: calls get UNAVAILABLE and streams end
+// with UNAVAILABLE, so that consumers register again and reach the node
+// that serves it next.
+func (s *Service) Unload() {
+	s.shard.Unload(record.AssignerShard)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range s.boxes {
+		b.put(moved{})
+	}
+}
 
 // Holds reports whether the shard is served (or loading) here.
 func (s *Service) Holds() bool { return slices.Contains(s.shard.Held(), record.AssignerShard) }
@@ -165,8 +180,12 @@ func (s *Service) Close() {
 			b.put(handoff.Close{Reason: "the assigner is shutting down"})
 		}
 		s.mu.Unlock()
+		s.relay.close()
 	})
 }
+
+// moved ends a stream whose shard this node no longer serves.
+type moved struct{}
 
 // outbox queues what the shard pushes to one stream: unbounded, so the
 // shard's loop never waits for a slow consumer.
@@ -259,6 +278,11 @@ func toStatus(out any) error {
 // Register opens a consumer's command stream.
 func (s *Service) Register(req *kafkaassignerpb.RegisterRequest, stream grpc.ServerStreamingServer[kafkaassignerpb.AssignmentCommand]) error {
 	ctx := stream.Context()
+	if cl, out, local, err := s.upstream(ctx); err != nil {
+		return err
+	} else if !local {
+		return s.relayRegister(out, cl, req, stream)
+	}
 	group := s.group(ctx)
 	if req.GetConsumerName() == "" {
 		return status.Error(codes.InvalidArgument, "consumer_name is empty")
@@ -306,6 +330,8 @@ func (s *Service) Register(req *kafkaassignerpb.RegisterRequest, stream grpc.Ser
 				}
 			case handoff.Close:
 				return status.Error(codes.Aborted, m.Reason)
+			case moved:
+				return status.Error(codes.Unavailable, "the assignment service moved to another node; register again")
 			}
 		}
 		select {
@@ -349,6 +375,15 @@ func fromProto(p *kafkaassignerpb.TopicPartition) (handoff.TP, error) {
 
 // PartitionReady completes a warming handoff.
 func (s *Service) PartitionReady(ctx context.Context, req *kafkaassignerpb.PartitionReadyRequest) (*kafkaassignerpb.PartitionReadyResponse, error) {
+	if cl, out, local, err := s.upstream(ctx); err != nil {
+		return nil, err
+	} else if !local {
+		resp, err := cl.PartitionReady(out, req)
+		if err != nil {
+			return nil, relayStatus(err)
+		}
+		return resp, nil
+	}
 	p, err := fromProto(req.GetPartition())
 	if err != nil {
 		return nil, err
@@ -361,6 +396,15 @@ func (s *Service) PartitionReady(ctx context.Context, req *kafkaassignerpb.Parti
 
 // PartitionReleased ends a complete handoff.
 func (s *Service) PartitionReleased(ctx context.Context, req *kafkaassignerpb.PartitionReleasedRequest) (*kafkaassignerpb.PartitionReleasedResponse, error) {
+	if cl, out, local, err := s.upstream(ctx); err != nil {
+		return nil, err
+	} else if !local {
+		resp, err := cl.PartitionReleased(out, req)
+		if err != nil {
+			return nil, relayStatus(err)
+		}
+		return resp, nil
+	}
 	p, err := fromProto(req.GetPartition())
 	if err != nil {
 		return nil, err

@@ -49,6 +49,10 @@ type akConsumer struct {
 	first    *kafkaassignerpb.AssignmentUpdate
 	holdWarm bool // do not say ready until allowWarm
 	err      error
+	// reconnects counts the streams registered again (startAKConsumerOn
+	// with reconnect), the first one included.
+	reconnects int
+	reconnect  bool
 }
 
 func dialAssigner(t *testing.T, addr string) kafkaassignerpb.KafkaAssignerClient {
@@ -67,8 +71,22 @@ func (c *akConsumer) ctx(ctx context.Context) context.Context {
 
 func startAKConsumer(t *testing.T, addr, group, name, topic string, holdWarm bool) *akConsumer {
 	t.Helper()
-	c := &akConsumer{t: t, name: name, group: group, client: dialAssigner(t, addr), done: make(chan struct{}),
-		owned: map[uint32]bool{}, warming: map[uint32]string{}, holdWarm: holdWarm}
+	return startAKConsumerOn(t, []string{addr}, false, group, name, topic, holdWarm)
+}
+
+// startAKConsumerOn starts a consumer on the first of addrs. With
+// reconnect, a stream that ends (its node died, or answered UNAVAILABLE)
+// is registered again on the next address, round robin, as a
+// kafka-assigner consumer behind a load balancer does; the first message
+// of each stream is the whole of what it owns.
+func startAKConsumerOn(t *testing.T, addrs []string, reconnect bool, group, name, topic string, holdWarm bool) *akConsumer {
+	t.Helper()
+	clients := make([]kafkaassignerpb.KafkaAssignerClient, len(addrs))
+	for i, a := range addrs {
+		clients[i] = dialAssigner(t, a)
+	}
+	c := &akConsumer{t: t, name: name, group: group, client: clients[0], done: make(chan struct{}),
+		owned: map[uint32]bool{}, warming: map[uint32]string{}, holdWarm: holdWarm, reconnect: reconnect}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	t.Cleanup(c.stop)
@@ -78,17 +96,44 @@ func startAKConsumer(t *testing.T, addr, group, name, topic string, holdWarm boo
 	}
 	go func() {
 		defer close(c.done)
-		for {
-			cmd, err := stream.Recv()
-			if err != nil {
-				if ctx.Err() == nil {
+		deadline := time.Now().Add(5 * time.Minute) // bounded
+		for next := 1; ; next++ {
+			first := true
+			for {
+				cmd, err := stream.Recv()
+				if err != nil {
+					if ctx.Err() == nil && !reconnect {
+						c.fail(err)
+					}
+					break
+				}
+				if first && reconnect {
 					c.mu.Lock()
-					c.err = err
+					clear(c.owned)
+					clear(c.warming)
+					c.reconnects++
 					c.mu.Unlock()
 				}
+				first = false
+				c.handle(cmd)
+			}
+			for ctx.Err() == nil && reconnect && time.Now().Before(deadline) {
+				select {
+				case <-ctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
+				c.mu.Lock()
+				c.client = clients[next%len(clients)]
+				cl := c.client
+				c.mu.Unlock()
+				if stream, err = cl.Register(c.ctx(ctx), &kafkaassignerpb.RegisterRequest{ConsumerName: name, Topic: topic}); err == nil {
+					break
+				}
+				next++
+			}
+			if ctx.Err() != nil || !reconnect || stream == nil || time.Now().After(deadline) {
 				return
 			}
-			c.handle(cmd)
 		}
 	}()
 	return c
@@ -123,7 +168,7 @@ func (c *akConsumer) handle(cmd *kafkaassignerpb.AssignmentCommand) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), assignerWait)
 			defer cancel()
-			if _, err := c.client.PartitionReleased(c.ctx(ctx), &kafkaassignerpb.PartitionReleasedRequest{ConsumerName: c.name, Partition: p}); err != nil {
+			if _, err := c.currentClient().PartitionReleased(c.ctx(ctx), &kafkaassignerpb.PartitionReleasedRequest{ConsumerName: c.name, Partition: p}); err != nil {
 				c.fail(fmt.Errorf("released %d: %w", p.GetPartition(), err))
 			}
 		}()
@@ -133,12 +178,24 @@ func (c *akConsumer) handle(cmd *kafkaassignerpb.AssignmentCommand) {
 func (c *akConsumer) ready(p *kafkaassignerpb.TopicPartition) {
 	ctx, cancel := context.WithTimeout(context.Background(), assignerWait)
 	defer cancel()
-	if _, err := c.client.PartitionReady(c.ctx(ctx), &kafkaassignerpb.PartitionReadyRequest{ConsumerName: c.name, Partition: p}); err != nil {
+	if _, err := c.currentClient().PartitionReady(c.ctx(ctx), &kafkaassignerpb.PartitionReadyRequest{ConsumerName: c.name, Partition: p}); err != nil {
 		c.fail(fmt.Errorf("ready %d: %w", p.GetPartition(), err))
 	}
 }
 
+// currentClient is the client of the node the consumer is registered on.
+func (c *akConsumer) currentClient() kafkaassignerpb.KafkaAssignerClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}
+
 func (c *akConsumer) fail(err error) {
+	if c.reconnect && status.Code(err) == codes.Unavailable {
+		// The node went away or the service is moving: the stream
+		// registered again hears the command again.
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err == nil {

@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cohort-dev/cohort/internal/etcdtest"
+	"github.com/cohort-dev/cohort/internal/testkit"
 )
 
 // commitProbe commits an ever-growing offset for a group every few
@@ -408,4 +410,136 @@ func TestClusterNodeJoins(t *testing.T) {
 	if moved != want {
 		t.Errorf("%d shard loads when a fourth node joined, want the minimum %d", moved, want)
 	}
+}
+
+// TestClusterAssigner: warm-handoff consumers connected to all three
+// nodes, the assignment service's shard served by one of them. Calls on
+// the others are relayed. The node serving the shard is killed while
+// handoffs are in flight: consumers reconnect to other nodes, keep their
+// partitions, the handoffs complete after the failover, and at no moment
+// is a partition owned by nobody.
+func TestClusterAssigner(t *testing.T) {
+	tc := startCluster(t, 3, 3, "--assigner-lease-ttl", "20s", "--assigner-rebalance-debounce", "200ms")
+	tc.waitBalanced(clusterUnits)
+	const topic, partitions = "handoffs", 6
+	tc.createTopicOn(topic, partitions, 1, 2, 3)
+	// Which node serves the service's shard (unit 16)? The one whose
+	// consumers are not relayed: ask its Member through the cluster
+	// registry, as FindCoordinator would.
+	owner := assignerOwner(t, tc)
+	var grpcAddrs []string
+	for _, id := range []int32{1, 2, 3} {
+		grpcAddrs = append(grpcAddrs, tc.node(id).GRPCAddr)
+	}
+	// Consumer i starts on node i+1 and reconnects round robin.
+	var cs []*akConsumer
+	for i := range 3 {
+		addrs := append(slices.Clone(grpcAddrs[i:]), grpcAddrs[:i]...)
+		cs = append(cs, startAKConsumerOn(t, addrs, true, "ha", fmt.Sprintf("c%d", i), topic, false))
+		waitOwnedTotal(t, cs, partitions)
+	}
+	waitOwned(t, cs, []int{2, 2, 2})
+	// A fourth consumer, on the node after the owner, holds its warms:
+	// handoffs in flight when the owner dies.
+	var addrs []string
+	for k := range 3 {
+		addrs = append(addrs, tc.node(int32((int(owner)+k)%3+1)).GRPCAddr)
+	}
+	d := startAKConsumerOn(t, addrs, true, "ha", "d", topic, true)
+	d.waitWarming(1)
+
+	stop := make(chan struct{})
+	gaps := make(chan string, 1)
+	go func() { gaps <- watchOwnership(append(slices.Clone(cs), d), partitions, stop) }()
+	killed := time.Now()
+	tc.node(owner).Kill()
+	// After the failover d is told to warm again (its handoffs were in
+	// flight); it says ready, the handoffs complete.
+	testkit.Eventually(t, 60*time.Second, "d reconnected and warming again", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.reconnects > 1 && len(d.warming) > 0
+	})
+	d.allowWarm(topic)
+	all := append(slices.Clone(cs), d)
+	waitOwnedTotal(t, all, partitions)
+	close(stop)
+	if g := <-gaps; g != "" {
+		t.Errorf("a partition had no owner: %s", g)
+	}
+	t.Logf("the service's shard (node %d) killed; handoffs complete %v later", owner, time.Since(killed).Round(time.Millisecond))
+}
+
+// assignerOwner returns the node that serves the assignment service's
+// shard, from node 1's etcd view: the cluster's assignment record.
+func assignerOwner(t *testing.T, tc *testCluster) int32 {
+	t.Helper()
+	cli := etcdtest.NewClient(t, tc.etcd.Endpoints())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "/cohort/cluster/assignment")
+	if err != nil || len(resp.Kvs) == 0 {
+		t.Fatalf("read the assignment: %v", err)
+	}
+	var a struct {
+		Owner []int32 `json:"owner"`
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &a); err != nil || len(a.Owner) != clusterUnits {
+		t.Fatalf("assignment %s: %v", resp.Kvs[0].Value, err)
+	}
+	return a.Owner[clusterUnits-1]
+}
+
+// waitOwnedTotal waits until the consumers own every partition exactly
+// once between them, nothing warming, each at most ⌈partitions/N⌉.
+func waitOwnedTotal(t *testing.T, cs []*akConsumer, partitions int) {
+	t.Helper()
+	groupEventually(t, 60*time.Second, "partitions owned once each", func() (bool, string) {
+		seen := map[uint32]int{}
+		for _, c := range cs {
+			owned, warming, err := c.snapshot()
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if warming != 0 || len(owned) > (partitions+len(cs)-1)/len(cs) {
+				return false, fmt.Sprintf("%s owns %v, warming %d", c.name, owned, warming)
+			}
+			for _, p := range owned {
+				seen[p]++
+			}
+		}
+		for p := range uint32(partitions) {
+			if seen[p] != 1 {
+				return false, fmt.Sprintf("partition %d owned %d times", p, seen[p])
+			}
+		}
+		return true, ""
+	})
+}
+
+// watchOwnership samples the consumers' ownership every few milliseconds
+// until stop and returns the first moment a partition was owned by none
+// ("" if never).
+func watchOwnership(cs []*akConsumer, partitions int, stop <-chan struct{}) string {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-stop:
+			return ""
+		case <-time.After(5 * time.Millisecond):
+		}
+		seen := map[uint32]bool{}
+		for _, c := range cs {
+			owned, _, _ := c.snapshot()
+			for _, p := range owned {
+				seen[p] = true
+			}
+		}
+		for p := range uint32(partitions) {
+			if !seen[p] {
+				return fmt.Sprintf("partition %d at %s", p, time.Now().Format(time.RFC3339Nano))
+			}
+		}
+	}
+	return ""
 }

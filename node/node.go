@@ -220,6 +220,18 @@ func Start(cfg Config) (_ *Node, err error) {
 	if advertised == "" {
 		advertised = n.ln.Addr().String()
 	}
+	if cfg.GRPCListen != "-" {
+		addr := cfg.GRPCListen
+		if addr == "" {
+			addr = "127.0.0.1:9095"
+		}
+		// Bound early too: a cluster node registers it, and a port in
+		// use fails fast.
+		if n.grpcLn, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("grpc listener: %w", err)
+		}
+		n.grpcAddr = n.grpcLn.Addr().String()
+	}
 	tcfg := topics.Config{Dir: filepath.Join(cfg.DataDir, "topics"), Logger: cfg.Logger}
 	if cfg.Cluster != nil {
 		if err := n.joinCluster(advertised); err != nil {
@@ -384,15 +396,21 @@ func (n *Node) startAssigner() (err error) {
 		}
 		return int32(len(d.Partitions)), nil
 	}
-	addr := n.cfg.GRPCListen
-	if addr == "" {
-		addr = "127.0.0.1:9095"
+	if n.member != nil {
+		// Calls on a node that does not serve the service's shard are
+		// relayed to the one that does.
+		unit := n.groups.Shards()
+		ac.Route = func() (string, bool, bool) {
+			nd, ok := n.member.Owner(unit)
+			switch {
+			case !ok:
+				return "", false, false
+			case nd.ID == n.member.NodeID():
+				return "", true, true
+			}
+			return nd.GRPC, false, nd.GRPC != ""
+		}
 	}
-	// Bind before loading the service, so that a port in use fails fast.
-	if n.grpcLn, err = net.Listen("tcp", addr); err != nil {
-		return fmt.Errorf("grpc listener: %w", err)
-	}
-	n.grpcAddr = n.grpcLn.Addr().String()
 	if n.assigner, err = assigner.Start(ac); err != nil {
 		return err
 	}
