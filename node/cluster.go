@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -41,6 +42,14 @@ type ClusterConfig struct {
 	// shards to be handed off warm before it leaves anyway. Default
 	// 10 s.
 	HandoffTimeout time.Duration
+	// CompactHistory is how much of etcd's history of old revisions the
+	// node keeps (--etcd-compact-history): Cohort's log compactions
+	// delete keys, whose old revisions etcd keeps until its history is
+	// compacted. Every this long the history older than this is
+	// compacted (as the Kubernetes API server does for its etcd). Zero
+	// leaves it to etcd's --auto-compaction-retention; `cohort serve`
+	// defaults to 5 min.
+	CompactHistory time.Duration
 	// CatalogRefresh is how often the node reads the shared topic
 	// catalog for changes made on other nodes, besides whenever a watch
 	// says it changed. Default 1 s.
@@ -124,16 +133,35 @@ func (n *Node) joinCluster(advertised string) error {
 	}
 	n.cfg.Groups.Shards = n.member.Meta().Units - 1
 	es, err := etcd.Open(etcd.Options{
-		Client: n.etcd,
-		Prefix: cluster.DataPrefix(cc.Prefix),
-		Lease:  n.member.Lease(),
-		Logger: n.logger.With("component", "etcd-store"),
+		Client:           n.etcd,
+		Prefix:           cluster.DataPrefix(cc.Prefix),
+		Lease:            n.member.Lease(),
+		Logger:           n.logger.With("component", "etcd-store"),
+		CompactHistory:   cc.CompactHistory > 0,
+		HistoryRetention: cc.CompactHistory,
 	})
 	if err != nil {
 		return err
 	}
 	n.etcdStore = es
 	n.store = es
+	if n.registry != nil {
+		// etcd refuses every write once its database reaches its quota
+		// (NOSPACE): an alert wants to see it coming.
+		usage := func(quota bool) func() float64 {
+			return func() float64 {
+				used, q := es.Usage()
+				if quota {
+					return float64(q)
+				}
+				return float64(used)
+			}
+		}
+		n.registry.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cohort_etcd_db_size_bytes", Help: "Size of etcd's database, as last checked (cluster mode)."}, usage(false)),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cohort_etcd_quota_bytes", Help: "etcd's backend quota: at it, etcd refuses writes (NOSPACE)."}, usage(true)),
+		)
+	}
 	return nil
 }
 

@@ -60,6 +60,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.StringVar(&cc.Prefix, "etcd-prefix", "/cohort", "etcd key `prefix` of the cluster: several Cohort clusters can share one etcd")
 	fs.DurationVar(&cc.LeaseTTL, "cluster-lease-ttl", 6*time.Second, "a node that cannot renew its etcd lease for this long is taken for dead and its shards move; it stops serving them a quarter of it earlier (at least 2s)")
 	fs.DurationVar(&cc.HandoffTimeout, "cluster-handoff-timeout", 10*time.Second, "on SIGTERM in cluster mode, how long to wait for this node's shards to be handed off warm before leaving anyway")
+	fs.DurationVar(&cc.CompactHistory, "etcd-compact-history", 5*time.Minute, "in cluster mode, compact etcd's history of revisions older than this, every this long (Cohort's log compactions leave old revisions behind); 0 leaves it to etcd's --auto-compaction-retention")
 	fs.IntVar(&g.Shards, "coordinator-shards", 16, "number of coordinator shards, fixed when the data directory or the cluster is created (Kafka's offsets.topic.num.partitions); a shard is one event loop and the unit that moves between nodes")
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&g.MinSessionTimeout, "group-min-session-timeout", 6*time.Second, "smallest session timeout a JoinGroup may ask for (Kafka's group.min.session.timeout.ms)")
