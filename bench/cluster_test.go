@@ -307,19 +307,11 @@ func failoverOnce(b *testing.B, how string) (worst, median float64) {
 	b.StopTimer()
 	ec := etcdtest.StartProcs(b, 3)
 	procs := map[int32]*testkit.Proc{}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for id := int32(1); id <= 3; id++ {
-		wg.Go(func() {
-			p := testkit.StartBinary(b, b.TempDir(),
-				"--etcd-endpoints", strings.Join(ec.Endpoints(), ","), "--node-id", strconv.Itoa(int(id)),
-				"--cluster-lease-ttl", "2s", "--log-level", "warn")
-			mu.Lock()
-			procs[id] = p
-			mu.Unlock()
-		})
+		procs[id] = testkit.StartBinary(b, b.TempDir(),
+			"--etcd-endpoints", strings.Join(ec.Endpoints(), ","), "--node-id", strconv.Itoa(int(id)),
+			"--cluster-lease-ttl", "2s")
 	}
-	wg.Wait()
 	seeds := []string{procs[1].Addr, procs[2].Addr, procs[3].Addr}
 	waitAllServed(b, seeds[0], 16)
 	createTopics(context.Background(), b, seeds[0], 1, "failover")
