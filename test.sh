@@ -42,7 +42,7 @@ if ((${#need[@]})); then
 fi
 # JavaScript clients from npm, at the versions e2e/js/package-lock.json
 # pins: (re)installed when node_modules is missing or older than the lock.
-if [ ! -d e2e/js/node_modules ] || [ e2e/js/package-lock.json -nt e2e/js/node_modules ]; then
+if [ ! -f e2e/js/node_modules/.package-lock.json ] || [ e2e/js/package-lock.json -nt e2e/js/node_modules ]; then
 	step "installing JavaScript test clients (npm ci --prefix e2e/js)"
 	npm ci --prefix e2e/js --no-audit --no-fund --loglevel=error >/dev/null
 fi

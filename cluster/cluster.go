@@ -488,9 +488,11 @@ func (m *Member) watchdog() {
 		now := time.Now()
 		if m.suspended(now) {
 			if !unloaded {
-				for u := range m.meta.Units {
-					m.units.Unload(u)
+				all := make([]int, m.meta.Units)
+				for u := range all {
+					all[u] = u
 				}
+				m.unload(all)
 				unloaded = true
 				m.poke()
 			}
@@ -500,6 +502,23 @@ func (m *Member) watchdog() {
 		unloaded = false
 		t.Reset(time.Unix(0, m.validUntil.Load()).Add(-suspicion(m.cfg.LeaseTTL)).Sub(now) + time.Millisecond)
 	}
+}
+
+// unload unloads units all at once and waits for them: a unit stops
+// serving as its Unload starts, but Unload returns only once the unit's
+// writes under way are answered, which takes up to the store's timeout
+// when etcd cannot be reached; one at a time, the last units would go on
+// serving meanwhile.
+func (m *Member) unload(us []int) {
+	if len(us) == 1 {
+		m.units.Unload(us[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, u := range us {
+		wg.Go(func() { m.units.Unload(u) })
+	}
+	wg.Wait()
 }
 
 // watch pokes the loop whenever something under P/cluster changes.
@@ -636,10 +655,12 @@ func (m *Member) step(l *loopState) {
 	l.wasSusp = susp
 	if susp {
 		// Stop serving at once, without waiting for etcd.
+		var us []int
 		for u := range l.held {
-			m.units.Unload(u)
+			us = append(us, u)
 			delete(l.held, u)
 		}
+		m.unload(us)
 	}
 	for u := range l.held {
 		if !l.busy[u] && !m.units.Holds(u) {
@@ -662,8 +683,8 @@ func (m *Member) step(l *loopState) {
 	}
 	a := st.assignment
 	act := Reconcile(a, m.cfg.NodeID, l.held, l.warmed, susp)
+	m.unload(act.Unload)
 	for _, u := range act.Unload {
-		m.units.Unload(u)
 		delete(l.held, u)
 	}
 	for _, u := range act.Load {

@@ -252,10 +252,12 @@ func (s *ShardSet) Unload(id uint16) {
 	}
 	rt := sl.rt
 	s.mu.Unlock()
+	// Reported before the writes under way are answered: the shard
+	// serves nothing from here on.
+	s.cfg.Observer.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: id, Reason: "unloaded"})
 	if rt != nil {
 		rt.Close()
 	}
-	s.cfg.Observer.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: id, Reason: "unloaded"})
 }
 
 // Held returns the shards the set holds (loading, active or waiting to be

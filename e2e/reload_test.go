@@ -401,7 +401,9 @@ func (c *reloadCheck) clientErr(m int, what string, err error) {
 		c.mu.Lock()
 		c.coordErr[fmt.Sprintf("member %d: %s: %v", m, what, err)]++
 		c.mu.Unlock()
-	case rebalanceSignal(err):
+	case rebalanceSignal(err), c.nodeDies && errors.Is(err, errPartitionsLost):
+		// franz-go ends its session when a heartbeat cannot reach a
+		// coordinator that died: a rebalance, counted at the nodes.
 		c.mu.Lock()
 		if c.settled {
 			c.rebalErr = append(c.rebalErr, fmt.Sprintf("member %d: %s: %v", m, what, err))
@@ -438,6 +440,10 @@ func coordinatorErr(err error) bool {
 		kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable,
 		sarama.ErrNotCoordinatorForConsumer, sarama.ErrOffsetsLoadInProgress, sarama.ErrConsumerCoordinatorNotAvailable)
 }
+
+// errPartitionsLost is what a franz-go member reports when its client
+// says it lost its partitions (the session ended without a revoke).
+var errPartitionsLost = errors.New("partitions lost")
 
 // connectionErr says whether err, from any of the clients, is a
 // connection to a broker failing: refused, closed (EOF) or not there.
@@ -885,7 +891,7 @@ func reloadFranzMember(ctx context.Context, c *reloadCheck, m int, opts ...kgo.O
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) {
 			c.revoked(m, l[c.topic]...)
-			c.clientErr(m, "partitions lost", fmt.Errorf("%v", l))
+			c.clientErr(m, "partitions lost", fmt.Errorf("%w: %v", errPartitionsLost, l))
 		}),
 	}, opts...)...)
 	if err != nil {

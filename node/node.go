@@ -243,9 +243,11 @@ func Start(cfg Config) (_ *Node, err error) {
 		tcfg.ReserveProducerIDs = n.member.ReserveProducerIDs
 		tcfg.ClusterID = n.member.Meta().ClusterID
 	} else {
-		if n.store, err = pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{Logger: slog.New(storeLog)}); err != nil {
+		ps, err := pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{Logger: slog.New(storeLog)})
+		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
+		n.store = ps // not a nil *pebble.Store in the interface
 	}
 	tcfg.Store = n.store
 	if n.topics, err = topics.Open(tcfg); err != nil {
