@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -542,4 +543,83 @@ func watchOwnership(cs []*akConsumer, partitions int, stop <-chan struct{}) stri
 		}
 	}
 	return ""
+}
+
+// TestClusterRoutingAndTopicDeletion: a group request sent to a node that
+// does not coordinate the group gets NOT_COORDINATOR; deleting a topic on
+// one node removes its committed offsets from groups coordinated by every
+// node (kadm, as kafka-topics.sh and kafka-consumer-groups.sh would see).
+func TestClusterRoutingAndTopicDeletion(t *testing.T) {
+	tc := startCluster(t, 3, 3)
+	tc.waitBalanced(clusterUnits)
+	adm := tc.admin()
+	tc.createTopicOn("doomed", 2, 1, 2)
+	tc.createTopicOn("kept", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// One group per node; each commits both topics through kadm.
+	groups := map[int32]string{}
+	for id := int32(1); id <= 3; id++ {
+		g := tc.groupOn(adm, "routing", id)
+		groups[id] = g
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "doomed", Partition: 0, At: 5})
+		offs.Add(kadm.Offset{Topic: "doomed", Partition: 1, At: 6})
+		offs.Add(kadm.Offset{Topic: "kept", Partition: 0, At: 7})
+		resp, err := adm.CommitOffsets(ctx, g, offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("commit for %s: %v", g, err)
+		}
+	}
+
+	// A commit to a node that does not coordinate the group.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tc.seeds()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = groups[1], -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "kept"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Offset = 8
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Fatalf("OffsetCommit for a group of node 1 sent to node 2: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+
+	// Delete the topic (kadm sends it to the controller, whichever node
+	// leads); every group loses its offsets of it, wherever it is
+	// coordinated, and keeps the others.
+	dres, err := adm.DeleteTopics(ctx, "doomed")
+	if err == nil {
+		_, err = dres.On("doomed", nil)
+	}
+	if err != nil {
+		t.Fatalf("delete topic: %v", err)
+	}
+	for id, g := range groups {
+		groupEventually(t, 30*time.Second, fmt.Sprintf("group %s (node %d) without offsets of the deleted topic", g, id), func() (bool, string) {
+			offs, err := adm.FetchOffsets(ctx, g)
+			if err != nil {
+				return false, err.Error()
+			}
+			_, doomed := offs["doomed"]
+			kept, ok := offs.Lookup("kept", 0)
+			return !doomed && ok && kept.At == 7, fmt.Sprint(offs)
+		})
+	}
 }
