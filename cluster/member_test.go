@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -269,4 +270,36 @@ func TestIsolatedNodeStopsServing(t *testing.T) {
 	t.Logf("isolated node stopped serving %v after the cut; others took over after %v", stopped, time.Since(cut))
 	proxies.Heal()
 	waitSpread(t, 15*time.Second, a, b, c)
+}
+
+// TestRestartTakesRegistrationOver: a node killed and started again on
+// the same data directory (same DirID) before its lease expired revokes
+// its previous lease at once, rather than waiting for it to expire, and
+// gets its share back; another process with the same node id and another
+// directory is refused.
+func TestRestartTakesRegistrationOver(t *testing.T) {
+	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	a := join(t, ep, "/t", 1)
+	b := join(t, ep, "/t", 2)
+	waitSpread(t, 10*time.Second, a, b)
+	old := b.m.Lease()
+	b.m.Crash()
+	b2 := join(t, ep, "/t", 2)
+	cli := etcdtest.NewClient(t, ep)
+	ttl, err := cli.TimeToLive(context.Background(), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl.TTL != -1 {
+		t.Fatalf("the previous life's lease has %ds left; want it revoked", ttl.TTL)
+	}
+	waitSpread(t, 10*time.Second, a, b2)
+
+	_, err = cluster.Join(context.Background(), cluster.Config{
+		Client: cli, Prefix: "/t", NodeID: 2, KafkaAddr: "127.0.0.1:1", DirID: "another-dir",
+		LeaseTTL: testTTL, Units: testUnits,
+	})
+	if err == nil || !strings.Contains(err.Error(), "registered by another live node") {
+		t.Fatalf("a second live node 2 joined: %v", err)
+	}
 }
