@@ -76,6 +76,16 @@
 // fences the old handle at once, after the batches it already queued, which
 // still land.
 //
+// A transaction whose outcome is unknown (the connection to a member broke,
+// a leader changed, an attempt timed out) is sent again, within
+// Options.Timeout overall, conditioned so that it cannot land twice: a retry
+// also requires its entry keys to be absent and its logs' snapshot keys not
+// to have moved since before the first attempt, and reads them back when
+// the compare fails; an Acquire's owner key holds a value of its own, which
+// a retry looks for (retry.go). So losing one etcd member of three fails no
+// write. A retry that cannot tell (a snapshot moved meanwhile), a fence, a
+// full database and Close are not retried.
+//
 // # Snapshots and housekeeping
 //
 // A scope's log is compacted by its owner: when the log since the snapshot
@@ -211,9 +221,11 @@ const (
 	// chunk of a larger one: etcd refuses requests over 1.5 MiB, and the
 	// keys, compares and framing need room.
 	maxEntry = 1 << 20
-	// maxHandles bounds the handles (one compare and one entry each) in
-	// one transaction: etcd allows 128 compares and 128 operations.
-	maxHandles = 64
+	// maxHandles bounds the handles in one transaction: etcd allows 128
+	// compares and 128 operations, and the retry of a transaction of n
+	// handles and the global log has n compares of owner keys and n+1
+	// each of entry keys and of snapshot keys (retry.go).
+	maxHandles = 40
 	// maxQueued bounds the bytes of batches queued for the writer. Beyond
 	// it ApplyAsync blocks until the writer catches up.
 	maxQueued = 64 << 20
@@ -277,6 +289,10 @@ type Store struct {
 	// globalGrowth measures the global log since its snapshot by this
 	// Store's writes.
 	globalGrowth logGrowth
+
+	// lastRev is the newest revision seen in a response: a write sent
+	// after it was seen lands, if it does, at a later revision.
+	lastRev atomic.Int64
 
 	used atomic.Int64 // the database size at the last check
 	// quota is the quota at the last check (Options.QuotaBytes when set).

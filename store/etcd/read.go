@@ -157,6 +157,7 @@ func (s *Store) addScopes(kvs []*mvccpb.KeyValue, rev int64) error {
 	}
 	s.regRev = max(s.regRev, rev)
 	s.clock.observe(rev)
+	s.observeRev(rev)
 	return nil
 }
 

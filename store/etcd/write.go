@@ -330,13 +330,32 @@ func (s *Store) acquire(h *handle, lease clientv3.LeaseID) error {
 	if lease != 0 {
 		opts = append(opts, clientv3.WithLease(lease))
 	}
-	resp, err := s.cli.Txn(ctx).Then(
-		clientv3.OpPut(s.ownerKey(h.scope), s.writer, opts...),
+	// The owner key's value is this Acquire's own, so that a retry can
+	// tell whether an earlier attempt landed: then it reads the key's
+	// revision instead of putting it again.
+	owner := s.ownerKey(h.scope)
+	value := fmt.Sprintf("%s/%016x", s.writer, s.seq.Add(1))
+	count := clientv3.OpGet(h.keys.log, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	put := []clientv3.Op{
+		clientv3.OpPut(owner, value, opts...),
 		clientv3.OpPut(s.scopeP+hexOf(h.scope), ""),
-		clientv3.OpGet(h.keys.log, clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	).Commit()
+		count,
+	}
+	resp, err := s.txnWithRetry(ctx, func(ctx context.Context, again bool) clientv3.Txn {
+		if !again {
+			return s.cli.Txn(ctx).Then(put...)
+		}
+		return s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(owner), "=", value)).
+			Then(clientv3.OpGet(owner), count).
+			Else(put...)
+	})
 	if err != nil {
 		return s.writeErr(fmt.Sprintf("acquire %q", h.scope), err)
+	}
+	if len(resp.Responses) == 2 { // a retry found the owner key put
+		h.rev = resp.Responses[0].GetResponseRange().GetKvs()[0].ModRevision
+		h.growth.entries.Store(resp.Responses[1].GetResponseRange().Count)
+		return nil
 	}
 	h.rev = resp.Header.Revision
 	h.growth.entries.Store(resp.Responses[2].GetResponseRange().Count)
@@ -424,21 +443,91 @@ func (s *Store) tryCommit(group []*item) (map[*handle]bool, error) {
 		return s.commitChunked(entries[0], id, cmps, gets, hs)
 	}
 	var puts []clientv3.Op
+	var g guard
 	for _, p := range entries {
 		entry := append([]byte{entryV1, kindInline}, p.ops...)
 		puts = append(puts, clientv3.OpPut(p.keys.log+id, string(entry)))
+		g.add(p.keys, id)
 	}
+	g.before = s.lastRev.Load()
 	ctx, cancel := s.reqCtx(s.ctx)
 	defer cancel()
-	resp, err := s.cli.Txn(ctx).If(cmps...).Then(puts...).Else(gets...).Commit()
+	resp, err := s.txnWithRetry(ctx, func(ctx context.Context, again bool) clientv3.Txn {
+		if !again {
+			return s.cli.Txn(ctx).If(cmps...).Then(puts...).Else(gets...)
+		}
+		c, e := g.extend(cmps, gets)
+		return s.cli.Txn(ctx).If(c...).Then(puts...).Else(e...)
+	})
 	if err != nil {
 		return nil, s.writeErr("write", err)
 	}
 	if !resp.Succeeded {
+		if landed, err := g.landed(resp, len(hs)); landed || err != nil {
+			if err != nil {
+				return nil, s.writeErr("write", err)
+			}
+			s.wrote(entries)
+			return nil, nil
+		}
 		return s.mustFence(hs, resp), nil
 	}
 	s.wrote(entries)
 	return nil, nil
+}
+
+// guard makes the retry of a transaction that puts log entries safe
+// whether or not an earlier attempt landed (see retry.go).
+type guard struct {
+	entries []string // the entry keys the transaction puts
+	snaps   []string // the snapshot keys of their logs
+	before  int64    // a revision observed before the first attempt was sent
+}
+
+func (g *guard) add(keys logKeys, id string) {
+	g.entries = append(g.entries, keys.log+id)
+	g.snaps = append(g.snaps, keys.snapKey)
+}
+
+// extend returns the compares and Else reads of a retry: cmps and gets,
+// then each entry key's absence and each snapshot key's not having moved
+// since g.before, and reads of both.
+func (g *guard) extend(cmps []clientv3.Cmp, gets []clientv3.Op) ([]clientv3.Cmp, []clientv3.Op) {
+	cmps = slices.Clone(cmps)
+	gets = slices.Clone(gets)
+	for _, k := range g.entries {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+		gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
+	}
+	for _, k := range g.snaps {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "<", g.before+1))
+		gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
+	}
+	return cmps, gets
+}
+
+// landed interprets the Else reads of a transaction whose compare failed,
+// the first n of which are the caller's: true if it was a retry and an
+// earlier attempt committed the entries (they are all there: one
+// transaction put them); an error if a snapshot moved since, so that
+// entries that landed may have been compacted away and it cannot be told.
+// False and nil: the compare failed on the caller's conditions.
+func (g *guard) landed(resp *clientv3.TxnResponse, n int) (bool, error) {
+	if len(resp.Responses) == n {
+		return false, nil // the first attempt: no retry reads
+	}
+	for i := range g.entries {
+		if len(resp.Responses[n+i].GetResponseRange().GetKvs()) > 0 {
+			return true, nil
+		}
+	}
+	for i := range g.snaps {
+		kvs := resp.Responses[n+len(g.entries)+i].GetResponseRange().GetKvs()
+		if len(kvs) > 0 && kvs[0].ModRevision > g.before {
+			return false, fmt.Errorf("%w: the log was compacted meanwhile", errUnknownOutcome)
+		}
+	}
+	return false, nil
 }
 
 // commitChunked writes p's operations as chunks, then commits the entry
@@ -460,9 +549,11 @@ func (s *Store) commitChunked(p *pending, id string, cmps []clientv3.Cmp, gets [
 	n := 0
 	for off := 0; off < len(p.ops); off += maxEntry {
 		piece := p.ops[off:min(off+maxEntry, len(p.ops))]
-		resp, err := s.cli.Txn(ctx).If(cmps...).
-			Then(clientv3.OpPut(fmt.Sprintf("%s%06d", dir, n), string(piece))).
-			Else(gets...).Commit()
+		// A chunk's put is idempotent: it may simply be sent again.
+		put := clientv3.OpPut(fmt.Sprintf("%s%06d", dir, n), string(piece))
+		resp, err := s.txnWithRetry(ctx, func(ctx context.Context, _ bool) clientv3.Txn {
+			return s.cli.Txn(ctx).If(cmps...).Then(put).Else(gets...)
+		})
 		if err != nil {
 			drop()
 			return nil, s.writeErr("write chunk", err)
@@ -478,15 +569,33 @@ func (s *Store) commitChunked(p *pending, id string, cmps []clientv3.Cmp, gets [
 	}
 	entry := binary.AppendUvarint([]byte{entryV1, kindChunked}, uint64(n))
 	first := fmt.Sprintf("%s%06d", dir, 0)
-	resp, err := s.cli.Txn(ctx).
-		If(append(cmps, clientv3.Compare(clientv3.CreateRevision(first), ">", 0))...).
-		Then(clientv3.OpPut(p.keys.log+id, string(entry))).
-		Else(gets...).Commit()
+	cmps = append(slices.Clone(cmps), clientv3.Compare(clientv3.CreateRevision(first), ">", 0))
+	put := clientv3.OpPut(p.keys.log+id, string(entry))
+	var g guard
+	g.add(p.keys, id)
+	g.before = s.lastRev.Load()
+	resp, err := s.txnWithRetry(ctx, func(ctx context.Context, again bool) clientv3.Txn {
+		if !again {
+			return s.cli.Txn(ctx).If(cmps...).Then(put).Else(gets...)
+		}
+		c, e := g.extend(cmps, gets)
+		return s.cli.Txn(ctx).If(c...).Then(put).Else(e...)
+	})
 	if err != nil {
-		drop()
+		if !errors.Is(err, errUnknownOutcome) {
+			drop()
+		}
 		return nil, s.writeErr("write", err)
 	}
 	if !resp.Succeeded {
+		landed, err := g.landed(resp, len(hs))
+		if landed {
+			s.wrote([]*pending{p})
+			return nil, nil
+		}
+		if err != nil {
+			return nil, s.writeErr("write", err)
+		}
 		drop()
 		if f := s.fencedIn(hs, resp); len(f) > 0 {
 			return f, nil

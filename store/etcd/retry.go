@@ -1,0 +1,121 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Writes whose outcome is unknown.
+//
+// The etcd client does not retry a transaction that writes once it may have
+// reached a member: when the connection to that member breaks (the member
+// was killed), or the member times the request out (a leader change), the
+// transaction may or may not have been committed. Failing the batch would
+// give a coordinator shard up for what is a routine event in a three-member
+// cluster, so the writer sends the transaction again, within Options.Timeout
+// overall, in a form that is safe whether or not the first attempt landed:
+//
+//   - A log entry's key is new (this Store's id and a sequence number), so a
+//     retry also compares each entry key's CreateRevision with 0. If an
+//     earlier attempt landed, the compare fails, and the Else branch's read
+//     of the entry keys shows them: the batch is committed, once.
+//   - An entry that landed may have been compacted away (deleted, its
+//     records in a snapshot) before the retry, which would then put it a
+//     second time. A compaction moves the log's snapshot key after it has
+//     read the entry, so a retry also compares the snapshot key's
+//     ModRevision with a revision observed before the first attempt was
+//     sent; if it has moved, the outcome stays unknown and the write fails
+//     as before (rare: one compaction per Options.CompactEntries entries).
+//   - Acquire's owner key holds a value unique to that Acquire: a retry
+//     finds it there if the first attempt landed.
+//
+// A fence (the owner key moved), a full database (ErrQuota), an error etcd
+// returned for the request itself, and the Store's Close are not retried.
+
+// attempts is how many attempts Options.Timeout is shared between, at
+// most: each attempt may take Timeout/attempts, so that a member that hangs
+// rather than drops the connection still leaves time to try another.
+const attempts = 3
+
+// retryBackoff bounds the pause between two attempts; the first is 10 ms,
+// doubling.
+const retryBackoff = 200 * time.Millisecond
+
+// errUnknownOutcome is wrapped by a write that was retried until
+// Options.Timeout and may or may not have been committed.
+var errUnknownOutcome = errors.New("the write may or may not have been committed")
+
+// txnWithRetry sends the transaction built by txn, again (with again true)
+// while its outcome is unknown and ctx (one Options.Timeout) allows. Each
+// attempt has at most Timeout/attempts.
+func (s *Store) txnWithRetry(ctx context.Context, txn func(ctx context.Context, again bool) clientv3.Txn) (*clientv3.TxnResponse, error) {
+	pause := 10 * time.Millisecond
+	for again := false; ; again = true {
+		actx, cancel := context.WithTimeout(ctx, s.opts.Timeout/attempts)
+		resp, err := txn(actx, again).Commit()
+		cancel()
+		if err == nil {
+			s.observeRev(resp.Header.Revision)
+			return resp, nil
+		}
+		if !unknownOutcome(err) {
+			if again { // an earlier attempt may have landed
+				return nil, errors.Join(errUnknownOutcome, err)
+			}
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, errors.Join(errUnknownOutcome, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.Join(errUnknownOutcome, err)
+		case <-t.C:
+		}
+		pause = min(2*pause, retryBackoff)
+	}
+}
+
+// unknownOutcome reports whether err, the error of a transaction, leaves
+// it unknown whether the transaction was committed, so that it is worth
+// sending again: a broken connection, an unavailable or leaderless member,
+// a timeout of the attempt, a leader change. Not a full database.
+func unknownOutcome(err error) bool {
+	if errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var code codes.Code
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	} else {
+		code = status.Code(err)
+	}
+	switch code {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+// observeRev records rev, the revision of a response, as observed: a
+// transaction sent later has a larger revision if it lands.
+func (s *Store) observeRev(rev int64) {
+	for {
+		cur := s.lastRev.Load()
+		if rev <= cur || s.lastRev.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
