@@ -231,6 +231,10 @@ const (
 	maxQueued = 64 << 20
 	// defaultQuota is etcd's default --quota-backend-bytes.
 	defaultQuota = 2 << 30
+	// maxInFlight bounds the transactions a Store has in flight at once
+	// (no two touching the same log; more than one only beside open ones:
+	// see Store.run).
+	maxInFlight = 8
 	// chunkPage is the number of chunks read per request: a snapshot of a
 	// large scope is several bounded responses, not one.
 	chunkPage = 8
@@ -266,14 +270,18 @@ type Store struct {
 	// mu guards closed, the queue, lease and every handle's fenced flag,
 	// so that a write checked against the fence is queued before a
 	// fencing Acquire's owner put.
-	mu      sync.Mutex
-	cond    *sync.Cond // signalled when the queue or closed changes
-	closed  bool
-	queue   []*item
-	queued  int                // bytes of write items in queue
-	owners  map[string]*handle // the current handle of each scope acquired here
-	lease   clientv3.LeaseID
-	inReads sync.WaitGroup // Get, Scan and Compact in flight; Close waits for them
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when the queue or closed changes
+	closed bool
+	queue  []*item
+	queued int             // bytes of write items in queue
+	busy   map[string]bool // the logs of the transactions in flight (see scopeLog)
+	// inFlight is the number of transactions in flight, holding the
+	// number of them not open (see flight).
+	inFlight, holding int
+	owners            map[string]*handle // the current handle of each scope acquired here
+	lease             clientv3.LeaseID
+	inReads           sync.WaitGroup // Get, Scan and Compact in flight; Close waits for them
 
 	// viewsMu guards views, scopes and regRev. Lock order: a view's mu
 	// (global first, then scopes in byte order), then viewsMu.
@@ -355,6 +363,7 @@ func Open(opts Options) (*Store, error) {
 		bgCancel: bgCancel,
 		writerD:  make(chan struct{}),
 		owners:   make(map[string]*handle),
+		busy:     make(map[string]bool),
 		lease:    opts.Lease,
 		views:    make(map[string]*view),
 		scopes:   make(map[string]bool),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,16 +177,37 @@ func testMemberLost(t *testing.T, endpoints []string, which string, lose func(i 
 // in log order (all inline entries: the batches are small).
 func logBatches(t *testing.T, cli *clientv3.Client, prefix string) []string {
 	t.Helper()
+	var keys []string
+	for _, op := range logOps(t, cli, prefix) {
+		keys = append(keys, op.key)
+	}
+	return keys
+}
+
+// logOp is an operation of a log entry: a put of value at key (or a
+// delete), by the entry at revision rev.
+type logOp struct {
+	key, value string
+	rev        int64
+}
+
+// logOps returns the operations of the inline entries of the log under
+// prefix, in log order; it skips chunked entries.
+func logOps(t *testing.T, cli *clientv3.Client, prefix string) []logOp {
+	t.Helper()
 	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
+	var ops []logOp
 	for _, kv := range resp.Kvs {
 		b := kv.Value
-		if len(b) < 2 || b[0] != 1 || b[1] != 0 {
-			t.Fatalf("entry %s: not an inline entry of version 1", kv.Key)
+		if len(b) < 2 || b[0] != 1 {
+			t.Fatalf("entry %s: not of version 1", kv.Key)
+		}
+		if b[1] != 0 {
+			continue
 		}
 		b = b[2:]
 		field := func() []byte {
@@ -200,11 +222,109 @@ func logBatches(t *testing.T, cli *clientv3.Client, prefix string) []string {
 		for len(b) > 0 {
 			op := b[0]
 			b = b[1:]
-			keys = append(keys, string(field()))
+			o := logOp{key: string(field()), rev: kv.ModRevision}
 			if op == 0 {
-				field()
+				o.value = string(field())
 			}
+			ops = append(ops, o)
 		}
 	}
-	return keys
+	return ops
+}
+
+// TestLogsKeepTheirOrder: with transactions of different logs in flight at
+// once (an entry written in chunks lets others go beside it), each log's
+// batches are in it in the order they were started, and a key written
+// through the Store under a scope acquired here is ordered with the
+// handle's writes of it.
+func TestLogsKeepTheirOrder(t *testing.T) {
+	ep := startEtcd(t)
+	cli := newClient(t, ep)
+	prefix := freshPrefix()
+	s := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix, CompactEntries: -1, CompactBytes: -1})
+	defer s.Close()
+	a, err := s.Acquire([]byte("a/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Acquire([]byte("b/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 300
+	var wg sync.WaitGroup
+	pipeline := func(name string, start func(i int) (func() error, error)) {
+		wg.Go(func() {
+			var waits []func() error
+			for i := range n {
+				w, err := start(i)
+				if err != nil {
+					t.Errorf("%s: start %d: %v", name, i, err)
+					return
+				}
+				waits = append(waits, w)
+			}
+			for i, w := range waits {
+				if err := w(); err != nil {
+					t.Errorf("%s: wait %d: %v", name, i, err)
+				}
+			}
+		})
+	}
+	// Scope b: every 50th batch is over 1 MiB, written in chunks.
+	pipeline("b", func(i int) (func() error, error) {
+		if i%50 == 25 {
+			return b.ApplyAsync(bigBatch(fmt.Sprintf("b/big/%03d/", i), 1500, 1000, "big"))
+		}
+		return b.ApplyAsync(batchOf(fmt.Sprintf("b/k/%06d", i), "x"))
+	})
+	// Scope a and the global log, one writer alternating between them on
+	// the key a/shared.
+	pipeline("a+g", func(i int) (func() error, error) {
+		v := fmt.Sprintf("%06d", i)
+		if i%2 == 0 {
+			return a.ApplyAsync(batchOf("a/shared", v, "a/k/"+v, "x"))
+		}
+		return s.ApplyAsync(batchOf("a/shared", v, "g/k/"+v, "x"))
+	})
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	// Scope b's small batches, in order.
+	bs := logBatches(t, cli, scopeRoot(prefix, "b/")+"/log/")
+	for i, j := 0, 0; i < n; i++ {
+		if i%50 == 25 {
+			continue
+		}
+		if want := fmt.Sprintf("b/k/%06d", i); j >= len(bs) || bs[j] != want {
+			t.Fatalf("scope b's small batch %d: got %v, want %s", j, bs[j:min(j+1, len(bs))], want)
+		}
+		j++
+	}
+	// a/shared's writes, merged from both logs by revision, in order.
+	ops := append(logOps(t, cli, scopeRoot(prefix, "a/")+"/log/"), logOps(t, cli, prefix+"/g/log/")...)
+	slices.SortStableFunc(ops, func(x, y logOp) int { return int(x.rev - y.rev) })
+	last := ""
+	count := 0
+	for _, o := range ops {
+		if o.key != "a/shared" {
+			continue
+		}
+		if o.value <= last {
+			t.Fatalf("a/shared written %s after %s", o.value, last)
+		}
+		last = o.value
+		count++
+	}
+	if count != n {
+		t.Fatalf("a/shared written %d times, want %d", count, n)
+	}
+	for _, st := range []store.Store{s, openPeer(t, ep, prefix)} {
+		if v, err := st.Get([]byte("a/shared")); err != nil || string(v) != fmt.Sprintf("%06d", n-1) {
+			t.Fatalf("a/shared = %q, %v; want %06d", v, err, n-1)
+		}
+	}
 }

@@ -53,8 +53,9 @@ var errUnknownOutcome = errors.New("the write may or may not have been committed
 
 // txnWithRetry sends the transaction built by txn, again (with again true)
 // while its outcome is unknown and ctx (one Options.Timeout) allows. Each
-// attempt has at most Timeout/attempts.
-func (s *Store) txnWithRetry(ctx context.Context, txn func(ctx context.Context, again bool) clientv3.Txn) (*clientv3.TxnResponse, error) {
+// attempt has at most Timeout/attempts. f is the transaction's flight,
+// opened once it retries.
+func (s *Store) txnWithRetry(ctx context.Context, f *flight, txn func(ctx context.Context, again bool) clientv3.Txn) (*clientv3.TxnResponse, error) {
 	pause := 10 * time.Millisecond
 	for again := false; ; again = true {
 		actx, cancel := context.WithTimeout(ctx, s.opts.Timeout/attempts)
@@ -73,6 +74,9 @@ func (s *Store) txnWithRetry(ctx context.Context, txn func(ctx context.Context, 
 		if ctx.Err() != nil {
 			return nil, errors.Join(errUnknownOutcome, err)
 		}
+		// While this transaction waits, others may go (logs it does
+		// not touch).
+		s.open(f)
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
