@@ -61,10 +61,30 @@
 //
 // # Writes and fencing
 //
-// One writer goroutine per Store sends one transaction at a time: it takes
-// every batch queued (up to 1 MiB of operations and 64 handles) and commits
-// them as one entry per log (group commit). One transaction in flight keeps
-// the order of ApplyAsync batches without any sequencing in etcd.
+// One writer goroutine per Store sends the queue to etcd as transactions:
+// each takes every batch queued (up to 1 MiB of operations and 40 handles)
+// and commits them as one entry per log (group commit). No two transactions
+// in flight touch the same log, and each log's batches are sent in the
+// order they were started, which keeps each log's order without any
+// sequencing in etcd. A transaction fails only what is queued behind it in
+// its own logs. A global batch with a key under a scope known to the Store
+// counts as a batch of that scope's log too, and an Acquire as one of the
+// global log, so that such writes keep their start order.
+//
+// Normally one transaction is in flight: another goes beside it only if it
+// is open, that is cut short by those limits with more queued, writing an
+// entry in chunks, or being retried. More transactions at once, each
+// smaller, were measured to cost a three-member etcd more than they save
+// (Numbers): it pays per transaction, and on this machine is CPU-bound.
+//
+// Ordering is therefore per log, which is narrower than store.Pipeliner
+// says: a batch of one log (a scope's, or the global log's) takes effect
+// after every batch of the same log started before it, and a nil from its
+// wait means those are durable; a batch of another log started earlier may
+// still be in flight then (only while a transaction is open), or fail. The
+// callers write one shard through one handle and wait in order
+// (coordinator.Runtime), and Store.Apply waits for its batch; neither reads
+// durability across logs from one wait.
 //
 // Acquire(scope) is queued like a batch and puts the scope's owner key
 // (bound to the current lease: Options.Lease, then SetLease) and its registry

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cohort-dev/cohort/internal/etcdtest"
 	"github.com/cohort-dev/cohort/store"
@@ -192,7 +194,8 @@ type logOp struct {
 }
 
 // logOps returns the operations of the inline entries of the log under
-// prefix, in log order; it skips chunked entries.
+// prefix, in log order; it skips chunked entries, and fails t if an entry
+// was put more than once.
 func logOps(t *testing.T, cli *clientv3.Client, prefix string) []logOp {
 	t.Helper()
 	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(),
@@ -202,6 +205,11 @@ func logOps(t *testing.T, cli *clientv3.Client, prefix string) []logOp {
 	}
 	var ops []logOp
 	for _, kv := range resp.Kvs {
+		if kv.Version != 1 {
+			// An entry is put once (its ModRevision is its
+			// transaction's): a retry must not put it again.
+			t.Errorf("entry %s: put %d times", kv.Key, kv.Version)
+		}
 		b := kv.Value
 		if len(b) < 2 || b[0] != 1 {
 			t.Fatalf("entry %s: not of version 1", kv.Key)
@@ -326,5 +334,127 @@ func TestLogsKeepTheirOrder(t *testing.T) {
 		if v, err := st.Get([]byte("a/shared")); err != nil || string(v) != fmt.Sprintf("%06d", n-1) {
 			t.Fatalf("a/shared = %q, %v; want %06d", v, err, n-1)
 		}
+	}
+}
+
+// lossyKV is a clientv3.KV whose transactions, while lose is set, have
+// every third response lost after etcd committed them: the client sees
+// Unavailable, as when the connection to a member breaks at that moment.
+type lossyKV struct {
+	clientv3.KV
+	lose atomic.Bool
+	n    atomic.Int64
+	lost atomic.Int64
+}
+
+func (k *lossyKV) Txn(ctx context.Context) clientv3.Txn {
+	return &lossyTxn{Txn: k.KV.Txn(ctx), kv: k}
+}
+
+type lossyTxn struct {
+	clientv3.Txn
+	kv *lossyKV
+}
+
+func (t *lossyTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
+func (t *lossyTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
+func (t *lossyTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
+
+func (t *lossyTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if err == nil && t.kv.lose.Load() && t.kv.n.Add(1)%3 == 0 {
+		t.kv.lost.Add(1)
+		return nil, status.Error(codes.Unavailable, "test: the response was lost")
+	}
+	return resp, err
+}
+
+// TestLostResponses: transactions that etcd committed but whose responses
+// were lost (Acquire, inline entries, an entry's chunks and its commit)
+// are retried, found committed, and reported so: every wait returns nil,
+// and every batch is in its log once, in order.
+func TestLostResponses(t *testing.T) {
+	ep := startEtcd(t)
+	cli := newClient(t, ep)
+	kv := &lossyKV{KV: cli.KV}
+	cli.KV = kv
+	prefix := freshPrefix()
+	s := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix, CompactEntries: -1, CompactBytes: -1})
+	defer s.Close()
+
+	kv.lose.Store(true)
+	var hs []store.Handle
+	for i := range 3 {
+		h, err := s.Acquire(fmt.Appendf(nil, "s%d/", i))
+		if err != nil {
+			t.Fatalf("Acquire %d: %v", i, err)
+		}
+		hs = append(hs, h)
+	}
+	const n = 200
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		wg.Go(func() {
+			var waits []func() error
+			for j := range n {
+				b := batchOf(fmt.Sprintf("s%d/b/%06d", i, j), "x")
+				if i == 0 && j%50 == 10 { // over 1 MiB: chunks, then the entry
+					b = bigBatch(fmt.Sprintf("s0/big/%06d/", j), 1500, 1000, "big")
+				}
+				w, err := h.ApplyAsync(b)
+				if err != nil {
+					t.Errorf("s%d: ApplyAsync %d: %v", i, j, err)
+					return
+				}
+				waits = append(waits, w)
+			}
+			for j, w := range waits {
+				if err := w(); err != nil {
+					t.Errorf("s%d: wait %d: %v", i, j, err)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for j := range n {
+			if err := s.Apply(batchOf(fmt.Sprintf("g/b/%06d", j), "x")); err != nil {
+				t.Errorf("g: Apply %d: %v", j, err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	kv.lose.Store(false)
+	t.Logf("%d responses lost", kv.lost.Load())
+	if kv.lost.Load() == 0 {
+		t.Fatal("no response was lost")
+	}
+	if t.Failed() {
+		return
+	}
+	for i := range hs {
+		var want []string
+		for j := range n {
+			if i == 0 && j%50 == 10 {
+				continue // chunked: not in logBatches
+			}
+			want = append(want, fmt.Sprintf("s%d/b/%06d", i, j))
+		}
+		if got := logBatches(t, cli, scopeRoot(prefix, fmt.Sprintf("s%d/", i))+"/log/"); !slices.Equal(got, want) {
+			t.Errorf("scope s%d's log holds %d batches, want %d once each, in order", i, len(got), len(want))
+		}
+	}
+	var want []string
+	for j := range n {
+		want = append(want, fmt.Sprintf("g/b/%06d", j))
+	}
+	if got := logBatches(t, cli, prefix+"/g/log/"); !slices.Equal(got, want) {
+		t.Errorf("the global log holds %d batches, want %d once each, in order", len(got), len(want))
+	}
+	if got, _ := countScan(t, openPeer(t, ep, prefix), "s0/big/"); got != 4*1500 {
+		t.Errorf("%d records of the chunked batches, want %d", got, 4*1500)
+	}
+	if c := countKeys(t, cli, scopeRoot(prefix, "s0/")+"/log/"); c == 0 {
+		t.Error("no entries")
 	}
 }

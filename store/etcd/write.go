@@ -81,11 +81,12 @@ func (s *Store) Apply(b *store.Batch) error {
 	return wait()
 }
 
-// ApplyAsync implements store.Pipeliner: the batch is queued behind every
-// batch started before it, and wait returns once its transaction commits.
-// A batch whose transaction failed makes every batch queued behind it at
-// that moment fail too, so a nil from wait means all earlier batches are
-// committed.
+// ApplyAsync implements store.Pipeliner, with the order per log (see the
+// package doc): the batch is queued behind every batch of the global log
+// started before it, and wait returns once its transaction commits. A
+// batch whose transaction failed makes every batch queued behind it in the
+// same log fail too, so a nil from wait means all earlier batches of the
+// log are committed.
 func (s *Store) ApplyAsync(b *store.Batch) (func() error, error) {
 	return s.start(b, nil)
 }
@@ -183,7 +184,8 @@ func (h *handle) Apply(b *store.Batch) error {
 	return wait()
 }
 
-// ApplyAsync implements store.Handle.
+// ApplyAsync implements store.Handle, with the order per log as
+// Store.ApplyAsync: behind every batch of the scope's log.
 func (h *handle) ApplyAsync(b *store.Batch) (func() error, error) {
 	return h.s.start(b, h)
 }
