@@ -102,8 +102,9 @@
 // also requires its entry keys to be absent and its logs' snapshot keys not
 // to have moved since before the first attempt, and reads them back when
 // the compare fails; an Acquire's owner key holds a value of its own, which
-// a retry looks for (retry.go). So losing one etcd member of three fails no
-// write. A retry that cannot tell (a snapshot moved meanwhile), a fence, a
+// a retry looks for (retry.go). Reads, also transactions, are sent again
+// too. So losing one etcd member of three fails no write and no read. A
+// retry that cannot tell (a snapshot moved meanwhile) fails; a fence, a
 // full database and Close are not retried.
 //
 // # Snapshots and housekeeping

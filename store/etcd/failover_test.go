@@ -372,7 +372,8 @@ func (t *lossyTxn) Commit() (*clientv3.TxnResponse, error) {
 // TestLostResponses: transactions that etcd committed but whose responses
 // were lost (Acquire, inline entries, an entry's chunks and its commit)
 // are retried, found committed, and reported so: every wait returns nil,
-// and every batch is in its log once, in order.
+// and every batch is in its log once, in order. Reads whose responses are
+// lost are retried too.
 func TestLostResponses(t *testing.T) {
 	ep := startEtcd(t)
 	cli := newClient(t, ep)
@@ -424,6 +425,15 @@ func TestLostResponses(t *testing.T) {
 		}
 	})
 	wg.Wait()
+	// Reads are transactions too, which the client does not retry.
+	r := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix})
+	defer r.Close()
+	for range 3 {
+		if got, _ := countScan(t, r, "s1/"); got != n {
+			t.Errorf("a Scan through lost responses found %d of %d records", got, n)
+		}
+		r.Forget([]byte("s1/"))
+	}
 	kv.lose.Store(false)
 	t.Logf("%d responses lost", kv.lost.Load())
 	if kv.lost.Load() == 0 {

@@ -37,6 +37,9 @@ import (
 //
 // A fence (the owner key moved), a full database (ErrQuota), an error etcd
 // returned for the request itself, and the Store's Close are not retried.
+//
+// Reads are transactions too (one revision for several ranges), which the
+// client does not retry either; they are simply sent again.
 
 // attempts is how many attempts Options.Timeout is shared between, at
 // most: each attempt may take Timeout/attempts, so that a member that hangs
@@ -56,31 +59,53 @@ var errUnknownOutcome = errors.New("the write may or may not have been committed
 // attempt has at most Timeout/attempts. f is the transaction's flight,
 // opened once it retries.
 func (s *Store) txnWithRetry(ctx context.Context, f *flight, txn func(ctx context.Context, again bool) clientv3.Txn) (*clientv3.TxnResponse, error) {
+	return s.retry(ctx, s.opts.Timeout/attempts, f, txn)
+}
+
+// readWithRetry sends txn, a transaction that only reads, again while it
+// fails for a reason that may pass (the client retries a plain Get itself,
+// but no transaction), within ctx. An attempt may take all of ctx: a read of
+// a long log may be slow, and a broken connection fails at once anyway.
+func (s *Store) readWithRetry(ctx context.Context, txn func(ctx context.Context) clientv3.Txn) (*clientv3.TxnResponse, error) {
+	return s.retry(ctx, s.opts.Timeout, nil, func(ctx context.Context, _ bool) clientv3.Txn { return txn(ctx) })
+}
+
+// retry is txnWithRetry with each attempt bounded by attempt.
+func (s *Store) retry(ctx context.Context, attempt time.Duration, f *flight, txn func(ctx context.Context, again bool) clientv3.Txn) (*clientv3.TxnResponse, error) {
 	pause := 10 * time.Millisecond
 	for again := false; ; again = true {
-		actx, cancel := context.WithTimeout(ctx, s.opts.Timeout/attempts)
+		actx, cancel := context.WithTimeout(ctx, attempt)
 		resp, err := txn(actx, again).Commit()
 		cancel()
 		if err == nil {
 			s.observeRev(resp.Header.Revision)
 			return resp, nil
 		}
+		write := f != nil // a read has no outcome to be unknown
 		if !unknownOutcome(err) {
-			if again { // an earlier attempt may have landed
+			if again && write { // an earlier attempt may have landed
 				return nil, errors.Join(errUnknownOutcome, err)
 			}
 			return nil, err
 		}
 		if ctx.Err() != nil {
+			if !write {
+				return nil, err
+			}
 			return nil, errors.Join(errUnknownOutcome, err)
 		}
 		// While this transaction waits, others may go (logs it does
 		// not touch).
-		s.open(f)
+		if f != nil {
+			s.open(f)
+		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if !write {
+				return nil, err
+			}
 			return nil, errors.Join(errUnknownOutcome, err)
 		case <-t.C:
 		}
