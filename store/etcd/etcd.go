@@ -292,7 +292,8 @@ type Store struct {
 	// so that a write checked against the fence is queued before a
 	// fencing Acquire's owner put.
 	mu     sync.Mutex
-	cond   *sync.Cond // signalled when the queue or closed changes
+	cond   *sync.Cond // signalled when the queue shrinks or closed changes: ApplyAsync waits for room
+	wake   *sync.Cond // signalled when the writer may have a group to send
 	closed bool
 	queue  []*item
 	queued int             // bytes of write items in queue
@@ -396,6 +397,7 @@ func Open(opts Options) (*Store, error) {
 		s.quota.Store(defaultQuota)
 	}
 	s.cond = sync.NewCond(&s.mu)
+	s.wake = sync.NewCond(&s.mu)
 	go s.run()
 	s.bg.Add(1)
 	go s.housekeep()
@@ -469,6 +471,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.cond.Broadcast()
+	s.wake.Signal()
 	s.mu.Unlock()
 	<-s.writerD
 	s.bgCancel()

@@ -44,7 +44,9 @@ func (s *Store) enqueue(it *item) {
 	it.logs = s.itemLogs(it)
 	s.queue = append(s.queue, it)
 	s.queued += len(it.ops)
-	s.cond.Broadcast()
+	if s.holding == 0 && s.inFlight < maxInFlight {
+		s.wake.Signal()
+	}
 }
 
 // encode appends b's operations, copying keys and values.
@@ -234,7 +236,7 @@ func (s *Store) run() {
 			if len(group) > 0 || (s.closed && len(s.queue) == 0 && s.inFlight == 0) {
 				break
 			}
-			s.cond.Wait()
+			s.wake.Wait()
 		}
 		if len(group) == 0 {
 			return
@@ -268,7 +270,7 @@ func (s *Store) open(f *flight) {
 	if !f.open {
 		f.open = true
 		s.holding--
-		s.cond.Broadcast()
+		s.wake.Signal()
 	}
 }
 
@@ -299,7 +301,8 @@ func (s *Store) send(group []*item, logs []string, lease clientv3.LeaseID, f *fl
 	if !f.open {
 		s.holding--
 	}
-	s.cond.Broadcast()
+	s.wake.Signal()
+	s.cond.Broadcast() // ApplyAsync calls waiting for room, if failQueued made some
 }
 
 // The logs an item touches, as keys of Store.busy: "g" for the global log,
