@@ -98,14 +98,15 @@
 //
 // A transaction whose outcome is unknown (the connection to a member broke,
 // a leader changed, an attempt timed out) is sent again, within
-// Options.Timeout overall, conditioned so that it cannot land twice: a retry
-// also requires its entry keys to be absent and its logs' snapshot keys not
-// to have moved since before the first attempt, and reads them back when
-// the compare fails; an Acquire's owner key holds a value of its own, which
-// a retry looks for (retry.go). Reads, also transactions, are sent again
-// too. So losing one etcd member of three fails no write and no read. A
-// retry that cannot tell (a snapshot moved meanwhile) fails; a fence, a
-// full database and Close are not retried.
+// Options.Timeout overall, and every attempt is conditioned so that only
+// one can land, even one that reaches etcd late: each requires its entry
+// keys to be absent and its logs' snapshot keys not to have moved since
+// before the first attempt, and reads them back when the compare fails;
+// an Acquire's owner key holds a value of its own, which each attempt puts
+// only if it is not there yet (retry.go). Reads, also transactions, are
+// sent again too. So losing one etcd member of three fails no write and no
+// read. A retry that cannot tell (a snapshot moved meanwhile) fails; a
+// fence, a full database and Close are not retried.
 //
 // # Snapshots and housekeeping
 //
@@ -266,9 +267,9 @@ const (
 	// keys, compares and framing need room.
 	maxEntry = 1 << 20
 	// maxHandles bounds the handles in one transaction: etcd allows 128
-	// compares and 128 operations, and the retry of a transaction of n
-	// handles and the global log has n compares of owner keys and n+1
-	// each of entry keys and of snapshot keys (retry.go).
+	// compares and 128 operations, and a transaction of n handles and the
+	// global log has n compares of owner keys and n+1 each of entry keys
+	// and of snapshot keys (retry.go), and as many reads in its Else.
 	maxHandles = 40
 	// maxQueued bounds the bytes of batches queued for the writer. Beyond
 	// it ApplyAsync blocks until the writer catches up.

@@ -468,3 +468,114 @@ func TestLostResponses(t *testing.T) {
 		t.Error("no entries")
 	}
 }
+
+// lateKV is a clientv3.KV that, while late is set, holds every third
+// transaction back and answers Unavailable, then sends it once the next
+// transaction (the retry, or another) has been answered: an attempt that
+// reaches etcd after the one that replaced it.
+type lateKV struct {
+	clientv3.KV
+	late  atomic.Bool
+	mu    sync.Mutex
+	n     int
+	held  []clientv3.Txn
+	moved int // held transactions sent late
+}
+
+func (k *lateKV) Txn(ctx context.Context) clientv3.Txn {
+	// The late send must outlive the attempt's context.
+	return &lateTxn{Txn: k.KV.Txn(context.WithoutCancel(ctx)), kv: k}
+}
+
+type lateTxn struct {
+	clientv3.Txn
+	kv *lateKV
+}
+
+func (t *lateTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
+func (t *lateTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
+func (t *lateTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
+
+func (t *lateTxn) Commit() (*clientv3.TxnResponse, error) {
+	k := t.kv
+	k.mu.Lock()
+	k.n++
+	if k.late.Load() && k.n%3 == 0 {
+		k.held = append(k.held, t.Txn)
+		k.mu.Unlock()
+		return nil, status.Error(codes.Unavailable, "test: the request is delayed")
+	}
+	k.mu.Unlock()
+	resp, err := t.Txn.Commit()
+	k.mu.Lock()
+	held := k.held
+	k.held = nil
+	k.moved += len(held)
+	k.mu.Unlock()
+	for _, h := range held {
+		h.Commit() // its outcome is nobody's: the attempt was answered
+	}
+	return resp, err
+}
+
+// TestLateAttempts: an attempt that reaches etcd after its retry has been
+// answered changes nothing: no entry is put twice (which would move a batch
+// after later ones), and no Acquire's owner key is put again (which would
+// fence the handle it returned).
+func TestLateAttempts(t *testing.T) {
+	ep := startEtcd(t)
+	cli := newClient(t, ep)
+	kv := &lateKV{KV: cli.KV}
+	cli.KV = kv
+	prefix := freshPrefix()
+	s := mustOpen(t, etcd.Options{Client: cli, Prefix: prefix, CompactEntries: -1, CompactBytes: -1})
+	defer s.Close()
+
+	kv.late.Store(true)
+	var hs []store.Handle
+	for i := range 3 {
+		h, err := s.Acquire(fmt.Appendf(nil, "s%d/", i))
+		if err != nil {
+			t.Fatalf("Acquire %d: %v", i, err)
+		}
+		hs = append(hs, h)
+	}
+	const n = 100
+	for j := range n {
+		for i, h := range hs {
+			if err := h.Apply(batchOf(fmt.Sprintf("s%d/b/%06d", i, j), "x")); err != nil {
+				t.Fatalf("s%d: Apply %d: %v", i, j, err)
+			}
+		}
+		if err := s.Apply(batchOf(fmt.Sprintf("g/b/%06d", j), "x")); err != nil {
+			t.Fatalf("g: Apply %d: %v", j, err)
+		}
+	}
+	kv.late.Store(false)
+	kv.mu.Lock()
+	moved := kv.moved
+	kv.mu.Unlock()
+	t.Logf("%d transactions sent late", moved)
+	if moved == 0 {
+		t.Fatal("no transaction was sent late")
+	}
+	for i, h := range hs {
+		if h.Fenced() {
+			t.Errorf("handle s%d fenced by a late attempt of its own Acquire", i)
+		}
+		var want []string
+		for j := range n {
+			want = append(want, fmt.Sprintf("s%d/b/%06d", i, j))
+		}
+		if got := logBatches(t, cli, scopeRoot(prefix, fmt.Sprintf("s%d/", i))+"/log/"); !slices.Equal(got, want) {
+			t.Errorf("scope s%d's log holds %d batches, want %d once each, in order", i, len(got), len(want))
+		}
+	}
+	var want []string
+	for j := range n {
+		want = append(want, fmt.Sprintf("g/b/%06d", j))
+	}
+	if got := logBatches(t, cli, prefix+"/g/log/"); !slices.Equal(got, want) {
+		t.Errorf("the global log holds %d batches, want %d once each, in order", len(got), len(want))
+	}
+}

@@ -13,27 +13,32 @@ import (
 
 // Writes whose outcome is unknown.
 //
-// The etcd client does not retry a transaction that writes once it may have
-// reached a member: when the connection to that member breaks (the member
-// was killed), or the member times the request out (a leader change), the
-// transaction may or may not have been committed. Failing the batch would
-// give a coordinator shard up for what is a routine event in a three-member
-// cluster, so the writer sends the transaction again, within Options.Timeout
-// overall, in a form that is safe whether or not the first attempt landed:
+// The etcd client does not retry a transaction once it may have reached a
+// member: when the connection to that member breaks (the member was
+// killed), or the member times the request out (a leader change), the
+// transaction may or may not have been committed, and it may even still be
+// on its way and be committed later. Failing the batch would give a
+// coordinator shard up for what is a routine event in a three-member
+// cluster, so the writer sends the transaction again, within
+// Options.Timeout overall. Every attempt, the first included, is
+// conditioned so that whichever lands first is the only one that does:
 //
-//   - A log entry's key is new (this Store's id and a sequence number), so a
-//     retry also compares each entry key's CreateRevision with 0. If an
+//   - A log entry's key is new (this Store's id and a sequence number), so
+//     each attempt compares each entry key's CreateRevision with 0. If an
 //     earlier attempt landed, the compare fails, and the Else branch's read
-//     of the entry keys shows them: the batch is committed, once.
+//     of the entry keys shows them: the batch is committed, once. An
+//     attempt that arrives after another landed changes nothing.
 //   - An entry that landed may have been compacted away (deleted, its
-//     records in a snapshot) before the retry, which would then put it a
-//     second time. A compaction moves the log's snapshot key after it has
-//     read the entry, so a retry also compares the snapshot key's
-//     ModRevision with a revision observed before the first attempt was
-//     sent; if it has moved, the outcome stays unknown and the write fails
-//     as before (rare: one compaction per Options.CompactEntries entries).
-//   - Acquire's owner key holds a value unique to that Acquire: a retry
-//     finds it there if the first attempt landed.
+//     records in a snapshot) before a later attempt arrives, which would
+//     then put it a second time. A compaction moves the log's snapshot key
+//     after it has read the entry, so each attempt also compares the
+//     snapshot key's ModRevision with a revision observed before the first
+//     attempt was sent. If it has moved and no attempt's outcome was
+//     unknown, the transaction is sent again with a newer revision; if one
+//     was, the outcome stays unknown and the write fails as before (rare:
+//     one compaction per Options.CompactEntries entries).
+//   - Acquire's owner key holds a value unique to that Acquire, and each
+//     attempt puts it only if it is not there yet, else reads its revision.
 //
 // A fence (the owner key moved), a full database (ErrQuota), an error etcd
 // returned for the request itself, and the Store's Close are not retried.
@@ -54,59 +59,60 @@ const retryBackoff = 200 * time.Millisecond
 // Options.Timeout and may or may not have been committed.
 var errUnknownOutcome = errors.New("the write may or may not have been committed")
 
-// txnWithRetry sends the transaction built by txn, again (with again true)
-// while its outcome is unknown and ctx (one Options.Timeout) allows. Each
-// attempt has at most Timeout/attempts. f is the transaction's flight,
-// opened once it retries.
-func (s *Store) txnWithRetry(ctx context.Context, f *flight, txn func(ctx context.Context, again bool) clientv3.Txn) (*clientv3.TxnResponse, error) {
+// txnWithRetry sends the transaction built by txn, a write that is safe to
+// send again (see above), again while its outcome is unknown and ctx (one
+// Options.Timeout) allows. Each attempt has at most Timeout/attempts. f is
+// the transaction's flight, opened once it retries. unsure reports whether
+// an attempt's outcome was unknown (so that an earlier attempt may have
+// landed, or still land, when the one answered failed its compare).
+func (s *Store) txnWithRetry(ctx context.Context, f *flight, txn func(ctx context.Context) clientv3.Txn) (resp *clientv3.TxnResponse, unsure bool, err error) {
 	return s.retry(ctx, s.opts.Timeout/attempts, f, txn)
 }
 
 // readWithRetry sends txn, a transaction that only reads, again while it
-// fails for a reason that may pass (the client retries a plain Get itself,
-// but no transaction), within ctx. An attempt may take all of ctx: a read of
-// a long log may be slow, and a broken connection fails at once anyway.
+// fails for a reason that may pass, within ctx. An attempt may take all of
+// ctx: a read of a long log may be slow, and a broken connection fails at
+// once anyway.
 func (s *Store) readWithRetry(ctx context.Context, txn func(ctx context.Context) clientv3.Txn) (*clientv3.TxnResponse, error) {
-	return s.retry(ctx, s.opts.Timeout, nil, func(ctx context.Context, _ bool) clientv3.Txn { return txn(ctx) })
+	resp, _, err := s.retry(ctx, s.opts.Timeout, nil, txn)
+	return resp, err
 }
 
-// retry is txnWithRetry with each attempt bounded by attempt.
-func (s *Store) retry(ctx context.Context, attempt time.Duration, f *flight, txn func(ctx context.Context, again bool) clientv3.Txn) (*clientv3.TxnResponse, error) {
+// retry is txnWithRetry with each attempt bounded by attempt; f is nil for
+// a read.
+func (s *Store) retry(ctx context.Context, attempt time.Duration, f *flight, txn func(ctx context.Context) clientv3.Txn) (*clientv3.TxnResponse, bool, error) {
+	write := f != nil // a read has no outcome to be unknown
+	fail := func(unsure bool, err error) (*clientv3.TxnResponse, bool, error) {
+		if unsure && write {
+			return nil, true, errors.Join(errUnknownOutcome, err)
+		}
+		return nil, unsure, err
+	}
 	pause := 10 * time.Millisecond
-	for again := false; ; again = true {
+	for unsure := false; ; unsure = true {
 		actx, cancel := context.WithTimeout(ctx, attempt)
-		resp, err := txn(actx, again).Commit()
+		resp, err := txn(actx).Commit()
 		cancel()
 		if err == nil {
 			s.observeRev(resp.Header.Revision)
-			return resp, nil
+			return resp, unsure, nil
 		}
-		write := f != nil // a read has no outcome to be unknown
 		if !unknownOutcome(err) {
-			if again && write { // an earlier attempt may have landed
-				return nil, errors.Join(errUnknownOutcome, err)
-			}
-			return nil, err
+			return fail(unsure, err)
 		}
 		if ctx.Err() != nil {
-			if !write {
-				return nil, err
-			}
-			return nil, errors.Join(errUnknownOutcome, err)
+			return fail(true, err)
 		}
 		// While this transaction waits, others may go (logs it does
 		// not touch).
-		if f != nil {
+		if write {
 			s.open(f)
 		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			if !write {
-				return nil, err
-			}
-			return nil, errors.Join(errUnknownOutcome, err)
+			return fail(true, err)
 		case <-t.C:
 		}
 		pause = min(2*pause, retryBackoff)

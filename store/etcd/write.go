@@ -520,9 +520,9 @@ func (s *Store) acquire(h *handle, lease clientv3.LeaseID, f *flight) error {
 	if lease != 0 {
 		opts = append(opts, clientv3.WithLease(lease))
 	}
-	// The owner key's value is this Acquire's own, so that a retry can
-	// tell whether an earlier attempt landed: then it reads the key's
-	// revision instead of putting it again.
+	// The owner key's value is this Acquire's own, so that an attempt can
+	// tell whether an earlier one landed: then it reads the key's
+	// revision instead of putting it again (retry.go).
 	owner := s.ownerKey(h.scope)
 	value := fmt.Sprintf("%s/%016x", s.writer, s.seq.Add(1))
 	count := clientv3.OpGet(h.keys.log, clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -531,10 +531,7 @@ func (s *Store) acquire(h *handle, lease clientv3.LeaseID, f *flight) error {
 		clientv3.OpPut(s.scopeP+hexOf(h.scope), ""),
 		count,
 	}
-	resp, err := s.txnWithRetry(ctx, f, func(ctx context.Context, again bool) clientv3.Txn {
-		if !again {
-			return s.cli.Txn(ctx).Then(put...)
-		}
+	resp, _, err := s.txnWithRetry(ctx, f, func(ctx context.Context) clientv3.Txn {
 		return s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(owner), "=", value)).
 			Then(clientv3.OpGet(owner), count).
 			Else(put...)
@@ -542,7 +539,7 @@ func (s *Store) acquire(h *handle, lease clientv3.LeaseID, f *flight) error {
 	if err != nil {
 		return s.writeErr(fmt.Sprintf("acquire %q", h.scope), err)
 	}
-	if len(resp.Responses) == 2 { // a retry found the owner key put
+	if resp.Succeeded { // an earlier attempt put the owner key
 		h.rev = resp.Responses[0].GetResponseRange().GetKvs()[0].ModRevision
 		h.growth.entries.Store(resp.Responses[1].GetResponseRange().Count)
 		return nil
@@ -639,35 +636,21 @@ func (s *Store) tryCommit(group []*item, f *flight) (map[*handle]bool, error) {
 		puts = append(puts, clientv3.OpPut(p.keys.log+id, string(entry)))
 		g.add(p.keys, id)
 	}
-	g.before = s.lastRev.Load()
 	ctx, cancel := s.reqCtx(s.ctx)
 	defer cancel()
-	resp, err := s.txnWithRetry(ctx, f, func(ctx context.Context, again bool) clientv3.Txn {
-		if !again {
-			return s.cli.Txn(ctx).If(cmps...).Then(puts...).Else(gets...)
-		}
-		c, e := g.extend(cmps, gets)
-		return s.cli.Txn(ctx).If(c...).Then(puts...).Else(e...)
-	})
+	landed, resp, err := s.sendGuarded(ctx, f, &g, cmps, puts, gets)
 	if err != nil {
 		return nil, s.writeErr("write", err)
 	}
-	if !resp.Succeeded {
-		if landed, err := g.landed(resp, len(hs)); landed || err != nil {
-			if err != nil {
-				return nil, s.writeErr("write", err)
-			}
-			s.wrote(entries)
-			return nil, nil
-		}
+	if !landed {
 		return s.mustFence(hs, resp), nil
 	}
 	s.wrote(entries)
 	return nil, nil
 }
 
-// guard makes the retry of a transaction that puts log entries safe
-// whether or not an earlier attempt landed (see retry.go).
+// guard makes a transaction that puts log entries safe to send again,
+// whether or not an earlier attempt landed or will (see retry.go).
 type guard struct {
 	entries []string // the entry keys the transaction puts
 	snaps   []string // the snapshot keys of their logs
@@ -679,9 +662,8 @@ func (g *guard) add(keys logKeys, id string) {
 	g.snaps = append(g.snaps, keys.snapKey)
 }
 
-// extend returns the compares and Else reads of a retry: cmps and gets,
-// then each entry key's absence and each snapshot key's not having moved
-// since g.before, and reads of both.
+// extend returns cmps and gets, then each entry key's absence and each
+// snapshot key's not having moved since g.before, and reads of both.
 func (g *guard) extend(cmps []clientv3.Cmp, gets []clientv3.Op) ([]clientv3.Cmp, []clientv3.Op) {
 	cmps = slices.Clone(cmps)
 	gets = slices.Clone(gets)
@@ -696,28 +678,46 @@ func (g *guard) extend(cmps []clientv3.Cmp, gets []clientv3.Op) ([]clientv3.Cmp,
 	return cmps, gets
 }
 
-// landed interprets the Else reads of a transaction whose compare failed,
-// the first n of which are the caller's: true if it was a retry and an
-// earlier attempt committed the entries (they are all there: one
-// transaction put them); an error if a snapshot moved since, so that
-// entries that landed may have been compacted away and it cannot be told.
-// False and nil: the compare failed on the caller's conditions.
-func (g *guard) landed(resp *clientv3.TxnResponse, n int) (bool, error) {
-	if len(resp.Responses) == n {
-		return false, nil // the first attempt: no retry reads
-	}
-	for i := range g.entries {
-		if len(resp.Responses[n+i].GetResponseRange().GetKvs()) > 0 {
-			return true, nil
+// sendGuarded commits puts under cmps, guarded by g, retrying while the
+// outcome is unknown. landed: the entries are committed (by this attempt or
+// an earlier one, once: one transaction put them all). Otherwise resp is
+// the answer of a transaction whose compare failed on cmps (its Else reads
+// begin with gets'), or err says why it failed; it wraps errUnknownOutcome
+// if the entries may have landed.
+func (s *Store) sendGuarded(ctx context.Context, f *flight, g *guard, cmps []clientv3.Cmp, puts, gets []clientv3.Op) (landed bool, resp *clientv3.TxnResponse, err error) {
+	g.before = s.lastRev.Load()
+	for {
+		resp, unsure, err := s.txnWithRetry(ctx, f, func(ctx context.Context) clientv3.Txn {
+			c, e := g.extend(cmps, gets)
+			return s.cli.Txn(ctx).If(c...).Then(puts...).Else(e...)
+		})
+		if err != nil {
+			return false, nil, err
 		}
-	}
-	for i := range g.snaps {
-		kvs := resp.Responses[n+len(g.entries)+i].GetResponseRange().GetKvs()
-		if len(kvs) > 0 && kvs[0].ModRevision > g.before {
-			return false, fmt.Errorf("%w: the log was compacted meanwhile", errUnknownOutcome)
+		if resp.Succeeded {
+			return true, nil, nil
 		}
+		n := len(gets)
+		for i := range g.entries {
+			if len(resp.Responses[n+i].GetResponseRange().GetKvs()) > 0 {
+				return true, nil, nil
+			}
+		}
+		moved := false
+		for i := range g.snaps {
+			kvs := resp.Responses[n+len(g.entries)+i].GetResponseRange().GetKvs()
+			moved = moved || (len(kvs) > 0 && kvs[0].ModRevision > g.before)
+		}
+		if !moved {
+			return false, resp, nil
+		}
+		if unsure {
+			// Entries that landed may have been compacted away.
+			return false, nil, fmt.Errorf("%w: the log was compacted meanwhile", errUnknownOutcome)
+		}
+		// No attempt can have landed: send it again, past the snapshot.
+		g.before = resp.Header.Revision
 	}
-	return false, nil
 }
 
 // commitChunked writes p's operations as chunks, then commits the entry
@@ -744,7 +744,7 @@ func (s *Store) commitChunked(p *pending, id string, cmps []clientv3.Cmp, gets [
 		piece := p.ops[off:min(off+maxEntry, len(p.ops))]
 		// A chunk's put is idempotent: it may simply be sent again.
 		put := clientv3.OpPut(fmt.Sprintf("%s%06d", dir, n), string(piece))
-		resp, err := s.txnWithRetry(ctx, f, func(ctx context.Context, _ bool) clientv3.Txn {
+		resp, _, err := s.txnWithRetry(ctx, f, func(ctx context.Context) clientv3.Txn {
 			return s.cli.Txn(ctx).If(cmps...).Then(put).Else(gets...)
 		})
 		if err != nil {
@@ -766,37 +766,22 @@ func (s *Store) commitChunked(p *pending, id string, cmps []clientv3.Cmp, gets [
 	put := clientv3.OpPut(p.keys.log+id, string(entry))
 	var g guard
 	g.add(p.keys, id)
-	g.before = s.lastRev.Load()
-	resp, err := s.txnWithRetry(ctx, f, func(ctx context.Context, again bool) clientv3.Txn {
-		if !again {
-			return s.cli.Txn(ctx).If(cmps...).Then(put).Else(gets...)
-		}
-		c, e := g.extend(cmps, gets)
-		return s.cli.Txn(ctx).If(c...).Then(put).Else(e...)
-	})
+	landed, resp, err := s.sendGuarded(ctx, f, &g, cmps, []clientv3.Op{put}, gets)
 	if err != nil {
 		if !errors.Is(err, errUnknownOutcome) {
 			drop()
 		}
 		return nil, s.writeErr("write", err)
 	}
-	if !resp.Succeeded {
-		landed, err := g.landed(resp, len(hs))
-		if landed {
-			s.wrote([]*pending{p})
-			return nil, nil
-		}
-		if err != nil {
-			return nil, s.writeErr("write", err)
-		}
-		drop()
-		if f := s.fencedIn(hs, resp); len(f) > 0 {
-			return f, nil
-		}
-		return nil, errors.New("etcd store: write: the chunks of the entry were swept before its commit (the write took over twice Options.Timeout)")
+	if landed {
+		s.wrote([]*pending{p})
+		return nil, nil
 	}
-	s.wrote([]*pending{p})
-	return nil, nil
+	drop()
+	if f := s.fencedIn(hs, resp); len(f) > 0 {
+		return f, nil
+	}
+	return nil, errors.New("etcd store: write: the chunks of the entry were swept before its commit (the write took over twice Options.Timeout)")
 }
 
 // wrote counts committed entries against their logs and starts a background
