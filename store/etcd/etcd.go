@@ -152,29 +152,29 @@
 // measured in the same session, was within the same noise (Apply 64
 // writers 240,000-315,000, handles 135,000-325,000): a transaction now puts
 // one entry per scope instead of one, at no measurable cost. Per-log
-// ordering with retries (this writer) against the single transaction of
-// before, alternating runs of the same session: within the same noise
-// (Apply 64 writers 234,000-302,000 against 291,000-326,000, handles
-// 217,000-264,000 against 220,000-283,000, pipelined 400,000-515,000
-// against 364,000-536,000; not counted, a run of handles at 136,000 that
-// overlapped a test run).
+// ordering with guarded retries (this writer) against the single
+// transaction of before, alternating runs in two sessions of different
+// load: within the noise (Apply 64 writers 234,000-302,000 against
+// 238,000-326,000, handles 186,000-264,000 against 193,000-283,000,
+// pipelined 357,000-515,000 against 300,000-536,000; not counted, a run of
+// handles at 136,000 that overlapped a test run).
 //
 // On three etcd member processes (BenchmarkClusterHandleApply: three
 // Stores, as three nodes, 16 shard handles between them, 10-record
-// batches), where the three members take most of the 2 cores: 64 writers
-// 77,000-87,000 records/s, Apply p50 6.6-7.7 ms and p99 17-19 ms (the
-// single transaction of before: 71,000-87,000, p50 6.8-8.3 ms, p99 16-22
-// ms); 16 writers 20,000-27,000 (before: 18,500-25,000). Letting a Store
-// keep several transactions in flight whenever their logs differ made it
-// worse, measured in alternating runs: 64 writers 74,000 records/s with
-// one in flight, 50,000-57,000 with up to two, 33,000-39,000 with up to
-// eight (p50 8, 10-12 and 15-18 ms). Sending to the leader only changed
-// nothing (66,000-77,000 either way), nor did 4× smaller values much
-// (+20 %): etcd pays per transaction, so the writer sends as few as it
-// can. The cluster as a whole (go test ./bench -bench ClusterCommit, 64
-// committers, three nodes over three etcd processes): 54,000-75,000
-// offsets/s, p99 18-25 ms, against 56,000-72,000 and 19-25 ms before this
-// writer, alternating runs; the goal is 100,000.
+// batches), where the three members take most of the 2 cores, the same
+// runs: 64 writers 52,000-87,000 records/s, Apply p50 6.6-11.4 ms and p99
+// 17-27 ms (before: 44,000-87,000, 6.8-13.4 ms, 16-34 ms); 16 writers
+// 17,000-27,000 (before: 17,000-25,000). Letting a Store keep several
+// transactions in flight whenever their logs differ made it worse,
+// measured in alternating runs: 64 writers 74,000 records/s with one in
+// flight, 50,000-57,000 with up to two, 33,000-39,000 with up to eight
+// (p50 8, 10-12 and 15-18 ms). Sending to the leader only changed nothing
+// (66,000-77,000 either way), nor did 4× smaller values much (+20 %): etcd
+// pays per transaction, so the writer sends as few as it can. The cluster
+// as a whole (go test ./bench -bench ClusterCommit, 64 committers, three
+// nodes over three etcd processes), alternating runs: 48,000-75,000
+// offsets/s, p50 7.9-12.4 ms, p99 18-30 ms, against 47,000-72,000,
+// 8.1-12.6 ms and 19-29 ms before this writer; the goal is 100,000.
 //
 // # Not done
 //
