@@ -122,7 +122,8 @@ func (s *Store) retry(ctx context.Context, attempt time.Duration, f *flight, txn
 // unknownOutcome reports whether err, the error of a transaction, leaves
 // it unknown whether the transaction was committed, so that it is worth
 // sending again: a broken connection, an unavailable or leaderless member,
-// a timeout of the attempt, a leader change. Not a full database.
+// a timeout of the attempt, a leader change, a member with too many
+// requests. Not a full database, nor a message too large.
 func unknownOutcome(err error) bool {
 	if errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, context.Canceled) {
 		return false
@@ -138,8 +139,12 @@ func unknownOutcome(err error) bool {
 		code = status.Code(err)
 	}
 	switch code {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted:
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
 		return true
+	case codes.ResourceExhausted:
+		// Not a message over gRPC's size limit, which would only fail
+		// again.
+		return errors.Is(err, rpctypes.ErrTooManyRequests)
 	}
 	return false
 }
