@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cohort-dev/cohort/internal/etcdtest"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
 )
@@ -296,4 +299,46 @@ func benchLoadScope(b *testing.B, compact bool) {
 	b.StopTimer()
 	b.ReportMetric(float64(records*b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(resp.Count), "log-entries")
+}
+
+// BenchmarkClusterHandleApply is BenchmarkHandleApply as cluster mode
+// runs it: three etcd member processes, and three Stores (nodes) on
+// clients of their own, each owning a third of 16 shard handles (writer w
+// writes shard w mod 16 through the Store that owns it). It reports the
+// latency of Apply too.
+func BenchmarkClusterHandleApply(b *testing.B) {
+	c := etcdtest.StartProcs(b, 3)
+	for _, writers := range []int{16, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			prefix := freshPrefix()
+			var hs []store.Handle
+			var stores []*etcd.Store
+			for range 3 {
+				s := mustOpen(b, etcd.Options{Client: etcdtest.NewClient(b, c.Endpoints()), Prefix: prefix})
+				defer s.Close()
+				stores = append(stores, s)
+			}
+			for i := range 16 {
+				h, err := stores[i%3].Acquire(fmt.Appendf(nil, "shard/%02d/", i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				hs = append(hs, h)
+			}
+			var mu sync.Mutex
+			var lat []time.Duration
+			benchWriters(b, writers, func(w int, bt *store.Batch) error {
+				start := time.Now()
+				err := hs[w%16].Apply(bt)
+				d := time.Since(start)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+				return err
+			})
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
 }

@@ -61,10 +61,30 @@
 //
 // # Writes and fencing
 //
-// One writer goroutine per Store sends one transaction at a time: it takes
-// every batch queued (up to 1 MiB of operations and 64 handles) and commits
-// them as one entry per log (group commit). One transaction in flight keeps
-// the order of ApplyAsync batches without any sequencing in etcd.
+// One writer goroutine per Store sends the queue to etcd as transactions:
+// each takes every batch queued (up to 1 MiB of operations and 40 handles)
+// and commits them as one entry per log (group commit). No two transactions
+// in flight touch the same log, and each log's batches are sent in the
+// order they were started, which keeps each log's order without any
+// sequencing in etcd. A transaction fails only what is queued behind it in
+// its own logs. A global batch with a key under a scope known to the Store
+// counts as a batch of that scope's log too, and an Acquire as one of the
+// global log, so that such writes keep their start order.
+//
+// Normally one transaction is in flight: another goes beside it only if it
+// is open, that is cut short by those limits with more queued, writing an
+// entry in chunks, or being retried. More transactions at once, each
+// smaller, were measured to cost a three-member etcd more than they save
+// (Numbers): it pays per transaction, and on this machine is CPU-bound.
+//
+// Ordering is therefore per log, which is narrower than store.Pipeliner
+// says: a batch of one log (a scope's, or the global log's) takes effect
+// after every batch of the same log started before it, and a nil from its
+// wait means those are durable; a batch of another log started earlier may
+// still be in flight then (only while a transaction is open), or fail. The
+// callers write one shard through one handle and wait in order
+// (coordinator.Runtime), and Store.Apply waits for its batch; neither reads
+// durability across logs from one wait.
 //
 // Acquire(scope) is queued like a batch and puts the scope's owner key
 // (bound to the current lease: Options.Lease, then SetLease) and its registry
@@ -75,6 +95,18 @@
 // fail with store.ErrFenced, changing nothing. Acquire through the same Store
 // fences the old handle at once, after the batches it already queued, which
 // still land.
+//
+// A transaction whose outcome is unknown (the connection to a member broke,
+// a leader changed, an attempt timed out) is sent again, within
+// Options.Timeout overall, and every attempt is conditioned so that only
+// one can land, even one that reaches etcd late: each requires its entry
+// keys to be absent and its logs' snapshot keys not to have moved since
+// before the first attempt, and reads them back when the compare fails;
+// an Acquire's owner key holds a value of its own, which each attempt puts
+// only if it is not there yet (retry.go). Reads, also transactions, are
+// sent again too. So losing one etcd member of three fails no write and no
+// read. A retry that cannot tell (a snapshot moved meanwhile) fails; a
+// fence, a full database and Close are not retried.
 //
 // # Snapshots and housekeeping
 //
@@ -119,7 +151,30 @@
 // coordinator runtime's pattern): 490,000-530,000. Layout 1 (one log),
 // measured in the same session, was within the same noise (Apply 64
 // writers 240,000-315,000, handles 135,000-325,000): a transaction now puts
-// one entry per scope instead of one, at no measurable cost.
+// one entry per scope instead of one, at no measurable cost. Per-log
+// ordering with guarded retries (this writer) against the single
+// transaction of before, alternating runs in two sessions of different
+// load: within the noise (Apply 64 writers 234,000-302,000 against
+// 238,000-326,000, handles 186,000-264,000 against 193,000-283,000,
+// pipelined 357,000-515,000 against 300,000-536,000; not counted, a run of
+// handles at 136,000 that overlapped a test run).
+//
+// On three etcd member processes (BenchmarkClusterHandleApply: three
+// Stores, as three nodes, 16 shard handles between them, 10-record
+// batches), where the three members take most of the 2 cores, the same
+// runs: 64 writers 52,000-87,000 records/s, Apply p50 6.6-11.4 ms and p99
+// 17-27 ms (before: 44,000-87,000, 6.8-13.4 ms, 16-34 ms); 16 writers
+// 17,000-27,000 (before: 17,000-25,000). Letting a Store keep several
+// transactions in flight whenever their logs differ made it worse,
+// measured in alternating runs: 64 writers 74,000 records/s with one in
+// flight, 50,000-57,000 with up to two, 33,000-39,000 with up to eight
+// (p50 8, 10-12 and 15-18 ms). Sending to the leader only changed nothing
+// (66,000-77,000 either way), nor did 4× smaller values much (+20 %): etcd
+// pays per transaction, so the writer sends as few as it can. The cluster
+// as a whole (go test ./bench -bench ClusterCommit, 64 committers, three
+// nodes over three etcd processes), alternating runs: 48,000-75,000
+// offsets/s, p50 7.9-12.4 ms, p99 18-30 ms, against 47,000-72,000,
+// 8.1-12.6 ms and 19-29 ms before this writer; the goal is 100,000.
 //
 // # Not done
 //
@@ -211,14 +266,20 @@ const (
 	// chunk of a larger one: etcd refuses requests over 1.5 MiB, and the
 	// keys, compares and framing need room.
 	maxEntry = 1 << 20
-	// maxHandles bounds the handles (one compare and one entry each) in
-	// one transaction: etcd allows 128 compares and 128 operations.
-	maxHandles = 64
+	// maxHandles bounds the handles in one transaction: etcd allows 128
+	// compares and 128 operations, and a transaction of n handles and the
+	// global log has n compares of owner keys and n+1 each of entry keys
+	// and of snapshot keys (retry.go), and as many reads in its Else.
+	maxHandles = 40
 	// maxQueued bounds the bytes of batches queued for the writer. Beyond
 	// it ApplyAsync blocks until the writer catches up.
 	maxQueued = 64 << 20
 	// defaultQuota is etcd's default --quota-backend-bytes.
 	defaultQuota = 2 << 30
+	// maxInFlight bounds the transactions a Store has in flight at once
+	// (no two touching the same log; more than one only beside open ones:
+	// see Store.run).
+	maxInFlight = 8
 	// chunkPage is the number of chunks read per request: a snapshot of a
 	// large scope is several bounded responses, not one.
 	chunkPage = 8
@@ -254,14 +315,19 @@ type Store struct {
 	// mu guards closed, the queue, lease and every handle's fenced flag,
 	// so that a write checked against the fence is queued before a
 	// fencing Acquire's owner put.
-	mu      sync.Mutex
-	cond    *sync.Cond // signalled when the queue or closed changes
-	closed  bool
-	queue   []*item
-	queued  int                // bytes of write items in queue
-	owners  map[string]*handle // the current handle of each scope acquired here
-	lease   clientv3.LeaseID
-	inReads sync.WaitGroup // Get, Scan and Compact in flight; Close waits for them
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when the queue shrinks or closed changes: ApplyAsync waits for room
+	wake   *sync.Cond // signalled when the writer may have a group to send
+	closed bool
+	queue  []*item
+	queued int             // bytes of write items in queue
+	busy   map[string]bool // the logs of the transactions in flight (see scopeLog)
+	// inFlight is the number of transactions in flight, holding the
+	// number of them not open (see flight).
+	inFlight, holding int
+	owners            map[string]*handle // the current handle of each scope acquired here
+	lease             clientv3.LeaseID
+	inReads           sync.WaitGroup // Get, Scan and Compact in flight; Close waits for them
 
 	// viewsMu guards views, scopes and regRev. Lock order: a view's mu
 	// (global first, then scopes in byte order), then viewsMu.
@@ -277,6 +343,10 @@ type Store struct {
 	// globalGrowth measures the global log since its snapshot by this
 	// Store's writes.
 	globalGrowth logGrowth
+
+	// lastRev is the newest revision seen in a response: a write sent
+	// after it was seen lands, if it does, at a later revision.
+	lastRev atomic.Int64
 
 	used atomic.Int64 // the database size at the last check
 	// quota is the quota at the last check (Options.QuotaBytes when set).
@@ -339,6 +409,7 @@ func Open(opts Options) (*Store, error) {
 		bgCancel: bgCancel,
 		writerD:  make(chan struct{}),
 		owners:   make(map[string]*handle),
+		busy:     make(map[string]bool),
 		lease:    opts.Lease,
 		views:    make(map[string]*view),
 		scopes:   make(map[string]bool),
@@ -350,6 +421,7 @@ func Open(opts Options) (*Store, error) {
 		s.quota.Store(defaultQuota)
 	}
 	s.cond = sync.NewCond(&s.mu)
+	s.wake = sync.NewCond(&s.mu)
 	go s.run()
 	s.bg.Add(1)
 	go s.housekeep()
@@ -423,6 +495,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.cond.Broadcast()
+	s.wake.Signal()
 	s.mu.Unlock()
 	<-s.writerD
 	s.bgCancel()

@@ -84,9 +84,10 @@ func (s *Store) tryRead(ctx context.Context, want func(scope string) bool) ([]st
 	regFrom := s.regRev
 	s.viewsMu.Unlock()
 	c, cancel := s.reqCtx(ctx)
-	resp, err := s.cli.Txn(c).Then(append([]clientv3.Op{
+	reads := append([]clientv3.Op{
 		clientv3.OpGet(s.scopeP, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMinModRev(regFrom+1)),
-	}, s.logReads(g, 0)...)...).Commit()
+	}, s.logReads(g, 0)...)
+	resp, err := s.readWithRetry(c, func(c context.Context) clientv3.Txn { return s.cli.Txn(c).Then(reads...) })
 	cancel()
 	if err != nil {
 		g.mu.Unlock()
@@ -157,6 +158,7 @@ func (s *Store) addScopes(kvs []*mvccpb.KeyValue, rev int64) error {
 	}
 	s.regRev = max(s.regRev, rev)
 	s.clock.observe(rev)
+	s.observeRev(rev)
 	return nil
 }
 
@@ -187,7 +189,8 @@ func (s *Store) catchUp(ctx context.Context, v *view, rev int64) error {
 	}
 	c, cancel := s.reqCtx(ctx)
 	defer cancel()
-	resp, err := s.cli.Txn(c).Then(s.logReads(v, rev)...).Commit()
+	reads := s.logReads(v, rev)
+	resp, err := s.readWithRetry(c, func(c context.Context) clientv3.Txn { return s.cli.Txn(c).Then(reads...) })
 	if err != nil {
 		return fmt.Errorf("etcd store: read log %s: %w", v.keys.log, err)
 	}
