@@ -85,12 +85,19 @@ func (b *Batch) CheckScope(scope []byte) error {
 // for its durability later, so that one writer can keep several batches in
 // flight and still have them applied in the order it started them.
 type Pipeliner interface {
-	// ApplyAsync starts b after every batch started before it (by this
-	// or any other caller) and returns wait, which returns once b is
-	// durable. The caller must call wait exactly once. Ordering: a
-	// later ApplyAsync never takes effect before an earlier one, and
-	// when wait returns nil, every batch started before b is durable
-	// too.
+	// ApplyAsync starts b after every batch of its log started before
+	// it and returns wait, which returns once b is durable. The caller
+	// must call wait exactly once.
+	//
+	// Ordering is per log: the batches written through one Handle (one
+	// scope) are one log, and the plain writes of the Store another. In
+	// a log, a later ApplyAsync never takes effect before an earlier
+	// one, and when wait returns nil, every batch of the log started
+	// before b is durable too. Batches of different logs are not
+	// ordered with each other (the etcd backend writes them in
+	// separate transactions, possibly at once); Pebble happens to order
+	// everything. A shard writes its records through its one handle, so
+	// its order is the order it started them.
 	ApplyAsync(b *Batch) (wait func() error, err error)
 }
 
@@ -148,8 +155,8 @@ type Store interface {
 //
 // Its writes have exactly the contracts of Store.Apply and
 // Pipeliner.ApplyAsync (atomic; durable before Apply or wait returns; group
-// committed with concurrent writers; ordered with every batch started
-// before them, through any handle or the Store), with three additions:
+// committed with concurrent writers; ordered with every batch of the
+// handle's log started before them), with three additions:
 //
 //   - every key in the batch must be under the handle's scope, or the write
 //     fails with an error wrapping ErrOutOfScope and writes nothing;
