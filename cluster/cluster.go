@@ -48,6 +48,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cohort-dev/cohort/coordinator"
 )
 
 // Config configures Join.
@@ -638,7 +640,12 @@ func (m *Member) finish(l *loopState, r unitResult) {
 	case r.err != nil:
 		// The runtime retries loading with backoff while held; a hard
 		// failure leaves it unheld so that the next step tries again.
-		m.logger.Warn("loading a shard failed", "unit", r.u, "err", r.err)
+		// One the assignment took away while it loaded is no failure.
+		level := slog.LevelWarn
+		if errors.Is(r.err, coordinator.ErrUnloaded) {
+			level = slog.LevelDebug
+		}
+		m.logger.Log(context.Background(), level, "loading a shard failed", "unit", r.u, "err", r.err)
 		delete(l.held, r.u)
 		m.units.Unload(r.u)
 	}

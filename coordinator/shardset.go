@@ -94,8 +94,9 @@ func NewShardSet(cfg ShardSetConfig) *ShardSet {
 // ErrSetClosed is returned by Load once the set is closed.
 var ErrSetClosed = errors.New("coordinator: shard set closed")
 
-// errUnloaded is returned by a Load that an Unload overtook.
-var errUnloaded = errors.New("coordinator: shard unloaded while it loaded")
+// ErrUnloaded is returned by a Load that an Unload overtook (cluster mode:
+// the shard moved on while it loaded).
+var ErrUnloaded = errors.New("coordinator: shard unloaded while it loaded")
 
 // Load loads shard id from the store and serves it; it returns once the
 // shard is active, or with the load's error (the shard is then absent).
@@ -175,7 +176,7 @@ func (s *ShardSet) load(id uint16, sl *slot, gen uint64) error {
 	if stale {
 		rt.Close()
 		if unloaded {
-			return errUnloaded
+			return ErrUnloaded
 		}
 		return nil // lost at once; loading again
 	}

@@ -361,27 +361,11 @@ func runClusterKillTest(t *testing.T, client string, start reloadMemberFunc) {
 	stopTrickle := c.trickle()
 	defer stopTrickle()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stops := make([]func(), reloadMembers)
-	stopAll := func() {
-		cancel()
-		var wg sync.WaitGroup
-		for m, s := range stops {
-			if s != nil {
-				wg.Go(s)
-				stops[m] = nil
-			}
-		}
-		wg.Wait()
-	}
+	stopAll := c.startMembers(start)
 	defer func() {
 		stopAll()
 		c.reportProblems()
 	}()
-	for m := range stops {
-		stops[m] = start(ctx, c, m)
-	}
 	c.waitSettled()
 	c.setSettled()
 	t.Logf("%v: settled: %s", since(), c.ownedString())

@@ -143,20 +143,7 @@ func runReloadTest(t *testing.T, client string, start reloadMemberFunc) {
 	stopTrickle := c.trickle()
 	defer stopTrickle()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stops := make([]func(), reloadMembers)
-	stopAll := func() {
-		cancel()
-		var wg sync.WaitGroup
-		for m, s := range stops {
-			if s != nil {
-				wg.Go(s)
-				stops[m] = nil
-			}
-		}
-		wg.Wait()
-	}
+	stopAll := c.startMembers(start)
 	defer func() {
 		// A test that failed between an unload and its load: serve the
 		// group again, so that the members can leave.
@@ -167,9 +154,6 @@ func runReloadTest(t *testing.T, client string, start reloadMemberFunc) {
 		stopAll()
 		c.reportProblems()
 	}()
-	for m := range stops {
-		stops[m] = start(ctx, c, m)
-	}
 	c.waitSettled()
 	base := c.rebalances()
 	c.setSettled()
@@ -193,6 +177,27 @@ func runReloadTest(t *testing.T, client string, start reloadMemberFunc) {
 		t.Errorf("the coordinator reported %d rebalances of the group through %d reloads; want at most 1", rebalances, reloadCycles)
 	}
 	t.Logf("%v: done", since())
+}
+
+// startMembers starts the group's members; stopAll stops them all (they
+// leave the group) and may be called again.
+func (c *reloadCheck) startMembers(start reloadMemberFunc) (stopAll func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stops := make([]func(), reloadMembers)
+	for m := range stops {
+		stops[m] = start(ctx, c, m)
+	}
+	return func() {
+		cancel()
+		var wg sync.WaitGroup
+		for m, s := range stops {
+			if s != nil {
+				wg.Go(s)
+				stops[m] = nil
+			}
+		}
+		wg.Wait()
+	}
 }
 
 // reloadCheck follows one group through shard reloads: what its members
