@@ -435,8 +435,8 @@ func (m *Member) poke() {
 // etcd knows when it must stop serving without etcd telling it. A lease
 // that etcd no longer has is replaced by a new registration.
 func (m *Member) keepAlive() {
-	every := m.cfg.LeaseTTL / 3
-	t := time.NewTicker(every)
+	every, retry, attempt := keepAliveTimes(m.cfg.LeaseTTL)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -444,8 +444,9 @@ func (m *Member) keepAlive() {
 			return
 		case <-t.C:
 		}
+		next := every
 		sent := time.Now()
-		c, cancel := context.WithTimeout(m.ctx, every)
+		c, cancel := context.WithTimeout(m.ctx, attempt)
 		resp, err := m.cli.KeepAliveOnce(c, m.Lease())
 		cancel()
 		switch {
@@ -464,14 +465,29 @@ func (m *Member) keepAlive() {
 			cancel()
 			if err != nil {
 				m.logger.Warn("register again", "err", err)
-				continue
+				next = retry
+			} else {
+				m.units.Lease(m.Lease())
 			}
-			m.units.Lease(m.Lease())
 		default:
+			// etcd electing a leader, a member gone: try again soon,
+			// not a third of the TTL later.
 			m.logger.Debug("lease renewal failed", "err", err)
+			next = retry
 		}
 		m.poke()
+		t.Reset(next)
 	}
+}
+
+// keepAliveTimes is the lease renewal's cadence: every third of the TTL;
+// after a failed renewal, again soon (an etcd leader election takes
+// about a second, and the node is suspended a quarter of the TTL before
+// its lease could expire); each attempt bounded, so that one sent to a
+// member that died does not hold the next ones back.
+func keepAliveTimes(ttl time.Duration) (every, retry, attempt time.Duration) {
+	every = ttl / 3
+	return every, min(every, 200*time.Millisecond), min(every, time.Second)
 }
 
 // watchdog stops serving every unit the moment the node becomes

@@ -994,7 +994,7 @@ func (n *simNode) run() {
 	n.running = true
 	n.storeLease = n.lease
 	s.trace(n, "runs with lease", n.lease, 0)
-	every := s.ttl / 3
+	every, _, _ := keepAliveTimes(s.ttl)
 	var kaTick func()
 	kaTick = func() {
 		if !n.running {
@@ -1028,7 +1028,8 @@ func (n *simNode) keepAlive() {
 	n.kaBusy = true
 	sent := s.clock()
 	lease := n.lease
-	n.call(s.ttl/3, "keepalive", func(e *simEtcd) (any, error) {
+	_, retry, attempt := keepAliveTimes(s.ttl)
+	n.call(attempt, "keepalive", func(e *simEtcd) (any, error) {
 		l := e.leases[lease]
 		if l == nil {
 			return nil, errSimNoLease
@@ -1045,6 +1046,11 @@ func (n *simNode) keepAlive() {
 			n.poke()
 			n.putRegistration(s.ttl, func(err error) {
 				if err != nil {
+					s.timer(n, retry, func() {
+						if n.running && !n.kaBusy {
+							n.keepAlive()
+						}
+					})
 					n.kaDone()
 					return
 				}
@@ -1054,6 +1060,14 @@ func (n *simNode) keepAlive() {
 				n.kaDone()
 			})
 			return
+		}
+		if err != nil {
+			// Member.keepAlive tries again soon after a failure.
+			s.timer(n, retry, func() {
+				if n.running && !n.kaBusy {
+					n.keepAlive()
+				}
+			})
 		}
 		n.poke()
 		n.kaDone()
