@@ -76,6 +76,12 @@ func (c *testCluster) start(id int32) *testkit.Proc {
 	if _, ok := c.dirs[id]; !ok {
 		c.dirs[id] = filepath.Join(c.t.TempDir(), fmt.Sprintf("node-%d", id))
 	}
+	var again []string
+	if old := c.node(id); old != nil {
+		// Started again on its Kafka port, as a real deployment's node
+		// keeps its address: clients' bootstrap lists stay good.
+		again = []string{"--kafka-listen", old.Addr}
+	}
 	args := append([]string{
 		"--etcd-endpoints", strings.Join(endpoints, ","),
 		"--node-id", strconv.Itoa(int(id)),
@@ -86,7 +92,7 @@ func (c *testCluster) start(id int32) *testkit.Proc {
 		"--group-consumer-heartbeat-interval", "200ms",
 		"--group-consumer-assignment-interval", "0s",
 	}, c.extra...)
-	p := testkit.StartBinary(c.t, c.dirs[id], args...)
+	p := testkit.StartBinary(c.t, c.dirs[id], append(args, again...)...)
 	c.mu.Lock()
 	c.nodes[id] = p
 	c.mu.Unlock()
