@@ -454,12 +454,18 @@ var errPartitionsLost = errors.New("partitions lost")
 // connection to a broker failing: refused, closed (EOF) or not there.
 func connectionErr(err error) bool {
 	if errorIn(err, []kafka.ErrorCode{kafka.ErrTransport, kafka.ErrAllBrokersDown},
-		syscall.ECONNREFUSED, syscall.ECONNRESET, io.EOF, io.ErrUnexpectedEOF, sarama.ErrNotConnected) {
+		syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, io.EOF, io.ErrUnexpectedEOF, net.ErrClosed, sarama.ErrNotConnected) {
 		return true
 	}
-	// Sarama wraps some of them as text only.
+	// Sarama wraps some of them as text only (its offset manager reports
+	// a failed commit to the dead coordinator as an error of a partition).
 	msg := err.Error()
-	return strings.Contains(msg, "connection refused") || strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "broker not connected")
+	for _, s := range []string{"connection refused", "broken pipe", "use of closed network connection", "broker not connected", "connection reset"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return strings.HasSuffix(msg, ": EOF")
 }
 
 // Waits and checks from the test goroutine.
