@@ -1804,6 +1804,19 @@ func startKafka(t *testing.T, cfg kafka.Config) (string, *syncBuffer, *kafka.Ser
 	if err != nil {
 		t.Fatal(err)
 	}
+	serve(t, s, ln, func() {
+		log.Close()
+		st.Close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	return ln.Addr().String(), logs, s
+}
+
+// serve runs s on ln until the test ends, then shuts it down, checks
+// that Serve returned cleanly, and calls after.
+func serve(t *testing.T, s *kafka.Server, ln net.Listener, after func()) {
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
 	t.Cleanup(func() {
@@ -1815,13 +1828,8 @@ func startKafka(t *testing.T, cfg kafka.Config) (string, *syncBuffer, *kafka.Ser
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
 		}
-		log.Close()
-		st.Close()
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
+		after()
 	})
-	return ln.Addr().String(), logs, s
 }
 
 // TestBadFrames: a frame over MaxRequestBytes, one that does not decode, and

@@ -140,19 +140,7 @@ func startCluster(t *testing.T) (*clusterState, []*clusterNode) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		served := make(chan error, 1)
-		go func() { served <- s.Serve(ln) }()
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := s.Shutdown(ctx); err != nil {
-				t.Errorf("shutdown: %v", err)
-			}
-			if err := <-served; err != nil {
-				t.Errorf("serve: %v", err)
-			}
-			log.Close()
-		})
+		serve(t, s, ln, func() { log.Close() })
 		nodes = append(nodes, &clusterNode{id: c.self, addr: ln.Addr().String(), log: log, groups: groups})
 	}
 	return state, nodes

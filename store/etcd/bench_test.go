@@ -148,72 +148,21 @@ func BenchmarkKeyPerRecord(b *testing.B) {
 }
 
 // BenchmarkLoad measures a shard's load by a new Store (a node taking the
-// shard over): one Scan of a prefix holding 200,000 offset-sized records,
-// written by one shard writer pipelining 100-record batches, replayed from
-// the log, or from a snapshot after Compact.
+// shard over: Acquire, then Scan) of 200,000 records of 100-byte values,
+// replayed from the log, or from a snapshot after Compact.
 func BenchmarkLoad(b *testing.B) {
 	for _, compact := range []bool{false, true} {
 		name := "from=log"
 		if compact {
 			name = "from=snapshot"
 		}
-		b.Run(name, func(b *testing.B) { benchLoad(b, compact) })
+		b.Run(name, func(b *testing.B) {
+			value := bytes.Repeat([]byte("v"), benchValue)
+			benchLoadScope(b, compact, 200_000, []byte("shard/00/"), func(n int) ([]byte, []byte) {
+				return fmt.Appendf(nil, "shard/00/key/%012d/%03d", n/100, n%100), value
+			})
+		})
 	}
-}
-
-func benchLoad(b *testing.B, compact bool) {
-	const records = 200_000
-	ep := startEtcd(b)
-	cli := newClient(b, ep)
-	prefix := freshPrefix()
-	s := mustOpen(b, etcd.Options{Client: cli, Prefix: prefix})
-	h, err := s.Acquire([]byte("shard/00/"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	value := bytes.Repeat([]byte("v"), benchValue)
-	var waits []func() error
-	for i := range records / 100 {
-		var bt store.Batch
-		for r := range 100 {
-			bt.Put(fmt.Appendf(nil, "shard/00/key/%012d/%03d", i, r), value)
-		}
-		wait, err := h.ApplyAsync(&bt)
-		if err != nil {
-			b.Fatal(err)
-		}
-		waits = append(waits, wait)
-	}
-	for _, w := range waits {
-		if err := w(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if compact {
-		if err := s.Compact(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	s.Close()
-	resp, err := cli.Get(context.Background(), scopeRoot(prefix, "shard/00/")+"/log/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for range b.N {
-		r := mustOpen(b, etcd.Options{Client: cli, Prefix: prefix})
-		n := 0
-		if err := r.Scan([]byte("shard/00/"), func(k, v []byte) error { n++; return nil }); err != nil {
-			b.Fatal(err)
-		}
-		r.Close()
-		if n != records {
-			b.Fatalf("loaded %d records, want %d", n, records)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(records*b.N)/b.Elapsed().Seconds(), "records/s")
-	b.ReportMetric(float64(resp.Count), "log-entries")
 }
 
 // BenchmarkLoadScope measures a coordinator shard's load by a new Store (a
@@ -229,13 +178,20 @@ func BenchmarkLoadScope(b *testing.B) {
 		if compact {
 			name = "from=snapshot"
 		}
-		b.Run(name, func(b *testing.B) { benchLoadScope(b, compact) })
+		b.Run(name, func(b *testing.B) {
+			scope, value := []byte("g\x00\x05"), bytes.Repeat([]byte("o"), 30)
+			benchLoadScope(b, compact, 1_000_000, scope, func(n int) ([]byte, []byte) {
+				return fmt.Appendf(bytes.Clone(scope), "offsets/group-%05d/topic-%03d/%05d", n/1000, n/100%10, n%100), value
+			})
+		})
 	}
 }
 
-func benchLoadScope(b *testing.B, compact bool) {
-	const records, perBatch = 1_000_000, 100
-	scope := []byte("g\x00\x05")
+// benchLoadScope writes records records record(n) under scope through a
+// handle, pipelining 100-record batches 16 deep, compacts if asked, then
+// times a new Store's Acquire and Scan of the scope.
+func benchLoadScope(b *testing.B, compact bool, records int, scope []byte, record func(n int) (key, value []byte)) {
+	const perBatch = 100
 	ep := startEtcd(b)
 	cli := newClient(b, ep)
 	prefix := freshPrefix()
@@ -245,13 +201,11 @@ func benchLoadScope(b *testing.B, compact bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	value := bytes.Repeat([]byte("o"), 30)
 	var waits []func() error
 	for i := range records / perBatch {
 		var bt store.Batch
 		for r := range perBatch {
-			n := i*perBatch + r
-			bt.Put(fmt.Appendf(bytes.Clone(scope), "offsets/group-%05d/topic-%03d/%05d", n/1000, n/100%10, n%100), value)
+			bt.Put(record(i*perBatch + r))
 		}
 		wait, err := h.ApplyAsync(&bt)
 		if err != nil {
