@@ -17,7 +17,6 @@ import (
 
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/kafka"
-	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
 )
 
@@ -266,5 +265,3 @@ func (c clusterView) Coordinator(shard int) (kafka.Broker, bool) {
 func (n *Node) topicLock(name string) (func(), error) {
 	return n.member.Lock(context.Background(), "topic/"+name)
 }
-
-var _ store.Store = (*etcd.Store)(nil)
