@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/cohort-dev/cohort/node"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	dto "github.com/prometheus/client_model/go"
@@ -156,5 +158,94 @@ func TestReadyzWhileAShardIsNotServed(t *testing.T) {
 	}
 	if mfs := scrape(t, n.HTTPAddr()); sample(mfs, "cohort_shard_events_total", map[string]string{"event": "unloaded"}) != 1 {
 		t.Errorf("unload not counted: %v", sample(mfs, "cohort_shard_events_total", map[string]string{"event": "unloaded"}))
+	}
+}
+
+// TestLagMetrics: /metrics carries kafka_exporter's lag series, values
+// checked against a known state: a group with no members committed at
+// 3, 5 and 10 of three partitions holding 10 records each (lag 7, 5, 0),
+// and a live franz-go group of one member that consumed everything.
+// With --metrics-max-partition-series 2 the per-partition series are
+// left out and counted, and the per-group sums stay.
+func TestLagMetrics(t *testing.T) {
+	p := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "100ms")
+	small := testkit.StartBinary(t, t.TempDir(), "--metrics-max-partition-series", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, n := range []*testkit.Proc{p, small} {
+		extCreateTopic(t, n.Addr, "lagged", 3)
+		var recs []*kgo.Record
+		for part := range int32(3) {
+			for i := range 10 {
+				recs = append(recs, &kgo.Record{Topic: "lagged", Partition: part, Value: fmt.Appendf(nil, "%d", i)})
+			}
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		offs := kadm.Offsets{}
+		for part, at := range []int64{3, 5, 10} {
+			offs.Add(kadm.Offset{Topic: "lagged", Partition: int32(part), At: at})
+		}
+		resp, err := kadm.NewClient(cl).CommitOffsets(ctx, "idle", offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		cl.Close()
+		if err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+	}
+	live := pollingMember(ctx, t, kgo.SeedBrokers(p.Addr), kgo.ConsumerGroup("live"), kgo.ConsumeTopics("lagged"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond), kgo.AutoCommitInterval(100*time.Millisecond))
+	defer live.Close()
+
+	gtp := func(g string, part int) map[string]string {
+		return map[string]string{"consumergroup": g, "topic": "lagged", "partition": fmt.Sprint(part)}
+	}
+	var mfs map[string]*dto.MetricFamily
+	testkit.Eventually(t, 30*time.Second, "the live group's lag at 0 with its one member", func() bool {
+		mfs = scrape(t, p.HTTPAddr)
+		return sample(mfs, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "live", "topic": "lagged"}) == 0 &&
+			sample(mfs, "kafka_consumergroup_members", map[string]string{"consumergroup": "live"}) == 1
+	})
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"kafka_consumergroup_current_offset", gtp("idle", 0), 3},
+		{"kafka_consumergroup_current_offset", gtp("idle", 1), 5},
+		{"kafka_consumergroup_lag", gtp("idle", 0), 7},
+		{"kafka_consumergroup_lag", gtp("idle", 1), 5},
+		{"kafka_consumergroup_lag", gtp("idle", 2), 0},
+		{"kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "idle", "topic": "lagged"}, 12},
+		{"kafka_consumergroup_current_offset_sum", map[string]string{"consumergroup": "idle", "topic": "lagged"}, 18},
+		{"kafka_consumergroup_members", map[string]string{"consumergroup": "idle"}, 0},
+		{"kafka_consumergroup_lag", gtp("live", 1), 0},
+		{"kafka_topic_partition_current_offset", map[string]string{"topic": "lagged", "partition": "2"}, 10},
+		{"kafka_topic_partition_oldest_offset", map[string]string{"topic": "lagged", "partition": "2"}, 0},
+		{"cohort_metrics_partition_series_dropped", nil, 0},
+	} {
+		if got := sample(mfs, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+
+	// The capped node: 2 series are a partition's two topic series;
+	// every other per-partition series is left out, the sums stay.
+	mfs = scrape(t, small.HTTPAddr)
+	if got := sample(mfs, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "idle", "topic": "lagged"}); got != 12 {
+		t.Errorf("capped: lag_sum = %v, want 12", got)
+	}
+	if got := sample(mfs, "kafka_consumergroup_lag", nil); got != -1 {
+		t.Errorf("capped: per-partition lag series present (%v)", got)
+	}
+	if got := sample(mfs, "cohort_metrics_partition_series_dropped", nil); got != 4+6 {
+		t.Errorf("capped: %v series dropped, want 10 (2 topic partitions × 2, 3 group partitions × 2)", got)
 	}
 }

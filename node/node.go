@@ -101,6 +101,10 @@ type Config struct {
 	// one connection is refused rather than served. grpc-go's default is
 	// unlimited.
 	GRPCMaxConcurrentStreams uint32
+	// MetricsMaxPartitionSeries caps the per-partition lag series of
+	// one /metrics scrape (--metrics-max-partition-series; see
+	// admin.LagConfig). Default 10,000; negative: none.
+	MetricsMaxPartitionSeries int
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Cluster, if set, runs the node in cluster mode on etcd (see
@@ -264,6 +268,10 @@ func Start(cfg Config) (_ *Node, err error) {
 		live[t.Name] = t.ID
 	}
 	n.groups.ReconcileTopics(live)
+	if n.registry != nil {
+		// Lag under kafka_exporter's names, read at scrape time.
+		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{n}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
+	}
 	var view kafka.Cluster
 	if n.member != nil {
 		view = clusterView{n.member}

@@ -78,6 +78,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.IntVar(&g.ConsumerMaxSize, "group-consumer-max-size", 1<<31-1, "most members of a consumer group (Kafka's group.consumer.max.size)")
 	fs.StringVar(&assignors, "group-consumer-assignors", "uniform,range", "server assignors consumer groups may ask for, the default first (Kafka's group.consumer.assignors)")
 	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:9644", "`host:port` of the admin HTTP listener: /metrics (Prometheus), /healthz, /readyz; port 0 picks a free port, - turns it off")
+	fs.IntVar(&cfg.MetricsMaxPartitionSeries, "metrics-max-partition-series", 10000, "most per-partition lag series (kafka_consumergroup_lag, _current_offset, kafka_topic_partition_*) in one /metrics scrape; beyond it they are left out and the per-group sums remain; -1 for none")
 	fs.StringVar(&cfg.GRPCListen, "grpc-listen", "127.0.0.1:9095", "`host:port` of the gRPC warm-handoff assignment service (kafka-assigner's contract, health checking, reflection); port 0 picks a free port, - turns it off")
 	fs.StringVar(&cfg.Assigner.DefaultGroup, "assigner-default-group", "default", "group of assignment-service calls without the cohort-group gRPC metadata key")
 	fs.DurationVar(&cfg.Assigner.LeaseTTL, "assigner-lease-ttl", 30*time.Second, "how long an assignment-service consumer whose stream closed keeps its partitions")

@@ -1,0 +1,169 @@
+package admin
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// GroupOffsets is one consumer group as the lag metrics see it.
+type GroupOffsets struct {
+	Group   string
+	Members int
+	// Committed holds the group's committed offset of each partition.
+	Committed map[TopicPartition]int64
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// PartitionOffsets are a partition's log start and end (high watermark).
+type PartitionOffsets struct {
+	Start, End int64
+}
+
+// LagSource is where the lag metrics come from: the groups this node
+// coordinates, and the partitions it hosts.
+type LagSource interface {
+	Groups(ctx context.Context) ([]GroupOffsets, error)
+	Partitions() map[TopicPartition]PartitionOffsets
+}
+
+// LagConfig configures NewLag.
+type LagConfig struct {
+	Source LagSource
+	// MaxPartitionSeries caps the per-partition series of one scrape
+	// (kafka_consumergroup_current_offset and _lag count one each per
+	// group and partition, kafka_topic_partition_* one each per
+	// partition): beyond it per-partition series are left out, and the
+	// per-group sums (_lag_sum, _current_offset_sum) still cover every
+	// partition. Default 10,000; negative: no per-partition series.
+	MaxPartitionSeries int
+	// Timeout bounds the gathering of one scrape. Default 5 s.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Lag is a Prometheus collector of consumer-group lag under the names
+// kafka_exporter gives them, so that its dashboards and alerts keep
+// working: kafka_consumergroup_current_offset, kafka_consumergroup_lag
+// (labels consumergroup, topic, partition), kafka_consumergroup_lag_sum,
+// kafka_consumergroup_current_offset_sum (consumergroup, topic),
+// kafka_consumergroup_members (consumergroup),
+// kafka_topic_partition_current_offset and
+// kafka_topic_partition_oldest_offset (topic, partition). Values are read
+// at scrape time. As kafka_exporter, a partition with no commit has no
+// current-offset or lag series; lag is the high watermark less the
+// committed offset, never below 0.
+type Lag struct {
+	cfg     LagConfig
+	dropped atomic.Int64
+
+	currentOffset, lag, lagSum, offsetSum, members *prometheus.Desc
+	topicCurrent, topicOldest, droppedDesc         *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*Lag)(nil)
+
+// NewLag returns the collector; register it on a registry.
+func NewLag(cfg LagConfig) *Lag {
+	if cfg.MaxPartitionSeries == 0 {
+		cfg.MaxPartitionSeries = 10000
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	gtp := []string{"consumergroup", "topic", "partition"}
+	return &Lag{
+		cfg:           cfg,
+		currentOffset: prometheus.NewDesc("kafka_consumergroup_current_offset", "Current offset of a consumer group at a topic partition.", gtp, nil),
+		lag:           prometheus.NewDesc("kafka_consumergroup_lag", "Current approximate lag of a consumer group at a topic partition.", gtp, nil),
+		lagSum:        prometheus.NewDesc("kafka_consumergroup_lag_sum", "Current approximate lag of a consumer group at a topic, all partitions.", []string{"consumergroup", "topic"}, nil),
+		offsetSum:     prometheus.NewDesc("kafka_consumergroup_current_offset_sum", "Current offset of a consumer group at a topic, all partitions.", []string{"consumergroup", "topic"}, nil),
+		members:       prometheus.NewDesc("kafka_consumergroup_members", "Amount of members in a consumer group.", []string{"consumergroup"}, nil),
+		topicCurrent:  prometheus.NewDesc("kafka_topic_partition_current_offset", "Current offset (high watermark) of a topic partition.", []string{"topic", "partition"}, nil),
+		topicOldest:   prometheus.NewDesc("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a topic partition.", []string{"topic", "partition"}, nil),
+		droppedDesc:   prometheus.NewDesc("cohort_metrics_partition_series_dropped", "Per-partition lag series left out of the last scrape by --metrics-max-partition-series.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (l *Lag) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{l.currentOffset, l.lag, l.lagSum, l.offsetSum, l.members, l.topicCurrent, l.topicOldest, l.droppedDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (l *Lag) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+	defer cancel()
+	parts := l.cfg.Source.Partitions()
+	budget := l.cfg.MaxPartitionSeries
+	dropped := 0
+	series := func(n int) bool {
+		if budget < n {
+			dropped += n
+			return false
+		}
+		budget -= n
+		return true
+	}
+	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	for tp, o := range parts {
+		if series(2) {
+			p := strconv.Itoa(int(tp.Partition))
+			gauge(l.topicCurrent, o.End, tp.Topic, p)
+			gauge(l.topicOldest, o.Start, tp.Topic, p)
+		}
+	}
+	groups, err := l.cfg.Source.Groups(ctx)
+	if err != nil {
+		l.cfg.Logger.Warn("lag metrics: reading the groups", "err", err)
+	}
+	for _, g := range groups {
+		gauge(l.members, int64(g.Members), g.Group)
+		type sums struct{ lag, offset int64 }
+		byTopic := map[string]*sums{}
+		for tp, off := range g.Committed {
+			s := byTopic[tp.Topic]
+			if s == nil {
+				s = &sums{}
+				byTopic[tp.Topic] = s
+			}
+			s.offset += off
+			lag := int64(-1)
+			if po, ok := parts[tp]; ok {
+				lag = max(0, po.End-off)
+				s.lag += lag
+			}
+			if series(2) {
+				p := strconv.Itoa(int(tp.Partition))
+				gauge(l.currentOffset, off, g.Group, tp.Topic, p)
+				if lag >= 0 {
+					gauge(l.lag, lag, g.Group, tp.Topic, p)
+				}
+			}
+		}
+		for topic, s := range byTopic {
+			gauge(l.lagSum, s.lag, g.Group, topic)
+			gauge(l.offsetSum, s.offset, g.Group, topic)
+		}
+	}
+	gauge(l.droppedDesc, int64(dropped))
+	if dropped > 0 && l.dropped.Swap(int64(dropped)) == 0 {
+		l.cfg.Logger.Warn("lag metrics: per-partition series left out (--metrics-max-partition-series)", "dropped", dropped, "max", l.cfg.MaxPartitionSeries)
+	}
+}
