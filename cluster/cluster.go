@@ -566,6 +566,12 @@ func (m *Member) read(ctx context.Context) (state, error) {
 		return state{}, err
 	}
 	st := state{rev: resp.Header.Revision, nodes: map[int32]Node{}, leader: None, ready: map[int][]int32{}}
+	type readyKey struct {
+		u     int
+		node  int32
+		epoch int64
+	}
+	var readies []readyKey
 	for _, kv := range resp.Kvs {
 		k := string(kv.Key)
 		switch {
@@ -589,9 +595,16 @@ func (m *Member) read(ctx context.Context) (state, error) {
 			us, ns, ok := strings.Cut(k[len(m.keys.ready):], "/")
 			u, err1 := strconv.Atoi(us)
 			n, err2 := strconv.Atoi(ns)
+			epoch, _ := strconv.ParseInt(string(kv.Value), 10, 64)
 			if ok && err1 == nil && err2 == nil {
-				st.ready[u] = append(st.ready[u], int32(n))
+				readies = append(readies, readyKey{u, int32(n), epoch})
 			}
+		}
+	}
+	// A ready said for an earlier move of the unit does not count.
+	for _, r := range readies {
+		if r.epoch >= since(st.assignment, r.u) {
+			st.ready[r.u] = append(st.ready[r.u], r.node)
 		}
 	}
 	return st, nil
@@ -608,7 +621,7 @@ func (m *Member) loop() {
 	l := &loopState{
 		held:      map[int]bool{},
 		warmed:    map[int]bool{},
-		readyPut:  map[int]bool{},
+		readyPut:  map[int]int64{},
 		nextSince: map[int]time.Time{},
 		results:   make(chan unitResult, 64),
 		busy:      map[int]bool{},
@@ -629,10 +642,10 @@ func (m *Member) loop() {
 
 // loopState is the control loop's own memory.
 type loopState struct {
-	held      map[int]bool // units serving (or loading) here
-	warmed    map[int]bool // units preloaded here
-	readyPut  map[int]bool // ready keys this node has put
-	busy      map[int]bool // a Load or Preload of the unit under way
+	held      map[int]bool  // units serving (or loading) here
+	warmed    map[int]bool  // units preloaded here
+	readyPut  map[int]int64 // ready keys this node has put: the epoch each says
+	busy      map[int]bool  // a Load or Preload of the unit under way
 	nextSince map[int]time.Time
 	results   chan unitResult
 	wasSusp   bool
@@ -740,9 +753,9 @@ func (m *Member) step(l *loopState) {
 			delete(l.warmed, u)
 			continue
 		}
-		if !l.readyPut[u] && !susp {
-			if m.putReady(u) == nil {
-				l.readyPut[u] = true
+		if said, ok := l.readyPut[u]; (!ok || said < since(a, u)) && !susp {
+			if m.putReady(u, a.Epoch) == nil {
+				l.readyPut[u] = a.Epoch
 			}
 		}
 	}
@@ -759,11 +772,22 @@ func (m *Member) readyKey(u int) string {
 	return m.keys.ready + strconv.Itoa(u) + "/" + strconv.Itoa(int(m.cfg.NodeID))
 }
 
-func (m *Member) putReady(u int) error {
+// putReady says that this node has warmed unit u up, for the move the
+// assignment of the given epoch shows.
+func (m *Member) putReady(u int, epoch int64) error {
 	c, cancel := m.reqCtx(m.ctx)
 	defer cancel()
-	_, err := m.cli.Put(c, m.readyKey(u), "", clientv3.WithLease(m.Lease()))
+	_, err := m.cli.Put(c, m.readyKey(u), strconv.FormatInt(epoch, 10), clientv3.WithLease(m.Lease()))
 	return err
+}
+
+// since is the epoch at which unit u's current move was announced (0 if
+// the assignment does not say).
+func since(a Assignment, u int) int64 {
+	if u < len(a.Since) {
+		return a.Since[u]
+	}
+	return 0
 }
 
 func (m *Member) deleteReady(u int) error {

@@ -19,16 +19,21 @@ type Assignment struct {
 	Owner []int32 `json:"owner"`
 	// Next[u] is the node unit u is moving to, or None.
 	Next []int32 `json:"next"`
+	// Since[u] is the epoch of the assignment that set Next[u] (0 when
+	// it is None). A node's "ready" for unit u counts only if it was
+	// said for this move, at Since[u] or later: a node that warmed u up
+	// for an earlier move and has since let it go must warm it again.
+	Since []int64 `json:"since,omitempty"`
 }
 
 // clone returns a deep copy.
 func (a Assignment) clone() Assignment {
-	return Assignment{Epoch: a.Epoch, Owner: slices.Clone(a.Owner), Next: slices.Clone(a.Next)}
+	return Assignment{Epoch: a.Epoch, Owner: slices.Clone(a.Owner), Next: slices.Clone(a.Next), Since: slices.Clone(a.Since)}
 }
 
 // equal reports whether a and b assign the same owners and moves.
 func (a Assignment) equal(b Assignment) bool {
-	return slices.Equal(a.Owner, b.Owner) && slices.Equal(a.Next, b.Next)
+	return slices.Equal(a.Owner, b.Owner) && slices.Equal(a.Next, b.Next) && slices.Equal(a.Since, b.Since)
 }
 
 // Balance spreads units over the live nodes with the fewest moves: every
@@ -117,8 +122,10 @@ func Balance(owners []int32, live []int32) []int32 {
 //     goes at once to its target: there is nothing to hand over warm;
 //   - a unit whose owner is registered but is not its target moves warm:
 //     Next is set to the target, and the owner is flipped only once the
-//     target has said it is ready (or forced, when force[u] is set: the
-//     leader's timeout for a target that never warms up);
+//     target has said it is ready for this very move (ready[u] holds
+//     it and the move was already announced in cur; the caller keeps
+//     only readiness said at cur.Since[u] or later), or when forced
+//     (force[u]: the leader's timeout for a target that never warms up);
 //   - targets are Balance over the registered nodes that are not draining.
 //
 // It returns the next assignment and whether it differs from cur. The
@@ -128,6 +135,15 @@ func Plan(units int, cur Assignment, registered, draining []int32, ready map[int
 		cur = Assignment{Epoch: cur.Epoch, Owner: make([]int32, units), Next: make([]int32, units)}
 		for u := range units {
 			cur.Owner[u], cur.Next[u] = None, None
+		}
+	}
+	if len(cur.Since) != units {
+		cur = cur.clone()
+		cur.Since = make([]int64, units)
+		for u, n := range cur.Next {
+			if n != None {
+				cur.Since[u] = cur.Epoch
+			}
 		}
 	}
 	isReg := map[int32]bool{}
@@ -159,13 +175,16 @@ func Plan(units int, cur Assignment, registered, draining []int32, ready map[int
 		o, t := valid[u], target[u]
 		switch {
 		case o == None:
-			next.Owner[u], next.Next[u] = t, None
+			next.Owner[u], next.Next[u], next.Since[u] = t, None, 0
 		case o == t || t == None:
-			next.Owner[u], next.Next[u] = o, None
-		case force[u] || slices.Contains(ready[u], t):
-			next.Owner[u], next.Next[u] = t, None
+			next.Owner[u], next.Next[u], next.Since[u] = o, None, 0
+		case force[u] || cur.Next[u] == t && slices.Contains(ready[u], t):
+			next.Owner[u], next.Next[u], next.Since[u] = t, None, 0
 		default:
 			next.Owner[u], next.Next[u] = o, t
+			if cur.Next[u] != t {
+				next.Since[u] = cur.Epoch + 1
+			}
 		}
 	}
 	if next.equal(cur) {

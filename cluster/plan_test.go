@@ -190,3 +190,22 @@ func TestReconcile(t *testing.T) {
 		t.Fatalf("suspended: %+v", act)
 	}
 }
+
+// TestPlanReadyOnlyForTheAnnouncedMove: a node's readiness flips a unit
+// only for a move already announced to it (cur.Next is that node); a
+// move to a new target records the epoch it was announced at (Since),
+// which is what the Member checks readiness against.
+func TestPlanReadyOnlyForTheAnnouncedMove(t *testing.T) {
+	cur := Assignment{Epoch: 7, Owner: []int32{1, 1}, Next: []int32{None, None}, Since: []int64{0, 0}}
+	// Node 2 joins; it says ready for unit 1 before the move is even
+	// announced (a stale ready key of an earlier move): no flip.
+	a, _ := Plan(2, cur, []int32{1, 2}, nil, map[int][]int32{1: {2}}, nil)
+	if !slices.Equal(a.Owner, []int32{1, 1}) || !slices.Equal(a.Next, []int32{None, 2}) || !slices.Equal(a.Since, []int64{0, 8}) {
+		t.Fatalf("announce: %+v", a)
+	}
+	// Now it counts.
+	b, _ := Plan(2, a, []int32{1, 2}, nil, map[int][]int32{1: {2}}, nil)
+	if !slices.Equal(b.Owner, []int32{1, 2}) || !slices.Equal(b.Next, []int32{None, None}) || !slices.Equal(b.Since, []int64{0, 0}) {
+		t.Fatalf("flip: %+v", b)
+	}
+}

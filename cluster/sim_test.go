@@ -884,7 +884,7 @@ func (s *sim) startNew() *simNode {
 // is retried a second later, as a supervisor restarts the process.
 func (s *sim) start(id int32) *simNode {
 	n := &simNode{s: s, id: id, dir: "dir-" + strconv.Itoa(int(id)), slots: make([]*simSlot, s.units)}
-	n.l = loopState{held: map[int]bool{}, warmed: map[int]bool{}, readyPut: map[int]bool{}, nextSince: map[int]time.Time{}, busy: map[int]bool{}}
+	n.l = loopState{held: map[int]bool{}, warmed: map[int]bool{}, readyPut: map[int]int64{}, nextSince: map[int]time.Time{}, busy: map[int]bool{}}
 	s.procs = append(s.procs, n)
 	s.trace(n, "starts", 0, 0)
 	n.register(s.now+s.ttl+5*time.Second, func(err error) {
@@ -1163,7 +1163,7 @@ func (n *simNode) finish(r unitResult) {
 	}
 }
 
-func sortedKeys(m map[int]bool) []int {
+func sortedKeys[V any](m map[int]V) []int {
 	out := make([]int, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -1220,6 +1220,7 @@ func simRead(e *simEtcd) (any, error) {
 		return e.read, nil
 	}
 	st := state{rev: e.rev, nodes: map[int32]Node{}, leader: None, ready: map[int][]int32{}}
+	var readies [][3]int64 // unit, node, epoch
 	for k, kv := range e.kvs {
 		switch {
 		case strings.HasPrefix(k, "nodes/"):
@@ -1236,7 +1237,14 @@ func simRead(e *simEtcd) (any, error) {
 			us, ns, _ := strings.Cut(k[len("ready/"):], "/")
 			u, _ := strconv.Atoi(us)
 			id, _ := strconv.Atoi(ns)
-			st.ready[u] = append(st.ready[u], int32(id))
+			epoch, _ := strconv.ParseInt(kv.val.(string), 10, 64)
+			readies = append(readies, [3]int64{int64(u), int64(id), epoch})
+		}
+	}
+	// As Member.read: a ready said for an earlier move does not count.
+	for _, r := range readies {
+		if r[2] >= since(st.assignment, int(r[0])) {
+			st.ready[int(r[0])] = append(st.ready[int(r[0])], int32(r[1]))
 		}
 	}
 	for _, ns := range st.ready {
@@ -1328,13 +1336,14 @@ func (n *simNode) reconcile(st state, susp bool) {
 			delete(l.warmed, u)
 			continue
 		}
-		if !l.readyPut[u] && !susp {
+		if said, ok := l.readyPut[u]; (!ok || said < since(a, u)) && !susp {
+			epoch := a.Epoch
 			ops = append(ops, func(next func()) {
 				key := fmt.Sprintf("ready/%d/%d", u, n.id)
 				lease := n.lease
-				n.call(s.reqTO, "put ready", func(e *simEtcd) (any, error) { return nil, e.put(key, "", lease) }, func(_ any, err error) {
+				n.call(s.reqTO, "put ready", func(e *simEtcd) (any, error) { return nil, e.put(key, strconv.FormatInt(epoch, 10), lease) }, func(_ any, err error) {
 					if err == nil {
-						l.readyPut[u] = true
+						l.readyPut[u] = epoch
 					}
 					next()
 				})
