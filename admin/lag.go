@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,9 +47,16 @@ type LagConfig struct {
 	// per-group sums (_lag_sum, _current_offset_sum) still cover every
 	// partition. Default 10,000; negative: no per-partition series.
 	MaxPartitionSeries int
-	// Timeout bounds the gathering of one scrape. Default 5 s.
+	// Timeout bounds one reading of the groups. Default 5 s.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// MinInterval is the least time between two readings of the groups.
+	// A scrape never waits for the coordinator (a shard stuck on its
+	// store would hold /metrics for the store's timeout): it starts a
+	// reading in the background, when the last is older than this, and
+	// reports the last one finished; only the first scrape waits, up to
+	// Timeout. Default 1 s.
+	MinInterval time.Duration
+	Logger      *slog.Logger
 }
 
 // Lag is a Prometheus collector of consumer-group lag under the names
@@ -66,6 +74,12 @@ type Lag struct {
 	cfg     LagConfig
 	dropped atomic.Int64
 
+	mu       sync.Mutex
+	groups   []GroupOffsets // the last reading
+	readAt   time.Time      // when it started
+	reading  chan struct{}  // closed when the reading under way ends; nil if none
+	everRead bool
+
 	currentOffset, lag, lagSum, offsetSum, members *prometheus.Desc
 	topicCurrent, topicOldest, droppedDesc         *prometheus.Desc
 }
@@ -79,6 +93,9 @@ func NewLag(cfg LagConfig) *Lag {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.MinInterval <= 0 {
+		cfg.MinInterval = time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -106,8 +123,7 @@ func (l *Lag) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (l *Lag) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
-	defer cancel()
+	groups := l.lastGroups()
 	parts := l.cfg.Source.Partitions()
 	budget := l.cfg.MaxPartitionSeries
 	dropped := 0
@@ -128,10 +144,6 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 			gauge(l.topicCurrent, o.End, tp.Topic, p)
 			gauge(l.topicOldest, o.Start, tp.Topic, p)
 		}
-	}
-	groups, err := l.cfg.Source.Groups(ctx)
-	if err != nil {
-		l.cfg.Logger.Warn("lag metrics: reading the groups", "err", err)
 	}
 	for _, g := range groups {
 		gauge(l.members, int64(g.Members), g.Group)
@@ -166,4 +178,43 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 	if dropped > 0 && l.dropped.Swap(int64(dropped)) == 0 {
 		l.cfg.Logger.Warn("lag metrics: per-partition series left out (--metrics-max-partition-series)", "dropped", dropped, "max", l.cfg.MaxPartitionSeries)
 	}
+}
+
+// lastGroups returns the last reading of the groups, starting a new one
+// in the background if the last is older than MinInterval; before the
+// first reading ends it waits for it, up to Timeout.
+func (l *Lag) lastGroups() []GroupOffsets {
+	l.mu.Lock()
+	if l.reading == nil && time.Since(l.readAt) >= l.cfg.MinInterval {
+		done := make(chan struct{})
+		l.reading, l.readAt = done, time.Now()
+		go l.read(done)
+	}
+	wait, first := l.reading, !l.everRead
+	l.mu.Unlock()
+	if first && wait != nil {
+		select {
+		case <-wait:
+		case <-time.After(l.cfg.Timeout):
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.groups
+}
+
+func (l *Lag) read(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+	defer cancel()
+	groups, err := l.cfg.Source.Groups(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.cfg.Logger.Warn("lag metrics: reading the groups", "err", err)
+	} else {
+		l.groups = groups
+	}
+	l.everRead = true
+	l.reading = nil
+	close(done)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cohort-dev/cohort/admin"
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/topics"
 )
 
 // lagSource reads the lag metrics' inputs from this node: the groups its
@@ -17,12 +18,19 @@ import (
 // its topic log hosts. In cluster mode that is the groups of the shards
 // this node holds, and a lag only for partitions it leads: each node
 // exports its own part, as each Kafka broker would.
-type lagSource struct{ n *Node }
+//
+// It holds the coordinator and the log themselves, not the node: a
+// reading started by the last scrape may still run while the node shuts
+// down, and a closed coordinator answers NOT_COORDINATOR.
+type lagSource struct {
+	co     *coordinator.Coordinator
+	topics *topics.Log
+}
 
 var _ admin.LagSource = lagSource{}
 
 func (s lagSource) handle(ctx context.Context, req kmsg.Request) kmsg.Response {
-	return s.n.groups.Handle(ctx, coordinator.Request{Msg: req, ClientID: "cohort-metrics"})()
+	return s.co.Handle(ctx, coordinator.Request{Msg: req, ClientID: "cohort-metrics"})()
 }
 
 func (s lagSource) Groups(ctx context.Context) ([]admin.GroupOffsets, error) {
@@ -86,7 +94,7 @@ func (s lagSource) Groups(ctx context.Context) ([]admin.GroupOffsets, error) {
 
 func (s lagSource) Partitions() map[admin.TopicPartition]admin.PartitionOffsets {
 	out := map[admin.TopicPartition]admin.PartitionOffsets{}
-	for _, t := range s.n.topics.Topics() {
+	for _, t := range s.topics.Topics() {
 		for i, p := range t.Partitions {
 			if p == nil { // led by another node
 				continue

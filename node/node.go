@@ -270,7 +270,7 @@ func Start(cfg Config) (_ *Node, err error) {
 	n.groups.ReconcileTopics(live)
 	if n.registry != nil {
 		// Lag under kafka_exporter's names, read at scrape time.
-		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{n}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
+		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{co: n.groups, topics: n.topics}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
 	}
 	var view kafka.Cluster
 	if n.member != nil {
