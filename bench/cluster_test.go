@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -191,96 +190,6 @@ func BenchmarkClusterCommit(b *testing.B) {
 // ---------------------------------------------------------------------------
 // Failover
 
-// benchProber commits for one group in a loop as a raw client (find the
-// coordinator, commit to it, on any error find it again), and records
-// when each commit was acknowledged.
-type benchProber struct {
-	group string
-	cl    *kgo.Client
-	mu    sync.Mutex
-	acks  []time.Time
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-func startProber(b *testing.B, seeds []string, group, topic string) *benchProber {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := &benchProber{group: group, cl: cl, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		coord := int32(-1)
-		deadline := time.Now().Add(5 * time.Minute)
-		for offset := int64(1); time.Now().Before(deadline); {
-			select {
-			case <-p.stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			if coord < 0 {
-				req := kmsg.NewPtrFindCoordinatorRequest()
-				req.CoordinatorKey = group
-				if resp, err := req.RequestWith(ctx, cl); err == nil && resp.ErrorCode == 0 {
-					coord = resp.NodeID
-				} else {
-					cancel()
-					cl.ForceMetadataRefresh()
-					continue
-				}
-			}
-			req := kmsg.NewPtrOffsetCommitRequest()
-			req.Version = 8
-			req.Group, req.Generation = group, -1
-			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic = topic
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition, rp.Offset = 0, offset
-			rt.Partitions = append(rt.Partitions, rp)
-			req.Topics = append(req.Topics, rt)
-			resp, err := req.RequestWith(ctx, cl.Broker(int(coord)))
-			cancel()
-			if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-				coord = -1
-				continue
-			}
-			p.mu.Lock()
-			p.acks = append(p.acks, time.Now())
-			p.mu.Unlock()
-			offset++
-		}
-	}()
-	return p
-}
-
-func (p *benchProber) close() {
-	close(p.stop)
-	<-p.done
-	p.cl.Close()
-}
-
-// firstAckAfter returns the first acknowledgement after t, waiting up to
-// 60 s for it.
-func (p *benchProber) firstAckAfter(t time.Time) (time.Time, bool) {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		p.mu.Lock()
-		i, _ := slices.BinarySearchFunc(p.acks, t, func(a, t time.Time) int { return a.Compare(t) })
-		var at time.Time
-		if i < len(p.acks) {
-			at = p.acks[i]
-		}
-		p.mu.Unlock()
-		if !at.IsZero() {
-			return at, true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Time{}, false
-}
-
 // BenchmarkClusterFailover: three `cohort serve` processes on a
 // three-member etcd, eight groups on the shards of node 3, each with a
 // prober committing every few milliseconds. Node 3 is killed (SIGKILL)
@@ -329,18 +238,15 @@ func failoverOnce(b *testing.B, how string) (worst, median float64) {
 			}
 		}
 	}
-	var probers []*benchProber
+	var probers []*testkit.CommitProbe
 	for _, g := range groups {
-		probers = append(probers, startProber(b, seeds[:2], g, "failover"))
+		p := testkit.StartCommitProbe(b, seeds[:2], g, "failover", 2*time.Millisecond)
+		defer p.Close()
+		probers = append(probers, p)
 	}
-	defer func() {
-		for _, p := range probers {
-			p.close()
-		}
-	}()
 	for _, p := range probers {
-		if _, ok := p.firstAckAfter(time.Now()); !ok {
-			b.Fatalf("group %s never committed", p.group)
+		if _, ok := p.FirstAckAfter(time.Now(), time.Minute); !ok {
+			b.Fatalf("group %s never committed", p.Group)
 		}
 	}
 	b.StartTimer()
@@ -352,9 +258,9 @@ func failoverOnce(b *testing.B, how string) (worst, median float64) {
 	}
 	var took []float64
 	for _, p := range probers {
-		at, ok := p.firstAckAfter(t0)
+		at, ok := p.FirstAckAfter(t0, time.Minute)
 		if !ok {
-			b.Fatalf("group %s: no commit acknowledged within 60s of the %s", p.group, how)
+			b.Fatalf("group %s: no commit acknowledged within 60s of the %s", p.Group, how)
 		}
 		took = append(took, float64(at.Sub(t0).Microseconds())/1000)
 	}

@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,168 +25,43 @@ import (
 	"github.com/cohort-dev/cohort/internal/testkit"
 )
 
-// commitProbe commits an ever-growing offset for a group every few
-// milliseconds, as a raw client: FindCoordinator, then OffsetCommit to
-// the node named, and on any error the lookup again. It remembers the
-// highest acknowledged offset and the longest time between two
-// acknowledgements.
+// commitProbe is testkit's CommitProbe, committing every 5 ms, with the
+// test's waits and checks.
 type commitProbe struct {
-	t            *testing.T
-	group, topic string
-	cl           *kgo.Client
-	stop         chan struct{}
-	done         chan struct{}
-
-	mu      sync.Mutex
-	acked   int64
-	last    time.Time
-	maxGap  time.Duration
-	gapAt   time.Time
-	errs    map[string]int
-	commits int
+	*testkit.CommitProbe
+	t *testing.T
 }
 
 func startCommitProbe(t *testing.T, seeds []string, group, topic string) *commitProbe {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("cohort-e2e-probe"),
-		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &commitProbe{t: t, group: group, topic: topic, cl: cl, stop: make(chan struct{}), done: make(chan struct{}), acked: -1, errs: map[string]int{}}
-	go p.run()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *commitProbe) close() {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
-	<-p.done
-	p.cl.Close()
-}
-
-func (p *commitProbe) run() {
-	defer close(p.done)
-	deadline := time.Now().Add(5 * time.Minute) // bounded
-	coord := int32(-1)
-	for offset := int64(1); time.Now().Before(deadline); {
-		select {
-		case <-p.stop:
-			return
-		case <-time.After(5 * time.Millisecond):
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if coord < 0 {
-			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.CoordinatorKey = p.group
-			resp, err := req.RequestWith(ctx, p.cl)
-			switch {
-			case err != nil:
-				p.err("FindCoordinator: " + err.Error())
-			case resp.ErrorCode != 0:
-				p.err("FindCoordinator: " + kerr.ErrorForCode(resp.ErrorCode).Error())
-			default:
-				coord = resp.NodeID
-			}
-			if coord < 0 {
-				cancel()
-				p.cl.ForceMetadataRefresh()
-				continue
-			}
-		}
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.Version = 8
-		req.Group, req.Generation = p.group, -1
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = p.topic
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset = 0, offset
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, p.cl.Broker(int(coord)))
-		cancel()
-		if err == nil && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
-			if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-				err = kerr.ErrorForCode(code)
-			}
-		}
-		if err != nil {
-			p.err("OffsetCommit: " + err.Error())
-			coord = -1
-			p.cl.ForceMetadataRefresh()
-			continue
-		}
-		p.ack(offset)
-		offset++
-	}
-}
-
-func (p *commitProbe) err(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	// Keep the kind, not the address or the numbers.
-	if i := strings.Index(s, "dial tcp"); i >= 0 {
-		s = s[:i] + "dial tcp ..."
-	}
-	p.errs[s]++
-}
-
-func (p *commitProbe) ack(offset int64) {
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.last.IsZero() && now.Sub(p.last) > p.maxGap {
-		p.maxGap, p.gapAt = now.Sub(p.last), p.last
-	}
-	p.last, p.acked = now, offset
-	p.commits++
+	return &commitProbe{testkit.StartCommitProbe(t, seeds, group, topic, 5*time.Millisecond), t}
 }
 
 // waitCommits waits until n more commits than now have been acknowledged.
 func (p *commitProbe) waitCommits(n int) {
 	p.t.Helper()
-	p.mu.Lock()
-	want := p.commits + n
-	p.mu.Unlock()
-	groupEventually(p.t, 30*time.Second, fmt.Sprintf("the probe's group %s committing", p.group), func() (bool, string) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.commits >= want, fmt.Sprintf("%d commits, want %d; errors %v", p.commits, want, p.errs)
+	want := p.Commits() + n
+	groupEventually(p.t, 30*time.Second, fmt.Sprintf("the probe's group %s committing", p.Group), func() (bool, string) {
+		_, _, errs := p.Report()
+		return p.Commits() >= want, fmt.Sprintf("%d commits, want %d; errors %v", p.Commits(), want, errs)
 	})
-}
-
-// resetGap starts measuring the longest gap afresh.
-func (p *commitProbe) resetGap() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.maxGap = 0
-}
-
-func (p *commitProbe) report() (acked int64, gap time.Duration, errs map[string]int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.acked, p.maxGap, maps.Clone(p.errs)
 }
 
 // checkCommitted checks that the probe's group has at least its highest
 // acknowledged offset committed, read from any node.
 func (p *commitProbe) checkCommitted(tc *testCluster) {
 	p.t.Helper()
-	acked, _, _ := p.report()
+	acked, _, _ := p.Report()
 	adm := tc.admin()
 	var got int64 = -1
 	groupEventually(p.t, 30*time.Second, "the probe's committed offset readable", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		offs, err := adm.FetchOffsets(ctx, p.group)
+		offs, err := adm.FetchOffsets(ctx, p.Group)
 		if err != nil {
 			return false, err.Error()
 		}
-		o, ok := offs.Lookup(p.topic, 0)
+		o, ok := offs.Lookup(p.Topic, 0)
 		if !ok || o.Err != nil {
 			return false, fmt.Sprintf("lookup: %v %v", ok, o.Err)
 		}
@@ -196,7 +69,7 @@ func (p *commitProbe) checkCommitted(tc *testCluster) {
 		return true, ""
 	})
 	if got < acked {
-		p.t.Errorf("group %s committed at %d; a commit of %d was acknowledged", p.group, got, acked)
+		p.t.Errorf("group %s committed at %d; a commit of %d was acknowledged", p.Group, got, acked)
 	}
 }
 
@@ -258,7 +131,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	}
 	for _, p := range probes {
 		p.waitCommits(20)
-		p.resetGap()
+		p.ResetGap()
 	}
 	for id := int32(1); id <= 3; id++ {
 		t0 := time.Now()
@@ -276,7 +149,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	}
 	for i, p := range probes {
 		p.checkCommitted(tc)
-		acked, gap, errs := p.report()
+		acked, gap, errs := p.Report()
 		t.Logf("group on node %d at the start: acknowledged up to %d; longest gap between acknowledged commits %v; errors %v", i+1, acked, gap.Round(time.Millisecond), errs)
 	}
 }
@@ -295,7 +168,7 @@ func TestClusterIsolatedNode(t *testing.T) {
 	tc.createTopicOn("probe", 1, 1)
 	probe := startCommitProbe(t, tc.seeds(3), tc.groupOn(adm, "isolated", 3), "probe")
 	probe.waitCommits(20)
-	probe.resetGap()
+	probe.ResetGap()
 	cli := etcdtest.NewClient(t, ec.Endpoints())
 	node3 := "/cohort/cluster/nodes/3"
 
@@ -330,7 +203,7 @@ func TestClusterIsolatedNode(t *testing.T) {
 	tc.waitBalanced(clusterUnits)
 	probe.waitCommits(20)
 	probe.checkCommitted(tc)
-	acked, gap, errs := probe.report()
+	acked, gap, errs := probe.Report()
 	t.Logf("probe: acknowledged up to %d; longest gap %v; errors %v", acked, gap.Round(time.Millisecond), errs)
 }
 
@@ -351,7 +224,7 @@ func TestClusterEtcdMemberKilled(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		p := startCommitProbe(t, tc.seeds(), tc.groupOn(adm, "etcd-kill", id), "probe")
 		p.waitCommits(10)
-		p.resetGap()
+		p.ResetGap()
 		probes = append(probes, p)
 	}
 	unloads := func() map[int32]int {
@@ -377,7 +250,7 @@ func TestClusterEtcdMemberKilled(t *testing.T) {
 	}
 	for i, p := range probes {
 		p.checkCommitted(tc)
-		acked, gap, errs := p.report()
+		acked, gap, errs := p.Report()
 		t.Logf("group on node %d: acknowledged up to %d; longest gap %v; errors %v", i+1, acked, gap.Round(time.Millisecond), errs)
 	}
 }

@@ -194,6 +194,7 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 	}()
 	t := time.NewTicker(n.cfg.Cluster.CatalogRefresh)
 	defer t.Stop()
+	version, known := n.topics.Version(), liveTopics(n)
 	for {
 		select {
 		case <-stop:
@@ -201,22 +202,25 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		case <-t.C:
 		case <-changed:
 		}
-		before := n.topics.Version()
-		old := liveTopics(n)
 		if err := n.topics.Refresh(); err != nil {
 			n.logger.Debug("refresh topic catalog", "err", err)
 			continue
 		}
-		if n.topics.Version() == before {
+		if v := n.topics.Version(); v == version {
 			continue
+		} else {
+			version = v
 		}
+		// Changed here or elsewhere: the topics gone since the last look
+		// (or re-created under another id) lose their offsets.
 		cur := liveTopics(n)
 		var gone []string
-		for name, id := range old {
+		for name, id := range known {
 			if cid, ok := cur[name]; !ok || cid != id {
 				gone = append(gone, name)
 			}
 		}
+		known = cur
 		n.groups.TopicsDeleted(gone)
 	}
 }

@@ -98,30 +98,12 @@ func BenchmarkApplyAsync(b *testing.B) {
 		b.Fatal(err)
 	}
 	value := bytes.Repeat([]byte("v"), benchValue)
-	var waits []func() error
 	b.ResetTimer()
-	for i := range b.N {
-		var bt store.Batch
+	pipeline(b, h, b.N, func(i int, bt *store.Batch) {
 		for r := range 100 {
 			bt.Put(fmt.Appendf(nil, "shard/00/key/%012d/%03d", i, r), value)
 		}
-		wait, err := h.ApplyAsync(&bt)
-		if err != nil {
-			b.Fatal(err)
-		}
-		waits = append(waits, wait)
-		if len(waits) == 16 {
-			if err := waits[0](); err != nil {
-				b.Fatal(err)
-			}
-			waits = waits[1:]
-		}
-	}
-	for _, w := range waits {
-		if err := w(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "records/s")
 }
@@ -187,26 +169,13 @@ func BenchmarkLoadScope(b *testing.B) {
 	}
 }
 
-// benchLoadScope writes records records record(n) under scope through a
-// handle, pipelining 100-record batches 16 deep, compacts if asked, then
-// times a new Store's Acquire and Scan of the scope.
-func benchLoadScope(b *testing.B, compact bool, records int, scope []byte, record func(n int) (key, value []byte)) {
-	const perBatch = 100
-	ep := startEtcd(b)
-	cli := newClient(b, ep)
-	prefix := freshPrefix()
-	opts := etcd.Options{Client: cli, Prefix: prefix, CompactEntries: -1, CompactBytes: -1}
-	s := mustOpen(b, opts)
-	h, err := s.Acquire(scope)
-	if err != nil {
-		b.Fatal(err)
-	}
+// pipeline writes n batches through h, batch i filled by fill, keeping 16
+// in flight as the coordinator runtime does, and waits for them all.
+func pipeline(b *testing.B, h store.Handle, n int, fill func(i int, bt *store.Batch)) {
 	var waits []func() error
-	for i := range records / perBatch {
+	for i := range n {
 		var bt store.Batch
-		for r := range perBatch {
-			bt.Put(record(i*perBatch + r))
-		}
+		fill(i, &bt)
 		wait, err := h.ApplyAsync(&bt)
 		if err != nil {
 			b.Fatal(err)
@@ -224,6 +193,27 @@ func benchLoadScope(b *testing.B, compact bool, records int, scope []byte, recor
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchLoadScope writes records records record(n) under scope through a
+// handle, pipelining 100-record batches 16 deep, compacts if asked, then
+// times a new Store's Acquire and Scan of the scope.
+func benchLoadScope(b *testing.B, compact bool, records int, scope []byte, record func(n int) (key, value []byte)) {
+	const perBatch = 100
+	ep := startEtcd(b)
+	cli := newClient(b, ep)
+	prefix := freshPrefix()
+	opts := etcd.Options{Client: cli, Prefix: prefix, CompactEntries: -1, CompactBytes: -1}
+	s := mustOpen(b, opts)
+	h, err := s.Acquire(scope)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pipeline(b, h, records/perBatch, func(i int, bt *store.Batch) {
+		for r := range perBatch {
+			bt.Put(record(i*perBatch + r))
+		}
+	})
 	if compact {
 		if err := s.Compact(); err != nil {
 			b.Fatal(err)

@@ -348,26 +348,29 @@ type lossyKV struct {
 }
 
 func (k *lossyKV) Txn(ctx context.Context) clientv3.Txn {
-	return &lossyTxn{Txn: k.KV.Txn(ctx), kv: k}
+	return &hookTxn{Txn: k.KV.Txn(ctx), commit: k.commit}
 }
 
-type lossyTxn struct {
-	clientv3.Txn
-	kv *lossyKV
-}
-
-func (t *lossyTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
-func (t *lossyTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
-func (t *lossyTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
-
-func (t *lossyTxn) Commit() (*clientv3.TxnResponse, error) {
-	resp, err := t.Txn.Commit()
-	if err == nil && t.kv.lose.Load() && t.kv.n.Add(1)%3 == 0 {
-		t.kv.lost.Add(1)
+func (k *lossyKV) commit(txn clientv3.Txn) (*clientv3.TxnResponse, error) {
+	resp, err := txn.Commit()
+	if err == nil && k.lose.Load() && k.n.Add(1)%3 == 0 {
+		k.lost.Add(1)
 		return nil, status.Error(codes.Unavailable, "test: the response was lost")
 	}
 	return resp, err
 }
+
+// hookTxn is a clientv3.Txn whose Commit is a test's hook, given the
+// transaction built.
+type hookTxn struct {
+	clientv3.Txn
+	commit func(clientv3.Txn) (*clientv3.TxnResponse, error)
+}
+
+func (t *hookTxn) If(cs ...clientv3.Cmp) clientv3.Txn     { t.Txn = t.Txn.If(cs...); return t }
+func (t *hookTxn) Then(ops ...clientv3.Op) clientv3.Txn   { t.Txn = t.Txn.Then(ops...); return t }
+func (t *hookTxn) Else(ops ...clientv3.Op) clientv3.Txn   { t.Txn = t.Txn.Else(ops...); return t }
+func (t *hookTxn) Commit() (*clientv3.TxnResponse, error) { return t.commit(t.Txn) }
 
 // TestLostResponses: transactions that etcd committed but whose responses
 // were lost (Acquire, inline entries, an entry's chunks and its commit)
@@ -461,29 +464,19 @@ type lateKV struct {
 
 func (k *lateKV) Txn(ctx context.Context) clientv3.Txn {
 	// The late send must outlive the attempt's context.
-	return &lateTxn{Txn: k.KV.Txn(context.WithoutCancel(ctx)), kv: k}
+	return &hookTxn{Txn: k.KV.Txn(context.WithoutCancel(ctx)), commit: k.commit}
 }
 
-type lateTxn struct {
-	clientv3.Txn
-	kv *lateKV
-}
-
-func (t *lateTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
-func (t *lateTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
-func (t *lateTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
-
-func (t *lateTxn) Commit() (*clientv3.TxnResponse, error) {
-	k := t.kv
+func (k *lateKV) commit(txn clientv3.Txn) (*clientv3.TxnResponse, error) {
 	k.mu.Lock()
 	k.n++
 	if k.late.Load() && k.n%3 == 0 {
-		k.held = append(k.held, t.Txn)
+		k.held = append(k.held, txn)
 		k.mu.Unlock()
 		return nil, status.Error(codes.Unavailable, "test: the request is delayed")
 	}
 	k.mu.Unlock()
-	resp, err := t.Txn.Commit()
+	resp, err := txn.Commit()
 	k.mu.Lock()
 	held := k.held
 	k.held = nil
