@@ -983,7 +983,9 @@ func (m *Member) Assignment() Assignment {
 // Leave hands this node's units off and leaves the cluster: it marks
 // the registration draining, waits (up to ctx) until the leader has moved
 // every unit to other nodes, warm, then stops serving, gives the
-// leadership up and revokes the lease. Used on SIGTERM.
+// leadership up and revokes the lease. Used on SIGTERM. It leaves in
+// any case; the error says the handoff was cut short (ctx ended, or etcd
+// could not be told), and the units not handed off move cold.
 func (m *Member) Leave(ctx context.Context) error {
 	m.draining.Store(true)
 	n := m.self()
@@ -992,18 +994,18 @@ func (m *Member) Leave(ctx context.Context) error {
 	_, err := m.cli.Put(c, m.nodeKey(m.cfg.NodeID), string(b), clientv3.WithLease(m.Lease()))
 	cancel()
 	if err != nil {
-		m.logger.Warn("mark draining", "err", err)
+		err = fmt.Errorf("cluster: leaving without a handoff: mark draining: %w", err)
 	} else {
 		m.poke()
-		m.waitDrained(ctx)
+		err = m.waitDrained(ctx)
 	}
 	m.Close()
-	return nil
+	return err
 }
 
 // waitDrained waits until the last state read shows no unit owned here
 // (or nobody left to own them), or ctx ends.
-func (m *Member) waitDrained(ctx context.Context) {
+func (m *Member) waitDrained(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -1011,12 +1013,11 @@ func (m *Member) waitDrained(ctx context.Context) {
 		st := m.state
 		m.mu.Unlock()
 		if drained(st, m.cfg.NodeID) {
-			return
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			m.logger.Warn("leaving before every shard was handed off", "err", ctx.Err())
-			return
+			return fmt.Errorf("cluster: leaving before every shard was handed off: %w", ctx.Err())
 		case <-t.C:
 		}
 	}

@@ -491,7 +491,11 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	if n.member != nil {
 		// Hand the shards off warm while still serving them.
 		hctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.HandoffTimeout)
-		n.member.Leave(hctx)
+		if err := n.member.Leave(hctx); err != nil {
+			// The shards not handed off move when the lease goes, which
+			// leaving revokes: a cold move, not a lost one.
+			n.logger.Warn("leaving the cluster", "err", err)
+		}
 		cancel()
 	}
 	if n.grpc != nil {
