@@ -1,0 +1,194 @@
+// One group's page: its summary, members, the partition × member
+// assignment grid, lag per partition with its trend, and the rebalance
+// timeline, newest first.
+
+import { h, int, plural, seconds, ms, time, ago, ranges, status, badge } from './dom.js';
+import { sparkline, chart } from './chart.js';
+
+export function mount(route) {
+  const name = route.group, tenant = route.tenant;
+  const body = h('div');
+  const el = h('section', {},
+    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Groups'), ' / '),
+    h('h1', { 'data-testid': 'group-name' }, name, tenant ? h('span', { class: 'tenant' }, ` (tenant ${tenant})`) : ''),
+    body);
+  return {
+    title: name,
+    el,
+    urls: [`api/v1/groups/${encodeURIComponent(name)}` + (tenant ? `?tenant=${encodeURIComponent(tenant)}` : '')],
+    update([res]) {
+      if (res.status === 404) {
+        body.replaceChildren(h('p', { class: 'empty', 'data-testid': 'not-found' },
+          `No group “${name}” on this node${res.body.error ? ` (${res.body.error})` : ''}. `,
+          'This page will show it if it appears. ', h('a', { href: '#/' }, 'All groups')));
+        return;
+      }
+      body.replaceChildren(...render(res.body));
+    },
+  };
+}
+
+function render(g) {
+  const consumer = g.type === 'consumer';
+  const members = [...(g.members || [])].sort((a, b) => a.member_id.localeCompare(b.member_id));
+  // Short labels (M1, M2, …) tie the members table to the grid's columns.
+  const label = new Map(members.map((m, i) => [m.member_id, `M${i + 1}`]));
+  return [
+    h('div', { class: 'badges' }, badge(g.type, `type-${g.type}`), badge(g.state, 'state'), status(g.status)),
+    facts(g, consumer, members.length),
+    section('Total lag over time', null, chart(g.lag_trend)),
+    section(`Members (${members.length})`, null, membersTable(members, label, consumer)),
+    section('Assignment', consumer ? '● owned  ○ being assigned  ◐ being revoked' : null, grid(g, members, label, consumer)),
+    section('Lag per partition', null, partitionsTable(g.partitions || [], label)),
+    section('Rebalances', 'newest first', timeline(g.timeline || [], consumer)),
+  ];
+}
+
+function section(title, note, ...content) {
+  return h('section', { class: 'panel' },
+    h('h2', {}, title, note ? h('span', { class: 'note' }, note) : ''), ...content);
+}
+
+function facts(g, consumer, n) {
+  const rows = [
+    ['State', g.state],
+    ['Members', int(n)],
+    ['Total lag', h('span', { 'data-testid': 'total-lag', 'data-value': g.total_lag }, int(g.total_lag))],
+    ['Time to clear', g.time_to_clear_seconds == null ? '—' : seconds(g.time_to_clear_seconds)],
+    ['Protocol', [g.protocol_type, g.balancer].filter(Boolean).join(' / ') || '—'],
+    consumer ? ['Epoch', `${g.epoch ?? '—'} (assignment ${g.assignment_epoch ?? '—'})`] : ['Generation', g.generation ?? '—'],
+    ['CGP id', h('code', { 'data-testid': 'cgp-id' }, g.cgp_id || '—')],
+    ['RRL', h('code', { 'data-testid': 'rrl' }, g.rrl || '—')],
+  ];
+  if (g.tenant) rows.push(['Tenant', g.tenant]);
+  return h('dl', { class: 'facts' }, rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))));
+}
+
+function parts(assignment) {
+  const a = assignment || [];
+  if (a.length === 0) return '—';
+  return a.map((t) => `${t.topic} [${ranges(t.partitions)}]`).join('; ');
+}
+
+function count(assignment) {
+  return (assignment || []).reduce((n, t) => n + t.partitions.length, 0);
+}
+
+function membersTable(members, label, consumer) {
+  if (members.length === 0) return h('p', { class: 'empty' }, 'No members.');
+  return h('div', { class: 'scroll' }, h('table', { class: 'data', 'data-testid': 'members' },
+    h('thead', {}, h('tr', {},
+      h('th', {}, ''), h('th', {}, 'Member'), h('th', {}, 'Instance'), h('th', {}, 'Client'), h('th', {}, 'Host'),
+      consumer && h('th', { class: 'num' }, 'Epoch'), h('th', { class: 'num' }, 'Owned'), h('th', {}, 'Partitions'),
+      consumer && h('th', {}, 'Target'))),
+    h('tbody', {}, members.map((m) => {
+      const pending = consumer && parts(m.target_assignment) !== parts(m.assignment);
+      return h('tr', { 'data-testid': 'member', 'data-member': m.member_id },
+        h('td', { class: 'label' }, label.get(m.member_id)),
+        h('td', { class: 'id', title: m.member_id }, m.member_id),
+        h('td', {}, m.instance_id || '—'),
+        h('td', {}, m.client_id || '—'),
+        h('td', {}, m.host || '—'),
+        consumer && h('td', { class: 'num' }, m.member_epoch ?? '—'),
+        h('td', { class: 'num' }, int(count(m.assignment))),
+        h('td', { class: 'parts' }, parts(m.assignment)),
+        consumer && h('td', { class: pending ? 'parts pending' : 'parts' }, pending ? parts(m.target_assignment) : 'reached'));
+    }))));
+}
+
+const key = (topic, p) => `${topic}\u0000${p}`;
+
+function owners(members, field) {
+  const m = new Map();
+  for (const mem of members) {
+    for (const t of mem[field] || []) for (const p of t.partitions) m.set(key(t.topic, p), mem.member_id);
+  }
+  return m;
+}
+
+// grid is the partition × member assignment: a row per partition the
+// group covers, a column per member.
+function grid(g, members, label, consumer) {
+  const owned = owners(members, 'assignment');
+  const target = consumer ? owners(members, 'target_assignment') : owned;
+  const rows = new Map();
+  for (const p of g.partitions || []) rows.set(key(p.topic, p.partition), [p.topic, p.partition]);
+  for (const m of [owned, target]) {
+    for (const k of m.keys()) {
+      if (!rows.has(k)) { const [t, p] = k.split('\u0000'); rows.set(k, [t, Number(p)]); }
+    }
+  }
+  if (rows.size === 0) return h('p', { class: 'empty' }, 'No partitions assigned.');
+  const sorted = [...rows.values()].sort((a, b) => a[0].localeCompare(b[0]) || a[1] - b[1]);
+  return h('div', { class: 'scroll' }, h('table', { class: 'grid', 'data-testid': 'assignment-grid' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Partition'),
+      members.map((m) => h('th', { title: m.member_id }, label.get(m.member_id))), h('th', {}, 'Unassigned'))),
+    h('tbody', {}, sorted.map(([topic, p]) => {
+      const k = key(topic, p), o = owned.get(k), t = target.get(k);
+      return h('tr', { 'data-topic': topic, 'data-partition': p, 'data-owner': o || '' },
+        h('th', {}, `${topic} / ${p}`),
+        members.map((m) => {
+          const id = m.member_id;
+          if (o === id && t === id) return h('td', { class: 'owned', title: `${label.get(id)} owns it` }, '●');
+          if (o === id) return h('td', { class: 'revoking', title: `${label.get(id)} is giving it up` }, '◐');
+          if (t === id) return h('td', { class: 'assigning', title: `${label.get(id)} is getting it` }, '○');
+          return h('td', {}, '');
+        }),
+        h('td', { class: o || t ? '' : 'unowned' }, o || t ? '' : '●'));
+    }))));
+}
+
+function partitionsTable(ps, label) {
+  if (ps.length === 0) return h('p', { class: 'empty' }, 'No committed or assigned partitions.');
+  const sorted = [...ps].sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+  return h('div', { class: 'scroll' }, h('table', { class: 'data', 'data-testid': 'partitions' },
+    h('thead', {}, h('tr', {},
+      h('th', {}, 'Topic'), h('th', { class: 'num' }, 'Partition'), h('th', {}, 'Member'),
+      h('th', { class: 'num' }, 'Committed'), h('th', { class: 'num' }, 'Log start'), h('th', { class: 'num' }, 'Log end'),
+      h('th', { class: 'num' }, 'Lag'), h('th', {}, 'Lag trend'), h('th', {}, 'Status'))),
+    h('tbody', {}, sorted.map((p) => h('tr', { 'data-testid': 'partition', 'data-topic': p.topic, 'data-partition': p.partition },
+      h('td', {}, p.topic),
+      h('td', { class: 'num' }, p.partition),
+      h('td', { title: p.member_id || 'unassigned' }, p.member_id ? (label.get(p.member_id) || p.member_id) : '—'),
+      h('td', { class: 'num' }, p.committed_offset < 0 ? 'none' : int(p.committed_offset)),
+      h('td', { class: 'num' }, int(p.log_start_offset)),
+      h('td', { class: 'num' }, int(p.log_end_offset)),
+      h('td', { class: 'num', 'data-testid': 'lag', 'data-value': p.lag }, int(p.lag)),
+      h('td', {}, sparkline(p.lag_history)),
+      h('td', {}, status(p.status)))))));
+}
+
+const phaseNames = [['join_ms', 'join'], ['sync_ms', 'sync'], ['revocation_ms', 'revocation'], ['assignment_ms', 'assignment']];
+
+function timeline(rs, consumer) {
+  if (rs.length === 0) return h('p', { class: 'empty', 'data-testid': 'no-rebalances' }, 'No rebalance recorded yet.');
+  return h('ol', { class: 'timeline', 'data-testid': 'timeline' }, rs.map((r) => {
+    const who = [r.member_id, r.instance_id && `instance ${r.instance_id}`].filter(Boolean).join(', ');
+    const phases = phaseNames.filter(([k]) => r.phases && r.phases[k] > 0);
+    return h('li', {
+      'data-testid': 'rebalance', 'data-generation': r.generation, 'data-cause': r.cause,
+      class: r.in_progress ? 'in-progress' : null,
+    },
+    h('div', { class: 'when' },
+      h('span', { title: r.started_at }, time(r.started_at)),
+      h('span', { class: 'muted' }, ago(r.started_at))),
+    h('div', { class: 'what' },
+      h('div', {},
+        h('strong', {}, `${consumer ? 'Epoch' : 'Generation'} ${r.generation ?? '—'}`), ' ',
+        badge(r.cause || 'other', `cause cause-${r.cause || 'other'}`), ' ',
+        r.in_progress ? badge('in progress', 'live') : h('span', { class: 'muted' }, `took ${ms(r.duration_ms)}`)),
+      h('div', { class: 'detail' },
+        who && ['by ', h('code', {}, who), ' · '],
+        plural(r.members, 'member'),
+        ` · ${r.partitions_moved < 0 || r.partitions_moved == null ? 'partitions moved unknown' : `${plural(r.partitions_moved, 'partition')} moved`}`,
+        r.protocol ? ` · ${r.protocol}` : '',
+        r.reason ? [' · ', h('q', {}, r.reason)] : ''),
+      phases.length ? h('div', { class: 'phases', title: 'time spent in each phase' },
+        h('div', { class: 'bar' }, phases.map(([k, n]) => {
+          const seg = h('span', { class: `ph ph-${n}`, title: `${n} ${ms(r.phases[k])}` });
+          seg.style.flexGrow = String(r.phases[k]); // CSSOM: allowed by the CSP
+          return seg;
+        })),
+        h('div', { class: 'legend' }, phases.map(([k, n]) => h('span', {}, h('i', { class: `ph ph-${n}` }), `${n} ${ms(r.phases[k])}`)))) : ''));
+  }));
+}

@@ -1,0 +1,57 @@
+// The topics this node knows, with each partition's leader and offsets.
+
+import { h, int, badge, plural } from './dom.js';
+
+export function mount() {
+  const filter = h('input', { type: 'search', placeholder: 'Filter topics', 'aria-label': 'Filter topics' });
+  const internal = h('input', { type: 'checkbox', 'data-testid': 'show-internal' });
+  const summary = h('p', { class: 'summary' });
+  const body = h('div');
+  let topics = null;
+
+  function draw() {
+    if (!topics) return;
+    const f = filter.value.trim().toLowerCase();
+    const shown = topics
+      .filter((t) => (internal.checked || !t.internal) && (!f || t.name.toLowerCase().includes(f)))
+      .sort((a, b) => Number(a.internal) - Number(b.internal) || a.name.localeCompare(b.name));
+    const nparts = topics.reduce((n, t) => n + t.partitions.length, 0);
+    summary.replaceChildren(`${plural(topics.length, 'topic')} · ${plural(nparts, 'partition')}`);
+    if (shown.length === 0) {
+      body.replaceChildren(h('p', { class: 'empty' }, topics.length ? 'No topic matches.' : 'No topics yet.'));
+      return;
+    }
+    body.replaceChildren(...shown.map((t) => {
+      const ps = [...t.partitions].sort((a, b) => a.partition - b.partition);
+      const records = ps.reduce((n, p) => n + (p.log_end_offset - p.log_start_offset), 0);
+      return h('section', { class: 'panel', 'data-testid': 'topic', 'data-topic': t.name },
+        h('h2', {}, t.name, t.internal ? badge('internal', 'state') : '',
+          h('span', { class: 'note' }, `${plural(ps.length, 'partition')} · ${plural(records, 'record')}`)),
+        h('div', { class: 'scroll' }, h('table', { class: 'data compact' },
+          h('thead', {}, h('tr', {},
+            h('th', { class: 'num' }, 'Partition'), h('th', { class: 'num' }, 'Leader'),
+            h('th', { class: 'num' }, 'Log start'), h('th', { class: 'num' }, 'Log end'), h('th', { class: 'num' }, 'Records'))),
+          h('tbody', {}, ps.map((p) => h('tr', { 'data-testid': 'topic-partition', 'data-partition': p.partition },
+            h('td', { class: 'num' }, p.partition),
+            h('td', { class: 'num' }, p.leader < 0 ? 'none' : p.leader),
+            h('td', { class: 'num' }, int(p.log_start_offset)),
+            h('td', { class: 'num', 'data-testid': 'log-end' }, int(p.log_end_offset)),
+            h('td', { class: 'num' }, int(p.log_end_offset - p.log_start_offset))))))));
+    }));
+  }
+
+  filter.addEventListener('input', draw);
+  internal.addEventListener('change', draw);
+  return {
+    title: 'Topics',
+    el: h('section', {},
+      h('div', { class: 'toolbar' }, h('h1', {}, 'Topics'), filter,
+        h('label', { class: 'check' }, internal, ' internal topics')),
+      summary, body),
+    urls: ['api/v1/topics'],
+    update([res]) {
+      topics = res.body.topics || [];
+      draw();
+    },
+  };
+}
