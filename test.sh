@@ -20,6 +20,9 @@ command -v kcat >/dev/null 2>&1 || need+=(kcat)
 # use only members they start themselves, on free ports; the service the
 # package starts under systemd is stopped below.
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+# Chromium for the web page's browser tests (admin/web, e2e TestWebPage),
+# driven headless through chromedp.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # -I: isolated, so the repo's own kafka/ directory (a Go package) is not
 # taken for the Python module from the working directory.
 /usr/bin/python3 -I -c 'from kafka import KafkaProducer' >/dev/null 2>&1 || need+=(python3-kafka)

@@ -1,0 +1,268 @@
+package web_test
+
+// The page in a real browser (headless Chromium) against a fake of the
+// admin API that serves canned answers of the API's shapes; e2e's
+// TestWebPage runs it against a real node and real consumers.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/admin/web"
+	"github.com/cohort-dev/cohort/admin/web/webtest"
+)
+
+type obj = map[string]any
+
+// fakeAPI serves /api/v1/... from canned data that a test changes.
+type fakeAPI struct {
+	mu       sync.Mutex
+	down     bool  // drop every API connection, as an unreachable node
+	timeline []obj // of group "orders", newest first
+	requests int
+}
+
+// nasty is a group name that must show as text and survive the URL.
+const nasty = `<img src=x onerror="document.title='pwned'">/a?b#c&d%2F`
+
+func trend(now time.Time, lags ...int) []obj {
+	var out []obj
+	for i, l := range lags {
+		out = append(out, obj{"at": now.Add(time.Duration(i-len(lags)) * 5 * time.Second).Format(time.RFC3339), "lag": l})
+	}
+	return out
+}
+
+func rebalance(now time.Time, gen int, cause, member string, moved int) obj {
+	return obj{
+		"started_at": now.Add(-time.Duration(100-gen) * time.Second).Format(time.RFC3339Nano), "completed_at": now.Format(time.RFC3339Nano),
+		"in_progress": false, "duration_ms": 420 + gen, "generation": gen, "protocol": "cooperative-sticky", "cause": cause,
+		"reason": "", "member_id": member, "instance_id": "", "members": 3,
+		"phases":           obj{"join_ms": 300, "sync_ms": 20, "revocation_ms": 90, "assignment_ms": 2},
+		"partitions_moved": moved,
+	}
+}
+
+func members(n int) []obj {
+	var out []obj
+	for i := 0; i < n; i++ {
+		var ps []int
+		for p := i; p < 6; p += n {
+			ps = append(ps, p)
+		}
+		out = append(out, obj{
+			"member_id": fmt.Sprintf("consumer-%d-5f8a9c", i+1), "instance_id": "", "client_id": fmt.Sprintf("consumer-%d", i+1),
+			"host": "/127.0.0.1", "member_epoch": 0, "assignment": []obj{{"topic": "events", "partitions": ps}},
+		})
+	}
+	return out
+}
+
+func (f *fakeAPI) groups(now time.Time) []obj {
+	return []obj{
+		{"group": "orders", "tenant": "", "cgp_id": "cgp_4f1c", "rrl": "rrl:cohort:group/orders", "type": "classic",
+			"protocol_type": "consumer", "state": "Stable", "members": 3, "total_lag": 1234, "status": "WARN",
+			"time_to_clear_seconds": 95.0, "lag_trend": trend(now, 800, 900, 1000, 1100, 1200, 1234)},
+		{"group": nasty, "tenant": "acme", "cgp_id": "cgp_9", "rrl": "rrl:cohort:acme/group/x", "type": "consumer",
+			"protocol_type": "consumer", "state": "Empty", "members": 0, "total_lag": 0, "status": "",
+			"time_to_clear_seconds": nil, "lag_trend": []obj{}},
+	}
+}
+
+func (f *fakeAPI) handler() http.Handler {
+	mux := http.NewServeMux()
+	send := func(w http.ResponseWriter, code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, r *http.Request) {
+		send(w, 200, obj{"version": "0.9.0", "node_id": 1, "mode": "single", "started_at": "2026-01-02T03:04:05Z",
+			"uptime_seconds": 3725, "kafka_addr": "127.0.0.1:9092", "shards_total": 16, "shards_held": []int{},
+			"store": obj{"kind": "pebble"}})
+	})
+	mux.HandleFunc("GET /api/v1/groups", func(w http.ResponseWriter, r *http.Request) {
+		send(w, 200, obj{"groups": f.groups(time.Now())})
+	})
+	mux.HandleFunc("GET /api/v1/groups/{group}", func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		name, tenant := r.PathValue("group"), r.URL.Query().Get("tenant")
+		var g obj
+		for _, s := range f.groups(now) {
+			if s["group"] == name && s["tenant"] == tenant {
+				g = s
+			}
+		}
+		if g == nil {
+			send(w, 404, obj{"error": fmt.Sprintf("group %q not found", name)})
+			return
+		}
+		d := obj{}
+		for k, v := range g {
+			d[k] = v
+		}
+		if name != "orders" {
+			d["members"], d["partitions"], d["timeline"] = []obj{}, []obj{}, []obj{}
+			d["epoch"], d["assignment_epoch"], d["balancer"] = 0, 0, "uniform"
+			send(w, 200, d)
+			return
+		}
+		var parts []obj
+		ms := members(3)
+		for p := 0; p < 6; p++ {
+			lag := 100 + 50*p
+			if p == 5 {
+				lag = 1234 - 100*5 - 50*(0+1+2+3+4)
+			}
+			parts = append(parts, obj{"topic": "events", "partition": p, "committed_offset": 1000, "log_start_offset": 0,
+				"log_end_offset": 1000 + lag, "lag": lag, "member_id": ms[p%3]["member_id"], "status": "WARN",
+				"lag_history": trend(now, lag/2, lag/2, lag*3/4, lag)})
+		}
+		d["members"], d["partitions"], d["balancer"], d["generation"] = ms, parts, "cooperative-sticky", 7
+		f.mu.Lock()
+		d["timeline"] = append([]obj(nil), f.timeline...)
+		f.mu.Unlock()
+		send(w, 200, d)
+	})
+	mux.HandleFunc("GET /api/v1/topics", func(w http.ResponseWriter, r *http.Request) {
+		var ps []obj
+		for p := 0; p < 6; p++ {
+			ps = append(ps, obj{"partition": p, "leader": 1, "log_start_offset": 0, "log_end_offset": 1100 + 50*p})
+		}
+		send(w, 200, obj{"topics": []obj{
+			{"name": "events", "internal": false, "partitions": ps},
+			{"name": "__consumer_offsets", "internal": true, "partitions": []obj{{"partition": 0, "leader": 1, "log_start_offset": 0, "log_end_offset": 42}}},
+		}})
+	})
+	mux.Handle("/", web.Handler())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		down := f.down
+		f.requests++
+		f.mu.Unlock()
+		if down && strings.HasPrefix(r.URL.Path, "/api/") {
+			panic(http.ErrAbortHandler) // the connection closes unanswered
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (f *fakeAPI) set(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn()
+}
+
+// TestPageInBrowser opens the page in headless Chromium against the fake
+// API and checks what a person would look at: the groups overview, one
+// group's members, lag and timeline, a new rebalance appearing without a
+// reload, the banner while the API is unreachable and its going away, a
+// hostile group name shown as text, and the topics.
+func TestPageInBrowser(t *testing.T) {
+	now := time.Now()
+	f := &fakeAPI{timeline: []obj{
+		rebalance(now, 7, "member-joined", "consumer-3-5f8a9c", 2),
+		rebalance(now, 6, "metadata-changed", "", -1),
+	}}
+	srv := httptest.NewServer(f.handler())
+	defer srv.Close()
+	b := webtest.Start(t)
+
+	b.Open(srv.URL + "/")
+	b.Wait("the group row", `document.querySelector('tr[data-group="orders"]')`)
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group)`); len(got) != 2 || got[0] != "orders" || got[1] != nasty {
+		t.Errorf("group rows %q, want orders first (WARN), then %q", got, nasty)
+	}
+	row := `document.querySelector('tr[data-group="orders"]')`
+	if got := webtest.Eval[string](b, row+`.querySelector('[data-testid=members]').textContent`); got != "3" {
+		t.Errorf("orders members cell %q, want 3", got)
+	}
+	if got := webtest.Eval[string](b, row+`.querySelector('[data-testid=total-lag]').textContent`); got != "1,234" {
+		t.Errorf("orders total lag cell %q, want 1,234", got)
+	}
+	if got := webtest.Eval[string](b, row+`.querySelector('[data-testid=status]').textContent`); got != "WARN" {
+		t.Errorf("orders status %q, want WARN", got)
+	}
+	if got := webtest.Eval[int](b, row+`.querySelector('[data-testid=sparkline]').querySelectorAll('polyline').length`); got != 1 {
+		t.Errorf("orders lag trend: %d lines, want 1", got)
+	}
+	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); !strings.Contains(got, "node 1") || !strings.Contains(got, "pebble") {
+		t.Errorf("header %q, want the node's summary", got)
+	}
+	b.Screenshot("overview")
+
+	// One group's page, reached by its link.
+	b.Click(`tr[data-group="orders"] a`)
+	b.Wait("3 members", `document.querySelectorAll('[data-testid=member]').length === 3`)
+	if got := webtest.Eval[string](b, `location.hash`); got != "#/groups/orders" {
+		t.Errorf("group page at %q", got)
+	}
+	if got := webtest.Eval[[]int](b, `[...document.querySelectorAll('[data-testid=lag]')].map(c => +c.dataset.value)`); len(got) != 6 || got[0] != 100 {
+		t.Errorf("partition lags %v, want 6 starting at 100", got)
+	}
+	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=assignment-grid] td.owned').length`); got != 6 {
+		t.Errorf("assignment grid: %d owned cells, want 6", got)
+	}
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=rrl]').textContent`); got != "rrl:cohort:group/orders" {
+		t.Errorf("RRL %q", got)
+	}
+	b.Wait("2 rebalances", `document.querySelectorAll('[data-testid=rebalance]').length === 2`)
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=rebalance]').textContent`); !strings.Contains(got, "member-joined") ||
+		!strings.Contains(got, "consumer-3-5f8a9c") || !strings.Contains(got, "2 partitions moved") || !strings.Contains(got, "join 300 ms") {
+		t.Errorf("newest rebalance reads %q", got)
+	}
+
+	// A rebalance shows up without a reload, on top.
+	f.set(func() {
+		f.timeline = append([]obj{rebalance(time.Now(), 8, "member-left", "consumer-2-5f8a9c", 3)}, f.timeline...)
+	})
+	b.Wait("the new rebalance on top", `document.querySelectorAll('[data-testid=rebalance]').length === 3 &&
+		document.querySelector('[data-testid=rebalance]').dataset.generation === '8'`)
+	b.Screenshot("group")
+
+	// The API goes away and comes back: a banner, then none.
+	f.set(func() { f.down = true })
+	b.Wait("the unreachable banner", `!document.getElementById('api-error').hidden`)
+	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=member]').length`); got != 3 {
+		t.Errorf("while the API is down the page shows %d members, want the last 3", got)
+	}
+	b.Screenshot("unreachable")
+	f.set(func() { f.down = false })
+	b.Wait("the banner gone", `document.getElementById('api-error').hidden && !document.getElementById('view').classList.contains('stale')`)
+
+	// A hostile name is text: its row, its link, its page.
+	b.Open(srv.URL + "/#/")
+	b.Wait("the rows", `document.querySelectorAll('[data-testid=group-row]').length === 2`)
+	b.Click(`tr[data-tenant="acme"] a`)
+	b.Wait("the hostile group's page", `document.querySelector('[data-testid=no-rebalances]')`)
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=group-name]').firstChild.textContent`); got != nasty {
+		t.Errorf("group name shows %q, want %q", got, nasty)
+	}
+	if got := webtest.Eval[int](b, `document.images.length + document.querySelectorAll('img').length`); got != 0 {
+		t.Errorf("%d img elements: a name became markup", got)
+	}
+	if got := webtest.Eval[string](b, `document.title`); got == "pwned" {
+		t.Errorf("title %q: a name ran as code", got)
+	}
+
+	// An unknown group says so.
+	b.Open(srv.URL + "/#/groups/nobody")
+	b.Wait("not found", `document.querySelector('[data-testid=not-found]')`)
+
+	// Topics, internal ones on request.
+	b.Open(srv.URL + "/#/topics")
+	b.Wait("the topic's partitions", `document.querySelectorAll('[data-topic=events] [data-testid=topic-partition]').length === 6`)
+	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=topic]').length`); got != 1 {
+		t.Errorf("%d topics shown, want 1 (internal ones hidden)", got)
+	}
+	b.Click(`[data-testid=show-internal]`)
+	b.Wait("the internal topic", `document.querySelector('[data-topic=__consumer_offsets]')`)
+	b.Screenshot("topics")
+	b.NoProblems()
+}
