@@ -15,6 +15,10 @@ type Config struct {
 	// Ready reports why the node cannot serve yet (nil: it can): /readyz
 	// answers 503 with the reason until it returns nil.
 	Ready func() error
+	// API serves /api/; nil: no JSON API.
+	API *API
+	// Page serves everything else (the web page); nil: 404.
+	Page http.Handler
 }
 
 // Handler serves:
@@ -23,8 +27,16 @@ type Config struct {
 //	/healthz   200 while the process is up
 //	/readyz    200 once the node serves (store open, every shard it holds
 //	           loaded, listeners accepting), else 503 and the reason
+//	/api/      the JSON API (api.go, openapi.json)
+//	/          the web page
 func Handler(cfg Config) http.Handler {
 	mux := http.NewServeMux()
+	if cfg.API != nil {
+		mux.Handle("/api/", cfg.API.Handler())
+	}
+	if cfg.Page != nil {
+		mux.Handle("/", cfg.Page)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")

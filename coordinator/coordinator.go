@@ -1,12 +1,14 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -330,6 +332,35 @@ func (c *Coordinator) ReconcileTopics(live map[string][16]byte) {
 	for _, ch := range waits {
 		<-ch
 	}
+}
+
+// Inspect returns a summary of every group of every shard this
+// coordinator serves, all tenants, sorted by tenant then group (groups of
+// a shard still loading are left out). It is for the admin API and the lag
+// tracker: it carries what no Kafka response does (the cgp_ id, commit
+// times).
+func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
+	var waits []<-chan Reply
+	for _, id := range c.set.Held() {
+		if ch, code := c.set.Submit(ctx, id, Request{Cmd: groups.InspectCmd{}}); code == 0 {
+			waits = append(waits, ch)
+		}
+	}
+	var out []groups.Summary
+	for _, ch := range waits {
+		select {
+		case r := <-ch:
+			if sums, ok := r.Out.([]groups.Summary); ok {
+				out = append(out, sums...)
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	slices.SortFunc(out, func(a, b groups.Summary) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
+	})
+	return out, nil
 }
 
 // failReply answers a request the shard could not complete: a Kafka

@@ -105,6 +105,13 @@ type Config struct {
 	// one /metrics scrape (--metrics-max-partition-series; see
 	// admin.LagConfig). Default 10,000; negative: none.
 	MetricsMaxPartitionSeries int
+	// LagSampleInterval is how often the admin API's lag tracker reads
+	// every group's offsets for lag status and time to clear
+	// (--lag-sample-interval). Default 5 s; a status needs a window of
+	// 10 samples.
+	LagSampleInterval time.Duration
+	// Version is what the admin API reports as the node's version.
+	Version string
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Cluster, if set, runs the node in cluster mode on etcd (see
@@ -129,6 +136,8 @@ type Node struct {
 	logObs *logs.Observer
 	// The admin HTTP listener, when on.
 	registry *prometheus.Registry
+	api      *admin.API
+	apiStop  context.CancelFunc
 	http     *http.Server
 	httpLn   net.Listener
 	started  atomic.Bool // Start returned: every listener accepts
@@ -271,6 +280,12 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.registry != nil {
 		// Lag under kafka_exporter's names, read at scrape time.
 		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{co: n.groups, topics: n.topics}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
+		n.api = admin.NewAPI(admin.APIConfig{
+			Source:         apiSource{n: n, started: time.Now()},
+			SampleInterval: cfg.LagSampleInterval,
+			Logger:         cfg.Logger,
+		})
+		n.registry.MustRegister(n.api)
 	}
 	var view kafka.Cluster
 	if n.member != nil {
@@ -310,6 +325,9 @@ func Start(cfg Config) (_ *Node, err error) {
 	}
 	if n.registry != nil {
 		n.startAdmin()
+		ctx, cancel := context.WithCancel(context.Background())
+		n.apiStop = cancel
+		n.serving.Go(func() { n.api.Run(ctx) })
 	}
 	if n.member != nil {
 		var svc cluster.Service
@@ -342,7 +360,7 @@ func Start(cfg Config) (_ *Node, err error) {
 func (n *Node) startAdmin() {
 	ln := n.httpLn
 	n.http = &http.Server{
-		Handler: admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready}),
+		Handler: admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api}),
 		// A scrape or probe is small; a client that trickles its
 		// request must not hold a connection for ever.
 		ReadHeaderTimeout: 10 * time.Second,
@@ -516,6 +534,10 @@ func (n *Node) Shutdown(ctx context.Context) error {
 // for the listeners' goroutines. Each part is closed once: stop after a
 // failed start, or a second Shutdown, closes nothing twice.
 func (n *Node) stop() error {
+	if n.apiStop != nil {
+		n.apiStop()
+		n.apiStop = nil
+	}
 	if n.http != nil {
 		n.http.Close()
 		n.http = nil

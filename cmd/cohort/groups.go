@@ -39,10 +39,12 @@ Commands:
   seek GROUP --to start|end|OFFSET|TIMESTAMP|-DURATION [--topics T[:P,...]] [--dry-run]
                                reset committed offsets (the group must have no members)
 
-Common flags (also from COHORT_BROKERS, COHORT_FORMAT, COHORT_TIMEOUT):
+Common flags (also from COHORT_BROKERS, COHORT_FORMAT, COHORT_TIMEOUT, COHORT_ADMIN_URL):
   --brokers host:port,...  seed brokers (default 127.0.0.1:9092)
   --format text|json       output format (default text)
   --timeout 10s            give up on the brokers after this long
+  --admin-url URL          a Cohort node's admin listener: describe and lag add
+                           the cgp_ id, the lag status and the time to clear
 
 Run 'cohort groups <command> --help' for a command's flags.
 `
@@ -74,6 +76,9 @@ type groupsEnv struct {
 	json    bool
 	timeout time.Duration
 	stdout  io.Writer
+	// adminURL is a Cohort node's admin listener, for what only Cohort
+	// knows (groups_cohort.go); "" for none.
+	adminURL string
 
 	cl  *kgo.Client
 	adm *kadm.Client
@@ -104,6 +109,7 @@ func groups(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&brokers, "brokers", "127.0.0.1:9092", "`host:port,...` of seed brokers (env COHORT_BROKERS)")
 	fs.StringVar(&format, "format", "text", "output `format`: text (tables) or json")
 	fs.DurationVar(&env.timeout, "timeout", 10*time.Second, "give up on the brokers after this long")
+	fs.StringVar(&env.adminURL, "admin-url", "", "`URL` of a Cohort node's admin listener (e.g. http://127.0.0.1:9644): describe and lag then add the group's cgp_ id and RRL, its lag status and time to clear (env COHORT_ADMIN_URL)")
 	do := cmd.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s %s [flags]\n\n%s\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>\n(e.g. COHORT_BROKERS); a flag on the command line wins.\n\nFlags:\n", env.name, cmd.args, cmd.about)

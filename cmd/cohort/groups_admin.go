@@ -14,34 +14,57 @@ import (
 
 // groupLag is one group in `cohort groups lag`.
 type groupLag struct {
-	Group      string         `json:"group"`
-	State      string         `json:"state"`
-	TotalLag   int64          `json:"total_lag"`
-	Partitions []partitionLag `json:"partitions"`
+	Group    string `json:"group"`
+	State    string `json:"state"`
+	TotalLag int64  `json:"total_lag"`
+	// Status and TimeToClearSeconds need --admin-url (groups_cohort.go).
+	Status             string         `json:"status,omitempty"`
+	TimeToClearSeconds *float64       `json:"time_to_clear_seconds,omitempty"`
+	Partitions         []partitionLag `json:"partitions"`
 }
 
 func lagFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 	return func(e *groupsEnv, names []string) error {
 		gs, err := describeGroups(e, names)
+		if err == nil {
+			err = addCohortInfo(e, gs)
+		}
 		if err != nil {
 			return err
 		}
 		out := make([]groupLag, len(gs))
 		for i, g := range gs {
-			out[i] = groupLag{g.Group, g.State, g.TotalLag, g.Partitions}
+			out[i] = groupLag{g.Group, g.State, g.TotalLag, g.Status, g.TimeToClearSeconds, g.Partitions}
 		}
+		status := e.adminURL != ""
 		return e.output(out, func(w io.Writer) {
-			t := newTable(w, "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID")
+			headers := []string{"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"}
+			if status {
+				headers = append(headers, "STATUS")
+			}
+			t := newTable(w, headers...)
 			for _, g := range out {
 				for _, p := range g.Partitions {
-					t.row(g.Group, p.Topic, p.Partition, offsetCell(p.CurrentOffset), offsetCell(p.LogEndOffset), offsetCell(p.Lag), dash(p.MemberID))
+					cells := []any{g.Group, p.Topic, p.Partition, offsetCell(p.CurrentOffset), offsetCell(p.LogEndOffset), offsetCell(p.Lag), dash(p.MemberID)}
+					if status {
+						cells = append(cells, dash(p.Status))
+					}
+					t.row(cells...)
 				}
 			}
 			t.flush()
 			fmt.Fprintln(w)
-			s := newTable(w, "GROUP", "STATE", "TOTAL-LAG")
+			headers = []string{"GROUP", "STATE", "TOTAL-LAG"}
+			if status {
+				headers = append(headers, "STATUS", "TIME-TO-CLEAR")
+			}
+			s := newTable(w, headers...)
 			for _, g := range out {
-				s.row(g.Group, g.State, g.TotalLag)
+				cells := []any{g.Group, g.State, g.TotalLag}
+				if status {
+					cells = append(cells, dash(g.Status), timeToClearCell(g.TimeToClearSeconds))
+				}
+				s.row(cells...)
 			}
 			s.flush()
 		})

@@ -15,15 +15,22 @@ import (
 // describedGroup is `cohort groups describe`'s view of one group, classic
 // or KIP-848, in the JSON output and behind the text.
 //
-// Cohort's stable group id (cgp_…) is not in it: no Kafka response
-// carries it (DescribeGroups and ConsumerGroupDescribe have no field for
-// it), and this command speaks only the Kafka protocol.
+// Cohort's stable group id (cgp_…), its RRL, lag status and time to clear
+// come from a Cohort node's admin API when --admin-url names one: no Kafka
+// response carries them (groups_cohort.go).
 type describedGroup struct {
-	Group        string `json:"group"`
-	Coordinator  broker `json:"coordinator"`
-	State        string `json:"state"`
-	Type         string `json:"type"`          // classic or consumer (KIP-848)
-	ProtocolType string `json:"protocol_type"` // classic groups: "consumer", "connect", …
+	Group string `json:"group"`
+	CgpID string `json:"cgp_id,omitempty"`
+	RRL   string `json:"rrl,omitempty"`
+	// Status is the Burrow-like lag status (OK, WARN, STALL, STOP, ERR,
+	// UNKNOWN) and TimeToClearSeconds the estimated time to consume the
+	// lag (absent when it is not shrinking); both need --admin-url.
+	Status             string   `json:"status,omitempty"`
+	TimeToClearSeconds *float64 `json:"time_to_clear_seconds,omitempty"`
+	Coordinator        broker   `json:"coordinator"`
+	State              string   `json:"state"`
+	Type               string   `json:"type"`          // classic or consumer (KIP-848)
+	ProtocolType       string   `json:"protocol_type"` // classic groups: "consumer", "connect", …
 	// Balancer is a classic group's chosen protocol (the client-side
 	// assignor), or a consumer group's server assignor.
 	Balancer string `json:"balancer"`
@@ -70,12 +77,16 @@ type partitionLag struct {
 	InstanceID *string `json:"instance_id,omitempty"`
 	ClientID   string  `json:"client_id,omitempty"`
 	Host       string  `json:"host,omitempty"`
+	Status     string  `json:"status,omitempty"` // with --admin-url
 	Error      string  `json:"error,omitempty"`
 }
 
 func describeFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 	return func(e *groupsEnv, names []string) error {
 		gs, err := describeGroups(e, names)
+		if err == nil {
+			err = addCohortInfo(e, gs)
+		}
 		if err != nil {
 			return err
 		}
@@ -101,6 +112,12 @@ func printDescribed(w io.Writer, g describedGroup) {
 	}
 	s.row("MEMBERS", len(g.Members))
 	s.row("TOTAL-LAG", g.TotalLag)
+	if g.CgpID != "" {
+		s.row("LAG-STATUS", g.Status)
+		s.row("TIME-TO-CLEAR", timeToClearCell(g.TimeToClearSeconds))
+		s.row("CGP-ID", g.CgpID)
+		s.row("RRL", g.RRL)
+	}
 	s.flush()
 
 	if g.Type == "consumer" && len(g.Members) > 0 {
@@ -124,6 +141,9 @@ func printDescribed(w io.Writer, g describedGroup) {
 		headers = append(headers, "INSTANCE-ID")
 	}
 	headers = append(headers, "CLIENT-ID", "HOST")
+	if g.CgpID != "" {
+		headers = append(headers, "STATUS")
+	}
 	t := newTable(w, headers...)
 	for _, p := range g.Partitions {
 		cells := []any{p.Topic, p.Partition, offsetCell(p.CurrentOffset), offsetCell(p.LogStartOffset), offsetCell(p.LogEndOffset), offsetCell(p.Lag), dash(p.MemberID)}
@@ -135,6 +155,9 @@ func printDescribed(w io.Writer, g describedGroup) {
 			cells = append(cells, dash(inst))
 		}
 		cells = append(cells, dash(p.ClientID), dash(p.Host))
+		if g.CgpID != "" {
+			cells = append(cells, dash(p.Status))
+		}
 		t.row(cells...)
 	}
 	t.flush()

@@ -58,6 +58,7 @@ func cliJSON(t *testing.T, v any, args ...string) {
 // k of a partition has the timestamp base + k minutes.
 type cliFixture struct {
 	addr              string
+	adminURL          string // the node's admin listener
 	base              time.Time
 	adm               *kadm.Client
 	classic, consumer *kgo.Client
@@ -65,13 +66,13 @@ type cliFixture struct {
 
 func newCLIFixture(t *testing.T) *cliFixture {
 	t.Helper()
-	n := testkit.StartNode(t, node.Config{Groups: coordinator.Config{
+	n := testkit.StartNode(t, node.Config{HTTPListen: "127.0.0.1:0", LagSampleInterval: 50 * time.Millisecond, Groups: coordinator.Config{
 		InitialRebalanceDelay:      50 * time.Millisecond,
 		InitialRebalanceQuiet:      20 * time.Millisecond,
 		ConsumerHeartbeatInterval:  200 * time.Millisecond,
 		ConsumerAssignmentInterval: -1,
 	}})
-	f := &cliFixture{addr: n.KafkaAddr(), base: time.Now().Add(-20 * time.Minute).Truncate(time.Millisecond)}
+	f := &cliFixture{addr: n.KafkaAddr(), adminURL: "http://" + n.HTTPAddr(), base: time.Now().Add(-20 * time.Minute).Truncate(time.Millisecond)}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(f.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(cliTopic))
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +234,49 @@ func TestGroupsCLI(t *testing.T) {
 		code, out, _ := cliRun(cli("describe", "kip848-g")...)
 		if code != 0 || !strings.Contains(out, "MEMBER-EPOCH") || !strings.Contains(out, "cli-t:0,1,2") {
 			t.Errorf("describe text: exit %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("admin-url", func(t *testing.T) {
+		// The groups committed once and stopped with lag: STOP once a
+		// window of samples is in, and no time to clear.
+		var gs []describedGroup
+		testkit.Eventually(t, cliWait, "classic-g's lag status STOP", func() bool {
+			gs = nil // omitted fields must not keep an earlier answer's values
+			cliJSON(t, &gs, cli("describe", "classic-g", "--admin-url", f.adminURL)...)
+			return gs[0].Status == "STOP"
+		})
+		g := gs[0]
+		if !regexp.MustCompile(`^cgp_[0-9A-Z]{26}$`).MatchString(g.CgpID) || g.RRL != "default/consumer-groups/classic-g" || g.TimeToClearSeconds != nil {
+			t.Fatalf("describe --admin-url = %+v", g)
+		}
+		for _, p := range g.Partitions {
+			if p.Status != "STOP" {
+				t.Errorf("partition %d status %q, want STOP", p.Partition, p.Status)
+			}
+		}
+		code, out, _ := cliRun(cli("describe", "classic-g", "--admin-url", f.adminURL)...)
+		for _, re := range []string{`(?m)^CGP-ID +` + g.CgpID + `$`, `(?m)^LAG-STATUS +STOP$`, `(?m)^TIME-TO-CLEAR +-$`, `(?m)HOST +STATUS$`} {
+			if code != 0 || !regexp.MustCompile(re).MatchString(out) {
+				t.Errorf("describe --admin-url text: exit %d, no %s in:\n%s", code, re, out)
+			}
+		}
+		// Without --admin-url none of it, as against any Kafka broker.
+		if code, out, _ := cliRun(cli("describe", "classic-g")...); code != 0 || strings.Contains(out, "CGP-ID") || strings.Contains(out, "STATUS") {
+			t.Errorf("describe without --admin-url shows Cohort's fields:\n%s", out)
+		}
+		var ls []groupLag
+		cliJSON(t, &ls, cli("lag", "kip848-g", "--admin-url", f.adminURL)...)
+		if len(ls) != 1 || ls[0].Status == "" || ls[0].Partitions[0].Status == "" {
+			t.Errorf("lag --admin-url = %+v", ls)
+		}
+		code, out, _ = cliRun(cli("lag", "classic-g", "--admin-url", f.adminURL)...)
+		if code != 0 || !regexp.MustCompile(`(?m)^classic-g +Stable +15 +STOP +-$`).MatchString(out) {
+			t.Errorf("lag --admin-url text: exit %d:\n%s", code, out)
+		}
+		// An admin URL that answers nothing is an error, not silence.
+		if code, _, errOut := cliRun(cli("lag", "classic-g", "--admin-url", "http://127.0.0.1:1")...); code == 0 || !strings.Contains(errOut, "--admin-url") {
+			t.Errorf("unreachable --admin-url: exit %d: %s", code, errOut)
 		}
 	})
 

@@ -77,7 +77,8 @@ func serve(args []string, stderr io.Writer) int {
 	fs.DurationVar(&assignInterval, "group-consumer-assignment-interval", time.Second, "KIP-848 consumer groups: least time between two target assignment computations of a group (Kafka's group.consumer.assignment.interval.ms); 0 for none")
 	fs.IntVar(&g.ConsumerMaxSize, "group-consumer-max-size", 1<<31-1, "most members of a consumer group (Kafka's group.consumer.max.size)")
 	fs.StringVar(&assignors, "group-consumer-assignors", "uniform,range", "server assignors consumer groups may ask for, the default first (Kafka's group.consumer.assignors)")
-	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:9644", "`host:port` of the admin HTTP listener: /metrics (Prometheus), /healthz, /readyz; port 0 picks a free port, - turns it off")
+	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:9644", "`host:port` of the admin HTTP listener: the web page (/), the JSON API (/api/v1/, described at /api/v1/openapi.json), /metrics (Prometheus), /healthz, /readyz; port 0 picks a free port, - turns it off")
+	fs.DurationVar(&cfg.LagSampleInterval, "lag-sample-interval", 5*time.Second, "how often every group's committed offsets are sampled for lag status (Burrow-like, over a window of 10 samples) and time to clear")
 	fs.IntVar(&cfg.MetricsMaxPartitionSeries, "metrics-max-partition-series", 10000, "most per-partition lag series (kafka_consumergroup_lag, _current_offset, kafka_topic_partition_*) in one /metrics scrape; beyond it they are left out and the per-group sums remain; -1 for none")
 	fs.StringVar(&cfg.GRPCListen, "grpc-listen", "127.0.0.1:9095", "`host:port` of the gRPC warm-handoff assignment service (kafka-assigner's contract, health checking, reflection); port 0 picks a free port, - turns it off")
 	fs.StringVar(&cfg.Assigner.DefaultGroup, "assigner-default-group", "default", "group of assignment-service calls without the cohort-group gRPC metadata key")
@@ -155,6 +156,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = logger
+	cfg.Version = versionString()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -151,7 +151,8 @@ func (s *Shard) Loaded(now time.Time) machine.Output {
 }
 
 // Commands a coordinator hands the shard (machine.Request.Cmd): the
-// broker's topic changes. Each is answered with a Reply whose Out is nil.
+// broker's topic changes, each answered with a Reply whose Out is nil, and
+// InspectCmd (inspect.go).
 type (
 	// DeleteTopicsCmd: the broker deleted these topics; every group's
 	// offsets of them go, as Kafka's
@@ -174,6 +175,9 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 	case ReconcileTopicsCmd:
 		s.reconcileTopics(c.Live)
 		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID})
+		return s.flush()
+	case InspectCmd:
+		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: s.inspect()})
 		return s.flush()
 	}
 	api, ok := apis[kmsg.Key(req.Msg.Key())]

@@ -1,0 +1,570 @@
+package admin
+
+// The admin JSON API (/api/v1/...): groups with their members,
+// assignments, offsets, lag, lag status and rebalance timeline; topics
+// with their partitions' offsets; the node. openapi.json describes it and
+// is served at /api/v1/openapi.json.
+//
+// It reads the coordinator through the same group APIs a client uses
+// (DescribeGroups, ConsumerGroupDescribe), and through Inspect for what no
+// Kafka response carries (the cgp_ id, commit times, every tenant's
+// groups). In cluster mode a node's API shows the groups it coordinates,
+// with a lag for the partitions it leads, as its /metrics does.
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cohort-dev/cohort/coordinator/groups"
+)
+
+// APISource is what the API reads: the node it runs on.
+type APISource interface {
+	// Node describes the node.
+	Node() NodeInfo
+	// Inspect summarises every group this node coordinates, all tenants
+	// (coordinator.Coordinator.Inspect).
+	Inspect(ctx context.Context) ([]groups.Summary, error)
+	// Handle serves a group API request for tenant.
+	Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response
+	// Topics lists the topics, sorted by name.
+	Topics() []TopicInfo
+}
+
+// NodeInfo is GET /api/v1/node.
+type NodeInfo struct {
+	Version       string    `json:"version"`
+	NodeID        string    `json:"node_id"`
+	Mode          string    `json:"mode"` // "single" or "cluster"
+	StartedAt     time.Time `json:"started_at"`
+	UptimeSeconds float64   `json:"uptime_seconds"`
+	KafkaAddr     string    `json:"kafka_addr"`
+	ShardsTotal   int       `json:"shards_total"`
+	ShardsHeld    []int     `json:"shards_held"`
+	Store         StoreInfo `json:"store"`
+}
+
+// StoreInfo says where the coordinator's state lives.
+type StoreInfo struct {
+	Kind      string   `json:"kind"` // "pebble" or "etcd"
+	Path      string   `json:"path,omitempty"`
+	Endpoints []string `json:"endpoints,omitempty"`
+	Prefix    string   `json:"prefix,omitempty"`
+}
+
+// TopicInfo is a topic of GET /api/v1/topics.
+type TopicInfo struct {
+	Name       string          `json:"name"`
+	Internal   bool            `json:"internal"`
+	Partitions []PartitionInfo `json:"partitions"`
+}
+
+// PartitionInfo is a partition's leader and, when this node leads it,
+// its offsets (else both -1).
+type PartitionInfo struct {
+	Partition      int32 `json:"partition"`
+	Leader         int32 `json:"leader"`
+	LogStartOffset int64 `json:"log_start_offset"`
+	LogEndOffset   int64 `json:"log_end_offset"`
+}
+
+// APIConfig configures NewAPI.
+type APIConfig struct {
+	Source APISource
+	// SampleInterval is how often the lag tracker reads every group's
+	// offsets. Default 5 s.
+	SampleInterval time.Duration
+	// Tracker sizes the lag tracker's window and history.
+	Tracker LagTrackerConfig
+	// Timeline returns a group's last rebalances, newest first, as a
+	// JSON-encodable value (observe/timeline); nil: none are kept.
+	Timeline func(tenant, group string) any
+	Logger   *slog.Logger
+}
+
+// API serves the admin JSON API and samples lag in the background (Run).
+type API struct {
+	cfg APIConfig
+
+	mu      sync.Mutex
+	tracker *LagTracker
+
+	statusDesc, clearDesc *prometheus.Desc
+}
+
+// NewAPI returns the API; call Run to sample lag.
+func NewAPI(cfg APIConfig) *API {
+	if cfg.SampleInterval <= 0 {
+		cfg.SampleInterval = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &API{
+		cfg:        cfg,
+		tracker:    NewLagTracker(cfg.Tracker),
+		statusDesc: prometheus.NewDesc("cohort_consumergroup_status", "A consumer group's Burrow-like lag status: 1 for its current status (OK, WARN, STALL, STOP, ERR; UNKNOWN until a full window of samples), default tenant.", []string{"consumergroup", "status"}, nil),
+		clearDesc:  prometheus.NewDesc("cohort_consumergroup_time_to_clear_seconds", "Estimated time for a consumer group to consume its lag at the rates of the last window; absent when its lag is not shrinking. Default tenant.", []string{"consumergroup"}, nil),
+	}
+}
+
+// Run samples every group's lag each SampleInterval until ctx ends.
+func (a *API) Run(ctx context.Context) {
+	t := time.NewTicker(a.cfg.SampleInterval)
+	defer t.Stop()
+	for {
+		a.Sample(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sample reads every group's offsets once into the lag tracker.
+func (a *API) Sample(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, max(a.cfg.SampleInterval, time.Second))
+	defer cancel()
+	sums, err := a.cfg.Source.Inspect(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.cfg.Logger.Warn("lag sampling: reading the groups", "err", err)
+		}
+		return
+	}
+	ends := endOffsets(a.cfg.Source.Topics())
+	now := time.Now()
+	samples := make([]GroupSample, 0, len(sums))
+	for _, s := range sums {
+		gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: map[PartitionRef]LagSample{}}
+		for _, o := range s.Offsets {
+			tp := PartitionRef{Topic: o.Topic, Partition: o.Partition}
+			if po, ok := ends[tp]; ok && o.Offset >= 0 {
+				gs.Partitions[tp] = LagSample{Committed: o.Offset, CommitAt: time.UnixMilli(o.CommitTimestamp), End: po.End}
+			}
+		}
+		samples = append(samples, gs)
+	}
+	a.mu.Lock()
+	a.tracker.Observe(now, samples)
+	a.mu.Unlock()
+}
+
+func endOffsets(ts []TopicInfo) map[TopicPartition]PartitionOffsets {
+	out := map[TopicPartition]PartitionOffsets{}
+	for _, t := range ts {
+		for _, p := range t.Partitions {
+			if p.LogEndOffset >= 0 {
+				out[TopicPartition{Topic: t.Name, Partition: p.Partition}] = PartitionOffsets{Start: p.LogStartOffset, End: p.LogEndOffset}
+			}
+		}
+	}
+	return out
+}
+
+// lagOf evaluates a group (under a.mu).
+func (a *API) lagOf(tenant, group string, now time.Time) (GroupLag, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tracker.Group(tenant, group, now)
+}
+
+//go:embed openapi.json
+var openAPI []byte
+
+// Handler serves the API's routes (mount it on a mux at /api/).
+func (a *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	})
+	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, a.cfg.Source.Node())
+	})
+	mux.HandleFunc("GET /api/v1/topics", func(w http.ResponseWriter, _ *http.Request) {
+		ts := a.cfg.Source.Topics()
+		if ts == nil {
+			ts = []TopicInfo{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"topics": ts})
+	})
+	mux.HandleFunc("GET /api/v1/groups", a.listGroups)
+	mux.HandleFunc("GET /api/v1/groups/{group}", a.describeGroup)
+	mux.HandleFunc("GET /api/v1/groups/{group}/timeline", a.groupTimeline)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+" (see /api/v1/openapi.json)")
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// GroupSummary is a group in GET /api/v1/groups.
+type GroupSummary struct {
+	Group        string `json:"group"`
+	Tenant       string `json:"tenant"`
+	CgpID        string `json:"cgp_id"`
+	RRL          string `json:"rrl"`
+	Type         string `json:"type"`
+	ProtocolType string `json:"protocol_type"`
+	State        string `json:"state"`
+	Members      int    `json:"members"`
+	// TotalLag sums the lag of the committed partitions whose high
+	// watermark this node knows.
+	TotalLag           int64      `json:"total_lag"`
+	Status             Status     `json:"status"`
+	TimeToClearSeconds *float64   `json:"time_to_clear_seconds"`
+	LagTrend           []LagPoint `json:"lag_trend"`
+}
+
+// GroupDetail is GET /api/v1/groups/{group}.
+type GroupDetail struct {
+	GroupSummary
+	// Balancer is a classic group's chosen protocol (its client-side
+	// assignor) or a consumer group's server-side assignor.
+	Balancer        string            `json:"balancer"`
+	Generation      *int32            `json:"generation,omitempty"`
+	Epoch           *int32            `json:"epoch,omitempty"`
+	AssignmentEpoch *int32            `json:"assignment_epoch,omitempty"`
+	MemberList      []MemberDetail    `json:"members"` // shadows the count
+	Partitions      []PartitionDetail `json:"partitions"`
+	Timeline        any               `json:"timeline"`
+}
+
+// MemberDetail is a member of a group.
+type MemberDetail struct {
+	MemberID         string            `json:"member_id"`
+	InstanceID       string            `json:"instance_id,omitempty"`
+	ClientID         string            `json:"client_id"`
+	Host             string            `json:"host"`
+	MemberEpoch      *int32            `json:"member_epoch,omitempty"`
+	Assignment       []TopicPartitions `json:"assignment"`
+	TargetAssignment []TopicPartitions `json:"target_assignment,omitempty"`
+}
+
+// TopicPartitions is an assignment's partitions of one topic.
+type TopicPartitions struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// PartitionDetail is a partition a group commits to or is assigned.
+type PartitionDetail struct {
+	Topic           string `json:"topic"`
+	Partition       int32  `json:"partition"`
+	CommittedOffset int64  `json:"committed_offset"` // -1: none
+	// CommittedAt is when the offset was committed; absent with none.
+	CommittedAt    *time.Time `json:"committed_at,omitempty"`
+	LogStartOffset int64      `json:"log_start_offset"` // -1: unknown here
+	LogEndOffset   int64      `json:"log_end_offset"`   // -1: unknown here
+	// Lag is absent with no commit, or when this node does not lead the
+	// partition.
+	Lag                *int64     `json:"lag"`
+	MemberID           string     `json:"member_id"`
+	Status             Status     `json:"status"`
+	TimeToClearSeconds *float64   `json:"time_to_clear_seconds"`
+	LagHistory         []LagPoint `json:"lag_history"`
+}
+
+func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
+	sums, err := a.cfg.Source.Inspect(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "reading the groups: "+err.Error())
+		return
+	}
+	tenant, filter := r.URL.Query().Get("tenant"), r.URL.Query().Has("tenant")
+	ends := endOffsets(a.cfg.Source.Topics())
+	now := time.Now()
+	out := []GroupSummary{}
+	for _, s := range sums {
+		if filter && s.Tenant != tenant {
+			continue
+		}
+		out = append(out, a.summary(s, ends, now))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"groups": out})
+}
+
+func (a *API) summary(s groups.Summary, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {
+	g := GroupSummary{
+		Group: s.Group, Tenant: s.Tenant, CgpID: s.ID, RRL: RRL(s.Tenant, s.Group),
+		Type: s.Type, ProtocolType: s.ProtocolType, State: s.State, Members: s.Members,
+		LagTrend: []LagPoint{},
+	}
+	for _, o := range s.Offsets {
+		if po, ok := ends[TopicPartition{Topic: o.Topic, Partition: o.Partition}]; ok && o.Offset >= 0 {
+			g.TotalLag += max(0, po.End-o.Offset)
+		}
+	}
+	if l, ok := a.lagOf(s.Tenant, s.Group, now); ok {
+		g.Status, g.TimeToClearSeconds, g.LagTrend = l.Status, seconds(l.TimeToClear), l.Trend
+	} else if g.TotalLag == 0 {
+		g.Status, g.TimeToClearSeconds = StatusOK, seconds(new(time.Duration))
+	}
+	return g
+}
+
+func seconds(d *time.Duration) *float64 {
+	if d == nil {
+		return nil
+	}
+	s := d.Seconds()
+	return &s
+}
+
+func (a *API) find(w http.ResponseWriter, r *http.Request) (groups.Summary, bool) {
+	sums, err := a.cfg.Source.Inspect(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "reading the groups: "+err.Error())
+		return groups.Summary{}, false
+	}
+	tenant, name := r.URL.Query().Get("tenant"), r.PathValue("group")
+	i := slices.IndexFunc(sums, func(s groups.Summary) bool { return s.Tenant == tenant && s.Group == name })
+	if i < 0 {
+		writeError(w, http.StatusNotFound, "group "+strconv.Quote(name)+" not found on this node")
+		return groups.Summary{}, false
+	}
+	return sums[i], true
+}
+
+func (a *API) groupTimeline(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.find(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"rebalances": a.timeline(s.Tenant, s.Group)})
+}
+
+func (a *API) timeline(tenant, group string) any {
+	if a.cfg.Timeline == nil {
+		return []any{}
+	}
+	return a.cfg.Timeline(tenant, group)
+}
+
+func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.find(w, r)
+	if !ok {
+		return
+	}
+	ends := endOffsets(a.cfg.Source.Topics())
+	now := time.Now()
+	d := GroupDetail{GroupSummary: a.summary(s, ends, now), MemberList: []MemberDetail{}, Partitions: []PartitionDetail{}}
+	if err := a.describeMembers(r.Context(), s, &d); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	owner := map[TopicPartition]string{}
+	for _, m := range d.MemberList {
+		for _, t := range m.Assignment {
+			for _, p := range t.Partitions {
+				owner[TopicPartition{Topic: t.Topic, Partition: p}] = m.MemberID
+			}
+		}
+	}
+	lag, _ := a.lagOf(s.Tenant, s.Group, now)
+	seen := map[TopicPartition]bool{}
+	add := func(tp TopicPartition, o *groups.OffsetSummary) {
+		if seen[tp] {
+			return
+		}
+		seen[tp] = true
+		p := PartitionDetail{Topic: tp.Topic, Partition: tp.Partition, CommittedOffset: -1, LogStartOffset: -1, LogEndOffset: -1, MemberID: owner[tp], LagHistory: []LagPoint{}}
+		po, known := ends[tp]
+		if known {
+			p.LogStartOffset, p.LogEndOffset = po.Start, po.End
+		}
+		if o != nil {
+			p.CommittedOffset = o.Offset
+			at := time.UnixMilli(o.CommitTimestamp).UTC()
+			p.CommittedAt = &at
+			if known && o.Offset >= 0 {
+				l := max(0, po.End-o.Offset)
+				p.Lag = &l
+			}
+		}
+		if pl, ok := lag.Partitions[tp]; ok {
+			p.Status, p.TimeToClearSeconds, p.LagHistory = pl.Status, seconds(pl.TimeToClear), pl.History
+		}
+		d.Partitions = append(d.Partitions, p)
+	}
+	for i := range s.Offsets {
+		o := &s.Offsets[i]
+		add(TopicPartition{Topic: o.Topic, Partition: o.Partition}, o)
+	}
+	for tp := range owner {
+		add(tp, nil)
+	}
+	slices.SortFunc(d.Partitions, func(a, b PartitionDetail) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	d.Timeline = a.timeline(s.Tenant, s.Group)
+	writeJSON(w, http.StatusOK, d)
+}
+
+// describeMembers fills the members and the protocol's part of d through
+// DescribeGroups (classic) or ConsumerGroupDescribe (consumer).
+func (a *API) describeMembers(ctx context.Context, s groups.Summary, d *GroupDetail) error {
+	if s.Type == "consumer" {
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{s.Group}
+		resp, ok := a.cfg.Source.Handle(ctx, s.Tenant, req).(*kmsg.ConsumerGroupDescribeResponse)
+		if !ok || len(resp.Groups) != 1 {
+			return errUnexpected
+		}
+		g := resp.Groups[0]
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return err
+		}
+		d.Balancer = g.AssignorName
+		d.Epoch, d.AssignmentEpoch = &g.Epoch, &g.AssignmentEpoch
+		for _, m := range g.Members {
+			md := MemberDetail{
+				MemberID: m.MemberID, InstanceID: deref(m.InstanceID), ClientID: m.ClientID, Host: m.ClientHost,
+				MemberEpoch: &m.MemberEpoch, Assignment: fromAssignment(m.Assignment), TargetAssignment: fromAssignment(m.TargetAssignment),
+			}
+			d.MemberList = append(d.MemberList, md)
+		}
+		return nil
+	}
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version = 5
+	req.Groups = []string{s.Group}
+	resp, ok := a.cfg.Source.Handle(ctx, s.Tenant, req).(*kmsg.DescribeGroupsResponse)
+	if !ok || len(resp.Groups) != 1 {
+		return errUnexpected
+	}
+	g := resp.Groups[0]
+	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+		return err
+	}
+	d.Balancer = g.Protocol
+	d.Generation = &s.Generation
+	for _, m := range g.Members {
+		md := MemberDetail{MemberID: m.MemberID, InstanceID: deref(m.InstanceID), ClientID: m.ClientID, Host: m.ClientHost, Assignment: []TopicPartitions{}}
+		if g.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 {
+			var ca kmsg.ConsumerMemberAssignment
+			if ca.ReadFrom(m.MemberAssignment) == nil {
+				for _, t := range ca.Topics {
+					md.Assignment = append(md.Assignment, TopicPartitions{Topic: t.Topic, Partitions: sorted(t.Partitions)})
+				}
+			}
+		}
+		sortTopics(md.Assignment)
+		d.MemberList = append(d.MemberList, md)
+	}
+	return nil
+}
+
+var errUnexpected = errorString("the coordinator answered unexpectedly")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func fromAssignment(a kmsg.Assignment) []TopicPartitions {
+	out := []TopicPartitions{}
+	for _, t := range a.TopicPartitions {
+		out = append(out, TopicPartitions{Topic: t.Topic, Partitions: sorted(t.Partitions)})
+	}
+	sortTopics(out)
+	return out
+}
+
+func sorted(ps []int32) []int32 {
+	out := slices.Clone(ps)
+	slices.Sort(out)
+	if out == nil {
+		out = []int32{}
+	}
+	return out
+}
+
+func sortTopics(ts []TopicPartitions) {
+	slices.SortFunc(ts, func(a, b TopicPartitions) int { return cmp.Compare(a.Topic, b.Topic) })
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// DefaultOrg is the organisation of the default tenant ("") in RRLs.
+const DefaultOrg = "default"
+
+var slugUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// RRL is a group's resource locator, <org>/consumer-groups/<slug>, as
+// Rafka defines it: the org is the tenant (DefaultOrg for the default
+// one), the slug the group id lowercased with every run of characters
+// other than a–z, 0–9, '.', '_' and '-' made one '-', trimmed of '-'
+// ("_" when nothing is left). Two group ids may share a slug; the cgp_ id
+// is what identifies a group.
+func RRL(tenant, group string) string {
+	org := tenant
+	if org == "" {
+		org = DefaultOrg
+	}
+	slug := strings.Trim(slugUnsafe.ReplaceAllString(strings.ToLower(group), "-"), "-")
+	if slug == "" {
+		slug = "_"
+	}
+	return org + "/consumer-groups/" + slug
+}
+
+// Describe implements prometheus.Collector: the lag status metrics.
+func (a *API) Describe(ch chan<- *prometheus.Desc) {
+	ch <- a.statusDesc
+	ch <- a.clearDesc
+}
+
+// Collect implements prometheus.Collector: each default-tenant group's
+// status and time to clear, from the last samples.
+func (a *API) Collect(ch chan<- prometheus.Metric) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	for _, ref := range a.tracker.groupRefs() {
+		if ref.Tenant != "" {
+			continue
+		}
+		l, _ := a.tracker.Group(ref.Tenant, ref.Group, now)
+		status := string(l.Status)
+		if status == "" {
+			status = "UNKNOWN"
+		}
+		ch <- prometheus.MustNewConstMetric(a.statusDesc, prometheus.GaugeValue, 1, ref.Group, status)
+		if l.TimeToClear != nil {
+			ch <- prometheus.MustNewConstMetric(a.clearDesc, prometheus.GaugeValue, l.TimeToClear.Seconds(), ref.Group)
+		}
+	}
+}

@@ -1,0 +1,284 @@
+package admin
+
+// Lag as time and as a status: the tracker keeps, for every committed
+// offset of every group, a short history of samples (the committed
+// offset, when it was committed, the partition's high watermark), and
+// evaluates it the way Burrow evaluates a consumer's window of offsets,
+// with two differences: Cohort is the coordinator, so it knows when each
+// offset was committed (Burrow infers it from the order commits arrive
+// on __consumer_offsets); and it also estimates how long the group will
+// take to clear its lag, from how fast it consumed and how fast the
+// partitions grew over the window.
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Status is a Burrow-like evaluation of a partition's or a group's lag.
+type Status string
+
+// The statuses, from best to worst; a group's is its worst partition's.
+const (
+	// StatusUnknown: the lag is not zero and there is not a full window
+	// of samples yet (as Burrow, which evaluates only full windows).
+	StatusUnknown Status = ""
+	// StatusOK: no lag, or the consumer keeps up.
+	StatusOK Status = "OK"
+	// StatusWarn: the lag grew at every sample of the window while the
+	// consumer committed progress: it is falling behind.
+	StatusWarn Status = "WARN"
+	// StatusStall: commits keep coming but repeat the same offset while
+	// lag remains: the consumer is alive and stuck (a poison record, a
+	// blocked handler).
+	StatusStall Status = "STALL"
+	// StatusStop: no commit for longer than the window while lag
+	// remains: the consumer stopped (crashed, or left without a
+	// replacement).
+	StatusStop Status = "STOP"
+	// StatusErr: the committed offset went backwards within the window
+	// (Burrow's REWIND: a reset, or a consumer committing stale offsets).
+	StatusErr Status = "ERR"
+)
+
+func (s Status) rank() int {
+	switch s {
+	case StatusOK:
+		return 1
+	case StatusWarn:
+		return 2
+	case StatusStall:
+		return 3
+	case StatusStop:
+		return 4
+	case StatusErr:
+		return 5
+	}
+	return 0
+}
+
+// worse returns the worse of a and b; StatusUnknown is better than any.
+func worse(a, b Status) Status {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
+}
+
+// LagSample is one partition's reading: the group's committed offset and
+// when it was committed, and the partition's high watermark.
+type LagSample struct {
+	At        time.Time
+	Committed int64
+	CommitAt  time.Time
+	End       int64
+}
+
+// Lag is the high watermark less the committed offset, never below 0.
+func (s LagSample) Lag() int64 { return max(0, s.End-s.Committed) }
+
+// LagPoint is a lag at a time, for trends.
+type LagPoint struct {
+	At  time.Time `json:"at"`
+	Lag int64     `json:"lag"`
+}
+
+// LagTrackerConfig configures NewLagTracker.
+type LagTrackerConfig struct {
+	// Window is how many samples a status is evaluated over. Default 10
+	// (with the default 5 s sampling, 45 s between its first and last).
+	Window int
+	// History is how many samples are kept for trends (at least Window).
+	// Default 60.
+	History int
+}
+
+// LagTracker keeps the samples. It is not safe for concurrent use; the
+// API serialises it.
+type LagTracker struct {
+	cfg    LagTrackerConfig
+	groups map[groupRef]*groupLag
+}
+
+type groupRef struct{ Tenant, Group string }
+
+// PartitionRef names a group's partition.
+type PartitionRef = TopicPartition
+
+type groupLag struct {
+	parts map[PartitionRef][]LagSample // oldest first, at most History
+	trend []LagPoint                   // the group's total lag, oldest first
+	seen  bool
+}
+
+// NewLagTracker returns an empty tracker.
+func NewLagTracker(cfg LagTrackerConfig) *LagTracker {
+	if cfg.Window < 2 {
+		cfg.Window = 10
+	}
+	if cfg.History < cfg.Window {
+		cfg.History = max(60, cfg.Window)
+	}
+	return &LagTracker{cfg: cfg, groups: map[groupRef]*groupLag{}}
+}
+
+// GroupSample is one group's reading: a sample per committed offset
+// whose partition's high watermark is known.
+type GroupSample struct {
+	Tenant, Group string
+	Partitions    map[PartitionRef]LagSample
+}
+
+// Observe records one reading of every group. A group missing from it is
+// forgotten (deleted, or moved to another node), as is a partition
+// missing from its group's reading (offsets deleted).
+func (t *LagTracker) Observe(at time.Time, groups []GroupSample) {
+	for _, g := range t.groups {
+		g.seen = false
+	}
+	for _, gs := range groups {
+		ref := groupRef{gs.Tenant, gs.Group}
+		g := t.groups[ref]
+		if g == nil {
+			g = &groupLag{parts: map[PartitionRef][]LagSample{}}
+			t.groups[ref] = g
+		}
+		g.seen = true
+		var total int64
+		for p, s := range gs.Partitions {
+			s.At = at
+			g.parts[p] = appendBounded(g.parts[p], s, t.cfg.History)
+			total += s.Lag()
+		}
+		for p := range g.parts {
+			if _, ok := gs.Partitions[p]; !ok {
+				delete(g.parts, p)
+			}
+		}
+		g.trend = appendBounded(g.trend, LagPoint{At: at, Lag: total}, t.cfg.History)
+	}
+	for ref, g := range t.groups {
+		if !g.seen {
+			delete(t.groups, ref)
+		}
+	}
+}
+
+func appendBounded[T any](s []T, v T, n int) []T {
+	if len(s) >= n {
+		s = slices.Delete(s, 0, len(s)-n+1)
+	}
+	return append(s, v)
+}
+
+// PartitionLag is a partition's evaluation.
+type PartitionLag struct {
+	Status Status
+	// TimeToClear is the estimated time until the lag is consumed at the
+	// window's rates; 0 with no lag; nil when it is not shrinking.
+	TimeToClear *time.Duration
+	History     []LagPoint // oldest first
+}
+
+// GroupLag is a group's evaluation.
+type GroupLag struct {
+	Status      Status
+	TimeToClear *time.Duration
+	Trend       []LagPoint
+	Partitions  map[PartitionRef]PartitionLag
+}
+
+// Group evaluates a group at now; ok is false if it has no samples.
+func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool) {
+	g := t.groups[groupRef{tenant, group}]
+	if g == nil {
+		return GroupLag{}, false
+	}
+	out := GroupLag{Trend: slices.Clone(g.trend), Partitions: make(map[PartitionRef]PartitionLag, len(g.parts))}
+	var lag, consumed, produced int64
+	var span time.Duration
+	for p, ss := range g.parts {
+		w := ss[max(0, len(ss)-t.cfg.Window):]
+		pl := PartitionLag{Status: evaluate(w, now, t.cfg.Window)}
+		first, last := w[0], w[len(w)-1]
+		pl.TimeToClear = timeToClear(last.Lag(), last.Committed-first.Committed, last.End-first.End, last.At.Sub(first.At))
+		for _, s := range ss {
+			pl.History = append(pl.History, LagPoint{At: s.At, Lag: s.Lag()})
+		}
+		out.Partitions[p] = pl
+		out.Status = worse(out.Status, pl.Status)
+		lag += last.Lag()
+		consumed += last.Committed - first.Committed
+		produced += last.End - first.End
+		span = max(span, last.At.Sub(first.At))
+	}
+	if len(g.parts) == 0 {
+		out.Status = StatusOK
+	}
+	out.TimeToClear = timeToClear(lag, consumed, produced, span)
+	return out, true
+}
+
+// timeToClear estimates how long lag takes to clear when consumed grew
+// and produced were added over span: lag over the net consumption rate.
+func timeToClear(lag, consumed, produced int64, span time.Duration) *time.Duration {
+	if lag == 0 {
+		d := time.Duration(0)
+		return &d
+	}
+	if span <= 0 || consumed <= produced {
+		return nil
+	}
+	d := time.Duration(float64(lag) / float64(consumed-produced) * float64(span)).Round(time.Millisecond)
+	return &d
+}
+
+// evaluate is Burrow's evaluation of a window of samples (oldest first),
+// in this order: no lag now is OK; fewer samples than a full window (of
+// size window) is unknown; a committed offset that went back is
+// ERR; no commit for longer than the window spans is STOP; commits that
+// did not move the offset are STALL; a lag that grew at every step is
+// WARN; anything else is OK.
+func evaluate(w []LagSample, now time.Time, window int) Status {
+	last := w[len(w)-1]
+	if last.Lag() == 0 {
+		return StatusOK
+	}
+	if len(w) < max(2, window) {
+		return StatusUnknown
+	}
+	first := w[0]
+	for i := 1; i < len(w); i++ {
+		if w[i].Committed < w[i-1].Committed {
+			return StatusErr
+		}
+	}
+	span := last.At.Sub(first.At)
+	if now.Sub(last.CommitAt) > span || !last.CommitAt.After(first.CommitAt) {
+		return StatusStop
+	}
+	if last.Committed == first.Committed {
+		return StatusStall
+	}
+	growing := last.Lag() > first.Lag()
+	for i := 1; i < len(w) && growing; i++ {
+		growing = w[i].Lag() >= w[i-1].Lag()
+	}
+	if growing {
+		return StatusWarn
+	}
+	return StatusOK
+}
+
+// groupRefs returns the tracked groups, sorted.
+func (t *LagTracker) groupRefs() []groupRef {
+	out := make([]groupRef, 0, len(t.groups))
+	for r := range t.groups {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b groupRef) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
+	})
+	return out
+}

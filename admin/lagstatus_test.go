@@ -1,0 +1,109 @@
+package admin
+
+import (
+	"testing"
+	"time"
+)
+
+// feed observes one partition of group g over steps samples, 5 s apart:
+// at step i the committed offset is off(i), committed at commitAt(i)
+// seconds, and the high watermark end(i). It returns the tracker and the
+// time of the last sample.
+func feed(t *testing.T, window, steps int, off, commitAt, end func(i int) int64) (*LagTracker, time.Time) {
+	t.Helper()
+	base := time.Unix(1_700_000_000, 0)
+	tr := NewLagTracker(LagTrackerConfig{Window: window})
+	var at time.Time
+	for i := range steps {
+		at = base.Add(time.Duration(i) * 5 * time.Second)
+		tr.Observe(at, []GroupSample{{Group: "g", Partitions: map[PartitionRef]LagSample{
+			{Topic: "t", Partition: 0}: {Committed: off(i), CommitAt: base.Add(time.Duration(commitAt(i)) * time.Second), End: end(i)},
+		}}})
+	}
+	return tr, at
+}
+
+func TestLagStatus(t *testing.T) {
+	constant := func(v int64) func(int) int64 { return func(int) int64 { return v } }
+	step := func(start, by int64) func(int) int64 { return func(i int) int64 { return start + by*int64(i) } }
+	commitEachSample := step(0, 5) // a commit at every sample
+	cases := []struct {
+		name              string
+		steps             int
+		off, commit, end  func(int) int64
+		want              Status
+		clears, notClears bool
+	}{
+		{"no lag", 10, step(100, 10), commitEachSample, step(100, 10), StatusOK, true, false},
+		{"no lag, one sample", 1, constant(5), constant(0), constant(5), StatusOK, true, false},
+		{"lag, window not full", 5, step(0, 10), commitEachSample, step(50, 10), StatusUnknown, false, true},
+		{"keeping up with a steady lag", 10, step(0, 10), commitEachSample, step(50, 10), StatusOK, false, true},
+		{"catching up", 10, step(0, 20), commitEachSample, step(500, 10), StatusOK, false, false},
+		{"falling behind", 10, step(0, 5), commitEachSample, step(50, 10), StatusWarn, false, true},
+		{"commits repeat one offset", 10, constant(40), commitEachSample, step(50, 1), StatusStall, false, true},
+		{"commits stopped", 10, constant(40), constant(0), constant(50), StatusStop, false, true},
+		{"offset went back", 10, func(i int) int64 {
+			if i == 7 {
+				return 10
+			}
+			return 30 + int64(i)
+		}, commitEachSample, constant(100), StatusErr, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, last := feed(t, 10, c.steps, c.off, c.commit, c.end)
+			g, ok := tr.Group("", "g", last)
+			if !ok {
+				t.Fatal("group not tracked")
+			}
+			p := g.Partitions[PartitionRef{Topic: "t", Partition: 0}]
+			if p.Status != c.want || g.Status != c.want {
+				t.Fatalf("partition status %q, group status %q, want %q", p.Status, g.Status, c.want)
+			}
+			if c.clears && (g.TimeToClear == nil || *g.TimeToClear != 0) {
+				t.Fatalf("time to clear %v, want 0", g.TimeToClear)
+			}
+			if c.notClears && g.TimeToClear != nil && *g.TimeToClear != 0 {
+				t.Fatalf("time to clear %v, want none", *g.TimeToClear)
+			}
+			if len(p.History) != c.steps || len(g.Trend) != c.steps {
+				t.Fatalf("history %d, trend %d, want %d", len(p.History), len(g.Trend), c.steps)
+			}
+		})
+	}
+}
+
+// TestTimeToClear: over a window of 45 s a group consumed 900 records
+// (20/s) while 450 were produced (10/s); its lag of 1310 − 900 = 410
+// clears at the net 10/s in 41 s.
+func TestTimeToClear(t *testing.T) {
+	tr, last := feed(t, 10, 10, func(i int) int64 { return int64(i) * 100 }, func(i int) int64 { return int64(i) * 5 }, func(i int) int64 { return 860 + int64(i)*50 })
+	g, _ := tr.Group("", "g", last)
+	if g.TimeToClear == nil || *g.TimeToClear != 41*time.Second {
+		t.Fatalf("time to clear %v, want 41s", g.TimeToClear)
+	}
+}
+
+func TestLagTrackerForgets(t *testing.T) {
+	tr := NewLagTracker(LagTrackerConfig{Window: 3, History: 4})
+	at := time.Unix(1_700_000_000, 0)
+	two := map[PartitionRef]LagSample{{Topic: "t", Partition: 0}: {End: 1}, {Topic: "t", Partition: 1}: {End: 1}}
+	for i := range 6 {
+		tr.Observe(at.Add(time.Duration(i)*time.Second), []GroupSample{{Group: "a", Partitions: two}, {Group: "b", Partitions: two}})
+	}
+	g, _ := tr.Group("", "a", at)
+	if len(g.Trend) != 4 || len(g.Partitions[PartitionRef{Topic: "t", Partition: 0}].History) != 4 {
+		t.Fatalf("history not bounded at 4: trend %d", len(g.Trend))
+	}
+	tr.Observe(at, []GroupSample{{Group: "a", Partitions: map[PartitionRef]LagSample{{Topic: "t", Partition: 1}: {End: 1}}}})
+	if _, ok := tr.Group("", "b", at); ok {
+		t.Fatal("group b missing from the reading is still tracked")
+	}
+	g, _ = tr.Group("", "a", at)
+	if _, ok := g.Partitions[PartitionRef{Topic: "t", Partition: 0}]; ok || len(g.Partitions) != 1 {
+		t.Fatalf("partition missing from the reading still tracked: %v", g.Partitions)
+	}
+	if refs := tr.groupRefs(); len(refs) != 1 || refs[0].Group != "a" {
+		t.Fatalf("refs %v", refs)
+	}
+}

@@ -1,0 +1,70 @@
+package groups
+
+// InspectCmd: what the admin API and the lag tracker read of a shard's
+// groups that no Kafka response carries: every tenant's groups at once,
+// each with its stable cgp_ id and, per committed offset, when it was
+// committed (Burrow-like lag status tells "commits stopped" from "commits
+// repeat the same offset" by it).
+
+import (
+	"cmp"
+	"slices"
+)
+
+// InspectCmd asks for a Summary of every group of the shard, all tenants;
+// its Reply's Out is a []Summary sorted by tenant, then group. It writes
+// nothing.
+type InspectCmd struct{}
+
+// Summary is one group as InspectCmd reports it.
+type Summary struct {
+	Tenant, Group string
+	// ID is the stable cgp_<ULID> id; "" for a group known only by its
+	// offsets while its shard loads (never once loaded).
+	ID           string
+	Type         string // "classic" (also simple groups) or "consumer"
+	ProtocolType string
+	State        string
+	Members      int
+	// Generation is a classic group's generation, or a consumer group's
+	// group epoch.
+	Generation int32
+	Offsets    []OffsetSummary // sorted by topic, then partition
+}
+
+// OffsetSummary is one committed offset.
+type OffsetSummary struct {
+	Topic           string
+	Partition       int32
+	Offset          int64
+	CommitTimestamp int64 // Unix ms
+}
+
+// inspect builds the shard's summaries, as ListGroups lists groups (a
+// dead classic group is left out).
+func (s *Shard) inspect() []Summary {
+	var out []Summary
+	for _, e := range s.sortedGroups() {
+		sum := Summary{Tenant: e.tenant, Group: e.name, ID: e.id}
+		switch {
+		case e.consumer != nil:
+			c := e.consumer
+			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", c.state(), len(c.members), c.epoch
+		case e.classic != nil && e.classic.state != dead:
+			g := e.classic
+			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.protocolType, g.state.String(), len(g.members), g.generation
+		default:
+			continue
+		}
+		for topic, ps := range e.offsets {
+			for p, o := range ps {
+				sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset.Offset, CommitTimestamp: o.CommitTimestamp})
+			}
+		}
+		slices.SortFunc(sum.Offsets, func(a, b OffsetSummary) int {
+			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
+		out = append(out, sum)
+	}
+	return out
+}

@@ -1,0 +1,416 @@
+package e2e
+
+// The admin JSON API of the real binary, against group states real
+// clients made: a group with offsets and no members, a classic group and
+// a KIP-848 group consuming, a group whose name needs escaping. Every
+// answer is checked against the OpenAPI description the binary serves.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// getJSON GETs an API route, checks its status and decodes its body, and
+// checks the body against the route's schema in the served OpenAPI
+// description.
+func getJSON(t *testing.T, spec *openAPISpec, addr, path string, wantCode int, out any) {
+	t.Helper()
+	code, body := httpGet(t, "http://"+addr+path)
+	if code != wantCode {
+		t.Fatalf("GET %s: %d %s, want %d", path, code, body, wantCode)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("GET %s: not JSON: %v: %s", path, err, body)
+	}
+	if spec != nil {
+		if err := spec.check(path, wantCode, v); err != nil {
+			t.Fatalf("GET %s: answer does not match openapi.json: %v\n%s", path, err, body)
+		}
+	}
+	if out != nil {
+		if err := json.Unmarshal([]byte(body), out); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+}
+
+// openAPISpec is the part of an OpenAPI 3.0 document the check reads.
+type openAPISpec struct {
+	Paths map[string]map[string]struct {
+		Responses map[string]struct {
+			Content map[string]struct {
+				Schema *schema `json:"schema"`
+			} `json:"content"`
+		} `json:"responses"`
+	} `json:"paths"`
+	Components struct {
+		Schemas map[string]*schema `json:"schemas"`
+	} `json:"components"`
+}
+
+type schema struct {
+	Ref                  string             `json:"$ref"`
+	Type                 string             `json:"type"`
+	Nullable             bool               `json:"nullable"`
+	Required             []string           `json:"required"`
+	Properties           map[string]*schema `json:"properties"`
+	Items                *schema            `json:"items"`
+	Enum                 []any              `json:"enum"`
+	AdditionalProperties any                `json:"additionalProperties"`
+}
+
+// check validates v, the answer of path with code, against the route's
+// schema: every required property present, no property the schema does
+// not declare (unless additionalProperties), types and enums.
+func (s *openAPISpec) check(path string, code int, v any) error {
+	u, _ := url.Parse(path)
+	segs := strings.Split(u.EscapedPath(), "/")
+	for route, ops := range s.Paths {
+		rsegs := strings.Split(route, "/")
+		if len(rsegs) != len(segs) {
+			continue
+		}
+		match := true
+		for i := range rsegs {
+			if rsegs[i] != segs[i] && !strings.HasPrefix(rsegs[i], "{") {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		resp, ok := ops["get"].Responses[fmt.Sprint(code)]
+		if !ok {
+			return fmt.Errorf("route %s declares no %d answer", route, code)
+		}
+		c, ok := resp.Content["application/json"]
+		if !ok || c.Schema == nil {
+			return fmt.Errorf("route %s %d declares no JSON schema", route, code)
+		}
+		return s.validate("$", c.Schema, v)
+	}
+	return fmt.Errorf("no route in openapi.json matches %s", path)
+}
+
+func (s *openAPISpec) validate(at string, sc *schema, v any) error {
+	if sc.Ref != "" {
+		name := strings.TrimPrefix(sc.Ref, "#/components/schemas/")
+		ref, ok := s.Components.Schemas[name]
+		if !ok {
+			return fmt.Errorf("%s: unknown $ref %s", at, sc.Ref)
+		}
+		return s.validate(at, ref, v)
+	}
+	if v == nil {
+		if sc.Nullable {
+			return nil
+		}
+		return fmt.Errorf("%s: null, not nullable", at)
+	}
+	if len(sc.Enum) > 0 && !slices.Contains(sc.Enum, v) {
+		return fmt.Errorf("%s: %v not in %v", at, v, sc.Enum)
+	}
+	switch sc.Type {
+	case "object", "":
+		obj, ok := v.(map[string]any)
+		if !ok {
+			if sc.Type == "" {
+				return nil
+			}
+			return fmt.Errorf("%s: %T, want an object", at, v)
+		}
+		for _, r := range sc.Required {
+			if _, ok := obj[r]; !ok {
+				return fmt.Errorf("%s: required %q missing", at, r)
+			}
+		}
+		for k, pv := range obj {
+			ps, ok := sc.Properties[k]
+			if !ok {
+				if sc.AdditionalProperties == true {
+					continue
+				}
+				return fmt.Errorf("%s: %q is not declared", at, k)
+			}
+			if err := s.validate(at+"."+k, ps, pv); err != nil {
+				return err
+			}
+		}
+	case "array":
+		arr, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("%s: %T, want an array", at, v)
+		}
+		for i, e := range arr {
+			if err := s.validate(fmt.Sprintf("%s[%d]", at, i), sc.Items, e); err != nil {
+				return err
+			}
+		}
+	case "string":
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%s: %T, want a string", at, v)
+		}
+	case "integer", "number":
+		f, ok := v.(float64)
+		if !ok {
+			return fmt.Errorf("%s: %T, want a number", at, v)
+		}
+		if sc.Type == "integer" && f != float64(int64(f)) {
+			return fmt.Errorf("%s: %v, want an integer", at, f)
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("%s: %T, want a boolean", at, v)
+		}
+	}
+	return nil
+}
+
+// The API's answers, as far as the test reads them.
+type apiGroup struct {
+	Group              string   `json:"group"`
+	CgpID              string   `json:"cgp_id"`
+	RRL                string   `json:"rrl"`
+	Type               string   `json:"type"`
+	State              string   `json:"state"`
+	TotalLag           int64    `json:"total_lag"`
+	Status             string   `json:"status"`
+	TimeToClearSeconds *float64 `json:"time_to_clear_seconds"`
+	LagTrend           []struct {
+		Lag int64 `json:"lag"`
+	} `json:"lag_trend"`
+}
+
+type apiGroupDetail struct {
+	apiGroup
+	Members []struct {
+		MemberID    string `json:"member_id"`
+		ClientID    string `json:"client_id"`
+		MemberEpoch *int32 `json:"member_epoch"`
+		Assignment  []struct {
+			Topic      string  `json:"topic"`
+			Partitions []int32 `json:"partitions"`
+		} `json:"assignment"`
+	} `json:"members"`
+	Balancer        string `json:"balancer"`
+	Generation      *int32 `json:"generation"`
+	Epoch           *int32 `json:"epoch"`
+	AssignmentEpoch *int32 `json:"assignment_epoch"`
+	Partitions      []struct {
+		Topic           string `json:"topic"`
+		Partition       int32  `json:"partition"`
+		CommittedOffset int64  `json:"committed_offset"`
+		LogEndOffset    int64  `json:"log_end_offset"`
+		Lag             *int64 `json:"lag"`
+		MemberID        string `json:"member_id"`
+		Status          string `json:"status"`
+	} `json:"partitions"`
+}
+
+var cgpID = regexp.MustCompile(`^cgp_[0-9A-HJKMNP-TV-Z]{26}$`)
+
+func TestAdminAPI(t *testing.T) {
+	p := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "100ms", "--lag-sample-interval", "100ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var spec openAPISpec
+	getJSON(t, nil, p.HTTPAddr, "/api/v1/openapi.json", 200, &spec)
+	if len(spec.Paths) < 5 {
+		t.Fatalf("openapi.json has %d paths", len(spec.Paths))
+	}
+
+	// Three partitions of 10 records; the group "idle" committed 3, 5
+	// and 10 and has no member.
+	extCreateTopic(t, p.Addr, "api", 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for part := range int32(3) {
+		for i := range 10 {
+			recs = append(recs, &kgo.Record{Topic: "api", Partition: part, Value: fmt.Appendf(nil, "%d", i)})
+		}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	for _, g := range []string{"idle", "Team/Orders v2"} {
+		offs := kadm.Offsets{}
+		for part, at := range []int64{3, 5, 10} {
+			offs.Add(kadm.Offset{Topic: "api", Partition: int32(part), At: at})
+		}
+		resp, err := adm.CommitOffsets(ctx, g, offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("commit %s: %v", g, err)
+		}
+	}
+	member := func(group string, consumer bool) *kgo.Client {
+		opts := []kgo.Opt{kgo.SeedBrokers(p.Addr), kgo.ClientID("api-" + group), kgo.ConsumerGroup(group), kgo.ConsumeTopics("api"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond), kgo.AutoCommitInterval(100 * time.Millisecond)}
+		if consumer {
+			opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ServerSideBalancer())
+		}
+		return pollingMember(ctx, t, opts...)
+	}
+	classic := member("live-classic", false)
+	defer classic.Close()
+	kip848 := member("live-848", true)
+	defer kip848.Close()
+
+	// The list: every group, with a cgp_ id and an RRL; the live groups
+	// caught up; the idle one STOPped (lag, no commit for a window).
+	var list struct {
+		Groups []apiGroup `json:"groups"`
+	}
+	byName := map[string]apiGroup{}
+	testkit.Eventually(t, 60*time.Second, "the live groups at lag 0 and OK, idle STOP", func() bool {
+		getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups", 200, &list)
+		clear(byName)
+		for _, g := range list.Groups {
+			byName[g.Group] = g
+		}
+		return byName["live-classic"].Status == "OK" && byName["live-classic"].TotalLag == 0 &&
+			byName["live-848"].Status == "OK" && byName["live-848"].TotalLag == 0 && byName["idle"].Status == "STOP"
+	})
+	for name, want := range map[string]struct {
+		typ, state, rrl string
+		lag             int64
+	}{
+		"idle":           {"classic", "Empty", "default/consumer-groups/idle", 12},
+		"Team/Orders v2": {"classic", "Empty", "default/consumer-groups/team-orders-v2", 12},
+		"live-classic":   {"classic", "Stable", "default/consumer-groups/live-classic", 0},
+		"live-848":       {"consumer", "Stable", "default/consumer-groups/live-848", 0},
+	} {
+		g := byName[name]
+		if g.Type != want.typ || g.State != want.state || g.RRL != want.rrl || g.TotalLag != want.lag || !cgpID.MatchString(g.CgpID) {
+			t.Errorf("group %q: %+v, want type %s state %s rrl %s lag %d and a cgp_ id", name, g, want.typ, want.state, want.rrl, want.lag)
+		}
+		if len(g.LagTrend) == 0 || g.LagTrend[len(g.LagTrend)-1].Lag != want.lag {
+			t.Errorf("group %q: lag trend %+v, want it to end at %d", name, g.LagTrend, want.lag)
+		}
+	}
+	if c := byName["live-classic"].TimeToClearSeconds; c == nil || *c != 0 {
+		t.Errorf("live-classic: time to clear %v, want 0", c)
+	}
+	if c := byName["idle"].TimeToClearSeconds; c != nil {
+		t.Errorf("idle: time to clear %v, want none (it consumes nothing)", *c)
+	}
+
+	// One group: the idle one's partitions, lag and status.
+	var idle apiGroupDetail
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/idle", 200, &idle)
+	if len(idle.Partitions) != 3 || len(idle.Members) != 0 || idle.CgpID != byName["idle"].CgpID {
+		t.Fatalf("idle: %+v", idle)
+	}
+	for i, want := range []int64{7, 5, 0} {
+		pt := idle.Partitions[i]
+		wantStatus := "STOP"
+		if want == 0 {
+			wantStatus = "OK"
+		}
+		if pt.Partition != int32(i) || pt.CommittedOffset != []int64{3, 5, 10}[i] || pt.LogEndOffset != 10 || pt.Lag == nil || *pt.Lag != want || pt.Status != wantStatus {
+			t.Errorf("idle partition %d: %+v, want lag %d status %s", i, pt, want, wantStatus)
+		}
+	}
+	// An escaped name.
+	var team apiGroupDetail
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/"+url.PathEscape("Team/Orders v2"), 200, &team)
+	if team.Group != "Team/Orders v2" || team.TotalLag != 12 {
+		t.Errorf("escaped group: %+v", team.apiGroup)
+	}
+
+	// The classic group: one member holding all three partitions.
+	var live apiGroupDetail
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/live-classic", 200, &live)
+	if len(live.Members) != 1 || live.Generation == nil || *live.Generation < 1 || live.Balancer == "" {
+		t.Fatalf("live-classic: %+v", live)
+	}
+	m := live.Members[0]
+	if m.ClientID != "api-live-classic" || len(m.Assignment) != 1 || len(m.Assignment[0].Partitions) != 3 {
+		t.Errorf("live-classic member: %+v", m)
+	}
+	for _, pt := range live.Partitions {
+		if pt.MemberID != m.MemberID || pt.CommittedOffset != 10 || pt.Lag == nil || *pt.Lag != 0 {
+			t.Errorf("live-classic partition: %+v", pt)
+		}
+	}
+
+	// The KIP-848 group: epochs, and the member's epoch and assignment.
+	var k apiGroupDetail
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/live-848", 200, &k)
+	if k.Epoch == nil || k.AssignmentEpoch == nil || *k.Epoch < 1 || len(k.Members) != 1 || k.Members[0].MemberEpoch == nil ||
+		*k.Members[0].MemberEpoch != *k.AssignmentEpoch || len(k.Members[0].Assignment) != 1 || len(k.Members[0].Assignment[0].Partitions) != 3 {
+		t.Errorf("live-848: %+v", k)
+	}
+	var tl struct {
+		Rebalances []any `json:"rebalances"`
+	}
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/live-848/timeline", 200, &tl)
+
+	// Topics and the node.
+	var topics struct {
+		Topics []struct {
+			Name       string `json:"name"`
+			Partitions []struct {
+				LogEndOffset int64 `json:"log_end_offset"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/topics", 200, &topics)
+	i := slices.IndexFunc(topics.Topics, func(tp struct {
+		Name       string `json:"name"`
+		Partitions []struct {
+			LogEndOffset int64 `json:"log_end_offset"`
+		} `json:"partitions"`
+	}) bool {
+		return tp.Name == "api"
+	})
+	if i < 0 || len(topics.Topics[i].Partitions) != 3 || topics.Topics[i].Partitions[2].LogEndOffset != 10 {
+		t.Errorf("topics: %+v", topics)
+	}
+	var nd struct {
+		Mode        string `json:"mode"`
+		Version     string `json:"version"`
+		ShardsTotal int    `json:"shards_total"`
+		ShardsHeld  []int  `json:"shards_held"`
+		KafkaAddr   string `json:"kafka_addr"`
+		Store       struct {
+			Kind string `json:"kind"`
+		} `json:"store"`
+	}
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/node", 200, &nd)
+	if nd.Mode != "single" || nd.Version == "" || nd.ShardsTotal < 1 || len(nd.ShardsHeld) != nd.ShardsTotal || nd.KafkaAddr != p.Addr || nd.Store.Kind != "pebble" {
+		t.Errorf("node: %+v", nd)
+	}
+
+	// What is not there.
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/nobody", 404, nil)
+	getJSON(t, nil, p.HTTPAddr, "/api/v1/nothing", 404, nil)
+
+	// The status as a metric.
+	mfs := scrape(t, p.HTTPAddr)
+	if got := sample(mfs, "cohort_consumergroup_status", map[string]string{"consumergroup": "idle", "status": "STOP"}); got != 1 {
+		t.Errorf("cohort_consumergroup_status{idle,STOP} = %v, want 1", got)
+	}
+	if got := sample(mfs, "cohort_consumergroup_time_to_clear_seconds", map[string]string{"consumergroup": "live-classic"}); got != 0 {
+		t.Errorf("cohort_consumergroup_time_to_clear_seconds{live-classic} = %v, want 0", got)
+	}
+}

@@ -1,0 +1,72 @@
+package node
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cohort-dev/cohort/admin"
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/groups"
+)
+
+// apiSource is what the admin JSON API reads of the node.
+type apiSource struct {
+	n       *Node
+	started time.Time
+}
+
+var _ admin.APISource = apiSource{}
+
+func (s apiSource) Node() admin.NodeInfo {
+	n := s.n
+	info := admin.NodeInfo{
+		Version:       n.cfg.Version,
+		NodeID:        "0",
+		Mode:          "single",
+		StartedAt:     s.started.UTC(),
+		UptimeSeconds: time.Since(s.started).Seconds(),
+		KafkaAddr:     n.ln.Addr().String(),
+		ShardsTotal:   n.groups.Shards(),
+		ShardsHeld:    n.groups.Held(),
+		Store:         admin.StoreInfo{Kind: "pebble", Path: filepath.Join(n.cfg.DataDir, "store")},
+	}
+	if info.ShardsHeld == nil {
+		info.ShardsHeld = []int{}
+	}
+	if c := n.cfg.Cluster; c != nil && n.member != nil {
+		info.Mode, info.NodeID = "cluster", strconv.Itoa(int(n.member.NodeID()))
+		info.Store = admin.StoreInfo{Kind: "etcd", Endpoints: c.EtcdEndpoints, Prefix: c.Prefix}
+	}
+	return info
+}
+
+func (s apiSource) Inspect(ctx context.Context) ([]groups.Summary, error) {
+	return s.n.groups.Inspect(ctx)
+}
+
+func (s apiSource) Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response {
+	return s.n.groups.Handle(ctx, coordinator.Request{Msg: req, Tenant: tenant, ClientID: "cohort-admin"})()
+}
+
+func (s apiSource) Topics() []admin.TopicInfo {
+	var out []admin.TopicInfo
+	for _, t := range s.n.topics.Topics() {
+		ti := admin.TopicInfo{Name: t.Name, Internal: strings.HasPrefix(t.Name, "__"), Partitions: make([]admin.PartitionInfo, len(t.Partitions))}
+		for i, p := range t.Partitions {
+			pi := admin.PartitionInfo{Partition: int32(i), Leader: t.Leaders[i], LogStartOffset: -1, LogEndOffset: -1}
+			if p != nil {
+				pi.LogStartOffset, pi.LogEndOffset = p.Offsets()
+			}
+			ti.Partitions[i] = pi
+		}
+		out = append(out, ti)
+	}
+	slices.SortFunc(out, func(a, b admin.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
