@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/admin"
+	"github.com/cohort-dev/cohort/admin/web"
 	"github.com/cohort-dev/cohort/assigner"
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/cluster"
@@ -360,7 +361,7 @@ func Start(cfg Config) (_ *Node, err error) {
 func (n *Node) startAdmin() {
 	ln := n.httpLn
 	n.http = &http.Server{
-		Handler: admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api}),
+		Handler: admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api, Page: web.Handler()}),
 		// A scrape or probe is small; a client that trickles its
 		// request must not hold a connection for ever.
 		ReadHeaderTimeout: 10 * time.Second,

@@ -83,7 +83,7 @@ func (f *fakeAPI) handler() http.Handler {
 		json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, r *http.Request) {
-		send(w, 200, obj{"version": "0.9.0", "node_id": 1, "mode": "single", "started_at": "2026-01-02T03:04:05Z",
+		send(w, 200, obj{"version": "0.9.0", "node_id": "1", "mode": "single", "started_at": "2026-01-02T03:04:05Z",
 			"uptime_seconds": 3725, "kafka_addr": "127.0.0.1:9092", "shards_total": 16, "shards_held": []int{},
 			"store": obj{"kind": "pebble"}})
 	})
@@ -117,12 +117,14 @@ func (f *fakeAPI) handler() http.Handler {
 		ms := members(3)
 		for p := 0; p < 6; p++ {
 			lag := 100 + 50*p
-			if p == 5 {
-				lag = 1234 - 100*5 - 50*(0+1+2+3+4)
+			part := obj{"topic": "events", "partition": p, "committed_offset": 1000, "committed_at": now.Format(time.RFC3339Nano),
+				"log_start_offset": 0, "log_end_offset": 1000 + lag, "lag": lag, "member_id": ms[p%3]["member_id"], "status": "WARN",
+				"time_to_clear_seconds": 30.0, "lag_history": trend(now, lag/2, lag/2, lag*3/4, lag)}
+			if p == 5 { // never committed: no lag
+				part["committed_offset"], part["lag"], part["status"], part["lag_history"] = -1, nil, "", []obj{}
+				delete(part, "committed_at")
 			}
-			parts = append(parts, obj{"topic": "events", "partition": p, "committed_offset": 1000, "log_start_offset": 0,
-				"log_end_offset": 1000 + lag, "lag": lag, "member_id": ms[p%3]["member_id"], "status": "WARN",
-				"lag_history": trend(now, lag/2, lag/2, lag*3/4, lag)})
+			parts = append(parts, part)
 		}
 		d["members"], d["partitions"], d["balancer"], d["generation"] = ms, parts, "cooperative-sticky", 7
 		f.mu.Lock()
@@ -205,6 +207,9 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	if got := webtest.Eval[[]int](b, `[...document.querySelectorAll('[data-testid=lag]')].map(c => +c.dataset.value)`); len(got) != 6 || got[0] != 100 {
 		t.Errorf("partition lags %v, want 6 starting at 100", got)
+	}
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=partition][data-partition="5"] [data-testid=lag]').textContent`); got != "—" {
+		t.Errorf("lag of a partition never committed shows %q, want a dash", got)
 	}
 	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=assignment-grid] td.owned').length`); got != 6 {
 		t.Errorf("assignment grid: %d owned cells, want 6", got)

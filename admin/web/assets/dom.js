@@ -36,6 +36,12 @@ export function int(n) {
   return n === null || n === undefined ? '—' : ints.format(n);
 }
 
+// offset formats a log offset; -1 (unknown on this node: another node
+// leads the partition) as a dash.
+export function offset(n) {
+  return n === null || n === undefined || n < 0 ? '—' : ints.format(n);
+}
+
 // plural writes a count and its noun: 1 partition, 2 partitions.
 export function plural(n, noun) {
   return `${int(n)} ${noun}${n === 1 ? '' : 's'}`;

@@ -2,7 +2,7 @@
 // assignment grid, lag per partition with its trend, and the rebalance
 // timeline, newest first.
 
-import { h, int, plural, seconds, ms, time, ago, ranges, status, badge } from './dom.js';
+import { h, int, offset, plural, seconds, ms, time, ago, ranges, status, badge } from './dom.js';
 import { sparkline, chart } from './chart.js';
 
 export function mount(route) {
@@ -150,10 +150,12 @@ function partitionsTable(ps, label) {
       h('td', {}, p.topic),
       h('td', { class: 'num' }, p.partition),
       h('td', { title: p.member_id || 'unassigned' }, p.member_id ? (label.get(p.member_id) || p.member_id) : '—'),
-      h('td', { class: 'num' }, p.committed_offset < 0 ? 'none' : int(p.committed_offset)),
-      h('td', { class: 'num' }, int(p.log_start_offset)),
-      h('td', { class: 'num' }, int(p.log_end_offset)),
-      h('td', { class: 'num', 'data-testid': 'lag', 'data-value': p.lag }, int(p.lag)),
+      h('td', { class: 'num', title: p.committed_at ? `committed ${time(p.committed_at)}, ${ago(p.committed_at)}` : null },
+        p.committed_offset < 0 ? 'none' : int(p.committed_offset)),
+      h('td', { class: 'num' }, offset(p.log_start_offset)),
+      h('td', { class: 'num', title: p.log_end_offset < 0 ? 'another node leads this partition' : null }, offset(p.log_end_offset)),
+      // No lag without a commit, or when another node leads the partition.
+      h('td', { class: 'num', 'data-testid': 'lag', 'data-value': p.lag ?? '' }, int(p.lag)),
       h('td', {}, sparkline(p.lag_history)),
       h('td', {}, status(p.status)))))));
 }

@@ -1,6 +1,6 @@
 // The topics this node knows, with each partition's leader and offsets.
 
-import { h, int, badge, plural } from './dom.js';
+import { h, int, offset, badge, plural } from './dom.js';
 
 export function mount() {
   const filter = h('input', { type: 'search', placeholder: 'Filter topics', 'aria-label': 'Filter topics' });
@@ -23,10 +23,12 @@ export function mount() {
     }
     body.replaceChildren(...shown.map((t) => {
       const ps = [...t.partitions].sort((a, b) => a.partition - b.partition);
-      const records = ps.reduce((n, p) => n + (p.log_end_offset - p.log_start_offset), 0);
+      // Offsets are -1 where another node leads the partition.
+      const known = ps.filter((p) => p.log_end_offset >= 0 && p.log_start_offset >= 0);
+      const records = known.reduce((n, p) => n + (p.log_end_offset - p.log_start_offset), 0);
       return h('section', { class: 'panel', 'data-testid': 'topic', 'data-topic': t.name },
         h('h2', {}, t.name, t.internal ? badge('internal', 'state') : '',
-          h('span', { class: 'note' }, `${plural(ps.length, 'partition')} · ${plural(records, 'record')}`)),
+          h('span', { class: 'note' }, `${plural(ps.length, 'partition')} · ${plural(records, 'record')}${known.length < ps.length ? ' on this node' : ''}`)),
         h('div', { class: 'scroll' }, h('table', { class: 'data compact' },
           h('thead', {}, h('tr', {},
             h('th', { class: 'num' }, 'Partition'), h('th', { class: 'num' }, 'Leader'),
@@ -34,9 +36,9 @@ export function mount() {
           h('tbody', {}, ps.map((p) => h('tr', { 'data-testid': 'topic-partition', 'data-partition': p.partition },
             h('td', { class: 'num' }, p.partition),
             h('td', { class: 'num' }, p.leader < 0 ? 'none' : p.leader),
-            h('td', { class: 'num' }, int(p.log_start_offset)),
-            h('td', { class: 'num', 'data-testid': 'log-end' }, int(p.log_end_offset)),
-            h('td', { class: 'num' }, int(p.log_end_offset - p.log_start_offset))))))));
+            h('td', { class: 'num' }, offset(p.log_start_offset)),
+            h('td', { class: 'num', 'data-testid': 'log-end' }, offset(p.log_end_offset)),
+            h('td', { class: 'num' }, p.log_end_offset < 0 || p.log_start_offset < 0 ? '—' : int(p.log_end_offset - p.log_start_offset))))))));
     }));
   }
 
