@@ -20,6 +20,12 @@ import (
 )
 
 func TestWebPage(t *testing.T) {
+	for _, proto := range []string{"classic", "consumer"} {
+		t.Run(proto, func(t *testing.T) { testWebPage(t, proto) })
+	}
+}
+
+func testWebPage(t *testing.T, proto string) {
 	const (
 		topic     = "web-events"
 		group     = "web-group"
@@ -64,8 +70,12 @@ func TestWebPage(t *testing.T) {
 	// Three members that fetch but never commit: the lag stays at
 	// parts × (perPart − committed).
 	member := func(i int) *kgo.Client {
-		return pollingMember(ctx, t, kgo.SeedBrokers(n.KafkaAddr()), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.ClientID(fmt.Sprintf("web-consumer-%d", i)), kgo.DisableAutoCommit(), kgo.FetchMaxWait(100*time.Millisecond))
+		opts := []kgo.Opt{kgo.SeedBrokers(n.KafkaAddr()), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ClientID(fmt.Sprintf("web-consumer-%d", i)), kgo.DisableAutoCommit(), kgo.FetchMaxWait(100 * time.Millisecond)}
+		if proto == "consumer" { // KIP-848
+			opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ServerSideBalancer())
+		}
+		return pollingMember(ctx, t, opts...)
 	}
 	for i := 1; i <= 3; i++ {
 		defer member(i).Close()
@@ -80,6 +90,9 @@ func TestWebPage(t *testing.T) {
 		row, lag))
 	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); got == "" {
 		t.Errorf("no node summary in the header")
+	}
+	if got := webtest.Eval[string](b, row+`.querySelector('.badge').textContent`); got != proto {
+		t.Errorf("group type %q, want %s", got, proto)
 	}
 	b.Screenshot("overview")
 

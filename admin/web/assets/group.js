@@ -30,7 +30,9 @@ export function mount(route) {
 
 function render(g) {
   const consumer = g.type === 'consumer';
-  const members = [...(g.members || [])].sort((a, b) => a.member_id.localeCompare(b.member_id));
+  // By client id first: member ids are often random, client ids say who.
+  const members = [...(g.members || [])].sort((a, b) =>
+    (a.client_id || '').localeCompare(b.client_id || '') || a.member_id.localeCompare(b.member_id));
   // Short labels (M1, M2, …) tie the members table to the grid's columns.
   const label = new Map(members.map((m, i) => [m.member_id, `M${i + 1}`]));
   return [
