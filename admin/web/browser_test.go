@@ -43,8 +43,9 @@ func rebalance(now time.Time, gen int, cause, member string, moved int) obj {
 	return obj{
 		"started_at": now.Add(-time.Duration(100-gen) * time.Second).Format(time.RFC3339Nano), "completed_at": now.Format(time.RFC3339Nano),
 		"in_progress": false, "duration_ms": 420 + gen, "generation": gen, "protocol": "cooperative-sticky", "cause": cause,
-		"reason": "", "member_id": member, "instance_id": "", "members": 3,
-		"phases":           obj{"join_ms": 300, "sync_ms": 20, "revocation_ms": 90, "assignment_ms": 2},
+		"reason": "", "member_id": member, "members_before": 2, "members": 3, "restarts": 0,
+		"member_events":    []obj{{"at": now.Format(time.RFC3339Nano), "kind": cause, "member_id": member}},
+		"phases":           obj{"join_ms": 300, "sync_ms": 20.5, "revocation_ms": 90, "assignment_ms": 0.25},
 		"partitions_moved": moved,
 	}
 }
@@ -219,16 +220,22 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	b.Wait("2 rebalances", `document.querySelectorAll('[data-testid=rebalance]').length === 2`)
 	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=rebalance]').textContent`); !strings.Contains(got, "member-joined") ||
-		!strings.Contains(got, "consumer-3-5f8a9c") || !strings.Contains(got, "2 partitions moved") || !strings.Contains(got, "join 300 ms") {
+		!strings.Contains(got, "consumer-3-5f8a9c") || !strings.Contains(got, "2 partitions moved") || !strings.Contains(got, "join 300 ms") ||
+		!strings.Contains(got, "assignment 0.3 ms") || !strings.Contains(got, "2 → 3 members") || !strings.Contains(got, "1 member event") {
 		t.Errorf("newest rebalance reads %q", got)
 	}
 
-	// A rebalance shows up without a reload, on top.
+	// A rebalance shows up without a reload, on top; a person's opened
+	// member events stay open across the redraw.
+	b.Click(`[data-testid=rebalance][data-generation="7"] details summary`)
 	f.set(func() {
 		f.timeline = append([]obj{rebalance(time.Now(), 8, "member-left", "consumer-2-5f8a9c", 3)}, f.timeline...)
 	})
 	b.Wait("the new rebalance on top", `document.querySelectorAll('[data-testid=rebalance]').length === 3 &&
 		document.querySelector('[data-testid=rebalance]').dataset.generation === '8'`)
+	if !webtest.Eval[bool](b, `document.querySelector('[data-testid=rebalance][data-generation="7"] details').open`) {
+		t.Errorf("the opened member events closed on redraw")
+	}
 	b.Screenshot("group")
 
 	// The API goes away and comes back: a banner, then none.

@@ -62,6 +62,7 @@ export function seconds(s) {
 // ms formats a duration in milliseconds.
 export function ms(v) {
   if (v === null || v === undefined) return '—';
+  if (v < 10) return `${Number(v.toFixed(1))} ms`;
   if (v < 1000) return `${Math.round(v)} ms`;
   if (v < 60000) return `${(v / 1000).toFixed(1)} s`;
   return seconds(v / 1000);

@@ -164,11 +164,20 @@ function partitionsTable(ps, label) {
 
 const phaseNames = [['join_ms', 'join'], ['sync_ms', 'sync'], ['revocation_ms', 'revocation'], ['assignment_ms', 'assignment']];
 
+// The rebalances whose member events a person opened: a redraw keeps them
+// open.
+const opened = new Set();
+
 function timeline(rs, consumer) {
   if (rs.length === 0) return h('p', { class: 'empty', 'data-testid': 'no-rebalances' }, 'No rebalance recorded yet.');
   return h('ol', { class: 'timeline', 'data-testid': 'timeline' }, rs.map((r) => {
     const who = [r.member_id, r.instance_id && `instance ${r.instance_id}`].filter(Boolean).join(', ');
     const phases = phaseNames.filter(([k]) => r.phases && r.phases[k] > 0);
+    const members = r.members_before !== undefined && r.members_before !== r.members
+      ? `${int(r.members_before)} → ${plural(r.members, 'member')}` : plural(r.members, 'member');
+    const state = r.in_progress ? badge('in progress', 'live')
+      : r.abandoned ? badge('abandoned', 'status-warn')
+        : h('span', { class: 'muted' }, `took ${ms(r.duration_ms)}`);
     return h('li', {
       'data-testid': 'rebalance', 'data-generation': r.generation, 'data-cause': r.cause,
       class: r.in_progress ? 'in-progress' : null,
@@ -179,12 +188,12 @@ function timeline(rs, consumer) {
     h('div', { class: 'what' },
       h('div', {},
         h('strong', {}, `${consumer ? 'Epoch' : 'Generation'} ${r.generation ?? '—'}`), ' ',
-        badge(r.cause || 'other', `cause cause-${r.cause || 'other'}`), ' ',
-        r.in_progress ? badge('in progress', 'live') : h('span', { class: 'muted' }, `took ${ms(r.duration_ms)}`)),
+        badge(r.cause || 'other', 'cause'), ' ', state,
+        r.restarts > 0 ? h('span', { class: 'muted' }, ` · restarted ${r.restarts}×`) : ''),
       h('div', { class: 'detail' },
         who && ['by ', h('code', {}, who), ' · '],
-        plural(r.members, 'member'),
-        ` · ${r.partitions_moved < 0 || r.partitions_moved == null ? 'partitions moved unknown' : `${plural(r.partitions_moved, 'partition')} moved`}`,
+        members,
+        ` · ${r.partitions_moved == null || r.partitions_moved < 0 ? 'partitions moved unknown' : `${plural(r.partitions_moved, 'partition')} moved`}`,
         r.protocol ? ` · ${r.protocol}` : '',
         r.reason ? [' · ', h('q', {}, r.reason)] : ''),
       phases.length ? h('div', { class: 'phases', title: 'time spent in each phase' },
@@ -193,6 +202,25 @@ function timeline(rs, consumer) {
           seg.style.flexGrow = String(r.phases[k]); // CSSOM: allowed by the CSP
           return seg;
         })),
-        h('div', { class: 'legend' }, phases.map(([k, n]) => h('span', {}, h('i', { class: `ph ph-${n}` }), `${n} ${ms(r.phases[k])}`)))) : ''));
+        h('div', { class: 'legend' }, phases.map(([k, n]) => h('span', {}, h('i', { class: `ph ph-${n}` }), `${n} ${ms(r.phases[k])}`)))) : '',
+      memberEvents(r)));
   }));
+}
+
+// memberEvents lists who joined, left, expired or was fenced before the
+// rebalance, folded.
+function memberEvents(r) {
+  const evs = r.member_events || [];
+  if (evs.length === 0) return '';
+  const key = `${r.started_at}|${r.generation}`;
+  const more = r.member_events_dropped > 0 ? ` (and ${int(r.member_events_dropped)} more)` : '';
+  return h('details', {
+    class: 'events', open: opened.has(key),
+    ontoggle: (e) => { if (e.target.open) opened.add(key); else opened.delete(key); },
+  },
+  h('summary', {}, `${plural(evs.length, 'member event')}${more}`),
+  h('ul', {}, evs.map((e) => h('li', { 'data-testid': 'member-event', 'data-kind': e.kind },
+    h('span', { class: 'muted' }, time(e.at)), ' ', e.kind, ' ',
+    h('code', {}, [e.member_id, e.instance_id && `instance ${e.instance_id}`].filter(Boolean).join(', ')),
+    e.reason ? [' ', h('q', {}, e.reason)] : ''))));
 }
