@@ -114,7 +114,10 @@ func testWebPage(t *testing.T, proto string) {
 	}
 	// The rebalances that formed the group, then one more: a fourth
 	// member joins, and the page shows it without a reload.
-	b.Wait("the forming rebalance in the timeline", `document.querySelectorAll('[data-testid=rebalance]').length >= 1`)
+	// Waiting for the group to settle first: a member joining a
+	// rebalance still under way restarts it, and makes no new entry.
+	b.Wait("the forming rebalances in the timeline, completed", `document.querySelectorAll('[data-testid=rebalance]').length >= 1 &&
+		!document.querySelector('[data-testid=rebalance].in-progress')`)
 	before := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=rebalance]').length`)
 	defer member(4).Close()
 	b.Wait("a new rebalance and 4 members", fmt.Sprintf(`document.querySelectorAll('[data-testid=rebalance]').length > %d &&
