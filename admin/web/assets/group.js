@@ -94,7 +94,9 @@ function membersTable(members, label, consumer) {
         consumer && h('td', { class: 'num' }, m.member_epoch ?? '—'),
         h('td', { class: 'num' }, int(count(m.assignment))),
         h('td', { class: 'parts' }, parts(m.assignment)),
-        consumer && h('td', { class: pending ? 'parts pending' : 'parts' }, pending ? parts(m.target_assignment) : 'reached'));
+        // "reached": the member owns what the group assigned it.
+        consumer && h('td', { class: pending ? 'parts pending' : 'parts' },
+          pending ? parts(m.target_assignment) : count(m.assignment) ? 'reached' : '—'));
     }))));
 }
 
