@@ -13,6 +13,8 @@ import (
 	"github.com/cohort-dev/cohort/admin"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/kafka"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // apiSource is what the admin JSON API reads of the node.
@@ -69,4 +71,24 @@ func (s apiSource) Topics() []admin.TopicInfo {
 	}
 	slices.SortFunc(out, func(a, b admin.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// registerConnMetrics exports the Kafka listener's connection counts.
+func registerConnMetrics(reg prometheus.Registerer, srv *kafka.Server) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cohort_connections_open",
+			Help: "Kafka client connections open.",
+		}, func() float64 { return float64(srv.Conns().Open) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "cohort_connections_refused_total",
+			Help:        "Kafka client connections closed on arrival by a limit (--max-connections, --max-connections-per-ip).",
+			ConstLabels: prometheus.Labels{"limit": "max_connections"},
+		}, func() float64 { return float64(srv.Conns().RefusedMax) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "cohort_connections_refused_total",
+			Help:        "Kafka client connections closed on arrival by a limit (--max-connections, --max-connections-per-ip).",
+			ConstLabels: prometheus.Labels{"limit": "max_connections_per_ip"},
+		}, func() float64 { return float64(srv.Conns().RefusedPerIP) }),
+	)
 }

@@ -312,6 +312,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if n.registry != nil {
+		registerConnMetrics(n.registry, n.kafka)
 		// Bound before the assigner starts and logs, so that a port in
 		// use fails with one line and nothing else said.
 		if n.httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
