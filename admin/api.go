@@ -9,7 +9,8 @@ package admin
 // (DescribeGroups, ConsumerGroupDescribe), and through Inspect for what no
 // Kafka response carries (the cgp_ id, commit times, every tenant's
 // groups). In cluster mode a node's API shows the groups it coordinates,
-// with a lag for the partitions it leads, as its /metrics does.
+// with their lag on every partition (APISource.Topics gives the offsets
+// of partitions other nodes lead as last read), as its /metrics does.
 
 import (
 	"cmp"

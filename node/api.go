@@ -56,7 +56,13 @@ func (s apiSource) Handle(ctx context.Context, tenant string, req kmsg.Request) 
 	return s.n.groups.Handle(ctx, coordinator.Request{Msg: req, Tenant: tenant, ClientID: "cohort-admin"})()
 }
 
+// Topics lists the topics with their partitions' offsets: those this node
+// leads as they are, those other nodes lead as last read (remoteOffsets).
 func (s apiSource) Topics() []admin.TopicInfo {
+	var remote map[admin.TopicPartition]admin.PartitionOffsets
+	if s.n.remote != nil {
+		remote = s.n.remote.get()
+	}
 	var out []admin.TopicInfo
 	for _, t := range s.n.topics.Topics() {
 		ti := admin.TopicInfo{Name: t.Name, Internal: strings.HasPrefix(t.Name, "__"), Partitions: make([]admin.PartitionInfo, len(t.Partitions))}
@@ -64,6 +70,8 @@ func (s apiSource) Topics() []admin.TopicInfo {
 			pi := admin.PartitionInfo{Partition: int32(i), Leader: t.Leaders[i], LogStartOffset: -1, LogEndOffset: -1}
 			if p != nil {
 				pi.LogStartOffset, pi.LogEndOffset = p.Offsets()
+			} else if po, ok := remote[admin.TopicPartition{Topic: t.Name, Partition: int32(i)}]; ok {
+				pi.LogStartOffset, pi.LogEndOffset = po.Start, po.End
 			}
 			ti.Partitions[i] = pi
 		}
