@@ -313,10 +313,12 @@ type Phases struct {
 	// assignment).
 	Sync time.Duration
 	// Assignment is a consumer group's time with its target assignment
-	// behind the group epoch, waiting for the assignor. The assignors run
-	// in the heartbeat that bumps the epoch unless the assignment interval
-	// holds them back, so it is often 0. 0 for a classic group (whose
-	// leader assigns during Sync).
+	// behind the group epoch, waiting for the assignor, which runs in a
+	// member's heartbeat: 0 when that heartbeat is the one that bumped
+	// the epoch (a member joining or changing its subscription) and the
+	// assignment interval does not hold it back; a member leaving or
+	// expiring waits for another member's next heartbeat. 0 for a classic
+	// group (whose leader assigns during Sync).
 	Assignment time.Duration
 	// Revocation is a consumer group's time with some member still owning
 	// a partition its target no longer gives it. 0 for a classic group.
