@@ -9,7 +9,8 @@ package admin
 // (DescribeGroups, ConsumerGroupDescribe), and through Inspect for what no
 // Kafka response carries (the cgp_ id, commit times, every tenant's
 // groups). In cluster mode a node's API shows the groups it coordinates,
-// with a lag for the partitions it leads, as its /metrics does.
+// with their lag on every partition (APISource.Topics gives the offsets
+// of partitions other nodes lead as last read), as its /metrics does.
 
 import (
 	"cmp"
@@ -102,8 +103,10 @@ type API struct {
 
 	mu      sync.Mutex
 	tracker *LagTracker
+	last    []groups.Summary // the last sample's groups
 
-	statusDesc, clearDesc *prometheus.Desc
+	statusDesc, clearDesc                         *prometheus.Desc
+	groupsDesc, offsetsDesc, pendingDesc, genDesc *prometheus.Desc
 }
 
 // NewAPI returns the API; call Run to sample lag.
@@ -115,10 +118,14 @@ func NewAPI(cfg APIConfig) *API {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &API{
-		cfg:        cfg,
-		tracker:    NewLagTracker(cfg.Tracker),
-		statusDesc: prometheus.NewDesc("cohort_consumergroup_status", "A consumer group's Burrow-like lag status: 1 for its current status (OK, WARN, STALL, STOP, ERR; UNKNOWN until a full window of samples), default tenant.", []string{"consumergroup", "status"}, nil),
-		clearDesc:  prometheus.NewDesc("cohort_consumergroup_time_to_clear_seconds", "Estimated time for a consumer group to consume its lag at the rates of the last window; absent when its lag is not shrinking. Default tenant.", []string{"consumergroup"}, nil),
+		cfg:         cfg,
+		tracker:     NewLagTracker(cfg.Tracker),
+		statusDesc:  prometheus.NewDesc("cohort_consumergroup_status", "A consumer group's Burrow-like lag status: 1 for its current status (OK, WARN, STALL, STOP, ERR; UNKNOWN until a full window of samples), default tenant.", []string{"consumergroup", "status"}, nil),
+		clearDesc:   prometheus.NewDesc("cohort_consumergroup_time_to_clear_seconds", "Estimated time for a consumer group to consume its lag at the rates of the last window; absent when its lag is not shrinking. Default tenant.", []string{"consumergroup"}, nil),
+		groupsDesc:  prometheus.NewDesc("cohort_groups", "Groups this node coordinates, every tenant, by type and state (at the last lag sample).", []string{"type", "state"}, nil),
+		offsetsDesc: prometheus.NewDesc("cohort_offsets", "Committed offsets this node holds, every tenant (at the last lag sample).", nil, nil),
+		pendingDesc: prometheus.NewDesc("cohort_pending_members", "Member ids handed out with MEMBER_ID_REQUIRED and not yet used to join (KIP-394), every tenant (at the last lag sample).", nil, nil),
+		genDesc:     prometheus.NewDesc("cohort_consumergroup_generation", "A group's generation (classic) or group epoch (consumer), default tenant (at the last lag sample).", []string{"consumergroup", "type"}, nil),
 	}
 }
 
@@ -162,6 +169,7 @@ func (a *API) Sample(ctx context.Context) {
 	}
 	a.mu.Lock()
 	a.tracker.Observe(now, samples)
+	a.last = sums
 	a.mu.Unlock()
 }
 
@@ -543,16 +551,34 @@ func RRL(tenant, group string) string {
 
 // Describe implements prometheus.Collector: the lag status metrics.
 func (a *API) Describe(ch chan<- *prometheus.Desc) {
-	ch <- a.statusDesc
-	ch <- a.clearDesc
+	for _, d := range []*prometheus.Desc{a.statusDesc, a.clearDesc, a.groupsDesc, a.offsetsDesc, a.pendingDesc, a.genDesc} {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector: each default-tenant group's
-// status and time to clear, from the last samples.
+// status, time to clear and generation, and the groups, offsets and
+// pending members held, from the last sample.
 func (a *API) Collect(ch chan<- prometheus.Metric) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := time.Now()
+	type typeState struct{ typ, state string }
+	counts := map[typeState]int{}
+	offsets, pending := 0, 0
+	for _, s := range a.last {
+		counts[typeState{s.Type, s.State}]++
+		offsets += len(s.Offsets)
+		pending += s.PendingMembers
+		if s.Tenant == "" {
+			ch <- prometheus.MustNewConstMetric(a.genDesc, prometheus.GaugeValue, float64(s.Generation), s.Group, s.Type)
+		}
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(a.groupsDesc, prometheus.GaugeValue, float64(n), k.typ, k.state)
+	}
+	ch <- prometheus.MustNewConstMetric(a.offsetsDesc, prometheus.GaugeValue, float64(offsets))
+	ch <- prometheus.MustNewConstMetric(a.pendingDesc, prometheus.GaugeValue, float64(pending))
 	for _, ref := range a.tracker.groupRefs() {
 		if ref.Tenant != "" {
 			continue

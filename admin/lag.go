@@ -35,6 +35,10 @@ type PartitionOffsets struct {
 type LagSource interface {
 	Groups(ctx context.Context) ([]GroupOffsets, error)
 	Partitions() map[TopicPartition]PartitionOffsets
+	// Remote returns the offsets of partitions other nodes lead, as last
+	// read (cluster mode; nil on a single node): a group's lag counts
+	// them, but only their leader exports their topic series.
+	Remote() map[TopicPartition]PartitionOffsets
 }
 
 // LagConfig configures NewLag.
@@ -145,6 +149,7 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 			gauge(l.topicOldest, o.Start, tp.Topic, p)
 		}
 	}
+	remote := l.cfg.Source.Remote()
 	for _, g := range groups {
 		gauge(l.members, int64(g.Members), g.Group)
 		type sums struct{ lag, offset int64 }
@@ -157,7 +162,11 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 			}
 			s.offset += off
 			lag := int64(-1)
-			if po, ok := parts[tp]; ok {
+			po, ok := parts[tp]
+			if !ok {
+				po, ok = remote[tp]
+			}
+			if ok {
 				lag = max(0, po.End-off)
 				s.lag += lag
 			}

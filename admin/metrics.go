@@ -7,7 +7,6 @@ package admin
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/cohort-dev/cohort/observe"
@@ -17,8 +16,9 @@ import (
 
 // Metrics is the observer that keeps Cohort's own metrics (cohort_*). Its
 // label values come from closed sets (API names, versions, error codes,
-// group types, a reason's category, shard numbers), never from group or
-// member names, so a scrape's size does not grow with the groups.
+// group types, a rebalance's cause, shard numbers), never from group or
+// member names or free text, so a scrape's size does not grow with the
+// groups.
 type Metrics struct {
 	// answered caches the counter and histogram of each (API, version,
 	// error code), so that a request costs a map lookup rather than
@@ -29,6 +29,8 @@ type Metrics struct {
 	requestDuration *prometheus.HistogramVec
 	rebalances      *prometheus.CounterVec
 	rebalanceTime   *prometheus.HistogramVec
+	joinBarrier     prometheus.Histogram
+	moved           *prometheus.HistogramVec
 	memberEvents    *prometheus.CounterVec
 	batches         *prometheus.CounterVec
 	batchRecords    prometheus.Histogram
@@ -61,12 +63,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"api"})).(*prometheus.HistogramVec),
 		rebalances: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cohort_rebalances_total",
-			Help: "Rebalances started, by group type (classic, consumer) and reason category.",
-		}, []string{"type", "reason"})).(*prometheus.CounterVec),
+			Help: "Rebalances started (a rebalance that starts over counts again), by group type (classic, consumer) and cause (member-joined, member-left, member-expired, member-rejoined, subscription-changed, metadata-changed, static-member-replaced, admin-action, rebalance-timeout, other).",
+		}, []string{"type", "cause"})).(*prometheus.CounterVec),
 		rebalanceTime: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cohort_rebalance_duration_seconds",
 			Help:    "Time from a rebalance's start to its completion, by group type.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 3, 10), // 10ms .. 3h
+		}, []string{"type"})).(*prometheus.HistogramVec),
+		joinBarrier: f(prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cohort_join_barrier_wait_seconds",
+			Help:    "A classic group's join barrier per completed rebalance: its time in PreparingRebalance, waiting for every member to rejoin.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 3, 10), // 10ms .. 3h
+		})).(prometheus.Histogram),
+		moved: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cohort_rebalance_partitions_moved",
+			Help:    "Partitions that changed owner per completed rebalance, by group type (where known: not for classic groups of another protocol type than consumer).",
+			Buckets: []float64{0, 1, 4, 16, 64, 256, 1024, 4096},
 		}, []string{"type"})).(*prometheus.HistogramVec),
 		memberEvents: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cohort_group_member_events_total",
@@ -149,9 +161,18 @@ func (m *Metrics) BatchWritten(b observe.Batch) {
 func (m *Metrics) Group(_ context.Context, e observe.GroupEvent) {
 	switch e.Kind {
 	case observe.RebalanceStarted:
-		m.rebalances.WithLabelValues(e.Protocol, ReasonCategory(e.Reason)).Inc()
+		m.rebalances.WithLabelValues(e.Protocol, e.Cause.String()).Inc()
 	case observe.RebalanceCompleted:
 		m.rebalanceTime.WithLabelValues(e.Protocol).Observe(e.Duration.Seconds())
+		if e.Cause == observe.CauseUnknown {
+			break // begun before its shard loaded: no phases, nothing moved known
+		}
+		if e.Protocol == "classic" {
+			m.joinBarrier.Observe(e.Phases.Join.Seconds())
+		}
+		if e.PartitionsMoved >= 0 {
+			m.moved.WithLabelValues(e.Protocol).Observe(float64(e.PartitionsMoved))
+		}
 	case observe.MemberJoined:
 		m.memberEvents.WithLabelValues(e.Protocol, "joined").Inc()
 	case observe.MemberLeft:
@@ -193,29 +214,4 @@ func (m *Metrics) setLoaded(shard uint16, on bool) {
 		delete(m.loaded, shard)
 	}
 	m.shardsHeld.Set(float64(len(m.loaded)))
-}
-
-// ReasonCategory maps a rebalance's reason, as the group machines word it
-// (Kafka's wording for classic groups, coordinator/groups), to a small
-// fixed set of label values: member-joined, member-left, member-expired,
-// metadata-changed (a member rejoined with other metadata, or the
-// subscribed topics changed), subscription-changed, timeout, other. The
-// client's own words ("; client reason: ...") are not looked at.
-func ReasonCategory(reason string) string {
-	r, _, _ := strings.Cut(strings.ToLower(reason), "; client reason:")
-	switch {
-	case strings.Contains(r, "pending sync") || strings.Contains(r, "timeout"):
-		return "timeout"
-	case strings.Contains(r, "expiration") || strings.Contains(r, "expired"):
-		return "member-expired"
-	case strings.Contains(r, "leavegroup") || strings.HasSuffix(r, " left"):
-		return "member-left"
-	case strings.Contains(r, "subscription"):
-		return "subscription-changed"
-	case strings.Contains(r, "metadata"):
-		return "metadata-changed"
-	case strings.Contains(r, "adding new member") || strings.Contains(r, "re-joining") || strings.HasSuffix(r, " joined"):
-		return "member-joined"
-	}
-	return "other"
 }

@@ -12,28 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func TestReasonCategory(t *testing.T) {
-	for reason, want := range map[string]string{
-		"Adding new member m-1 with group instance id None; client reason: not provided": "member-joined",
-		"Leader m-1 re-joining group during Stable; client reason: session timed out":    "member-joined",
-		"Updating metadata for member m-1 during Stable; client reason: not provided":    "metadata-changed",
-		"Removing member m-1 on LeaveGroup; client reason: the consumer is being closed": "member-left",
-		"removing member m-1 on heartbeat expiration":                                    "member-expired",
-		"Removing [m-1, m-2] on pending sync request expiration":                         "timeout",
-		"member m-1 joined":                       "member-joined",
-		"member m-1 changed its subscription":     "subscription-changed",
-		"the subscribed topics' metadata changed": "metadata-changed",
-		"member m-1 left":                         "member-left",
-		"member m-1's session expired":            "member-expired",
-		"member m-1 failed to revoke its partitions within its rebalance timeout":                  "timeout",
-		"Freshly-loaded group is over capacity (3). Rebalancing in order to give a chance for ...": "other",
-	} {
-		if got := admin.ReasonCategory(reason); got != want {
-			t.Errorf("%q: %s, want %s", reason, got, want)
-		}
-	}
-}
-
 func TestMetricsCountEvents(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := admin.NewMetrics(reg)
@@ -44,8 +22,19 @@ func TestMetricsCountEvents(t *testing.T) {
 		m.RequestAnswered(ctx, observe.Request{Key: 12, Version: 4}, observe.Answer{Resp: resp, Latency: time.Millisecond})
 	}
 	m.RequestAnswered(ctx, observe.Request{Key: 0, Version: 9}, observe.Answer{})
-	m.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceStarted, Protocol: "classic", Reason: "member m joined"})
-	m.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceCompleted, Protocol: "classic", Duration: 2 * time.Second})
+	m.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceStarted, Protocol: "classic", Cause: observe.CauseMemberJoined, Reason: "Adding new member m-1 with group instance id null; client reason: not provided"})
+	m.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceStarted, Protocol: "classic", Cause: observe.CauseMemberJoined, Reason: "Adding new member m-2 with group instance id null; client reason: not provided"})
+	m.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceCompleted, Protocol: "classic", Cause: observe.CauseMemberJoined, Duration: 2 * time.Second,
+		Phases: observe.Phases{Join: 1500 * time.Millisecond, Sync: 500 * time.Millisecond}, PartitionsMoved: 3})
+	m.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceStarted, Protocol: "consumer", Cause: observe.CauseMetadataChanged, Reason: "the subscribed topics' metadata changed"})
+	m.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceCompleted, Protocol: "consumer", Cause: observe.CauseMetadataChanged, Duration: time.Second,
+		Phases: observe.Phases{Revocation: time.Second}, PartitionsMoved: 0})
+	// A classic group of another protocol type: nothing moved is known.
+	m.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceCompleted, Protocol: "classic", Cause: observe.CauseMemberLeft, Duration: time.Second,
+		Phases: observe.Phases{Join: time.Second}, PartitionsMoved: -1})
+	// A consumer rebalance under way when its shard loaded: its duration
+	// (0) only.
+	m.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceCompleted, Protocol: "consumer", PartitionsMoved: -1})
 	m.Group(ctx, observe.GroupEvent{Kind: observe.MemberExpired, Protocol: "consumer"})
 	m.BatchWritten(observe.Batch{Records: 5, Latency: time.Millisecond})
 	m.BatchWritten(observe.Batch{Err: errors.New("disk")})
@@ -67,11 +56,49 @@ func TestMetricsCountEvents(t *testing.T) {
 	}
 	check("heartbeats with REBALANCE_IN_PROGRESS", value(t, reg, "cohort_requests_total", map[string]string{"api": "Heartbeat", "version": "4", "error_code": "27"}), 3)
 	check("produce without a response", value(t, reg, "cohort_requests_total", map[string]string{"api": "Produce", "version": "9", "error_code": "-1"}), 1)
-	check("rebalances", value(t, reg, "cohort_rebalances_total", map[string]string{"type": "classic", "reason": "member-joined"}), 1)
+	check("rebalances", value(t, reg, "cohort_rebalances_total", map[string]string{"type": "classic", "cause": "member-joined"}), 2)
+	check("rebalances", value(t, reg, "cohort_rebalances_total", map[string]string{"type": "consumer", "cause": "metadata-changed"}), 1)
+	n, sum := histogram(t, reg, "cohort_join_barrier_wait_seconds", nil)
+	check("join barriers", n, 2)
+	check("join barrier seconds", sum, 2.5)
+	n, sum = histogram(t, reg, "cohort_rebalance_partitions_moved", map[string]string{"type": "classic"})
+	check("classic rebalances with partitions moved known", n, 1)
+	check("classic partitions moved", sum, 3)
+	n, _ = histogram(t, reg, "cohort_rebalance_partitions_moved", map[string]string{"type": "consumer"})
+	check("consumer rebalances with partitions moved known", n, 1)
+	n, _ = histogram(t, reg, "cohort_rebalance_duration_seconds", map[string]string{"type": "consumer"})
+	check("consumer rebalances completed", n, 2)
 	check("expiries", value(t, reg, "cohort_group_member_events_total", map[string]string{"type": "consumer", "event": "expired"}), 1)
 	check("batches ok", value(t, reg, "cohort_store_batches_total", map[string]string{"outcome": "ok"}), 1)
 	check("batches failed", value(t, reg, "cohort_store_batches_total", map[string]string{"outcome": "error"}), 1)
 	check("shards loaded", value(t, reg, "cohort_shards_loaded", nil), 3)
+}
+
+// histogram gathers reg and returns the sample count and sum of the
+// histogram name whose labels include labels.
+func histogram(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) (count, sum float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue metrics
+				}
+			}
+			h := m.GetHistogram()
+			return float64(h.GetSampleCount()), h.GetSampleSum()
+		}
+	}
+	t.Errorf("no histogram %s%v", name, labels)
+	return -1, -1
 }
 
 // value gathers reg and returns the counter or gauge of the series name

@@ -413,4 +413,25 @@ func TestAdminAPI(t *testing.T) {
 	if got := sample(mfs, "cohort_consumergroup_time_to_clear_seconds", map[string]string{"consumergroup": "live-classic"}); got != 0 {
 		t.Errorf("cohort_consumergroup_time_to_clear_seconds{live-classic} = %v, want 0", got)
 	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"cohort_groups", map[string]string{"type": "classic", "state": "Empty"}, 2},
+		{"cohort_groups", map[string]string{"type": "classic", "state": "Stable"}, 1},
+		{"cohort_groups", map[string]string{"type": "consumer", "state": "Stable"}, 1},
+		{"cohort_offsets", nil, 12},
+		{"cohort_pending_members", nil, 0},
+		{"cohort_consumergroup_generation", map[string]string{"consumergroup": "live-classic", "type": "classic"}, float64(*live.Generation)},
+		{"cohort_consumergroup_generation", map[string]string{"consumergroup": "live-848", "type": "consumer"}, float64(*k.Epoch)},
+		{"cohort_connections_refused_total", nil, 0},
+	} {
+		if got := sample(mfs, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if got := sample(mfs, "cohort_connections_open", nil); got < 3 {
+		t.Errorf("cohort_connections_open = %v, want at least the 3 clients'", got)
+	}
 }

@@ -122,7 +122,7 @@ func TestAdminHTTP(t *testing.T) {
 		{"cohort_requests_total", map[string]string{"api": "SyncGroup", "error_code": "0"}, 2},
 		{"cohort_requests_total", map[string]string{"api": "CreateTopics"}, 1},
 		{"cohort_request_duration_seconds", map[string]string{"api": "JoinGroup"}, 2},
-		{"cohort_rebalances_total", map[string]string{"type": "classic", "reason": "member-joined"}, 1},
+		{"cohort_rebalances_total", map[string]string{"type": "classic", "cause": "member-joined"}, 1},
 		{"cohort_store_batches_total", map[string]string{"outcome": "ok"}, 1},
 		{"cohort_store_batch_duration_seconds", nil, 1},
 		{"cohort_shards_loaded", nil, 17},

@@ -10,10 +10,3 @@ func (s *Server) BudgetFree() int64 {
 	defer s.budget.mu.Unlock()
 	return s.budget.free
 }
-
-// Conns is how many connections are open, for tests.
-func (s *Server) Conns() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}

@@ -119,18 +119,21 @@ func TestMaxConnections(t *testing.T) {
 	if !strings.Contains(logs.String(), `"closing new connection: max connections reached" remote=127.0.0.1:`) {
 		t.Errorf("no log line for the refused connection:\n%s", logs.String())
 	}
+	if st := s.Conns(); st.Open != 3 || st.RefusedMax != 1 || st.RefusedPerIP != 0 {
+		t.Errorf("conn stats %+v, want 3 open and 1 refused by MaxConnections", st)
+	}
 	for _, c := range cs {
 		c.expectOpen()
 	}
 	cs[0].nc.Close()
-	testkit.Eventually(t, 30*time.Second, "the closed connection frees its slot", func() bool { return s.Conns() == 2 })
+	testkit.Eventually(t, 30*time.Second, "the closed connection frees its slot", func() bool { return s.Conns().Open == 2 })
 	dial(t, addr).expectOpen()
 }
 
 // MaxConnectionsPerIP: the 6th connection from one address is closed at
 // once; its first five and other addresses are unaffected.
 func TestMaxConnectionsPerIP(t *testing.T) {
-	addr, logs, _ := startKafka(t, kafka.Config{MaxConnectionsPerIP: 5})
+	addr, logs, s := startKafka(t, kafka.Config{MaxConnectionsPerIP: 5})
 	var cs []*rawClient
 	for range 5 {
 		c := dial(t, addr)
@@ -140,6 +143,9 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 	dial(t, addr).expectClosed(ioTimeout)
 	if !strings.Contains(logs.String(), `"closing new connection: max connections per IP reached" remote=127.0.0.1:`) {
 		t.Errorf("no log line for the refused connection:\n%s", logs.String())
+	}
+	if st := s.Conns(); st.RefusedPerIP != 1 || st.RefusedMax != 0 {
+		t.Errorf("conn stats %+v, want 1 refused by MaxConnectionsPerIP", st)
 	}
 	for _, c := range cs {
 		c.expectOpen()

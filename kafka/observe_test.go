@@ -244,7 +244,7 @@ func TestObserverConnectionClosedInFlight(t *testing.T) {
 		t.Fatalf("%d requests received, want %d", len(snap.Received), want)
 	}
 	// The connection is gone only once its writer has drained its queue.
-	testkit.Eventually(t, waitFor, "the closed connection is gone", func() bool { return s.Conns() == 1 })
+	testkit.Eventually(t, waitFor, "the closed connection is gone", func() bool { return s.Conns().Open == 1 })
 	snap = rec.Snapshot()
 	checkExactlyOnce(t, snap)
 	if len(snap.Answered) != want {
@@ -279,7 +279,7 @@ func TestObserverWriteFailure(t *testing.T) {
 	if snap, ok := rec.Wait(waitFor, func(s observetest.Snapshot) bool { return len(s.Received) == want }); !ok {
 		t.Fatalf("%d requests received, want %d", len(snap.Received), want)
 	}
-	testkit.Eventually(t, waitFor, "the connection that does not read is closed", func() bool { return s.Conns() == 1 })
+	testkit.Eventually(t, waitFor, "the connection that does not read is closed", func() bool { return s.Conns().Open == 1 })
 
 	snap := rec.Snapshot()
 	checkExactlyOnce(t, snap)

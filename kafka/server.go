@@ -18,6 +18,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -209,6 +210,26 @@ type Server struct {
 	conns map[*conn]struct{}
 	perIP map[string]int // open connections by peer IP
 	wg    sync.WaitGroup // one per connection
+
+	// refused counts connections closed at once by MaxConnections and
+	// by MaxConnectionsPerIP.
+	refusedMax, refusedPerIP atomic.Uint64
+}
+
+// ConnStats are the server's connection counts.
+type ConnStats struct {
+	Open int
+	// RefusedMax and RefusedPerIP count the connections closed on arrival
+	// by MaxConnections and MaxConnectionsPerIP since the server started.
+	RefusedMax, RefusedPerIP uint64
+}
+
+// Conns returns the server's connection counts.
+func (s *Server) Conns() ConnStats {
+	s.mu.Lock()
+	open := len(s.conns)
+	s.mu.Unlock()
+	return ConnStats{Open: open, RefusedMax: s.refusedMax.Load(), RefusedPerIP: s.refusedPerIP.Load()}
 }
 
 // New returns a Server; call Serve to accept connections.
@@ -344,12 +365,14 @@ func (s *Server) admit(nc net.Conn) {
 	// (or a test) that sees the close finds it.
 	if len(s.conns) >= s.cfg.MaxConnections {
 		s.mu.Unlock()
+		s.refusedMax.Add(1)
 		s.warn.Warn("closing new connection: max connections reached", "remote", nc.RemoteAddr().String(), "max_connections", s.cfg.MaxConnections)
 		nc.Close()
 		return
 	}
 	if s.cfg.MaxConnectionsPerIP > 0 && s.perIP[ip] >= s.cfg.MaxConnectionsPerIP {
 		s.mu.Unlock()
+		s.refusedPerIP.Add(1)
 		s.warn.Warn("closing new connection: max connections per IP reached", "remote", nc.RemoteAddr().String(), "max_connections_per_ip", s.cfg.MaxConnectionsPerIP)
 		nc.Close()
 		return

@@ -13,6 +13,8 @@ import (
 	"github.com/cohort-dev/cohort/admin"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/kafka"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // apiSource is what the admin JSON API reads of the node.
@@ -54,7 +56,13 @@ func (s apiSource) Handle(ctx context.Context, tenant string, req kmsg.Request) 
 	return s.n.groups.Handle(ctx, coordinator.Request{Msg: req, Tenant: tenant, ClientID: "cohort-admin"})()
 }
 
+// Topics lists the topics with their partitions' offsets: those this node
+// leads as they are, those other nodes lead as last read (remoteOffsets).
 func (s apiSource) Topics() []admin.TopicInfo {
+	var remote map[admin.TopicPartition]admin.PartitionOffsets
+	if s.n.remote != nil {
+		remote = s.n.remote.get()
+	}
 	var out []admin.TopicInfo
 	for _, t := range s.n.topics.Topics() {
 		ti := admin.TopicInfo{Name: t.Name, Internal: strings.HasPrefix(t.Name, "__"), Partitions: make([]admin.PartitionInfo, len(t.Partitions))}
@@ -62,6 +70,8 @@ func (s apiSource) Topics() []admin.TopicInfo {
 			pi := admin.PartitionInfo{Partition: int32(i), Leader: t.Leaders[i], LogStartOffset: -1, LogEndOffset: -1}
 			if p != nil {
 				pi.LogStartOffset, pi.LogEndOffset = p.Offsets()
+			} else if po, ok := remote[admin.TopicPartition{Topic: t.Name, Partition: int32(i)}]; ok {
+				pi.LogStartOffset, pi.LogEndOffset = po.Start, po.End
 			}
 			ti.Partitions[i] = pi
 		}
@@ -69,4 +79,24 @@ func (s apiSource) Topics() []admin.TopicInfo {
 	}
 	slices.SortFunc(out, func(a, b admin.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// registerConnMetrics exports the Kafka listener's connection counts.
+func registerConnMetrics(reg prometheus.Registerer, srv *kafka.Server) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cohort_connections_open",
+			Help: "Kafka client connections open.",
+		}, func() float64 { return float64(srv.Conns().Open) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "cohort_connections_refused_total",
+			Help:        "Kafka client connections closed on arrival by a limit (--max-connections, --max-connections-per-ip).",
+			ConstLabels: prometheus.Labels{"limit": "max_connections"},
+		}, func() float64 { return float64(srv.Conns().RefusedMax) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "cohort_connections_refused_total",
+			Help:        "Kafka client connections closed on arrival by a limit (--max-connections, --max-connections-per-ip).",
+			ConstLabels: prometheus.Labels{"limit": "max_connections_per_ip"},
+		}, func() float64 { return float64(srv.Conns().RefusedPerIP) }),
+	)
 }

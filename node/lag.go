@@ -16,8 +16,10 @@ import (
 // coordinator serves (through the same group APIs a client uses: ListGroups,
 // DescribeGroups, ConsumerGroupDescribe, OffsetFetch), and the partitions
 // its topic log hosts. In cluster mode that is the groups of the shards
-// this node holds, and a lag only for partitions it leads: each node
-// exports its own part, as each Kafka broker would.
+// this node holds, with their lag on every partition (remote holds the
+// offsets of those other nodes lead), and the topic series of the
+// partitions it leads: each node exports its own part, as each Kafka
+// broker would.
 //
 // It holds the coordinator and the log themselves, not the node: a
 // reading started by the last scrape may still run while the node shuts
@@ -25,6 +27,14 @@ import (
 type lagSource struct {
 	co     *coordinator.Coordinator
 	topics *topics.Log
+	remote *remoteOffsets // nil on a single node
+}
+
+func (s lagSource) Remote() map[admin.TopicPartition]admin.PartitionOffsets {
+	if s.remote == nil {
+		return nil
+	}
+	return s.remote.get()
 }
 
 var _ admin.LagSource = lagSource{}

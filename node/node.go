@@ -8,6 +8,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -137,6 +138,7 @@ type Node struct {
 	logObs *logs.Observer
 	// The admin HTTP listener, when on.
 	registry *prometheus.Registry
+	remote   *remoteOffsets // cluster mode
 	api      *admin.API
 	apiStop  context.CancelFunc
 	http     *http.Server
@@ -280,7 +282,10 @@ func Start(cfg Config) (_ *Node, err error) {
 	n.groups.ReconcileTopics(live)
 	if n.registry != nil {
 		// Lag under kafka_exporter's names, read at scrape time.
-		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{co: n.groups, topics: n.topics}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
+		if cfg.Cluster != nil {
+			n.remote = &remoteOffsets{n: n}
+		}
+		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{co: n.groups, topics: n.topics, remote: n.remote}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
 		n.api = admin.NewAPI(admin.APIConfig{
 			Source:         apiSource{n: n, started: time.Now()},
 			SampleInterval: cfg.LagSampleInterval,
@@ -313,6 +318,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if n.registry != nil {
+		registerConnMetrics(n.registry, n.kafka)
 		// Bound before the assigner starts and logs, so that a port in
 		// use fails with one line and nothing else said.
 		if n.httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
@@ -329,6 +335,10 @@ func Start(cfg Config) (_ *Node, err error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		n.apiStop = cancel
 		n.serving.Go(func() { n.api.Run(ctx) })
+		if n.remote != nil {
+			interval := cmp.Or(cfg.LagSampleInterval, 5*time.Second)
+			n.serving.Go(func() { n.remote.run(ctx, interval) })
+		}
 	}
 	if n.member != nil {
 		var svc cluster.Service

@@ -206,12 +206,123 @@ type GroupEvent struct {
 	Member     string // the member, for member events
 	InstanceID string // the member's static instance id, if any
 	Reason     string // why: a member's leave reason, what triggered a rebalance
+	// Cause is why a rebalance started, from a closed set (metrics use
+	// it as a label; Reason keeps the words). It is set on rebalance
+	// events: for RebalanceStarted this start's, for RebalanceCompleted
+	// the first start's, the one Duration counts from. On those events
+	// Member and InstanceID name who caused it (the member that joined,
+	// left, expired, changed its subscription, was replaced...; empty
+	// when no member did: a timer, a topic's metadata, a load).
+	Cause Cause
+	// Phases is, for RebalanceCompleted, how long each phase of the
+	// rebalance took; they add up to Duration.
+	Phases Phases
+	// PartitionsMoved is, for RebalanceCompleted, how many partitions
+	// have a different owner after the rebalance than before it (see
+	// the machines' rule in coordinator/groups); -1 when not known: a
+	// classic group whose protocol type is not "consumer" (its
+	// assignments are opaque), or a rebalance under way when the shard
+	// loaded.
+	PartitionsMoved int
 	// Duration is, for RebalanceCompleted, how long the rebalance took,
 	// from its first RebalanceStarted: one that starts over (a classic
 	// group back to PreparingRebalance, a consumer group's epoch bumped
 	// again) keeps its start.
 	Duration time.Duration
 	At       time.Time
+}
+
+// Cause is why a rebalance started: a closed set, so that it can be a
+// metric label. Cohort's machines choose it where they start a rebalance;
+// the free text (Kafka's words, and a client's own reason) stays in
+// GroupEvent.Reason.
+type Cause uint8
+
+// The causes.
+const (
+	// CauseUnknown: not a rebalance event, or a rebalance that was under
+	// way when its shard loaded (its start is not durable).
+	CauseUnknown Cause = iota
+	// CauseMemberJoined: a new member joined.
+	CauseMemberJoined
+	// CauseMemberLeft: a member left (LeaveGroup, a heartbeat with epoch
+	// -1).
+	CauseMemberLeft
+	// CauseMemberExpired: a member's session timed out (for a static
+	// consumer-protocol member that had left with epoch -2, its session
+	// after it left).
+	CauseMemberExpired
+	// CauseMemberRejoined: a classic member joined again without
+	// changing its subscribed topics: the client asked for a rebalance
+	// (a cooperative assignor's second round, a leader that saw the
+	// topics' partitions change, an application's own request). Kafka
+	// cannot tell these apart either; Reason has the client's reason.
+	CauseMemberRejoined
+	// CauseSubscriptionChanged: a member subscribes to other topics (a
+	// classic "consumer" member's metadata names other topics; a
+	// consumer-protocol member sent other topic names or regex).
+	CauseSubscriptionChanged
+	// CauseMetadataChanged: a subscribed topic was created, deleted,
+	// re-created or given more partitions (consumer groups: the
+	// coordinator notices it; classic groups learn it from their clients
+	// and show CauseMemberRejoined).
+	CauseMetadataChanged
+	// CauseStaticMemberReplaced: a new instance of a static member took
+	// its place in a way that needs a rebalance (a classic group whose
+	// protocol would change, or one not Stable).
+	CauseStaticMemberReplaced
+	// CauseAdminAction: an administrator removed a member (a LeaveGroup
+	// by group.instance.id with no member id: Kafka's
+	// removeMembersFromConsumerGroup).
+	CauseAdminAction
+	// CauseRebalanceTimeout: members did not do their part within the
+	// rebalance timeout (a classic member that did not sync, a
+	// consumer-protocol member that did not revoke) and were removed.
+	CauseRebalanceTimeout
+	// CauseOther: anything else (a classic group loaded over
+	// group.max.size, a consumer-protocol member that changed its server
+	// assignor).
+	CauseOther
+)
+
+var causeNames = [...]string{"unknown", "member-joined", "member-left", "member-expired", "member-rejoined",
+	"subscription-changed", "metadata-changed", "static-member-replaced", "admin-action", "rebalance-timeout", "other"}
+
+func (c Cause) String() string {
+	if int(c) < len(causeNames) {
+		return causeNames[c]
+	}
+	return "unknown"
+}
+
+// Phases is how long each phase of a rebalance took, measured in the
+// machine's time (the now each request or timer brings; the machines read
+// no clock). Each field is the total time the group spent in that phase,
+// also when the rebalance went back to an earlier one, so the fields add
+// up to the rebalance's Duration. A phase a protocol does not have is 0.
+type Phases struct {
+	// Join is a classic group's join barrier: its time in
+	// PreparingRebalance, waiting for every member to (re)join. 0 for a
+	// consumer group.
+	Join time.Duration
+	// Sync is a classic group's time in CompletingRebalance, waiting for
+	// the leader's SyncGroup with the assignment; for a consumer group,
+	// reconciliation: the target is computed and nothing is left to
+	// revoke, but members are still to reach the target epoch (taking
+	// partitions others have released, or heartbeating to learn their
+	// assignment).
+	Sync time.Duration
+	// Assignment is a consumer group's time with its target assignment
+	// behind the group epoch, waiting for the assignor, which runs in a
+	// member's heartbeat: 0 when that heartbeat is the one that bumped
+	// the epoch (a member joining or changing its subscription) and the
+	// assignment interval does not hold it back; a member leaving or
+	// expiring waits for another member's next heartbeat. 0 for a classic
+	// group (whose leader assigns during Sync).
+	Assignment time.Duration
+	// Revocation is a consumer group's time with some member still owning
+	// a partition its target no longer gives it. 0 for a classic group.
+	Revocation time.Duration
 }
 
 // ShardEventKind says what happened to a shard.

@@ -71,3 +71,20 @@ func TestMultiReportsToEach(t *testing.T) {
 		t.Fatal("kind names")
 	}
 }
+
+func TestCauseNames(t *testing.T) {
+	seen := map[string]bool{}
+	for c := observe.CauseUnknown; c <= observe.CauseOther; c++ {
+		name := c.String()
+		if seen[name] || (c != observe.CauseUnknown && name == "unknown") {
+			t.Errorf("cause %d is named %q, a name taken or missing", c, name)
+		}
+		seen[name] = true
+	}
+	if got := (observe.CauseOther + 1).String(); got != "unknown" {
+		t.Errorf("a cause past the last is %q", got)
+	}
+	if observe.CauseMemberJoined.String() != "member-joined" || observe.CauseRebalanceTimeout.String() != "rebalance-timeout" {
+		t.Errorf("names: %v, %v", observe.CauseMemberJoined, observe.CauseRebalanceTimeout)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 )
 
@@ -155,8 +156,9 @@ type classicGroup struct {
 	initialLeft         time.Duration
 	lastNew, initialEnd time.Time
 
-	// rebalance is the rebalance under way, for events (events.go).
-	rebalance rebalanceClock
+	// rebalance is the rebalance under way, for events (events.go); nil
+	// when none.
+	rebalance *rebalance
 }
 
 // newClassicGroup gives g an Empty classic part.
@@ -297,7 +299,7 @@ func (s *Shard) loadedClassic(g *classicGroup, now time.Time) {
 		s.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
 	}
 	if len(g.members) > s.cfg.MaxSize {
-		s.prepareRebalance(g, now, fmt.Sprintf("Freshly-loaded group is over capacity (%d). Rebalancing in order to give a chance for consumers to commit offsets", s.cfg.MaxSize))
+		s.prepareRebalance(g, now, trigger{cause: observe.CauseOther}, fmt.Sprintf("Freshly-loaded group is over capacity (%d). Rebalancing in order to give a chance for consumers to commit offsets", s.cfg.MaxSize))
 	}
 }
 
@@ -363,6 +365,7 @@ func (s *Shard) cancelSession(g *classicGroup, m *member) {
 
 func (g *classicGroup) transition(to state, now time.Time) {
 	g.prevState, g.state, g.stateTime = g.state, to, now
+	g.rebalance.enter(classicPhase(to), now)
 }
 
 // sortedMembers returns the members ordered by id, so that nothing that

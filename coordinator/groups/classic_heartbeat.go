@@ -70,12 +70,14 @@ func (s *Shard) leaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGrou
 	}
 	removed, droppedPending := false, false
 	reason := "" // for the rebalance: the first member removed's, as Kafka's
-	leave := func(m *member, client *string) {
+	var why trigger
+	leave := func(m *member, client *string, cause observe.Cause) {
 		s.removeMember(g, m, kerr.UnknownMemberID.Code)
 		removed = true
 		s.classicEvent(g, observe.MemberLeft, now, m, orEmpty(client))
 		if reason == "" {
 			reason = fmt.Sprintf("Removing member %s on LeaveGroup; client reason: %s", m.id, clientReason(client))
+			why = classicTrigger(cause, m)
 		}
 	}
 	for _, l := range leaving {
@@ -93,7 +95,7 @@ func (s *Shard) leaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGrou
 				if !ok {
 					return kerr.UnknownMemberID.Code
 				}
-				leave(g.members[id], l.Reason)
+				leave(g.members[id], l.Reason, observe.CauseAdminAction)
 				return 0
 			}
 			if _, ok := g.pendingJoin[l.MemberID]; ok {
@@ -104,7 +106,7 @@ func (s *Shard) leaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGrou
 			if code := g.validateMember(l.MemberID, l.InstanceID); code != 0 {
 				return code
 			}
-			leave(g.members[l.MemberID], l.Reason)
+			leave(g.members[l.MemberID], l.Reason, observe.CauseMemberLeft)
 			return 0
 		}()
 		resp.Members = append(resp.Members, kmsg.LeaveGroupResponseMember{MemberID: l.MemberID, InstanceID: l.InstanceID, ErrorCode: code})
@@ -114,7 +116,7 @@ func (s *Shard) leaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGrou
 	}
 	switch {
 	case removed && (g.state == stable || g.state == completingRebalance):
-		s.prepareRebalance(g, now, reason)
+		s.prepareRebalance(g, now, why, reason)
 	case (removed || droppedPending) && g.state == preparingRebalance:
 		s.maybeCompleteJoin(g, now)
 	}

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -211,7 +212,9 @@ func (s *Shard) joinExistingMember(now time.Time, g *classicGroup, j joinReq) {
 		return
 	}
 	m := g.members[r.MemberID]
-	// Kafka's reason for the rebalance (before it changes the state).
+	// Why the rebalance (before the member changes): Kafka's reason,
+	// and its cause.
+	why := rejoinTrigger(g, m, j.protocols)
 	updating := func() string {
 		if g.state == stable && m.id == g.leader {
 			return fmt.Sprintf("Leader %s re-joining group during %v; client reason: %s", m.id, g.state, clientReason(r.Reason))
@@ -229,7 +232,7 @@ func (s *Shard) joinExistingMember(now time.Time, g *classicGroup, j joinReq) {
 			return
 		}
 		s.updateMember(g, m, j)
-		s.prepareRebalance(g, now, updating())
+		s.prepareRebalance(g, now, why, updating())
 	case stable:
 		if m.id != g.leader && m.sameProtocols(j.protocols) {
 			// As Kafka: a follower's rejoin with unchanged metadata
@@ -238,10 +241,36 @@ func (s *Shard) joinExistingMember(now time.Time, g *classicGroup, j joinReq) {
 			return
 		}
 		s.updateMember(g, m, j)
-		s.prepareRebalance(g, now, updating())
+		s.prepareRebalance(g, now, why, updating())
 	default:
 		j.fail(s, kerr.UnknownMemberID.Code, r.MemberID)
 	}
+}
+
+// rejoinTrigger is why known member m joining again with protocols ps
+// starts a rebalance: its subscription changed when the group's protocol
+// type is "consumer" and its metadata for the group's protocol names other
+// topics; otherwise the client asked (CauseMemberRejoined).
+func rejoinTrigger(g *classicGroup, m *member, ps []protocol) trigger {
+	if g.protocolType == "consumer" {
+		var meta []byte
+		for _, p := range ps {
+			if p.name == g.protocol {
+				meta = p.meta
+				break
+			}
+		}
+		was, ok1 := subscriptionTopics(m.metadataFor(g.protocol))
+		is, ok2 := subscriptionTopics(meta)
+		if ok1 && ok2 {
+			slices.Sort(was)
+			slices.Sort(is)
+			if !slices.Equal(slices.Compact(was), slices.Compact(is)) {
+				return classicTrigger(observe.CauseSubscriptionChanged, m)
+			}
+		}
+	}
+	return classicTrigger(observe.CauseMemberRejoined, m)
 }
 
 // validateMember is Kafka's ClassicGroup.validateMember.
@@ -319,7 +348,7 @@ func (s *Shard) addMember(now time.Time, g *classicGroup, j joinReq, id string) 
 	if g.state == preparingRebalance {
 		s.maybeCompleteJoin(g, now)
 	} else {
-		s.prepareRebalance(g, now, fmt.Sprintf("Adding new member %s with group instance id %s; client reason: %s",
+		s.prepareRebalance(g, now, classicTrigger(observe.CauseMemberJoined, m), fmt.Sprintf("Adding new member %s with group instance id %s; client reason: %s",
 			id, orNull(r.InstanceID), clientReason(r.Reason)))
 	}
 }
@@ -387,7 +416,7 @@ func (s *Shard) replaceStatic(now time.Time, g *classicGroup, j joinReq, oldID, 
 	switch g.state {
 	case stable:
 		if g.selectProtocol() != g.protocol {
-			s.prepareRebalance(g, now, fmt.Sprintf("Group's selectedProtocol will change because static member %s with instance id %s joined with change of protocol; client reason: %s",
+			s.prepareRebalance(g, now, classicTrigger(observe.CauseStaticMemberReplaced, m), fmt.Sprintf("Group's selectedProtocol will change because static member %s with instance id %s joined with change of protocol; client reason: %s",
 				newID, *m.instance, clientReason(r.Reason)))
 			return
 		}
@@ -408,16 +437,16 @@ func (s *Shard) replaceStatic(now time.Time, g *classicGroup, j joinReq, oldID, 
 		}
 		s.reply(j.req.ID, resp)
 	case completingRebalance:
-		s.prepareRebalance(g, now, fmt.Sprintf("Updating metadata for static member %s with instance id %s; client reason: %s",
+		s.prepareRebalance(g, now, classicTrigger(observe.CauseStaticMemberReplaced, m), fmt.Sprintf("Updating metadata for static member %s with instance id %s; client reason: %s",
 			newID, *m.instance, clientReason(r.Reason)))
 	default:
 		s.maybeCompleteJoin(g, now)
 	}
 }
 
-// prepareRebalance is Kafka's prepareRebalance (§5.2); reason says why,
-// in Kafka's words, for the RebalanceStarted event.
-func (s *Shard) prepareRebalance(g *classicGroup, now time.Time, reason string) {
+// prepareRebalance is Kafka's prepareRebalance (§5.2); why and reason
+// (in Kafka's words) say why, for the RebalanceStarted event.
+func (s *Shard) prepareRebalance(g *classicGroup, now time.Time, why trigger, reason string) {
 	if g.state == completingRebalance {
 		for _, m := range g.sortedMembers() {
 			m.assignment = nil
@@ -432,7 +461,7 @@ func (s *Shard) prepareRebalance(g *classicGroup, now time.Time, reason string) 
 	clear(g.pendingSync)
 	initial := g.state == empty
 	g.transition(preparingRebalance, now)
-	s.classicEvent(g, observe.RebalanceStarted, now, nil, reason)
+	s.classicStarted(g, now, why, reason)
 	if initial {
 		// §5.3. Kafka's rule: the barrier closes at the first multiple of
 		// the delay with no newcomer during the step before, and never
@@ -577,10 +606,10 @@ func (s *Shard) dropPending(g *classicGroup, id string) {
 
 // afterRemoval moves the group on after members left or expired: Kafka's
 // removeMemberAndUpdateClassicGroup, with its reason.
-func (s *Shard) afterRemoval(g *classicGroup, now time.Time, reason string) {
+func (s *Shard) afterRemoval(g *classicGroup, now time.Time, why trigger, reason string) {
 	switch g.state {
 	case stable, completingRebalance:
-		s.prepareRebalance(g, now, reason)
+		s.prepareRebalance(g, now, why, reason)
 	case preparingRebalance:
 		if g.allJoined() {
 			s.completeJoin(g, now)
@@ -635,7 +664,7 @@ func (s *Shard) memberDeadline(g *classicGroup, id string, now time.Time) {
 		reason = "new member's join timed out"
 	}
 	s.classicEvent(g, observe.MemberExpired, now, m, reason)
-	s.afterRemoval(g, now, fmt.Sprintf("removing member %s on heartbeat expiration", m.id))
+	s.afterRemoval(g, now, classicTrigger(observe.CauseMemberExpired, m), fmt.Sprintf("removing member %s on heartbeat expiration", m.id))
 }
 
 // syncTimer is Kafka's expirePendingSync (§6.4). Every rebalance cancels
@@ -645,14 +674,18 @@ func (s *Shard) syncTimer(g *classicGroup, now time.Time) {
 		return
 	}
 	var removed []string
+	var why trigger // the first member removed
 	for _, m := range g.sortedMembers() {
 		if g.pendingSync[m.id] {
 			s.removeMember(g, m, 0)
 			s.classicEvent(g, observe.MemberFenced, now, m, "did not sync within the rebalance timeout")
+			if removed == nil {
+				why = classicTrigger(observe.CauseRebalanceTimeout, m)
+			}
 			removed = append(removed, m.id)
 		}
 	}
-	s.prepareRebalance(g, now, fmt.Sprintf("Removing [%s] on pending sync request expiration", strings.Join(removed, ", ")))
+	s.prepareRebalance(g, now, why, fmt.Sprintf("Removing [%s] on pending sync request expiration", strings.Join(removed, ", ")))
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -156,8 +156,8 @@ type consumerGroup struct {
 	// (soft).
 	hashAt uint64
 	// rebalance is the rebalance under way, for events (soft; see
-	// events.go).
-	rebalance rebalanceClock
+	// events.go); nil when none.
+	rebalance *rebalance
 }
 
 // newConsumerGroup gives g an empty consumer part.
@@ -474,7 +474,10 @@ func (s *Shard) replayConsumer(kind record.Kind, k any, value []byte) error {
 // member that must revoke a fresh rebalance timeout, as Kafka on load. A
 // rebalance under way goes on, though when it started is not known.
 func (s *Shard) loadedConsumer(g *consumerGroup, now time.Time) {
-	g.rebalance = rebalanceClock{on: g.reconciling()}
+	g.rebalance = nil
+	if g.reconciling() {
+		g.rebalance = &rebalance{} // when and why it started are not known
+	}
 	for _, m := range g.sortedMembers() {
 		s.armConsumerSession(g, m, now)
 		s.armRevocation(g, m, now)

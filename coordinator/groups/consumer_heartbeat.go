@@ -228,13 +228,14 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 	}
 	next.clientID, next.clientHost = req.ClientID, req.ClientHost
 	bump, why := true, "" // why: the reason for the rebalance
+	cause := observe.CauseMetadataChanged
 	switch {
 	case isNew:
-		why = fmt.Sprintf("member %s joined", id)
+		why, cause = fmt.Sprintf("member %s joined", id), observe.CauseMemberJoined
 	case !slices.Equal(next.topics, m.topics) || next.regex != m.regex:
-		why = fmt.Sprintf("member %s changed its subscription", id)
+		why, cause = fmt.Sprintf("member %s changed its subscription", id), observe.CauseSubscriptionChanged
 	case next.assignor != m.assignor:
-		why = fmt.Sprintf("member %s changed its server assignor", id)
+		why, cause = fmt.Sprintf("member %s changed its server assignor", id), observe.CauseOther
 	default:
 		bump, why = false, "the subscribed topics' metadata changed"
 	}
@@ -253,8 +254,13 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 		}
 	}
 	if bump || hash != g.metaHash {
+		t := trigger{cause: cause}
+		if bump {
+			t = consumerTrigger(cause, m)
+		}
+		before := g.consumerBefore()
 		s.emitGroupEpoch(g, g.epoch+1, hash)
-		s.consumerEvent(g, observe.RebalanceStarted, now, nil, why)
+		s.consumerStarted(g, now, t, why, before)
 	}
 
 	// Step 2: the target assignment.
@@ -454,7 +460,7 @@ func (s *Shard) consumerLeave(now time.Time, req machine.Request, r *kmsg.Consum
 		}
 		return resp
 	}
-	s.removeConsumerMember(g, m, now, observe.MemberLeft, "", fmt.Sprintf("member %s left", m.id))
+	s.removeConsumerMember(g, m, now, observe.MemberLeft, "", consumerTrigger(observe.CauseMemberLeft, m), fmt.Sprintf("member %s left", m.id))
 	return resp
 }
 
@@ -463,8 +469,9 @@ func (s *Shard) consumerLeave(now time.Time, req machine.Request, r *kmsg.Consum
 // last member's departure also advances the target epoch, with time 0 so
 // that the next computation is not held back. The removal is reported as
 // kind, for reason (unless the member had already left with epoch -2),
-// and the rebalance it starts for why.
-func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now time.Time, kind observe.GroupEventKind, reason, why string) {
+// and the rebalance it starts for t and why.
+func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now time.Time, kind observe.GroupEventKind, reason string, t trigger, why string) {
+	before := g.consumerBefore() // with m's target, which goes now
 	gone := m.epoch == leaveStaticEpoch
 	s.cancelRevocation(g, m)
 	if !m.armedAt.IsZero() {
@@ -476,7 +483,7 @@ func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now ti
 		s.consumerEvent(g, kind, now, m, reason)
 	}
 	s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog), s.catalog))
-	s.consumerEvent(g, observe.RebalanceStarted, now, nil, why)
+	s.consumerStarted(g, now, t, why, before)
 	if len(g.members) == 0 {
 		s.emitTargetEpoch(g, g.epoch, 0)
 	}
@@ -534,7 +541,7 @@ func (s *Shard) consumerTimer(g *consumerGroup, kind byte, id string, now time.T
 		if m.epoch == leaveStaticEpoch {
 			why = fmt.Sprintf("static member %s's session expired after it left", m.id)
 		}
-		s.removeConsumerMember(g, m, now, observe.MemberExpired, "session timed out", why)
+		s.removeConsumerMember(g, m, now, observe.MemberExpired, "session timed out", consumerTrigger(observe.CauseMemberExpired, m), why)
 	case timerConsumerRevoke:
 		if m.revokeBy.IsZero() || now.Before(m.revokeBy) {
 			return
@@ -542,7 +549,7 @@ func (s *Shard) consumerTimer(g *consumerGroup, kind byte, id string, now time.T
 		m.revokeBy = time.Time{}
 		if m.state == memberUnrevoked && m.epoch == m.revokeEpoch {
 			s.removeConsumerMember(g, m, now, observe.MemberFenced, "did not revoke its partitions within the rebalance timeout",
-				fmt.Sprintf("member %s failed to revoke its partitions within its rebalance timeout", m.id))
+				consumerTrigger(observe.CauseRebalanceTimeout, m), fmt.Sprintf("member %s failed to revoke its partitions within its rebalance timeout", m.id))
 		}
 	}
 	s.settleConsumer(g, now)

@@ -20,6 +20,15 @@ package groups_test
 //     every output a rebalance is open in the events exactly when the
 //     machine has one under way (a classic group preparing or completing
 //     a rebalance, a consumer group reconciling).
+//   - Rebalances tell their story: a start has a cause, and names the
+//     member that caused it when a member did (one present for a join,
+//     rejoin, subscription change or replacement; one gone for a leave,
+//     expiry, admin removal or timeout); a completion has the cause and
+//     member of the first start, phases of its protocol that add up to its
+//     duration, and a count of partitions moved (-1 unknown; 0 for a
+//     classic group left empty). One that began before the last restart
+//     completes with no cause, no member, no phases and -1 moved. Other
+//     events have none of these.
 //   - A load reports nothing about what it restores: at most a new
 //     rebalance (a classic group loaded over its maximum size).
 //
@@ -52,7 +61,17 @@ type evGroup struct {
 	open    bool      // a rebalance started and not completed
 	gen     int32     // the latest start's generation
 	since   time.Time // the open rebalance's first start; zero: before the last restart
-	done    int32     // the latest completion's generation (0: none)
+	first   observe.GroupEvent
+	done    int32 // the latest completion's generation (0: none)
+}
+
+// memberCauses are the causes a member makes, and whether it is still in
+// the group when the rebalance starts.
+var memberCauses = map[observe.Cause]bool{
+	observe.CauseMemberJoined: true, observe.CauseMemberRejoined: true, observe.CauseSubscriptionChanged: true,
+	observe.CauseStaticMemberReplaced: true,
+	observe.CauseMemberLeft:           false, observe.CauseMemberExpired: false, observe.CauseAdminAction: false,
+	observe.CauseRebalanceTimeout: false,
 }
 
 func (c *evCheck) group(k groups.EventKey) *evGroup {
@@ -75,8 +94,11 @@ func (c *evCheck) event(e observe.GroupEvent, now time.Time) error {
 	if e.Protocol != "classic" && e.Protocol != "consumer" {
 		return fmt.Errorf("protocol %q", e.Protocol)
 	}
-	if e.Kind != observe.RebalanceCompleted && e.Duration != 0 {
-		return fmt.Errorf("a duration (%v) on a %v event", e.Duration, e.Kind)
+	if e.Kind != observe.RebalanceCompleted && (e.Duration != 0 || e.Phases != (observe.Phases{}) || e.PartitionsMoved != 0) {
+		return fmt.Errorf("a duration (%v), phases (%+v) or partitions moved (%d) on a %v event", e.Duration, e.Phases, e.PartitionsMoved, e.Kind)
+	}
+	if e.Kind != observe.RebalanceCompleted && e.Kind != observe.RebalanceStarted && e.Cause != observe.CauseUnknown {
+		return fmt.Errorf("a cause (%v) on a %v event", e.Cause, e.Kind)
 	}
 	g := c.group(groups.EventKey{e.Tenant, e.Group, e.Protocol})
 	switch e.Kind {
@@ -93,20 +115,24 @@ func (c *evCheck) event(e observe.GroupEvent, now time.Time) error {
 			delete(g.members, e.Member)
 		}
 	case observe.RebalanceStarted:
-		if e.Member != "" || e.InstanceID != "" || e.Reason == "" {
-			return fmt.Errorf("a start names member %q (%q), reason %q", e.Member, e.InstanceID, e.Reason)
+		if e.Reason == "" || e.Cause == observe.CauseUnknown {
+			return fmt.Errorf("a start with cause %v, reason %q", e.Cause, e.Reason)
+		}
+		if present, ok := memberCauses[e.Cause]; ok {
+			if e.Member == "" || g.members[e.Member] != present {
+				return fmt.Errorf("a start for %v names member %q, present %v", e.Cause, e.Member, g.members[e.Member])
+			}
+		} else if e.Member != "" || e.InstanceID != "" {
+			return fmt.Errorf("a start for %v names member %q (%q)", e.Cause, e.Member, e.InstanceID)
 		}
 		if e.Generation <= g.done || (g.open && e.Generation <= g.gen) {
 			return fmt.Errorf("a start of generation %d after the start of %d (open %v), the completion of %d", e.Generation, g.gen, g.open, g.done)
 		}
 		if !g.open {
-			g.open, g.since = true, now
+			g.open, g.since, g.first = true, now, e
 		}
 		g.gen = e.Generation
 	case observe.RebalanceCompleted:
-		if e.Member != "" || e.InstanceID != "" {
-			return fmt.Errorf("a completion names member %q (%q)", e.Member, e.InstanceID)
-		}
 		if !g.open {
 			return fmt.Errorf("a completion of generation %d with no rebalance started (the last completed %d)", e.Generation, g.done)
 		}
@@ -120,12 +146,40 @@ func (c *evCheck) event(e observe.GroupEvent, now time.Time) error {
 		if e.Duration != want {
 			return fmt.Errorf("a completion that took %v; started at %v, now %v", e.Duration, g.since, now)
 		}
+		if err := checkStory(e, g); err != nil {
+			return err
+		}
 		g.open, g.since, g.done = false, time.Time{}, e.Generation
 	default:
 		return fmt.Errorf("kind %v", e.Kind)
 	}
 	if e.Members != len(g.members) {
 		return fmt.Errorf("%v says %d members, the events so far %d", e.Kind, e.Members, len(g.members))
+	}
+	return nil
+}
+
+// checkStory checks a completion's cause, member, phases and partitions
+// moved against the rebalance's first start.
+func checkStory(e observe.GroupEvent, g *evGroup) error {
+	p := e.Phases
+	if g.since.IsZero() {
+		if e.Cause != observe.CauseUnknown || e.Member != "" || e.InstanceID != "" || p != (observe.Phases{}) || e.PartitionsMoved != -1 {
+			return fmt.Errorf("a completion of a rebalance begun before the restart: cause %v, member %q, phases %+v, moved %d", e.Cause, e.Member, p, e.PartitionsMoved)
+		}
+		return nil
+	}
+	if e.Cause != g.first.Cause || e.Member != g.first.Member || e.InstanceID != g.first.InstanceID {
+		return fmt.Errorf("a completion for %v by %q (%q); the first start was for %v by %q (%q)", e.Cause, e.Member, e.InstanceID, g.first.Cause, g.first.Member, g.first.InstanceID)
+	}
+	if p.Join < 0 || p.Sync < 0 || p.Assignment < 0 || p.Revocation < 0 || p.Join+p.Sync+p.Assignment+p.Revocation != e.Duration {
+		return fmt.Errorf("phases %+v for a rebalance of %v", p, e.Duration)
+	}
+	if (e.Protocol == "classic" && (p.Assignment != 0 || p.Revocation != 0)) || (e.Protocol == "consumer" && p.Join != 0) {
+		return fmt.Errorf("phases %+v for a %s group", p, e.Protocol)
+	}
+	if e.PartitionsMoved < -1 || (e.Protocol == "classic" && e.Members == 0 && e.PartitionsMoved != 0) {
+		return fmt.Errorf("%d partitions moved, %d members", e.PartitionsMoved, e.Members)
 	}
 	return nil
 }
@@ -229,10 +283,15 @@ func (c *evCheck) settled(tenant, group, protocol string) error {
 func TestEventCheckFails(t *testing.T) {
 	at := epoch
 	ev := func(kind observe.GroupEventKind, member string, gen int32, members int) observe.GroupEvent {
-		return observe.GroupEvent{Kind: kind, Group: "g", Protocol: "classic", Member: member, Generation: gen, Members: members, At: at, Reason: "why"}
+		e := observe.GroupEvent{Kind: kind, Group: "g", Protocol: "classic", Member: member, Generation: gen, Members: members, At: at, Reason: "why"}
+		if kind == observe.RebalanceStarted || kind == observe.RebalanceCompleted {
+			e.Cause = observe.CauseMemberJoined
+		}
+		return e
 	}
-	joined, started := ev(observe.MemberJoined, "a", 0, 1), ev(observe.RebalanceStarted, "", 1, 1)
-	completed := ev(observe.RebalanceCompleted, "", 1, 1)
+	joined, started := ev(observe.MemberJoined, "a", 0, 1), ev(observe.RebalanceStarted, "a", 1, 1)
+	completed := ev(observe.RebalanceCompleted, "a", 1, 1)
+	with := func(e observe.GroupEvent, f func(*observe.GroupEvent)) observe.GroupEvent { f(&e); return e }
 	for _, tc := range []struct {
 		name   string
 		events []observe.GroupEvent
@@ -243,7 +302,17 @@ func TestEventCheckFails(t *testing.T) {
 		{"wrong member count", []observe.GroupEvent{ev(observe.MemberJoined, "a", 0, 2)}},
 		{"completed another generation", []observe.GroupEvent{joined, started, ev(observe.RebalanceCompleted, "", 2, 1)}},
 		{"generation going back", []observe.GroupEvent{joined, started, completed, started}},
-		{"a member on a rebalance event", []observe.GroupEvent{joined, ev(observe.RebalanceStarted, "a", 1, 1)}},
+		{"a start with no cause", []observe.GroupEvent{joined, with(started, func(e *observe.GroupEvent) { e.Cause = 0 })}},
+		{"a join's start naming nobody", []observe.GroupEvent{joined, with(started, func(e *observe.GroupEvent) { e.Member = "" })}},
+		{"a join's start naming a member not there", []observe.GroupEvent{joined, with(started, func(e *observe.GroupEvent) { e.Member = "b" })}},
+		{"a timer's start naming a member", []observe.GroupEvent{joined, with(started, func(e *observe.GroupEvent) { e.Cause = observe.CauseOther })}},
+		{"a completion with another cause", []observe.GroupEvent{joined, started, with(completed, func(e *observe.GroupEvent) { e.Cause = observe.CauseMemberLeft })}},
+		{"a completion by another member", []observe.GroupEvent{joined, started, with(completed, func(e *observe.GroupEvent) { e.Member = "b" })}},
+		{"phases that do not add up", []observe.GroupEvent{joined, started, with(completed, func(e *observe.GroupEvent) { e.Phases.Join = time.Second })}},
+		{"a classic group with a revocation phase", []observe.GroupEvent{joined, started, with(completed, func(e *observe.GroupEvent) { e.Phases.Revocation = 0 - time.Second; e.Phases.Join = time.Second })}},
+		{"partitions moved below -1", []observe.GroupEvent{joined, started, with(completed, func(e *observe.GroupEvent) { e.PartitionsMoved = -2 })}},
+		{"a member event with a cause", []observe.GroupEvent{with(joined, func(e *observe.GroupEvent) { e.Cause = observe.CauseMemberJoined })}},
+		{"a member event with partitions moved", []observe.GroupEvent{with(joined, func(e *observe.GroupEvent) { e.PartitionsMoved = 1 })}},
 	} {
 		var c evCheck
 		var err error

@@ -29,7 +29,10 @@ type Summary struct {
 	// Generation is a classic group's generation, or a consumer group's
 	// group epoch.
 	Generation int32
-	Offsets    []OffsetSummary // sorted by topic, then partition
+	// PendingMembers counts a classic group's member ids handed out with
+	// MEMBER_ID_REQUIRED and not yet used to join (KIP-394).
+	PendingMembers int
+	Offsets        []OffsetSummary // sorted by topic, then partition
 }
 
 // OffsetSummary is one committed offset.
@@ -53,6 +56,7 @@ func (s *Shard) inspect() []Summary {
 		case e.classic != nil && e.classic.state != dead:
 			g := e.classic
 			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.protocolType, g.state.String(), len(g.members), g.generation
+			sum.PendingMembers = len(g.pendingJoin)
 		default:
 			continue
 		}

@@ -20,7 +20,12 @@ package groups_test
 //	events                     the group events reported since the last
 //	                            events command, one a line:
 //	                            @TIME KIND PROTOCOL GROUP gen=N members=N
-//	                            [member=A(INSTANCE)] [took=D] [reason="…"]
+//	                            [member=A(INSTANCE)] [reason="…"]; a
+//	                            rebalance's with cause=C [by=A(INSTANCE)],
+//	                            a completion's also with took=D, its
+//	                            phases (classic: join= sync=; consumer:
+//	                            assignment= revocation= reconciliation=)
+//	                            and moved=N (partitions moved)
 
 import (
 	"cmp"
@@ -334,14 +339,28 @@ func (r *scnRunner) events() {
 			s += " tenant=" + e.Tenant
 		}
 		s += fmt.Sprintf(" gen=%d members=%d", e.Generation, e.Members)
+		rebalance := e.Kind == observe.RebalanceStarted || e.Kind == observe.RebalanceCompleted
+		if rebalance {
+			s += " cause=" + e.Cause.String()
+		}
 		if e.Member != "" {
-			s += " member=" + r.name(e.Member)
+			if rebalance {
+				s += " by=" + r.name(e.Member)
+			} else {
+				s += " member=" + r.name(e.Member)
+			}
 			if e.InstanceID != "" {
 				s += "(" + e.InstanceID + ")"
 			}
 		}
 		if e.Kind == observe.RebalanceCompleted {
 			s += " took=" + e.Duration.String()
+			if e.Protocol == "classic" {
+				s += fmt.Sprintf(" join=%v sync=%v", e.Phases.Join, e.Phases.Sync)
+			} else {
+				s += fmt.Sprintf(" assignment=%v revocation=%v reconciliation=%v", e.Phases.Assignment, e.Phases.Revocation, e.Phases.Sync)
+			}
+			s += fmt.Sprintf(" moved=%d", e.PartitionsMoved)
 		}
 		if e.Reason != "" {
 			reason := e.Reason

@@ -57,6 +57,8 @@ package groups_test
 //	    Metadata prints as {t,u} or {t|userdata} or "raw".
 //	sync A gen=N [v=4] [assign=A:bytes,B:bytes] [instance=I]
 //	       [type=T] [proto=P] [id=X] [as=LABEL]
+//	    bytes @t/0/1+u/2 is a consumer protocol assignment (partitions 0
+//	    and 1 of t, 2 of u), and prints back so.
 //	heartbeat A gen=N [v=4] [instance=I] [id=X]
 //	leave WHO… [v=5] [reason=R]
 //	                           WHO: A, A@I (with instance), @I (member
@@ -884,6 +886,21 @@ func scnBytes(b []byte) string {
 	if len(b) == 0 {
 		return `""`
 	}
+	if len(b) >= 2 && b[0] == 0 && b[1] <= 3 {
+		// A consumer protocol assignment (version 0..3): as written.
+		var a kmsg.ConsumerMemberAssignment
+		if a.ReadFrom(b) == nil && string(a.AppendTo(nil)) == string(b) {
+			var ts []string
+			for _, t := range a.Topics {
+				s := t.Topic
+				for _, p := range t.Partitions {
+					s += "/" + strconv.Itoa(int(p))
+				}
+				ts = append(ts, s)
+			}
+			return "@" + strings.Join(ts, "+")
+		}
+	}
 	return string(b)
 }
 
@@ -996,9 +1013,32 @@ func (r *scnRunner) syncReq(a scnArgs) *kmsg.SyncGroupRequest {
 		if !ok {
 			r.fail("assign entries are MEMBER:BYTES, got %q", e)
 		}
-		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: r.id(m), MemberAssignment: []byte(b)})
+		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: r.id(m), MemberAssignment: r.assignment(b)})
 	}
 	return req
+}
+
+// assignment is a sync's assignment bytes: b, or for @t/0/1+u/2 a
+// consumer protocol assignment.
+func (r *scnRunner) assignment(b string) []byte {
+	spec, ok := strings.CutPrefix(b, "@")
+	if !ok {
+		return []byte(b)
+	}
+	var a kmsg.ConsumerMemberAssignment
+	for _, t := range strings.Split(spec, "+") {
+		parts := strings.Split(t, "/")
+		at := kmsg.ConsumerMemberAssignmentTopic{Topic: parts[0]}
+		for _, p := range parts[1:] {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				r.fail("assignment %q: partition %q", b, p)
+			}
+			at.Partitions = append(at.Partitions, int32(n))
+		}
+		a.Topics = append(a.Topics, at)
+	}
+	return a.AppendTo(nil)
 }
 
 func (r *scnRunner) heartbeat(a scnArgs) {

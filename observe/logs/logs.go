@@ -67,7 +67,10 @@ func (o *Observer) RequestAnswered(_ context.Context, r observe.Request, a obser
 }
 
 // Group logs a group event: rebalances and expiries at INFO, the rest at
-// DEBUG.
+// DEBUG. A rebalance's lines say its cause and the member that caused it;
+// a completion's also how long it took, its phases (classic: join, sync;
+// consumer: assignment, revocation, reconciliation) and how many
+// partitions moved (-1: not known).
 func (o *Observer) Group(_ context.Context, e observe.GroupEvent) {
 	level := slog.LevelDebug
 	var msg string
@@ -91,6 +94,10 @@ func (o *Observer) Group(_ context.Context, e observe.GroupEvent) {
 		return // a member joining at INFO: nothing to build
 	}
 	args := []any{"group", e.Group, "type", e.Protocol, "generation", e.Generation, "members", e.Members}
+	rebalance := e.Kind == observe.RebalanceStarted || e.Kind == observe.RebalanceCompleted
+	if rebalance {
+		args = append(args, "cause", e.Cause.String())
+	}
 	if e.Tenant != "" {
 		args = append(args, "tenant", e.Tenant)
 	}
@@ -104,7 +111,12 @@ func (o *Observer) Group(_ context.Context, e observe.GroupEvent) {
 		args = append(args, "reason", e.Reason)
 	}
 	if e.Kind == observe.RebalanceCompleted {
-		args = append(args, "took", e.Duration)
+		args = append(args, "took", e.Duration, "partitions_moved", e.PartitionsMoved)
+		if e.Protocol == "consumer" {
+			args = append(args, "assignment", e.Phases.Assignment, "revocation", e.Phases.Revocation, "reconciliation", e.Phases.Sync)
+		} else {
+			args = append(args, "join", e.Phases.Join, "sync", e.Phases.Sync)
+		}
 	}
 	o.limit.Log(level, msg, args...)
 }

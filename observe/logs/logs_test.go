@@ -42,15 +42,20 @@ func TestRebalancesAtInfo(t *testing.T) {
 	defer o.Close()
 	ctx := context.Background()
 	o.Group(ctx, observe.GroupEvent{Kind: observe.MemberJoined, Group: "g", Protocol: "classic", Member: "m1"})
-	o.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceStarted, Group: "g", Protocol: "classic", Generation: 1, Members: 1, Reason: "Adding new member m1"})
-	o.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceCompleted, Group: "g", Protocol: "classic", Generation: 1, Members: 1, Duration: 3 * time.Second})
+	o.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceStarted, Group: "g", Protocol: "classic", Generation: 1, Members: 1, Reason: "Adding new member m1",
+		Cause: observe.CauseMemberJoined, Member: "m1"})
+	o.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceCompleted, Group: "g", Protocol: "classic", Generation: 1, Members: 1, Duration: 3 * time.Second,
+		Cause: observe.CauseMemberJoined, Member: "m1", Phases: observe.Phases{Join: 2500 * time.Millisecond, Sync: 500 * time.Millisecond}, PartitionsMoved: 4})
+	o.Group(ctx, observe.GroupEvent{Kind: observe.RebalanceCompleted, Group: "c", Protocol: "consumer", Generation: 7, Members: 2, Duration: 2 * time.Second,
+		Cause: observe.CauseMemberLeft, Member: "m2", Phases: observe.Phases{Revocation: 1500 * time.Millisecond, Sync: 500 * time.Millisecond}, PartitionsMoved: 3})
 	o.Group(ctx, observe.GroupEvent{Kind: observe.MemberExpired, Group: "g", Protocol: "classic", Member: "m1", Reason: "session timed out"})
 	o.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: 3, Reason: "store write failed: disk"})
 	o.BatchWritten(observe.Batch{Shard: 3, Records: 2, Err: errors.New("disk")})
 	out := buf.String()
 	for _, want := range []string{
-		`level=INFO msg="rebalance started" group=g type=classic generation=1 members=1 reason="Adding new member m1"`,
-		`level=INFO msg="rebalance completed" group=g type=classic generation=1 members=1 took=3s`,
+		`level=INFO msg="rebalance started" group=g type=classic generation=1 members=1 cause=member-joined member=m1 reason="Adding new member m1"`,
+		`level=INFO msg="rebalance completed" group=g type=classic generation=1 members=1 cause=member-joined member=m1 took=3s partitions_moved=4 join=2.5s sync=500ms`,
+		`level=INFO msg="rebalance completed" group=c type=consumer generation=7 members=2 cause=member-left member=m2 took=2s partitions_moved=3 assignment=0s revocation=1.5s reconciliation=500ms`,
 		`level=INFO msg="member expired" group=g type=classic generation=0 members=0 member=m1 reason="session timed out"`,
 		`level=WARN msg="shard unloaded" shard=3 reason="store write failed: disk"`,
 		`level=WARN msg="store write failed" shard=3 records=2 err=disk`,

@@ -1,0 +1,72 @@
+package e2e
+
+// The operator surface in cluster mode: a group's coordinator reports
+// its lag for every partition, those other nodes lead included, in
+// /metrics and in the JSON API; each partition's topic series comes from
+// its leader alone.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestClusterLagAcrossNodes(t *testing.T) {
+	c := startCluster(t, 1, 2, "--lag-sample-interval", "200ms")
+	adm := c.admin()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Partition 0 on node 1, partition 1 on node 2; 10 records each.
+	c.createTopicOn("spread", 2, 1, 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for p := range int32(2) {
+		for i := range 10 {
+			recs = append(recs, &kgo.Record{Topic: "spread", Partition: p, Value: fmt.Appendf(nil, "%d", i)})
+		}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// A group coordinated by node 1 commits 4 and 7.
+	group := c.groupOn(adm, "spread-lag", 1)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "spread", Partition: 0, At: 4})
+	offs.Add(kadm.Offset{Topic: "spread", Partition: 1, At: 7})
+	if resp, err := adm.CommitOffsets(ctx, group, offs); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	n1, n2 := c.node(1), c.node(2)
+	lagOf := func(p int) float64 {
+		return sample(scrape(t, n1.HTTPAddr), "kafka_consumergroup_lag", map[string]string{"consumergroup": group, "topic": "spread", "partition": fmt.Sprint(p)})
+	}
+	testkit.Eventually(t, 30*time.Second, "node 1 reports the lag of both partitions", func() bool {
+		return lagOf(0) == 6 && lagOf(1) == 3
+	})
+	var d apiGroupDetail
+	testkit.Eventually(t, 30*time.Second, "node 1's API shows the lag of both partitions", func() bool {
+		d = apiGroupDetail{}
+		getJSON(t, nil, n1.HTTPAddr, "/api/v1/groups/"+group, 200, &d)
+		return d.TotalLag == 9 && len(d.Partitions) == 2 && d.Partitions[1].Lag != nil && *d.Partitions[1].Lag == 3
+	})
+	// The group is node 1's alone; each partition's topic series is its
+	// leader's alone.
+	getJSON(t, nil, n2.HTTPAddr, "/api/v1/groups/"+group, 404, nil)
+	for id, p := range map[*testkit.Proc][2]float64{n1: {10, -1}, n2: {-1, 10}} {
+		mfs := scrape(t, id.HTTPAddr)
+		for part, want := range p {
+			if got := sample(mfs, "kafka_topic_partition_current_offset", map[string]string{"topic": "spread", "partition": fmt.Sprint(part)}); got != want {
+				t.Errorf("node %s: kafka_topic_partition_current_offset{spread,%d} = %v, want %v", id.Addr, part, got, want)
+			}
+		}
+	}
+}
