@@ -360,10 +360,34 @@ func TestAdminAPI(t *testing.T) {
 		*k.Members[0].MemberEpoch != *k.AssignmentEpoch || len(k.Members[0].Assignment) != 1 || len(k.Members[0].Assignment[0].Partitions) != 3 {
 		t.Errorf("live-848: %+v", k)
 	}
-	var tl struct {
+	// Each live group's timeline: the rebalance its one member's join
+	// caused, completed, in the group's generation or epoch.
+	for name, gen := range map[string]int32{"live-classic": *live.Generation, "live-848": *k.Epoch} {
+		var tl struct {
+			Rebalances []struct {
+				Cause      string `json:"cause"`
+				MemberID   string `json:"member_id"`
+				Generation int32  `json:"generation"`
+				InProgress bool   `json:"in_progress"`
+				Members    int    `json:"members"`
+			} `json:"rebalances"`
+		}
+		getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/"+name+"/timeline", 200, &tl)
+		if len(tl.Rebalances) == 0 {
+			t.Fatalf("%s: empty timeline", name)
+		}
+		r := tl.Rebalances[0]
+		if r.Cause != "member-joined" || r.MemberID == "" || r.Generation != gen || r.InProgress || r.Members != 1 {
+			t.Errorf("%s: last rebalance %+v, want member-joined, completed, generation %d, 1 member", name, r, gen)
+		}
+	}
+	var idleTL struct {
 		Rebalances []any `json:"rebalances"`
 	}
-	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/live-848/timeline", 200, &tl)
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/idle/timeline", 200, &idleTL)
+	if idleTL.Rebalances == nil || len(idleTL.Rebalances) != 0 {
+		t.Errorf("idle: timeline %v, want []", idleTL.Rebalances)
+	}
 
 	// Topics and the node.
 	var topics struct {

@@ -33,6 +33,7 @@ import (
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/logs"
+	"github.com/cohort-dev/cohort/observe/timeline"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -139,6 +140,7 @@ type Node struct {
 	// The admin HTTP listener, when on.
 	registry *prometheus.Registry
 	remote   *remoteOffsets // cluster mode
+	timeline *timeline.Observer
 	api      *admin.API
 	apiStop  context.CancelFunc
 	http     *http.Server
@@ -203,15 +205,21 @@ func Start(cfg Config) (_ *Node, err error) {
 	n := &Node{cfg: cfg, logger: cfg.Logger, failed: make(chan error, 3)}
 	// The log is an observer like any other: rebalances, expiries and
 	// fencings at INFO, requests at DEBUG, rate-limited. So are the
-	// metrics, when the admin listener serves them.
+	// metrics and the rebalance timeline, when the admin listener serves
+	// them.
 	n.logObs = logs.New(cfg.Logger, logs.Options{})
 	var metrics observe.Observer
 	if cfg.HTTPListen != "" && cfg.HTTPListen != "-" {
 		n.registry = prometheus.NewRegistry()
 		n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		metrics = admin.NewMetrics(n.registry)
+		n.timeline = timeline.New(timeline.Options{})
 	}
-	n.obs = observe.Multi(n.logObs, metrics, cfg.Observer)
+	var tl observe.Observer
+	if n.timeline != nil {
+		tl = n.timeline
+	}
+	n.obs = observe.Multi(n.logObs, metrics, tl, cfg.Observer)
 	// Pebble logs a failure to open as well as returning it: hold its
 	// lines until start-up is over, so that a failed start says its cause
 	// once, in the error.
@@ -289,7 +297,13 @@ func Start(cfg Config) (_ *Node, err error) {
 		n.api = admin.NewAPI(admin.APIConfig{
 			Source:         apiSource{n: n, started: time.Now()},
 			SampleInterval: cfg.LagSampleInterval,
-			Logger:         cfg.Logger,
+			Timeline: func(tenant, group string) any {
+				if rs := n.timeline.Rebalances(tenant, group); rs != nil {
+					return rs
+				}
+				return []timeline.Rebalance{}
+			},
+			Logger: cfg.Logger,
 		})
 		n.registry.MustRegister(n.api)
 	}
