@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"regexp"
 	"slices"
@@ -70,8 +71,14 @@ type cofReader struct {
 // start, or from the offsets given.
 func newCOFReader(t *testing.T, addr string, from map[int32]int64) *cofReader {
 	t.Helper()
+	return newCOFReaderSeeds(t, []string{addr}, from)
+}
+
+// newCOFReaderSeeds is newCOFReader with several seed brokers.
+func newCOFReaderSeeds(t *testing.T, seeds []string, from map[int32]int64) *cofReader {
+	t.Helper()
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(addr),
+		kgo.SeedBrokers(seeds...),
 		kgo.ClientID("cohort-e2e-cof-reader"),
 		kgo.FetchMaxWait(200 * time.Millisecond),
 	}
@@ -514,8 +521,8 @@ func check848(t *testing.T, adm *kadm.Client, state map[string]string, group, to
 		return fmt.Sprintf("[{TopicID:%v Partitions:%v}]", topicID, ids)
 	}
 	want := map[string]string{
-		fmt.Sprintf("ConsumerGroupMetadataKey &{Group:%s}", group):                   fmt.Sprintf("ConsumerGroupMetadataValue &{Epoch:%d}", dg.Epoch),
-		fmt.Sprintf("ConsumerGroupTargetAssignmentMetadataKey &{Group:%s}", group):   fmt.Sprintf("ConsumerGroupTargetAssignmentMetadataValue &{AssignmentEpoch:%d}", dg.AssignmentEpoch),
+		fmt.Sprintf("ConsumerGroupMetadataKey &{Group:%s}", group):                                     fmt.Sprintf("ConsumerGroupMetadataValue &{Epoch:%d}", dg.Epoch),
+		fmt.Sprintf("ConsumerGroupTargetAssignmentMetadataKey &{Group:%s}", group):                     fmt.Sprintf("ConsumerGroupTargetAssignmentMetadataValue &{AssignmentEpoch:%d}", dg.AssignmentEpoch),
 		fmt.Sprintf("ConsumerGroupTargetAssignmentMemberKey &{Group:%s Member:%s}", group, m.MemberID): fmt.Sprintf("ConsumerGroupTargetAssignmentMemberValue &{TopicPartitions:%s}", parts(m.TargetAssignment)),
 		fmt.Sprintf("ConsumerGroupCurrentMemberAssignmentKey &{Group:%s Member:%s}", group, m.MemberID): fmt.Sprintf("ConsumerGroupCurrentMemberAssignmentValue &{MemberEpoch:%d PreviousMemberEpoch:%d State:0 AssignedPartitions:%s PartitionsPendingRevocation:[]}",
 			m.MemberEpoch, m.MemberEpoch, parts(m.Assignment)),
@@ -734,4 +741,108 @@ func (l *skipLog) skipped(topic string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Contains(l.seen, topic)
+}
+
+// shardOf is the coordinator shard of a default-tenant group when there
+// are shards of them: coordinator.Coordinator.ShardFor's hash, for tests
+// that run the nodes as processes.
+func shardOf(group string, shards int) int32 {
+	h := fnv.New32a()
+	h.Write([]byte{0})
+	h.Write([]byte(group))
+	return int32(h.Sum32() % uint32(shards))
+}
+
+// TestClusterConsumerOffsets: on three nodes, partition p of
+// __consumer_offsets is led, in every node's Metadata, by the node that
+// FindCoordinator names for the groups of shard p, and is read there. When
+// a coordinator is killed, its shards' partitions move with them: the new
+// owner serves them, and the reader, going on from where it was, reads
+// only higher offsets and the same state as OffsetFetch.
+func TestClusterConsumerOffsets(t *testing.T) {
+	c := startCluster(t, 3, 3)
+	adm := c.admin()
+	const shards = 16 // the nodes' default
+	const topic = "cof-cluster"
+	c.createTopicOn(topic, 1, 1)
+
+	// A group of every shard, to ask FindCoordinator about its owner.
+	byShard := map[int32]string{}
+	for i := 0; len(byShard) < shards; i++ {
+		g := fmt.Sprintf("cofc-%d", i)
+		if _, ok := byShard[shardOf(g, shards)]; !ok {
+			byShard[shardOf(g, shards)] = g
+		}
+	}
+	leadersAgree := func() (bool, string) {
+		owners := map[int32]int32{}
+		for p, g := range byShard {
+			id, err := c.coordinatorOf(adm, g)
+			if err != nil {
+				return false, fmt.Sprintf("coordinator of %s: %v", g, err)
+			}
+			owners[p] = id
+		}
+		for _, id := range c.live() {
+			leaders, err := partitionLeaders(c.node(id).Addr, cofTopic)
+			if err != nil {
+				return false, fmt.Sprintf("node %d: %v", id, err)
+			}
+			if !maps.Equal(leaders, owners) {
+				return false, fmt.Sprintf("node %d: leaders %v, coordinators %v", id, leaders, owners)
+			}
+		}
+		return true, ""
+	}
+	groupEventually(t, 30*time.Second, "each partition led by its shard's coordinator", leadersAgree)
+
+	// A group on each node, with a commit.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	commit := func(g string, offset int64) {
+		t.Helper()
+		offs := kadm.Offsets{}
+		offs.AddOffset(topic, 0, offset, -1)
+		groupEventually(t, 30*time.Second, "commit to "+g, func() (bool, string) {
+			resp, err := adm.CommitOffsets(ctx, g, offs)
+			if err == nil {
+				err = resp.Error()
+			}
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	var groups []string
+	for _, id := range c.live() {
+		g := c.groupOn(adm, "cofc-node", id)
+		groups = append(groups, g)
+		commit(g, int64(id)*10)
+	}
+	r := newCOFReaderSeeds(t, c.seeds(), nil)
+	matches := func(state map[string]string, _ map[string]bool) string {
+		for _, g := range groups {
+			if diff := diffMaps(offsetsOf(state, g), fetchedOffsets(t, adm, g)); diff != "" {
+				return g + ": " + diff
+			}
+		}
+		return ""
+	}
+	r.waitFor("every node's groups", matches)
+	_, _, before := r.snapshot()
+
+	// Kill the coordinator of the last group; its shards move.
+	victim := c.live()[len(c.live())-1]
+	moved := groups[len(groups)-1]
+	p := shardOf(moved, shards)
+	c.node(victim).Kill()
+	groupEventually(t, 30*time.Second, "the victim's shards owned elsewhere", func() (bool, string) {
+		id, err := c.coordinatorOf(adm, moved)
+		return err == nil && id != victim, fmt.Sprintf("coordinator %d, %v", id, err)
+	})
+	groupEventually(t, 30*time.Second, "each partition led by its shard's coordinator, after the kill", leadersAgree)
+	commit(moved, 99)
+	r.waitFor("the moved group's new commit", matches)
+	_, _, after := r.snapshot()
+	if after[p] <= before[p] {
+		t.Errorf("partition %d: last offset read %d after the move, %d before", p, after[p], before[p])
+	}
 }
