@@ -705,6 +705,8 @@ func benchRebalance(b *testing.B, tg groupTarget, n int) {
 
 var commitTargets = []groupTarget{
 	cohortTarget("cohort", coordinator.Config{}),
+	// Without __consumer_offsets: what the topic costs the commit path.
+	cohortTarget("cohort-no-cof", coordinator.Config{NoOffsetsTopic: true}),
 	kfakeTarget("kfake", false, false),
 	kfakeTarget("kfake-fsync", true, true),
 }
@@ -1117,9 +1119,20 @@ const (
 // offsets.
 //
 // Metrics: heap-B/offset; ns/op is the time to commit 200,000 offsets.
+// Measured with __consumer_offsets (cohort), whose partitions keep every
+// live record's key and value, and without it (cohort-no-cof).
 func BenchmarkOffsetMemory(b *testing.B) {
+	for _, tg := range []groupTarget{
+		cohortTarget("cohort", coordinator.Config{}),
+		cohortTarget("cohort-no-cof", coordinator.Config{NoOffsetsTopic: true}),
+	} {
+		b.Run(tg.name, func(b *testing.B) { benchOffsetMemory(b, tg) })
+	}
+}
+
+func benchOffsetMemory(b *testing.B, tg groupTarget) {
 	ctx := benchContext(b)
-	addr := cohortTarget("cohort", coordinator.Config{}).start(b)
+	addr := tg.start(b)
 	createTopics(ctx, b, addr, memPartitions, memTopic)
 	// One commit untimed, so that topic lookups and the first group's
 	// shard are warm before the heap is measured. Its connection is
