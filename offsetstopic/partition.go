@@ -89,8 +89,8 @@ type Partition struct {
 	done    chan struct{} // closed when the maintainer returns; nil before Loaded
 
 	mu      sync.Mutex
-	entries []entry        // ascending offsets
-	index   map[string]int // a record's key → its live entry's position in entries
+	entries []entry          // ascending offsets
+	index   map[string]int64 // a record's key → its live entry's offset
 	dead    int            // entries superseded, or tombstones expired
 	tombs   int            // live tombstones
 	sweepAt int64          // ms: when tombstones are next checked for expiry
@@ -128,7 +128,7 @@ func NewPartition(shard uint16, opts Options) *Partition {
 		shard:     shard,
 		retention: opts.TombstoneRetention.Milliseconds(),
 		block:     ReserveBlock,
-		index:     map[string]int{},
+		index:     map[string]int64{},
 		notify:    make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -165,7 +165,7 @@ func (p *Partition) Loaded(now time.Time) {
 	p.entries = make([]entry, 0, len(p.loading))
 	for i, e := range p.loading {
 		e.off, e.ts = p.base+int64(i), ts
-		p.index[e.key] = len(p.entries)
+		p.index[e.key] = e.off
 		p.entries = append(p.entries, e)
 	}
 	p.loading = nil
@@ -272,14 +272,18 @@ func (p *Partition) apply(d durable) {
 		if !shown(r.Key) {
 			continue
 		}
-		k := string(r.Key)
-		if i, ok := p.index[k]; ok {
-			p.kill(i)
+		var k string
+		if off, ok := p.index[string(r.Key)]; ok {
+			// Superseded: its entry dies, and its key (the same bytes)
+			// serves the new one, so that a key is allocated once.
+			k = p.kill(p.search(off), false)
+		} else {
+			k = string(r.Key)
 		}
 		if r.Value == nil {
 			p.tombs++
 		}
-		p.index[k] = len(p.entries)
+		p.index[k] = p.next
 		p.entries = append(p.entries, entry{off: p.next, ts: ts, key: k, value: r.Value})
 		p.next++
 	}
@@ -297,16 +301,21 @@ func (p *Partition) apply(d durable) {
 	}
 }
 
-// kill marks entries[i] dead: a later record has its key, or it is a
-// tombstone past its retention. The caller holds mu.
-func (p *Partition) kill(i int) {
+// kill marks entries[i] dead, because a later record has its key or it
+// is a tombstone past its retention (forget: its key leaves the index
+// too), and returns its key. The caller holds mu.
+func (p *Partition) kill(i int, forget bool) string {
 	e := &p.entries[i]
+	k := e.key
 	if e.value == nil {
 		p.tombs--
 	}
-	delete(p.index, e.key)
+	if forget {
+		delete(p.index, k)
+	}
 	e.key, e.value = "", nil
 	p.dead++
+	return k
 }
 
 // sweep drops the tombstones older than the retention. The caller holds
@@ -322,19 +331,23 @@ func (p *Partition) sweep(now int64) {
 			break // timestamps ascend
 		}
 		if e.key != "" && e.value == nil {
-			p.kill(i)
+			p.kill(i, true)
 		}
 	}
 }
 
-// compact drops the dead entries. The caller holds mu.
+// compact drops the dead entries, in place: the index holds offsets,
+// not positions, so it does not change. The caller holds mu.
 func (p *Partition) compact() {
-	live := make([]entry, 0, len(p.entries)-p.dead)
+	live := p.entries[:0]
 	for _, e := range p.entries {
 		if e.key != "" {
-			p.index[e.key] = len(live)
 			live = append(live, e)
 		}
+	}
+	clear(p.entries[len(live):]) // drop the dead values' references
+	if cap(live) > 4*len(live)+1024 {
+		live = append([]entry(nil), live...) // most of it died: give the room back
 	}
 	p.entries, p.dead = live, 0
 }
