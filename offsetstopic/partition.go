@@ -91,15 +91,15 @@ type Partition struct {
 	mu      sync.Mutex
 	entries []entry          // ascending offsets
 	index   map[string]int64 // a record's key → its live entry's offset
-	dead    int            // entries superseded, or tombstones expired
-	tombs   int            // live tombstones
-	sweepAt int64          // ms: when tombstones are next checked for expiry
-	next    int64          // the next offset to hand out
-	limit   int64          // durable reservation: offsets below it may be shown
-	hw      int64          // the high watermark: min(next, limit)
-	applied uint64         // batches applied
-	lastTS  int64          // ms: timestamps never go backwards
-	notify  chan struct{}  // closed when hw moves or the partition closes
+	dead    int              // entries superseded, or tombstones expired
+	tombs   int              // live tombstones
+	sweepAt int64            // ms: when tombstones are next checked for expiry
+	next    int64            // the next offset to hand out
+	limit   int64            // durable reservation: offsets below it may be shown
+	hw      int64            // the high watermark: min(next, limit)
+	applied uint64           // batches applied
+	lastTS  int64            // ms: timestamps never go backwards
+	notify  chan struct{}    // closed when hw moves or the partition closes
 	closed  bool
 }
 
