@@ -71,9 +71,9 @@ func (r *reader) arrayLen() int {
 	return max(int(n), 0)
 }
 
-// skipTags reads a tagged-field section, calling fn for every tag (fn
-// returns false for a tag it does not know, which is skipped).
-func (r *reader) skipTags(fn func(tag uint32, b []byte) bool) {
+// skipTags reads a tagged-field section, handing fn (if any) every tag
+// and its bytes; a tag fn does not know it ignores, so it is skipped.
+func (r *reader) skipTags(fn func(tag uint32, b []byte)) {
 	n := r.Uvarint()
 	var last int64 = -1
 	for range n {
@@ -284,19 +284,18 @@ func (v *ConsumerGroupMemberMetadataValue) ReadFrom(src []byte) error {
 	v.SubscribedTopicRegex = r.CompactNullableString()
 	v.RebalanceTimeoutMillis = r.Int32()
 	v.ServerAssignor = r.CompactNullableString()
-	r.skipTags(func(tag uint32, b []byte) bool {
+	r.skipTags(func(tag uint32, b []byte) {
 		if tag != 0 {
-			return false
+			return
 		}
 		tr := newReader(b)
 		var c ClassicMemberMetadata
 		c.readFrom(tr)
 		if err := tr.done("ClassicMemberMetadata"); err != nil {
 			r.fail()
-			return true
+			return
 		}
 		v.ClassicMemberMetadata = &c
-		return true
 	})
 	return r.done("ConsumerGroupMemberMetadataValue")
 }

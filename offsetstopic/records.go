@@ -195,9 +195,7 @@ func ReadKey(b []byte) (any, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: key of %d bytes", ErrMalformed, len(b))
 	}
-	var (
-		k interface{ ReadFrom([]byte) error }
-	)
+	var k interface{ ReadFrom([]byte) error }
 	switch typ := int16(b[0])<<8 | int16(b[1]); typ {
 	case 0, 1:
 		k = new(kmsg.OffsetCommitKey)
