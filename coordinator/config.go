@@ -54,6 +54,18 @@ type Config struct {
 	// fixed when a data directory is created. Default 16.
 	Shards int
 
+	// __consumer_offsets (package offsetstopic).
+
+	// NoOffsetsTopic turns the __consumer_offsets topic off: it is not
+	// listed, and the shards keep no copy of their records for it (about
+	// one more copy of each live record's key and value in memory).
+	// Default false: served, as Kafka does.
+	NoOffsetsTopic bool
+	// OffsetsTopicTombstoneRetention is how long a deletion stays
+	// readable in __consumer_offsets (Kafka's delete.retention.ms).
+	// Default 24 h; at least 1 s.
+	OffsetsTopicTombstoneRetention time.Duration
+
 	// KIP-848 consumer groups.
 
 	// ConsumerSessionTimeout fences a consumer group member that has not
@@ -104,6 +116,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.InitialRebalanceDelay, 3*time.Second)
 	def(&c.OffsetsRetention, 7*24*time.Hour)
 	def(&c.OffsetsRetentionCheckInterval, 10*time.Minute)
+	def(&c.OffsetsTopicTombstoneRetention, 24*time.Hour)
 	if c.MaxSize == 0 {
 		c.MaxSize = math.MaxInt32
 	}
@@ -158,6 +171,9 @@ func (c Config) Validate() error {
 	}
 	if c.OffsetsRetention < time.Millisecond || c.OffsetsRetentionCheckInterval < time.Millisecond {
 		errs = append(errs, errors.New("offsets retention and its check interval must be at least 1ms"))
+	}
+	if c.OffsetsTopicTombstoneRetention < time.Second {
+		errs = append(errs, fmt.Errorf("offsets topic tombstone retention %v: must be at least 1s", c.OffsetsTopicTombstoneRetention))
 	}
 	if c.ConsumerSessionTimeout <= 0 || c.ConsumerHeartbeatInterval <= 0 || c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout {
 		errs = append(errs, fmt.Errorf("consumer heartbeat interval (%v) must be positive and below the session timeout (%v)", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout))

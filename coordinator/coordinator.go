@@ -16,6 +16,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -104,11 +105,17 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 			// again after it was given up: ids handed out before must
 			// not be handed out again.
 			_, _ = rand.Read(mcfg.Seed[:])
-			return RuntimeConfig{
+			rc := RuntimeConfig{
 				Store: opts.Store,
 				New:   func() Machine { return groups.New(mcfg) },
 				Fail:  failReply,
 			}
+			if !cfg.NoOffsetsTopic {
+				// A new partition for every load: a reload starts
+				// over from the store.
+				rc.Topic = offsetstopic.NewPartition(id, offsetstopic.Options{TombstoneRetention: cfg.OffsetsTopicTombstoneRetention})
+			}
+			return rc
 		},
 		Observer: opts.Observer,
 		Clock:    opts.Clock,
@@ -198,6 +205,24 @@ func (c *Coordinator) Held() []int {
 		out = append(out, int(id))
 	}
 	return out
+}
+
+// OffsetsTopic reports whether the coordinator serves __consumer_offsets
+// (Config.NoOffsetsTopic unset): one partition per shard.
+func (c *Coordinator) OffsetsTopic() bool { return !c.cfg.NoOffsetsTopic }
+
+// OffsetsPartition returns partition i of __consumer_offsets: shard i's,
+// while this coordinator serves the shard (loaded, not given up), else
+// nil (another node's, or loading).
+func (c *Coordinator) OffsetsPartition(i int) *offsetstopic.Partition {
+	if c.cfg.NoOffsetsTopic || i < 0 || i >= c.n {
+		return nil
+	}
+	rt := c.set.active(uint16(i))
+	if rt == nil {
+		return nil
+	}
+	return rt.cfg.Topic
 }
 
 // ShardFor returns the shard that owns a tenant's group.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -99,6 +100,11 @@ type RuntimeConfig struct {
 	Logger *slog.Logger
 	// MaxBatch caps the records in one store write. Default 4096.
 	MaxBatch int
+	// Topic is the shard's __consumer_offsets partition, fed with the
+	// records the load finds and every batch once durable; the runtime
+	// writes the partition's offset reservations with the records. Nil:
+	// none (the assigner's shard, or the topic turned off).
+	Topic *offsetstopic.Partition
 	// MaxWrites caps the store writes in flight at once: a new batch
 	// starts while earlier ones are still syncing, so a record waits for
 	// about one sync rather than the rest of the one under way and then
@@ -243,7 +249,13 @@ func (r *Runtime) load() error {
 	m := r.cfg.New()
 	start := r.cfg.Clock.Now()
 	n := 0
+	t := r.cfg.Topic
 	err := r.cfg.Store.Scan(record.ShardPrefix(r.cfg.ID), func(k, v []byte) error {
+		if t != nil {
+			if own, err := t.Load(k, v); own || err != nil {
+				return err
+			}
+		}
 		n++
 		return m.Replay(Record{Key: k, Value: v})
 	})
@@ -253,8 +265,21 @@ func (r *Runtime) load() error {
 	r.m = m
 	r.loadedRecords, r.loadTook = n, r.cfg.Clock.Now().Sub(start)
 	r.logger.Debug("shard loaded", "records", n, "took", r.loadTook)
+	if t != nil {
+		t.Loaded(r.cfg.Clock.Now())
+		r.reserve(0) // the first reservation, covering the prefix
+	}
 	r.apply(context.Background(), m.Loaded(r.cfg.Clock.Now()))
 	return nil
+}
+
+// reserve adds the topic's offset reservation to the records to write,
+// if it asks for one before n more records go to the store.
+func (r *Runtime) reserve(n int) {
+	if rec, ok := r.cfg.Topic.Reserve(n); ok {
+		r.seq++
+		r.pending = append(r.pending, rec)
+	}
 }
 
 // Loaded returns the number of records the runtime replayed at start and
@@ -294,6 +319,11 @@ func (r *Runtime) Close() {
 
 func (r *Runtime) loop() {
 	defer close(r.done)
+	// What the load queued (the topic's reservation, records of Loaded)
+	// goes out without waiting for a first event.
+	for r.nwrites < r.cfg.MaxWrites && len(r.pending) > 0 {
+		r.flush()
+	}
 	for ev := range r.events {
 		switch {
 		case ev.submit != nil && r.lost:
@@ -357,6 +387,9 @@ func (r *Runtime) giveUp(err error) {
 	r.release()
 	r.lost = true
 	r.pending, r.held = nil, nil
+	if r.cfg.Topic != nil {
+		r.cfg.Topic.Close()
+	}
 	r.failAll()
 	r.stopTimers()
 	r.handle.Release()
@@ -427,6 +460,9 @@ func (r *Runtime) release() {
 }
 
 func (r *Runtime) flush() {
+	if r.cfg.Topic != nil {
+		r.reserve(min(len(r.pending), r.cfg.MaxBatch))
+	}
 	n := min(len(r.pending), r.cfg.MaxBatch)
 	batch := r.pending[:n:n]
 	r.pending = r.pending[n:]
@@ -440,6 +476,7 @@ type started struct {
 	n, bytes int
 	at       time.Time
 	wait     func() error
+	batch    []Record // for the topic, once durable
 }
 
 // write starts batches in order through the shard's handle; the loop
@@ -460,7 +497,7 @@ func (r *Runtime) write() {
 				b.Put(rec.Key, rec.Value)
 			}
 		}
-		st := started{n: len(batch), bytes: size, at: time.Now()}
+		st := started{n: len(batch), bytes: size, at: time.Now(), batch: batch}
 		wait, err := r.handle.ApplyAsync(&b)
 		if err != nil {
 			wait = func() error { return err }
@@ -492,6 +529,11 @@ func (r *Runtime) waiter(syncs <-chan started, done chan<- struct{}) {
 		}
 		r.obs.BatchWritten(observe.Batch{Shard: r.cfg.ID, Records: st.n, Bytes: st.bytes, Latency: time.Since(st.at), Err: err})
 		r.events <- event{wrote: &writeResult{upTo: written, err: err}}
+		// After the replies' release is under way: the topic only
+		// queues the batch, and never delays a commit.
+		if err == nil && r.cfg.Topic != nil {
+			r.cfg.Topic.Durable(r.cfg.Clock.Now(), st.batch)
+		}
 	}
 }
 
@@ -533,6 +575,9 @@ func (r *Runtime) shutdown() {
 	r.writer.Wait()
 	r.stopTimers()
 	r.failAll()
+	if r.cfg.Topic != nil {
+		r.cfg.Topic.Close()
+	}
 	if !r.lost {
 		r.handle.Release()
 	}

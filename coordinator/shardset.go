@@ -316,6 +316,17 @@ func (s *ShardSet) Submit(ctx context.Context, id uint16, req Request) (<-chan R
 	return ch, 0
 }
 
+// active returns the runtime serving shard id, or nil when the set does
+// not hold it or it is loading or waiting to load again.
+func (s *ShardSet) active(id uint16) *Runtime {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if sl := s.slots[id]; sl != nil && sl.state == slotActive {
+		return sl.rt
+	}
+	return nil
+}
+
 // Close unloads every shard; later loads fail with ErrSetClosed.
 func (s *ShardSet) Close() {
 	s.mu.Lock()

@@ -375,7 +375,9 @@ func TestPythonAdmin(t *testing.T) {
 	expect("create_topics", jsonOf(byKind["created"].Errors), `[["pyadm-a",0],["pyadm-b",0]]`)
 	expect("create_topics of an existing topic", errName(byKind["create_again"]), "TopicAlreadyExistsError")
 	expect("create_topics with an unknown config", errName(byKind["create_invalid"]), "InvalidConfigurationError")
-	expect("list_topics", jsonOf(byKind["topics"].Topics), `["pyadm-a","pyadm-b","pyadm-other"]`)
+	// list_topics lists every topic, as from Kafka: the internal
+	// __consumer_offsets too.
+	expect("list_topics", jsonOf(byKind["topics"].Topics), `["__consumer_offsets","pyadm-a","pyadm-b","pyadm-other"]`)
 	expect("describe_topics", jsonOf(byKind["described"].Topics), `[["pyadm-a",0,3],["pyadm-b",0,1]]`)
 	expect("create_partitions", jsonOf(byKind["create_partitions"].Errors), `[["pyadm-a",0]]`)
 
@@ -444,7 +446,7 @@ func TestPythonAdmin(t *testing.T) {
 	t.Logf("kafka-python chose DeleteTopics v%d", byKind["deleted"].Version)
 	expect("delete_topics", jsonOf(byKind["deleted"].Errors), `[["pyadm-a",0],["pyadm-b",0]]`)
 	expect("delete_topics of a deleted topic", errName(byKind["delete_again"]), "UnknownTopicOrPartitionError")
-	expect("list_topics after delete_topics", jsonOf(byKind["topics"].Topics), `["pyadm-other"]`)
+	expect("list_topics after delete_topics", jsonOf(byKind["topics"].Topics), `["__consumer_offsets","pyadm-other"]`)
 	if res := byKind["configs"].Resources; len(res) != 1 || res[0].Error != 3 {
 		t.Errorf("kafka-python describe_configs of a deleted topic: %+v, want UNKNOWN_TOPIC_OR_PARTITION (3)", res)
 	}

@@ -57,6 +57,7 @@ func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Reque
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		byID := hdr.version >= 13
+		internal := s.isOffsetsTopic(rt.Topic, rt.TopicID, byID)
 		t := s.topicFor(rt.Topic, rt.TopicID, byID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -66,6 +67,10 @@ func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Reque
 			switch {
 			case fail != 0:
 				sp.ErrorCode = fail
+			case internal:
+				// As Kafka's ReplicaManager.appendToLocalLog: "Cannot
+				// append to internal topic" (consumer_offsets.go).
+				sp.ErrorCode = kerr.InvalidTopicException.Code
 			case code != 0:
 				sp.ErrorCode = code
 				if code == kerr.NotLeaderForPartition.Code && hdr.version >= 10 {

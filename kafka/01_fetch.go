@@ -110,6 +110,7 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		byID := version >= 13
+		internal := s.isOffsetsTopic(rt.Topic, rt.TopicID, byID)
 		t := s.topicFor(rt.Topic, rt.TopicID, byID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
@@ -118,6 +119,12 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 			sp.PreferredReadReplica = -1
 			p, code := s.partitionOf(t, rp.Partition, byID)
 			switch {
+			case internal:
+				// __consumer_offsets: the coordinator's view
+				// (consumer_offsets.go).
+				if w := s.fetchOffsets(version, rp, &sp, &budget, &total, &hints); w != nil {
+					waits = append(waits, waitTarget{w})
+				}
 			case code != 0:
 				sp.ErrorCode = code
 				if code == kerr.NotLeaderForPartition.Code && version >= 12 {

@@ -46,12 +46,15 @@ func handleListOffsets(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Req
 			st := kmsg.NewListOffsetsResponseTopic()
 			st.Topic = rt.Topic
 			t := s.topics.Topic(rt.Topic)
+			internal := s.isOffsetsTopic(rt.Topic, [16]byte{}, false)
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewListOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
 				sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 				p, code := s.partitionOf(t, rp.Partition, false)
 				switch {
+				case internal:
+					s.listOffsetsOffsets(rp, &sp) // consumer_offsets.go
 				case code != 0:
 					sp.ErrorCode = code
 				case rp.CurrentLeaderEpoch > 0:

@@ -70,6 +70,11 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 		for _, t := range s.topics.Topics() {
 			resp.Topics = append(resp.Topics, metadataTopic(t, req.IncludeTopicAuthorizedOperations, live))
 		}
+		if s.groups.OffsetsTopic() {
+			// Internal topics are listed too, as Kafka does
+			// (consumer_offsets.go).
+			resp.Topics = append(resp.Topics, s.offsetsMetadata(req.IncludeTopicAuthorizedOperations))
+		}
 		return done(resp)
 	}
 	for _, rt := range req.Topics {
@@ -77,6 +82,9 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 		st := kmsg.NewMetadataResponseTopic()
 		st.AuthorizedOperations = unrequestedOps
 		switch {
+		case s.isOffsetsTopic(derefName(rt.Topic), rt.TopicID, rt.Topic == nil):
+			resp.Topics = append(resp.Topics, s.offsetsMetadata(req.IncludeTopicAuthorizedOperations))
+			continue
 		case rt.Topic == nil && rt.TopicID != [16]byte{}:
 			if t = s.topics.TopicByID(rt.TopicID); t == nil {
 				st.TopicID = rt.TopicID
@@ -112,6 +120,14 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 		resp.Topics = append(resp.Topics, st)
 	}
 	return done(resp)
+}
+
+// derefName is a nullable topic name, "" for null.
+func derefName(name *string) string {
+	if name == nil {
+		return ""
+	}
+	return *name
 }
 
 func metadataTopic(t *topics.Topic, ops bool, live map[int32]bool) kmsg.MetadataResponseTopic {

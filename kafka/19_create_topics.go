@@ -69,6 +69,9 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 	if !topics.ValidTopicName(rt.Topic) {
 		return kerr.InvalidTopicException.Code, fmt.Sprintf("Topic name %q is illegal: 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'", rt.Topic)
 	}
+	if s.isOffsetsTopic(rt.Topic, [16]byte{}, false) {
+		return kerr.TopicAlreadyExists.Code, offsetsExists // consumer_offsets.go
+	}
 	exists := fmt.Sprintf("Topic '%s' already exists.", rt.Topic)
 	if s.topics.Topic(rt.Topic) != nil {
 		return kerr.TopicAlreadyExists.Code, exists

@@ -17,6 +17,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,6 +47,12 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 			case rt.Topic != nil && rt.TopicID != [16]byte{}:
 				st.ErrorCode = kerr.InvalidRequest.Code
 				st.ErrorMessage = errPtr("Give a topic name or a topic id, not both.")
+			case s.isOffsetsTopic(derefName(rt.Topic), rt.TopicID, rt.Topic == nil):
+				// consumer_offsets.go: nobody may delete it.
+				name := offsetstopic.Name
+				st.Topic, st.TopicID = &name, s.offsetsID
+				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.ErrorMessage = errPtr(offsetsReadOnly)
 			case rt.Topic != nil:
 				name = *rt.Topic
 				t, err := s.topics.Sync(name)

@@ -42,6 +42,10 @@ func handleDescribeConfigs(_ context.Context, s *Server, hdr *reqHeader, kreq km
 		var entries []configEntry
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			if s.isOffsetsTopic(rr.ResourceName, [16]byte{}, false) {
+				entries = offsetsConfigEntries() // consumer_offsets.go
+				break
+			}
 			t := s.topics.Topic(rr.ResourceName)
 			if t == nil {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -49,6 +49,9 @@ func (s *Server) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validate
 	if dup {
 		return kerr.InvalidRequest.Code, "Duplicate topic in request."
 	}
+	if s.isOffsetsTopic(rt.Topic, [16]byte{}, false) {
+		return kerr.TopicAuthorizationFailed.Code, offsetsReadOnly // consumer_offsets.go
+	}
 	t, err := s.topics.Sync(rt.Topic)
 	if err != nil {
 		return errorCode(err), err.Error()

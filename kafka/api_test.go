@@ -990,8 +990,8 @@ func TestMetadataAutoCreate(t *testing.T) {
 			wantCode(t, name, meta(c, v, true, name)[0].ErrorCode, kerr.UnknownTopicOrPartition)
 		}
 		wantCode(t, "invalid name", meta(c, 12, true, "a/b")[0].ErrorCode, kerr.InvalidTopicException)
-		if n := len(roundTrip[*kmsg.MetadataResponse](c, 12, kmsg.NewPtrMetadataRequest()).Topics); n != 0 {
-			t.Errorf("%d topics exist, want none", n)
+		if ts := roundTrip[*kmsg.MetadataResponse](c, 12, kmsg.NewPtrMetadataRequest()).Topics; len(ts) != 1 || *ts[0].Topic != "__consumer_offsets" {
+			t.Errorf("%d topics exist, want only the internal __consumer_offsets", len(ts))
 		}
 	})
 }
@@ -1008,7 +1008,8 @@ func TestMetadataListsAndIDs(t *testing.T) {
 		}
 		return out
 	}
-	all := []string{"m1", "m2"}
+	// Every topic includes the internal one, as Kafka lists it.
+	all := []string{"m1", "m2", "__consumer_offsets"}
 
 	v0 := kmsg.NewPtrMetadataRequest()
 	v0.Topics = []kmsg.MetadataRequestTopic{}

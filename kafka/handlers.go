@@ -106,9 +106,14 @@ func (l *leaders) of(t *topics.Topic, p int32) (Broker, bool) {
 	if !ok {
 		return Broker{}, false
 	}
+	l.add(b)
+	return b, true
+}
+
+// add records b for endpoints.
+func (l *leaders) add(b Broker) {
 	i, found := slices.BinarySearchFunc(l.brokers, b.NodeID, func(x Broker, id int32) int { return cmp.Compare(x.NodeID, id) })
 	if !found {
 		l.brokers = slices.Insert(l.brokers, i, b)
 	}
-	return b, true
 }

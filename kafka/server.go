@@ -24,6 +24,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/topics"
 )
 
@@ -191,6 +192,8 @@ type Server struct {
 	groups *coordinator.Coordinator
 	// cluster is cfg.Cluster, or single.
 	cluster Cluster
+	// offsetsID is __consumer_offsets' topic id in this cluster.
+	offsetsID [16]byte
 	// warn limits the warnings one client can cause per connection.
 	warn *ratelog.Limiter
 	// budget bounds the bytes of requests read and not yet answered.
@@ -253,6 +256,7 @@ func New(cfg Config) (*Server, error) {
 		conns:   make(map[*conn]struct{}),
 		perIP:   make(map[string]int),
 	}
+	s.offsetsID = offsetstopic.TopicID(cfg.Topics.ClusterID())
 	s.observing = observe.WantsRequests(cfg.Observer)
 	s.cluster = cfg.Cluster
 	if s.cluster == nil {

@@ -16,7 +16,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cohort-dev/cohort/cluster"
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/kafka"
+	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/store/etcd"
 )
 
@@ -164,12 +166,30 @@ func (n *Node) joinCluster(advertised string) error {
 	return nil
 }
 
+// liveTopics is every topic clients may commit offsets to: the topic
+// log's and the internal ones, by name, with their ids.
 func liveTopics(n *Node) map[string][16]byte {
 	live := map[string][16]byte{}
 	for _, t := range n.topics.Topics() {
 		live[t.Name] = t.ID
 	}
+	for name, t := range n.internalTopics() {
+		live[name] = t.ID
+	}
 	return live
+}
+
+// internalTopics are the topics the node serves that are not in its
+// topic log: __consumer_offsets (one partition per coordinator shard),
+// unless the coordinator does not serve it.
+func (n *Node) internalTopics() map[string]machine.TopicMeta {
+	if !n.groups.OffsetsTopic() {
+		return nil
+	}
+	return map[string]machine.TopicMeta{offsetstopic.Name: {
+		ID:         offsetstopic.TopicID(n.topics.ClusterID()),
+		Partitions: int32(n.groups.Shards()),
+	}}
 }
 
 // refreshCatalog reads the shared topic catalog whenever the store's

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +35,7 @@ import (
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/logs"
 	"github.com/cohort-dev/cohort/observe/timeline"
+	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -281,13 +283,15 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get, Observer: n.obs, Standby: cfg.Cluster != nil}); err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
+	// Before any request reads the catalog: no group request is served
+	// until the Kafka listener starts.
+	catalog.internal = n.internalTopics()
+	if t := n.topics.Topic(offsetstopic.Name); t != nil && n.groups.OffsetsTopic() {
+		n.logger.Warn("a topic of the topic log has the name of the internal topic, which hides it; delete it, or turn the internal topic off", "topic", t.Name)
+	}
 	// Finish any topic deletion a crash interrupted between the topic and
 	// its groups' offsets.
-	live := map[string][16]byte{}
-	for _, t := range n.topics.Topics() {
-		live[t.Name] = t.ID
-	}
-	n.groups.ReconcileTopics(live)
+	n.groups.ReconcileTopics(liveTopics(n))
 	if n.registry != nil {
 		// Lag under kafka_exporter's names, read at scrape time.
 		if cfg.Cluster != nil {
@@ -649,11 +653,17 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// catalogCache hands the coordinator the topic log's topics as a
-// machine.Catalog, rebuilt only when the log's version moves.
+// catalogCache hands the coordinator the topic log's topics, and the
+// internal ones, as a machine.Catalog, rebuilt only when the log's
+// version moves.
 type catalogCache struct {
 	log *topics.Log
-	cur atomic.Pointer[machine.Catalog]
+	// internal are the topics that are not the log's: __consumer_offsets,
+	// which offset commits may name and KIP-848 subscriptions (a regex
+	// resolved by the broker too) may match, as in Kafka. Set before the
+	// catalog is first read, never changed.
+	internal map[string]machine.TopicMeta
+	cur      atomic.Pointer[machine.Catalog]
 }
 
 func (c *catalogCache) get() *machine.Catalog {
@@ -667,6 +677,7 @@ func (c *catalogCache) get() *machine.Catalog {
 	for _, t := range c.log.Topics() {
 		ts[t.Name] = machine.TopicMeta{ID: t.ID, Partitions: int32(len(t.Partitions))}
 	}
+	maps.Copy(ts, c.internal)
 	cat := machine.NewCatalog(v, ts)
 	c.cur.Store(cat)
 	return cat

@@ -82,6 +82,8 @@ func (k Kind) String() string {
 		return "assigner-handoff"
 	case KindAssignerTopic:
 		return "assigner-topic"
+	case KindOffsetsTopic:
+		return "offsets-topic"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
@@ -183,13 +185,20 @@ func (r *keyReader) uint32() uint32 {
 // ParseKey decodes a coordinator key into a GroupKey (for the group
 // kinds), a MemberKey (for the member kinds, and the assigner's consumer
 // and topic kinds, whose "member" is the consumer or topic name), a
-// PartitionKey (the assigner's owner and handoff kinds) or an OffsetKey.
+// PartitionKey (the assigner's owner and handoff kinds), an OffsetKey or
+// an OffsetsTopicKey.
 func ParseKey(key []byte) (Kind, any, error) {
 	if len(key) < 4 || key[0] != namespace {
 		return 0, nil, fmt.Errorf("%w: key %q is not a coordinator key", ErrCorrupt, key)
 	}
 	g := GroupKey{Shard: binary.BigEndian.Uint16(key[1:])}
 	kind := Kind(key[3])
+	if kind == KindOffsetsTopic {
+		if len(key) != 4 {
+			return kind, nil, fmt.Errorf("%w: %s key %q", ErrCorrupt, kind, key)
+		}
+		return kind, OffsetsTopicKey{Shard: g.Shard}, nil
+	}
 	r := keyReader{b: key[4:]}
 	g.Tenant = r.string()
 	g.Group = r.string()

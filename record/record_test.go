@@ -169,6 +169,8 @@ func TestFormatV1(t *testing.T) {
 	}{
 		{"offset key", OffsetKey{GroupKey{3, "t", "g"}, "orders", 5}.Key(), "6300030101740167066f726465727300000005"},
 		{"group key", GroupKey{3, "t", "g"}.Key(), "6300030201740167"},
+		{"offsets topic key", OffsetsTopicKey{Shard: 3}.Key(), "6300030d"},
+		{"offsets topic", OffsetsTopic{Reserved: 1 << 20}.Encode(), "010000000000100000"},
 		{"offset", Offset{Offset: 42, LeaderEpoch: -1, Metadata: "m", CommitTimestamp: 1700000000000, TopicID: [16]byte{1, 2}}.Encode(),
 			"01000000000000002affffffff026d0000018bcfe5680001020000000000000000000000000000"},
 		{"classic group", ClassicGroup{ID: "cgp_X", ProtocolType: "consumer", Generation: 7, Protocol: &proto, Leader: &leader, StateTimestamp: 9,
@@ -218,7 +220,12 @@ func TestCorruptValues(t *testing.T) {
 	if _, err := DecodeClassicGroup(huge); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("absurd member count: %v", err)
 	}
-	for _, k := range [][]byte{nil, []byte("topic/x"), {'c', 0, 0, 9, 0, 0}, {'c', 0, 0, 1, 5, 'a'}, append(GroupKey{0, "", "g"}.Key(), 0)} {
+	for _, v := range [][]byte{nil, {1}, {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {2, 0, 0, 0, 0, 0, 0, 0, 1}, {1, 0, 0, 0, 0, 0, 0, 0, 1, 0}} {
+		if _, err := DecodeOffsetsTopic(v); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeOffsetsTopic(%x): %v, want ErrCorrupt", v, err)
+		}
+	}
+	for _, k := range [][]byte{nil, []byte("topic/x"), {'c', 0, 0, 9, 0, 0}, {'c', 0, 0, 1, 5, 'a'}, append(GroupKey{0, "", "g"}.Key(), 0), {'c', 0, 0, 13, 0}} {
 		if _, _, err := ParseKey(k); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("ParseKey(%x): %v, want ErrCorrupt", k, err)
 		}
@@ -239,12 +246,17 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(MemberKey{GroupKey{1, "", "g"}, KindConsumerCurrent, "m"}.Key())
 	f.Add(PartitionKey{GroupKey{1, "", "g"}, KindAssignerHandoff, "t", 7}.Key())
+	f.Add(OffsetsTopicKey{Shard: 3}.Key())
+	f.Add(OffsetsTopic{Reserved: 1 << 20}.Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if o, err := DecodeOffset(b); err == nil && !bytes.Equal(o.Encode(), b) {
 			t.Fatalf("offset %x re-encodes as %x", b, o.Encode())
 		}
 		if g, err := DecodeClassicGroup(b); err == nil && !bytes.Equal(g.Encode(), b) {
 			t.Fatalf("classic group %x re-encodes as %x", b, g.Encode())
+		}
+		if o, err := DecodeOffsetsTopic(b); err == nil && !bytes.Equal(o.Encode(), b) {
+			t.Fatalf("offsets topic %x re-encodes as %x", b, o.Encode())
 		}
 		for name, re := range consumerReencoders {
 			if got, ok := re(b); ok && !bytes.Equal(got, b) {
@@ -261,6 +273,8 @@ func FuzzDecode(f *testing.F) {
 			case OffsetKey:
 				re = k.Key()
 			case PartitionKey:
+				re = k.Key()
+			case OffsetsTopicKey:
 				re = k.Key()
 			}
 			if !bytes.Equal(re, b) {

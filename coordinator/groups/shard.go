@@ -124,6 +124,11 @@ func (s *Shard) Replay(r machine.Record) error {
 		return s.replayClassic(key.(record.GroupKey), r.Value)
 	case isConsumerKind(kind):
 		return s.replayConsumer(kind, key, r.Value)
+	case kind == record.KindOffsetsTopic:
+		// The runtime's record of the shard's __consumer_offsets
+		// partition (package offsetstopic), not group state; a runtime
+		// serving the partition never hands it over.
+		return nil
 	}
 	return fmt.Errorf("groups: record kind %d is not a group coordinator's", kind)
 }

@@ -1,0 +1,499 @@
+package offsetstopic
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/record"
+)
+
+// Name is the topic's name, Kafka's Topic.GROUP_METADATA_TOPIC_NAME.
+const Name = "__consumer_offsets"
+
+// TopicID is the topic's id in a cluster: derived from the cluster id,
+// so that every node of a cluster, and a node after a restart, gives the
+// same one (Kafka's is random, made once when the broker first creates
+// the topic, and kept as long as the topic).
+func TopicID(clusterID string) [16]byte {
+	sum := sha256.Sum256([]byte("cohort " + Name + " " + clusterID))
+	var id [16]byte
+	copy(id[:], sum[:])
+	if id == ([16]byte{}) || id == ([16]byte{15: 1}) { // Kafka's ZERO_UUID and METADATA_TOPIC_ID
+		id[0] = 1
+	}
+	return id
+}
+
+// ReserveBlock is how far ahead of the offsets it shows a partition
+// reserves offsets in its shard's KindOffsetsTopic record: a new
+// reservation is written with the records once half of the last one is
+// used, so about once every 512 Ki records, and a restart skips at most
+// this many offsets.
+const ReserveBlock = 1 << 20
+
+// DefaultTombstoneRetention is how long a tombstone stays readable after
+// the record it deletes, Kafka's delete.retention.ms default for
+// __consumer_offsets (24 h).
+const DefaultTombstoneRetention = 24 * time.Hour
+
+// Errors of the read side, which the wire server maps to Kafka's codes.
+var (
+	// ErrClosed: the shard was unloaded or given up; another partition
+	// (here after a reload, or on another node) serves it now
+	// (NOT_LEADER_OR_FOLLOWER).
+	ErrClosed = errors.New("offsetstopic: partition closed")
+	// ErrOffsetOutOfRange: an offset above the high watermark
+	// (OFFSET_OUT_OF_RANGE).
+	ErrOffsetOutOfRange = errors.New("offsetstopic: offset out of range")
+)
+
+// Options configures a Partition.
+type Options struct {
+	// TombstoneRetention is how long a tombstone stays after the record
+	// it deletes (and readers see the deletion); a reader further behind
+	// may miss it, as in Kafka's compacted topic. Default
+	// DefaultTombstoneRetention; at least a second.
+	TombstoneRetention time.Duration
+}
+
+// Partition is the __consumer_offsets partition of one coordinator shard:
+// a view of the shard's records, not a log of its own (see the package
+// doc). The shard's runtime feeds it; the wire server reads it. It is
+// safe for concurrent use, with the writer side (Load, Loaded, Reserve,
+// Durable, Close) called by the runtime as documented on each method.
+type Partition struct {
+	shard     uint16
+	retention int64 // ms
+	block     int64 // ReserveBlock; smaller in tests
+
+	// Load: the runtime's goroutine, before Loaded.
+	loading []entry
+	base    int64
+
+	// Reserve: the runtime's loop only.
+	upper int64 // the offsets the records handed to the store may take, at most
+	asked int64 // the largest reservation asked for
+
+	// Durable hands batches to the maintainer goroutine through queue.
+	qmu     sync.Mutex
+	queue   []durable
+	qclosed bool
+	wake    chan struct{} // capacity 1
+	stop    chan struct{}
+	done    chan struct{} // closed when the maintainer returns; nil before Loaded
+
+	mu      sync.Mutex
+	entries []entry          // ascending offsets
+	index   map[string]int64 // a record's key → its live entry's offset
+	dead    int              // entries superseded, or tombstones expired
+	tombs   int              // live tombstones
+	sweepAt int64            // ms: when tombstones are next checked for expiry
+	next    int64            // the next offset to hand out
+	limit   int64            // durable reservation: offsets below it may be shown
+	hw      int64            // the high watermark: min(next, limit)
+	applied uint64           // batches applied
+	lastTS  int64            // ms: timestamps never go backwards
+	notify  chan struct{}    // closed when hw moves or the partition closes
+	closed  bool
+}
+
+// entry is one of the shard's records at an offset. Its key and value
+// are the shard's own encoding, translated for a reader only when read.
+type entry struct {
+	off, ts int64
+	key     string // "" once dead
+	value   []byte // nil: a tombstone
+}
+
+// durable is a batch the store has made durable.
+type durable struct {
+	ts   int64 // ms
+	recs []machine.Record
+}
+
+// NewPartition returns the partition of shard, empty until the runtime
+// loads it.
+func NewPartition(shard uint16, opts Options) *Partition {
+	if opts.TombstoneRetention <= 0 {
+		opts.TombstoneRetention = DefaultTombstoneRetention
+	}
+	opts.TombstoneRetention = max(opts.TombstoneRetention, time.Second)
+	return &Partition{
+		shard:     shard,
+		retention: opts.TombstoneRetention.Milliseconds(),
+		block:     ReserveBlock,
+		index:     map[string]int64{},
+		notify:    make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+	}
+}
+
+// Load is handed every record of the shard as the runtime's load scans
+// them, before Loaded. It reports whether the record is the partition's
+// own (the shard's KindOffsetsTopic record), which the machine must not
+// replay. The bytes may be reused after it returns.
+func (p *Partition) Load(key, value []byte) (own bool, err error) {
+	if record.IsOffsetsTopicKey(key) {
+		o, err := record.DecodeOffsetsTopic(value)
+		if err != nil {
+			return true, fmt.Errorf("shard %d: %w", p.shard, err)
+		}
+		p.base = max(p.base, o.Reserved)
+		return true, nil
+	}
+	if shown(key) {
+		p.loading = append(p.loading, entry{key: string(key), value: bytes.Clone(value)})
+	}
+	return false, nil
+}
+
+// Loaded ends the load: the shard's records, as the load found them,
+// take the offsets from the stored reservation on (a compacted prefix
+// above every offset shown before, so that a reader never sees offsets
+// go backwards), stamped now. None is shown until Reserve's first
+// reservation is durable. It starts the partition's maintenance.
+func (p *Partition) Loaded(now time.Time) {
+	p.mu.Lock()
+	ts := now.UnixMilli()
+	p.entries = make([]entry, 0, len(p.loading))
+	for i, e := range p.loading {
+		e.off, e.ts = p.base+int64(i), ts
+		p.index[e.key] = e.off
+		p.entries = append(p.entries, e)
+	}
+	p.loading = nil
+	p.next = p.base + int64(len(p.entries))
+	p.limit, p.hw, p.lastTS = p.base, p.base, ts
+	p.sweepAt = ts + p.retention
+	p.upper, p.asked = p.next, p.base
+	p.done = make(chan struct{})
+	p.mu.Unlock()
+	go p.maintain()
+}
+
+// Reserve is called by the runtime's loop before it hands n more records
+// to the store. When the offsets they may take come within half a block
+// of the reservation asked for, it returns a record reserving a block
+// beyond them, for the runtime to write with the records: the partition
+// shows an offset only once a reservation above it is durable, so a
+// shard loaded after a crash never hands an offset out twice. Right
+// after Loaded it always asks (the prefix needs covering).
+func (p *Partition) Reserve(n int) (machine.Record, bool) {
+	p.upper += int64(n)
+	if p.upper < p.asked-p.block/2 {
+		return machine.Record{}, false
+	}
+	p.asked = p.upper + p.block
+	return machine.Record{
+		Key:   record.OffsetsTopicKey{Shard: p.shard}.Key(),
+		Value: record.OffsetsTopic{Reserved: p.asked}.Encode(),
+	}, true
+}
+
+// Durable is called by the runtime, in order, for every batch of records
+// the store has made durable, with the time. It only queues the batch:
+// the commit path does not wait for the topic.
+func (p *Partition) Durable(now time.Time, recs []machine.Record) {
+	p.qmu.Lock()
+	if !p.qclosed {
+		p.queue = append(p.queue, durable{ts: now.UnixMilli(), recs: recs})
+	}
+	p.qmu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the partition: reads fail with ErrClosed and waiting
+// fetches wake. Batches queued and not yet applied are dropped (their
+// records are in the store, and the next load shows them).
+func (p *Partition) Close() {
+	p.qmu.Lock()
+	already := p.qclosed
+	p.qclosed = true
+	p.queue = nil
+	p.qmu.Unlock()
+	if already {
+		return
+	}
+	close(p.stop)
+	if p.done != nil {
+		<-p.done
+	}
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.notify)
+	}
+	p.mu.Unlock()
+}
+
+// maintain applies queued batches until Close.
+func (p *Partition) maintain() {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.wake:
+		}
+		p.qmu.Lock()
+		q := p.queue
+		p.queue = nil
+		p.qmu.Unlock()
+		for _, d := range q {
+			p.apply(d)
+		}
+	}
+}
+
+// apply gives the shown records of a durable batch the next offsets and
+// takes up a reservation it carries.
+func (p *Partition) apply(d durable) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ts := max(d.ts, p.lastTS)
+	p.lastTS = ts
+	for _, r := range d.recs {
+		if record.IsOffsetsTopicKey(r.Key) {
+			if o, err := record.DecodeOffsetsTopic(r.Value); err == nil {
+				p.limit = max(p.limit, o.Reserved)
+			}
+			continue
+		}
+		if !shown(r.Key) {
+			continue
+		}
+		var k string
+		if off, ok := p.index[string(r.Key)]; ok {
+			// Superseded: its entry dies, and its key (the same bytes)
+			// serves the new one, so that a key is allocated once.
+			k = p.kill(p.search(off), false)
+		} else {
+			k = string(r.Key)
+		}
+		if r.Value == nil {
+			p.tombs++
+		}
+		p.index[k] = p.next
+		p.entries = append(p.entries, entry{off: p.next, ts: ts, key: k, value: r.Value})
+		p.next++
+	}
+	if ts >= p.sweepAt {
+		p.sweep(ts)
+	}
+	if p.dead > 1024 && p.dead > len(p.entries)/2 {
+		p.compact()
+	}
+	p.applied++
+	if hw := min(p.next, p.limit); hw > p.hw {
+		p.hw = hw
+		close(p.notify)
+		p.notify = make(chan struct{})
+	}
+}
+
+// kill marks entries[i] dead, because a later record has its key or it
+// is a tombstone past its retention (forget: its key leaves the index
+// too), and returns its key. The caller holds mu.
+func (p *Partition) kill(i int, forget bool) string {
+	e := &p.entries[i]
+	k := e.key
+	if e.value == nil {
+		p.tombs--
+	}
+	if forget {
+		delete(p.index, k)
+	}
+	e.key, e.value = "", nil
+	p.dead++
+	return k
+}
+
+// sweep drops the tombstones older than the retention. The caller holds
+// mu.
+func (p *Partition) sweep(now int64) {
+	p.sweepAt = now + max(p.retention/4, 1000)
+	if p.tombs == 0 {
+		return
+	}
+	for i := range p.entries {
+		e := &p.entries[i]
+		if e.ts > now-p.retention {
+			break // timestamps ascend
+		}
+		if e.key != "" && e.value == nil {
+			p.kill(i, true)
+		}
+	}
+}
+
+// compact drops the dead entries, in place: the index holds offsets,
+// not positions, so it does not change. The caller holds mu.
+func (p *Partition) compact() {
+	live := p.entries[:0]
+	for _, e := range p.entries {
+		if e.key != "" {
+			live = append(live, e)
+		}
+	}
+	clear(p.entries[len(live):]) // drop the dead values' references
+	if cap(live) > 4*len(live)+1024 {
+		live = append([]entry(nil), live...) // most of it died: give the room back
+	}
+	p.entries, p.dead = live, 0
+}
+
+// ReadResult is what a fetch gets from the partition.
+type ReadResult struct {
+	// Batches are whole record batches holding the live records from the
+	// offset asked for on; nil at the high watermark.
+	Batches       []byte
+	LogStart      int64
+	HighWatermark int64
+}
+
+// batchRecords caps the records of one batch a read returns, so that a
+// reader that stops part way through a response re-reads little.
+const batchRecords = 500
+
+// Read returns the records from offset on, in batches of at most
+// maxBytes in all, or one record beyond that if atLeastOne and none fits
+// (KIP-74). The log start is always 0: offsets below the first record
+// were compacted away, as in a Kafka compacted topic, and a read there
+// starts at the next record.
+func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, error) {
+	p.mu.Lock()
+	res := ReadResult{HighWatermark: p.hw}
+	if p.closed {
+		p.mu.Unlock()
+		return res, ErrClosed
+	}
+	if offset < 0 || offset > p.hw {
+		p.mu.Unlock()
+		return res, ErrOffsetOutOfRange
+	}
+	var picked []entry
+	size := 0
+	for i := p.search(offset); i < len(p.entries) && p.entries[i].off < p.hw; i++ {
+		e := p.entries[i]
+		if e.key == "" {
+			continue
+		}
+		n := recordSize(len(e.key), len(e.value))
+		if size+n > maxBytes && (len(picked) > 0 || !atLeastOne) {
+			break
+		}
+		size += n
+		picked = append(picked, e)
+	}
+	p.mu.Unlock()
+	// Translate outside the lock: an entry's key and value never change.
+	var batch []kafkaRecord
+	for _, e := range picked {
+		k, v, _, err := Translate([]byte(e.key), e.value)
+		if err != nil {
+			return res, fmt.Errorf("shard %d offset %d: %w", p.shard, e.off, err)
+		}
+		batch = append(batch, kafkaRecord{off: e.off, ts: e.ts, key: k, value: v})
+		if len(batch) == batchRecords {
+			res.Batches = appendBatch(res.Batches, batch)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		res.Batches = appendBatch(res.Batches, batch)
+	}
+	return res, nil
+}
+
+// search returns the position of the first entry at offset or above. The
+// caller holds mu.
+func (p *Partition) search(offset int64) int {
+	return sort.Search(len(p.entries), func(i int) bool { return p.entries[i].off >= offset })
+}
+
+// Offsets returns the log start offset (always 0) and the high watermark.
+func (p *Partition) Offsets() (logStart, highWatermark int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return 0, p.hw
+}
+
+// Wait returns a channel closed when the high watermark next moves, or
+// the partition closes. Take it before reading, so that a move between
+// the read and the wait is not missed.
+func (p *Partition) Wait() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.notify
+}
+
+// OffsetForTimestamp returns the first record whose timestamp is at or
+// after ts (Unix ms), and that timestamp, as ListOffsets asks.
+func (p *Partition) OffsetForTimestamp(ts int64) (offset, at int64, found bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, 0, false, ErrClosed
+	}
+	offset, at, found = p.atOrAfter(ts)
+	return offset, at, found, nil
+}
+
+// MaxTimestamp returns the first record with the largest timestamp
+// (ListOffsets' -3, KIP-734): timestamps ascend with offsets here, so it
+// is the first record stamped as the last one shown.
+func (p *Partition) MaxTimestamp() (offset, at int64, found bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, 0, false, ErrClosed
+	}
+	i := p.search(p.hw) - 1
+	for ; i >= 0 && p.entries[i].key == ""; i-- {
+	}
+	if i < 0 {
+		return 0, 0, false, nil
+	}
+	offset, at, found = p.atOrAfter(p.entries[i].ts)
+	return offset, at, found, nil
+}
+
+// atOrAfter is the first live record shown stamped ts or later. The
+// caller holds mu.
+func (p *Partition) atOrAfter(ts int64) (offset, at int64, found bool) {
+	i := sort.Search(len(p.entries), func(i int) bool { return p.entries[i].ts >= ts })
+	for ; i < len(p.entries) && p.entries[i].off < p.hw; i++ {
+		if e := p.entries[i]; e.key != "" {
+			return e.off, e.ts, true
+		}
+	}
+	return 0, 0, false
+}
+
+// Stats is what the partition holds, for tests and metrics.
+type Stats struct {
+	// Live records (tombstones included), the records superseded but not
+	// yet dropped, and the live tombstones.
+	Live, Dead, Tombstones int
+	// Next is the next offset; HighWatermark the first not shown.
+	Next, HighWatermark int64
+	// Applied counts the durable batches applied.
+	Applied uint64
+}
+
+// Stats returns what the partition holds now.
+func (p *Partition) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Stats{Live: len(p.entries) - p.dead, Dead: p.dead, Tombstones: p.tombs, Next: p.next, HighWatermark: p.hw, Applied: p.applied}
+}
