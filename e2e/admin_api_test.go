@@ -389,27 +389,6 @@ func TestAdminAPI(t *testing.T) {
 		t.Errorf("idle: timeline %v, want []", idleTL.Rebalances)
 	}
 
-	// Topics and the node.
-	var topics struct {
-		Topics []struct {
-			Name       string `json:"name"`
-			Partitions []struct {
-				LogEndOffset int64 `json:"log_end_offset"`
-			} `json:"partitions"`
-		} `json:"topics"`
-	}
-	getJSON(t, &spec, p.HTTPAddr, "/api/v1/topics", 200, &topics)
-	i := slices.IndexFunc(topics.Topics, func(tp struct {
-		Name       string `json:"name"`
-		Partitions []struct {
-			LogEndOffset int64 `json:"log_end_offset"`
-		} `json:"partitions"`
-	}) bool {
-		return tp.Name == "api"
-	})
-	if i < 0 || len(topics.Topics[i].Partitions) != 3 || topics.Topics[i].Partitions[2].LogEndOffset != 10 {
-		t.Errorf("topics: %+v", topics)
-	}
 	var nd struct {
 		Mode        string `json:"mode"`
 		Version     string `json:"version"`
@@ -425,6 +404,62 @@ func TestAdminAPI(t *testing.T) {
 		t.Errorf("node: %+v", nd)
 	}
 
+	// Topics and the node.
+	var topics struct {
+		Topics []struct {
+			Name       string `json:"name"`
+			Partitions []struct {
+				LogEndOffset int64 `json:"log_end_offset"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/topics", 200, &topics)
+	var internal struct {
+		Topics []struct {
+			Name       string `json:"name"`
+			Internal   bool   `json:"internal"`
+			Partitions []struct {
+				Leader       int32 `json:"leader"`
+				LogEndOffset int64 `json:"log_end_offset"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	getJSON(t, nil, p.HTTPAddr, "/api/v1/topics", 200, &internal)
+	if !slices.ContainsFunc(internal.Topics, func(tp struct {
+		Name       string `json:"name"`
+		Internal   bool   `json:"internal"`
+		Partitions []struct {
+			Leader       int32 `json:"leader"`
+			LogEndOffset int64 `json:"log_end_offset"`
+		} `json:"partitions"`
+	}) bool {
+		return tp.Name == "__consumer_offsets"
+	}) {
+		t.Error("no __consumer_offsets in /api/v1/topics")
+	}
+	for _, tp := range internal.Topics {
+		var ends int64
+		for _, pt := range tp.Partitions {
+			ends += pt.LogEndOffset
+		}
+		switch {
+		case tp.Name == "__consumer_offsets" && (!tp.Internal || len(tp.Partitions) != nd.ShardsTotal || ends < 12):
+			t.Errorf("__consumer_offsets: internal %v, %d partitions, %d records; want internal, one partition per shard, the 12 commits at least", tp.Internal, len(tp.Partitions), ends)
+		case tp.Name != "__consumer_offsets" && tp.Internal:
+			t.Errorf("topic %s internal", tp.Name)
+		}
+	}
+	i := slices.IndexFunc(topics.Topics, func(tp struct {
+		Name       string `json:"name"`
+		Partitions []struct {
+			LogEndOffset int64 `json:"log_end_offset"`
+		} `json:"partitions"`
+	}) bool {
+		return tp.Name == "api"
+	})
+	if i < 0 || len(topics.Topics[i].Partitions) != 3 || topics.Topics[i].Partitions[2].LogEndOffset != 10 {
+		t.Errorf("topics: %+v", topics)
+	}
 	// What is not there.
 	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/nobody", 404, nil)
 	getJSON(t, nil, p.HTTPAddr, "/api/v1/nothing", 404, nil)

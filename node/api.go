@@ -14,6 +14,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/kafka"
+	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -65,13 +66,34 @@ func (s apiSource) Topics() []admin.TopicInfo {
 	}
 	var out []admin.TopicInfo
 	for _, t := range s.n.topics.Topics() {
-		ti := admin.TopicInfo{Name: t.Name, Internal: strings.HasPrefix(t.Name, "__"), Partitions: make([]admin.PartitionInfo, len(t.Partitions))}
+		if t.Name == offsetstopic.Name && s.n.groups.OffsetsTopic() {
+			continue // hidden by the coordinator's (see below)
+		}
+		ti := admin.TopicInfo{Name: t.Name, Partitions: make([]admin.PartitionInfo, len(t.Partitions))}
 		for i, p := range t.Partitions {
 			pi := admin.PartitionInfo{Partition: int32(i), Leader: t.Leaders[i], LogStartOffset: -1, LogEndOffset: -1}
 			if p != nil {
 				pi.LogStartOffset, pi.LogEndOffset = p.Offsets()
 			} else if po, ok := remote[admin.TopicPartition{Topic: t.Name, Partition: int32(i)}]; ok {
 				pi.LogStartOffset, pi.LogEndOffset = po.Start, po.End
+			}
+			ti.Partitions[i] = pi
+		}
+		out = append(out, ti)
+	}
+	if co := s.n.groups; co.OffsetsTopic() {
+		// __consumer_offsets: a partition per coordinator shard, led by
+		// the shard's coordinator; its offsets where this node serves it.
+		ti := admin.TopicInfo{Name: offsetstopic.Name, Internal: true, Partitions: make([]admin.PartitionInfo, co.Shards())}
+		for i := range ti.Partitions {
+			pi := admin.PartitionInfo{Partition: int32(i), Leader: -1, LogStartOffset: -1, LogEndOffset: -1}
+			if s.n.member == nil {
+				pi.Leader = s.n.topics.NodeID()
+			} else if b, ok := (clusterView{s.n.member}).Coordinator(i); ok {
+				pi.Leader = b.NodeID
+			}
+			if p := co.OffsetsPartition(i); p != nil {
+				pi.LogStartOffset, pi.LogEndOffset = p.Offsets()
 			}
 			ti.Partitions[i] = pi
 		}
