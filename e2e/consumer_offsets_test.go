@@ -846,3 +846,30 @@ func TestClusterConsumerOffsets(t *testing.T) {
 		t.Errorf("partition %d: last offset read %d after the move, %d before", p, after[p], before[p])
 	}
 }
+
+// --offsets-topic=false: no __consumer_offsets in Metadata, and a commit
+// still works.
+func TestConsumerOffsetsTopicOff(t *testing.T) {
+	p := testkit.StartBinary(t, t.TempDir(), "--offsets-topic=false")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	extCreateTopic(t, p.Addr, "off", 1)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "off", Partition: 0, At: 0})
+	if resp, err := adm.CommitOffsets(ctx, "off-g", offs); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	ts, err := adm.ListTopicsWithInternal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.Has("__consumer_offsets") || !ts.Has("off") {
+		t.Fatalf("topics %v: want off and no __consumer_offsets", ts.Names())
+	}
+}

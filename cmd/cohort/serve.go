@@ -67,6 +67,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.DurationVar(&g.MaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "largest session timeout a JoinGroup may ask for (Kafka's group.max.session.timeout.ms)")
 	fs.IntVar(&g.MaxSize, "group-max-size", 1<<31-1, "most members of a classic group (Kafka's group.max.size); member ids handed out and not yet used count too")
 	fs.IntVar(&g.MaxPendingMembers, "group-max-pending-members", 10000, "most member ids a classic group hands out with MEMBER_ID_REQUIRED that have not joined yet; beyond it JoinGroup gets GROUP_MAX_SIZE_REACHED")
+	offsetsTopic := fs.Bool("offsets-topic", true, "serve the internal __consumer_offsets topic (a partition per coordinator shard, Kafka's record formats) for lag tools that read it, such as Burrow; costs about 185 bytes of memory per committed offset")
 	fs.DurationVar(&delay, "group-initial-rebalance-delay", 3*time.Second, "how long the first rebalance of an empty group waits for more members, extended while they keep coming, up to the rebalance timeout (Kafka's group.initial.rebalance.delay.ms); 0 for none")
 	fs.DurationVar(&g.InitialRebalanceQuiet, "group-initial-rebalance-quiet", 0, "close that wait as soon as no new member has arrived for this long, e.g. 50ms (default: equal to the delay, exactly Kafka's behaviour)")
 	fs.IntVar(&g.OffsetMetadataMaxBytes, "offset-metadata-max-bytes", 4096, "longest committed-offset metadata in `bytes` (Kafka's offset.metadata.max.bytes)")
@@ -156,6 +157,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = logger
+	cfg.Groups.NoOffsetsTopic = !*offsetsTopic
 	cfg.Version = versionString()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
