@@ -114,16 +114,12 @@ type ConsumerGroupMetadataKey struct {
 
 // AppendTo appends the key, version 3.
 func (k *ConsumerGroupMetadataKey) AppendTo(b []byte) []byte {
-	b = kbin.AppendInt16(b, TypeConsumerGroupMetadata)
-	return kbin.AppendString(b, k.Group)
+	return (*groupKey)(k).appendTo(b, TypeConsumerGroupMetadata)
 }
 
 // ReadFrom decodes the key.
 func (k *ConsumerGroupMetadataKey) ReadFrom(src []byte) error {
-	r := newReader(src)
-	r.version(TypeConsumerGroupMetadata)
-	k.Group = r.String()
-	return r.done("ConsumerGroupMetadataKey")
+	return (*groupKey)(k).readFrom(src, TypeConsumerGroupMetadata, "ConsumerGroupMetadataKey")
 }
 
 // ConsumerGroupMetadataValue is a consumer group's epoch (value version 0).
@@ -133,18 +129,49 @@ type ConsumerGroupMetadataValue struct {
 
 // AppendTo appends the value, version 0.
 func (v *ConsumerGroupMetadataValue) AppendTo(b []byte) []byte {
+	return (*epochValue)(v).appendTo(b)
+}
+
+// ReadFrom decodes the value.
+func (v *ConsumerGroupMetadataValue) ReadFrom(src []byte) error {
+	return (*epochValue)(v).readFrom(src, "ConsumerGroupMetadataValue")
+}
+
+// groupKey is the shape of the group-scoped keys (types 3 and 6).
+type groupKey struct {
+	Group string
+}
+
+func (k *groupKey) appendTo(b []byte, typ int16) []byte {
+	b = kbin.AppendInt16(b, typ)
+	return kbin.AppendString(b, k.Group)
+}
+
+func (k *groupKey) readFrom(src []byte, typ int16, what string) error {
+	r := newReader(src)
+	r.version(typ)
+	k.Group = r.String()
+	return r.done(what)
+}
+
+// epochValue is the shape of the values that hold one epoch (version 0
+// of types 3 and 6).
+type epochValue struct {
+	Epoch int32
+}
+
+func (v *epochValue) appendTo(b []byte) []byte {
 	b = kbin.AppendInt16(b, 0)
 	b = kbin.AppendInt32(b, v.Epoch)
 	return appendNoTags(b)
 }
 
-// ReadFrom decodes the value.
-func (v *ConsumerGroupMetadataValue) ReadFrom(src []byte) error {
+func (v *epochValue) readFrom(src []byte, what string) error {
 	r := newReader(src)
 	r.version(0)
 	v.Epoch = r.Int32()
 	r.skipTags(nil)
-	return r.done("ConsumerGroupMetadataValue")
+	return r.done(what)
 }
 
 // memberKey is the shape of the member-scoped keys (types 5, 7 and 8).
@@ -308,16 +335,12 @@ type ConsumerGroupTargetAssignmentMetadataKey struct {
 
 // AppendTo appends the key, version 6.
 func (k *ConsumerGroupTargetAssignmentMetadataKey) AppendTo(b []byte) []byte {
-	b = kbin.AppendInt16(b, TypeConsumerGroupTargetAssignmentMetadata)
-	return kbin.AppendString(b, k.Group)
+	return (*groupKey)(k).appendTo(b, TypeConsumerGroupTargetAssignmentMetadata)
 }
 
 // ReadFrom decodes the key.
 func (k *ConsumerGroupTargetAssignmentMetadataKey) ReadFrom(src []byte) error {
-	r := newReader(src)
-	r.version(TypeConsumerGroupTargetAssignmentMetadata)
-	k.Group = r.String()
-	return r.done("ConsumerGroupTargetAssignmentMetadataKey")
+	return (*groupKey)(k).readFrom(src, TypeConsumerGroupTargetAssignmentMetadata, "ConsumerGroupTargetAssignmentMetadataKey")
 }
 
 // ConsumerGroupTargetAssignmentMetadataValue is the epoch of a consumer
@@ -328,18 +351,15 @@ type ConsumerGroupTargetAssignmentMetadataValue struct {
 
 // AppendTo appends the value, version 0.
 func (v *ConsumerGroupTargetAssignmentMetadataValue) AppendTo(b []byte) []byte {
-	b = kbin.AppendInt16(b, 0)
-	b = kbin.AppendInt32(b, v.AssignmentEpoch)
-	return appendNoTags(b)
+	return (&epochValue{v.AssignmentEpoch}).appendTo(b)
 }
 
 // ReadFrom decodes the value.
 func (v *ConsumerGroupTargetAssignmentMetadataValue) ReadFrom(src []byte) error {
-	r := newReader(src)
-	r.version(0)
-	v.AssignmentEpoch = r.Int32()
-	r.skipTags(nil)
-	return r.done("ConsumerGroupTargetAssignmentMetadataValue")
+	var e epochValue
+	err := e.readFrom(src, "ConsumerGroupTargetAssignmentMetadataValue")
+	v.AssignmentEpoch = e.Epoch
+	return err
 }
 
 // TopicPartitions is one topic's partitions, by topic id.
