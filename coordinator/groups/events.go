@@ -97,6 +97,7 @@ func (s *Shard) classicEvent(g *classicGroup, kind observe.GroupEventKind, now t
 		g.rebalance.start(now)
 	case observe.RebalanceCompleted:
 		e.Duration = g.rebalance.stop(now)
+		e.Leader = g.leader
 	}
 	s.report(e)
 }
