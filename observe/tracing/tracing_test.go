@@ -91,7 +91,7 @@ func TestRequestSpan(t *testing.T) {
 		KeyGeneration: attribute.IntValue(3), KeyMember: attribute.StringValue("m1"), KeyLeader: attribute.StringValue("m1"),
 	} {
 		if a[k] != want {
-			t.Errorf("join span %s = %v, want %v", k, a[k].Emit(), want.Emit())
+			t.Errorf("join span %s = %v, want %v", k, a[k].String(), want.String())
 		}
 	}
 	if _, ok := a[KeyErrorType]; ok {
