@@ -127,9 +127,10 @@ type Config struct {
 	// anything. See observe/tracing for the spans.
 	OTLPEndpoint string
 	// TraceSampleRatio is the share of traces kept when tracing is on
-	// (--trace-sample-ratio), 0 to 1, by trace id, parent-based; rebalance
-	// and shard spans are kept whenever it is above 0 (see
-	// tracing.Sampler). Nil: OTEL_TRACES_SAMPLER and
+	// (--trace-sample-ratio), 0 to 1: of Kafka requests, store writes
+	// and gRPC calls (a gRPC caller's own decision stands); rebalance,
+	// member and shard spans are kept whenever it is above 0 (see
+	// tracing.Observer). Nil: OTEL_TRACES_SAMPLER and
 	// OTEL_TRACES_SAMPLER_ARG if set, else 1.
 	TraceSampleRatio *float64
 	// TraceExporter, if set, turns tracing on with the spans going to it

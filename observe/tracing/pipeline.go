@@ -42,8 +42,10 @@ type Config struct {
 	// OTEL_EXPORTER_OTLP_ENDPOINT; with neither (and no Exporter),
 	// tracing is off.
 	Endpoint string
-	// SampleRatio is the share of traces kept, 0 to 1, by a parent-based
-	// ratio sampler (see Sampler). Nil: OTEL_TRACES_SAMPLER and
+	// SampleRatio is the share of traces kept, 0 to 1: of requests and
+	// store writes (see Observer), and of gRPC calls whose caller did
+	// not decide (see Sampler); rebalance, member and shard spans are
+	// kept whenever it is above 0. Nil: OTEL_TRACES_SAMPLER and
 	// OTEL_TRACES_SAMPLER_ARG if set (see RatioFromEnv), else 1, the
 	// OpenTelemetry default: whoever turns tracing on sees every
 	// request, and lowers it for a busy node.
@@ -117,7 +119,7 @@ func Start(cfg Config) (*Pipeline, error) {
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(res),
 	)
-	return &Pipeline{Observer: New(tp), tp: tp, ratio: ratio}, nil
+	return &Pipeline{Observer: New(tp, ratio), tp: tp, ratio: ratio}, nil
 }
 
 // endpointOptions turns Config.Endpoint into the exporter's options.
@@ -164,32 +166,27 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 	return p.tp.Shutdown(ctx)
 }
 
-// Sampler returns Cohort's sampler for a ratio (0 to 1): a request, a
-// store write or a gRPC call starts a trace kept with that probability
-// (by trace id, so every node agrees), and a span with a parent follows
-// it (parent-based, as OpenTelemetry's default). Group and shard spans
-// are kept whenever ratio is above 0: they are rare (a few per rebalance
-// or shard move), roots of their own, and what tracing a coordinator is
-// most often for, and at 1% a rebalance would almost never be seen.
+// Sampler returns the sampler of a pipeline at a ratio (0 to 1). Cohort's
+// own spans ("cohort.") are kept: the Observer decided before starting
+// them (see Observer). Anything else, the gRPC assignment service's calls,
+// is sampled parent-based (a caller's decision, from its traceparent,
+// stands), and a call without a parent starts a trace kept with that
+// probability, by trace id.
 func Sampler(ratio float64) sdktrace.Sampler {
-	base := sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))
-	if ratio <= 0 {
-		return base
-	}
-	return sampler{base: base}
+	return sampler{base: sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))}
 }
 
 type sampler struct{ base sdktrace.Sampler }
 
 func (s sampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
-	if strings.HasPrefix(p.Name, groupPrefix) || strings.HasPrefix(p.Name, shardPrefix) {
+	if strings.HasPrefix(p.Name, cohortPrefix) {
 		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
 	}
 	return s.base.ShouldSample(p)
 }
 
 func (s sampler) Description() string {
-	return "CohortSampler{groups and shards always," + s.base.Description() + "}"
+	return "CohortSampler{cohort.* as decided," + s.base.Description() + "}"
 }
 
 // RatioFromEnv reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG as a

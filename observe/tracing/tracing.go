@@ -18,6 +18,7 @@ package tracing
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -41,9 +42,9 @@ const (
 	StoreWriteName        = "cohort.store.write"
 	ShardLoadName         = "cohort.shard.load"
 	ShardUnloadName       = "cohort.shard.unload"
+	cohortPrefix          = "cohort."
 	requestPrefix         = "cohort.kafka."
 	groupPrefix           = "cohort.group."
-	shardPrefix           = "cohort.shard."
 )
 
 // Attribute keys. Where OpenTelemetry's semantic conventions have a name
@@ -115,16 +116,24 @@ var groupNames = [...]string{
 // Observer is an observe.Observer that makes spans with a tracer of its
 // TracerProvider.
 //
-// Requests: one SpanKindServer span each, from Received to the response
-// being built. Its attributes are set only when the span records: an
-// unsampled request costs a span context and a context value, not the
-// attributes or the response's walk for an error code.
+// Sampling: the Observer decides which of its spans to start, and its
+// provider's sampler should keep the "cohort." spans it is handed
+// (Sampler does). Requests and store writes are kept with the ratio's
+// probability; they are roots (a Kafka request carries no trace
+// context), so this is what a parent-based ratio sampler would decide,
+// but decided before the SDK is called: one random number, and nothing
+// else, for a request not kept. Group and shard spans are kept whenever
+// the ratio is above 0: they are rare (a few per rebalance or shard
+// move), and what tracing a coordinator is most often for; at 1% a
+// rebalance would almost never be seen.
+//
+// Requests: one SpanKindServer span each, from when the request was
+// decoded to its response being built, its attributes set in one go
+// when it ends.
 //
 // Group events: a span each, the root of its own trace, linked to the
 // request whose handling reported it ("caused-by"; none for a timer). A
-// rebalance involves every member's requests, and no one of them owns it;
-// as roots, the group spans are also sampled on their own (see Sampler),
-// so that a node tracing 1% of its requests still shows every rebalance. A
+// rebalance involves every member's requests, and no one of them owns it. A
 // completion spans the whole rebalance (from its start, GroupEvent
 // Duration) and also links the JoinGroups of the group received since
 // its previous completion (at most 128, the SDK's link limit): the
@@ -140,6 +149,10 @@ var groupNames = [...]string{
 // requests' records, so no one request is its parent.
 type Observer struct {
 	tracer trace.Tracer
+	// all, none and below: a request or store write is kept if all,
+	// never if none, else if a random uint64 is below below.
+	all, none bool
+	below     uint64
 
 	mu    sync.Mutex
 	joins map[groupKey][]trace.Link // sampled JoinGroups since the group's last completion
@@ -149,25 +162,62 @@ type groupKey struct{ tenant, group string }
 
 var _ observe.Observer = (*Observer)(nil)
 
-// New returns an Observer whose spans go to tp.
-func New(tp trace.TracerProvider) *Observer {
-	return &Observer{
+// New returns an Observer whose spans go to tp, keeping requests and
+// store writes with probability ratio (0 to 1) and group and shard spans
+// when ratio is above 0. tp's sampler should keep the spans it is handed
+// (Sampler does; so does the SDK's default).
+func New(tp trace.TracerProvider, ratio float64) *Observer {
+	o := &Observer{
 		tracer: tp.Tracer(ScopeName),
+		all:    ratio >= 1,
+		none:   !(ratio > 0), // NaN too
 		joins:  map[groupKey][]trace.Link{},
 	}
+	if !o.all && !o.none {
+		o.below = uint64(ratio * (1 << 64))
+	}
+	return o
+}
+
+// keep decides whether to start a span for a request or a store write.
+func (o *Observer) keep() bool {
+	switch {
+	case o.all:
+		return true
+	case o.none:
+		return false
+	}
+	// math/rand/v2's generator is per thread: no lock to contend for.
+	return rand.Uint64() < o.below
 }
 
 // serverKind is built once: an option boxed in an interface per request
-// would be an allocation per request, sampled or not.
+// would be an allocation per request.
 var serverKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
-// RequestReceived starts the request's span.
+// RequestReceived starts the request's span, if it is kept.
 func (o *Observer) RequestReceived(ctx context.Context, r observe.Request) context.Context {
-	ctx, span := o.tracer.Start(ctx, RequestName(r.Key), serverKind...)
-	if !span.IsRecording() {
+	if !o.keep() {
 		return ctx
 	}
-	span.SetAttributes(
+	ctx, span := o.tracer.Start(ctx, RequestName(r.Key), serverKind...)
+	if jg, ok := r.Msg.(*kmsg.JoinGroupRequest); ok && span.IsRecording() {
+		o.rememberJoin(r.Tenant, jg.Group, span.SpanContext())
+	}
+	return ctx
+}
+
+// RequestAnswered ends the request's span with its attributes and the
+// response's error code.
+func (o *Observer) RequestAnswered(ctx context.Context, r observe.Request, a observe.Answer) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return // not kept
+	}
+	// One SetAttributes, from an array on the stack: the span copies
+	// them once.
+	var buf [16]attribute.KeyValue
+	attrs := append(buf[:0],
 		KeyRPCSystem.String(systemKafka),
 		KeyRPCMethod.String(r.API()),
 		KeyMessagingSys.String(systemKafka),
@@ -179,38 +229,27 @@ func (o *Observer) RequestReceived(ctx context.Context, r observe.Request) conte
 		KeyRequestSize.Int(r.Size),
 	)
 	if g := groupOf(r.Msg); g != "" {
-		span.SetAttributes(KeyGroup.String(g))
-	}
-	if jg, ok := r.Msg.(*kmsg.JoinGroupRequest); ok {
-		o.rememberJoin(r.Tenant, jg.Group, span.SpanContext())
-	}
-	return ctx
-}
-
-// RequestAnswered ends the request's span with the response's error code.
-func (o *Observer) RequestAnswered(ctx context.Context, r observe.Request, a observe.Answer) {
-	span := trace.SpanFromContext(ctx)
-	if !span.IsRecording() {
-		return // an unsampled span's End does nothing
+		attrs = append(attrs, KeyGroup.String(g))
 	}
 	if a.Resp == nil {
-		span.SetAttributes(KeyNoResponse.Bool(true))
+		attrs = append(attrs, KeyNoResponse.Bool(true))
 	} else {
 		code := a.ErrorCode()
-		span.SetAttributes(KeyErrorCode.Int(int(code)))
+		attrs = append(attrs, KeyErrorCode.Int(int(code)))
 		if code != 0 {
 			name, desc := strconv.Itoa(int(code)), "Kafka error code "+strconv.Itoa(int(code))
 			if e := kerr.TypedErrorForCode(code); e.Code == code {
 				name, desc = e.Message, e.Error()
 			}
-			span.SetAttributes(KeyErrorType.String(name))
+			attrs = append(attrs, KeyErrorType.String(name))
 			span.SetStatus(codes.Error, desc)
 		}
 		if jr, ok := a.Resp.(*kmsg.JoinGroupResponse); ok && code == 0 {
-			span.SetAttributes(KeyGeneration.Int(int(jr.Generation)), KeyMember.String(jr.MemberID), KeyLeader.String(jr.LeaderID))
+			attrs = append(attrs, KeyGeneration.Int(int(jr.Generation)), KeyMember.String(jr.MemberID), KeyLeader.String(jr.LeaderID))
 		}
 	}
-	span.End(trace.WithTimestamp(r.Received.Add(a.Latency)))
+	span.SetAttributes(attrs...)
+	span.End()
 }
 
 // groupOf returns the group a group request names, or "".
@@ -278,7 +317,7 @@ func (o *Observer) takeJoins(tenant, group string) []trace.Link {
 
 // Group makes a span of a group event, the root of its own trace.
 func (o *Observer) Group(ctx context.Context, e observe.GroupEvent) {
-	if int(e.Kind) >= len(groupNames) || groupNames[e.Kind] == "" {
+	if int(e.Kind) >= len(groupNames) || groupNames[e.Kind] == "" || o.none {
 		return
 	}
 	start := e.At
@@ -320,6 +359,9 @@ func (o *Observer) Group(ctx context.Context, e observe.GroupEvent) {
 
 // BatchWritten makes a root span of a shard's store write.
 func (o *Observer) BatchWritten(b observe.Batch) {
+	if !o.keep() {
+		return
+	}
 	end := time.Now()
 	_, span := o.tracer.Start(context.Background(), StoreWriteName, trace.WithTimestamp(end.Add(-b.Latency)))
 	if !span.IsRecording() {
@@ -343,6 +385,9 @@ func (o *Observer) Shard(e observe.ShardEvent) {
 	case observe.ShardUnloaded:
 		name = ShardUnloadName
 	default:
+		return
+	}
+	if o.none {
 		return
 	}
 	end := time.Now()
