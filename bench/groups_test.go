@@ -23,6 +23,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -767,7 +768,8 @@ func checkCommit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse)
 // fsync of its groups log per commit).
 //
 // Metrics: offsets/s, p50-ms and p99-ms (per OffsetCommit, as a committer
-// sees it).
+// sees it), and cpu-us/commit, the process's CPU time (node and
+// committers) per OffsetCommit.
 func BenchmarkCommit(b *testing.B) {
 	for _, committers := range []int{64, 1000} {
 		b.Run(fmt.Sprintf("committers=%d", committers), func(b *testing.B) {
@@ -821,6 +823,7 @@ func benchCommit(b *testing.B, tg groupTarget, committers int) {
 		firstErr  error
 		latencies = make([][]time.Duration, committers)
 	)
+	cpu := startCPU()
 	b.ResetTimer()
 	for i := range committers {
 		wg.Go(func() {
@@ -849,8 +852,30 @@ func benchCommit(b *testing.B, tg groupTarget, committers int) {
 	all := slices.Concat(latencies...)
 	slices.Sort(all)
 	b.ReportMetric(float64(b.N*commitsPerPartition)/b.Elapsed().Seconds(), "offsets/s")
+	b.ReportMetric(cpu.perOp(b.N), "cpu-us/commit")
 	b.ReportMetric(ms(percentile(all, 0.50)), "p50-ms")
 	b.ReportMetric(ms(percentile(all, 0.99)), "p99-ms")
+}
+
+// cpuClock reads this process's CPU time (user and system, every
+// thread): the node's and the clients', which share the process. On a
+// machine shared with other work it moves much less than throughput does,
+// so that it shows what a change costs where rates only show the noise.
+type cpuClock struct{ start time.Duration }
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU() cpuClock { return cpuClock{processCPU()} }
+
+// perOp returns the CPU time since start over n operations, in µs.
+func (c cpuClock) perOp(n int) float64 {
+	return float64((processCPU() - c.start).Nanoseconds()) / 1000 / float64(max(n, 1))
 }
 
 func percentile(sorted []time.Duration, q float64) time.Duration {
@@ -920,7 +945,8 @@ type hbMember struct {
 // up to 8 Heartbeat v4 requests in flight. One op is one heartbeat from
 // every member (10,000 heartbeats); every answer must be NONE.
 //
-// Metrics: heartbeats/s, and for Cohort the Go heap per member
+// Metrics: heartbeats/s, cpu-us/heartbeat (the process's CPU time, node
+// and clients, per heartbeat), and for Cohort the Go heap per member
 // (runtime.MemStats.HeapAlloc after runtime.GC(), after the joins less
 // before them, less the bytes of the member ids this benchmark keeps, over
 // 10,000), in this process, which holds both the node and the clients.
@@ -1004,12 +1030,14 @@ func heartbeatRounds[T any](b *testing.B, addr string, members []T, beat func(*r
 	if err := round(); err != nil {
 		b.Fatalf("first heartbeat of every member (untimed): %v", err)
 	}
+	cpu := startCPU()
 	for b.Loop() {
 		if err := round(); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.N*len(members))/b.Elapsed().Seconds(), "heartbeats/s")
+	b.ReportMetric(cpu.perOp(b.N*len(members)), "cpu-us/heartbeat")
 }
 
 // every returns xs[i], xs[i+n], xs[i+2n], …: connection i's share of
