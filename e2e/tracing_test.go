@@ -103,7 +103,8 @@ func TestTracingRebalanceOfRealClients(t *testing.T) {
 	// batch processor's 5 s.
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
 	exp := keptSpans{tracetest.NewInMemoryExporter()}
-	cfg := node.Config{TraceExporter: exp}
+	every := 1.0
+	cfg := node.Config{TraceExporter: exp, TraceSampleRatio: &every}
 	cfg.Groups.InitialRebalanceDelay = 3 * time.Second
 	cfg.Groups.InitialRebalanceQuiet = 50 * time.Millisecond
 	n := testkit.StartNode(t, cfg)
@@ -259,7 +260,8 @@ func startOTLPReceiver(t *testing.T) (*otlpReceiver, string) {
 // caller's W3C trace context.
 func TestTracingOverOTLP(t *testing.T) {
 	recv, addr := startOTLPReceiver(t)
-	n := testkit.StartNode(t, node.Config{OTLPEndpoint: addr})
+	every := 1.0
+	n := testkit.StartNode(t, node.Config{OTLPEndpoint: addr, TraceSampleRatio: &every})
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

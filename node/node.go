@@ -131,7 +131,8 @@ type Config struct {
 	// and gRPC calls (a gRPC caller's own decision stands); rebalance,
 	// member and shard spans are kept whenever it is above 0 (see
 	// tracing.Observer). Nil: OTEL_TRACES_SAMPLER and
-	// OTEL_TRACES_SAMPLER_ARG if set, else 1.
+	// OTEL_TRACES_SAMPLER_ARG if set, else 0.01
+	// (tracing.DefaultSampleRatio, which says why).
 	TraceSampleRatio *float64
 	// TraceExporter, if set, turns tracing on with the spans going to it
 	// instead of to OTLP, through the same sampler and batch processor:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/node"
+	"github.com/cohort-dev/cohort/observe/tracing"
 	"github.com/cohort-dev/cohort/topics"
 	"go.opentelemetry.io/otel"
 )
@@ -89,7 +90,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.AssignerKafkaBootstrap, "assigner-kafka-bootstrap", "", "`host:port,...` of an external Kafka cluster the assignment service asks for the partition counts of topics this node does not host")
 	fs.DurationVar(&cfg.Assigner.Debounce, "assigner-rebalance-debounce", time.Second, "how long assignment-service membership changes settle before a rebalance")
 	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OpenTelemetry collector to send traces to over OTLP/gRPC: `host:port` (plaintext), http://host:port or https://host:port (TLS); empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing (and no cost)")
-	fs.Float64Var(&sampleRatio, "trace-sample-ratio", 1, "share of Kafka requests, store writes and gRPC calls traced, 0 to 1; rebalance, member and shard spans are kept whenever it is above 0; unset: OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG if set, else 1 (see BENCHMARKS.md for what it costs)")
+	fs.Float64Var(&sampleRatio, "trace-sample-ratio", tracing.DefaultSampleRatio, "share of Kafka requests, store writes and gRPC calls traced, 0 to 1; rebalance, member and shard spans are kept whenever it is above 0; unset: OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG if set, else this default (1 traces every request: about 50% more CPU per heartbeat, see BENCHMARKS.md)")
 	fs.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight requests finish before closing connections")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: cohort serve [flags]\n\nRuns a Cohort node until SIGINT or SIGTERM, then shuts down gracefully.\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>\n(e.g. COHORT_KAFKA_LISTEN); a flag on the command line wins.\n\nFlags:\n")

@@ -33,6 +33,19 @@ const (
 	envSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 )
 
+// DefaultSampleRatio is the sample ratio when none is set: 1%, not
+// OpenTelemetry's usual 100%. What a coordinator is traced for, its
+// rebalances, members and shards, is kept at any ratio above 0; what the
+// ratio thins out is its hot paths, a span per heartbeat and per commit.
+// Every one of them costs about half as much CPU again as the heartbeat
+// itself (BENCHMARKS.md, "The cost of observability"), and a node
+// answering 150,000 heartbeats a second would hand a collector 150,000
+// spans a second, most of which the batch processor's queue (2048 spans)
+// would drop anyway. At 1% the hot paths cost about 1% more CPU and still
+// give a steady sample of request latencies. Set 1 to see every request
+// of a quiet node.
+const DefaultSampleRatio = 0.01
+
 // Config configures Start.
 type Config struct {
 	// Endpoint is the OTLP/gRPC collector to export to: host:port
@@ -46,9 +59,8 @@ type Config struct {
 	// store writes (see Observer), and of gRPC calls whose caller did
 	// not decide (see Sampler); rebalance, member and shard spans are
 	// kept whenever it is above 0. Nil: OTEL_TRACES_SAMPLER and
-	// OTEL_TRACES_SAMPLER_ARG if set (see RatioFromEnv), else 1, the
-	// OpenTelemetry default: whoever turns tracing on sees every
-	// request, and lowers it for a busy node.
+	// OTEL_TRACES_SAMPLER_ARG if set (see RatioFromEnv), else
+	// DefaultSampleRatio.
 	SampleRatio *float64
 	// Exporter, if set, receives the spans instead of OTLP, through the
 	// same batch processor and sampler: for tests and benchmarks. The
@@ -84,7 +96,7 @@ func Start(cfg Config) (*Pipeline, error) {
 	if !cfg.Enabled() {
 		return nil, nil
 	}
-	ratio := 1.0
+	ratio := DefaultSampleRatio
 	if cfg.SampleRatio != nil {
 		ratio = *cfg.SampleRatio
 	} else if r, ok, err := RatioFromEnv(); err != nil {

@@ -375,7 +375,7 @@ func TestStart(t *testing.T) {
 	}
 	for _, cfg := range []Config{{Endpoint: "127.0.0.1:4317"}, {Endpoint: "https://collector.invalid:4317"}} {
 		p, err := Start(cfg)
-		if err != nil || p == nil || p.Ratio() != 1 {
+		if err != nil || p == nil || p.Ratio() != DefaultSampleRatio {
 			t.Fatalf("Start(%+v): %v, %v", cfg, p, err)
 		}
 		p.Shutdown(context.Background())
