@@ -49,12 +49,12 @@ func observeTargets(groups coordinator.Config) []groupTarget {
 }
 
 // BenchmarkObserveCost runs BenchmarkCommit's 64 committers and
-// BenchmarkHeartbeat's 10,000 members against each variant. With -count,
-// the variants take turns, so that the machine's drift spreads over all
-// of them.
+// BenchmarkHeartbeat's 10,000 members against each variant. -count
+// repeats each variant back to back, so a machine whose load drifts
+// favours some; BENCHMARKS.md runs one variant per process, in turn.
 //
-// Metrics: offsets/s (commit) and heartbeats/s (heartbeat), as the
-// benchmarks they run.
+// Metrics: those of the benchmarks they run; cpu-us/commit and
+// cpu-us/heartbeat are the steadiest on a shared machine.
 func BenchmarkObserveCost(b *testing.B) {
 	b.Run("commit/committers=64", func(b *testing.B) {
 		for _, tg := range observeTargets(coordinator.Config{}) {
