@@ -81,7 +81,7 @@ const (
 	linkCausedBy        = "caused-by" // the request whose handling reported the event
 	linkJoin            = "join"      // a JoinGroup of the rebalance
 	systemKafka         = "kafka"
-	maxJoinsPerGroup    = 128   // links a completion keeps: the SDK's default link limit
+	maxJoinsPerGroup    = 127   // JoinGroups a completion links: with its caused-by link, the SDK's default limit of 128
 	maxGroupsRemembered = 10000 // groups with JoinGroups waiting for their completion
 )
 
@@ -136,9 +136,9 @@ var groupNames = [...]string{
 // rebalance involves every member's requests, and no one of them owns it. A
 // completion spans the whole rebalance (from its start, GroupEvent
 // Duration) and also links the JoinGroups of the group received since
-// its previous completion (at most 128, the SDK's link limit): the
-// requests that formed the generation, MEMBER_ID_REQUIRED rounds
-// included. They are remembered when received, not answered: a
+// its previous completion (at most 127: with the caused-by link, the
+// SDK's default limit of 128): the requests that formed the generation,
+// MEMBER_ID_REQUIRED rounds included. They are remembered when received, not answered: a
 // follower's JoinGroup is received before the completion it takes part
 // in, while its answer may be written after the leader's SyncGroup has
 // completed the rebalance. Only sampled JoinGroups are remembered; a link
