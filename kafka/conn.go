@@ -79,9 +79,10 @@ type pending struct {
 // body that does not decode) closes the connection and is not reported:
 // there is no request to speak of.
 
-// received reports p, a frame of size bytes complete at at, to the
-// observer and takes the context it returns.
-func (s *Server) received(p *pending, size int, at time.Time) {
+// received reports p, a frame of size bytes complete at at and decoded
+// as req (nil: it did not decode), to the observer and takes the context
+// it returns.
+func (s *Server) received(p *pending, req kmsg.Request, size int, at time.Time) {
 	if !s.observing {
 		return
 	}
@@ -93,6 +94,7 @@ func (s *Server) received(p *pending, size int, at time.Time) {
 		Tenant:   defaultTenant,
 		Size:     size,
 		Received: at,
+		Msg:      req,
 	}
 	p.ctx = s.obs.RequestReceived(p.ctx, p.obs)
 }
@@ -437,7 +439,7 @@ func (s *Server) decode(ctx context.Context, frame []byte, host string, received
 			// Kafka's rule: answer an ApiVersions we cannot parse with
 			// UNSUPPORTED_VERSION in v0 format, so the client can retry
 			// with a version from the list.
-			s.received(&p, len(frame), received)
+			s.received(&p, nil, len(frame), received)
 			p.respond = done(unsupportedApiVersions())
 			p.respVersion = 0
 			return p, nil
@@ -456,7 +458,7 @@ func (s *Server) decode(ctx context.Context, frame []byte, host string, received
 	if err := req.ReadFrom(body); err != nil {
 		return p, fmt.Errorf("%w: decode %s v%d: %v", errBadFrame, kmsg.NameForKey(hdr.key), hdr.version, err)
 	}
-	s.received(&p, len(frame), received)
+	s.received(&p, req, len(frame), received)
 	unanswered = true
 	p.respond = h.fn(p.ctx, s, &hdr, req)
 	p.closeAfter = hdr.closeAfter

@@ -66,7 +66,13 @@ func TestRequestContextReachesHandler(t *testing.T) {
 			if len(snap.Received) != 1 || len(snap.Answered) != 1 {
 				t.Fatalf("%d received, %d answered", len(snap.Received), len(snap.Answered))
 			}
-			want := observe.Request{Key: key, Version: 4, ClientID: "ctx-test", Host: "127.0.0.1", Size: len(frame), Received: received}
+			// Msg is the request the handler decoded: a Heartbeat of
+			// member "nobody".
+			msg, ok := snap.Received[0].Msg.(*kmsg.HeartbeatRequest)
+			if !ok || msg.Group != "g" || msg.MemberID != "nobody" {
+				t.Fatalf("Msg is %#v, want the decoded heartbeat", snap.Received[0].Msg)
+			}
+			want := observe.Request{Key: key, Version: 4, ClientID: "ctx-test", Host: "127.0.0.1", Size: len(frame), Received: received, Msg: msg}
 			if r, ok := observetest.Received(got); !ok || r != want || snap.Received[0] != want {
 				t.Errorf("the handler's context carries %+v (%v), received %+v; want %+v", r, ok, snap.Received[0], want)
 			}

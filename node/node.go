@@ -35,6 +35,7 @@ import (
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/logs"
 	"github.com/cohort-dev/cohort/observe/timeline"
+	"github.com/cohort-dev/cohort/observe/tracing"
 	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
@@ -44,6 +45,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -127,6 +130,26 @@ type Config struct {
 	// events. Metrics, tracing and the rebalance timeline implement it.
 	// Nil: none.
 	Observer observe.Observer
+	// OTLPEndpoint is the OpenTelemetry collector the node sends its
+	// traces to over OTLP/gRPC (--otlp-endpoint): host:port
+	// (plaintext), http://host:port, or https://host:port (TLS). Empty:
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
+	// OTEL_EXPORTER_OTLP_ENDPOINT, if set; with neither (and no
+	// TraceExporter) tracing is off and free: no tracer observes
+	// anything. See observe/tracing for the spans.
+	OTLPEndpoint string
+	// TraceSampleRatio is the share of traces kept when tracing is on
+	// (--trace-sample-ratio), 0 to 1: of Kafka requests, store writes
+	// and gRPC calls (a gRPC caller's own decision stands); rebalance,
+	// member and shard spans are kept whenever it is above 0 (see
+	// tracing.Observer). Nil: OTEL_TRACES_SAMPLER and
+	// OTEL_TRACES_SAMPLER_ARG if set, else 0.01
+	// (tracing.DefaultSampleRatio, which says why).
+	TraceSampleRatio *float64
+	// TraceExporter, if set, turns tracing on with the spans going to it
+	// instead of to OTLP, through the same sampler and batch processor:
+	// for tests and benchmarks. The node shuts it down.
+	TraceExporter sdktrace.SpanExporter
 }
 
 // ErrDataDirLocked is returned by Start when another process (or node in
@@ -137,8 +160,10 @@ var ErrDataDirLocked = errors.New("data directory is in use by another cohort pr
 type Node struct {
 	cfg    Config
 	logger *slog.Logger
-	obs    observe.Observer // the log's, the metrics' and cfg.Observer
+	obs    observe.Observer // the log's, the metrics', the tracer's and cfg.Observer
 	logObs *logs.Observer
+	// tracing is the trace pipeline, nil when tracing is off.
+	tracing *tracing.Pipeline
 	// The admin HTTP listener, when on.
 	registry *prometheus.Registry
 	remote   *remoteOffsets // cluster mode
@@ -189,6 +214,9 @@ const (
 	grpcKeepaliveTimeout   = 20 * time.Second
 	defaultGRPCMaxStreams  = 1000
 	defaultConnectionsIdle = 10 * time.Minute
+	// traceFlushTimeout bounds how long shutdown waits for the last
+	// spans to reach the collector.
+	traceFlushTimeout = 5 * time.Second
 )
 
 // Start opens the data directory and starts serving. If it fails, it has
@@ -217,11 +245,27 @@ func Start(cfg Config) (_ *Node, err error) {
 		metrics = admin.NewMetrics(n.registry)
 		n.timeline = timeline.New(timeline.Options{})
 	}
+	// Tracing likewise, when an endpoint (or exporter) is set: otherwise
+	// it is not in the list at all, so that with nothing else wanting
+	// them the wire server skips request events (observe.WantsRequests).
+	var tracer observe.Observer
+	trcfg := tracing.Config{Endpoint: cfg.OTLPEndpoint, SampleRatio: cfg.TraceSampleRatio, Exporter: cfg.TraceExporter}
+	if cfg.Cluster != nil {
+		trcfg.Attributes = []attribute.KeyValue{attribute.Int("cohort.node_id", int(cfg.Cluster.NodeID))}
+	}
+	if n.tracing, err = tracing.Start(trcfg); err != nil {
+		n.logObs.Close()
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	if n.tracing != nil {
+		tracer = n.tracing.Observer
+		cfg.Logger.Info("cohort tracing", "otlp_endpoint", cfg.OTLPEndpoint, "sample_ratio", n.tracing.Ratio())
+	}
 	var tl observe.Observer
 	if n.timeline != nil {
 		tl = n.timeline
 	}
-	n.obs = observe.Multi(n.logObs, metrics, tl, cfg.Observer)
+	n.obs = observe.Multi(n.logObs, metrics, tl, tracer, cfg.Observer)
 	// Pebble logs a failure to open as well as returning it: hold its
 	// lines until start-up is over, so that a failed start says its cause
 	// once, in the error.
@@ -482,7 +526,7 @@ func (n *Node) startAssigner() (err error) {
 	if streams == 0 {
 		streams = defaultGRPCMaxStreams
 	}
-	n.grpc = grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(grpcMaxRecvMsgSize),
 		grpc.MaxConcurrentStreams(streams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: grpcKeepaliveMinTime, PermitWithoutStream: true}),
@@ -494,7 +538,12 @@ func (n *Node) startAssigner() (err error) {
 			Time:              grpcKeepaliveTime,
 			Timeout:           grpcKeepaliveTimeout,
 		}),
-	)
+	}
+	if n.tracing != nil {
+		// A span per assignment-service call.
+		opts = append(opts, grpc.StatsHandler(n.tracing.GRPCServerHandler()))
+	}
+	n.grpc = grpc.NewServer(opts...)
 	n.assigner.AddTo(n.grpc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -628,6 +677,17 @@ func (n *Node) stop() error {
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close()) // closing releases the flock
 		n.lock = nil
+	}
+	if n.tracing != nil {
+		// Last: the spans of everything above (the final store writes
+		// among them) are queued by now. Traces lost to a collector
+		// that does not answer do not fail the shutdown.
+		ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+		if err := n.tracing.Shutdown(ctx); err != nil {
+			n.logger.Warn("flushing traces", "err", err)
+		}
+		cancel()
+		n.tracing = nil
 	}
 	if n.logObs != nil {
 		n.logObs.Close()

@@ -51,6 +51,14 @@ type Request struct {
 	Tenant   string
 	Size     int // the frame's bytes
 	Received time.Time
+	// Msg is the decoded request; nil for the UNSUPPORTED_VERSION answer
+	// to an ApiVersions that did not decode. Read it only in
+	// RequestReceived (before the handler has it) or RequestAnswered
+	// (after), never change it, and do not keep it. The whole message
+	// rather than the fields an observer may want (a tracer wants a
+	// JoinGroup's group): it is decoded already, so handing it on costs
+	// the wire server nothing per request.
+	Msg kmsg.Request
 }
 
 // API returns the request's API name ("JoinGroup").
@@ -224,6 +232,9 @@ type GroupEvent struct {
 	// assignments are opaque), or a rebalance under way when the shard
 	// loaded.
 	PartitionsMoved int
+	// Leader is, for a classic group's RebalanceCompleted, the new
+	// generation's leader ("" if none, or for other events).
+	Leader string
 	// Duration is, for RebalanceCompleted, how long the rebalance took,
 	// from its first RebalanceStarted: one that starts over (a classic
 	// group back to PreparingRebalance, a consumer group's epoch bumped

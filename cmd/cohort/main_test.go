@@ -22,6 +22,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"serve", "--help"}, 0, "Usage: cohort serve"},
 		{[]string{"serve", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"serve", "--log-level", "loud"}, 2, "invalid --log-level"},
+		{[]string{"serve", "--trace-sample-ratio", "1.5"}, 2, "--trace-sample-ratio must be between 0 and 1"},
+		{[]string{"serve", "--trace-sample-ratio", "-0.1"}, 2, "--trace-sample-ratio must be between 0 and 1"},
 		{[]string{"serve", "--default-partitions", "0"}, 2, "--default-partitions must be"},
 		{[]string{"serve", "--shutdown-timeout", "3"}, 2, "invalid value"},
 		{[]string{"serve", "--max-connections", "0"}, 2, "--max-connections must be at least 1"},
@@ -48,7 +50,8 @@ func TestServeHelpDescribesEveryFlag(t *testing.T) {
 	for _, name := range []string{"kafka-listen", "advertised-kafka-addr", "data-dir", "auto-create-topics",
 		"default-partitions", "max-request-bytes", "log-level", "shutdown-timeout",
 		"max-connections", "max-connections-per-ip", "connections-max-idle", "queued-max-request-bytes",
-		"request-read-timeout", "response-write-timeout", "grpc-max-concurrent-streams", "group-max-pending-members"} {
+		"request-read-timeout", "response-write-timeout", "grpc-max-concurrent-streams", "group-max-pending-members",
+		"otlp-endpoint", "trace-sample-ratio"} {
 		if !strings.Contains(stderr.String(), "-"+name+" ") && !strings.Contains(stderr.String(), "-"+name+"\n") {
 			t.Errorf("serve --help does not describe --%s", name)
 		}

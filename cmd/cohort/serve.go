@@ -14,7 +14,9 @@ import (
 
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/node"
+	"github.com/cohort-dev/cohort/observe/tracing"
 	"github.com/cohort-dev/cohort/topics"
+	"go.opentelemetry.io/otel"
 )
 
 func serve(args []string, stderr io.Writer) int {
@@ -41,6 +43,9 @@ func serve(args []string, stderr io.Writer) int {
 		etcdEndpoints string
 		nodeID        int
 		cc            node.ClusterConfig
+		// Tracing: the ratio counts only when set (flag or
+		// COHORT_TRACE_SAMPLE_RATIO), else OTEL_TRACES_SAMPLER decides.
+		sampleRatio float64
 	)
 	fs.StringVar(&cfg.KafkaListen, "kafka-listen", "127.0.0.1:9092", "`host:port` to accept Kafka clients on (port 0 picks a free port)")
 	fs.StringVar(&cfg.AdvertisedKafkaAddr, "advertised-kafka-addr", "", "`host:port` given to clients in Metadata and FindCoordinator (default: the listen address)")
@@ -86,6 +91,8 @@ func serve(args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Assigner.LeaseTTL, "assigner-lease-ttl", 30*time.Second, "how long an assignment-service consumer whose stream closed keeps its partitions")
 	fs.StringVar(&cfg.AssignerKafkaBootstrap, "assigner-kafka-bootstrap", "", "`host:port,...` of an external Kafka cluster the assignment service asks for the partition counts of topics this node does not host")
 	fs.DurationVar(&cfg.Assigner.Debounce, "assigner-rebalance-debounce", time.Second, "how long assignment-service membership changes settle before a rebalance")
+	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OpenTelemetry collector to send traces to over OTLP/gRPC: `host:port` (plaintext), http://host:port or https://host:port (TLS); empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing (and no cost)")
+	fs.Float64Var(&sampleRatio, "trace-sample-ratio", tracing.DefaultSampleRatio, "share of Kafka requests, store writes and gRPC calls traced, 0 to 1; rebalance, member and shard spans are kept whenever it is above 0; unset: OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG if set, else this default (1 traces every request: about 50% more CPU per heartbeat, see BENCHMARKS.md)")
 	fs.DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let in-flight requests finish before closing connections")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: cohort serve [flags]\n\nRuns a Cohort node until SIGINT or SIGTERM, then shuts down gracefully.\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>\n(e.g. COHORT_KAFKA_LISTEN); a flag on the command line wins.\n\nFlags:\n")
@@ -93,6 +100,15 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "trace-sample-ratio" {
+			cfg.TraceSampleRatio = &sampleRatio
+		}
+	})
+	if !(sampleRatio >= 0 && sampleRatio <= 1) {
+		fmt.Fprintf(stderr, "cohort serve: --trace-sample-ratio must be between 0 and 1, not %v\n", sampleRatio)
+		return 2
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -159,6 +175,10 @@ func serve(args []string, stderr io.Writer) int {
 	cfg.Logger = logger
 	cfg.Groups.NoOffsetsTopic = !*offsetsTopic
 	cfg.Version = versionString()
+	// The OpenTelemetry SDK reports what goes wrong (a collector that
+	// refuses spans) to its process-wide handler, which would print with
+	// the standard log package: into the structured log instead.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("tracing", "err", err) }))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

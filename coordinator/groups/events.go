@@ -188,6 +188,7 @@ func (s *Shard) classicEvent(g *classicGroup, kind observe.GroupEventKind, now t
 		if r.complete(&e, now) {
 			e.PartitionsMoved = classicMoved(r.classicBefore, g)
 		}
+		e.Leader = g.leader
 	}
 	s.report(e)
 }
