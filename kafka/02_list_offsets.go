@@ -71,6 +71,24 @@ func handleListOffsets(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Req
 }
 
 func (s *Server) listOffset(p *topics.Partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	if err := answerListOffset(p, ts, sp); err != nil {
+		s.logger.Error("list offsets", "topic", p.Topic, "partition", p.Index, "err", err)
+		sp.ErrorCode = errorCode(err)
+	}
+}
+
+// offsetLog is what ListOffsets reads of a partition: a topic's, or one
+// of __consumer_offsets.
+type offsetLog interface {
+	Offsets() (logStart, highWatermark int64)
+	MaxTimestamp() (offset, at int64, found bool, err error)
+	OffsetForTimestamp(ts int64) (offset, at int64, found bool, err error)
+}
+
+// answerListOffset fills sp with p's offset for the request's timestamp
+// ts (latest, earliest, the max timestamp, or the first record at or
+// after ts), or returns the error that kept it from reading.
+func answerListOffset(p offsetLog, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
 	start, hw := p.Offsets()
 	var (
 		off, at int64
@@ -88,16 +106,14 @@ func (s *Server) listOffset(p *topics.Partition, ts int64, sp *kmsg.ListOffsetsR
 		off, at, found, err = p.OffsetForTimestamp(ts)
 	}
 	if err != nil {
-		s.logger.Error("list offsets", "topic", p.Topic, "partition", p.Index, "err", err)
-		sp.ErrorCode = errorCode(err)
-		return
+		return err
 	}
 	sp.LeaderEpoch = 0
 	if found {
-		sp.Offset = off
-		sp.Timestamp = -1
+		sp.Offset, sp.Timestamp = off, -1
 		if ts == tsMax || ts >= 0 {
 			sp.Timestamp = at
 		}
 	}
+	return nil
 }

@@ -157,32 +157,8 @@ func (s *Server) listOffsetsOffsets(rp kmsg.ListOffsetsRequestTopicPartition, sp
 		sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 		return
 	}
-	start, hw := p.Offsets()
-	var (
-		off, at int64
-		found   bool
-		err     error
-	)
-	switch ts := rp.Timestamp; {
-	case ts == tsLatest:
-		off, found = hw, true
-	case ts == tsEarliest || ts == tsEarliestLo:
-		off, found = start, true
-	case ts == tsMax:
-		off, at, found, err = p.MaxTimestamp()
-	case ts >= 0:
-		off, at, found, err = p.OffsetForTimestamp(ts)
-	}
-	if err != nil {
+	if err := answerListOffset(p, rp.Timestamp, sp); err != nil {
 		sp.ErrorCode = offsetsErrorCode(err)
-		return
-	}
-	sp.LeaderEpoch = 0
-	if found {
-		sp.Offset, sp.Timestamp = off, -1
-		if rp.Timestamp == tsMax || rp.Timestamp >= 0 {
-			sp.Timestamp = at
-		}
 	}
 }
 
