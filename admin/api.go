@@ -40,6 +40,9 @@ type APISource interface {
 	// Inspect summarises every group this node coordinates, all tenants
 	// (coordinator.Coordinator.Inspect).
 	Inspect(ctx context.Context) ([]groups.Summary, error)
+	// InspectGroup summarises one group, reading its shard alone; ok is
+	// false when this node does not coordinate it.
+	InspectGroup(ctx context.Context, tenant, group string) (sum groups.Summary, ok bool, err error)
 	// Handle serves a group API request for tenant.
 	Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response
 	// Topics lists the topics, sorted by name.
@@ -348,18 +351,17 @@ func seconds(d *time.Duration) *float64 {
 }
 
 func (a *API) find(w http.ResponseWriter, r *http.Request) (groups.Summary, bool) {
-	sums, err := a.cfg.Source.Inspect(r.Context())
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "reading the groups: "+err.Error())
-		return groups.Summary{}, false
-	}
 	tenant, name := r.URL.Query().Get("tenant"), r.PathValue("group")
-	i := slices.IndexFunc(sums, func(s groups.Summary) bool { return s.Tenant == tenant && s.Group == name })
-	if i < 0 {
+	sum, ok, err := a.cfg.Source.InspectGroup(r.Context(), tenant, name)
+	switch {
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "reading the group: "+err.Error())
+		return groups.Summary{}, false
+	case !ok:
 		writeError(w, http.StatusNotFound, "group "+strconv.Quote(name)+" not found on this node")
 		return groups.Summary{}, false
 	}
-	return sums[i], true
+	return sum, true
 }
 
 func (a *API) groupTimeline(w http.ResponseWriter, r *http.Request) {

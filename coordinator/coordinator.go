@@ -388,6 +388,25 @@ func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
 	return out, nil
 }
 
+// InspectGroup returns the summary of one tenant's group, from its shard
+// alone; ok is false if this coordinator does not have it (its shard is
+// another node's, loading, or the group does not exist).
+func (c *Coordinator) InspectGroup(ctx context.Context, tenant, group string) (sum groups.Summary, ok bool, err error) {
+	ch, code := c.set.Submit(ctx, uint16(c.ShardFor(tenant, group)), Request{Cmd: groups.InspectCmd{Only: &groups.GroupRef{Tenant: tenant, Group: group}}})
+	if code != 0 {
+		return groups.Summary{}, false, nil
+	}
+	select {
+	case r := <-ch:
+		if sums, _ := r.Out.([]groups.Summary); len(sums) == 1 {
+			return sums[0], true, nil
+		}
+		return groups.Summary{}, false, nil
+	case <-ctx.Done():
+		return groups.Summary{}, false, ctx.Err()
+	}
+}
+
 // failReply answers a request the shard could not complete: a Kafka
 // request with its API's error response, a command with nothing.
 func failReply(req Request, code int16) Reply {

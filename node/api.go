@@ -53,6 +53,10 @@ func (s apiSource) Inspect(ctx context.Context) ([]groups.Summary, error) {
 	return s.n.groups.Inspect(ctx)
 }
 
+func (s apiSource) InspectGroup(ctx context.Context, tenant, group string) (groups.Summary, bool, error) {
+	return s.n.groups.InspectGroup(ctx, tenant, group)
+}
+
 func (s apiSource) Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response {
 	return s.n.groups.Handle(ctx, coordinator.Request{Msg: req, Tenant: tenant, ClientID: "cohort-admin"})()
 }

@@ -11,10 +11,15 @@ import (
 	"slices"
 )
 
-// InspectCmd asks for a Summary of every group of the shard, all tenants;
-// its Reply's Out is a []Summary sorted by tenant, then group. It writes
-// nothing.
-type InspectCmd struct{}
+// InspectCmd asks for a Summary of every group of the shard, all tenants,
+// or, with Only set, of that one group; its Reply's Out is a []Summary
+// sorted by tenant, then group. It writes nothing.
+type InspectCmd struct {
+	Only *GroupRef
+}
+
+// GroupRef names a tenant's group.
+type GroupRef struct{ Tenant, Group string }
 
 // Summary is one group as InspectCmd reports it.
 type Summary struct {
@@ -45,9 +50,18 @@ type OffsetSummary struct {
 
 // inspect builds the shard's summaries, as ListGroups lists groups (a
 // dead classic group is left out).
-func (s *Shard) inspect() []Summary {
+func (s *Shard) inspect(only *GroupRef) []Summary {
 	var out []Summary
-	for _, e := range s.sortedGroups() {
+	entries := s.sortedGroups
+	if only != nil {
+		entries = func() []*group {
+			if g := s.lookup(only.Tenant, only.Group); g != nil {
+				return []*group{g}
+			}
+			return nil
+		}
+	}
+	for _, e := range entries() {
 		sum := Summary{Tenant: e.tenant, Group: e.name, ID: e.id}
 		switch {
 		case e.consumer != nil:

@@ -182,7 +182,7 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID})
 		return s.flush()
 	case InspectCmd:
-		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: s.inspect()})
+		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: s.inspect(c.Only)})
 		return s.flush()
 	}
 	api, ok := apis[kmsg.Key(req.Msg.Key())]
