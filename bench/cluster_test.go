@@ -19,6 +19,7 @@ import (
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/etcdtest"
+	"github.com/cohort-dev/cohort/internal/loadgen"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/store/etcd"
@@ -104,7 +105,7 @@ func waitTopicEverywhere(b *testing.B, addrs []string, topic string) {
 			continue
 		}
 		seen[a] = true
-		c, err := dialRaw(a, "bench-wait")
+		c, err := loadgen.Dial(a, "bench-wait")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func waitTopicEverywhere(b *testing.B, addrs []string, topic string) {
 			rt := kmsg.NewMetadataRequestTopic()
 			rt.Topic = kmsg.StringPtr(topic)
 			req.Topics = append(req.Topics, rt)
-			resp, err := do[*kmsg.MetadataResponse](c, 12, req)
+			resp, err := loadgen.Do[*kmsg.MetadataResponse](c, 12, req)
 			if err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 {
 				break
 			}
@@ -293,9 +294,9 @@ func BenchmarkClusterLoadShard(b *testing.B) {
 	if err := co.Load(0); err != nil {
 		b.Fatal(err)
 	}
-	if err := parallel(groups, 16, func(g int) error {
+	if err := loadgen.Parallel(groups, 16, func(g int) error {
 		req := kmsg.NewPtrOffsetCommitRequest()
-		req.Version = commitVersion
+		req.Version = loadgen.CommitVersion
 		req.Group, req.Generation = fmt.Sprintf("load-%d", g), -1
 		rt := kmsg.NewOffsetCommitRequestTopic()
 		rt.Topic = "t"
@@ -306,7 +307,7 @@ func BenchmarkClusterLoadShard(b *testing.B) {
 		}
 		req.Topics = append(req.Topics, rt)
 		resp := co.Handle(context.Background(), coordinator.Request{Msg: req})().(*kmsg.OffsetCommitResponse)
-		return checkCommit(req, resp)
+		return loadgen.CheckCommit(req, resp)
 	}); err != nil {
 		b.Fatal(err)
 	}

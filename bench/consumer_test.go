@@ -23,6 +23,7 @@ import (
 
 	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/internal/loadgen"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -168,7 +169,7 @@ func (t *ownTracker) held() (partitions, members int, err error) {
 
 type cgMember struct {
 	i     int
-	c     *rawConn
+	c     *loadgen.Conn
 	group string
 	topic string
 	id    string
@@ -181,7 +182,7 @@ type cgMember struct {
 	interval time.Duration
 }
 
-func newCGMember(i int, c *rawConn, group, topic string, tr *ownTracker) *cgMember {
+func newCGMember(i int, c *loadgen.Conn, group, topic string, tr *ownTracker) *cgMember {
 	return &cgMember{i: i, c: c, group: group, topic: topic, id: fmt.Sprintf("%s-m%04d-%08x", group, i, rand.Uint32()), tr: tr}
 }
 
@@ -200,12 +201,12 @@ func (m *cgMember) beat() (bool, error) {
 			req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: m.topicID, Partitions: m.owned})
 		}
 	}
-	resp, err := do[*kmsg.ConsumerGroupHeartbeatResponse](m.c, cgHeartbeatVersion, req)
+	resp, err := loadgen.Do[*kmsg.ConsumerGroupHeartbeatResponse](m.c, cgHeartbeatVersion, req)
 	if err != nil {
 		return false, err
 	}
 	if resp.ErrorCode != 0 {
-		return false, fmt.Errorf("ConsumerGroupHeartbeat of %s at epoch %d: %w", m.id, m.epoch, codeErr(resp.ErrorCode))
+		return false, fmt.Errorf("ConsumerGroupHeartbeat of %s at epoch %d: %w", m.id, m.epoch, kerr.ErrorForCode(resp.ErrorCode))
 	}
 	m.epoch = resp.MemberEpoch
 	m.interval = time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
@@ -284,14 +285,14 @@ func (m *cgMember) leave() error {
 	}
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = m.group, m.id, -1, -1
-	_, err := do[*kmsg.ConsumerGroupHeartbeatResponse](m.c, cgHeartbeatVersion, req)
+	_, err := loadgen.Do[*kmsg.ConsumerGroupHeartbeatResponse](m.c, cgHeartbeatVersion, req)
 	return err
 }
 
-func describeConsumerGroup(c *rawConn, group string) (kmsg.ConsumerGroupDescribeResponseGroup, error) {
+func describeConsumerGroup(c *loadgen.Conn, group string) (kmsg.ConsumerGroupDescribeResponseGroup, error) {
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = []string{group}
-	resp, err := do[*kmsg.ConsumerGroupDescribeResponse](c, cgDescribeVersion, req)
+	resp, err := loadgen.Do[*kmsg.ConsumerGroupDescribeResponse](c, cgDescribeVersion, req)
 	if err != nil {
 		return kmsg.ConsumerGroupDescribeResponseGroup{}, err
 	}
@@ -301,7 +302,7 @@ func describeConsumerGroup(c *rawConn, group string) (kmsg.ConsumerGroupDescribe
 // waitStable polls ConsumerGroupDescribe every 10 ms until the group is
 // Stable with n members at an epoch of at least minEpoch, and returns
 // when it first saw that.
-func waitStable(ctx context.Context, c *rawConn, group string, n int, minEpoch int32, errc <-chan error) (time.Time, int32, error) {
+func waitStable(ctx context.Context, c *loadgen.Conn, group string, n int, minEpoch int32, errc <-chan error) (time.Time, int32, error) {
 	for {
 		d, err := describeConsumerGroup(c, group)
 		if err != nil {
@@ -325,7 +326,7 @@ func waitStable(ctx context.Context, c *rawConn, group string, n int, minEpoch i
 
 type classicMember struct {
 	i     int
-	c     *rawConn
+	c     *loadgen.Conn
 	group string
 	topic string
 	parts int32
@@ -346,7 +347,7 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 		join.Group, join.MemberID, join.ProtocolType = m.group, memberID, "consumer"
 		join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 45000, 60000
 		join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: metadata}}
-		jr, err := do[*kmsg.JoinGroupResponse](m.c, joinVersion, join)
+		jr, err := loadgen.Do[*kmsg.JoinGroupResponse](m.c, loadgen.JoinVersion, join)
 		if err != nil {
 			return err
 		}
@@ -356,18 +357,18 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 			memberID = jr.MemberID
 			continue
 		default:
-			return fmt.Errorf("JoinGroup: %w", codeErr(jr.ErrorCode))
+			return fmt.Errorf("JoinGroup: %w", kerr.ErrorForCode(jr.ErrorCode))
 		}
 		memberID = jr.MemberID
 		sync := kmsg.NewPtrSyncGroupRequest()
 		sync.Group, sync.Generation, sync.MemberID = m.group, jr.Generation, memberID
 		sync.ProtocolType, sync.Protocol = kmsg.StringPtr("consumer"), jr.Protocol
 		if jr.LeaderID == memberID {
-			if sync.GroupAssignment, err = rangeAssign(m.topic, m.parts, jr.Members); err != nil {
+			if sync.GroupAssignment, err = loadgen.RangeAssign(m.topic, m.parts, jr.Members); err != nil {
 				return err
 			}
 		}
-		sr, err := do[*kmsg.SyncGroupResponse](m.c, syncVersion, sync)
+		sr, err := loadgen.Do[*kmsg.SyncGroupResponse](m.c, loadgen.SyncVersion, sync)
 		if err != nil {
 			return err
 		}
@@ -375,7 +376,7 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 			continue
 		}
 		if sr.ErrorCode != 0 {
-			return fmt.Errorf("SyncGroup: %w", codeErr(sr.ErrorCode))
+			return fmt.Errorf("SyncGroup: %w", kerr.ErrorForCode(sr.ErrorCode))
 		}
 		var a kmsg.ConsumerMemberAssignment
 		if err := a.ReadFrom(sr.MemberAssignment); err != nil {
@@ -400,7 +401,7 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 				leave := kmsg.NewPtrLeaveGroupRequest()
 				leave.Group = m.group
 				leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: memberID}}
-				_, err := do[*kmsg.LeaveGroupResponse](m.c, leaveVersion, leave)
+				_, err := loadgen.Do[*kmsg.LeaveGroupResponse](m.c, loadgen.LeaveVersion, leave)
 				return err
 			case <-fast:
 				t.Stop()
@@ -411,7 +412,7 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 			}
 			hb := kmsg.NewPtrHeartbeatRequest()
 			hb.Group, hb.Generation, hb.MemberID = m.group, jr.Generation, memberID
-			hr, err := do[*kmsg.HeartbeatResponse](m.c, heartbeatVersion, hb)
+			hr, err := loadgen.Do[*kmsg.HeartbeatResponse](m.c, loadgen.HeartbeatVersion, hb)
 			if err != nil {
 				return err
 			}
@@ -427,7 +428,7 @@ func (m *classicMember) run(stop <-chan struct{}, fast <-chan struct{}) error {
 				m.owned = nil
 				break beating
 			default:
-				return fmt.Errorf("Heartbeat: %w", codeErr(hr.ErrorCode))
+				return fmt.Errorf("Heartbeat: %w", kerr.ErrorForCode(hr.ErrorCode))
 			}
 		}
 	}
@@ -577,14 +578,14 @@ func benchScaleOut(b *testing.B, addr string, consumer bool) {
 // stopMembers gives stopped members 30 s to leave (a classic member may
 // be in a JoinGroup the coordinator holds), then closes their connections,
 // which ends whatever they are waiting for.
-func stopMembers(wg *sync.WaitGroup, conns []*rawConn) {
+func stopMembers(wg *sync.WaitGroup, conns []*loadgen.Conn) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
 	}
-	closeAll(conns)
+	loadgen.CloseAll(conns)
 	<-done
 }
 
@@ -708,12 +709,12 @@ func BenchmarkConsumerHeartbeat(b *testing.B) {
 	var mu sync.Mutex
 	var members []*cgMember
 	t0 := time.Now()
-	if err := parallel(hbGroups, hbJoinParallel, func(g int) error {
-		conns, err := dialN(addr, 4, "bench-cg-heartbeat")
+	if err := loadgen.Parallel(hbGroups, hbJoinParallel, func(g int) error {
+		conns, err := loadgen.DialN(addr, 4, "bench-cg-heartbeat")
 		if err != nil {
 			return err
 		}
-		defer closeAll(conns)
+		defer loadgen.CloseAll(conns)
 		group := fmt.Sprintf("cg-heartbeat-%d", g)
 		gm := make([]*cgMember, hbMembersPerGroup)
 		for i := range gm {
@@ -767,15 +768,15 @@ func BenchmarkConsumerHeartbeat(b *testing.B) {
 
 // cgHeartbeatPipelined sends one plain heartbeat for each member on c,
 // with up to depth in flight, and checks every answer.
-func cgHeartbeatPipelined(c *rawConn, members []*cgMember, depth int) error {
-	return pipelined(c, members, depth,
+func cgHeartbeatPipelined(c *loadgen.Conn, members []*cgMember, depth int) error {
+	return loadgen.Pipelined(c, members, depth,
 		func(m *cgMember) kmsg.Request {
 			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 			req.SetVersion(cgHeartbeatVersion)
 			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = m.group, m.id, m.epoch, -1
 			return req
 		},
-		func(m *cgMember, r kmsg.Response) error {
+		func(m *cgMember, r kmsg.Response, _ time.Duration) error {
 			resp := r.(*kmsg.ConsumerGroupHeartbeatResponse)
 			if resp.ErrorCode != 0 || resp.MemberEpoch != m.epoch || resp.Assignment != nil {
 				return fmt.Errorf("heartbeat of %s at epoch %d: %v, epoch %d, assignment %v", m.id, m.epoch, kerr.ErrorForCode(resp.ErrorCode), resp.MemberEpoch, resp.Assignment != nil)
