@@ -132,44 +132,11 @@ func waitTopicEverywhere(b *testing.B, addrs []string, topic string) {
 // while a shard has no owner yet.
 func coordinatorAddrs(b *testing.B, addr string, groups []string) []string {
 	b.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := loadgen.Coordinators(ctx, []string{addr}, groups)
 	if err != nil {
 		b.Fatal(err)
-	}
-	defer cl.Close()
-	out := make([]string, len(groups))
-	for i := 0; i < len(groups); i += 100 {
-		batch := groups[i:min(i+100, len(groups))]
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.CoordinatorKeys = batch
-			resp, err := req.RequestWith(ctx, cl)
-			cancel()
-			ok := err == nil
-			if ok {
-				at := map[string]string{}
-				for _, c := range resp.Coordinators {
-					if c.ErrorCode != 0 {
-						ok = false
-						break
-					}
-					at[c.Key] = fmt.Sprintf("%s:%d", c.Host, c.Port)
-				}
-				for k, g := range batch {
-					out[i+k] = at[g]
-					ok = ok && at[g] != ""
-				}
-			}
-			if ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("FindCoordinator: %v", err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
 	}
 	return out
 }

@@ -368,14 +368,14 @@ func benchHeartbeat(b *testing.B, tg groupTarget) {
 	var perMember float64
 	t0 := time.Now()
 	before := heapAfterGC()
-	members, err := loadgen.JoinGroups(addr, "bench-heartbeat", loadgen.RebalanceParams{
+	members, err := loadgen.JoinGroups(slices.Repeat([]string{addr}, hbGroups), "bench-heartbeat", loadgen.RebalanceParams{
 		Topic:          hbTopic,
 		Partitions:     hbPartitions,
 		Session:        5 * time.Minute,
 		Rebalance:      60 * time.Second,
 		HeartbeatEvery: loadgen.MemberHeartbeat,
 		Deadline:       5 * time.Minute,
-	}, hbGroups, hbMembersPerGroup, hbJoinParallel, func(g int) string { return fmt.Sprintf("heartbeat-%d", g) })
+	}, hbMembersPerGroup, hbJoinParallel, func(g int) string { return fmt.Sprintf("heartbeat-%d", g) })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@
 //
 //	cohort serve     run a node
 //	cohort groups    list, describe, delete and seek consumer groups
+//	cohort bench     load-generate commits, joins or heartbeats against a broker
 //	cohort version   print the version
 package main
 
@@ -29,6 +30,8 @@ Commands:
   serve     run a Cohort node (Kafka listener, embedded store, topic log)
   groups    list, describe, lag, delete, delete-offsets, seek consumer groups
             (Kafka protocol: works against any Kafka-compatible broker)
+  bench     load generator: commits, join, heartbeats against Cohort, kfake
+            or any Kafka-compatible broker (offsets/s, p50/p99, generations)
   version   print the version
 
 Run 'cohort <command> --help' for a command's flags.
@@ -48,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "groups":
 		return groups(args[1:], stdout, stderr)
+	case "bench":
+		return bench(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

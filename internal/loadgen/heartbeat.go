@@ -17,18 +17,19 @@ type Member struct {
 	Gen   int32
 }
 
-// JoinGroups forms groups groups of perGroup members each, up to
-// parallel groups at a time, each with its own connections (one per
-// member, closed once the group is formed: that does not end a member,
-// whose session runs on). p is every group's parameters but its name,
-// which is name(g). It returns every member.
-func JoinGroups(addr, clientID string, p RebalanceParams, groups, perGroup, parallel int, name func(g int) string) ([]Member, error) {
+// JoinGroups forms len(addrs) groups of perGroup members each, group g
+// at its coordinator addrs[g], up to parallel groups at a time, each with
+// its own connections (one per member, closed once the group is formed:
+// that does not end a member, whose session runs on). p is every group's
+// parameters but its name, which is name(g). It returns every member.
+func JoinGroups(addrs []string, clientID string, p RebalanceParams, perGroup, parallel int, name func(g int) string) ([]Member, error) {
+	groups := len(addrs)
 	var (
 		mu      sync.Mutex
 		members = make([]Member, 0, groups*perGroup)
 	)
 	err := Parallel(groups, parallel, func(g int) error {
-		conns, err := DialN(addr, perGroup, clientID)
+		conns, err := DialN(addrs[g], perGroup, clientID)
 		if err != nil {
 			return err
 		}

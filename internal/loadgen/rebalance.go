@@ -376,20 +376,24 @@ func RangeAssign(topic string, partitions int32, members []kmsg.JoinGroupRespons
 
 // LeaveAll makes every member of a finished run leave in one batched
 // LeaveGroup, so that the group does not linger until its sessions expire.
-func (r *Rebalance) LeaveAll() error {
+func (r *Rebalance) LeaveAll() error { return Leave(r.conns[0], r.p.Group, r.memberIDs) }
+
+// Leave makes the members ids of group leave in one batched LeaveGroup v5
+// (KIP-345) on c.
+func Leave(c *Conn, group string, ids []string) error {
 	leave := kmsg.NewPtrLeaveGroupRequest()
-	leave.Group = r.p.Group
-	for _, id := range r.memberIDs {
+	leave.Group = group
+	for _, id := range ids {
 		m := kmsg.NewLeaveGroupRequestMember()
 		m.MemberID = id
 		leave.Members = append(leave.Members, m)
 	}
-	resp, err := Do[*kmsg.LeaveGroupResponse](r.conns[0], LeaveVersion, leave)
+	resp, err := Do[*kmsg.LeaveGroupResponse](c, LeaveVersion, leave)
 	if err != nil {
 		return err
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return fmt.Errorf("LeaveGroup: %w", err)
+		return fmt.Errorf("LeaveGroup %s: %w", group, err)
 	}
 	return nil
 }
