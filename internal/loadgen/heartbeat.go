@@ -63,7 +63,7 @@ func Heartbeats(c *Conn, members []Member, depth int, lat func(time.Duration)) e
 		},
 		func(m Member, r kmsg.Response, took time.Duration) error {
 			if code := r.(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
-				return fmt.Errorf("Heartbeat of %s in %s (generation %d): %w", m.ID, m.Group, m.Gen, kerr.ErrorForCode(code))
+				return fmt.Errorf("heartbeat of %s in %s (generation %d): %w", m.ID, m.Group, m.Gen, kerr.ErrorForCode(code))
 			}
 			if lat != nil {
 				lat(took)

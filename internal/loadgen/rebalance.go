@@ -325,7 +325,7 @@ func (r *Rebalance) heartbeatUntilDone(c *Conn, memberID string, gen int32) (int
 		case kerr.UnknownMemberID.Code:
 			return rejoinAnew, nil
 		default:
-			return 0, fmt.Errorf("Heartbeat: %w", kerr.ErrorForCode(hr.ErrorCode))
+			return 0, fmt.Errorf("heartbeat: %w", kerr.ErrorForCode(hr.ErrorCode))
 		}
 		t.Reset(r.p.HeartbeatEvery)
 	}
