@@ -727,7 +727,7 @@ func TestConsumerGroupSIGKILL(t *testing.T) {
 	// Commits, acknowledged, with a's current epoch.
 	commit := kmsg.NewPtrOffsetCommitRequest()
 	commit.Group, commit.MemberID, commit.Generation = group, "member-a", 1
-	ct := kmsg.OffsetCommitRequestTopic{Topic: topic}
+	ct := kmsg.OffsetCommitRequestTopic{Topic: topic, TopicID: topicID} // kgo sends v10: by id
 	for p := range int32(cgPartitions) {
 		ct.Partitions = append(ct.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p, Offset: int64(100 + p)})
 	}

@@ -867,13 +867,20 @@ func reloadFranzMember(ctx context.Context, c *reloadCheck, m int, opts ...kgo.O
 			return
 		}
 		sent := map[string]map[int32]int64{}
+		names := map[[16]byte]string{}
 		for _, rt := range req.Topics {
 			sent[rt.Topic] = map[int32]int64{}
+			names[rt.TopicID] = rt.Topic
 			for _, rp := range rt.Partitions {
 				sent[rt.Topic][rp.Partition] = rp.Offset
 			}
 		}
 		for _, rt := range resp.Topics {
+			if rt.Topic == "" {
+				// v10 answers by id; kgo names the topics of the
+				// response only for a commit of its current session.
+				rt.Topic = names[rt.TopicID]
+			}
 			for _, rp := range rt.Partitions {
 				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 					c.clientErr(m, fmt.Sprintf("commit of partition %d", rp.Partition), err)

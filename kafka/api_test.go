@@ -580,7 +580,7 @@ func TestVersionSweep(t *testing.T) {
 		},
 	}
 
-	for k, c := range groupSweepCases(topic) {
+	for k, c := range groupSweepCases(topic, topicID) {
 		cases[k] = c
 	}
 	av := roundTrip[*kmsg.ApiVersionsResponse](setup, 0, kmsg.NewPtrApiVersionsRequest())

@@ -62,7 +62,7 @@ const fuzzTopic = "t"
 // placeholderID stands for fuzzTopic's id in the seeds: topic ids are
 // random, so the harness replaces these 16 bytes with the real id before
 // decoding, letting requests by id (Produce and Fetch v13+, Metadata v10+,
-// DeleteTopics v6) reach the topic.
+// DeleteTopics v6, OffsetCommit and OffsetFetch v10) reach the topic.
 var placeholderID = [16]byte{0xc0, 0x40, 0x27, 0xf0, 0x22, 0x01, 0x4e, 0x3a, 0x9d, 0x5b, 0x6c, 0x11, 0x7e, 0x8f, 0x90, 0xa1}
 
 // fuzzMaxPartitions bounds the partitions one fuzzed request may create.
@@ -567,7 +567,7 @@ func seedRequest(key int16) kmsg.Request {
 	case kmsg.OffsetCommit:
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Group, req.Generation = "g", -1
-		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: fuzzTopic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: fuzzTopic, TopicID: placeholderID, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
 			{Partition: 0, Offset: 1, Metadata: kmsg.StringPtr("m")}, {Partition: 9, Offset: 1},
 		}}}
 		return req
@@ -575,7 +575,7 @@ func seedRequest(key int16) kmsg.Request {
 		req := kmsg.NewPtrOffsetFetchRequest()
 		req.Group = "g"
 		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: fuzzTopic, Partitions: []int32{0, 1}}}
-		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: fuzzTopic, Partitions: []int32{0}}}}, {Group: "h"}}
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: fuzzTopic, TopicID: placeholderID, Partitions: []int32{0}}}}, {Group: "h"}}
 		return req
 	case kmsg.OffsetDelete:
 		req := kmsg.NewPtrOffsetDeleteRequest()

@@ -96,8 +96,9 @@ func describeGroup(t *testing.T, c *rawClient, group string) kmsg.DescribeGroups
 	return resp.Groups[0]
 }
 
-// groupSweepCases are TestVersionSweep's cases for the group APIs.
-func groupSweepCases(topic string) map[int16]sweepCase {
+// groupSweepCases are TestVersionSweep's cases for the group APIs; topicID
+// is topic's id (OffsetCommit and OffsetFetch v10 name topics by id).
+func groupSweepCases(topic string, topicID [16]byte) map[int16]sweepCase {
 	name := func(key kmsg.Key, v int16) string { return fmt.Sprintf("sweep-%s-v%d", key.Name(), v) }
 	heartbeat := func(g, member string) *kmsg.ConsumerGroupHeartbeatRequest {
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
@@ -226,12 +227,16 @@ func groupSweepCases(topic string) map[int16]sweepCase {
 			req := kmsg.NewPtrOffsetCommitRequest()
 			req.Group, req.Generation, req.RetentionTimeMillis = g, -1, -1
 			meta := "m"
-			req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+			req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, TopicID: topicID, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
 				{Partition: 0, Offset: 1, Timestamp: -1, LeaderEpoch: -1, Metadata: &meta},
 				{Partition: 7, Offset: 1, Timestamp: -1, LeaderEpoch: -1, Metadata: &meta},
 			}}}
 			return req, func(r kmsg.Response) {
-				ps := r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions
+				rt := r.(*kmsg.OffsetCommitResponse).Topics[0]
+				if v >= 10 && rt.TopicID != topicID || v < 10 && rt.Topic != topic {
+					t.Errorf("response names topic %q / %x", rt.Topic, rt.TopicID)
+				}
+				ps := rt.Partitions
 				wantCode(t, "commit p0", ps[0].ErrorCode, nil)
 				wantCode(t, "commit p7", ps[1].ErrorCode, kerr.UnknownTopicOrPartition)
 				if got := fetchOffset(t, c, g, topic); got.Offset != 1 || *got.Metadata != "m" {
@@ -245,7 +250,7 @@ func groupSweepCases(topic string) map[int16]sweepCase {
 			req := kmsg.NewPtrOffsetFetchRequest()
 			req.Group = g
 			req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: topic, Partitions: []int32{0, 1}}}
-			req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: g, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: topic, Partitions: []int32{0, 1}}}}}
+			req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: g, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: topic, TopicID: topicID, Partitions: []int32{0, 1}}}}}
 			return req, func(r kmsg.Response) {
 				resp := r.(*kmsg.OffsetFetchResponse)
 				type part struct {
@@ -262,6 +267,9 @@ func groupSweepCases(topic string) map[int16]sweepCase {
 					}
 				} else {
 					wantCode(t, "fetch group", resp.Groups[0].ErrorCode, nil)
+					if rt := resp.Groups[0].Topics[0]; v >= 10 && rt.TopicID != topicID || v < 10 && rt.Topic != topic {
+						t.Errorf("response names topic %q / %x", rt.Topic, rt.TopicID)
+					}
 					for _, p := range resp.Groups[0].Topics[0].Partitions {
 						got = append(got, part{p.Offset, p.LeaderEpoch, *p.Metadata, p.ErrorCode})
 					}

@@ -18,7 +18,10 @@ package groups
 //   - v9: GROUP_ID_NOT_FOUND (not ILLEGAL_GENERATION) for a member commit
 //     to a group that does not exist; consumer groups check the member
 //     epoch (KIP-848).
-//   - v10 (topic ids) is not served.
+//   - v10: topics by id, not name (KIP-848's topic ids, KAFKA-14690),
+//     resolved against the broker's topic catalog; every partition of an
+//     id the broker does not have is answered UNKNOWN_TOPIC_ID, as
+//     Kafka's KafkaApis, and the response names topics by id.
 //
 // As Kafka's KafkaApis, partitions the broker does not have are answered
 // UNKNOWN_TOPIC_OR_PARTITION before the group is consulted; when none is
@@ -28,12 +31,12 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(&API{Key: kmsg.OffsetCommit, MinVersion: 0, MaxVersion: 9,
+	register(&API{Key: kmsg.OffsetCommit, MinVersion: 0, MaxVersion: 10,
 		Groups: oneGroup(func(r *kmsg.OffsetCommitRequest) string { return r.Group })},
 		(*Shard).offsetCommit,
 		func(r *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, code int16) {
 			for _, t := range r.Topics {
-				rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
+				rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 				for _, p := range t.Partitions {
 					rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
 				}

@@ -16,12 +16,17 @@ package groups
 //   - v8: several groups per request (KIP-709), split across shards.
 //   - v9: MemberID and MemberEpoch, for consumer-protocol groups
 //     (KIP-848); a classic group ignores them.
-//   - v10 (topic ids) is not served.
+//   - v10: topics by id, not name (KAFKA-14691), in the request and the
+//     response. A requested id the broker does not have is answered
+//     UNKNOWN_TOPIC_ID in each of its partitions; an offset stamped with
+//     another id (an older topic of the same name) is -1 (KAFKA-19154);
+//     asked for every offset, topics the broker no longer has (no id to
+//     answer with) are left out, as Kafka leaves them out.
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	a := &API{Key: kmsg.OffsetFetch, MinVersion: 0, MaxVersion: 9}
+	a := &API{Key: kmsg.OffsetFetch, MinVersion: 0, MaxVersion: 10}
 	manyGroups(a,
 		func(r *kmsg.OffsetFetchRequest) []string {
 			if r.Version < 8 {

@@ -129,7 +129,32 @@ func fuzzSeeds() [][]byte {
 		joins = append(joins, fuzzStep(0, join, 9, 0)...)
 	}
 	joins = append(joins, fuzzStep(0, join, 5, 50)...)
-	return [][]byte{one, joins, consumerSeed()}
+	return [][]byte{one, joins, consumerSeed(), topicIDSeed()}
+}
+
+// topicIDSeed: OffsetCommit and OffsetFetch v10, which name topics by id:
+// a commit to a known id and an unknown one, a fetch of both, and a fetch
+// of every offset.
+func topicIDSeed() []byte {
+	unknown := [16]byte{0xee}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "g", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{
+		{TopicID: topicT, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3}, {Partition: 9, Offset: 1}}},
+		{TopicID: unknown, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 4}}},
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", Topics: []kmsg.OffsetFetchRequestGroupTopic{
+		{TopicID: topicT, Partitions: []int32{0, 1}},
+		{TopicID: unknown, Partitions: []int32{0}},
+	}}}
+	all := kmsg.NewPtrOffsetFetchRequest()
+	all.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}}
+	var b []byte
+	b = append(b, fuzzStep(4, commit, 10, 1)...)
+	b = append(b, fuzzStep(5, fetch, 10, 1)...)
+	b = append(b, fuzzStep(5, all, 10, 1)...)
+	return b
 }
 
 // consumerSeed: two KIP-848 members join (v1, client-chosen ids), the

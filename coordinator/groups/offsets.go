@@ -60,12 +60,25 @@ func (s *Shard) partition(cat *machine.Catalog, topic string, p int32) ([16]byte
 	return t.ID, true
 }
 
+// topicName resolves a topic id (OffsetCommit and OffsetFetch v10) to the
+// broker's name for it, or false if the broker has no topic with that id
+// (UNKNOWN_TOPIC_ID, as Kafka). Without a catalog no id is known; the zero
+// id names no topic.
+func topicName(cat *machine.Catalog, id [16]byte) (string, bool) {
+	if cat == nil || id == [16]byte{} {
+		return "", false
+	}
+	name, ok := cat.ByID[id]
+	return name, ok
+}
+
 // offsetCommit is Kafka's commitOffset path (§11). As Kafka's KafkaApis,
 // partitions the broker does not have are answered
-// UNKNOWN_TOPIC_OR_PARTITION before the group is consulted, and a commit
-// with none left does not consult (or create) the group at all. Each
-// offset is stamped with its topic's id, so that a re-created topic does
-// not inherit it (reconcileTopics).
+// UNKNOWN_TOPIC_OR_PARTITION (from v10, whose topics are ids, every
+// partition of an unknown id UNKNOWN_TOPIC_ID) before the group is
+// consulted, and a commit with none left does not consult (or create) the
+// group at all. Each offset is stamped with its topic's id, so that a
+// re-created topic does not inherit it (reconcileTopics).
 func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetCommitRequest) {
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	resp.Version = r.Version
@@ -73,10 +86,18 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 	if r.Version == 0 {
 		generation, memberID = -1, ""
 	}
+	// names[i] is the name of r.Topics[i]; resolved[i] is false for an
+	// unknown id.
+	names := make([]string, len(r.Topics))
+	resolved := make([]bool, len(r.Topics))
 	known := 0
-	for _, t := range r.Topics {
+	for i, t := range r.Topics {
+		names[i], resolved[i] = t.Topic, true
+		if r.Version >= 10 {
+			names[i], resolved[i] = topicName(req.Topics, t.TopicID)
+		}
 		for _, p := range t.Partitions {
-			if _, ok := s.partition(req.Topics, t.Topic, p.Partition); ok {
+			if _, ok := s.partition(req.Topics, names[i], p.Partition); ok && resolved[i] {
 				known++
 			}
 		}
@@ -89,16 +110,20 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 		s.rec.Grow(known)
 	}
 	k := gkey{req.Tenant, r.Group}
-	for _, t := range r.Topics {
-		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
+	for i, t := range r.Topics {
+		// The response names the topic as the request did: by name
+		// before v10, by id from v10 (the name is not on the wire).
+		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 		for _, p := range t.Partitions {
-			id, ok := s.partition(req.Topics, t.Topic, p.Partition)
+			id, ok := s.partition(req.Topics, names[i], p.Partition)
 			pc := code
 			meta := ""
 			if p.Metadata != nil {
 				meta = *p.Metadata
 			}
 			switch {
+			case !resolved[i]:
+				pc = kerr.UnknownTopicID.Code
 			case !ok:
 				pc = kerr.UnknownTopicOrPartition.Code
 			case pc == 0 && len(meta) > s.cfg.OffsetMetadataMaxBytes:
@@ -114,7 +139,7 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 					epoch = -1
 				}
 				o := record.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: ts, TopicID: id}
-				s.emit(s.offsetKey(k, t.Topic, p.Partition), o.Encode())
+				s.emit(s.offsetKey(k, names[i], p.Partition), o.Encode())
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: pc})
 		}
@@ -178,7 +203,7 @@ func (s *Shard) offsetFetch(_ time.Time, req machine.Request, r *kmsg.OffsetFetc
 			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 		all := r.Topics == nil && r.Version >= 2
-		for _, t := range s.fetchGroup(s.lookup(req.Tenant, r.Group), topics, all) {
+		for _, t := range s.fetchGroup(s.lookup(req.Tenant, r.Group), topics, all, nil) {
 			rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
 			for _, p := range t.Partitions {
 				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition(p))
@@ -187,6 +212,14 @@ func (s *Shard) offsetFetch(_ time.Time, req machine.Request, r *kmsg.OffsetFetc
 		}
 		s.reply(req.ID, resp)
 		return
+	}
+	var ids *machine.Catalog
+	if r.Version >= 10 {
+		// Topics are ids; without a catalog no id resolves.
+		ids = req.Topics
+		if ids == nil {
+			ids = &machine.Catalog{}
+		}
 	}
 	for _, rg := range r.Groups {
 		g := s.lookup(req.Tenant, rg.Group)
@@ -200,22 +233,42 @@ func (s *Shard) offsetFetch(_ time.Time, req machine.Request, r *kmsg.OffsetFetc
 		}
 		resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{
 			Group:  rg.Group,
-			Topics: s.fetchGroup(g, rg.Topics, rg.Topics == nil),
+			Topics: s.fetchGroup(g, rg.Topics, rg.Topics == nil, ids),
 		})
 	}
 	s.reply(req.ID, resp)
 }
 
-func (s *Shard) fetchGroup(g *group, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) []kmsg.OffsetFetchResponseGroupTopic {
+// fetchGroup answers a fetch of topics (every committed offset if all)
+// of group g, which may be nil. ids, when not nil, is the catalog of a
+// v10 request, whose topics are named by id and answered by id (as
+// Kafka's KafkaApis since KIP-848's topic-id work, KAFKA-14691):
+//   - a requested id the broker does not have is answered
+//     UNKNOWN_TOPIC_ID in each of its partitions;
+//   - an offset stamped with another id than the one asked for is an old
+//     topic's of that name, answered -1 (KAFKA-19154);
+//   - answering every offset, a topic the broker no longer has, which has
+//     no id to answer with, is left out, as Kafka leaves it out, and so
+//     is an offset stamped with another id than the topic's.
+func (s *Shard) fetchGroup(g *group, topics []kmsg.OffsetFetchRequestGroupTopic, all bool, ids *machine.Catalog) []kmsg.OffsetFetchResponseGroupTopic {
 	if g != nil && g.classic != nil && g.classic.state == dead {
 		g = nil
 	}
-	lookup := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
-		rp := kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: new(string)}
+	// stored returns the committed offset of a partition of topic
+	// (whose id is id if ids is set), or nil.
+	stored := func(topic string, id [16]byte, p int32) *offset {
 		if g == nil {
-			return rp
+			return nil
 		}
-		if o := g.offsets[topic][p]; o != nil {
+		o := g.offsets[topic][p]
+		if o != nil && ids != nil && o.TopicID != [16]byte{} && o.TopicID != id {
+			return nil
+		}
+		return o
+	}
+	answer := func(p int32, o *offset) kmsg.OffsetFetchResponseGroupTopicPartition {
+		rp := kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: new(string)}
+		if o != nil {
 			meta := o.Metadata
 			rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset.Offset, o.LeaderEpoch, &meta
 		}
@@ -228,17 +281,38 @@ func (s *Shard) fetchGroup(g *group, topics []kmsg.OffsetFetchRequestGroupTopic,
 		}
 		for _, t := range sortedKeys(g.offsets) {
 			rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t}
-			for _, p := range sortedKeys(g.offsets[t]) {
-				rt.Partitions = append(rt.Partitions, lookup(t, p))
+			if ids != nil {
+				meta, ok := ids.ByName[t]
+				if !ok {
+					continue
+				}
+				rt.TopicID = meta.ID
 			}
-			out = append(out, rt)
+			for _, p := range sortedKeys(g.offsets[t]) {
+				if o := stored(t, rt.TopicID, p); o != nil {
+					rt.Partitions = append(rt.Partitions, answer(p, o))
+				}
+			}
+			if len(rt.Partitions) > 0 {
+				out = append(out, rt)
+			}
 		}
 		return out
 	}
 	for _, t := range topics {
-		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.Topic, Partitions: []kmsg.OffsetFetchResponseGroupTopicPartition{}}
+		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.Topic, TopicID: t.TopicID, Partitions: []kmsg.OffsetFetchResponseGroupTopicPartition{}}
+		name, known := t.Topic, true
+		if ids != nil {
+			name, known = topicName(ids, t.TopicID)
+		}
 		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, lookup(t.Topic, p))
+			if !known {
+				rp := answer(p, nil)
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			rt.Partitions = append(rt.Partitions, answer(p, stored(name, t.TopicID, p)))
 		}
 		out = append(out, rt)
 	}

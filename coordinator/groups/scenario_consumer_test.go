@@ -70,14 +70,35 @@ func (r *scnRunner) topics(a scnArgs) {
 	r.h.catalog = machine.NewCatalog(r.catVersion, metas)
 }
 
-// topicName names a topic id by the catalog.
+// topicName names a topic id by the catalog, or by the catalogs before
+// it; an id made up by idOf for a topic no catalog had prints as ?NAME.
 func (r *scnRunner) topicName(id [16]byte) string {
 	if c := r.h.catalog; c != nil {
 		if name, ok := c.ByID[id]; ok {
 			return name
 		}
 	}
+	for name, known := range r.topicIDs { // a topic the catalog no longer has
+		if known == id {
+			return name
+		}
+	}
+	if id[0] == 0xee {
+		return "?" + strings.TrimRight(string(id[1:]), "\x00")
+	}
 	return fmt.Sprintf("%x", id)
+}
+
+// idOf is the id of a topic the catalog has or had (topics), or else a
+// made-up id (0xee, then the name) no catalog holds, for v10 requests
+// naming a topic the broker does not have.
+func (r *scnRunner) idOf(name string) [16]byte {
+	if id, ok := r.topicIDs[name]; ok {
+		return id
+	}
+	id := [16]byte{0xee}
+	copy(id[1:], name)
+	return id
 }
 
 // scnTPs prints topic → partitions as t/0,1,2 u/0, topics in order.

@@ -1135,7 +1135,8 @@ func (r *scnRunner) commit(a scnArgs) {
 		}
 		i := slices.IndexFunc(req.Topics, func(t kmsg.OffsetCommitRequestTopic) bool { return t.Topic == topic })
 		if i < 0 {
-			req.Topics = append(req.Topics, kmsg.OffsetCommitRequestTopic{Topic: topic})
+			// From v10 only the id goes on the wire.
+			req.Topics = append(req.Topics, kmsg.OffsetCommitRequestTopic{Topic: topic, TopicID: r.idOf(topic)})
 			i = len(req.Topics) - 1
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
@@ -1174,7 +1175,8 @@ func (r *scnRunner) fetch(a scnArgs) {
 				rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
 			}
 			for _, t := range topics {
-				rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+				// From v10 only the id goes on the wire.
+				rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, TopicID: r.idOf(t.Topic), Partitions: t.Partitions})
 			}
 			req.Groups = append(req.Groups, rg)
 		}
@@ -1341,8 +1343,12 @@ func (r *scnRunner) printResp(label string, resp kmsg.Response) {
 	case *kmsg.OffsetCommitResponse:
 		var ps []string
 		for _, t := range p.Topics {
+			name := t.Topic
+			if v >= 10 {
+				name = r.topicName(t.TopicID)
+			}
 			for _, pp := range t.Partitions {
-				ps = append(ps, fmt.Sprintf("%s/%d %s", t.Topic, pp.Partition, scnCode(pp.ErrorCode)))
+				ps = append(ps, fmt.Sprintf("%s/%d %s", name, pp.Partition, scnCode(pp.ErrorCode)))
 			}
 		}
 		if len(ps) == 0 {
@@ -1367,6 +1373,11 @@ func (r *scnRunner) printResp(label string, resp kmsg.Response) {
 			return
 		}
 		for _, g := range p.Groups {
+			if v >= 10 {
+				for i := range g.Topics {
+					g.Topics[i].Topic = r.topicName(g.Topics[i].TopicID)
+				}
+			}
 			r.out("%s %s: %s %s", label, scnPtr(&g.Group), scnCode(g.ErrorCode), r.fetchTopics(g.Topics, v))
 		}
 	case *kmsg.OffsetDeleteResponse:

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // CommitProbe commits an ever-growing offset of partition 0 of a topic for
@@ -37,8 +38,12 @@ type CommitProbe struct {
 // StartCommitProbe starts a probe through seeds, committing every every.
 func StartCommitProbe(t testing.TB, seeds []string, group, topic string, every time.Duration) *CommitProbe {
 	t.Helper()
+	// The probe commits by name, at v8: kgo would otherwise send the
+	// highest version the node serves, v10, which names topics by id.
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 8)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("cohort-probe"),
-		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second), kgo.MaxVersions(versions))
 	if err != nil {
 		t.Fatal(err)
 	}
