@@ -67,27 +67,16 @@ var benchWorkloads = map[string]benchWorkload{
 }
 
 func bench(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, benchUsage)
-		return 2
+	if code, ok := subcommand("cohort bench", benchUsage, args, func(a string) bool { _, ok := benchWorkloads[a]; return ok }, stdout, stderr); !ok {
+		return code
 	}
-	switch args[0] {
-	case "help", "--help", "-help", "-h":
-		fmt.Fprint(stdout, benchUsage)
-		return 0
-	}
-	w, ok := benchWorkloads[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "cohort bench: unknown workload %q\n\n%s", args[0], benchUsage)
-		return 2
-	}
+	w := benchWorkloads[args[0]]
 	name := "cohort bench " + args[0]
 	env := &benchEnv{out: stdout, runID: fmt.Sprintf("%x", time.Now().UnixNano())}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var brokers, format string
-	fs.StringVar(&brokers, "brokers", "127.0.0.1:9092", "`host:port,...` of seed brokers (env COHORT_BROKERS)")
-	fs.StringVar(&format, "format", "text", "output `format`: text (a table) or json")
+	brokerFlags(fs, &brokers, &format)
 	fs.DurationVar(&env.timeout, "timeout", 5*time.Minute, "give up on the whole run after this long")
 	do := w.flags(fs)
 	fs.Usage = func() {
@@ -108,12 +97,7 @@ func bench(args []string, stdout, stderr io.Writer) int {
 		return usageErr("--timeout must be positive")
 	}
 	env.json = format == "json"
-	for _, b := range strings.Split(brokers, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			env.brokers = append(env.brokers, b)
-		}
-	}
-	if len(env.brokers) == 0 {
+	if env.brokers = splitBrokers(brokers); len(env.brokers) == 0 {
 		return usageErr("--brokers is empty")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), env.timeout)

@@ -88,26 +88,15 @@ type groupsEnv struct {
 }
 
 func groups(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, groupsUsage)
-		return 2
+	if code, ok := subcommand("cohort groups", groupsUsage, args, func(a string) bool { _, ok := groupsCmds[a]; return ok }, stdout, stderr); !ok {
+		return code
 	}
-	switch args[0] {
-	case "help", "--help", "-help", "-h":
-		fmt.Fprint(stdout, groupsUsage)
-		return 0
-	}
-	cmd, ok := groupsCmds[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "cohort groups: unknown command %q\n\n%s", args[0], groupsUsage)
-		return 2
-	}
+	cmd := groupsCmds[args[0]]
 	env := &groupsEnv{name: "cohort groups " + args[0], stdout: stdout}
 	fs := flag.NewFlagSet(env.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var brokers, format string
-	fs.StringVar(&brokers, "brokers", "127.0.0.1:9092", "`host:port,...` of seed brokers (env COHORT_BROKERS)")
-	fs.StringVar(&format, "format", "text", "output `format`: text (tables) or json")
+	brokerFlags(fs, &brokers, &format)
 	fs.DurationVar(&env.timeout, "timeout", 10*time.Second, "give up on the brokers after this long")
 	fs.StringVar(&env.adminURL, "admin-url", "", "`URL` of a Cohort node's admin listener (e.g. http://127.0.0.1:9644): describe and lag then add the group's cgp_ id and RRL, its lag status and time to clear (env COHORT_ADMIN_URL)")
 	do := cmd.flags(fs)
@@ -134,12 +123,7 @@ func groups(args []string, stdout, stderr io.Writer) int {
 		return usageErr("--timeout must be positive")
 	}
 	env.json = format == "json"
-	for _, b := range strings.Split(brokers, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			env.brokers = append(env.brokers, b)
-		}
-	}
-	if len(env.brokers) == 0 {
+	if env.brokers = splitBrokers(brokers); len(env.brokers) == 0 {
 		return usageErr("--brokers is empty")
 	}
 	defer env.close()

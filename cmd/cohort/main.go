@@ -140,3 +140,42 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	}
 	return pos, 0, true
 }
+
+// subcommand reads the first argument of a command that has
+// subcommands (`cohort groups`, `cohort bench`): none prints usage to
+// stderr and exits 2, help prints it to stdout and exits 0, an unknown
+// one says so and exits 2. ok is true when args[0] is a known subcommand.
+func subcommand(cmd, usage string, args []string, known func(string) bool, stdout, stderr io.Writer) (code int, ok bool) {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2, false
+	}
+	switch args[0] {
+	case "help", "--help", "-help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0, false
+	}
+	if !known(args[0]) {
+		fmt.Fprintf(stderr, "%s: unknown command %q\n\n%s", cmd, args[0], usage)
+		return 2, false
+	}
+	return 0, true
+}
+
+// brokerFlags adds the flags every Kafka-speaking command takes:
+// --brokers and --format.
+func brokerFlags(fs *flag.FlagSet, brokers, format *string) {
+	fs.StringVar(brokers, "brokers", "127.0.0.1:9092", "`host:port,...` of seed brokers (env COHORT_BROKERS)")
+	fs.StringVar(format, "format", "text", "output `format`: text (tables) or json")
+}
+
+// splitBrokers parses --brokers: comma-separated, blanks dropped.
+func splitBrokers(s string) []string {
+	var out []string
+	for _, b := range strings.Split(s, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
