@@ -107,15 +107,19 @@ func startAKConsumerOn(t *testing.T, addrs []string, reconnect bool, group, name
 					}
 					break
 				}
+				c.mu.Lock()
 				if first && reconnect {
-					c.mu.Lock()
+					// The new stream's first message (an AssignmentUpdate)
+					// says all it owns: forget the old stream's view and
+					// take the new one in one step, so that a watcher never
+					// sees the consumer owning nothing in between.
 					clear(c.owned)
 					clear(c.warming)
 					c.reconnects++
-					c.mu.Unlock()
 				}
+				c.handleLocked(cmd)
+				c.mu.Unlock()
 				first = false
-				c.handle(cmd)
 			}
 			for ctx.Err() == nil && reconnect && time.Now().Before(deadline) {
 				select {
@@ -139,9 +143,8 @@ func startAKConsumerOn(t *testing.T, addrs []string, reconnect bool, group, name
 	return c
 }
 
-func (c *akConsumer) handle(cmd *kafkaassignerpb.AssignmentCommand) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// handleLocked applies a command from the service; c.mu is held.
+func (c *akConsumer) handleLocked(cmd *kafkaassignerpb.AssignmentCommand) {
 	switch x := cmd.Command.(type) {
 	case *kafkaassignerpb.AssignmentCommand_Assignment:
 		if c.first == nil {

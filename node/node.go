@@ -419,8 +419,12 @@ func Start(cfg Config) (_ *Node, err error) {
 		stop := n.catalogStop
 		n.serving.Go(func() { n.refreshCatalog(stop) })
 	}
+	// The goroutine holds the server and listener themselves: a Shutdown
+	// right after Start may clear n.kafka before it runs (stop makes a
+	// Serve that has not started return at once).
+	srv, ln := n.kafka, n.ln
 	n.serving.Go(func() {
-		if err := n.kafka.Serve(n.ln); err != nil {
+		if err := srv.Serve(ln); err != nil {
 			n.failed <- fmt.Errorf("kafka listener: %w", err)
 		}
 	})
