@@ -155,7 +155,10 @@ type Member struct {
 
 	lease      atomic.Int64 // the current clientv3.LeaseID
 	validUntil atomic.Int64 // unix ns: the lease cannot expire before this
-	draining   atomic.Bool
+	// renewErr is why the last lease renewal failed (nil once one
+	// succeeds), for the suspension's log line.
+	renewErr atomic.Pointer[renewFailure]
+	draining atomic.Bool
 
 	mu    sync.Mutex
 	state state // the last read of P/cluster
@@ -452,6 +455,7 @@ func (m *Member) keepAlive() {
 		switch {
 		case err == nil && resp.TTL > 0:
 			m.validUntil.Store(sent.Add(time.Duration(resp.TTL) * time.Second).UnixNano())
+			m.renewErr.Store(nil)
 		case m.ctx.Err() != nil:
 			return
 		case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0):
@@ -473,11 +477,24 @@ func (m *Member) keepAlive() {
 			// etcd electing a leader, a member gone: try again soon,
 			// not a third of the TTL later.
 			m.logger.Debug("lease renewal failed", "err", err)
+			if f := m.renewErr.Load(); f == nil {
+				m.renewErr.Store(&renewFailure{err: err, since: sent, attempts: 1})
+			} else {
+				m.renewErr.Store(&renewFailure{err: err, since: f.since, attempts: f.attempts + 1})
+			}
 			next = retry
 		}
 		m.poke()
 		t.Reset(next)
 	}
+}
+
+// renewFailure is a run of failed lease renewals: the last error, when
+// the first failed, how many have.
+type renewFailure struct {
+	err      error
+	since    time.Time
+	attempts int
 }
 
 // keepAliveTimes is the lease renewal's cadence: every third of the TTL;
@@ -684,7 +701,13 @@ func (m *Member) step(l *loopState) {
 	now := time.Now()
 	susp := m.suspended(now) || m.draining.Load() && m.drainedSelf(l)
 	if susp != l.wasSusp && m.suspended(now) {
-		m.logger.Warn("cannot renew the lease in time: serving no shard until it is renewed")
+		// Say why: the renewals failing (and how), or none failing, which
+		// means the renewal loop itself did not run in time.
+		args := []any{"last_err", "none: no renewal attempt failed"}
+		if f := m.renewErr.Load(); f != nil {
+			args = []any{"last_err", f.err, "failing_since", f.since.Format(time.RFC3339Nano), "failed_attempts", f.attempts}
+		}
+		m.logger.Warn("cannot renew the lease in time: serving no shard until it is renewed", args...)
 	} else if !susp && l.wasSusp {
 		m.logger.Info("lease renewed: serving shards again")
 	}

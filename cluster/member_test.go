@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -106,6 +107,12 @@ type node struct {
 
 func join(t *testing.T, endpoints []string, prefix string, id int32) *node {
 	t.Helper()
+	return joinLogged(t, endpoints, prefix, id, nil)
+}
+
+// joinLogged is join with the member logging to logger (nil: nowhere).
+func joinLogged(t *testing.T, endpoints []string, prefix string, id int32, logger *slog.Logger) *node {
+	t.Helper()
 	cli := etcdtest.NewClient(t, endpoints)
 	m, err := cluster.Join(context.Background(), cluster.Config{
 		Client:    cli,
@@ -115,6 +122,7 @@ func join(t *testing.T, endpoints []string, prefix string, id int32) *node {
 		DirID:     fmt.Sprintf("dir-%d", id),
 		LeaseTTL:  testTTL,
 		Units:     testUnits,
+		Logger:    logger,
 	})
 	if err != nil {
 		t.Fatalf("join node %d: %v", id, err)
@@ -246,7 +254,8 @@ func TestIsolatedNodeStopsServing(t *testing.T) {
 	proxies := etcdtest.ProxyAll(t, ep)
 	a := join(t, ep, "/t", 1)
 	b := join(t, ep, "/t", 2)
-	c := join(t, proxies.Endpoints(), "/t", 3)
+	var logs syncBuffer
+	c := joinLogged(t, proxies.Endpoints(), "/t", 3, slog.New(slog.NewTextHandler(&logs, nil)))
 	waitSpread(t, 10*time.Second, a, b, c)
 	cut := time.Now()
 	proxies.Cut()
@@ -258,6 +267,15 @@ func TestIsolatedNodeStopsServing(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stopped := time.Since(cut)
+	// The log says why: renewals failing since the cut. (The watchdog
+	// may unload the units before the loop logs.)
+	var line string
+	for end := time.Now().Add(5 * time.Second); line == "" && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		line = logs.line("cannot renew the lease in time")
+	}
+	if !strings.Contains(line, "last_err=") || !strings.Contains(line, "failed_attempts=") {
+		t.Errorf("the suspension's log line does not say why: %q", line)
+	}
 	// Its lease has not expired yet: its registration is still there.
 	resp, err := etcdtest.NewClient(t, ep).Get(context.Background(), "/t/cluster/nodes/3")
 	if err != nil {
@@ -302,4 +320,28 @@ func TestRestartTakesRegistrationOver(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "registered by another live node") {
 		t.Fatalf("a second live node 2 joined: %v", err)
 	}
+}
+
+// syncBuffer is a log sink safe for the member's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// line returns the first line containing msg, or "".
+func (s *syncBuffer) line(msg string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range strings.Split(s.b.String(), "\n") {
+		if strings.Contains(l, msg) {
+			return l
+		}
+	}
+	return ""
 }
