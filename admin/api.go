@@ -107,6 +107,7 @@ type API struct {
 	mu      sync.Mutex
 	tracker *LagTracker
 	last    []groups.Summary // the last sample's groups
+	lastAt  time.Time        // when it was read
 
 	statusDesc, clearDesc                         *prometheus.Desc
 	groupsDesc, offsetsDesc, pendingDesc, genDesc *prometheus.Desc
@@ -172,7 +173,7 @@ func (a *API) Sample(ctx context.Context) {
 	}
 	a.mu.Lock()
 	a.tracker.Observe(now, samples)
-	a.last = sums
+	a.last, a.lastAt = sums, now
 	a.mu.Unlock()
 }
 
@@ -186,6 +187,34 @@ func endOffsets(ts []TopicInfo) map[TopicPartition]PartitionOffsets {
 		}
 	}
 	return out
+}
+
+// Groups returns the default tenant's groups as the last sample read
+// them, for the lag metrics (LagSource.Groups).
+func (a *API) Groups() []GroupOffsets {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []GroupOffsets
+	for _, s := range a.last {
+		if s.Tenant != "" {
+			continue
+		}
+		g := GroupOffsets{Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets))}
+		for _, o := range s.Offsets {
+			if o.Offset >= 0 {
+				g.Committed[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// lastSample returns the last sample's groups and when it was read.
+func (a *API) lastSample() ([]groups.Summary, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.last, a.lastAt
 }
 
 // lagOf evaluates a group (under a.mu).
@@ -304,12 +333,11 @@ type PartitionDetail struct {
 	LagHistory         []LagPoint `json:"lag_history"`
 }
 
+// listGroups answers from the lag sampler's last reading, not a new one:
+// a reading copies every committed offset out of every shard's loop, and
+// a page polling the list every 2 s would do that for each viewer.
 func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
-	sums, err := a.cfg.Source.Inspect(r.Context())
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "reading the groups: "+err.Error())
-		return
-	}
+	sums, at := a.lastSample()
 	tenant, filter := r.URL.Query().Get("tenant"), r.URL.Query().Has("tenant")
 	ends := endOffsets(a.cfg.Source.Topics())
 	now := time.Now()
@@ -320,7 +348,11 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, a.summary(s, ends, now))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"groups": out})
+	resp := map[string]any{"groups": out}
+	if !at.IsZero() {
+		resp["sampled_at"] = at.UTC()
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (a *API) summary(s groups.Summary, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {

@@ -1,12 +1,9 @@
 package admin
 
 import (
-	"context"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -33,7 +30,12 @@ type PartitionOffsets struct {
 // LagSource is where the lag metrics come from: the groups this node
 // coordinates, and the partitions it hosts.
 type LagSource interface {
-	Groups(ctx context.Context) ([]GroupOffsets, error)
+	// Groups returns the default tenant's groups as last read. A scrape
+	// never reads the coordinator itself (a shard stuck on its store
+	// would hold /metrics for the store's timeout, and every scrape
+	// would copy every offset): it reports the lag sampler's last
+	// reading (API.Groups).
+	Groups() []GroupOffsets
 	Partitions() map[TopicPartition]PartitionOffsets
 	// Remote returns the offsets of partitions other nodes lead, as last
 	// read (cluster mode; nil on a single node): a group's lag counts
@@ -51,15 +53,6 @@ type LagConfig struct {
 	// per-group sums (_lag_sum, _current_offset_sum) still cover every
 	// partition. Default 10,000; negative: no per-partition series.
 	MaxPartitionSeries int
-	// Timeout bounds one reading of the groups. Default 5 s.
-	Timeout time.Duration
-	// MinInterval is the least time between two readings of the groups.
-	// A scrape never waits for the coordinator (a shard stuck on its
-	// store would hold /metrics for the store's timeout): it starts a
-	// reading in the background, when the last is older than this, and
-	// reports the last one finished; only the first scrape waits, up to
-	// Timeout. Default 1 s.
-	MinInterval time.Duration
 	Logger      *slog.Logger
 }
 
@@ -70,19 +63,14 @@ type LagConfig struct {
 // kafka_consumergroup_current_offset_sum (consumergroup, topic),
 // kafka_consumergroup_members (consumergroup),
 // kafka_topic_partition_current_offset and
-// kafka_topic_partition_oldest_offset (topic, partition). Values are read
-// at scrape time. As kafka_exporter, a partition with no commit has no
+// kafka_topic_partition_oldest_offset (topic, partition). Groups come
+// from the lag sampler's last reading (API.Groups), partitions are read at
+// scrape time. As kafka_exporter, a partition with no commit has no
 // current-offset or lag series; lag is the high watermark less the
 // committed offset, never below 0.
 type Lag struct {
 	cfg     LagConfig
 	dropped atomic.Int64
-
-	mu       sync.Mutex
-	groups   []GroupOffsets // the last reading
-	readAt   time.Time      // when it started
-	reading  chan struct{}  // closed when the reading under way ends; nil if none
-	everRead bool
 
 	currentOffset, lag, lagSum, offsetSum, members *prometheus.Desc
 	topicCurrent, topicOldest, droppedDesc         *prometheus.Desc
@@ -94,12 +82,6 @@ var _ prometheus.Collector = (*Lag)(nil)
 func NewLag(cfg LagConfig) *Lag {
 	if cfg.MaxPartitionSeries == 0 {
 		cfg.MaxPartitionSeries = 10000
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 5 * time.Second
-	}
-	if cfg.MinInterval <= 0 {
-		cfg.MinInterval = time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -127,7 +109,7 @@ func (l *Lag) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (l *Lag) Collect(ch chan<- prometheus.Metric) {
-	groups := l.lastGroups()
+	groups := l.cfg.Source.Groups()
 	parts := l.cfg.Source.Partitions()
 	budget := l.cfg.MaxPartitionSeries
 	dropped := 0
@@ -187,43 +169,4 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 	if dropped > 0 && l.dropped.Swap(int64(dropped)) == 0 {
 		l.cfg.Logger.Warn("lag metrics: per-partition series left out (--metrics-max-partition-series)", "dropped", dropped, "max", l.cfg.MaxPartitionSeries)
 	}
-}
-
-// lastGroups returns the last reading of the groups, starting a new one
-// in the background if the last is older than MinInterval; before the
-// first reading ends it waits for it, up to Timeout.
-func (l *Lag) lastGroups() []GroupOffsets {
-	l.mu.Lock()
-	if l.reading == nil && time.Since(l.readAt) >= l.cfg.MinInterval {
-		done := make(chan struct{})
-		l.reading, l.readAt = done, time.Now()
-		go l.read(done)
-	}
-	wait, first := l.reading, !l.everRead
-	l.mu.Unlock()
-	if first && wait != nil {
-		select {
-		case <-wait:
-		case <-time.After(l.cfg.Timeout):
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.groups
-}
-
-func (l *Lag) read(done chan struct{}) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
-	defer cancel()
-	groups, err := l.cfg.Source.Groups(ctx)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err != nil {
-		l.cfg.Logger.Warn("lag metrics: reading the groups", "err", err)
-	} else {
-		l.groups = groups
-	}
-	l.everRead = true
-	l.reading = nil
-	close(done)
 }

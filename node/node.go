@@ -337,11 +337,12 @@ func Start(cfg Config) (_ *Node, err error) {
 	// its groups' offsets.
 	n.groups.ReconcileTopics(liveTopics(n))
 	if n.registry != nil {
-		// Lag under kafka_exporter's names, read at scrape time.
 		if cfg.Cluster != nil {
 			n.remote = &remoteOffsets{n: n}
 		}
-		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{co: n.groups, topics: n.topics, remote: n.remote}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
+		// The admin API's sampler reads every group's offsets each
+		// --lag-sample-interval: for the lag status, the groups list and
+		// the lag under kafka_exporter's names.
 		n.api = admin.NewAPI(admin.APIConfig{
 			Source:         apiSource{n: n, started: time.Now()},
 			SampleInterval: cfg.LagSampleInterval,
@@ -354,6 +355,7 @@ func Start(cfg Config) (_ *Node, err error) {
 			Logger: cfg.Logger,
 		})
 		n.registry.MustRegister(n.api)
+		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{api: n.api, topics: n.topics, remote: n.remote}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
 	}
 	var view kafka.Cluster
 	if n.member != nil {
