@@ -53,7 +53,7 @@ type LagConfig struct {
 	// per-group sums (_lag_sum, _current_offset_sum) still cover every
 	// partition. Default 10,000; negative: no per-partition series.
 	MaxPartitionSeries int
-	Logger      *slog.Logger
+	Logger             *slog.Logger
 }
 
 // Lag is a Prometheus collector of consumer-group lag under the names
