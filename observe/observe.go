@@ -185,9 +185,14 @@ const (
 	// MemberFenced: removed for another reason (a stale epoch, a static
 	// member replaced, the rebalance timeout).
 	MemberFenced
+	// GroupConverted: a group with members changed protocol online (a
+	// rolling upgrade to KIP-848 or back): Protocol is the new one,
+	// Member the member whose join or departure converted it, Reason
+	// says which way and why.
+	GroupConverted
 )
 
-var kindNames = [...]string{"", "rebalance-started", "rebalance-completed", "member-joined", "member-left", "member-expired", "member-fenced"}
+var kindNames = [...]string{"", "rebalance-started", "rebalance-completed", "member-joined", "member-left", "member-expired", "member-fenced", "group-converted"}
 
 func (k GroupEventKind) String() string {
 	if int(k) < len(kindNames) && k != 0 {

@@ -10,7 +10,7 @@
 // prefix of another's ("g1" never matches "g10").
 //
 // Values start with a version byte, then fields in franz-go's kbin
-// encoding, strings and byte slices with uvarint ("compact") lengths. Version 1 is the only one so far; to
+// encoding, strings and byte slices with uvarint ("compact") lengths. Version 1 is the common one (ConsumerMember also has 2); to
 // change a value, add a version that appends fields, keep decoding every
 // older version, and never reuse a kind byte. An unknown kind or version
 // is ErrCorrupt, which stops start-up rather than guessing.
@@ -93,6 +93,10 @@ func (k Kind) String() string {
 const namespace = 'c'
 
 const valueVersion1 = 1
+
+// valueVersion2 is a value that appends fields to version 1's (so far only
+// ConsumerMember's, with a classic member's metadata).
+const valueVersion2 = 2
 
 // GroupKey names a group: the shard that owns it, the tenant and the id.
 type GroupKey struct {

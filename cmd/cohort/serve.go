@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/observe/tracing"
@@ -82,6 +83,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.DurationVar(&g.ConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "KIP-848 consumer groups: the heartbeat interval given to members (Kafka's group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&assignInterval, "group-consumer-assignment-interval", time.Second, "KIP-848 consumer groups: least time between two target assignment computations of a group (Kafka's group.consumer.assignment.interval.ms); 0 for none")
 	fs.IntVar(&g.ConsumerMaxSize, "group-consumer-max-size", 1<<31-1, "most members of a consumer group (Kafka's group.consumer.max.size)")
+	fs.Var(migrationFlag{&g.MigrationPolicy}, "group-consumer-migration-policy", "which groups with members may change protocol online (Kafka's group.consumer.migration.policy): bidirectional (classic to consumer when a consumer-protocol member joins, and back when the last one leaves), upgrade, downgrade or disabled (default bidirectional)")
 	fs.StringVar(&assignors, "group-consumer-assignors", "uniform,range", "server assignors consumer groups may ask for, the default first (Kafka's group.consumer.assignors)")
 	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:9644", "`host:port` of the admin HTTP listener: the web page (/), the JSON API (/api/v1/, described at /api/v1/openapi.json), /metrics (Prometheus), /healthz, /readyz; port 0 picks a free port, - turns it off")
 	fs.DurationVar(&cfg.LagSampleInterval, "lag-sample-interval", 5*time.Second, "how often every group's committed offsets are sampled for lag status (Burrow-like, over a window of 10 samples) and time to clear")
@@ -234,4 +236,23 @@ func connectionLimits(cfg *node.Config, maxConns, perIP int, queued int64, idle,
 	cfg.ConnectionsMaxIdle, cfg.RequestReadTimeout, cfg.ResponseWriteTimeout = never(idle), never(read), never(write)
 	cfg.GRPCMaxConcurrentStreams = uint32(streams)
 	return ""
+}
+
+// migrationFlag parses --group-consumer-migration-policy.
+type migrationFlag struct{ p *groups.MigrationPolicy }
+
+func (f migrationFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return string(*f.p)
+}
+
+func (f migrationFlag) Set(v string) error {
+	p, err := groups.ParseMigrationPolicy(v)
+	if err != nil {
+		return err
+	}
+	*f.p = p
+	return nil
 }
