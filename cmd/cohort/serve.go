@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cohort-dev/cohort/coordinator/groups"
+	cgroups "github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/observe/tracing"
@@ -239,7 +239,7 @@ func connectionLimits(cfg *node.Config, maxConns, perIP int, queued int64, idle,
 }
 
 // migrationFlag parses --group-consumer-migration-policy.
-type migrationFlag struct{ p *groups.MigrationPolicy }
+type migrationFlag struct{ p *cgroups.MigrationPolicy }
 
 func (f migrationFlag) String() string {
 	if f.p == nil {
@@ -249,7 +249,7 @@ func (f migrationFlag) String() string {
 }
 
 func (f migrationFlag) Set(v string) error {
-	p, err := groups.ParseMigrationPolicy(v)
+	p, err := cgroups.ParseMigrationPolicy(v)
 	if err != nil {
 		return err
 	}
