@@ -55,6 +55,9 @@ type mixCheck struct {
 
 	mu         sync.Mutex
 	want, seen map[[2]int64]bool
+	// by says who consumed each record, when, in which phase (for a
+	// failure's story).
+	by map[[2]int64]string
 	dups       int
 	owner      map[int32]int
 	owned      map[int]map[int32]bool
@@ -73,7 +76,7 @@ type mixCheck struct {
 
 func newMixCheck(t *testing.T, addr func() string, topic, group string) *mixCheck {
 	c := &mixCheck{t: t, addr: addr, topic: topic, group: group,
-		want: map[[2]int64]bool{}, seen: map[[2]int64]bool{}, owner: map[int32]int{}, owned: map[int]map[int32]bool{},
+		want: map[[2]int64]bool{}, seen: map[[2]int64]bool{}, by: map[[2]int64]string{}, owner: map[int32]int{}, owned: map[int]map[int32]bool{},
 		acked: map[int32]int64{}}
 	c.start = c.franzMember
 	return c
@@ -124,11 +127,12 @@ func (c *mixCheck) consumed(m int, p int32, offset int64) {
 		c.dups++
 	}
 	c.seen[k] = true
-	now := time.Now()
-	if gap := now.Sub(c.lastConsumed); !c.lastConsumed.IsZero() && gap > c.stall {
+	c.by[k] = fmt.Sprintf("member %d at %s in %q", m, time.Now().Format("15:04:05.000"), c.phase)
+	at := time.Now()
+	if gap := at.Sub(c.lastConsumed); !c.lastConsumed.IsZero() && gap > c.stall {
 		c.stall, c.stallAt = gap, c.phase
 	}
-	c.lastConsumed = now
+	c.lastConsumed = at
 }
 
 func (c *mixCheck) produced(p int32, offset int64) {
@@ -356,6 +360,13 @@ func (c *mixCheck) report() {
 	defer c.mu.Unlock()
 	for _, n := range c.notes {
 		c.t.Log(n)
+	}
+	for k := range c.want {
+		if !c.seen[k] {
+			p, o := k[0], k[1]
+			c.t.Errorf("record %d/%d was produced and never consumed; %d/%d was consumed by %s, %d/%d by %s",
+				p, o, p, o-1, c.by[[2]int64{p, o - 1}], p, o+1, c.by[[2]int64{p, o + 1}])
+		}
 	}
 	for _, v := range c.violations {
 		c.t.Error(v)

@@ -186,7 +186,7 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 					return hbError(resp, kerr.UnreleasedInstanceID.Code, fmt.Sprintf(
 						"Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", id, *r.InstanceID, oldID))
 				}
-				m, replaced = s.replaceStaticConsumer(g, old, id), true
+				m, replaced = s.replaceStaticConsumer(now, g, old, id), true
 			}
 		}
 		if m == nil {
@@ -278,6 +278,10 @@ func (s *Shard) advanceMember(now time.Time, g *consumerGroup, m, next *consumer
 	switch {
 	case isNew:
 		why, cause = fmt.Sprintf("member %s joined", id), observe.CauseMemberJoined
+	case joined && (!slices.Equal(next.topics, m.topics) || next.regex != m.regex || next.assignor != m.assignor):
+		// A static member's new instance (of the other protocol,
+		// perhaps) asks for something else than the old one.
+		why, cause = fmt.Sprintf("static member %s replaced with another subscription or assignor", id), observe.CauseStaticMemberReplaced
 	case !slices.Equal(next.topics, m.topics) || next.regex != m.regex:
 		why, cause = fmt.Sprintf("member %s changed its subscription", id), observe.CauseSubscriptionChanged
 	case next.assignor != m.assignor:
@@ -372,11 +376,18 @@ func subset(a, b tps) bool {
 // member id, keeping its assignment and target (Kafka's
 // consumerGroupStaticMemberGroupLeave / replace): the old id's tombstones,
 // then the new id's records at epoch 0.
-func (s *Shard) replaceStaticConsumer(g *consumerGroup, old *consumerMember, id string) *consumerMember {
+//
+// A classic member is replaced while it is still in the group (mixed §3.4,
+// §4.2): it is reported fenced.
+func (s *Shard) replaceStaticConsumer(now time.Time, g *consumerGroup, old *consumerMember, id string) *consumerMember {
 	target := g.target[old.id]
 	cur := current{epoch: 0, prevEpoch: 0, state: old.state, assigned: old.assigned, revoking: old.revoking}
 	meta := *old
+	s.consumerLeaving(g, old)
 	s.emitRemoveMember(g, old.id)
+	if meta.epoch != leaveStaticEpoch {
+		s.consumerEvent(g, observe.MemberFenced, now, old, "replaced by a new instance of the static member: "+id)
+	}
 	meta.id = id
 	s.emitMember(g, &meta)
 	if target != nil {

@@ -69,7 +69,7 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 		case r.MemberID == "" && held:
 			// A new instance of a static member takes its place, whatever
 			// protocol the old one spoke.
-			m, replaced = s.replaceStaticConsumer(g, g.members[holder], id), true
+			m, replaced = s.replaceStaticConsumer(now, g, g.members[holder], id), true
 		case r.MemberID == "":
 			m = nil
 		case !held:
