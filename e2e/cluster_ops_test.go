@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -342,7 +343,11 @@ func TestClusterAssigner(t *testing.T) {
 	waitOwnedTotal(t, all, partitions)
 	close(stop)
 	if g := <-gaps; g != "" {
-		t.Errorf("a partition had no owner: %s", g)
+		var traces []string
+		for _, c := range all {
+			traces = append(traces, c.traceOf())
+		}
+		t.Errorf("a partition had no owner: %s; the consumers' traces (killed at %s):\n%s", g, killed.Format("15:04:05.000000"), strings.Join(traces, "\n"))
 	}
 	t.Logf("the service's shard (node %d) killed; handoffs complete %v later", owner, time.Since(killed).Round(time.Millisecond))
 }
@@ -394,9 +399,12 @@ func waitOwnedTotal(t *testing.T, cs []*akConsumer, partitions int) {
 	})
 }
 
-// watchOwnership samples the consumers' ownership every few milliseconds
-// until stop and returns the first moment a partition was owned by none
-// ("" if never).
+// watchOwnership samples what the consumers hold every few milliseconds
+// until stop and returns the first moment a partition was held by none
+// ("" if never). A consumer holds what it owns and what it has said
+// ready for: the service tells an old owner to release a partition only
+// once the new one is ready and its owner, so that a partition mid-
+// handoff always has a holder, across a failover too.
 func watchOwnership(cs []*akConsumer, partitions int, stop <-chan struct{}) string {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -407,8 +415,7 @@ func watchOwnership(cs []*akConsumer, partitions int, stop <-chan struct{}) stri
 		}
 		seen := map[uint32]bool{}
 		for _, c := range cs {
-			owned, _, _ := c.snapshot()
-			for _, p := range owned {
+			for _, p := range c.holding() {
 				seen[p] = true
 			}
 		}
