@@ -227,6 +227,11 @@ type reloadCheck struct {
 	nodeDies bool
 	coordErr map[string]int // coordinator errors the clients reported (expected)
 	rebalErr []string       // rebalance signals the clients reported after settling
+	// ended says which members' clients ended their group session on
+	// their own after settling (franz-go's OnPartitionsLost): they come
+	// back with a JoinGroup that rebalances, at Kafka's coordinator as at
+	// Cohort's.
+	ended    [reloadMembers]bool
 	problems []string
 }
 
@@ -264,6 +269,18 @@ func newReloadCheck(t *testing.T, client string) *reloadCheck {
 // told apart.
 func (c *reloadCheck) clientID(m int) string {
 	return fmt.Sprintf("cohort-e2e-reload-%s-%d", c.client, m)
+}
+
+// memberOf returns the member a group member id belongs to (the
+// coordinator makes it of the client id, a dash and a UUID, as Kafka's),
+// or -1.
+func (c *reloadCheck) memberOf(memberID string) int {
+	for m := range reloadMembers {
+		if strings.HasPrefix(memberID, c.clientID(m)+"-") {
+			return m
+		}
+	}
+	return -1
 }
 
 // member returns the member a client id belongs to, or -1.
@@ -412,6 +429,9 @@ func (c *reloadCheck) clientErr(m int, what string, err error) {
 		c.mu.Lock()
 		if c.settled {
 			c.rebalErr = append(c.rebalErr, fmt.Sprintf("member %d: %s: %v", m, what, err))
+			if errors.Is(err, errPartitionsLost) {
+				c.ended[m] = true
+			}
 		}
 		c.mu.Unlock()
 	default:
