@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/coordinator/machine"
@@ -104,6 +106,17 @@ func (n *Node) joinCluster(advertised string) error {
 		// etcd's client logs through zap; Cohort's own lines say what
 		// matters (a failed request is an error where it happens).
 		Logger: zap.NewNop(),
+		// gRPC waits longer and longer between attempts to reach a
+		// member that is down (1 s, 1.6 s, 2.6 s, 4.1 s, ... up to
+		// 2 min): one that comes back after a few seconds would be used
+		// again only seconds later, and a second member lost meanwhile
+		// would leave the client no member to send lease renewals to.
+		// At most a second between attempts costs a refused connection
+		// a second per member down.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		})},
 	})
 	if err != nil {
 		return fmt.Errorf("etcd client for %v: %w", cc.EtcdEndpoints, err)
