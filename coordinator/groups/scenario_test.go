@@ -982,7 +982,7 @@ func (r *scnRunner) join(a scnArgs) machine.RequestID {
 				r.fail("owned=%s: %v", *owned, err)
 			}
 			for _, t := range as.Topics {
-				sub.OwnedPartitions = append(sub.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition{Topic: t.Topic, Partitions: t.Partitions})
+				sub.OwnedPartitions = append(sub.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition(t))
 			}
 		}
 		meta = sub.AppendTo(nil)
