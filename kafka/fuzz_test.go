@@ -171,7 +171,7 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.decode(context.Background(), frame, "/127.0.0.1", time.Now())
+	p, err := s.decode(context.Background(), frame, "/127.0.0.1", time.Now(), nil)
 	// As Shutdown does: the coordinator writes what it has and answers
 	// parked group requests.
 	groups.Close()

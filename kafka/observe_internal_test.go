@@ -47,7 +47,7 @@ func TestRequestContextReachesHandler(t *testing.T) {
 			}
 			got = nil
 			received := time.Now()
-			p, err := s.decode(connCtx, frame, "/127.0.0.1", received)
+			p, err := s.decode(connCtx, frame, "/127.0.0.1", received, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestPanickedHandlerIsReported(t *testing.T) {
 	req := kmsg.NewPtrDescribeClusterRequest()
 	req.SetVersion(0)
 	frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)[4:]
-	if _, err := s.decode(context.Background(), frame, "/127.0.0.1", time.Now()); err == nil {
+	if _, err := s.decode(context.Background(), frame, "/127.0.0.1", time.Now(), nil); err == nil {
 		t.Fatal("a panicking handler's request decoded")
 	}
 	snap := rec.Snapshot()

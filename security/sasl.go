@@ -1,0 +1,183 @@
+package security
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/xdg-go/scram"
+)
+
+// PLAIN is the SASL/PLAIN mechanism's name (RFC 4616).
+const PLAIN = "PLAIN"
+
+// SASL authenticates SASL exchanges against Credentials.
+type SASL struct {
+	creds      *Credentials
+	mechanisms []string
+	servers    map[Mechanism]*scram.Server
+}
+
+// AuthError is an exchange that failed for a reason the client may be
+// told (Kafka's SaslAuthenticationException): its message goes into the
+// SaslAuthenticate response. Anything else an exchange returns is a
+// failure too, reported with a generic message, as Kafka does for what
+// might reveal whether a user exists.
+type AuthError struct{ Msg string }
+
+func (e *AuthError) Error() string { return e.Msg }
+
+// NewSASL serves the named mechanisms (PLAIN, SCRAM-SHA-256,
+// SCRAM-SHA-512; all three when names is empty) from creds.
+func NewSASL(creds *Credentials, names []string) (*SASL, error) {
+	if len(names) == 0 {
+		names = []string{PLAIN, ScramSHA256.Name(), ScramSHA512.Name()}
+	}
+	s := &SASL{creds: creds, servers: map[Mechanism]*scram.Server{}}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if n == PLAIN {
+			s.mechanisms = append(s.mechanisms, n)
+			continue
+		}
+		m, ok := MechanismByName(n)
+		if !ok {
+			return nil, fmt.Errorf("sasl mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", n)
+		}
+		hashFn := scram.SHA256
+		if m == ScramSHA512 {
+			hashFn = scram.SHA512
+		}
+		srv, err := hashFn.NewServer(s.lookup(m))
+		if err != nil {
+			return nil, err
+		}
+		s.servers[m] = srv
+		s.mechanisms = append(s.mechanisms, n)
+	}
+	return s, nil
+}
+
+// Mechanisms are the enabled mechanisms, as SaslHandshake lists them.
+func (s *SASL) Mechanisms() []string { return s.mechanisms }
+
+// Enabled reports whether the mechanism is served.
+func (s *SASL) Enabled(name string) bool {
+	for _, m := range s.mechanisms {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *SASL) lookup(m Mechanism) scram.CredentialLookup {
+	return func(user string) (scram.StoredCredentials, error) {
+		c, ok, err := s.creds.Get(user, m)
+		if err != nil {
+			return scram.StoredCredentials{}, err
+		}
+		if !ok {
+			return scram.StoredCredentials{}, errors.New("unknown user")
+		}
+		return scram.StoredCredentials{
+			KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: int(c.Iterations)},
+			StoredKey:  c.StoredKey,
+			ServerKey:  c.ServerKey,
+		}, nil
+	}
+}
+
+// Exchange is one client's authentication with one mechanism: tokens in,
+// challenges out, until Done.
+type Exchange interface {
+	// Step takes the client's next token and returns the server's
+	// answer. An error fails the authentication.
+	Step(token []byte) ([]byte, error)
+	// Done reports whether the exchange succeeded: the client is
+	// authenticated as Principal.
+	Done() bool
+	// Principal is the authenticated principal once Done.
+	Principal() Principal
+}
+
+// Start begins an exchange with an enabled mechanism.
+func (s *SASL) Start(mechanism string) (Exchange, error) {
+	if !s.Enabled(mechanism) {
+		return nil, fmt.Errorf("sasl mechanism %q is not enabled", mechanism)
+	}
+	if mechanism == PLAIN {
+		return &plainExchange{s: s}, nil
+	}
+	m, _ := MechanismByName(mechanism)
+	return &scramExchange{conv: s.servers[m].NewConversation()}, nil
+}
+
+// plainExchange is SASL/PLAIN: one token, authzid NUL authcid NUL passwd,
+// checked against the user's SCRAM credentials (the strongest first), as
+// Kafka's PlainServerCallbackHandler checks its JAAS users.
+type plainExchange struct {
+	s    *SASL
+	user string
+	done bool
+}
+
+func (e *plainExchange) Step(token []byte) ([]byte, error) {
+	if e.done {
+		return nil, &AuthError{"Authentication failed: the exchange is complete"}
+	}
+	parts := bytes.Split(token, []byte{0})
+	if len(parts) != 3 {
+		return nil, &AuthError{"Invalid SASL/PLAIN response: expected 3 tokens, got " + fmt.Sprint(len(parts))}
+	}
+	authz, user, pass := string(parts[0]), string(parts[1]), string(parts[2])
+	switch {
+	case user == "":
+		return nil, &AuthError{"Authentication failed: username not specified"}
+	case pass == "":
+		return nil, &AuthError{"Authentication failed: password not specified"}
+	case authz != "" && authz != user:
+		return nil, &AuthError{"Authentication failed: Client requested an authorization id that is different from username"}
+	}
+	for _, m := range []Mechanism{ScramSHA512, ScramSHA256} {
+		c, ok, err := e.s.creds.Get(user, m)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if !CheckPassword(m, c, pass) {
+				break
+			}
+			e.user, e.done = user, true
+			return nil, nil
+		}
+	}
+	return nil, &AuthError{"Authentication failed: Invalid username or password"}
+}
+
+func (e *plainExchange) Done() bool           { return e.done }
+func (e *plainExchange) Principal() Principal { return User(e.user) }
+
+// scramExchange is SCRAM (RFC 5802) through xdg-go/scram's server
+// conversation: client-first → server-first, client-final → server-final.
+type scramExchange struct {
+	conv *scram.ServerConversation
+}
+
+func (e *scramExchange) Step(token []byte) ([]byte, error) {
+	out, err := e.conv.Step(string(token))
+	if err != nil {
+		return nil, err
+	}
+	if a := e.conv.AuthzID(); a != "" && a != e.conv.Username() {
+		return nil, &AuthError{"Authentication failed: Client requested an authorization id that is different from username"}
+	}
+	return []byte(out), nil
+}
+
+func (e *scramExchange) Done() bool           { return e.conv.Done() && e.conv.Valid() }
+func (e *scramExchange) Principal() Principal { return User(e.conv.Username()) }
