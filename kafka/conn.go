@@ -57,7 +57,7 @@ type session struct {
 // on.
 func (ss *session) setPrincipal(p security.Principal) {
 	ss.principal = p
-	ss.ctx = context.WithValue(ss.base, principalKey{}, p)
+	ss.ctx = security.WithPrincipal(ss.base, p)
 }
 
 // pending is a request whose response is still to be written. respond runs

@@ -539,6 +539,23 @@ func seedRequest(key int16) kmsg.Request {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey, req.CoordinatorKeys = "fuzz-group", []string{"fuzz-group", ""}
 		return req
+	case kmsg.SASLHandshake:
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.Mechanism = "SCRAM-SHA-512"
+		return req
+	case kmsg.SASLAuthenticate:
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SASLAuthBytes = []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL")
+		return req
+	case kmsg.DescribeUserSCRAMCredentials:
+		req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		req.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{{Name: "alice"}, {Name: "alice"}, {Name: "bob"}}
+		return req
+	case kmsg.AlterUserSCRAMCredentials:
+		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		req.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "bob", Mechanism: 1}}
+		req.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "alice", Mechanism: 2, Iterations: 4096, Salt: []byte("salt"), SaltedPassword: bytes.Repeat([]byte{7}, 64)}}
+		return req
 	case kmsg.DescribeCluster:
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.IncludeClusterAuthorizedOperations = true

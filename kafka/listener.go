@@ -9,7 +9,6 @@ package kafka
 // of the SASL_SSL listener is never sent to the PLAINTEXT one.
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -90,12 +89,11 @@ func (s *Server) ServeListener(ln net.Listener, l Listener) error {
 		return nil
 	default:
 	}
-	if _, dup := s.listeners[l.Name]; dup {
-		s.mu.Unlock()
-		ln.Close()
-		return fmt.Errorf("listener %s is served twice", l.Name)
+	if _, dup := s.listeners[l.Name]; !dup {
+		// Serving more sockets under one name (Serve called again)
+		// advertises the first.
+		s.listeners[l.Name] = lst
 	}
-	s.listeners[l.Name] = lst
 	if s.host == "" {
 		// The first listener is the default: what Brokers without an
 		// endpoint for a request's listener are given.
@@ -175,19 +173,6 @@ func (h *reqHeader) Principal() security.Principal {
 		return security.Anonymous
 	}
 	return h.sess.principal
-}
-
-// principalKey is the context key of the request's principal.
-type principalKey struct{}
-
-// PrincipalFrom returns the principal of the connection a request came
-// on, from the context the server hands the request's handler, the
-// coordinator and the observer; security.Anonymous if there is none.
-func PrincipalFrom(ctx context.Context) security.Principal {
-	if p, ok := ctx.Value(principalKey{}).(security.Principal); ok {
-		return p
-	}
-	return security.Anonymous
 }
 
 // fetchHintsAt gives a fetch response's leader hints (KIP-951) the

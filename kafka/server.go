@@ -242,13 +242,13 @@ type Server struct {
 
 	closing chan struct{} // closed by Shutdown: long polls return early
 
-	mu    sync.Mutex
-	lns   []net.Listener
+	mu  sync.Mutex
+	lns []net.Listener
 	// listeners are the listeners served, by name.
 	listeners map[string]*listener
-	conns map[*conn]struct{}
-	perIP map[string]int // open connections by peer IP
-	wg    sync.WaitGroup // one per connection
+	conns     map[*conn]struct{}
+	perIP     map[string]int // open connections by peer IP
+	wg        sync.WaitGroup // one per connection
 
 	// refused counts connections closed at once by MaxConnections and
 	// by MaxConnectionsPerIP.

@@ -33,7 +33,7 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 		{"grpc port in use", func(t *testing.T, dir string, cfg *node.Config) { cfg.GRPCListen = busy.Addr().String() },
 			"grpc listener: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
 		{"kafka port in use", func(t *testing.T, dir string, cfg *node.Config) { cfg.KafkaListen = busy.Addr().String() },
-			"kafka listener: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+			"kafka listener PLAINTEXT (" + busy.Addr().String() + "): listen tcp " + busy.Addr().String() + ": bind: address already in use"},
 		{"corrupt coordinator record", func(t *testing.T, dir string, cfg *node.Config) {
 			st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
 			if err != nil {

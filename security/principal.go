@@ -9,6 +9,7 @@
 package security
 
 import (
+	"context"
 	"crypto/x509"
 	"strings"
 )
@@ -46,4 +47,23 @@ func (p Principal) IsAnonymous() bool { return p == Anonymous }
 // come out as dotted OIDs with hex values.
 func FromCertificate(cert *x509.Certificate) Principal {
 	return User(strings.TrimSpace(cert.Subject.String()))
+}
+
+// principalKey is the context key of a request's principal.
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p: every listener (Kafka, gRPC,
+// admin HTTP) hands its requests' handlers a context with the principal
+// of the connection or call, for a later authorization layer to read.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal WithPrincipal put in ctx, or
+// Anonymous.
+func PrincipalFrom(ctx context.Context) Principal {
+	if p, ok := ctx.Value(principalKey{}).(Principal); ok {
+		return p
+	}
+	return Anonymous
 }
