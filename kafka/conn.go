@@ -46,6 +46,9 @@ type session struct {
 	// principal is who the connection acts for: Anonymous, the subject
 	// of a verified client certificate, or the SASL user.
 	principal security.Principal
+	// name is principal.String(), kept so that observing a request
+	// costs no allocation.
+	name string
 	// base is the connection's context; ctx is base with the principal,
 	// what every request of the connection is handed.
 	base, ctx context.Context
@@ -56,7 +59,7 @@ type session struct {
 // setPrincipal makes p the connection's principal from its next request
 // on.
 func (ss *session) setPrincipal(p security.Principal) {
-	ss.principal = p
+	ss.principal, ss.name = p, p.String()
 	ss.ctx = security.WithPrincipal(ss.base, p)
 }
 
@@ -119,14 +122,15 @@ func (s *Server) received(p *pending, req kmsg.Request, size int, at time.Time) 
 		return
 	}
 	p.obs = observe.Request{
-		Key:      p.hdr.key,
-		Version:  p.hdr.version,
-		ClientID: p.hdr.clientID,
-		Host:     strings.TrimPrefix(p.hdr.host, "/"),
-		Tenant:   defaultTenant,
-		Size:     size,
-		Received: at,
-		Msg:      req,
+		Key:       p.hdr.key,
+		Version:   p.hdr.version,
+		ClientID:  p.hdr.clientID,
+		Host:      strings.TrimPrefix(p.hdr.host, "/"),
+		Principal: p.hdr.principalName(),
+		Tenant:    defaultTenant,
+		Size:      size,
+		Received:  at,
+		Msg:       req,
 	}
 	p.ctx = s.obs.RequestReceived(p.ctx, p.obs)
 }

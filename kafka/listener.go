@@ -156,6 +156,14 @@ func (b Broker) at(name string) (string, int32) {
 	return b.Host, b.Port
 }
 
+// principalName is Principal().String(), without allocating.
+func (h *reqHeader) principalName() string {
+	if h.sess == nil {
+		return security.Anonymous.String()
+	}
+	return h.sess.name
+}
+
 // listenerName is the name of the listener a request came on ("" for a
 // request without a connection, as in tests that call handlers).
 func (h *reqHeader) listenerName() string {
