@@ -2,8 +2,12 @@ package security
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/xdg-go/scram"
 )
@@ -56,7 +60,7 @@ func NewSASL(creds *Credentials, names []string) (*SASL, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.servers[m] = srv
+		s.servers[m] = srv.WithNonceGenerator(serverNonce)
 		s.mechanisms = append(s.mechanisms, n)
 	}
 	return s, nil
@@ -114,7 +118,7 @@ func (s *SASL) Start(mechanism string) (Exchange, error) {
 		return &plainExchange{s: s}, nil
 	}
 	m, _ := MechanismByName(mechanism)
-	return &scramExchange{conv: s.servers[m].NewConversation()}, nil
+	return &scramExchange{s: s, m: m, conv: s.servers[m].NewConversation()}, nil
 }
 
 // plainExchange is SASL/PLAIN: one token, authzid NUL authcid NUL passwd,
@@ -164,8 +168,23 @@ func (e *plainExchange) Principal() Principal { return User(e.user) }
 
 // scramExchange is SCRAM (RFC 5802) through xdg-go/scram's server
 // conversation: client-first → server-first, client-final → server-final.
+//
+// One leniency, Kafka's: its ScramSaslServer accepts a client-final nonce
+// that ends with the nonce it sent, not only one equal to it, and
+// librdkafka 2.0 (Debian's kcat) relies on it, sending its own nonce
+// again in front. xdg-go checks equality, as the RFC says, so a
+// client-final whose nonce only ends with ours has its proof checked here
+// (lenientFinal), against the same stored keys; every other message goes
+// through the library.
 type scramExchange struct {
+	s    *SASL
+	m    Mechanism
 	conv *scram.ServerConversation
+	// first and serverFirst are the exchange's first two messages,
+	// nonce the full nonce sent; lenient is set when the final step was
+	// checked here.
+	first, serverFirst, nonce string
+	lenient, lenientOK        bool
 }
 
 func (e *scramExchange) Step(token []byte) (_ []byte, err error) {
@@ -177,15 +196,108 @@ func (e *scramExchange) Step(token []byte) (_ []byte, err error) {
 			err = fmt.Errorf("scram: malformed message: %v", r)
 		}
 	}()
-	out, err := e.conv.Step(string(token))
+	msg := string(token)
+	if e.serverFirst != "" && !e.lenient {
+		if r, ok := attr(msg, "r"); ok && r != e.nonce && len(r) > len(e.nonce) && strings.HasSuffix(r, e.nonce) {
+			return e.lenientFinal(msg)
+		}
+	}
+	out, err := e.conv.Step(msg)
 	if err != nil {
 		return nil, err
 	}
 	if a := e.conv.AuthzID(); a != "" && a != e.conv.Username() {
 		return nil, &AuthError{"Authentication failed: Client requested an authorization id that is different from username"}
 	}
+	if e.serverFirst == "" {
+		e.first, e.serverFirst = msg, out
+		e.nonce, _ = attr(out, "r")
+	}
 	return []byte(out), nil
 }
 
-func (e *scramExchange) Done() bool           { return e.conv.Done() && e.conv.Valid() }
+// attr returns attribute k of a SCRAM message ("r=...,s=...").
+func attr(msg, k string) (string, bool) {
+	for _, f := range strings.Split(msg, ",") {
+		if v, ok := strings.CutPrefix(f, k+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// lenientFinal checks a client-final message whose nonce ends with the
+// one sent (Kafka's rule) and returns the server-final message.
+func (e *scramExchange) lenientFinal(msg string) ([]byte, error) {
+	e.lenient = true
+	i := strings.LastIndex(msg, ",p=")
+	if i < 0 {
+		return nil, errors.New("scram: client-final without a proof")
+	}
+	withoutProof := msg[:i]
+	proof, err := base64.StdEncoding.DecodeString(msg[i+3:])
+	if err != nil {
+		return nil, errors.New("scram: proof is not base64")
+	}
+	// The channel binding must be the client-first message's GS2 header.
+	parts := strings.SplitN(e.first, ",", 3)
+	if len(parts) != 3 {
+		return nil, errors.New("scram: malformed client-first")
+	}
+	cb, _ := attr(withoutProof, "c")
+	if got, err := base64.StdEncoding.DecodeString(cb); err != nil || string(got) != parts[0]+","+parts[1]+"," {
+		return nil, errors.New("scram: channel binding does not match")
+	}
+	cred, ok, err := e.s.creds.Get(e.conv.Username(), e.m)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("unknown user")
+	}
+	h := e.m.hash()
+	mac := func(key []byte, s string) []byte {
+		x := hmac.New(h, key)
+		x.Write([]byte(s))
+		return x.Sum(nil)
+	}
+	authMsg := parts[2] + "," + e.serverFirst + "," + withoutProof
+	sig := mac(cred.StoredKey, authMsg)
+	if len(proof) != len(sig) {
+		return nil, errors.New("scram: proof has the wrong length")
+	}
+	clientKey := make([]byte, len(sig))
+	for i := range sig {
+		clientKey[i] = proof[i] ^ sig[i]
+	}
+	d := h()
+	d.Write(clientKey)
+	if !hmac.Equal(d.Sum(nil), cred.StoredKey) {
+		return nil, errors.New("scram: challenge proof invalid")
+	}
+	e.lenientOK = true
+	return []byte("v=" + base64.StdEncoding.EncodeToString(mac(cred.ServerKey, authMsg))), nil
+}
+
+func (e *scramExchange) Done() bool {
+	if e.lenient {
+		return e.lenientOK
+	}
+	return e.conv.Done() && e.conv.Valid()
+}
 func (e *scramExchange) Principal() Principal { return User(e.conv.Username()) }
+
+// serverNonce is the server's part of a SCRAM nonce: 32 random letters
+// and digits, as Kafka's ScramFormatter makes it (a base-36 number).
+// xdg-go's default is base64, whose '+' and '/' librdkafka 2.0 (kcat's)
+// mangles: its client-final message then carries another nonce and the
+// exchange fails.
+func serverNonce() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 32)
+	rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}

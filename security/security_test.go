@@ -2,7 +2,11 @@ package security_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha512"
 	"crypto/tls"
+	"encoding/base64"
+	"fmt"
 	"crypto/x509/pkix"
 	"strings"
 	"testing"
@@ -204,5 +208,76 @@ func TestSCRAMAgainstFranzGo(t *testing.T) {
 		if tc.ok && ex.Principal() != security.User("al=ice,") {
 			t.Errorf("principal %s", ex.Principal())
 		}
+	}
+}
+
+// TestSCRAMDoubledNonce: librdkafka 2.0 sends its client nonce again in
+// front of the nonce the server sent; Kafka accepts a client-final nonce
+// that ends with its own (ScramSaslServer's endsWith), and so does
+// Cohort, with the proof checked over the message as sent. A nonce that
+// does not end with the server's fails, as does a wrong proof.
+func TestSCRAMDoubledNonce(t *testing.T) {
+	creds := security.NewCredentials(memstore.New(memstore.Options{}))
+	c := security.NewCredential(security.ScramSHA512, "pw", 4096)
+	if err := creds.Apply([]security.Change{{User: "alice", Mechanism: security.ScramSHA512, Cred: &c}}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := security.NewSASL(creds, nil)
+	run := func(prefix, password string) error {
+		ex, _ := s.Start("SCRAM-SHA-512")
+		const cnonce = "rOprNGfwEbeRWgbNEkqO"
+		first := "n,,n=alice,r=" + cnonce
+		sf, err := ex.Step([]byte(first))
+		if err != nil {
+			return err
+		}
+		var nonce, salt64 string
+		iters := 0
+		for _, f := range strings.Split(string(sf), ",") {
+			switch {
+			case strings.HasPrefix(f, "r="):
+				nonce = f[2:]
+			case strings.HasPrefix(f, "s="):
+				salt64 = f[2:]
+			case strings.HasPrefix(f, "i="):
+				fmt.Sscan(f[2:], &iters)
+			}
+		}
+		salt, _ := base64.StdEncoding.DecodeString(salt64)
+		salted := security.SaltedPassword(security.ScramSHA512, password, salt, iters)
+		mac := func(k []byte, m string) []byte { h := hmac.New(sha512.New, k); h.Write([]byte(m)); return h.Sum(nil) }
+		clientKey := mac(salted, "Client Key")
+		stored := sha512.Sum512(clientKey)
+		wop := "c=biws,r=" + prefix + nonce
+		auth := first[3:] + "," + string(sf) + "," + wop
+		sig := mac(stored[:], auth)
+		for i := range clientKey {
+			clientKey[i] ^= sig[i]
+		}
+		final, err := ex.Step([]byte(wop + ",p=" + base64.StdEncoding.EncodeToString(clientKey)))
+		if err != nil {
+			return err
+		}
+		if !ex.Done() || ex.Principal() != security.User("alice") {
+			return fmt.Errorf("not done")
+		}
+		if want := "v=" + base64.StdEncoding.EncodeToString(mac(mac(salted, "Server Key"), auth)); string(final) != want {
+			return fmt.Errorf("server-final %q, want %q", final, want)
+		}
+		return nil
+	}
+	if err := run("", "pw"); err != nil {
+		t.Errorf("the RFC's nonce: %v", err)
+	}
+	if err := run("rOprNGfwEbeRWgbNEkqO", "pw"); err != nil {
+		t.Errorf("librdkafka 2.0's doubled nonce: %v", err)
+	}
+	if err := run("rOprNGfwEbeRWgbNEkqO", "wrong"); err == nil {
+		t.Error("a doubled nonce with a wrong password authenticated")
+	}
+	ex, _ := s.Start("SCRAM-SHA-512")
+	ex.Step([]byte("n,,n=alice,r=abc"))
+	if _, err := ex.Step([]byte("c=biws,r=xyz,p=AAAA")); err == nil || ex.Done() {
+		t.Error("a foreign nonce was accepted")
 	}
 }
