@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/xdg-go/scram"

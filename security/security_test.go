@@ -5,9 +5,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha512"
 	"crypto/tls"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"fmt"
-	"crypto/x509/pkix"
 	"strings"
 	"testing"
 
