@@ -504,7 +504,9 @@ func Start(cfg Config) (_ *Node, err error) {
 	}
 	n.started.Store(true)
 	for i, ln := range n.lns {
-		cfg.Logger.Info("cohort listening", "listener", n.listeners[i].Name, "protocol", n.listeners[i].Protocol, "kafka", ln.Addr().String(), "advertised", n.listeners[i].Advertised, "data_dir", cfg.DataDir)
+		// kafka= first: scripts (and testkit) read the first listener's
+		// address from this line.
+		cfg.Logger.Info("cohort listening", "kafka", ln.Addr().String(), "listener", n.listeners[i].Name, "protocol", n.listeners[i].Protocol, "advertised", n.listeners[i].Advertised, "data_dir", cfg.DataDir)
 	}
 	return n, nil
 }
