@@ -5,6 +5,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -344,4 +345,45 @@ func TestScramCredentialAPIs(t *testing.T) {
 func errorsIs(err error, target *kerr.Error) bool {
 	ke, ok := err.(*kerr.Error)
 	return ok && ke.Code == target.Code
+}
+
+// TestClusterAdvertisesPerListener: in cluster mode every node registers
+// the advertised address of each of its listeners, and any node answers a
+// client with the addresses of the listener the client came on, for
+// every node: a client of the INTERNAL listener is never sent to a
+// PLAINTEXT one.
+func TestClusterAdvertisesPerListener(t *testing.T) {
+	c := startCluster(t, 1, 2, "--kafka-listen", "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0", "--listener-security-protocol-map", "INTERNAL:PLAINTEXT")
+	internal := regexp.MustCompile(`msg="cohort listening" kafka=(\S+) listener=INTERNAL`)
+	want := map[string]map[int32]string{"PLAINTEXT": {}, "INTERNAL": {}}
+	for _, id := range c.live() {
+		p := c.node(id)
+		m := internal.FindStringSubmatch(p.Log())
+		if m == nil {
+			t.Fatalf("node %d logged no INTERNAL listener:\n%s", id, p.Log())
+		}
+		want["PLAINTEXT"][id], want["INTERNAL"][id] = p.Addr, m[1]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for listener, addrs := range want {
+		for id, seed := range addrs {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+			cl.Close()
+			if err != nil {
+				t.Fatalf("metadata from node %d's %s listener: %v", id, listener, err)
+			}
+			got := map[int32]string{}
+			for _, b := range md.Brokers {
+				got[b.NodeID] = net.JoinHostPort(b.Host, fmt.Sprint(b.Port))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(addrs) {
+				t.Errorf("metadata from node %d's %s listener: brokers %v, want %v", id, listener, got, addrs)
+			}
+		}
+	}
 }
