@@ -64,6 +64,11 @@ type Config struct {
 	// KafkaAddr is the host:port clients reach this node's Kafka
 	// listener at (the advertised address). Required.
 	KafkaAddr string
+	// Listeners are the advertised host:port of each of this node's
+	// Kafka listeners, by listener name: nodes answer a client with the
+	// addresses of the listener it came on. Nil: KafkaAddr alone (a
+	// node of an older version registers only that).
+	Listeners map[string]string
 	// GRPCAddr is the host:port of this node's gRPC listener, or "".
 	GRPCAddr string
 	// Rack is the node's rack (Kafka's broker.rack), or "".
@@ -101,13 +106,17 @@ type Meta struct {
 
 // Node is a registered node.
 type Node struct {
-	ID       int32  `json:"id"`
-	Kafka    string `json:"kafka"`
-	GRPC     string `json:"grpc,omitempty"`
-	Rack     string `json:"rack,omitempty"`
-	DirID    string `json:"dir_id,omitempty"`
-	Lease    int64  `json:"lease"`
-	Draining bool   `json:"draining,omitempty"`
+	ID    int32  `json:"id"`
+	Kafka string `json:"kafka"`
+	// Listeners are the Kafka listeners' advertised addresses by
+	// listener name (Config.Listeners); absent in a registration by a
+	// node of an older version.
+	Listeners map[string]string `json:"listeners,omitempty"`
+	GRPC      string            `json:"grpc,omitempty"`
+	Rack      string            `json:"rack,omitempty"`
+	DirID     string            `json:"dir_id,omitempty"`
+	Lease     int64             `json:"lease"`
+	Draining  bool              `json:"draining,omitempty"`
 }
 
 // Host and Port split the Kafka address.
@@ -393,7 +402,7 @@ func (m *Member) putRegistration(ctx context.Context) error {
 }
 
 func (m *Member) self() Node {
-	return Node{ID: m.cfg.NodeID, Kafka: m.cfg.KafkaAddr, GRPC: m.cfg.GRPCAddr, Rack: m.cfg.Rack, DirID: m.cfg.DirID, Lease: m.lease.Load(), Draining: m.draining.Load()}
+	return Node{ID: m.cfg.NodeID, Kafka: m.cfg.KafkaAddr, Listeners: m.cfg.Listeners, GRPC: m.cfg.GRPCAddr, Rack: m.cfg.Rack, DirID: m.cfg.DirID, Lease: m.lease.Load(), Draining: m.draining.Load()}
 }
 
 // suspicion is how long before its lease could expire a node stops

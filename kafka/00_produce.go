@@ -52,7 +52,7 @@ func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Reque
 	}
 	var syncs []toSync
 	failed := false
-	hints := leaders{s: s}
+	hints := leaders{s: s, listener: hdr.listenerName()}
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID

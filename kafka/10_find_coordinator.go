@@ -55,7 +55,8 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 				c.ErrorMessage = errPtr(kerr.CoordinatorNotAvailable.Description)
 				break
 			}
-			c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+			c.Host, c.Port = b.at(hdr.listenerName())
+			c.NodeID = b.NodeID
 		case keyTransaction:
 			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			c.ErrorMessage = errPtr("Cohort has no transaction coordinator.")

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,7 +87,7 @@ func readDirID(dir string) (string, error) {
 // joinCluster connects to etcd, joins the cluster and opens the shared
 // store. The Kafka listener is bound already: its address is what the
 // node registers.
-func (n *Node) joinCluster(advertised string) error {
+func (n *Node) joinCluster(advertised string, endpoints map[string]string) error {
 	cc := n.cfg.Cluster
 	if len(cc.EtcdEndpoints) == 0 {
 		return errors.New("cluster mode: no etcd endpoints")
@@ -133,6 +135,7 @@ func (n *Node) joinCluster(advertised string) error {
 		Prefix:    cc.Prefix,
 		NodeID:    cc.NodeID,
 		KafkaAddr: advertised,
+		Listeners: endpoints,
 		GRPCAddr:  grpcAddr,
 		DirID:     dirID,
 		LeaseTTL:  cc.LeaseTTL,
@@ -275,6 +278,17 @@ func (c clusterView) Brokers() []kafka.Broker {
 
 func toBroker(nd cluster.Node) kafka.Broker {
 	b := kafka.Broker{NodeID: nd.ID, Host: nd.Host(), Port: nd.Port()}
+	for name, addr := range nd.Listeners {
+		host, port, err := net.SplitHostPort(addr)
+		p, perr := strconv.ParseUint(port, 10, 16)
+		if err != nil || perr != nil {
+			continue
+		}
+		if b.Endpoints == nil {
+			b.Endpoints = map[string]kafka.Endpoint{}
+		}
+		b.Endpoints[name] = kafka.Endpoint{Host: host, Port: int32(p)}
+	}
 	if nd.Rack != "" {
 		r := nd.Rack
 		b.Rack = &r

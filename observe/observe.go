@@ -48,9 +48,13 @@ type Request struct {
 	Version  int16
 	ClientID string
 	Host     string // the peer's IP address
-	Tenant   string
-	Size     int // the frame's bytes
-	Received time.Time
+	// Principal is who the connection acts for, in Kafka's form:
+	// "User:ANONYMOUS", "User:alice" (SASL), "User:CN=...,O=..." (a
+	// verified TLS client certificate).
+	Principal string
+	Tenant    string
+	Size      int // the frame's bytes
+	Received  time.Time
 	// Msg is the decoded request; nil for the UNSUPPORTED_VERSION answer
 	// to an ApiVersions that did not decode. Read it only in
 	// RequestReceived (before the handler has it) or RequestAnswered
