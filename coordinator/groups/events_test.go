@@ -346,7 +346,7 @@ func TestEventCheckFails(t *testing.T) {
 		{"a start with no cause", []observe.GroupEvent{joined, with(started, func(e *observe.GroupEvent) { e.Cause = 0 })}},
 		{"a join's start naming nobody", []observe.GroupEvent{joined, with(started, func(e *observe.GroupEvent) { e.Member = "" })}},
 		{"a join's start naming a member not there", []observe.GroupEvent{joined, with(started, func(e *observe.GroupEvent) { e.Member = "b" })}},
-		{"a timer's start naming a member", []observe.GroupEvent{joined, with(started, func(e *observe.GroupEvent) { e.Cause = observe.CauseOther })}},
+		{"a timer's start naming a member", []observe.GroupEvent{joined, with(started, func(e *observe.GroupEvent) { e.Cause = observe.CauseMetadataChanged })}},
 		{"a completion with another cause", []observe.GroupEvent{joined, started, with(completed, func(e *observe.GroupEvent) { e.Cause = observe.CauseMemberLeft })}},
 		{"a completion by another member", []observe.GroupEvent{joined, started, with(completed, func(e *observe.GroupEvent) { e.Member = "b" })}},
 		{"phases that do not add up", []observe.GroupEvent{joined, started, with(completed, func(e *observe.GroupEvent) { e.Phases.Join = time.Second })}},
