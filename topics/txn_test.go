@@ -19,7 +19,7 @@ func TestTransactionsInTheLog(t *testing.T) {
 	e := newEnv(t)
 	e.create("t", 1, nil)
 	p := e.part("t", 0)
-	mustAppend(t, p, plainBatch(t, 2, "plain")) // 0-1
+	mustAppend(t, p, plainBatch(t, 2, "plain"))    // 0-1
 	mustAppend(t, p, txnBatch(t, 7, 0, 0, 2, "a")) // 2-3, producer 7
 	mustAppend(t, p, txnBatch(t, 8, 0, 0, 1, "b")) // 4, producer 8
 	mustAppend(t, p, txnBatch(t, 7, 0, 2, 1, "a")) // 5
