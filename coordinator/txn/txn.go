@@ -105,8 +105,8 @@ type (
 		Group         string
 	}
 	// EndCmd is EndTxn. Bump (EndTxn v5+, KIP-890) ends the transaction
-	// with an epoch bump; NewProducerID serves then if the epoch is
-	// exhausted.
+	// with an epoch bump; NewProducerID serves an empty abort whose epoch
+	// is exhausted.
 	EndCmd struct {
 		Tenant, TxnID string
 		ProducerID    int64
@@ -531,9 +531,13 @@ func (s *Shard) end(now time.Time, id machine.RequestID, c EndCmd) (Result, bool
 	switch r.State {
 	case record.TxnOngoing:
 		r.State = prepared
-		r.Bumped = c.Bump
-		if c.Bump {
-			r = bump(r, c.NewProducerID)
+		// The markers carry the bumped epoch, under the same producer
+		// id: an exhausted epoch is not bumped here (the producer's
+		// next InitProducerId moves it to a new id).
+		r.Bumped = c.Bump && !epochExhausted(r.ProducerEpoch)
+		if r.Bumped {
+			r.LastProducerEpoch = r.ProducerEpoch
+			r.ProducerEpoch++
 		}
 		s.write(now, t.key, r)
 		s.timer(timeoutKey(t.key), time.Time{})
