@@ -14,8 +14,10 @@ package groups
 //   - v4: no change (TRANSACTION_ABORTABLE allowed).
 //   - v5 (KIP-890): a client may skip AddOffsetsToTxn. Cohort does not
 //     advertise transaction version 2, so clients do not.
-//   - v6 (KIP-1319): GROUP_ID_NOT_FOUND (not ILLEGAL_GENERATION) for a
-//     member commit to a group that does not exist; STALE_MEMBER_EPOCH.
+//   - v6 (KIP-1319): topics by id, resolved against the broker's topic
+//     catalog (an unknown id: UNKNOWN_TOPIC_ID); GROUP_ID_NOT_FOUND (not
+//     ILLEGAL_GENERATION) for a member commit to a group that does not
+//     exist; STALE_MEMBER_EPOCH.
 //
 // The group coordinator does not ask the transaction coordinator whether
 // the group was added to the transaction (neither does Kafka's): the
@@ -30,7 +32,7 @@ func init() {
 		(*Shard).txnOffsetCommit,
 		func(r *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse, code int16) {
 			for _, t := range r.Topics {
-				rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic}
+				rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 				for _, p := range t.Partitions {
 					rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
 				}

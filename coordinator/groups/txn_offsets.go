@@ -122,10 +122,18 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 	if r.Version < 3 {
 		generation, memberID, instance = -1, "", nil
 	}
+	// names[i] is the name of r.Topics[i] (v6 names topics by id);
+	// resolved[i] is false for an unknown id.
+	names := make([]string, len(r.Topics))
+	resolved := make([]bool, len(r.Topics))
 	known := 0
-	for _, t := range r.Topics {
+	for i, t := range r.Topics {
+		names[i], resolved[i] = t.Topic, true
+		if r.Version >= 6 {
+			names[i], resolved[i] = topicName(req.Topics, t.TopicID)
+		}
 		for _, p := range t.Partitions {
-			if s.known(req.Topics, t.Topic, p.Partition) {
+			if resolved[i] && s.known(req.Topics, names[i], p.Partition) {
 				known++
 			}
 		}
@@ -147,16 +155,18 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 			code = kerr.IllegalGeneration.Code
 		}
 	}
-	for _, t := range r.Topics {
-		rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic}
+	for i, t := range r.Topics {
+		rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 		for _, p := range t.Partitions {
-			id, ok := s.partition(req.Topics, t.Topic, p.Partition)
+			id, ok := s.partition(req.Topics, names[i], p.Partition)
 			pc := code
 			meta := ""
 			if p.Metadata != nil {
 				meta = *p.Metadata
 			}
 			switch {
+			case !resolved[i]:
+				pc = kerr.UnknownTopicID.Code
 			case !ok:
 				pc = kerr.UnknownTopicOrPartition.Code
 			case pc == 0 && len(meta) > s.cfg.OffsetMetadataMaxBytes:
@@ -168,7 +178,7 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 					epoch = -1
 				}
 				o := record.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: now.UnixMilli(), TopicID: id}
-				s.emit(s.txnOffsetKey(k, r.ProducerID, tpKey{t.Topic, p.Partition}), o.Encode())
+				s.emit(s.txnOffsetKey(k, r.ProducerID, tpKey{names[i], p.Partition}), o.Encode())
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: pc})
 		}
