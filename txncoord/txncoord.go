@@ -285,7 +285,9 @@ func (c *Coordinator) markers(m txn.Markers) error {
 		}
 		syncs = append(syncs, synced{p, end})
 	}
-	errs := make([]error, len(syncs))
+	// The partitions' fsyncs and the groups' offsets are independent:
+	// all at once.
+	errs := make([]error, len(syncs)+len(m.Groups))
 	var wg sync.WaitGroup
 	for i, s := range syncs {
 		wg.Go(func() {
@@ -294,14 +296,12 @@ func (c *Coordinator) markers(m txn.Markers) error {
 			}
 		})
 	}
+	for i, g := range m.Groups {
+		wg.Go(func() { errs[len(syncs)+i] = c.cfg.Groups.TxnEnd(c.ctx, m.Tenant, g, m.ProducerID, m.Commit) })
+	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
-	}
-	for _, g := range m.Groups {
-		if err := c.cfg.Groups.TxnEnd(c.ctx, m.Tenant, g, m.ProducerID, m.Commit); err != nil {
-			return err
-		}
 	}
 	return nil
 }
