@@ -138,7 +138,6 @@ func txnWorker(ctx context.Context, t *testing.T, addr string, w int, stop <-cha
 		kgo.ConsumerGroup("eos"),
 		kgo.ConsumeTopics("eos-in"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.DefaultProduceTopic("eos-out"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200*time.Millisecond),

@@ -140,18 +140,16 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 	}
 	code := int16(0)
 	if known > 0 {
-		// The group check of OffsetCommit; v8 answers ILLEGAL_GENERATION
-		// for a member commit to an unknown group, as TxnOffsetCommit
-		// does before v6 (KIP-1319 gave it GROUP_ID_NOT_FOUND).
-		v := int16(8)
-		if r.Version >= 6 {
-			v = 9
-		}
-		code = s.validateCommit(now, k, &kmsg.OffsetCommitRequest{Version: v, Group: r.Group, Generation: generation, MemberID: memberID, InstanceID: instance}, generation, memberID)
-		if code == kerr.RebalanceInProgress.Code {
+		// The group check of OffsetCommit at v9: a consumer group's
+		// member commits transactionally at any version (Kafka's
+		// validateOffsetCommit checks the version of plain commits
+		// only); before v6, GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH
+		// are ILLEGAL_GENERATION (KIP-1319).
+		code = s.validateCommit(now, k, &kmsg.OffsetCommitRequest{Version: 9, Group: r.Group, Generation: generation, MemberID: memberID, InstanceID: instance}, generation, memberID)
+		switch {
+		case code == kerr.RebalanceInProgress.Code:
 			code = 0 // Kafka's validateOffsetCommit lets a transactional commit through
-		}
-		if code == kerr.StaleMemberEpoch.Code && r.Version < 6 {
+		case (code == kerr.StaleMemberEpoch.Code || code == kerr.GroupIDNotFound.Code) && r.Version < 6:
 			code = kerr.IllegalGeneration.Code
 		}
 	}
