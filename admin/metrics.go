@@ -32,6 +32,7 @@ type Metrics struct {
 	joinBarrier     prometheus.Histogram
 	moved           *prometheus.HistogramVec
 	memberEvents    *prometheus.CounterVec
+	conversions     *prometheus.CounterVec
 	batches         *prometheus.CounterVec
 	batchRecords    prometheus.Histogram
 	batchDuration   prometheus.Histogram
@@ -84,6 +85,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "cohort_group_member_events_total",
 			Help: "Members joined, left, expired (session timeout) and fenced, by group type.",
 		}, []string{"type", "event"})).(*prometheus.CounterVec),
+		conversions: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cohort_group_conversions_total",
+			Help: "Groups with members converted online between the classic and the consumer protocol (a rolling upgrade to KIP-848 or back), by the type converted to.",
+		}, []string{"type"})).(*prometheus.CounterVec),
 		batches: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cohort_store_batches_total",
 			Help: "Record batches written to the store, by outcome (ok, error).",
@@ -181,6 +186,8 @@ func (m *Metrics) Group(_ context.Context, e observe.GroupEvent) {
 		m.memberEvents.WithLabelValues(e.Protocol, "expired").Inc()
 	case observe.MemberFenced:
 		m.memberEvents.WithLabelValues(e.Protocol, "fenced").Inc()
+	case observe.GroupConverted:
+		m.conversions.WithLabelValues(e.Protocol).Inc()
 	}
 }
 

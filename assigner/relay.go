@@ -32,6 +32,8 @@ const relayedKey = "cohort-relayed"
 
 // relay holds the connections to the other nodes.
 type relay struct {
+	// opts are Config.DialOptions.
+	opts  []grpc.DialOption
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
@@ -42,7 +44,11 @@ func (r *relay) conn(addr string) (*grpc.ClientConn, error) {
 	if c := r.conns[addr]; c != nil {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts := r.opts
+	if len(opts) == 0 {
+		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	c, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,9 @@ type Config struct {
 	// nowhere right now (ok false). Calls that arrive where the shard is
 	// not served are relayed to addr (relay.go). Nil: always here.
 	Route func() (addr string, local, ok bool)
+	// DialOptions are how relayed calls reach the other node (its
+	// transport credentials and per-call token). Nil: plaintext.
+	DialOptions []grpc.DialOption
 	// Standby starts the service without its shard: the caller Loads it
 	// when this node owns it (cluster mode); meanwhile calls get
 	// UNAVAILABLE. False: the shard is loaded at Start.
@@ -116,6 +119,7 @@ func Start(cfg Config) (*Service, error) {
 		return nil, errors.New("assigner: Config needs Store and Partitions")
 	}
 	s := &Service{cfg: cfg, boxes: map[uint64]*outbox{}, topics: map[[2]string]int32{}, stop: make(chan struct{})}
+	s.relay.opts = cfg.DialOptions
 	// The same shard set as the group coordinator's: a failed write
 	// gives the shard up and loads it again (its Reset push then ends
 	// every stream, and consumers register again).

@@ -64,6 +64,11 @@ type Config struct {
 	// KafkaAddr is the host:port clients reach this node's Kafka
 	// listener at (the advertised address). Required.
 	KafkaAddr string
+	// Listeners are the advertised host:port of each of this node's
+	// Kafka listeners, by listener name: nodes answer a client with the
+	// addresses of the listener it came on. Nil: KafkaAddr alone (a
+	// node of an older version registers only that).
+	Listeners map[string]string
 	// GRPCAddr is the host:port of this node's gRPC listener, or "".
 	GRPCAddr string
 	// Rack is the node's rack (Kafka's broker.rack), or "".
@@ -101,13 +106,17 @@ type Meta struct {
 
 // Node is a registered node.
 type Node struct {
-	ID       int32  `json:"id"`
-	Kafka    string `json:"kafka"`
-	GRPC     string `json:"grpc,omitempty"`
-	Rack     string `json:"rack,omitempty"`
-	DirID    string `json:"dir_id,omitempty"`
-	Lease    int64  `json:"lease"`
-	Draining bool   `json:"draining,omitempty"`
+	ID    int32  `json:"id"`
+	Kafka string `json:"kafka"`
+	// Listeners are the Kafka listeners' advertised addresses by
+	// listener name (Config.Listeners); absent in a registration by a
+	// node of an older version.
+	Listeners map[string]string `json:"listeners,omitempty"`
+	GRPC      string            `json:"grpc,omitempty"`
+	Rack      string            `json:"rack,omitempty"`
+	DirID     string            `json:"dir_id,omitempty"`
+	Lease     int64             `json:"lease"`
+	Draining  bool              `json:"draining,omitempty"`
 }
 
 // Host and Port split the Kafka address.
@@ -393,7 +402,7 @@ func (m *Member) putRegistration(ctx context.Context) error {
 }
 
 func (m *Member) self() Node {
-	return Node{ID: m.cfg.NodeID, Kafka: m.cfg.KafkaAddr, GRPC: m.cfg.GRPCAddr, Rack: m.cfg.Rack, DirID: m.cfg.DirID, Lease: m.lease.Load(), Draining: m.draining.Load()}
+	return Node{ID: m.cfg.NodeID, Kafka: m.cfg.KafkaAddr, Listeners: m.cfg.Listeners, GRPC: m.cfg.GRPCAddr, Rack: m.cfg.Rack, DirID: m.cfg.DirID, Lease: m.lease.Load(), Draining: m.draining.Load()}
 }
 
 // suspicion is how long before its lease could expire a node stops
@@ -432,14 +441,19 @@ func (m *Member) poke() {
 	}
 }
 
-// keepAlive renews the lease every third of its TTL. A renewal sent at t
-// keeps the lease alive until at least t+TTL (etcd counts from when it
-// got it), which is what validUntil records; so a node that cannot reach
-// etcd knows when it must stop serving without etcd telling it. A lease
-// that etcd no longer has is replaced by a new registration.
+// keepAlive renews the lease every eighth of its TTL (keepAliveTimes). A
+// renewal sent at t keeps the lease alive until at least t+TTL (etcd
+// counts from when it got it), which is what validUntil records; so a
+// node that cannot reach etcd knows when it must stop serving without
+// etcd telling it. A lease that etcd no longer has is replaced by a new
+// registration.
 func (m *Member) keepAlive() {
 	every, retry, attempt := keepAliveTimes(m.cfg.LeaseTTL)
-	t := time.NewTimer(every)
+	// The first renewal at once: the registration's lease was granted
+	// before the node opened its store and started its services, which
+	// under load can take most of a short TTL (a node was suspended right
+	// after start, "no renewal attempt failed").
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
@@ -497,14 +511,24 @@ type renewFailure struct {
 	attempts int
 }
 
-// keepAliveTimes is the lease renewal's cadence: every third of the TTL;
-// after a failed renewal, again soon (an etcd leader election takes
-// about a second, and the node is suspended a quarter of the TTL before
-// its lease could expire); each attempt bounded, so that one sent to a
-// member that died does not hold the next ones back.
+// keepAliveTimes is the lease renewal's cadence: every eighth of the TTL
+// (half the suspicion margin); after a failed renewal, again soon (an
+// etcd leader election takes about a second, longer under load); each
+// attempt bounded, so that one sent to a member that died does not hold
+// the next ones back.
+//
+// The cadence is what a node can ride out: it is suspended at the last
+// renewal plus TTL − suspicion, so an etcd outage (a leader election, a
+// member killed) that starts just before a renewal was due leaves it
+// TTL − suspicion − every. Renewing every third of the TTL, as etcd's
+// own client does, left 5/12 of the TTL (4.2 s of a 10 s lease): less
+// than the 5 s an election took under the full suite's load, the likely
+// cause of TestClusterEtcdMemberKilled's rare suspensions. Every eighth
+// leaves 5/8 (6.25 s). A renewal costs etcd little: the leader answers
+// it from memory, without a raft write.
 func keepAliveTimes(ttl time.Duration) (every, retry, attempt time.Duration) {
-	every = ttl / 3
-	return every, min(every, 200*time.Millisecond), min(every, time.Second)
+	every = min(ttl/3, suspicion(ttl)/2)
+	return every, min(every, 200*time.Millisecond), min(ttl/3, time.Second)
 }
 
 // watchdog stops serving every unit the moment the node becomes

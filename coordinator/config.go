@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/assign"
+	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/record"
 )
 
@@ -92,6 +93,10 @@ type Config struct {
 	// They are called from every shard's loop, so they must be safe for
 	// concurrent use, and must be deterministic.
 	CustomAssignors []assign.Assignor
+	// MigrationPolicy says which online conversions of a group with
+	// members between the classic and the consumer protocol are allowed
+	// (Kafka's group.consumer.migration.policy). Default bidirectional.
+	MigrationPolicy groups.MigrationPolicy
 }
 
 // assignor resolves a ConsumerAssignors name.
@@ -138,6 +143,9 @@ func (c Config) WithDefaults() Config {
 	if c.ConsumerMaxSize == 0 {
 		c.ConsumerMaxSize = math.MaxInt32
 	}
+	if c.MigrationPolicy == "" {
+		c.MigrationPolicy = groups.MigrateBidirectional
+	}
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = assign.Names()
 	}
@@ -180,6 +188,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConsumerMaxSize < 1 {
 		errs = append(errs, fmt.Errorf("consumer group max size %d: must be at least 1", c.ConsumerMaxSize))
+	}
+	if _, err := groups.ParseMigrationPolicy(string(c.MigrationPolicy)); err != nil {
+		errs = append(errs, err)
 	}
 	for _, n := range c.ConsumerAssignors {
 		if _, ok := c.assignor(n); !ok {

@@ -100,6 +100,7 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				AssignmentInterval:        cfg.ConsumerAssignmentInterval,
 				ConsumerMaxSize:           cfg.ConsumerMaxSize,
 				Assignors:                 assignors,
+				MigrationPolicy:           cfg.MigrationPolicy,
 			}
 			// A fresh seed for every load, also when a shard loads
 			// again after it was given up: ids handed out before must

@@ -41,18 +41,44 @@ type akConsumer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu       sync.Mutex
-	owned    map[uint32]bool
-	warming  map[uint32]string // partition → current owner
-	warms    int               // warm commands received
-	releases int
-	first    *kafkaassignerpb.AssignmentUpdate
-	holdWarm bool // do not say ready until allowWarm
-	err      error
+	mu      sync.Mutex
+	owned   map[uint32]bool
+	warming map[uint32]string // partition → current owner
+	// saidReady holds the partitions the consumer has said ready for and
+	// not yet been assigned: it is warm and takes them over as soon as
+	// the service has made it their owner, which the service does before
+	// it tells their old owner to release them. (The new owner's
+	// Assignment and the old owner's Release are sent at once, on two
+	// streams: either may arrive first.)
+	saidReady map[uint32]bool
+	warms     int // warm commands received
+	releases  int
+	first     *kafkaassignerpb.AssignmentUpdate
+	holdWarm  bool // do not say ready until allowWarm
+	err       error
 	// reconnects counts the streams registered again (startAKConsumerOn
 	// with reconnect), the first one included.
 	reconnects int
 	reconnect  bool
+	// trace is what the consumer saw and did, timestamped, for the
+	// failure message of a test that watches ownership over time.
+	trace []string
+}
+
+// tracef records an event in c.trace; c.mu is held.
+func (c *akConsumer) tracef(format string, args ...any) {
+	c.trace = append(c.trace, time.Now().Format("15:04:05.000000")+" "+fmt.Sprintf(format, args...))
+}
+
+// traceOf returns the last events of c's trace, one a line.
+func (c *akConsumer) traceOf() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tr := c.trace
+	if len(tr) > 80 {
+		tr = append([]string{"..."}, tr[len(tr)-80:]...)
+	}
+	return c.name + ":\n  " + strings.Join(tr, "\n  ")
 }
 
 func dialAssigner(t *testing.T, addr string) kafkaassignerpb.KafkaAssignerClient {
@@ -86,7 +112,7 @@ func startAKConsumerOn(t *testing.T, addrs []string, reconnect bool, group, name
 		clients[i] = dialAssigner(t, a)
 	}
 	c := &akConsumer{t: t, name: name, group: group, client: clients[0], done: make(chan struct{}),
-		owned: map[uint32]bool{}, warming: map[uint32]string{}, holdWarm: holdWarm, reconnect: reconnect}
+		owned: map[uint32]bool{}, warming: map[uint32]string{}, saidReady: map[uint32]bool{}, holdWarm: holdWarm, reconnect: reconnect}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	t.Cleanup(c.stop)
@@ -105,6 +131,9 @@ func startAKConsumerOn(t *testing.T, addrs []string, reconnect bool, group, name
 					if ctx.Err() == nil && !reconnect {
 						c.fail(err)
 					}
+					c.mu.Lock()
+					c.tracef("stream ended: %v", status.Code(err))
+					c.mu.Unlock()
 					break
 				}
 				c.mu.Lock()
@@ -115,6 +144,7 @@ func startAKConsumerOn(t *testing.T, addrs []string, reconnect bool, group, name
 					// sees the consumer owning nothing in between.
 					clear(c.owned)
 					clear(c.warming)
+					clear(c.saidReady)
 					c.reconnects++
 				}
 				c.handleLocked(cmd)
@@ -129,6 +159,7 @@ func startAKConsumerOn(t *testing.T, addrs []string, reconnect bool, group, name
 				c.mu.Lock()
 				c.client = clients[next%len(clients)]
 				cl := c.client
+				c.tracef("register on %s", addrs[next%len(clients)])
 				c.mu.Unlock()
 				if stream, err = cl.Register(c.ctx(ctx), &kafkaassignerpb.RegisterRequest{ConsumerName: name, Topic: topic}); err == nil {
 					break
@@ -145,6 +176,7 @@ func startAKConsumerOn(t *testing.T, addrs []string, reconnect bool, group, name
 
 // handleLocked applies a command from the service; c.mu is held.
 func (c *akConsumer) handleLocked(cmd *kafkaassignerpb.AssignmentCommand) {
+	c.tracef("got %v", cmd)
 	switch x := cmd.Command.(type) {
 	case *kafkaassignerpb.AssignmentCommand_Assignment:
 		if c.first == nil {
@@ -153,6 +185,7 @@ func (c *akConsumer) handleLocked(cmd *kafkaassignerpb.AssignmentCommand) {
 		for _, p := range x.Assignment.GetAssigned() {
 			c.owned[p.GetPartition()] = true
 			delete(c.warming, p.GetPartition())
+			delete(c.saidReady, p.GetPartition())
 		}
 		for _, p := range x.Assignment.GetUnassigned() {
 			delete(c.owned, p.GetPartition())
@@ -171,17 +204,38 @@ func (c *akConsumer) handleLocked(cmd *kafkaassignerpb.AssignmentCommand) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), assignerWait)
 			defer cancel()
-			if _, err := c.currentClient().PartitionReleased(c.ctx(ctx), &kafkaassignerpb.PartitionReleasedRequest{ConsumerName: c.name, Partition: p}); err != nil {
+			_, err := c.currentClient().PartitionReleased(c.ctx(ctx), &kafkaassignerpb.PartitionReleasedRequest{ConsumerName: c.name, Partition: p})
+			c.mu.Lock()
+			c.tracef("released %d: %v", p.GetPartition(), status.Code(err))
+			c.mu.Unlock()
+			if err != nil {
 				c.fail(fmt.Errorf("released %d: %w", p.GetPartition(), err))
 			}
 		}()
 	}
 }
 
+// ready says the consumer is ready for p. From the moment it says so it
+// holds p (saidReady), until the service assigns it p, or refuses (then
+// p stays its old owner's), or a new stream's snapshot says what it has.
+// An UNAVAILABLE answer leaves the outcome unknown: it keeps holding p.
 func (c *akConsumer) ready(p *kafkaassignerpb.TopicPartition) {
 	ctx, cancel := context.WithTimeout(context.Background(), assignerWait)
 	defer cancel()
-	if _, err := c.currentClient().PartitionReady(c.ctx(ctx), &kafkaassignerpb.PartitionReadyRequest{ConsumerName: c.name, Partition: p}); err != nil {
+	c.mu.Lock()
+	if _, ok := c.warming[p.GetPartition()]; ok {
+		c.saidReady[p.GetPartition()] = true
+	}
+	cl := c.client
+	c.mu.Unlock()
+	_, err := cl.PartitionReady(c.ctx(ctx), &kafkaassignerpb.PartitionReadyRequest{ConsumerName: c.name, Partition: p})
+	c.mu.Lock()
+	c.tracef("ready %d: %v", p.GetPartition(), status.Code(err))
+	if err != nil && status.Code(err) != codes.Unavailable {
+		delete(c.saidReady, p.GetPartition())
+	}
+	c.mu.Unlock()
+	if err != nil {
 		c.fail(fmt.Errorf("ready %d: %w", p.GetPartition(), err))
 	}
 }
@@ -248,6 +302,21 @@ func (c *akConsumer) firstUpdate() *kafkaassignerpb.AssignmentUpdate {
 func (c *akConsumer) stop() {
 	c.cancel()
 	<-c.done
+}
+
+// holding returns what the consumer works on now: what it owns, and
+// what it has said ready for (see saidReady).
+func (c *akConsumer) holding() []uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []uint32
+	for p := range c.owned {
+		out = append(out, p)
+	}
+	for p := range c.saidReady {
+		out = append(out, p)
+	}
+	return out
 }
 
 func (c *akConsumer) snapshot() (owned []uint32, warming int, err error) {

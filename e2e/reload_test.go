@@ -227,6 +227,13 @@ type reloadCheck struct {
 	nodeDies bool
 	coordErr map[string]int // coordinator errors the clients reported (expected)
 	rebalErr []string       // rebalance signals the clients reported after settling
+	// ended says which members' clients ended their group session on
+	// their own after settling: franz-go's heartbeat failed for good
+	// without a coordinator's answer (sessionEnds), and it gave its
+	// partitions up. They come back with a JoinGroup that rebalances, at
+	// Kafka's coordinator as at Cohort's. A session the coordinator ended
+	// (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION) does not count.
+	ended    [reloadMembers]bool
 	problems []string
 }
 
@@ -264,6 +271,18 @@ func newReloadCheck(t *testing.T, client string) *reloadCheck {
 // told apart.
 func (c *reloadCheck) clientID(m int) string {
 	return fmt.Sprintf("cohort-e2e-reload-%s-%d", c.client, m)
+}
+
+// memberOf returns the member a group member id belongs to (the
+// coordinator makes it of the client id, a dash and a UUID, as Kafka's),
+// or -1.
+func (c *reloadCheck) memberOf(memberID string) int {
+	for m := range reloadMembers {
+		if strings.HasPrefix(memberID, c.clientID(m)+"-") {
+			return m
+		}
+	}
+	return -1
 }
 
 // member returns the member a client id belongs to, or -1.
@@ -444,6 +463,35 @@ func coordinatorErr(err error) bool {
 	return errorIn(err, []kafka.ErrorCode{kafka.ErrNotCoordinator, kafka.ErrCoordinatorLoadInProgress, kafka.ErrCoordinatorNotAvailable},
 		kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable,
 		sarama.ErrNotCoordinatorForConsumer, sarama.ErrOffsetsLoadInProgress, sarama.ErrConsumerCoordinatorNotAvailable)
+}
+
+// sessionEnds is a franz-go logger that notes, in c.ended, a member whose
+// client ends its session on its own: kgo logs "heartbeat errored" with
+// the error that ends the session, and one that is not a Kafka error code
+// is the client's (a connection, a dial, its retries running out).
+type sessionEnds struct {
+	c *reloadCheck
+	m int
+}
+
+func (sessionEnds) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (l sessionEnds) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
+	if msg != "heartbeat errored" {
+		return
+	}
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		err, ok := keyvals[i+1].(error)
+		var ke *kerr.Error
+		if keyvals[i] != "err" || !ok || errors.As(err, &ke) || errors.Is(err, context.Canceled) {
+			continue
+		}
+		l.c.mu.Lock()
+		if l.c.settled {
+			l.c.ended[l.m] = true
+		}
+		l.c.mu.Unlock()
+	}
 }
 
 // errPartitionsLost is what a franz-go member reports when its client
@@ -901,6 +949,7 @@ func reloadFranzMember(ctx context.Context, c *reloadCheck, m int, opts ...kgo.O
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(250 * time.Millisecond),
+		kgo.WithLogger(sessionEnds{c, m}),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 			c.assigned(m, a[c.topic]...)
 		}),

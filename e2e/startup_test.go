@@ -46,7 +46,7 @@ func TestStartupFailures(t *testing.T) {
 			what:    "kafka port in use",
 			prepare: func(*testing.T, string) []string { return []string{"--kafka-listen", port} },
 			code:    1, reuse: true,
-			line: []string{`msg="cohort could not start" err="kafka listener: listen tcp ` + port + `: bind: address already in use"`},
+			line: []string{`msg="cohort could not start" err="kafka listener PLAINTEXT (` + port + `): listen tcp ` + port + `: bind: address already in use"`},
 		},
 		{
 			what:    "grpc port in use",

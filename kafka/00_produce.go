@@ -61,7 +61,7 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 	}
 	var syncs []toSync
 	failed := false
-	hints := leaders{s: s}
+	hints := leaders{s: s, listener: hdr.listenerName()}
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID

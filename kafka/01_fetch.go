@@ -61,7 +61,7 @@ func handleFetch(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request
 		}
 	}
 	deadline := now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	return func() kmsg.Response { return s.longPoll(hdr.version, req, deadline) }
+	return func() kmsg.Response { return s.fetchHintsAt(hdr, s.longPoll(hdr.version, req, deadline)) }
 }
 
 func (s *Server) longPoll(version int16, req *kmsg.FetchRequest, deadline time.Time) kmsg.Response {

@@ -52,7 +52,8 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 	live := make(map[int32]bool, len(brokers))
 	for _, b := range brokers {
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port, mb.Rack = b.NodeID, b.Host, b.Port, b.Rack
+		mb.Host, mb.Port = b.at(hdr.listenerName())
+		mb.NodeID, mb.Rack = b.NodeID, b.Rack
 		resp.Brokers = append(resp.Brokers, mb)
 		live[b.NodeID] = true
 	}

@@ -56,7 +56,8 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 				c.ErrorMessage = errPtr(kerr.CoordinatorNotAvailable.Description)
 				break
 			}
-			c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+			c.Host, c.Port = b.at(hdr.listenerName())
+			c.NodeID = b.NodeID
 		case keyTransaction:
 			if s.txn == nil {
 				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code

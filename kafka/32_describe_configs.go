@@ -115,7 +115,7 @@ func (s *Server) brokerConfigEntries() []configEntry {
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	nodeID := int64(s.cluster.Self())
 	return []configEntry{
-		{name: "advertised.listeners", value: "PLAINTEXT://" + s.host + ":" + itoa(int64(s.port)), source: static, typ: str, readOnly: true},
+		{name: "advertised.listeners", value: s.advertisedListeners(), source: static, typ: str, readOnly: true},
 		{name: "auto.create.topics.enable", value: strconv.FormatBool(s.cfg.AutoCreateTopics), source: static, typ: b, readOnly: true},
 		{name: "broker.id", value: itoa(nodeID), source: static, typ: i32, readOnly: true},
 		{name: "default.replication.factor", value: "1", source: def, typ: i32, readOnly: true},

@@ -34,7 +34,8 @@ func handleDescribeCluster(_ context.Context, s *Server, hdr *reqHeader, kreq km
 	resp.ControllerID = s.cluster.Controller()
 	for _, b := range s.cluster.Brokers() {
 		db := kmsg.NewDescribeClusterResponseBroker()
-		db.NodeID, db.Host, db.Port, db.Rack = b.NodeID, b.Host, b.Port, b.Rack
+		db.Host, db.Port = b.at(hdr.listenerName())
+		db.NodeID, db.Rack = b.NodeID, b.Rack
 		resp.Brokers = append(resp.Brokers, db)
 	}
 	resp.ClusterAuthorizedOperations = unrequestedOps

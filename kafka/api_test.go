@@ -569,6 +569,42 @@ func TestVersionSweep(t *testing.T) {
 				}
 			}
 		},
+		// A PLAINTEXT listener answers the SASL APIs ILLEGAL_SASL_STATE,
+		// as Kafka's KafkaApis (sasl_test.go runs them on SASL listeners).
+		kmsg.SASLHandshake.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrSASLHandshakeRequest()
+			req.Mechanism = "PLAIN"
+			return req, func(r kmsg.Response) {
+				wantCode(t, "sasl handshake", r.(*kmsg.SASLHandshakeResponse).ErrorCode, kerr.IllegalSaslState)
+			}
+		},
+		kmsg.SASLAuthenticate.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			return kmsg.NewPtrSASLAuthenticateRequest(), func(r kmsg.Response) {
+				wantCode(t, "sasl authenticate", r.(*kmsg.SASLAuthenticateResponse).ErrorCode, kerr.IllegalSaslState)
+			}
+		},
+		kmsg.DescribeUserSCRAMCredentials.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+			req.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{{Name: "nobody"}}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+				if len(resp.Results) != 1 {
+					t.Fatalf("%d results for one user", len(resp.Results))
+				}
+				wantCode(t, "describe scram", resp.Results[0].ErrorCode, kerr.ResourceNotFound)
+			}
+		},
+		kmsg.AlterUserSCRAMCredentials.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+			req.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "nobody", Mechanism: 2}}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.AlterUserSCRAMCredentialsResponse)
+				if len(resp.Results) != 1 {
+					t.Fatalf("%d results for one user", len(resp.Results))
+				}
+				wantCode(t, "alter scram", resp.Results[0].ErrorCode, kerr.ResourceNotFound)
+			}
+		},
 		kmsg.DescribeCluster.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			return kmsg.NewPtrDescribeClusterRequest(), func(r kmsg.Response) {
 				resp := r.(*kmsg.DescribeClusterResponse)
@@ -1876,7 +1912,7 @@ func TestBadFrames(t *testing.T) {
 		{"body does not decode", rawFrame(3, 1, 1, []byte{0, 0, 0, 5}), `decode Metadata v1: `},
 		{"unterminated tag count", rawFrame(3, 12, 1, []byte{0x80}), `bad tag count`},
 		{"tag past the frame", rawFrame(3, 12, 1, []byte{1, 0, 5, 'x'}), `bad tag size`},
-		{"unserved key", frame(requestBytes(1, kmsg.NewPtrSASLHandshakeRequest())), `unsupported api key 17 version 1`},
+		{"unserved key", frame(requestBytes(1, kmsg.NewPtrDeleteRecordsRequest())), `unsupported api key 21 version 1`},
 		{"unknown key", rawFrame(1000, 0, 1, nil), `unsupported api key 1000 version 0`},
 		{"produce v2", frame(requestBytes(2, produceReq("w", [16]byte{}, 0, 1, nil))), `unsupported api key 0 version 2"`},
 		{"produce v14", rawFrame(0, 14, 1, []byte{0}), `unsupported api key 0 version 14"`},

@@ -10,9 +10,14 @@ package kafka
 // Broker is one live node as clients see it.
 type Broker struct {
 	NodeID int32
-	Host   string
-	Port   int32
-	Rack   *string // nil: none
+	// Host and Port are the broker's default address: what a request is
+	// given when the broker has no endpoint for its listener.
+	Host string
+	Port int32
+	Rack *string // nil: none
+	// Endpoints are the broker's advertised addresses by listener name;
+	// a request is answered with those of the listener it came on.
+	Endpoints map[string]Endpoint
 }
 
 // Cluster tells the broker APIs about the other nodes. Its methods are
@@ -44,7 +49,12 @@ func (c single) Controller() int32 { return c.Self() }
 
 func (c single) Coordinator(int) (Broker, bool) { return c.self(), true }
 
-func (c single) self() Broker { return Broker{NodeID: c.Self(), Host: c.s.host, Port: c.s.port} }
+func (c single) self() Broker {
+	c.s.mu.Lock()
+	host, port := c.s.host, c.s.port
+	c.s.mu.Unlock()
+	return Broker{NodeID: c.Self(), Host: host, Port: port, Endpoints: c.s.endpoints()}
+}
 
 // broker returns the live broker with the given id.
 func (s *Server) broker(id int32) (Broker, bool) {

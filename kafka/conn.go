@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/security"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,6 +32,35 @@ type reqHeader struct {
 	// closeAfter is set by a handler to close the connection after this
 	// request (an acks=0 produce that failed: Kafka's only way to tell).
 	closeAfter bool
+	// sess is the connection's session: its listener, principal and SASL
+	// state. Handlers read and change it on the reader. Nil for a
+	// request decoded without a connection (tests).
+	sess *session
+}
+
+// session is what a connection knows of its client: the listener it came
+// on and who it is. Only the connection's reader touches it.
+type session struct {
+	conn     *conn
+	listener *listener
+	// principal is who the connection acts for: Anonymous, the subject
+	// of a verified client certificate, or the SASL user.
+	principal security.Principal
+	// name is principal.String(), kept so that observing a request
+	// costs no allocation.
+	name string
+	// base is the connection's context; ctx is base with the principal,
+	// what every request of the connection is handed.
+	base, ctx context.Context
+	// sasl is the SASL exchange's state on a SASL listener, else nil.
+	sasl *saslState
+}
+
+// setPrincipal makes p the connection's principal from its next request
+// on.
+func (ss *session) setPrincipal(p security.Principal) {
+	ss.principal, ss.name = p, p.String()
+	ss.ctx = security.WithPrincipal(ss.base, p)
 }
 
 // pending is a request whose response is still to be written. respond runs
@@ -46,6 +77,10 @@ type pending struct {
 	// instead of writing it, with respond nil): how Kafka signals an error
 	// to an acks=0 producer.
 	closeAfter bool
+	// raw, if set, is written instead of a Kafka response: the
+	// size-prefixed token of a SASL exchange begun with SaslHandshake v0
+	// (nil from it: nothing, only the close). It runs on the writer.
+	raw func() []byte
 	// granted is the request's frame size taken from Server.budget,
 	// given back once the response is built.
 	granted int64
@@ -87,14 +122,15 @@ func (s *Server) received(p *pending, req kmsg.Request, size int, at time.Time) 
 		return
 	}
 	p.obs = observe.Request{
-		Key:      p.hdr.key,
-		Version:  p.hdr.version,
-		ClientID: p.hdr.clientID,
-		Host:     strings.TrimPrefix(p.hdr.host, "/"),
-		Tenant:   defaultTenant,
-		Size:     size,
-		Received: at,
-		Msg:      req,
+		Key:       p.hdr.key,
+		Version:   p.hdr.version,
+		ClientID:  p.hdr.clientID,
+		Host:      strings.TrimPrefix(p.hdr.host, "/"),
+		Principal: p.hdr.principalName(),
+		Tenant:    defaultTenant,
+		Size:      size,
+		Received:  at,
+		Msg:       req,
 	}
 	p.ctx = s.obs.RequestReceived(p.ctx, p.obs)
 }
@@ -109,7 +145,8 @@ func (s *Server) answered(p *pending, resp kmsg.Response) {
 
 type conn struct {
 	s      *Server
-	nc     net.Conn
+	nc     net.Conn // a *tls.Conn on a TLS listener
+	sess   session
 	remote string
 	ip     string // the peer's IP address, for MaxConnectionsPerIP
 	host   string // "/" and the peer's IP, as DescribeGroups shows it
@@ -144,7 +181,12 @@ type conn struct {
 	closeOnce sync.Once
 }
 
-func newConn(s *Server, nc net.Conn, ip string) *conn {
+func newConn(s *Server, nc net.Conn, ip string, l *listener) *conn {
+	if l.Protocol.TLS() {
+		// The handshake runs on the connection's goroutine (serve), not
+		// the accept loop.
+		nc = tls.Server(nc, l.TLS)
+	}
 	c := &conn{
 		s:      s,
 		nc:     nc,
@@ -155,6 +197,11 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		gone:   make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.sess = session{conn: c, listener: l, base: c.ctx}
+	c.sess.setPrincipal(security.Anonymous)
+	if l.Protocol.SASL() {
+		c.sess.sasl = &saslState{}
+	}
 	c.touch()
 	return c
 }
@@ -199,6 +246,10 @@ func (c *conn) setReadDeadline(t time.Time) bool {
 
 func (c *conn) serve() {
 	defer c.s.connDone(c)
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc) {
+		c.close()
+		return
+	}
 	c.read()
 	c.rd.release()
 	if c.queue != nil {
@@ -250,7 +301,21 @@ func (c *conn) read() {
 			c.readEnded(err)
 			return
 		}
-		p, err := c.s.decode(c.ctx, frame, c.host, complete)
+		if c.sess.sasl != nil {
+			p, v := c.gate(frame, complete)
+			switch v {
+			case gateClose:
+				c.s.budget.release(granted)
+				return
+			case gateAnswered:
+				p.granted = granted
+				if !c.enqueue(p) {
+					return
+				}
+				continue
+			}
+		}
+		p, err := c.s.decode(c.sess.ctx, frame, c.host, complete, &c.sess)
 		if err != nil {
 			c.s.budget.release(granted)
 			c.s.warn.Warn("closing connection: bad request", "remote", c.remote, "err", err)
@@ -413,12 +478,13 @@ var errBadFrame = errors.New("bad frame")
 // connection whose context is ctx and complete at received, reports it to
 // the observer and runs the request's ordered part. A panic in a handler
 // is a bug; it closes only this connection.
-func (s *Server) decode(ctx context.Context, frame []byte, host string, received time.Time) (p pending, err error) {
+func (s *Server) decode(ctx context.Context, frame []byte, host string, received time.Time, sess *session) (p pending, err error) {
 	hdr, body, err := parseHeader(frame)
 	if err != nil {
 		return p, err
 	}
 	hdr.host = host
+	hdr.sess = sess
 	p.hdr = hdr
 	p.respVersion = hdr.version
 	p.ctx = ctx
@@ -567,6 +633,13 @@ func (c *conn) write() {
 // appendResponse runs p's deferred part, appends its response frame and
 // reports the response to the observer.
 func (c *conn) appendResponse(buf []byte, p *pending) []byte {
+	if p.raw != nil {
+		if tok := p.raw(); tok != nil {
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(tok)))
+			buf = append(buf, tok...)
+		}
+		return buf
+	}
 	if p.respond == nil {
 		return buf // reported by decode
 	}

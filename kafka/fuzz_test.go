@@ -172,7 +172,7 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.decode(context.Background(), frame, "/127.0.0.1", time.Now())
+	p, err := s.decode(context.Background(), frame, "/127.0.0.1", time.Now(), nil)
 	// As Shutdown does: the coordinator writes what it has and answers
 	// parked group requests.
 	groups.Close()
@@ -555,6 +555,23 @@ func seedRequest(key int16) kmsg.Request {
 	case kmsg.FindCoordinator:
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey, req.CoordinatorKeys = "fuzz-group", []string{"fuzz-group", ""}
+		return req
+	case kmsg.SASLHandshake:
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.Mechanism = "SCRAM-SHA-512"
+		return req
+	case kmsg.SASLAuthenticate:
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SASLAuthBytes = []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL")
+		return req
+	case kmsg.DescribeUserSCRAMCredentials:
+		req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		req.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{{Name: "alice"}, {Name: "alice"}, {Name: "bob"}}
+		return req
+	case kmsg.AlterUserSCRAMCredentials:
+		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		req.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "bob", Mechanism: 1}}
+		req.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "alice", Mechanism: 2, Iterations: 4096, Salt: []byte("salt"), SaltedPassword: bytes.Repeat([]byte{7}, 64)}}
 		return req
 	case kmsg.DescribeCluster:
 		req := kmsg.NewPtrDescribeClusterRequest()

@@ -92,8 +92,11 @@ func (s *Server) partitionOf(t *topics.Topic, p int32, byID bool) (*topics.Parti
 // response lists its endpoint, so that the client need not refresh its
 // metadata first.
 type leaders struct {
-	s       *Server
-	brokers []Broker // sorted by id, each once
+	s *Server
+	// listener is the name of the listener the request came on: the
+	// endpoints are that listener's.
+	listener string
+	brokers  []Broker // sorted by id, each once, at the listener's endpoint
 }
 
 // of returns the live leader of partition p of t, recording it for
@@ -112,6 +115,7 @@ func (l *leaders) of(t *topics.Topic, p int32) (Broker, bool) {
 
 // add records b for endpoints.
 func (l *leaders) add(b Broker) {
+	b.Host, b.Port = b.at(l.listener)
 	i, found := slices.BinarySearchFunc(l.brokers, b.NodeID, func(x Broker, id int32) int { return cmp.Compare(x.NodeID, id) })
 	if !found {
 		l.brokers = slices.Insert(l.brokers, i, b)

@@ -47,7 +47,7 @@ func TestRequestContextReachesHandler(t *testing.T) {
 			}
 			got = nil
 			received := time.Now()
-			p, err := s.decode(connCtx, frame, "/127.0.0.1", received)
+			p, err := s.decode(connCtx, frame, "/127.0.0.1", received, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func TestRequestContextReachesHandler(t *testing.T) {
 			if !ok || msg.Group != "g" || msg.MemberID != "nobody" {
 				t.Fatalf("Msg is %#v, want the decoded heartbeat", snap.Received[0].Msg)
 			}
-			want := observe.Request{Key: key, Version: 4, ClientID: "ctx-test", Host: "127.0.0.1", Size: len(frame), Received: received, Msg: msg}
+			want := observe.Request{Key: key, Version: 4, ClientID: "ctx-test", Host: "127.0.0.1", Principal: "User:ANONYMOUS", Size: len(frame), Received: received, Msg: msg}
 			if r, ok := observetest.Received(got); !ok || r != want || snap.Received[0] != want {
 				t.Errorf("the handler's context carries %+v (%v), received %+v; want %+v", r, ok, snap.Received[0], want)
 			}
@@ -107,7 +107,7 @@ func TestPanickedHandlerIsReported(t *testing.T) {
 	req := kmsg.NewPtrDescribeClusterRequest()
 	req.SetVersion(0)
 	frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)[4:]
-	if _, err := s.decode(context.Background(), frame, "/127.0.0.1", time.Now()); err == nil {
+	if _, err := s.decode(context.Background(), frame, "/127.0.0.1", time.Now(), nil); err == nil {
 		t.Fatal("a panicking handler's request decoded")
 	}
 	snap := rec.Snapshot()

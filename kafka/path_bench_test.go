@@ -63,7 +63,7 @@ func benchRequestPath(b *testing.B, obs observe.Observer) {
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := s.decode(ctx, frame, "/127.0.0.1", time.Now())
+		p, err := s.decode(ctx, frame, "/127.0.0.1", time.Now(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

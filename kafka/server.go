@@ -25,6 +25,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/offsetstopic"
+	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/cohort-dev/cohort/txncoord"
 )
@@ -110,6 +111,34 @@ type Config struct {
 	WarnBurst    int
 	WarnInterval time.Duration
 
+	// SASL authenticates the SASL_PLAINTEXT and SASL_SSL listeners'
+	// clients (security.NewSASL). Required for those listeners.
+	SASL *security.SASL
+	// Credentials keeps the SCRAM credentials that
+	// AlterUserScramCredentials and DescribeUserScramCredentials manage
+	// (and that SASL checks). Nil: those APIs answer every user
+	// UNKNOWN_SERVER_ERROR.
+	Credentials *security.Credentials
+	// FailedAuthenticationDelay delays the answer to a failed SASL
+	// authentication, and the connection's close after it, by this long
+	// (Kafka's connection.failed.authentication.delay.ms), so that a
+	// client guessing passwords gets few guesses a second per
+	// connection. Only that connection waits. Default 100 ms; negative:
+	// none.
+	FailedAuthenticationDelay time.Duration
+	// SessionLifetime is how long a SASL authentication holds (KIP-368,
+	// Kafka's connections.max.reauth.ms): SaslAuthenticate v1+ tells the
+	// client, which re-authenticates on the same connection before it
+	// ends; a connection whose session has ended is closed at its next
+	// request other than a re-authentication. Default 0: sessions never
+	// end.
+	SessionLifetime time.Duration
+	// OnAuthentication, if set, is called after each SASL
+	// authentication (and re-authentication) with its mechanism and
+	// whether it succeeded: for metrics. Called from connections'
+	// readers, concurrently.
+	OnAuthentication func(mechanism string, ok bool)
+
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Observer is told of every request that decodes: RequestReceived
@@ -187,6 +216,9 @@ func (c *Config) setDefaults() {
 	if c.Observer == nil {
 		c.Observer = observe.Nop{}
 	}
+	if c.FailedAuthenticationDelay == 0 {
+		c.FailedAuthenticationDelay = 100 * time.Millisecond
+	}
 }
 
 // Server serves the Kafka protocol on one or more listeners.
@@ -209,16 +241,20 @@ type Server struct {
 	obs       observe.Observer
 	observing bool
 
+	// host and port are the default advertised address: the first
+	// listener's, or Config.AdvertisedAddr.
 	host string
 	port int32
 
 	closing chan struct{} // closed by Shutdown: long polls return early
 
-	mu    sync.Mutex
-	lns   []net.Listener
-	conns map[*conn]struct{}
-	perIP map[string]int // open connections by peer IP
-	wg    sync.WaitGroup // one per connection
+	mu  sync.Mutex
+	lns []net.Listener
+	// listeners are the listeners served, by name.
+	listeners map[string]*listener
+	conns     map[*conn]struct{}
+	perIP     map[string]int // open connections by peer IP
+	wg        sync.WaitGroup // one per connection
 
 	// refused counts connections closed at once by MaxConnections and
 	// by MaxConnectionsPerIP.
@@ -262,6 +298,8 @@ func New(cfg Config) (*Server, error) {
 		closing: make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 		perIP:   make(map[string]int),
+
+		listeners: make(map[string]*listener),
 	}
 	s.offsetsID = offsetstopic.TopicID(cfg.Topics.ClusterID())
 	s.observing = observe.WantsRequests(cfg.Observer)
@@ -298,31 +336,20 @@ const (
 	acceptDelayMax = time.Second
 )
 
-// Serve accepts connections on ln until Shutdown. It returns nil after
-// Shutdown, and an error only if ln was closed by someone else. Other
-// accept errors (EMFILE and ENFILE when file descriptors run out,
-// ECONNABORTED, ...) are logged, rate-limited, and retried after a
-// delay, as net/http does: they pass when connections close, and a
-// server that stopped listening would be down for good. Without an
-// advertised address, the first listener's address is advertised.
+// Serve accepts connections on ln until Shutdown, as a PLAINTEXT
+// listener advertised at Config.AdvertisedAddr (default: ln's address).
+// It returns nil after Shutdown, and an error only if ln was closed by
+// someone else. Other accept errors (EMFILE and ENFILE when file
+// descriptors run out, ECONNABORTED, ...) are logged, rate-limited, and
+// retried after a delay, as net/http does: they pass when connections
+// close, and a server that stopped listening would be down for good.
+// ServeListener serves listeners of other protocols.
 func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	select {
-	case <-s.closing:
-		s.mu.Unlock()
-		ln.Close()
-		return nil
-	default:
-	}
-	if s.host == "" {
-		if err := s.setAdvertised(ln.Addr().String()); err != nil {
-			s.mu.Unlock()
-			return err
-		}
-	}
-	s.lns = append(s.lns, ln)
-	s.mu.Unlock()
+	return s.ServeListener(ln, s.plaintextListener())
+}
 
+// accept is a listener's accept loop.
+func (s *Server) accept(ln net.Listener, l *listener) error {
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -347,7 +374,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		delay = 0
-		s.admit(nc)
+		s.admit(nc, l)
 	}
 }
 
@@ -362,7 +389,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // out, while a closed connection is an immediate error that clients
 // retry with backoff, and the backlog stays drained so that a retry
 // succeeds as soon as a slot frees.
-func (s *Server) admit(nc net.Conn) {
+func (s *Server) admit(nc net.Conn, l *listener) {
 	ip := peerIP(nc.RemoteAddr())
 	s.mu.Lock()
 	select {
@@ -388,7 +415,7 @@ func (s *Server) admit(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := newConn(s, nc, ip)
+	c := newConn(s, nc, ip, l)
 	s.conns[c] = struct{}{}
 	s.perIP[ip]++
 	s.wg.Add(1)

@@ -34,7 +34,7 @@ func (s apiSource) Node() admin.NodeInfo {
 		Mode:          "single",
 		StartedAt:     s.started.UTC(),
 		UptimeSeconds: time.Since(s.started).Seconds(),
-		KafkaAddr:     n.ln.Addr().String(),
+		KafkaAddr:     n.KafkaAddr(),
 		ShardsTotal:   n.groups.Shards(),
 		ShardsHeld:    n.groups.Held(),
 		Store:         admin.StoreInfo{Kind: "pebble", Path: filepath.Join(n.cfg.DataDir, "store")},

@@ -6,14 +6,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/coordinator/machine"
@@ -83,7 +87,7 @@ func readDirID(dir string) (string, error) {
 // joinCluster connects to etcd, joins the cluster and opens the shared
 // store. The Kafka listener is bound already: its address is what the
 // node registers.
-func (n *Node) joinCluster(advertised string) error {
+func (n *Node) joinCluster(advertised string, endpoints map[string]string) error {
 	cc := n.cfg.Cluster
 	if len(cc.EtcdEndpoints) == 0 {
 		return errors.New("cluster mode: no etcd endpoints")
@@ -104,6 +108,17 @@ func (n *Node) joinCluster(advertised string) error {
 		// etcd's client logs through zap; Cohort's own lines say what
 		// matters (a failed request is an error where it happens).
 		Logger: zap.NewNop(),
+		// gRPC waits longer and longer between attempts to reach a
+		// member that is down (1 s, 1.6 s, 2.6 s, 4.1 s, ... up to
+		// 2 min): one that comes back after a few seconds would be used
+		// again only seconds later, and a second member lost meanwhile
+		// would leave the client no member to send lease renewals to.
+		// At most a second between attempts costs a refused connection
+		// a second per member down.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		})},
 	})
 	if err != nil {
 		return fmt.Errorf("etcd client for %v: %w", cc.EtcdEndpoints, err)
@@ -120,6 +135,7 @@ func (n *Node) joinCluster(advertised string) error {
 		Prefix:    cc.Prefix,
 		NodeID:    cc.NodeID,
 		KafkaAddr: advertised,
+		Listeners: endpoints,
 		GRPCAddr:  grpcAddr,
 		DirID:     dirID,
 		LeaseTTL:  cc.LeaseTTL,
@@ -262,6 +278,17 @@ func (c clusterView) Brokers() []kafka.Broker {
 
 func toBroker(nd cluster.Node) kafka.Broker {
 	b := kafka.Broker{NodeID: nd.ID, Host: nd.Host(), Port: nd.Port()}
+	for name, addr := range nd.Listeners {
+		host, port, err := net.SplitHostPort(addr)
+		p, perr := strconv.ParseUint(port, 10, 16)
+		if err != nil || perr != nil {
+			continue
+		}
+		if b.Endpoints == nil {
+			b.Endpoints = map[string]kafka.Endpoint{}
+		}
+		b.Endpoints[name] = kafka.Endpoint{Host: host, Port: int32(p)}
+	}
 	if nd.Rack != "" {
 		r := nd.Rack
 		b.Rack = &r

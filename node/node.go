@@ -10,6 +10,8 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +40,7 @@ import (
 	"github.com/cohort-dev/cohort/observe/timeline"
 	"github.com/cohort-dev/cohort/observe/tracing"
 	"github.com/cohort-dev/cohort/offsetstopic"
+	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -51,6 +54,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -62,12 +66,48 @@ import (
 
 // Config configures a node. Fields mirror the `cohort serve` flags.
 type Config struct {
-	// KafkaListen is the host:port to accept Kafka clients on; port 0
-	// picks a free one. Default 127.0.0.1:9092.
+	// KafkaListen is the Kafka listeners in Kafka's syntax,
+	// NAME://host:port,... (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, or
+	// a name ListenerProtocols maps), or one host:port, a PLAINTEXT
+	// listener; port 0 picks a free one. Default 127.0.0.1:9092.
 	KafkaListen string
-	// AdvertisedKafkaAddr is what Metadata and FindCoordinator tell
-	// clients. Default: the bound listen address.
+	// AdvertisedKafkaAddr is what Metadata, FindCoordinator and
+	// DescribeCluster tell clients, per listener in the same syntax (a
+	// bare host:port is the first listener's). Default: each listener's
+	// bound address.
 	AdvertisedKafkaAddr string
+	// ListenerProtocols maps listener names to security protocols,
+	// Kafka's listener.security.protocol.map: "INTERNAL:SASL_SSL,...".
+	// Default: a listener's name is its protocol.
+	ListenerProtocols string
+	// TLS: the PEM certificate chain and key of the SSL and SASL_SSL
+	// listeners (and of the admin and gRPC listeners with HTTPTLS and
+	// GRPCTLS), read again on ReloadTLS and when the files change;
+	// TLSClientCA the PEM CAs client certificates are verified against,
+	// TLSClientAuth whether they are asked for: none (default),
+	// request or require (Kafka's ssl.client.auth). TLS 1.2 at least.
+	TLSCert, TLSKey string
+	TLSClientCA     string
+	TLSClientAuth   string
+	// TLSReloadInterval is how often the certificate files are checked
+	// for changes. Default 10 s; negative: only ReloadTLS (SIGHUP).
+	TLSReloadInterval time.Duration
+	// SASLMechanisms are the mechanisms the SASL listeners offer.
+	// Default PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
+	SASLMechanisms []string
+	// FailedAuthenticationDelay and SASLSessionLifetime: see
+	// kafka.Config's FailedAuthenticationDelay (default 100 ms) and
+	// SessionLifetime (default 0: sessions never end).
+	FailedAuthenticationDelay time.Duration
+	SASLSessionLifetime       time.Duration
+	// HTTPTLS and GRPCTLS serve the admin HTTP listener and the gRPC
+	// assignment service over TLS with the TLS files (client
+	// certificates as TLSClientAuth says). AdminToken and GRPCToken, if
+	// set, are bearer tokens every caller of those listeners must send
+	// (Authorization: Bearer ...), unless it presented a verified client
+	// certificate; /healthz, /readyz and gRPC health checks are exempt.
+	HTTPTLS, GRPCTLS      bool
+	AdminToken, GRPCToken string
 	// DataDir holds everything durable; created if missing. Default
 	// ./cohort-data.
 	DataDir string
@@ -192,7 +232,16 @@ type Node struct {
 	groups      *coordinator.Coordinator
 	txn         *txncoord.Coordinator
 	kafka       *kafka.Server
-	ln          net.Listener
+	// lns are the Kafka listeners, in the order given, and listeners
+	// their descriptions (the advertised address filled in).
+	lns       []net.Listener
+	listeners []kafka.Listener
+	// certs is the TLS pair (nil without TLS), tlsConf the listeners'
+	// TLS configuration, clientCAs the client CA pool (nil: none).
+	certs     *security.Certs
+	tlsConf   *tls.Config
+	clientCAs *x509.CertPool
+	certStop  context.CancelFunc
 	// failed delivers the error of a listener that stopped on its own.
 	failed chan error
 	// serving counts the listeners' Serve goroutines; Shutdown waits
@@ -290,13 +339,13 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.lock, err = lockDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	// Bound first: in cluster mode the node registers its address.
-	if n.ln, err = net.Listen("tcp", cfg.KafkaListen); err != nil {
-		return nil, fmt.Errorf("kafka listener: %w", err)
+	if err := n.setupTLS(); err != nil {
+		return nil, err
 	}
-	advertised := cfg.AdvertisedKafkaAddr
-	if advertised == "" {
-		advertised = n.ln.Addr().String()
+	// Bound first: in cluster mode the node registers its addresses.
+	advertised, endpoints, err := n.bindKafka()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.GRPCListen != "-" {
 		addr := cfg.GRPCListen
@@ -312,7 +361,7 @@ func Start(cfg Config) (_ *Node, err error) {
 	}
 	tcfg := topics.Config{Dir: filepath.Join(cfg.DataDir, "topics"), Logger: cfg.Logger}
 	if cfg.Cluster != nil {
-		if err := n.joinCluster(advertised); err != nil {
+		if err := n.joinCluster(advertised, endpoints); err != nil {
 			return nil, err
 		}
 		tcfg.NodeID = cfg.Cluster.NodeID
@@ -381,23 +430,33 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.member != nil {
 		view = clusterView{n.member}
 	}
+	creds := security.NewCredentials(n.store)
+	sasl, err := security.NewSASL(creds, cfg.SASLMechanisms)
+	if err != nil {
+		return nil, err
+	}
 	n.kafka, err = kafka.New(kafka.Config{
-		Cluster:               view,
-		Topics:                n.topics,
-		Groups:                n.groups,
-		Txn:                   n.txn,
-		AdvertisedAddr:        advertised,
-		MaxRequestBytes:       cfg.MaxRequestBytes,
-		AutoCreateTopics:      cfg.AutoCreateTopics,
-		DefaultPartitions:     cfg.DefaultPartitions,
-		MaxConnections:        cfg.MaxConnections,
-		MaxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
-		ConnectionsMaxIdle:    cfg.ConnectionsMaxIdle,
-		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
-		RequestReadTimeout:    cfg.RequestReadTimeout,
-		ResponseWriteTimeout:  cfg.ResponseWriteTimeout,
-		Logger:                cfg.Logger,
-		Observer:              n.obs,
+		Cluster:                   view,
+		Topics:                    n.topics,
+		Groups:                    n.groups,
+		Txn:                       n.txn,
+		AdvertisedAddr:            advertised,
+		SASL:                      sasl,
+		Credentials:               creds,
+		FailedAuthenticationDelay: cfg.FailedAuthenticationDelay,
+		SessionLifetime:           cfg.SASLSessionLifetime,
+		OnAuthentication:          n.authMetric(),
+		MaxRequestBytes:           cfg.MaxRequestBytes,
+		AutoCreateTopics:          cfg.AutoCreateTopics,
+		DefaultPartitions:         cfg.DefaultPartitions,
+		MaxConnections:            cfg.MaxConnections,
+		MaxConnectionsPerIP:       cfg.MaxConnectionsPerIP,
+		ConnectionsMaxIdle:        cfg.ConnectionsMaxIdle,
+		QueuedMaxRequestBytes:     cfg.QueuedMaxRequestBytes,
+		RequestReadTimeout:        cfg.RequestReadTimeout,
+		ResponseWriteTimeout:      cfg.ResponseWriteTimeout,
+		Logger:                    cfg.Logger,
+		Observer:                  n.obs,
 	})
 	if err != nil {
 		return nil, err
@@ -445,22 +504,159 @@ func Start(cfg Config) (_ *Node, err error) {
 	// The goroutine holds the server and listener themselves: a Shutdown
 	// right after Start may clear n.kafka before it runs (stop makes a
 	// Serve that has not started return at once).
-	srv, ln := n.kafka, n.ln
-	n.serving.Go(func() {
-		if err := srv.Serve(ln); err != nil {
-			n.failed <- fmt.Errorf("kafka listener: %w", err)
-		}
-	})
+	srv := n.kafka
+	for i, ln := range n.lns {
+		l := n.listeners[i]
+		n.serving.Go(func() {
+			if err := srv.ServeListener(ln, l); err != nil {
+				n.failed <- fmt.Errorf("kafka listener %s: %w", l.Name, err)
+			}
+		})
+	}
+	if n.certs != nil && cfg.TLSReloadInterval >= 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		n.certStop = cancel
+		certs := n.certs
+		n.serving.Go(func() {
+			certs.Watch(ctx, cmp.Or(cfg.TLSReloadInterval, 10*time.Second),
+				func() { n.logger.Info("tls certificate reloaded", "cert", cfg.TLSCert) },
+				func(err error) { n.logger.Warn("tls certificate not reloaded; the previous one stays", "err", err) })
+		})
+	}
 	n.started.Store(true)
-	cfg.Logger.Info("cohort listening", "kafka", n.ln.Addr().String(), "advertised", advertised, "data_dir", cfg.DataDir)
+	for i, ln := range n.lns {
+		// kafka= first: scripts (and testkit) read the first listener's
+		// address from this line.
+		cfg.Logger.Info("cohort listening", "kafka", ln.Addr().String(), "listener", n.listeners[i].Name, "protocol", n.listeners[i].Protocol, "advertised", n.listeners[i].Advertised, "data_dir", cfg.DataDir)
+	}
 	return n, nil
+}
+
+// bindKafka binds the Kafka listeners and works out their advertised
+// addresses: the first listener's (the default address of this node)
+// and every listener's by name. A bind failure names the listener.
+func (n *Node) bindKafka() (string, map[string]string, error) {
+	protos, err := security.ParseProtocolMap(n.cfg.ListenerProtocols)
+	if err != nil {
+		return "", nil, err
+	}
+	ls, err := security.ParseListeners(n.cfg.KafkaListen, protos)
+	if err != nil {
+		return "", nil, fmt.Errorf("kafka listeners: %w", err)
+	}
+	adv, err := security.ParseAdvertised(n.cfg.AdvertisedKafkaAddr, ls)
+	if err != nil {
+		return "", nil, fmt.Errorf("advertised kafka addresses: %w", err)
+	}
+	endpoints := map[string]string{}
+	for _, l := range ls {
+		if l.Protocol.TLS() && n.tlsConf == nil {
+			return "", nil, fmt.Errorf("kafka listener %s (%s): %s needs --tls-cert and --tls-key", l.Name, l.Addr, l.Protocol)
+		}
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			return "", nil, fmt.Errorf("kafka listener %s (%s): %w", l.Name, l.Addr, err)
+		}
+		n.lns = append(n.lns, ln)
+		a := adv[l.Name]
+		if a == "" {
+			a = ln.Addr().String()
+		}
+		kl := kafka.Listener{Name: l.Name, Protocol: l.Protocol, Advertised: a}
+		if l.Protocol.TLS() {
+			kl.TLS = n.tlsConf
+		}
+		n.listeners = append(n.listeners, kl)
+		endpoints[l.Name] = a
+	}
+	return n.listeners[0].Advertised, endpoints, nil
+}
+
+// setupTLS loads the certificate, key and client CAs when a TLS
+// listener is configured.
+func (n *Node) setupTLS() error {
+	cfg := n.cfg
+	if cfg.TLSCert == "" && cfg.TLSKey == "" {
+		if cfg.HTTPTLS || cfg.GRPCTLS {
+			return errors.New("tls: --http-tls and --grpc-tls need --tls-cert and --tls-key")
+		}
+		return nil
+	}
+	if cfg.TLSCert == "" || cfg.TLSKey == "" {
+		return errors.New("tls: --tls-cert and --tls-key go together")
+	}
+	auth, err := security.ParseClientAuth(cfg.TLSClientAuth)
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	if n.certs, err = security.LoadCerts(cfg.TLSCert, cfg.TLSKey); err != nil {
+		return err
+	}
+	if cfg.TLSClientCA != "" {
+		if n.clientCAs, err = security.LoadCertPool(cfg.TLSClientCA); err != nil {
+			return err
+		}
+	}
+	n.tlsConf, err = security.ServerConfig(n.certs, n.clientCAs, auth)
+	return err
+}
+
+// ReloadTLS reads the TLS certificate and key again (SIGHUP): new
+// connections get the new pair, open ones keep theirs. On error the
+// previous pair stays.
+func (n *Node) ReloadTLS() error {
+	if n.certs == nil {
+		return nil
+	}
+	changed, err := n.certs.Reload()
+	if err == nil && changed {
+		n.logger.Info("tls certificate reloaded", "cert", n.cfg.TLSCert)
+	}
+	return err
+}
+
+// authMetric counts SASL authentications by mechanism and result in
+// cohort_sasl_authentications_total, when the admin listener serves
+// metrics.
+func (n *Node) authMetric() func(string, bool) {
+	if n.registry == nil {
+		return nil
+	}
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cohort_sasl_authentications_total",
+		Help: "SASL authentications and re-authentications on the Kafka listeners, by mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, other) and result (success, failure).",
+	}, []string{"mechanism", "result"})
+	n.registry.MustRegister(c)
+	for _, m := range []string{security.PLAIN, security.ScramSHA256.Name(), security.ScramSHA512.Name()} {
+		for _, r := range []string{"success", "failure"} {
+			c.WithLabelValues(m, r)
+		}
+	}
+	return func(mech string, ok bool) {
+		switch mech {
+		case security.PLAIN, security.ScramSHA256.Name(), security.ScramSHA512.Name():
+		default:
+			mech = "other" // label values from a closed set
+		}
+		r := "success"
+		if !ok {
+			r = "failure"
+		}
+		c.WithLabelValues(mech, r).Inc()
+	}
 }
 
 // startAdmin serves the admin HTTP listener bound by Start.
 func (n *Node) startAdmin() {
 	ln := n.httpLn
+	var h http.Handler = admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api, Page: web.Handler()})
+	// Probes stay open: orchestrators call them without credentials.
+	h = security.Token{Secret: n.cfg.AdminToken, User: "admin"}.HTTP(h, "/healthz", "/readyz")
+	if n.cfg.HTTPTLS {
+		ln = tls.NewListener(ln, n.tlsConf)
+	}
 	n.http = &http.Server{
-		Handler: admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api, Page: web.Handler()}),
+		Handler: h,
 		// A scrape or probe is small; a client that trickles its
 		// request must not hold a connection for ever.
 		ReadHeaderTimeout: 10 * time.Second,
@@ -539,6 +735,7 @@ func (n *Node) startAssigner() (err error) {
 			return nd.GRPC, false, nd.GRPC != ""
 		}
 	}
+	ac.DialOptions = n.relayDialOptions()
 	if n.assigner, err = assigner.Start(ac); err != nil {
 		return err
 	}
@@ -570,6 +767,10 @@ func (n *Node) startAssigner() (err error) {
 		// A span per assignment-service call.
 		opts = append(opts, grpc.StatsHandler(n.tracing.GRPCServerHandler()))
 	}
+	if n.cfg.GRPCTLS {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(n.tlsConf)))
+	}
+	opts = append(opts, security.Token{Secret: n.cfg.GRPCToken, User: "grpc"}.GRPC("/grpc.health.v1.Health/")...)
 	n.grpc = grpc.NewServer(opts...)
 	n.assigner.AddTo(n.grpc)
 	hs := health.NewServer()
@@ -590,11 +791,51 @@ func (n *Node) startAssigner() (err error) {
 	return nil
 }
 
+// relayDialOptions are how this node calls another's assignment service
+// (a relayed call): over TLS with its own certificate when the service
+// is, the other node's verified against the client CAs (else the
+// system's roots), and with the gRPC token.
+func (n *Node) relayDialOptions() []grpc.DialOption {
+	var opts []grpc.DialOption
+	if n.cfg.GRPCTLS {
+		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+			MinVersion:           tls.VersionTLS12,
+			RootCAs:              n.clientCAs,
+			GetClientCertificate: n.certs.GetClientCertificate,
+		})))
+	}
+	if n.cfg.GRPCToken != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(security.BearerCredentials{Secret: n.cfg.GRPCToken, RequireTLS: n.cfg.GRPCTLS}))
+	}
+	return opts
+}
+
 // GRPCAddr is the address the gRPC listener is bound to ("" if off).
 func (n *Node) GRPCAddr() string { return n.grpcAddr }
 
 // KafkaAddr is the address the Kafka listener is bound to.
-func (n *Node) KafkaAddr() string { return n.ln.Addr().String() }
+func (n *Node) KafkaAddr() string { return n.lns[0].Addr().String() }
+
+// plaintextAddr is the bound address of the first PLAINTEXT listener,
+// or "": what the node's own Kafka clients (the lag reader) dial.
+func (n *Node) plaintextAddr() string {
+	for i, l := range n.listeners {
+		if l.Protocol == security.Plaintext {
+			return n.lns[i].Addr().String()
+		}
+	}
+	return ""
+}
+
+// KafkaAddrs are the addresses the Kafka listeners are bound to, by
+// listener name.
+func (n *Node) KafkaAddrs() map[string]string {
+	out := map[string]string{}
+	for i, ln := range n.lns {
+		out[n.listeners[i].Name] = ln.Addr().String()
+	}
+	return out
+}
 
 // Coordinator returns the node's group coordinator: tests and embedders
 // use it to unload and load shards (Unload, Load) as cluster mode will.
@@ -664,8 +905,12 @@ func (n *Node) stop() error {
 		n.kafka.Shutdown(context.Background())
 		n.kafka = nil
 	}
-	if n.ln != nil {
-		n.ln.Close() // if Serve never had it
+	for _, ln := range n.lns {
+		ln.Close() // if Serve never had it
+	}
+	if n.certStop != nil {
+		n.certStop()
+		n.certStop = nil
 	}
 	if n.catalogStop != nil {
 		close(n.catalogStop)

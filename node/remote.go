@@ -32,7 +32,12 @@ func (r *remoteOffsets) get() map[admin.TopicPartition]admin.PartitionOffsets {
 
 // run refreshes the reading every interval until ctx ends.
 func (r *remoteOffsets) run(ctx context.Context, interval time.Duration) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.n.ln.Addr().String()), kgo.ClientID("cohort-lag"))
+	addr := r.n.plaintextAddr()
+	if addr == "" {
+		r.n.logger.Warn("lag of partitions led by other nodes is not read: it needs a PLAINTEXT Kafka listener on this node")
+		return
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("cohort-lag"))
 	if err != nil {
 		r.n.logger.Warn("lag of partitions led by other nodes: no client", "err", err)
 		return

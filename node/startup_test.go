@@ -33,7 +33,17 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 		{"grpc port in use", func(t *testing.T, dir string, cfg *node.Config) { cfg.GRPCListen = busy.Addr().String() },
 			"grpc listener: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
 		{"kafka port in use", func(t *testing.T, dir string, cfg *node.Config) { cfg.KafkaListen = busy.Addr().String() },
-			"kafka listener: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+			"kafka listener PLAINTEXT (" + busy.Addr().String() + "): listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+		{"second listener's port in use", func(t *testing.T, dir string, cfg *node.Config) {
+			cfg.KafkaListen = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://" + busy.Addr().String()
+		}, "kafka listener SASL_PLAINTEXT (" + busy.Addr().String() + "): listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+		{"TLS listener without a certificate", func(t *testing.T, dir string, cfg *node.Config) { cfg.KafkaListen = "SSL://127.0.0.1:0" },
+			"kafka listener SSL (127.0.0.1:0): SSL needs --tls-cert and --tls-key"},
+		{"unknown listener protocol", func(t *testing.T, dir string, cfg *node.Config) { cfg.KafkaListen = "INTERNAL://127.0.0.1:0" },
+			"INTERNAL is not a security protocol"},
+		{"advertised address of no listener", func(t *testing.T, dir string, cfg *node.Config) {
+			cfg.KafkaListen, cfg.AdvertisedKafkaAddr = "PLAINTEXT://127.0.0.1:0", "SASL_SSL://x:1"
+		}, "no listener is named SASL_SSL"},
 		{"corrupt coordinator record", func(t *testing.T, dir string, cfg *node.Config) {
 			st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
 			if err != nil {

@@ -48,9 +48,13 @@ type Request struct {
 	Version  int16
 	ClientID string
 	Host     string // the peer's IP address
-	Tenant   string
-	Size     int // the frame's bytes
-	Received time.Time
+	// Principal is who the connection acts for, in Kafka's form:
+	// "User:ANONYMOUS", "User:alice" (SASL), "User:CN=...,O=..." (a
+	// verified TLS client certificate).
+	Principal string
+	Tenant    string
+	Size      int // the frame's bytes
+	Received  time.Time
 	// Msg is the decoded request; nil for the UNSUPPORTED_VERSION answer
 	// to an ApiVersions that did not decode. Read it only in
 	// RequestReceived (before the handler has it) or RequestAnswered
@@ -185,9 +189,14 @@ const (
 	// MemberFenced: removed for another reason (a stale epoch, a static
 	// member replaced, the rebalance timeout).
 	MemberFenced
+	// GroupConverted: a group with members changed protocol online (a
+	// rolling upgrade to KIP-848 or back): Protocol is the new one,
+	// Member the member whose join or departure converted it, Reason
+	// says which way and why.
+	GroupConverted
 )
 
-var kindNames = [...]string{"", "rebalance-started", "rebalance-completed", "member-joined", "member-left", "member-expired", "member-fenced"}
+var kindNames = [...]string{"", "rebalance-started", "rebalance-completed", "member-joined", "member-left", "member-expired", "member-fenced", "group-converted"}
 
 func (k GroupEventKind) String() string {
 	if int(k) < len(kindNames) && k != 0 {

@@ -224,7 +224,7 @@ type ConsumerGroupMemberMetadataValue struct {
 	// ServerAssignor is nil when the member asked for none.
 	ServerAssignor *string
 	// ClassicMemberMetadata (tag 0) is set only for a classic member of
-	// a consumer group; Cohort has none (mixed groups are not built).
+	// a consumer group (a mixed group).
 	ClassicMemberMetadata *ClassicMemberMetadata
 }
 

@@ -146,6 +146,13 @@ func Translate(key, value []byte) (k, v []byte, ok bool, err error) {
 			if m.Assignor != "" {
 				kv.ServerAssignor = &m.Assignor
 			}
+			if c := m.Classic; c != nil {
+				cm := &ClassicMemberMetadata{SessionTimeoutMillis: c.SessionTimeout}
+				for _, p := range c.Protocols {
+					cm.SupportedProtocols = append(cm.SupportedProtocols, ClassicProtocol{Name: p.Name, Metadata: p.Metadata})
+				}
+				kv.ClassicMemberMetadata = cm
+			}
 			v = kv.AppendTo(nil)
 		}
 	case record.KindConsumerTarget:

@@ -54,6 +54,26 @@ type ConsumerMember struct {
 	RebalanceTimeout int32 // ms
 	// Assignor is the server assignor the member asked for, "" for none.
 	Assignor string
+	// Classic is set for a member that speaks the classic protocol inside
+	// the consumer group (a mixed group, KIP-848's online migration):
+	// Kafka's ClassicMemberMetadata. Nil for a consumer-protocol member.
+	// A value with it is version 2; without it, version 1 as before.
+	Classic *ClassicMeta
+}
+
+// ClassicMeta is a classic member's part of its consumer-group member
+// record.
+type ClassicMeta struct {
+	SessionTimeout int32 // ms, as its last JoinGroup asked
+	// Protocols are its JoinGroup's protocols, all of them, in its order
+	// of preference.
+	Protocols []ClassicProtocol
+}
+
+// ClassicProtocol is one protocol of a classic member's JoinGroup.
+type ClassicProtocol struct {
+	Name     string
+	Metadata []byte
 }
 
 // Encode returns the value's bytes.
@@ -69,12 +89,29 @@ func (m ConsumerMember) Encode() []byte {
 	}
 	b = kbin.AppendCompactString(b, m.Regex)
 	b = kbin.AppendInt32(b, m.RebalanceTimeout)
-	return kbin.AppendCompactString(b, m.Assignor)
+	b = kbin.AppendCompactString(b, m.Assignor)
+	if c := m.Classic; c != nil {
+		b[0] = valueVersion2
+		b = kbin.AppendInt32(b, c.SessionTimeout)
+		b = kbin.AppendCompactArrayLen(b, len(c.Protocols))
+		for _, p := range c.Protocols {
+			b = kbin.AppendCompactString(b, p.Name)
+			b = kbin.AppendCompactBytes(b, p.Metadata)
+		}
+	}
+	return b
 }
 
 // DecodeConsumerMember decodes a ConsumerMember value.
 func DecodeConsumerMember(v []byte) (ConsumerMember, error) {
 	var m ConsumerMember
+	version := byte(0)
+	if len(v) > 0 {
+		version = v[0]
+	}
+	if version == valueVersion2 {
+		v = append([]byte{valueVersion1}, v[1:]...) // the same fields, then more
+	}
 	r, err := valueReader(v)
 	if err != nil {
 		return m, err
@@ -93,6 +130,18 @@ func DecodeConsumerMember(v []byte) (ConsumerMember, error) {
 	m.Regex = r.CompactString()
 	m.RebalanceTimeout = r.Int32()
 	m.Assignor = r.CompactString()
+	if version == valueVersion2 {
+		c := &ClassicMeta{SessionTimeout: r.Int32()}
+		n := r.CompactArrayLen()
+		// A protocol takes at least two bytes.
+		if n < 0 || int(n) > len(r.Src)/2 {
+			return m, fmt.Errorf("%w: classic member with %d protocols in %d bytes", ErrCorrupt, n, len(r.Src))
+		}
+		for range n {
+			c.Protocols = append(c.Protocols, ClassicProtocol{Name: r.CompactString(), Metadata: r.CompactBytes()})
+		}
+		m.Classic = c
+	}
 	return m, complete(r, "consumer member")
 }
 

@@ -10,7 +10,7 @@
 // prefix of another's ("g1" never matches "g10").
 //
 // Values start with a version byte, then fields in franz-go's kbin
-// encoding, strings and byte slices with uvarint ("compact") lengths. Version 1 is the only one so far; to
+// encoding, strings and byte slices with uvarint ("compact") lengths. Version 1 is the common one (ConsumerMember also has 2); to
 // change a value, add a version that appends fields, keep decoding every
 // older version, and never reuse a kind byte. An unknown kind or version
 // is ErrCorrupt, which stops start-up rather than guessing.
@@ -84,6 +84,8 @@ func (k Kind) String() string {
 		return "assigner-topic"
 	case KindOffsetsTopic:
 		return "offsets-topic"
+	case KindScramCredential:
+		return "scram-credential"
 	case KindTxn:
 		return "txn"
 	case KindTxnOffset:
@@ -93,10 +95,15 @@ func (k Kind) String() string {
 }
 
 // namespace is the first byte of every coordinator key, apart from the
-// topic log's "topic/" and "meta/" keys in the same store.
+// topic log's "topic/" and "meta/" keys and the credentials' 'u' keys
+// (credential.go) in the same store.
 const namespace = 'c'
 
 const valueVersion1 = 1
+
+// valueVersion2 is a value that appends fields to version 1's (so far only
+// ConsumerMember's, with a classic member's metadata).
+const valueVersion2 = 2
 
 // GroupKey names a group: the shard that owns it, the tenant and the id.
 type GroupKey struct {

@@ -299,9 +299,11 @@ func consumerSamples() map[string][]byte {
 	return map[string][]byte{
 		"consumer group":  ConsumerGroup{ID: "cgp_1", Epoch: 5, MetadataHash: 1 << 63}.Encode(),
 		"consumer member": ConsumerMember{InstanceID: &inst, ClientID: "c", ClientHost: "/h", Topics: []string{"a", "b"}, Regex: "x.*", RebalanceTimeout: 300000, Assignor: "uniform"}.Encode(),
-		"target epoch":    ConsumerTargetEpoch{Epoch: 4, Timestamp: 17}.Encode(),
-		"target":          ConsumerTarget{Topics: tps}.Encode(),
-		"current":         ConsumerCurrent{MemberEpoch: 4, PreviousMemberEpoch: 3, State: 1, Assigned: tps, Revoking: tps[:1]}.Encode(),
+		"classic member": ConsumerMember{ClientID: "c", ClientHost: "/h", Topics: []string{"a"}, RebalanceTimeout: 300000,
+			Classic: &ClassicMeta{SessionTimeout: 45000, Protocols: []ClassicProtocol{{Name: "range", Metadata: []byte{0, 1, 2}}, {Name: "cooperative-sticky"}}}}.Encode(),
+		"target epoch": ConsumerTargetEpoch{Epoch: 4, Timestamp: 17}.Encode(),
+		"target":       ConsumerTarget{Topics: tps}.Encode(),
+		"current":      ConsumerCurrent{MemberEpoch: 4, PreviousMemberEpoch: 3, State: 1, Assigned: tps, Revoking: tps[:1]}.Encode(),
 
 		"assigner consumer": AssignerConsumer{Topic: "events"}.Encode(),
 		"assigner owner":    AssignerOwner{Owner: "c-1"}.Encode(),
@@ -313,6 +315,7 @@ func consumerSamples() map[string][]byte {
 var consumerDecoders = map[string]func([]byte) error{
 	"consumer group":  func(b []byte) error { _, err := DecodeConsumerGroup(b); return err },
 	"consumer member": func(b []byte) error { _, err := DecodeConsumerMember(b); return err },
+	"classic member":  func(b []byte) error { _, err := DecodeConsumerMember(b); return err },
 	"target epoch":    func(b []byte) error { _, err := DecodeConsumerTargetEpoch(b); return err },
 	"target":          func(b []byte) error { _, err := DecodeConsumerTarget(b); return err },
 	"current":         func(b []byte) error { _, err := DecodeConsumerCurrent(b); return err },
@@ -331,6 +334,10 @@ var consumerReencoders = map[string]func([]byte) ([]byte, bool){
 	"consumer member": func(b []byte) ([]byte, bool) {
 		v, err := DecodeConsumerMember(b)
 		return v.Encode(), err == nil
+	},
+	"classic member": func(b []byte) ([]byte, bool) {
+		v, err := DecodeConsumerMember(b)
+		return v.Encode(), err == nil && v.Classic != nil
 	},
 	"target epoch": func(b []byte) ([]byte, bool) {
 		v, err := DecodeConsumerTargetEpoch(b)
@@ -408,9 +415,9 @@ func TestConsumerValues(t *testing.T) {
 			t.Errorf("%s with a trailing byte: %v", name, err)
 		}
 		bad := bytes.Clone(v)
-		bad[0] = 2
+		bad[0]++
 		if err := consumerDecoders[name](bad); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s version 2: %v", name, err)
+			t.Errorf("%s version %d: %v", name, bad[0], err)
 		}
 	}
 	c, err := DecodeConsumerCurrent(consumerSamples()["current"])

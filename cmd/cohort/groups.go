@@ -45,6 +45,10 @@ Common flags (also from COHORT_BROKERS, COHORT_FORMAT, COHORT_TIMEOUT, COHORT_AD
   --timeout 10s            give up on the brokers after this long
   --admin-url URL          a Cohort node's admin listener: describe and lag add
                            the cgp_ id, the lag status and the time to clear
+  --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE
+                           reach a TLS listener (and present a client certificate)
+  --sasl-mechanism M --sasl-user U --sasl-password P
+                           authenticate on a SASL listener (PLAIN, SCRAM-SHA-256/512)
 
 Run 'cohort groups <command> --help' for a command's flags.
 `
@@ -76,9 +80,13 @@ type groupsEnv struct {
 	json    bool
 	timeout time.Duration
 	stdout  io.Writer
+	stdin   io.Reader // `cohort users add --password-stdin`
 	// adminURL is a Cohort node's admin listener, for what only Cohort
 	// knows (groups_cohort.go); "" for none.
 	adminURL string
+
+	// sec is the --tls and --sasl-* flags' client options.
+	sec []kgo.Opt
 
 	cl  *kgo.Client
 	adm *kadm.Client
@@ -98,6 +106,8 @@ func groups(args []string, stdout, stderr io.Writer) int {
 	var brokers, format string
 	brokerFlags(fs, &brokers, &format)
 	fs.DurationVar(&env.timeout, "timeout", 10*time.Second, "give up on the brokers after this long")
+	var sec clientSecurity
+	sec.flags(fs)
 	fs.StringVar(&env.adminURL, "admin-url", "", "`URL` of a Cohort node's admin listener (e.g. http://127.0.0.1:9644): describe and lag then add the group's cgp_ id and RRL, its lag status and time to clear (env COHORT_ADMIN_URL)")
 	do := cmd.flags(fs)
 	fs.Usage = func() {
@@ -126,6 +136,10 @@ func groups(args []string, stdout, stderr io.Writer) int {
 	if env.brokers = splitBrokers(brokers); len(env.brokers) == 0 {
 		return usageErr("--brokers is empty")
 	}
+	var err error
+	if env.sec, err = sec.opts(); err != nil {
+		return usageErr("%v", err)
+	}
 	defer env.close()
 	if err := do(env, pos); err != nil {
 		var ue usageError
@@ -148,13 +162,13 @@ func (e *groupsEnv) client() *kadm.Client {
 	if e.adm != nil {
 		return e.adm
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(e.brokers...),
 		kgo.ClientID("cohort-cli"),
 		kgo.DialTimeout(e.timeout),
 		kgo.RetryTimeout(e.timeout),
 		kgo.WithHooks(dialHook{e}),
-	)
+	}, e.sec...)...)
 	if err != nil {
 		// Only a bad option fails here; the options above are fixed.
 		panic(err)

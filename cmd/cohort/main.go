@@ -4,6 +4,7 @@
 //	cohort serve     run a node
 //	cohort groups    list, describe, delete and seek consumer groups
 //	cohort bench     load-generate commits, joins or heartbeats against a broker
+//	cohort users     add, delete and list SCRAM users
 //	cohort version   print the version
 package main
 
@@ -32,6 +33,7 @@ Commands:
             (Kafka protocol: works against any Kafka-compatible broker)
   bench     load generator: commits, join, heartbeats against Cohort, kfake
             or any Kafka-compatible broker (offsets/s, p50/p99, generations)
+  users     add, delete, list SCRAM users of the SASL listeners
   version   print the version
 
 Run 'cohort <command> --help' for a command's flags.
@@ -53,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return groups(args[1:], stdout, stderr)
 	case "bench":
 		return bench(args[1:], stdout, stderr)
+	case "users":
+		return users(args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	cgroups "github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/observe/tracing"
@@ -47,8 +49,22 @@ func serve(args []string, stderr io.Writer) int {
 		// COHORT_TRACE_SAMPLE_RATIO), else OTEL_TRACES_SAMPLER decides.
 		sampleRatio float64
 	)
-	fs.StringVar(&cfg.KafkaListen, "kafka-listen", "127.0.0.1:9092", "`host:port` to accept Kafka clients on (port 0 picks a free port)")
-	fs.StringVar(&cfg.AdvertisedKafkaAddr, "advertised-kafka-addr", "", "`host:port` given to clients in Metadata and FindCoordinator (default: the listen address)")
+	fs.StringVar(&cfg.KafkaListen, "kafka-listen", "127.0.0.1:9092", "Kafka `listeners` in Kafka's syntax, NAME://host:port,... with NAME one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (or mapped by --listener-security-protocol-map), e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9093; a bare host:port is one PLAINTEXT listener; port 0 picks a free port")
+	fs.StringVar(&cfg.AdvertisedKafkaAddr, "advertised-kafka-addr", "", "`addresses` given to clients in Metadata, FindCoordinator and DescribeCluster, per listener in the same syntax (NAME://host:port,...; a bare host:port is the first listener's); a client is given those of the listener it connected to (default: each listener's bound address)")
+	fs.StringVar(&cfg.ListenerProtocols, "listener-security-protocol-map", "", "`NAME:PROTOCOL,...` security protocols of listeners named otherwise, e.g. INTERNAL:SASL_SSL,EXTERNAL:SSL (Kafka's listener.security.protocol.map)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate chain `file` of the SSL and SASL_SSL listeners (and of --http-tls, --grpc-tls); reloaded on SIGHUP and when it changes")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+	fs.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM `file` of the CAs client certificates are verified against (mTLS); a verified certificate's subject is the principal, User:CN=...,O=...")
+	fs.StringVar(&cfg.TLSClientAuth, "tls-client-auth", "none", "client certificates on TLS listeners: none, request (verified if given) or require (Kafka's ssl.client.auth)")
+	fs.DurationVar(&cfg.TLSReloadInterval, "tls-reload-interval", 10*time.Second, "how often --tls-cert and --tls-key are checked for changes; 0 for only on SIGHUP")
+	var saslMechanisms string
+	fs.StringVar(&saslMechanisms, "sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL `mechanisms` the SASL listeners offer (Kafka's sasl.enabled.mechanisms); users are managed with cohort users")
+	fs.DurationVar(&cfg.FailedAuthenticationDelay, "failed-authentication-delay", 100*time.Millisecond, "delay the answer to a failed SASL authentication and the connection's close by this long (Kafka's connection.failed.authentication.delay.ms); other connections never wait for it; 0 for none")
+	fs.DurationVar(&cfg.SASLSessionLifetime, "sasl-session-lifetime", 0, "how long a SASL authentication holds (KIP-368, Kafka's connections.max.reauth.ms): clients re-authenticate before it ends, and a connection whose session ended is closed; 0 for for ever")
+	fs.BoolVar(&cfg.HTTPTLS, "http-tls", false, "serve the admin HTTP listener over TLS with --tls-cert (client certificates as --tls-client-auth)")
+	fs.BoolVar(&cfg.GRPCTLS, "grpc-tls", false, "serve the gRPC assignment service over TLS with --tls-cert (client certificates as --tls-client-auth)")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer `token` every admin HTTP request must carry (Authorization: Bearer ...) unless it presents a verified client certificate; /healthz and /readyz stay open (env COHORT_ADMIN_TOKEN keeps it out of the process list)")
+	fs.StringVar(&cfg.GRPCToken, "grpc-token", "", "bearer `token` every gRPC call must carry (metadata authorization: Bearer ...) unless it presents a verified client certificate; health checks stay open (env COHORT_GRPC_TOKEN)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./cohort-data", "`directory` for all durable state; created if missing, locked while in use")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics when clients ask for their metadata, as Kafka's auto.create.topics.enable")
 	fs.IntVar(&partitions, "default-partitions", 1, "partitions of auto-created topics and of CreateTopics with -1 (1 to 10000)")
@@ -82,6 +98,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.DurationVar(&g.ConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "KIP-848 consumer groups: the heartbeat interval given to members (Kafka's group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&assignInterval, "group-consumer-assignment-interval", time.Second, "KIP-848 consumer groups: least time between two target assignment computations of a group (Kafka's group.consumer.assignment.interval.ms); 0 for none")
 	fs.IntVar(&g.ConsumerMaxSize, "group-consumer-max-size", 1<<31-1, "most members of a consumer group (Kafka's group.consumer.max.size)")
+	fs.Var(migrationFlag{&g.MigrationPolicy}, "group-consumer-migration-policy", "which groups with members may change protocol online (Kafka's group.consumer.migration.policy): bidirectional (classic to consumer when a consumer-protocol member joins, and back when the last one leaves), upgrade, downgrade or disabled (default bidirectional)")
 	fs.StringVar(&assignors, "group-consumer-assignors", "uniform,range", "server assignors consumer groups may ask for, the default first (Kafka's group.consumer.assignors)")
 	fs.DurationVar(&cfg.TransactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "largest transaction timeout a transactional producer may ask for (Kafka's transaction.max.timeout.ms); a transaction running longer is aborted by the coordinator; -1s turns transactions off")
 	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:9644", "`host:port` of the admin HTTP listener: the web page (/), the JSON API (/api/v1/, described at /api/v1/openapi.json), /metrics (Prometheus), /healthz, /readyz; port 0 picks a free port, - turns it off")
@@ -168,6 +185,21 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cohort serve: --node-id is for cluster mode: set --etcd-endpoints too\n")
 		return 2
 	}
+	for _, m := range strings.Split(saslMechanisms, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			cfg.SASLMechanisms = append(cfg.SASLMechanisms, strings.ToUpper(m))
+		}
+	}
+	if cfg.FailedAuthenticationDelay == 0 {
+		cfg.FailedAuthenticationDelay = -1 // kafka.Config: negative is none
+	}
+	if cfg.TLSReloadInterval == 0 {
+		cfg.TLSReloadInterval = -1 // node.Config: negative is only ReloadTLS
+	}
+	if cfg.FailedAuthenticationDelay < -1 || cfg.SASLSessionLifetime < 0 {
+		fmt.Fprintf(stderr, "cohort serve: --failed-authentication-delay and --sasl-session-lifetime must not be negative\n")
+		return 2
+	}
 	if err := cfg.Groups.WithDefaults().Validate(); err != nil {
 		fmt.Fprintf(stderr, "cohort serve: %v\n", err)
 		return 2
@@ -189,14 +221,29 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	code := 0
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	case err := <-n.Done():
-		// A node without its listener is down: stop, and tell whoever
-		// runs the process (a supervisor restarts on a non-zero exit).
-		logger.Error("listener stopped; shutting down", "err", err)
-		code = 1
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+wait:
+	for {
+		select {
+		case <-hup:
+			// As a web server's reload: new TLS connections get the
+			// certificate on disk, open ones keep theirs.
+			if err := n.ReloadTLS(); err != nil {
+				logger.Warn("SIGHUP: tls certificate not reloaded; the previous one stays", "err", err)
+			}
+		case <-ctx.Done():
+			logger.Info("shutting down")
+			break wait
+		case err := <-n.Done():
+			// A node without its listener is down: stop, and tell
+			// whoever runs the process (a supervisor restarts on a
+			// non-zero exit).
+			logger.Error("listener stopped; shutting down", "err", err)
+			code = 1
+			break wait
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
 	defer cancel()
@@ -235,4 +282,23 @@ func connectionLimits(cfg *node.Config, maxConns, perIP int, queued int64, idle,
 	cfg.ConnectionsMaxIdle, cfg.RequestReadTimeout, cfg.ResponseWriteTimeout = never(idle), never(read), never(write)
 	cfg.GRPCMaxConcurrentStreams = uint32(streams)
 	return ""
+}
+
+// migrationFlag parses --group-consumer-migration-policy.
+type migrationFlag struct{ p *cgroups.MigrationPolicy }
+
+func (f migrationFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return string(*f.p)
+}
+
+func (f migrationFlag) Set(v string) error {
+	p, err := cgroups.ParseMigrationPolicy(v)
+	if err != nil {
+		return err
+	}
+	*f.p = p
+	return nil
 }

@@ -201,6 +201,9 @@ func (s *Shard) consumerDescribe(_ time.Time, req machine.Request, r *kmsg.Consu
 			dm.Assignment.TopicPartitions = s.describeAssignment(m.assigned)
 			dm.TargetAssignment.TopicPartitions = s.describeAssignment(g.target[m.id])
 			dm.MemberType = 1 // a consumer-protocol member
+			if m.classic != nil {
+				dm.MemberType = 0 // a classic member of a mixed group
+			}
 			d.Members = append(d.Members, dm)
 		}
 		resp.Groups = append(resp.Groups, d)

@@ -21,6 +21,9 @@ func (s *Shard) heartbeat(now time.Time, req machine.Request, r *kmsg.HeartbeatR
 		if r.Group == "" {
 			return kerr.InvalidGroupID.Code
 		}
+		if cg := s.consumerGroup(req.Tenant, r.Group); cg != nil {
+			return s.classicHeartbeatToConsumer(now, r, cg)
+		}
 		g := s.classicGroup(req.Tenant, r.Group)
 		switch {
 		case g == nil:
@@ -62,6 +65,10 @@ func (s *Shard) leaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGrou
 	leaving := r.Members
 	if r.Version < 3 {
 		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: r.MemberID}}
+	}
+	if cg := s.consumerGroup(req.Tenant, r.Group); cg != nil {
+		s.classicLeaveToConsumer(now, r, resp, leaving, cg)
+		return
 	}
 	g := s.classicGroup(req.Tenant, r.Group)
 	if g != nil && g.state == dead {

@@ -64,10 +64,10 @@ func (s *Shard) joinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupR
 		g = e.classic
 		if cg := e.consumer; cg != nil {
 			if len(cg.members) > 0 {
-				// Classic members inside a consumer group (Kafka's mixed
-				// groups) are not served yet: the group stays a consumer
-				// group.
-				fail(kerr.InconsistentGroupProtocol.Code, r.MemberID)
+				// A classic member inside a consumer group (a mixed
+				// group, mixed_classic.go), whatever the migration
+				// policy, as Kafka.
+				s.classicJoinToConsumer(now, req, r, cg)
 				return
 			}
 			// An empty consumer group becomes a classic group, keeping

@@ -41,6 +41,10 @@ func (s *Shard) syncGroup(now time.Time, req machine.Request, r *kmsg.SyncGroupR
 		fail(kerr.InvalidGroupID.Code)
 		return
 	}
+	if cg := s.consumerGroup(req.Tenant, r.Group); cg != nil {
+		s.classicSyncToConsumer(now, req, r, cg)
+		return
+	}
 	g := s.classicGroup(req.Tenant, r.Group)
 	switch {
 	case g == nil || g.state == empty:

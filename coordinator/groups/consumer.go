@@ -123,6 +123,9 @@ type consumerMember struct {
 	regex            string
 	rebalanceTimeout int32 // ms
 	assignor         string
+	// classic is set for a member that speaks the classic protocol
+	// (mixed.go); nil for a consumer-protocol member.
+	classic *classicMeta
 
 	// From the current assignment record.
 	epoch, prevEpoch int32
@@ -135,6 +138,9 @@ type consumerMember struct {
 	expireAt, armedAt deadline
 	revokeBy          time.Time
 	revokeEpoch       int32
+	// A classic member's join and sync deadlines (mixed_classic.go);
+	// zero when not armed.
+	joinBy, syncBy time.Time
 }
 
 // consumerGroup is a KIP-848 consumer group (Kafka's ConsumerGroup).
@@ -180,6 +186,9 @@ func (g *consumerGroup) durableState() []string {
 		out = append(out, fmt.Sprintf("  member %s inst=%v rack=%v client=%s/%s topics=%v regex=%q rt=%d assignor=%q epoch=%d/%d state=%v assigned=%v revoking=%v",
 			m.id, deref(m.instance), deref(m.rack), m.clientID, m.clientHost, m.topics, m.regex, m.rebalanceTimeout, m.assignor,
 			m.epoch, m.prevEpoch, m.state, m.assigned.records(), m.revoking.records()))
+		if c := m.classic; c != nil {
+			out = append(out, fmt.Sprintf("  member %s classic session=%d protocols=%v", m.id, c.sessionTimeout, c.protocols))
+		}
 	}
 	for _, id := range sortedKeys(g.target) {
 		out = append(out, fmt.Sprintf("  target %s %v", id, g.target[id].records()))
@@ -312,6 +321,7 @@ func (s *Shard) emitMember(g *consumerGroup, m *consumerMember) {
 	v := record.ConsumerMember{
 		InstanceID: m.instance, RackID: m.rack, ClientID: m.clientID, ClientHost: m.clientHost,
 		Topics: m.topics, Regex: m.regex, RebalanceTimeout: m.rebalanceTimeout, Assignor: m.assignor,
+		Classic: m.classic.record(),
 	}
 	s.emit(s.memberKey(record.KindConsumerMember, g.gkey, m.id), v.Encode())
 }
@@ -431,6 +441,7 @@ func (s *Shard) replayConsumer(kind record.Kind, k any, value []byte) error {
 		}
 		m.instance, m.rack, m.clientID, m.clientHost = v.InstanceID, v.RackID, v.ClientID, v.ClientHost
 		m.topics, m.regex, m.rebalanceTimeout, m.assignor = v.Topics, v.Regex, v.RebalanceTimeout, v.Assignor
+		m.classic = classicMetaOf(v.Classic)
 		if m.instance != nil {
 			g.static[*m.instance] = m.id
 		}
@@ -495,6 +506,14 @@ func validateConsumerCommit(g *consumerGroup, r *kmsg.OffsetCommitRequest) int16
 	if m == nil {
 		return kerr.UnknownMemberID.Code
 	}
+	if m.classic != nil {
+		// A classic member commits with any version and the generation
+		// its last JoinGroup gave it (mixed §4.8).
+		if r.Generation != m.epoch {
+			return kerr.IllegalGeneration.Code
+		}
+		return 0
+	}
 	if r.Version < 9 {
 		// A consumer-protocol member commits with v9+ (KIP-848).
 		return kerr.UnsupportedVersion.Code
@@ -520,6 +539,9 @@ func validateConsumerFetch(g *consumerGroup, memberID *string, epoch int32) int1
 		return kerr.UnknownMemberID.Code
 	}
 	if epoch != m.epoch {
+		if m.classic != nil {
+			return kerr.IllegalGeneration.Code
+		}
 		return kerr.StaleMemberEpoch.Code
 	}
 	return 0

@@ -119,14 +119,19 @@ func (s *Shard) consumerHeartbeat(now time.Time, req machine.Request, r *kmsg.Co
 }
 
 // heartbeatGroup returns the consumer group a heartbeat names, creating
-// it (or converting an empty classic group) for a join.
-func (s *Shard) heartbeatGroup(now time.Time, k gkey, join bool) (*consumerGroup, int16, string) {
+// it (or converting an empty classic group) for a join, and converting a
+// classic group with members online for a join when it can (mixed.go).
+func (s *Shard) heartbeatGroup(now time.Time, k gkey, r *kmsg.ConsumerGroupHeartbeatRequest) (*consumerGroup, int16, string) {
+	join := r.MemberEpoch == 0
 	e := s.lookup(k.tenant, k.name)
 	if e != nil && e.consumer != nil {
 		return e.consumer, 0, ""
 	}
 	if e != nil && e.classic != nil && (len(e.classic.members) > 0 || e.classic.state != empty) {
-		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", k.name)
+		if !join {
+			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", k.name)
+		}
+		return s.upgrade(now, e.classic, r.MemberID, r.InstanceID)
 	}
 	if !join {
 		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", k.name)
@@ -148,7 +153,7 @@ func (s *Shard) heartbeatGroup(now time.Time, k gkey, join bool) (*consumerGroup
 }
 
 func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
-	g, code, msg := s.heartbeatGroup(now, gkey{req.Tenant, r.Group}, r.MemberEpoch == 0)
+	g, code, msg := s.heartbeatGroup(now, gkey{req.Tenant, r.Group}, r)
 	if code != 0 {
 		return hbError(resp, code, msg)
 	}
@@ -175,11 +180,13 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 		if r.InstanceID != nil {
 			if oldID, ok := g.static[*r.InstanceID]; ok && oldID != id {
 				old := g.members[oldID]
-				if old.epoch != leaveStaticEpoch {
+				// A classic member's instance is taken over at once: the
+				// rolling upgrade of a static member (mixed §3.4).
+				if old.epoch != leaveStaticEpoch && old.classic == nil {
 					return hbError(resp, kerr.UnreleasedInstanceID.Code, fmt.Sprintf(
 						"Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", id, *r.InstanceID, oldID))
 				}
-				m, replaced = s.replaceStaticConsumer(g, old, id), true
+				m, replaced = s.replaceStaticConsumer(now, g, old, id), true
 			}
 		}
 		if m == nil {
@@ -227,11 +234,54 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 		next.regex = *r.SubscribedTopicRegex
 	}
 	next.clientID, next.clientHost = req.ClientID, req.ClientHost
+	next.classic = nil // a member speaks the protocol of its last request
+	before := m.assigned
+	m, code, msg = s.advanceMember(now, g, m, &next, isNew, isNew || replaced, owned)
+	if code != 0 {
+		return hbError(resp, code, msg)
+	}
+	if back && m.epoch != leaveStaticEpoch {
+		// Reported once its epoch counts it in again.
+		s.consumerEvent(g, observe.MemberJoined, now, m, "")
+	}
+	s.armConsumerSession(g, m, now)
+
+	resp.MemberID = &m.id
+	resp.MemberEpoch = m.epoch
+	resp.HeartbeatIntervalMillis = int32(s.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	full := r.MemberEpoch == 0 || (r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil)
+	if full || !before.equal(m.assigned) {
+		a := &kmsg.ConsumerGroupHeartbeatResponseAssignment{}
+		for _, tp := range m.assigned.records() {
+			a.Topics = append(a.Topics, kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{TopicID: tp.TopicID, Partitions: tp.Partitions})
+		}
+		if a.Topics == nil {
+			a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
+		}
+		resp.Assignment = a
+	}
+	return resp
+}
+
+// advanceMember runs the consumer protocol's three steps for member m
+// (a template if isNew) whose request asks for the metadata next: write
+// the member's metadata and bump the group epoch if the group's inputs
+// changed, recompute the target assignment if it lags and the interval
+// allows, then move the member one step toward its target given what it
+// says it owns (Kafka's consumerGroupHeartbeat and
+// classicGroupJoinToConsumerGroup share these steps). joined reports the
+// member as joined. It returns the live member.
+func (s *Shard) advanceMember(now time.Time, g *consumerGroup, m, next *consumerMember, isNew, joined bool, owned tps) (*consumerMember, int16, string) {
+	id := next.id
 	bump, why := true, "" // why: the reason for the rebalance
 	cause := observe.CauseMetadataChanged
 	switch {
 	case isNew:
 		why, cause = fmt.Sprintf("member %s joined", id), observe.CauseMemberJoined
+	case joined && (!slices.Equal(next.topics, m.topics) || next.regex != m.regex || next.assignor != m.assignor):
+		// A static member's new instance (of the other protocol,
+		// perhaps) asks for something else than the old one.
+		why, cause = fmt.Sprintf("static member %s replaced with another subscription or assignor", id), observe.CauseStaticMemberReplaced
 	case !slices.Equal(next.topics, m.topics) || next.regex != m.regex:
 		why, cause = fmt.Sprintf("member %s changed its subscription", id), observe.CauseSubscriptionChanged
 	case next.assignor != m.assignor:
@@ -239,11 +289,11 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 	default:
 		bump, why = false, "the subscribed topics' metadata changed"
 	}
-	if isNew || metadataChanged(m, &next) {
-		s.emitMember(g, &next)
+	if isNew || metadataChanged(m, next) {
+		s.emitMember(g, next)
 		m = g.members[id]
 	}
-	if isNew || replaced {
+	if joined {
 		s.consumerEvent(g, observe.MemberJoined, now, m, "")
 	}
 	hash := g.metaHash
@@ -269,43 +319,22 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 	}
 
 	// Step 3: reconcile this member.
-	before := m.assigned
 	cur, code, msg := s.reconcile(g, m, owned)
 	if code != 0 {
-		return hbError(resp, code, msg)
+		return m, code, msg
 	}
 	if cur != nil {
 		s.emitCurrent(g, m.id, *cur)
 		s.armRevocation(g, m, now)
 	}
-	if back && m.epoch != leaveStaticEpoch {
-		// Reported once its epoch counts it in again.
-		s.consumerEvent(g, observe.MemberJoined, now, m, "")
-	}
-	s.armConsumerSession(g, m, now)
-
-	resp.MemberID = &m.id
-	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(s.cfg.ConsumerHeartbeatInterval.Milliseconds())
-	full := r.MemberEpoch == 0 || (r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil)
-	if full || !before.equal(m.assigned) {
-		a := &kmsg.ConsumerGroupHeartbeatResponseAssignment{}
-		for _, tp := range m.assigned.records() {
-			a.Topics = append(a.Topics, kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{TopicID: tp.TopicID, Partitions: tp.Partitions})
-		}
-		if a.Topics == nil {
-			a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
-		}
-		resp.Assignment = a
-	}
-	return resp
+	return m, 0, ""
 }
 
 // metadataChanged reports whether the member metadata record would differ.
 func metadataChanged(a, b *consumerMember) bool {
 	return !eqPtr(a.instance, b.instance) || !eqPtr(a.rack, b.rack) || a.clientID != b.clientID ||
 		a.clientHost != b.clientHost || !slices.Equal(a.topics, b.topics) || a.regex != b.regex ||
-		a.rebalanceTimeout != b.rebalanceTimeout || a.assignor != b.assignor
+		a.rebalanceTimeout != b.rebalanceTimeout || a.assignor != b.assignor || !a.classic.equal(b.classic)
 }
 
 func eqPtr(a, b *string) bool {
@@ -347,11 +376,18 @@ func subset(a, b tps) bool {
 // member id, keeping its assignment and target (Kafka's
 // consumerGroupStaticMemberGroupLeave / replace): the old id's tombstones,
 // then the new id's records at epoch 0.
-func (s *Shard) replaceStaticConsumer(g *consumerGroup, old *consumerMember, id string) *consumerMember {
+//
+// A classic member is replaced while it is still in the group (mixed §3.4,
+// §4.2): it is reported fenced.
+func (s *Shard) replaceStaticConsumer(now time.Time, g *consumerGroup, old *consumerMember, id string) *consumerMember {
 	target := g.target[old.id]
 	cur := current{epoch: 0, prevEpoch: 0, state: old.state, assigned: old.assigned, revoking: old.revoking}
 	meta := *old
+	s.consumerLeaving(g, old)
 	s.emitRemoveMember(g, old.id)
+	if meta.epoch != leaveStaticEpoch {
+		s.consumerEvent(g, observe.MemberFenced, now, old, "replaced by a new instance of the static member: "+id)
+	}
 	meta.id = id
 	s.emitMember(g, &meta)
 	if target != nil {
@@ -428,7 +464,7 @@ func (s *Shard) groupAssignor(g *consumerGroup) assign.Assignor {
 // member leaves for a while, keeping its assignment until its session
 // expires), as Kafka's consumerGroupLeave.
 func (s *Shard) consumerLeave(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
-	g, code, msg := s.heartbeatGroup(now, gkey{req.Tenant, r.Group}, false)
+	g, code, msg := s.heartbeatGroup(now, gkey{req.Tenant, r.Group}, r)
 	if code != 0 {
 		return hbError(resp, code, msg)
 	}
@@ -471,13 +507,13 @@ func (s *Shard) consumerLeave(now time.Time, req machine.Request, r *kmsg.Consum
 // kind, for reason (unless the member had already left with epoch -2),
 // and the rebalance it starts for t and why.
 func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now time.Time, kind observe.GroupEventKind, reason string, t trigger, why string) {
+	if s.mayDowngrade(g, m) {
+		s.downgrade(now, g, m, kind, reason, t, why)
+		return
+	}
 	before := g.consumerBefore() // with m's target, which goes now
 	gone := m.epoch == leaveStaticEpoch
-	s.cancelRevocation(g, m)
-	if !m.armedAt.IsZero() {
-		m.armedAt = 0
-		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), time.Time{})
-	}
+	s.consumerLeaving(g, m)
 	s.emitRemoveMember(g, m.id)
 	if !gone {
 		s.consumerEvent(g, kind, now, m, reason)
@@ -492,7 +528,14 @@ func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now ti
 // armConsumerSession moves m's session deadline; the timer fires early at
 // most once and re-arms itself (as the classic members' sessions).
 func (s *Shard) armConsumerSession(g *consumerGroup, m *consumerMember, now time.Time) {
-	m.expireAt = deadlineAt(now.Add(s.cfg.ConsumerSessionTimeout))
+	d := s.cfg.ConsumerSessionTimeout
+	if m.classic != nil {
+		// A classic member keeps the session timeout its JoinGroup asked
+		// for (after a load too: Kafka then uses the consumer groups'
+		// until the member's next request; no client can tell).
+		d = time.Duration(m.classic.sessionTimeout) * time.Millisecond
+	}
+	m.expireAt = deadlineAt(now.Add(d))
 	if m.armedAt.IsZero() || m.armedAt.After(m.expireAt) {
 		m.armedAt = m.expireAt
 		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt.time())
@@ -504,7 +547,10 @@ func (s *Shard) armConsumerSession(g *consumerGroup, m *consumerMember, now time
 // assignment changed: a member that revoked what it was asked and is
 // at once asked to revoke more gets a full rebalance timeout again.
 func (s *Shard) armRevocation(g *consumerGroup, m *consumerMember, now time.Time) {
-	if m.state == memberUnrevoked {
+	if m.state == memberUnrevoked && m.classic == nil {
+		// (A classic member has no revocation timeout: the join timer
+		// its Heartbeat arms bounds how long it takes to rejoin and
+		// report what it revoked, mixed §4.6.)
 		m.revokeBy = now.Add(time.Duration(m.rebalanceTimeout) * time.Millisecond)
 		m.revokeEpoch = m.epoch
 		s.timer(memberTimer(timerConsumerRevoke, g.gkey, m.id), m.revokeBy)
@@ -542,6 +588,18 @@ func (s *Shard) consumerTimer(g *consumerGroup, kind byte, id string, now time.T
 			why = fmt.Sprintf("static member %s's session expired after it left", m.id)
 		}
 		s.removeConsumerMember(g, m, now, observe.MemberExpired, "session timed out", consumerTrigger(observe.CauseMemberExpired, m), why)
+	case timerClassicJoin, timerClassicSync:
+		at := &m.joinBy
+		what := "the classic member failed to join within the rebalance timeout"
+		if kind == timerClassicSync {
+			at, what = &m.syncBy, "the classic member failed to sync within the rebalance timeout"
+		}
+		if at.IsZero() || now.Before(*at) {
+			return
+		}
+		*at = time.Time{}
+		s.removeConsumerMember(g, m, now, observe.MemberFenced, what,
+			consumerTrigger(observe.CauseRebalanceTimeout, m), fmt.Sprintf("member %s: %s", m.id, what))
 	case timerConsumerRevoke:
 		if m.revokeBy.IsZero() || now.Before(m.revokeBy) {
 			return

@@ -513,9 +513,10 @@ func TestConsumerGroupAPIs(t *testing.T) {
 	wantErr(t, "fetch", fetch("a", 1), nil)
 	wantErr(t, "stale fetch", fetch("a", 3), kerr.StaleMemberEpoch)
 	wantErr(t, "unknown member fetch", fetch("x", 1), kerr.UnknownMemberID)
-	// A classic member cannot join a non-empty consumer group.
+	// A classic member of another protocol type cannot join a non-empty
+	// consumer group (a "consumer" one can: testdata/mixed.txt).
 	jr := kmsg.NewPtrJoinGroupRequest()
-	jr.Version, jr.Group, jr.SessionTimeoutMillis, jr.RebalanceTimeoutMillis, jr.ProtocolType = 9, "g", 10000, 10000, "consumer"
+	jr.Version, jr.Group, jr.SessionTimeoutMillis, jr.RebalanceTimeoutMillis, jr.ProtocolType = 9, "g", 10000, 10000, "connect"
 	jr.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
 	if r := do[*kmsg.JoinGroupResponse](h, jr); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
 		t.Fatalf("classic join: %v", kerr.ErrorForCode(r.ErrorCode))

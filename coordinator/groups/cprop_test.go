@@ -178,6 +178,13 @@ type cpMember struct {
 	// misbehaved says why the coordinator may fence this client; empty
 	// for a client that behaved since it last joined.
 	misbehaved string
+
+	// A classic client (cprop_mixed_test.go): it speaks JoinGroup,
+	// SyncGroup and Heartbeat inside the consumer group; id is "" until
+	// the coordinator gives it one, epoch is its generation. eager: it
+	// revokes everything before rejoining (else cooperative).
+	classic, eager bool
+	phase          cpPhase
 }
 
 func (m *cpMember) joined() bool { return m.epoch > 0 }
@@ -206,6 +213,9 @@ type cpSim struct {
 	groupEpoch, assignEpoch int32
 	epochs                  map[string]int32 // member id → highest epoch answered
 	stats                   map[string]int
+	// pClassic is the share of new clients that speak the classic
+	// protocol (0 in a third of the schedules: the pure KIP-848 test).
+	pClassic float64
 }
 
 func TestPropertyConsumerGroups(t *testing.T) {
@@ -229,7 +239,8 @@ func TestPropertyConsumerGroups(t *testing.T) {
 	}
 	t.Logf("exercised:%s", b.String())
 	// The schedules must reach the situations they are meant to test.
-	for _, k := range []string{"assignment moved a partition", "zombie fenced", "static replaced after -2", "unreleased instance id", "partition growth", "coordinator restart", "lost response recovered", "converged"} {
+	for _, k := range []string{"assignment moved a partition", "zombie fenced", "static replaced after -2", "unreleased instance id", "partition growth", "coordinator restart", "lost response recovered", "converged",
+		"classic joined", "classic told to rejoin", "classic cooperative revoked", "static switched protocol", "converged mixed"} {
 		if *cpropSeed == 0 && *cpropSchedules >= 50 && stats[k] == 0 {
 			t.Errorf("no schedule exercised %q", k)
 		}
@@ -260,6 +271,15 @@ func newCPSim(t *testing.T, seed int64, long bool) *cpSim {
 		s.pRestart = 0.005
 	case 2:
 		s.pRestart = 0.03
+	}
+	if rng.IntN(3) != 0 {
+		// A mixed population. The policy keeps the group a consumer
+		// group while it has members (a downgrade would make it a
+		// classic group, whose join barrier this synchronous model of
+		// clients cannot wait on: testdata/mixed.txt and the e2e tests
+		// cover downgrades).
+		s.pClassic = 0.2 + 0.5*rng.Float64()
+		s.cfg.MigrationPolicy = groups.MigrateUpgrade
 	}
 	return s
 }
@@ -299,11 +319,16 @@ func (s *cpSim) run() (msg string) {
 		for _, m := range s.members {
 			fmt.Fprintf(&b, "    %s\n", s.describe(m))
 		}
-		d := s.h.cdescribe(pGroup)
-		fmt.Fprintf(&b, "group: %s epoch %d assignment epoch %d\n", d.State, d.Epoch, d.AssignmentEpoch)
-		for _, dm := range d.Members {
-			fmt.Fprintf(&b, "    %s epoch %d topics %v regex %q assignment %v target %v\n", dm.MemberID, dm.MemberEpoch, dm.SubscribedTopics, deref(dm.SubscribedTopicRegex), describedSet(dm.Assignment.TopicPartitions), describedSet(dm.TargetAssignment.TopicPartitions))
-		}
+		func() {
+			// The harness may fail again (an event check): the message
+			// above is what matters.
+			defer func() { _ = recover() }()
+			d := s.h.cdescribe(pGroup)
+			fmt.Fprintf(&b, "group: %s epoch %d assignment epoch %d\n", d.State, d.Epoch, d.AssignmentEpoch)
+			for _, dm := range d.Members {
+				fmt.Fprintf(&b, "    %s epoch %d topics %v regex %q assignment %v target %v\n", dm.MemberID, dm.MemberEpoch, dm.SubscribedTopics, deref(dm.SubscribedTopicRegex), describedSet(dm.Assignment.TopicPartitions), describedSet(dm.TargetAssignment.TopicPartitions))
+			}
+		}()
 		msg = b.String()
 	}()
 	s.h = newHarness(propTB{s.t}, s.cfg)
@@ -368,12 +393,28 @@ func (s *cpSim) spawn(old *cpMember, inherit cpSet) *cpMember {
 	m := &cpMember{name: fmt.Sprintf("c%02d", n), owned: cpSet{}, rebal: time.Duration(4+s.rng.IntN(17)) * time.Second}
 	m.id = fmt.Sprintf("%s-%08x", m.name, s.rng.Uint32())
 	m.full = s.rng.IntN(4) == 0
+	m.classic = s.rng.Float64() < s.pClassic
+	if old != nil && s.pClassic > 0 {
+		// A restart is when a member changes protocol.
+		m.classic = old.classic
+		if s.rng.IntN(3) == 0 {
+			m.classic = !m.classic
+			s.stats["static switched protocol"]++
+		}
+	}
+	if m.classic {
+		m.id, m.eager = "", s.rng.IntN(2) == 0
+		m.phase = cpJoin
+	}
 	if old != nil {
 		m.instance, m.topics, m.regex = old.instance, old.topics, old.regex
 		// The coordinator copies the old member's subscription, which
 		// the old process may have changed without saying: send both
 		// kinds.
 		m.hadRegex = true
+		if m.classic && m.topics == nil {
+			s.pickSubscription(m)
+		}
 	} else {
 		if s.rng.IntN(4) == 0 {
 			inst := "i" + m.name
@@ -394,6 +435,11 @@ func (s *cpSim) pickSubscription(m *cpMember) {
 		m.hadRegex = true // changing kinds: send both
 	}
 	m.topics, m.regex = nil, ""
+	if m.classic {
+		// A classic Subscription names topics.
+		m.topics = [][]string{{"t"}, {"t", "u"}, {"u"}}[s.rng.IntN(3)]
+		return
+	}
 	switch x := s.rng.IntN(10); {
 	case x < 5:
 		m.topics = []string{"t"}
@@ -470,6 +516,10 @@ func (s *cpSim) action() {
 		if m.joined() && (m.pausedUntil.Sub(m.lastAck) >= s.cfg.ConsumerSessionTimeout || d >= m.rebal) {
 			m.misbehaved = "paused too long"
 		}
+	case m.classic && x < 0.30:
+		s.act(m, "heartbeats early")
+		m.next = s.h.now
+		s.tick(m)
 	case x < 0.22:
 		m.lose = 1 + s.rng.IntN(2)
 		s.act(m, fmt.Sprintf("will lose its next %d responses", m.lose))
@@ -479,6 +529,9 @@ func (s *cpSim) action() {
 	case x < 0.38:
 		s.pickSubscription(m)
 		m.sentSubs = false
+		if m.classic {
+			m.phase, m.next = cpJoin, s.h.now // a new Subscription is a JoinGroup
+		}
 		s.act(m, "subscribes to "+s.subString(m))
 		s.tick(m)
 	default:
@@ -515,9 +568,18 @@ func (s *cpSim) rejoin(m *cpMember, why string) {
 	s.drop(m)
 	m.epoch, m.sentSubs, m.misbehaved = 0, false, ""
 	m.next = s.h.now
+	if m.classic {
+		// A classic client starts over without a member id: the
+		// coordinator may have removed the one it had.
+		m.phase, m.id = cpJoin, ""
+	}
 }
 
 func (s *cpSim) leave(m *cpMember) {
+	if m.classic {
+		s.classicLeave(m)
+		return
+	}
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = pGroup, m.id, -1
 	req.InstanceID = m.instance
@@ -657,6 +719,10 @@ func (s *cpSim) tick(m *cpMember) {
 		m.next = now
 	}
 	if now.Before(m.next) {
+		return
+	}
+	if m.classic {
+		s.classicStep(m)
 		return
 	}
 	s.heartbeat(m)
@@ -983,6 +1049,7 @@ func (s *cpSim) check() {
 // converge stops the chaos and requires invariant 4.
 func (s *cpSim) converge() {
 	s.begin("quiet")
+	s.anchor()
 	maxRebal := time.Duration(0)
 	for _, m := range s.members {
 		if m.status == cpPaused {
@@ -1000,6 +1067,12 @@ func (s *cpSim) converge() {
 	for {
 		if why = s.converged(); why == "" {
 			s.stats["converged"]++
+			for _, m := range s.members {
+				if m.classic && m.status == cpLive {
+					s.stats["converged mixed"]++
+					break
+				}
+			}
 			s.checkEvents()
 			return
 		}

@@ -54,7 +54,15 @@ import (
 // evCheck is the event check's state: what the events said so far.
 type evCheck struct {
 	groups map[groups.EventKey]*evGroup
+	// gone are the groups whose record a tombstone ended in the output
+	// being checked: its events may still speak of them (a conversion's
+	// last member event, then GroupConverted, which carries the members
+	// over to the other protocol).
+	gone map[groups.EventKey]*evGroup
 }
+
+// begin starts the check of a new output.
+func (c *evCheck) begin() { clear(c.gone) }
 
 type evGroup struct {
 	members map[string]bool
@@ -100,8 +108,30 @@ func (c *evCheck) event(e observe.GroupEvent, now time.Time) error {
 	if e.Kind != observe.RebalanceCompleted && e.Kind != observe.RebalanceStarted && e.Cause != observe.CauseUnknown {
 		return fmt.Errorf("a cause (%v) on a %v event", e.Cause, e.Kind)
 	}
-	g := c.group(groups.EventKey{e.Tenant, e.Group, e.Protocol})
+	k := groups.EventKey{e.Tenant, e.Group, e.Protocol}
+	if g, ok := c.gone[k]; ok && c.groups[k] == nil {
+		c.groups[k] = g // its last events, in the output that ended it
+	}
+	g := c.group(k)
 	switch e.Kind {
+	case observe.GroupConverted:
+		// The members go over from the other protocol's group, which
+		// ends (with any rebalance it had open); the new one has none
+		// open.
+		from := groups.EventKey{e.Tenant, e.Group, "consumer"}
+		if e.Protocol == "consumer" {
+			from[2] = "classic"
+		}
+		old := c.groups[from]
+		if old == nil {
+			old = c.gone[from]
+		}
+		if old == nil {
+			return fmt.Errorf("a conversion to %s of a group with no %s events", e.Protocol, from[2])
+		}
+		delete(c.groups, from)
+		delete(c.gone, from)
+		g.members, g.open, g.since = maps.Clone(old.members), false, time.Time{}
 	case observe.MemberJoined, observe.MemberLeft, observe.MemberExpired, observe.MemberFenced:
 		if e.Member == "" {
 			return fmt.Errorf("%v names no member", e.Kind)
@@ -122,7 +152,9 @@ func (c *evCheck) event(e observe.GroupEvent, now time.Time) error {
 			if e.Member == "" || g.members[e.Member] != present {
 				return fmt.Errorf("a start for %v names member %q, present %v", e.Cause, e.Member, g.members[e.Member])
 			}
-		} else if e.Member != "" || e.InstanceID != "" {
+		} else if e.Cause != observe.CauseOther && (e.Member != "" || e.InstanceID != "") {
+			// (CauseOther may name a member: one that changed its
+			// server assignor.)
 			return fmt.Errorf("a start for %v names member %q (%q)", e.Cause, e.Member, e.InstanceID)
 		}
 		if e.Generation <= g.done || (g.open && e.Generation <= g.gen) {
@@ -195,11 +227,20 @@ func (c *evCheck) record(r machine.Record) {
 		return
 	}
 	if gk, ok := key.(record.GroupKey); ok {
+		k := groups.EventKey{gk.Tenant, gk.Group, "classic"}
 		switch kind {
 		case record.KindClassicGroup:
-			delete(c.groups, groups.EventKey{gk.Tenant, gk.Group, "classic"})
 		case record.KindConsumerGroup:
-			delete(c.groups, groups.EventKey{gk.Tenant, gk.Group, "consumer"})
+			k[2] = "consumer"
+		default:
+			return
+		}
+		if g, ok := c.groups[k]; ok {
+			if c.gone == nil {
+				c.gone = map[groups.EventKey]*evGroup{}
+			}
+			c.gone[k] = g
+			delete(c.groups, k)
 		}
 	}
 }

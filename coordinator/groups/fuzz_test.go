@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,7 +20,7 @@ import (
 // request is answered twice (the harness checks), every record the machine
 // writes replays, and a restart after the sequence loads what was written.
 func FuzzMachine(f *testing.F) {
-	for _, seed := range fuzzSeeds() {
+	for _, seed := range fuzzSeeds(f) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRun(t, data) })
@@ -93,7 +94,7 @@ func fuzzStep(keyIndex int, req kmsg.Request, version int16, tenths byte) []byte
 // fuzzSeeds: a member joining (v3, so no MEMBER_ID_REQUIRED), syncing with
 // the id the machine will hand out unknown to the seed (so the fuzzer has
 // to find it), heartbeating, committing and leaving; and admin requests.
-func fuzzSeeds() [][]byte {
+func fuzzSeeds(tb testing.TB) [][]byte {
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType = "g", "consumer"
 	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
@@ -129,7 +130,7 @@ func fuzzSeeds() [][]byte {
 		joins = append(joins, fuzzStep(0, join, 9, 0)...)
 	}
 	joins = append(joins, fuzzStep(0, join, 5, 50)...)
-	return [][]byte{one, joins, consumerSeed(), topicIDSeed()}
+	return [][]byte{one, joins, consumerSeed(), topicIDSeed(), mixedSeed(tb)}
 }
 
 // topicIDSeed: OffsetCommit and OffsetFetch v10, which name topics by id:
@@ -197,4 +198,94 @@ func consumerSeed() []byte {
 	b = append(b, fuzzStep(describeKey, describe, 1, 1)...)
 	b = append(b, fuzzStep(hbKey, beat("a", -1, nil, ""), 1, 100)...)
 	return b
+}
+
+// mixedSeed: a classic member forms a group with a consumer-protocol
+// assignment, a consumer-protocol member's heartbeat converts it (an
+// online upgrade), the classic member is told to rejoin, rejoins and
+// syncs inside the consumer group and commits, then the consumer-protocol
+// member leaves and the group goes back to the classic protocol. The
+// classic member's id is the first the machine mints, learned by a dry run.
+func mixedSeed(tb testing.TB) []byte {
+	const joinKey, syncKey, hbKey, commitKey, describeKey, cgKey = 0, 1, 2, 4, 7, 10
+	sub := kmsg.NewConsumerMemberMetadata()
+	sub.Version, sub.Topics = 1, []string{"t"}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "g", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: sub.AppendTo(nil)}}
+	first := fuzzStep(joinKey, join, 3, 5)
+
+	dry := fuzzRun(tb, first)
+	id := ""
+	if len(dry.order) > 0 {
+		if r, ok := dry.replies[dry.order[0]].(*kmsg.JoinGroupResponse); ok {
+			id = r.MemberID
+		}
+	}
+	as := kmsg.NewConsumerMemberAssignment()
+	as.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: "t", Partitions: []int32{0, 1, 2, 3, 4, 5}}}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.Generation, sync.MemberID = "g", 1, id
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: id, MemberAssignment: as.AppendTo(nil)}}
+	beat := func(epoch int32) *kmsg.ConsumerGroupHeartbeatRequest {
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = "g", "b", epoch, -1
+		if epoch == 0 {
+			r.RebalanceTimeoutMillis = 5000
+			r.SubscribedTopicNames = []string{"t"}
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		return r
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.Generation, hb.MemberID = "g", 1, id
+	rejoin := *join
+	rejoin.MemberID = id
+	sync2 := kmsg.NewPtrSyncGroupRequest()
+	sync2.Group, sync2.Generation, sync2.MemberID = "g", 2, id
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation, commit.MemberID = "g", 2, id
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 9}}}}
+	describe := kmsg.NewPtrDescribeGroupsRequest()
+	describe.Groups = []string{"g"}
+	b := first
+	b = append(b, fuzzStep(syncKey, sync, 3, 1)...)
+	b = append(b, fuzzStep(cgKey, beat(0), 1, 1)...)
+	b = append(b, fuzzStep(hbKey, hb, 3, 1)...)
+	b = append(b, fuzzStep(joinKey, &rejoin, 3, 1)...)
+	b = append(b, fuzzStep(syncKey, sync2, 3, 1)...)
+	b = append(b, fuzzStep(commitKey, commit, 8, 1)...)
+	b = append(b, fuzzStep(cgKey, beat(2), 1, 1)...)
+	b = append(b, fuzzStep(cgKey, beat(-1), 1, 1)...)
+	b = append(b, fuzzStep(describeKey, describe, 5, 1)...)
+	return b
+}
+
+// TestFuzzMixedSeed checks that the mixed-group seed does what it says:
+// after it the group is a classic group again, and the commit the classic member made inside the consumer group is
+// there.
+func TestFuzzMixedSeed(t *testing.T) {
+	h := fuzzRun(t, mixedSeed(t))
+	d := kmsg.NewPtrDescribeGroupsRequest()
+	d.Version, d.Groups = 5, []string{"g"}
+	r := do[*kmsg.DescribeGroupsResponse](h, d)
+	// (Ten minutes later: the classic member's session has ended.)
+	if len(r.Groups) != 1 || r.Groups[0].ProtocolType != "consumer" || r.Groups[0].State != "Empty" {
+		t.Fatalf("after the seed: %+v", r.Groups)
+	}
+	f := kmsg.NewPtrOffsetFetchRequest()
+	f.Version, f.Group = 7, "g"
+	if resp := do[*kmsg.OffsetFetchResponse](h, f); len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Offset != 9 {
+		t.Fatalf("the classic member's commit in the mixed group is not there: %+v", resp.Topics)
+	}
+	conversions := 0
+	for _, e := range h.events {
+		if e.Kind == observe.GroupConverted {
+			conversions++
+		}
+	}
+	if conversions != 2 {
+		t.Fatalf("%d conversions, want an upgrade and a downgrade", conversions)
+	}
 }

@@ -103,6 +103,7 @@ func (h *harness) apply(out machine.Output) {
 			h.t.Fatalf("at %v: events: %v", h.now, err)
 		}
 	}()
+	h.ev.begin()
 	for _, r := range out.Records {
 		h.ev.record(r)
 		h.written++

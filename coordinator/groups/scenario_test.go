@@ -12,6 +12,7 @@ package groups_test
 //
 //	scenario NAME [delay=3s] [quiet=3s] [maxsize=N] [retention=7d] [check=10m]
 //	              [minsession=6s] [maxsession=30m] [metamax=4096] [maxpending=N]
+//	              [cmaxsize=N] [policy=bidirectional|upgrade|downgrade|disabled]
 //
 // and runs on a fresh machine (Kafka's defaults, overridden as given). It
 // is a subtest: TestScenarios/FILE/NAME. Inside it, lines starting with
@@ -49,11 +50,13 @@ package groups_test
 //
 //	join A [v=9] [session=10s] [rebalance=60s] [type=consumer]
 //	       [proto=range[,roundrobin…]] [topics=t[,u…]] [ud=USERDATA]
-//	       [raw=BYTES] [subv=0] [instance=I] [client=C] [id=X] [as=LABEL]
-//	       [reason=R]
+//	       [raw=BYTES] [subv=0] [owned=t/0/1+u/2|-] [instance=I] [client=C]
+//	       [id=X] [as=LABEL] [reason=R]
 //	    proto= (empty) sends no protocols. Every protocol carries the same
 //	    metadata: a consumer Subscription (version subv; only its v0
-//	    fields are written) of topics and user data, or the raw bytes.
+//	    fields are written) of topics and user data, or the raw bytes;
+//	    with owned=, a Subscription of version subv (at least 1) with those
+//	    owned partitions, as kmsg writes it (printed {t v1 owned=t/0}).
 //	    Metadata prints as {t,u} or {t|userdata} or "raw".
 //	sync A gen=N [v=4] [assign=A:bytes,B:bytes] [instance=I]
 //	       [type=T] [proto=P] [id=X] [as=LABEL]
@@ -446,6 +449,18 @@ func scnConfigureInto(t testing.TB, cfg *groups.Config, a scnArgs) {
 				t.Fatalf("bad metamax %q", v)
 			}
 			cfg.OffsetMetadataMaxBytes = n
+		case "cmaxsize":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("bad cmaxsize %q", v)
+			}
+			cfg.ConsumerMaxSize = n
+		case "policy":
+			p, err := groups.ParseMigrationPolicy(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.MigrationPolicy = p
 		default:
 			t.Fatalf("unknown config option %s=", k)
 		}
@@ -845,10 +860,25 @@ func scnSubscription(version int16, topics []string, userdata *string) []byte {
 	return append(b, *userdata...)
 }
 
-// scnMeta prints member metadata: {t,u}, {t|userdata}, or the raw bytes.
+// scnMeta prints member metadata: {t,u}, {t|userdata}, {t,u owned=t/0/1}
+// (a version 1+ Subscription as kmsg writes it), or the raw bytes.
 func scnMeta(b []byte) string {
 	if len(b) == 0 {
 		return `""`
+	}
+	if len(b) >= 2 && b[0] == 0 && b[1] >= 1 && b[1] <= 3 {
+		var sub kmsg.ConsumerMemberMetadata
+		if sub.ReadFrom(b) == nil && string(sub.AppendTo(nil)) == string(b) {
+			var ts []string
+			for _, o := range sub.OwnedPartitions {
+				t := o.Topic
+				for _, p := range o.Partitions {
+					t += "/" + strconv.Itoa(int(p))
+				}
+				ts = append(ts, t)
+			}
+			return fmt.Sprintf("{%s v%d owned=%s}", strings.Join(sub.Topics, ","), sub.Version, strings.Join(ts, "+"))
+		}
 	}
 	if len(b) >= 6 && b[0] == 0 && b[1] < 8 {
 		n := int(binary.BigEndian.Uint32(b[2:]))
@@ -940,6 +970,22 @@ func (r *scnRunner) join(a scnArgs) machine.RequestID {
 	var meta []byte
 	if raw := a.strp("raw"); raw != nil {
 		meta = []byte(*raw)
+	} else if owned := a.strp("owned"); owned != nil {
+		// A Subscription of version subv (at least 1) with the owned
+		// partitions, written by kmsg: @t/0/1+u/2, or - for none.
+		sub := kmsg.NewConsumerMemberMetadata()
+		sub.Version = int16(max(r.int(a, "subv", 1), 1))
+		sub.Topics = a.list("topics", []string{"t"})
+		if *owned != "-" {
+			var as kmsg.ConsumerMemberAssignment
+			if err := as.ReadFrom(r.assignment("@" + *owned)); err != nil {
+				r.fail("owned=%s: %v", *owned, err)
+			}
+			for _, t := range as.Topics {
+				sub.OwnedPartitions = append(sub.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition(t))
+			}
+		}
+		meta = sub.AppendTo(nil)
 	} else {
 		meta = scnSubscription(int16(r.int(a, "subv", 0)), a.list("topics", []string{"t"}), a.strp("ud"))
 	}

@@ -77,6 +77,9 @@ type Config struct {
 	AssignmentInterval        time.Duration
 	ConsumerMaxSize           int
 	Assignors                 []assign.Assignor
+	// MigrationPolicy: which online conversions of a group with members
+	// are allowed (mixed.go); "" is bidirectional.
+	MigrationPolicy MigrationPolicy
 }
 
 // Shard is one shard's groups. It implements machine.Machine.
@@ -232,7 +235,7 @@ func (s *Shard) Fire(now time.Time, key string) machine.Output {
 		if g.classic != nil {
 			s.classicTimer(g.classic, kind, mid, now)
 		}
-	case timerConsumerSession, timerConsumerRevoke:
+	case timerConsumerSession, timerConsumerRevoke, timerClassicJoin, timerClassicSync:
 		if g.consumer != nil {
 			s.consumerTimer(g.consumer, kind, mid, now)
 		}

@@ -66,7 +66,7 @@ func (o *Observer) RequestAnswered(_ context.Context, r observe.Request, a obser
 		"host", r.Host, "bytes", r.Size, "latency", a.Latency, "error_code", a.ErrorCode(), "answered", a.Resp != nil)
 }
 
-// Group logs a group event: rebalances and expiries at INFO, the rest at
+// Group logs a group event: rebalances, expiries and conversions at INFO, the rest at
 // DEBUG. A rebalance's lines say its cause and the member that caused it;
 // a completion's also how long it took, its phases (classic: join, sync;
 // consumer: assignment, revocation, reconciliation) and how many
@@ -83,6 +83,8 @@ func (o *Observer) Group(_ context.Context, e observe.GroupEvent) {
 		level, msg = slog.LevelInfo, "member expired"
 	case observe.MemberFenced:
 		level, msg = slog.LevelInfo, "member fenced"
+	case observe.GroupConverted:
+		level, msg = slog.LevelInfo, "group converted"
 	case observe.MemberJoined:
 		msg = "member joined"
 	case observe.MemberLeft:

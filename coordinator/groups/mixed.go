@@ -1,0 +1,331 @@
+package groups
+
+// Mixed groups: the online migration of a group with members between the
+// classic protocol and the consumer protocol (KIP-848), as Apache Kafka 4
+// serves a rolling upgrade. docs/kafka-mixed-groups.md is the reference;
+// its section numbers are cited as "mixed §N".
+//
+//   - Upgrade (mixed §3): the first ConsumerGroupHeartbeat to a classic
+//     group with members converts it into a consumer group in one batch of
+//     records: the classic record's tombstone, then consumer-group records
+//     that carry every classic member over at the classic generation,
+//     with its current assignment as both its assigned partitions and its
+//     target. The heartbeat then runs against the converted group.
+//   - Classic members inside a consumer group (mixed §4,
+//     mixed_classic.go): their JoinGroup, SyncGroup, Heartbeat and
+//     LeaveGroup are served by the consumer group's machinery; the
+//     server-side assignor decides their partitions.
+//   - Downgrade (mixed §5): when the last consumer-protocol member leaves
+//     or is fenced and classic members remain, the group goes back to a
+//     classic group in one batch (every consumer record's tombstone, then
+//     a classic record at the group epoch with each member's target as its
+//     assignment) and rebalances once.
+//
+// Every conversion is records through Replay, like any other change, so a
+// restart in the middle of a migration loads a consistent group.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/record"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// MigrationPolicy is Kafka's group.consumer.migration.policy: which
+// online conversions of a group that has members are allowed. Empty
+// groups convert either way whatever the policy, and a classic member may
+// always join a consumer group that has members (mixed §2).
+type MigrationPolicy string
+
+// The policies.
+const (
+	MigrateBidirectional MigrationPolicy = "bidirectional"
+	MigrateUpgrade       MigrationPolicy = "upgrade"
+	MigrateDowngrade     MigrationPolicy = "downgrade"
+	MigrateDisabled      MigrationPolicy = "disabled"
+)
+
+// ParseMigrationPolicy parses a policy, case-insensitively as Kafka.
+func ParseMigrationPolicy(s string) (MigrationPolicy, error) {
+	switch p := MigrationPolicy(strings.ToLower(s)); p {
+	case MigrateBidirectional, MigrateUpgrade, MigrateDowngrade, MigrateDisabled:
+		return p, nil
+	}
+	return "", fmt.Errorf("group consumer migration policy %q: must be bidirectional, upgrade, downgrade or disabled", s)
+}
+
+func (p MigrationPolicy) upgrades() bool {
+	return p == "" || p == MigrateBidirectional || p == MigrateUpgrade
+}
+
+func (p MigrationPolicy) downgrades() bool {
+	return p == "" || p == MigrateBidirectional || p == MigrateDowngrade
+}
+
+// classicMeta is a classic member's part of a consumer group member
+// (Kafka's ClassicMemberMetadata): its session timeout and its JoinGroup's
+// protocols, all of them, in its order.
+type classicMeta struct {
+	sessionTimeout int32 // ms
+	protocols      []protocol
+}
+
+func (c *classicMeta) record() *record.ClassicMeta {
+	if c == nil {
+		return nil
+	}
+	out := &record.ClassicMeta{SessionTimeout: c.sessionTimeout, Protocols: make([]record.ClassicProtocol, len(c.protocols))}
+	for i, p := range c.protocols {
+		out.Protocols[i] = record.ClassicProtocol{Name: p.name, Metadata: p.meta}
+	}
+	return out
+}
+
+func classicMetaOf(r *record.ClassicMeta) *classicMeta {
+	if r == nil {
+		return nil
+	}
+	out := &classicMeta{sessionTimeout: r.SessionTimeout, protocols: make([]protocol, len(r.Protocols))}
+	for i, p := range r.Protocols {
+		out.protocols[i] = protocol{name: p.Name, meta: p.Metadata}
+	}
+	return out
+}
+
+func (c *classicMeta) equal(d *classicMeta) bool {
+	if c == nil || d == nil {
+		return c == d
+	}
+	m := member{protocols: c.protocols}
+	return c.sessionTimeout == d.sessionTimeout && m.sameProtocols(d.protocols)
+}
+
+// first is the member's first protocol: the one it is told it got, and
+// whose metadata version its assignment is written at (mixed §1.1).
+func (c *classicMeta) first() protocol {
+	if len(c.protocols) == 0 {
+		return protocol{}
+	}
+	return c.protocols[0]
+}
+
+// subscription parses a consumer protocol Subscription.
+func subscription(meta []byte) (*kmsg.ConsumerMemberMetadata, bool) {
+	var sub kmsg.ConsumerMemberMetadata
+	if len(meta) < 2 || sub.ReadFrom(meta) != nil || sub.Version < 0 {
+		return nil, false
+	}
+	return &sub, true
+}
+
+// assignmentBytes writes a as a consumer protocol Assignment at the
+// version of metadata meta (at most 3, the highest there is), by topic
+// name; topics the catalog does not know are left out.
+func (s *Shard) assignmentBytes(a tps, meta []byte) []byte {
+	out := kmsg.NewConsumerMemberAssignment()
+	if sub, ok := subscription(meta); ok {
+		out.Version = min(sub.Version, 3)
+	}
+	for _, t := range a.records() {
+		name, ok := topicName(s.catalog, t.TopicID)
+		if !ok {
+			continue
+		}
+		out.Topics = append(out.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: name, Partitions: slices.Clone(t.Partitions)})
+	}
+	return out.AppendTo(nil)
+}
+
+// byName maps partitions named by topic to topic ids through the catalog,
+// leaving out topics it does not know; never nil.
+func (s *Shard) byName(topics map[string][]int32) tps {
+	out := tps{}
+	for name, ps := range topics {
+		if s.catalog == nil {
+			break
+		}
+		t, ok := s.catalog.ByName[name]
+		if !ok || len(ps) == 0 {
+			continue
+		}
+		ps = slices.Clone(ps)
+		slices.Sort(ps)
+		out[t.ID] = append(out[t.ID], slices.Compact(ps)...)
+	}
+	return out
+}
+
+// upgrade converts classic group c, which has members, into a consumer
+// group for a ConsumerGroupHeartbeat joining it (Kafka's
+// validateOnlineUpgrade and convertToConsumerGroup, mixed §3.2–3.3). It
+// fails, writing nothing, with GROUP_ID_NOT_FOUND when the policy, the
+// protocol type, the size or a member's embedded protocol forbids it, and
+// with GROUP_MAX_SIZE_REACHED when the joining member would not fit
+// afterwards (Kafka converts and then drops the batch; the result is the
+// same). joiningStatic is the joiner's instance id, if any: taking a
+// classic static member's place adds no member.
+func (s *Shard) upgrade(now time.Time, c *classicGroup, joining string, joiningStatic *string) (*consumerGroup, int16, string) {
+	notConsumer := fmt.Sprintf("Group %s is not a consumer group.", c.name)
+	switch {
+	case !s.cfg.MigrationPolicy.upgrades(), c.protocolType != "consumer":
+		return nil, kerr.GroupIDNotFound.Code, notConsumer
+	case s.cfg.ConsumerMaxSize > 0 && len(c.members) > s.cfg.ConsumerMaxSize:
+		return nil, kerr.GroupIDNotFound.Code, notConsumer
+	}
+	type carried struct {
+		m        *member
+		sub      *kmsg.ConsumerMemberMetadata
+		assigned tps
+	}
+	var ms []carried
+	for _, m := range c.sortedMembers() {
+		sub, ok := subscription(m.metadataFor(c.protocol))
+		var a kmsg.ConsumerMemberAssignment
+		if !ok || len(m.assignment) < 2 || a.ReadFrom(m.assignment) != nil {
+			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf(
+				"Cannot upgrade the classic group %s to consumer group because the embedded consumer protocol is malformed.", c.name)
+		}
+		byTopic := map[string][]int32{}
+		for _, t := range a.Topics {
+			byTopic[t.Topic] = append(byTopic[t.Topic], t.Partitions...)
+		}
+		ms = append(ms, carried{m, sub, s.byName(byTopic)})
+	}
+	replaces := joiningStatic != nil && c.static[*joiningStatic] != ""
+	if _, known := c.members[joining]; !known && !replaces && s.cfg.ConsumerMaxSize > 0 && len(c.members) >= s.cfg.ConsumerMaxSize {
+		return nil, kerr.GroupMaxSizeReached.Code, fmt.Sprintf(
+			"The consumer group has reached its maximum capacity of %d members.", s.cfg.ConsumerMaxSize)
+	}
+
+	// Parked requests are told to rejoin: they will find a consumer group.
+	for _, cm := range ms {
+		m := cm.m
+		if m.join != nil {
+			s.reply(m.join.id, joinError(m.join.version, kerr.RebalanceInProgress.Code, m.id))
+			m.join = nil
+		}
+		if m.sync != nil {
+			s.reply(m.sync.id, syncError(m.sync.version, kerr.RebalanceInProgress.Code))
+			m.sync = nil
+		}
+		s.cancelSession(c, m)
+	}
+	for id := range c.pendingJoin {
+		s.dropPending(c, id)
+	}
+	s.timer(groupTimer(timerJoin, c.gkey), time.Time{})
+	s.timer(groupTimer(timerSync, c.gkey), time.Time{})
+
+	k, id, gen := c.gkey, c.id, c.generation
+	s.emit(s.key(k).Key(), nil) // the classic record goes
+	s.emit(s.key(k).KindKey(record.KindConsumerGroup), record.ConsumerGroup{ID: id, Epoch: gen}.Encode())
+	g := s.consumerGroup(k.tenant, k.name)
+	for _, cm := range ms {
+		m, sub := cm.m, cm.sub
+		topics := slices.Clone(sub.Topics)
+		slices.Sort(topics)
+		next := &consumerMember{
+			id: m.id, instance: m.instance, rack: sub.Rack, clientID: m.clientID, clientHost: m.clientHost,
+			topics: slices.Compact(topics), rebalanceTimeout: m.rebalanceTimeout,
+			classic: &classicMeta{sessionTimeout: m.sessionTimeout, protocols: m.protocols},
+		}
+		if next.rack != nil && *next.rack == "" {
+			next.rack = nil
+		}
+		s.emitMember(g, next)
+	}
+	for _, cm := range ms {
+		s.emitTarget(g, cm.m.id, cm.assigned)
+	}
+	// Time 0: the joining heartbeat may compute the next target at once.
+	s.emitTargetEpoch(g, gen, 0)
+	for _, cm := range ms {
+		s.emitCurrent(g, cm.m.id, current{epoch: gen, prevEpoch: gen, state: memberStable, assigned: cm.assigned, revoking: tps{}})
+	}
+	for _, m := range g.sortedMembers() {
+		s.armConsumerSession(g, m, now)
+	}
+	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.tenant, Group: k.name, Protocol: protoConsumer,
+		Generation: gen, Members: len(g.members), Member: joining, InstanceID: orEmpty(joiningStatic), At: now,
+		Reason: fmt.Sprintf("upgraded from a classic group: member %s joined with the consumer protocol", joining)})
+	return g, 0, ""
+}
+
+// mayDowngrade reports whether removing consumer-protocol member m from g
+// converts g back to a classic group (Kafka's
+// validateOnlineDowngradeWithFencedMember, mixed §5.1 A).
+func (s *Shard) mayDowngrade(g *consumerGroup, m *consumerMember) bool {
+	if m.classic != nil || len(g.members) <= 1 || !s.cfg.MigrationPolicy.downgrades() || len(g.members)-1 > s.cfg.MaxSize {
+		return false
+	}
+	for _, o := range g.members {
+		if o != m && o.classic == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// downgrade converts g, whose consumer-protocol member leaving is the
+// last one, into a classic group of its classic members (Kafka's
+// convertToClassicGroup, mixed §5.2–5.3): the consumer records'
+// tombstones, then a classic record at the group epoch whose members hold
+// their target assignments, and a rebalance, so that they rejoin it.
+func (s *Shard) downgrade(now time.Time, g *consumerGroup, leaving *consumerMember, kind observe.GroupEventKind, reason string, t trigger, why string) {
+	type kept struct {
+		m      consumerMember
+		target tps
+	}
+	var ms []kept
+	for _, m := range g.sortedMembers() {
+		if m != leaving {
+			ms = append(ms, kept{*m, g.target[m.id]})
+		}
+		s.consumerLeaving(g, m)
+	}
+	k, id, epoch := g.gkey, g.id, g.epoch
+	g.rebalance = nil // the classic group's rebalance takes over
+	s.emitRemoveMember(g, leaving.id)
+	if leaving.epoch != leaveStaticEpoch {
+		s.consumerEvent(g, kind, now, leaving, reason)
+	}
+	s.emitRemoveConsumer(g)
+
+	c := newClassicGroup(s.entry(k), now)
+	c.id, c.protocolType, c.generation = id, "consumer", epoch
+	for _, km := range ms {
+		m := &member{
+			id: km.m.id, instance: km.m.instance, clientID: km.m.clientID, clientHost: km.m.clientHost,
+			rebalanceTimeout: km.m.rebalanceTimeout, sessionTimeout: km.m.classic.sessionTimeout,
+			protocols: km.m.classic.protocols,
+		}
+		c.members[m.id] = m
+		if m.instance != nil {
+			c.static[*m.instance] = m.id
+		}
+		c.countProtocols(m, 1)
+	}
+	c.protocol = c.selectProtocol()
+	for _, km := range ms {
+		m := c.members[km.m.id]
+		m.assignment = s.assignmentBytes(km.target, m.metadataFor(c.protocol))
+	}
+	if ms := c.sortedMembers(); len(ms) > 0 {
+		c.leader = ms[0].id
+	}
+	c.state, c.prevState = stable, empty
+	c.computeSubscribed()
+	s.emitClassic(c)
+	for _, m := range c.sortedMembers() {
+		s.armSession(c, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
+	}
+	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.tenant, Group: k.name, Protocol: protoClassic,
+		Generation: epoch, Members: len(c.members), Member: leaving.id, InstanceID: orEmpty(leaving.instance), At: now,
+		Reason: fmt.Sprintf("downgraded to a classic group: %s", why)})
+	s.prepareRebalance(c, now, t, fmt.Sprintf("Downgrade to a classic group: %s", why))
+}
