@@ -15,6 +15,11 @@ package kafka
 //   - v12: no change (KIP-890 transactions v2 marker).
 //   - v13 (KIP-516): topics by id instead of name.
 //
+// A transactional producer's produce (TransactionID set) is checked
+// against its transaction first, as Kafka does since 3.6 with
+// transaction.partition.verification.enable (KIP-890 part 1): every
+// partition must be in the ongoing transaction (txn_produce.go).
+//
 // A produce appends in request order on the connection's reader, so an
 // idempotent producer's pipelined batches meet the sequence check in the
 // order they were sent; with acks=-1 the response then waits, on the
@@ -31,7 +36,7 @@ import (
 
 func init() { register(kmsg.Produce, 3, 13, handleProduce) }
 
-func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 
@@ -39,10 +44,14 @@ func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Reque
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		fail = kerr.InvalidRequiredAcks.Code
-	case req.TransactionID != nil:
-		// Cohort has no transaction coordinator; InitProducerId refuses
-		// transactional ids the same way.
+	case req.TransactionID != nil && s.txn == nil:
+		// Transactions off: InitProducerId refuses transactional ids
+		// the same way.
 		fail = kerr.TransactionalIDAuthorizationFailed.Code
+	case req.TransactionID != nil:
+		// KIP-890 part 1: the partitions must be in the producer's
+		// ongoing transaction (txn_produce.go).
+		fail = s.verifyTxn(ctx, hdr.version, req)
 	}
 
 	type toSync struct {
@@ -78,6 +87,10 @@ func handleProduce(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Reque
 						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = b.NodeID, 0
 					}
 				}
+			case req.TransactionID == nil && isTransactional(rp.Records):
+				// Kafka's ProduceRequest validation: transactional
+				// batches need the request's transactional id.
+				sp.ErrorCode = kerr.InvalidRecord.Code
 			case hdr.version < 7 && isZstd(rp.Records):
 				// zstd needs Produce v7 (KIP-110), as Kafka checks.
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code

@@ -4,7 +4,9 @@ package kafka
 //
 // Version notes:
 //   - v4: IsolationLevel, LastStableOffset and aborted transactions; the
-//     oldest Kafka 4 serves (KIP-896), and the oldest here.
+//     oldest Kafka 4 serves (KIP-896), and the oldest here. read_committed
+//     (1) reads up to the last stable offset and gets the aborted
+//     transactions that overlap what it reads, to drop their records.
 //   - v5: LogStartOffset.
 //   - v7 (KIP-227): fetch sessions. Cohort creates none: a full request
 //     asking for a session gets SessionID 0, which is how Kafka answers
@@ -32,6 +34,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -144,8 +147,20 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 				}
 				// KIP-74: the first batch of the first partition with data
 				// is returned even if it is over the limits.
-				res, err := p.Read(rp.FetchOffset, limit, total == 0)
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
+				var res topics.ReadResult
+				var err error
+				if req.IsolationLevel == 1 {
+					// read_committed: up to the last stable offset, with
+					// the aborted transactions among what is returned.
+					var aborted []topics.AbortedTxn
+					res, aborted, err = p.ReadCommitted(rp.FetchOffset, limit, total == 0)
+					for _, a := range aborted {
+						sp.AbortedTransactions = append(sp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+					}
+				} else {
+					res, err = p.Read(rp.FetchOffset, limit, total == 0)
+				}
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStable, res.LogStart
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
 					if sp.ErrorCode == kerr.KafkaStorageError.Code {

@@ -5,8 +5,8 @@ package kafka
 // Version notes:
 //   - v1: one offset per partition (v0's MaxNumOffsets is gone); Kafka 4's
 //     oldest, and ours.
-//   - v2: IsolationLevel; without transactions both levels read up to the
-//     high watermark.
+//   - v2: IsolationLevel: latest is the last stable offset for
+//     read_committed (1), the high watermark for read_uncommitted.
 //   - v4 (KIP-320): CurrentLeaderEpoch and LeaderEpoch (always 0 here).
 //   - v6: flexible.
 //   - v7 (KIP-734): timestamp -3, the record with the largest timestamp.
@@ -59,6 +59,9 @@ func handleListOffsets(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Req
 					sp.ErrorCode = code
 				case rp.CurrentLeaderEpoch > 0:
 					sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+				case req.IsolationLevel == 1 && rp.Timestamp == tsLatest:
+					// read_committed: the last stable offset, as Kafka.
+					sp.Offset, sp.LeaderEpoch = p.LastStable(), 0
 				default:
 					s.listOffset(p, rp.Timestamp, &sp)
 				}

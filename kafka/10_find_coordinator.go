@@ -16,9 +16,10 @@ package kafka
 // the owner of its coordinator shard: this node when single, the shard's
 // live owner in cluster mode, and while the shard has none,
 // COORDINATOR_NOT_AVAILABLE, Kafka's answer while a coordinator is not
-// known (clients retry). Cohort has no transaction coordinator, so a transaction key
-// gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId does; a
-// share key gets INVALID_REQUEST, Kafka's answer on a broker without share
+// known (clients retry). A transactional id's coordinator is the owner of
+// its transaction coordinator shard, likewise (package txncoord; with
+// transactions off, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
+// InitProducerId answers then); a share key gets INVALID_REQUEST, Kafka's answer on a broker without share
 // groups; any other key type makes the whole request INVALID_REQUEST.
 // v0–3 successes carry ErrorMessage "NONE", as Kafka sends them.
 
@@ -58,8 +59,18 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 			c.Host, c.Port = b.at(hdr.listenerName())
 			c.NodeID = b.NodeID
 		case keyTransaction:
-			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-			c.ErrorMessage = errPtr("Cohort has no transaction coordinator.")
+			if s.txn == nil {
+				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				c.ErrorMessage = errPtr("Transactions are off on this node.")
+				break
+			}
+			b, ok := s.cluster.Coordinator(s.txnUnit(key))
+			if !ok {
+				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				c.ErrorMessage = errPtr(kerr.CoordinatorNotAvailable.Description)
+				break
+			}
+			c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
 		case keyShare:
 			c.ErrorCode = kerr.InvalidRequest.Code
 			c.ErrorMessage = errPtr("Cohort has no share group coordinator.")

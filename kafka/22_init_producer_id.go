@@ -12,13 +12,20 @@ package kafka
 //   - v4: PRODUCER_FENCED may be returned.
 //   - v5 (KIP-890): no change for idempotent producers.
 //
-// Cohort has idempotent producers but no transaction coordinator: a
-// transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-// the answer a broker gives a client that may not use transactions, which
-// clients treat as fatal rather than retrying forever.
+// A transactional id goes to its transaction coordinator shard
+// (coordinator/txn, through package txncoord): a new id gets a new
+// producer id at epoch 0, a known one its epoch bumped (which fences the
+// previous producer with the id), an ongoing transaction is aborted first
+// (CONCURRENT_TRANSACTIONS, which clients retry). "" is INVALID_REQUEST,
+// as Kafka's KafkaApis. With transactions off, a transactional id is
+// refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the answer a broker
+// gives a client that may not use transactions, which clients treat as
+// fatal rather than retrying forever.
 
 import (
 	"context"
+
+	"github.com/cohort-dev/cohort/coordinator/txn"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,13 +33,20 @@ import (
 
 func init() { register(kmsg.InitProducerID, 0, 5, handleInitProducerID) }
 
-func handleInitProducerID(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleInitProducerID(ctx context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return done(resp)
+		switch {
+		case s.txn == nil:
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return done(resp)
+		case *req.TransactionalID == "":
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return done(resp)
+		}
+		return func() kmsg.Response { return s.initTransactional(ctx, req, resp) }
 	}
 	// The id reservation may fsync; do it on the writer.
 	return func() kmsg.Response {
@@ -45,4 +59,27 @@ func handleInitProducerID(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.
 		resp.ProducerID, resp.ProducerEpoch = id, 0
 		return resp
 	}
+}
+
+// initTransactional serves InitProducerId with a transactional id. The
+// new producer id it allocates is used only if the shard needs one (a new
+// transactional id, an exhausted epoch); ids are plentiful.
+func (s *Server) initTransactional(ctx context.Context, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) kmsg.Response {
+	id, err := s.topics.NextProducerID()
+	if err != nil {
+		s.logger.Error("allocating a producer id", "err", err)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	pid, epoch := int64(-1), int16(-1)
+	if req.Version >= 3 {
+		pid, epoch = req.ProducerID, req.ProducerEpoch
+	}
+	r := s.txnDo(ctx, *req.TransactionalID, txn.InitCmd{Tenant: defaultTenant, TxnID: *req.TransactionalID,
+		TimeoutMs: req.TransactionTimeoutMillis, ProducerID: pid, ProducerEpoch: epoch, NewProducerID: id})
+	resp.ErrorCode = fenced(r.Code, req.Version, 4)
+	if r.Code == 0 {
+		resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch
+	}
+	return resp
 }

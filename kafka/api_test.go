@@ -616,6 +616,9 @@ func TestVersionSweep(t *testing.T) {
 		},
 	}
 
+	for k, c := range txnSweepCases(topic, topicID) {
+		cases[k] = c
+	}
 	for k, c := range groupSweepCases(topic, topicID) {
 		cases[k] = c
 	}
@@ -1224,11 +1227,13 @@ func TestProduceErrors(t *testing.T) {
 		nothingWritten(t, c, topic)
 	})
 	t.Run("transactional id", func(t *testing.T) {
+		// Kafka's ProduceRequest validation: a transactional id with a
+		// batch that is not transactional.
 		c := dial(t, addr)
 		topic := fresh(c)
 		req := produceReq(topic, [16]byte{}, 0, -1, plain(1, 1).encode())
 		req.TransactionID = kmsg.StringPtr("txn")
-		wantCode(t, "transactional", produceAt(c, 11, req).ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+		wantCode(t, "transactional", produceAt(c, 11, req).ErrorCode, kerr.InvalidRecord)
 		nothingWritten(t, c, topic)
 	})
 	t.Run("transactional batch", func(t *testing.T) {
@@ -1719,9 +1724,10 @@ func TestDescribeCluster(t *testing.T) {
 	}
 }
 
-// TestFindCoordinator: groups (the empty id too, as Kafka) are coordinated
-// here; transaction and share keys and unknown key types get Kafka's
-// errors, per key from v4 and for the whole request before.
+// TestFindCoordinator: groups (the empty id too, as Kafka) and
+// transactional ids are coordinated here; share keys and unknown key
+// types get Kafka's errors, per key from v4 and for the whole request
+// before.
 func TestFindCoordinator(t *testing.T) {
 	addr := startNode(t, false)
 	c := dial(t, addr)
@@ -1731,7 +1737,7 @@ func TestFindCoordinator(t *testing.T) {
 			key  string
 			want *kerr.Error
 		}{
-			{0, "g", nil}, {0, "", nil}, {1, "txn", kerr.TransactionalIDAuthorizationFailed},
+			{0, "g", nil}, {0, "", nil}, {1, "txn", nil},
 			{2, "share", kerr.InvalidRequest}, {9, "g", kerr.InvalidRequest},
 		} {
 			if v == 0 && tc.typ != 0 {
@@ -1763,6 +1769,7 @@ func TestFindCoordinator(t *testing.T) {
 func TestInitProducerID(t *testing.T) {
 	c := dial(t, startNode(t, false))
 	seen := map[int64]bool{}
+	txnPID := int64(-1)
 	for v := int16(0); v <= 5; v++ {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionTimeoutMillis = 60000
@@ -1773,12 +1780,15 @@ func TestInitProducerID(t *testing.T) {
 		}
 		seen[resp.ProducerID] = true
 
+		// A transactional id: the same producer id, its epoch bumped by
+		// each InitProducerId (which fences the previous producer).
 		req.TransactionalID = kmsg.StringPtr("txn")
 		resp = roundTrip[*kmsg.InitProducerIDResponse](c, v, req)
-		wantCode(t, fmt.Sprintf("v%d transactional", v), resp.ErrorCode, kerr.TransactionalIDAuthorizationFailed)
-		if resp.ProducerID != -1 || resp.ProducerEpoch != -1 {
-			t.Errorf("v%d transactional: id %d epoch %d, want -1 -1", v, resp.ProducerID, resp.ProducerEpoch)
+		wantCode(t, fmt.Sprintf("v%d transactional", v), resp.ErrorCode, nil)
+		if resp.ProducerEpoch != int16(v) || (v > 0 && resp.ProducerID != txnPID) {
+			t.Errorf("v%d transactional: id %d epoch %d, want %d %d", v, resp.ProducerID, resp.ProducerEpoch, txnPID, v)
 		}
+		txnPID = resp.ProducerID
 	}
 }
 

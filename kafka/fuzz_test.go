@@ -51,6 +51,7 @@ import (
 	"github.com/cohort-dev/cohort/observe/observetest"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
+	"github.com/cohort-dev/cohort/txncoord"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -167,7 +168,7 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	watch := &panicWatch{}
 	groups := fuzzGroups(t)
 	rec := &observetest.Recorder{}
-	s, err := New(Config{Topics: e.log, Groups: groups, AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Logger: slog.New(watch), Observer: rec})
+	s, err := New(Config{Topics: e.log, Groups: groups, Txn: fuzzTxn(t, e.log, groups), AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Logger: slog.New(watch), Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +245,22 @@ func fuzzGroups(t *testing.T) *coordinator.Coordinator {
 	}
 	t.Cleanup(func() { st.Close() })
 	c, err := coordinator.Start(coordinator.Config{Shards: 1, InitialRebalanceDelay: -1}, coordinator.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// fuzzTxn starts a transaction coordinator on an in-memory store, fresh
+// for each input, closed when the input is done.
+func fuzzTxn(t *testing.T, log *topics.Log, groups *coordinator.Coordinator) *txncoord.Coordinator {
+	st, err := pebble.Open("store", pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c, err := txncoord.Start(txncoord.Config{Store: st, Topics: log, Groups: groups, Shards: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,6 +638,41 @@ func seedRequest(key int16) kmsg.Request {
 	case kmsg.ConsumerGroupDescribe:
 		req := kmsg.NewPtrConsumerGroupDescribeRequest()
 		req.Groups, req.IncludeAuthorizedOperations = []string{"g", "h"}, true
+		return req
+	// Transactions: a transactional id the fresh coordinator does not
+	// know, so the producer checks run; the fuzzer mutates the rest.
+	case kmsg.AddPartitionsToTxn:
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = "tx", 0, 0
+		req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: fuzzTopic, Partitions: []int32{0, 1}}}
+		req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: "tx", VerifyOnly: true,
+			Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: fuzzTopic, Partitions: []int32{0, 9}}}}}
+		return req
+	case kmsg.AddOffsetsToTxn:
+		req := kmsg.NewPtrAddOffsetsToTxnRequest()
+		req.TransactionalID, req.Group = "tx", "g"
+		return req
+	case kmsg.EndTxn:
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.Commit = "tx", true
+		return req
+	case kmsg.TxnOffsetCommit:
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.Generation = "tx", "g", -1
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: fuzzTopic, TopicID: placeholderID, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+		return req
+	case kmsg.DescribeTransactions:
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{"tx", ""}
+		return req
+	case kmsg.ListTransactions:
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.StateFilters, req.ProducerIDFilters = []string{"Ongoing", "bogus"}, []int64{0}
+		req.TransactionalIDPattern = kmsg.StringPtr("t.*")
+		return req
+	case kmsg.DescribeProducers:
+		req := kmsg.NewPtrDescribeProducersRequest()
+		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: fuzzTopic, Partitions: []int32{0, 9}}}
 		return req
 	}
 	return nil

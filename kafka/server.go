@@ -27,6 +27,7 @@ import (
 	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/topics"
+	"github.com/cohort-dev/cohort/txncoord"
 )
 
 // Config configures a Server. The zero value of each optional field means
@@ -37,6 +38,10 @@ type Config struct {
 	// Groups is the group coordinator the group APIs are handed to.
 	// Required.
 	Groups *coordinator.Coordinator
+	// Txn is the transaction coordinator the transactional APIs are
+	// handed to. Nil: transactional ids are refused
+	// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+	Txn *txncoord.Coordinator
 	// Cluster describes the other nodes in cluster mode: the brokers, the
 	// controller and the coordinator shards' owners. Its Self must be
 	// Topics' NodeID. Nil: a single node, this one, at AdvertisedAddr,
@@ -222,6 +227,7 @@ type Server struct {
 	logger *slog.Logger
 	topics *topics.Log
 	groups *coordinator.Coordinator
+	txn    *txncoord.Coordinator
 	// cluster is cfg.Cluster, or single.
 	cluster Cluster
 	// offsetsID is __consumer_offsets' topic id in this cluster.
@@ -285,6 +291,7 @@ func New(cfg Config) (*Server, error) {
 		logger:  cfg.Logger,
 		topics:  cfg.Topics,
 		groups:  cfg.Groups,
+		txn:     cfg.Txn,
 		warn:    ratelog.New(cfg.Logger, cfg.WarnBurst, cfg.WarnInterval),
 		budget:  newBudget(cfg.QueuedMaxRequestBytes),
 		obs:     cfg.Observer,

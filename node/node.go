@@ -33,6 +33,7 @@ import (
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/coordinator/txn"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/logs"
@@ -44,6 +45,7 @@ import (
 	"github.com/cohort-dev/cohort/store/etcd"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
+	"github.com/cohort-dev/cohort/txncoord"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -127,6 +129,11 @@ type Config struct {
 	// Groups configures the group coordinator; zero fields take Kafka's
 	// defaults (see coordinator.Config).
 	Groups coordinator.Config
+	// TransactionMaxTimeout caps the transaction timeout producers may
+	// ask for (--transaction-max-timeout, Kafka's
+	// transaction.max.timeout.ms). Default 15 min; negative turns
+	// transactions off (transactional ids are refused).
+	TransactionMaxTimeout time.Duration
 	// GRPCListen is the host:port of the gRPC warm-handoff assignment
 	// service (kafka-assigner's contract, with health checking and
 	// reflection); port 0 picks a free one. Default 127.0.0.1:9095; "-"
@@ -223,6 +230,7 @@ type Node struct {
 	etcdStore   *etcd.Store
 	catalogStop chan struct{}
 	groups      *coordinator.Coordinator
+	txn         *txncoord.Coordinator
 	kafka       *kafka.Server
 	// lns are the Kafka listeners, in the order given, and listeners
 	// their descriptions (the advertised address filled in).
@@ -406,6 +414,18 @@ func Start(cfg Config) (_ *Node, err error) {
 		n.registry.MustRegister(n.api)
 		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{api: n.api, topics: n.topics, remote: n.remote}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
 	}
+	// The transaction coordinator: a shard per group coordinator shard.
+	// Not in cluster mode yet: its shards are not cluster units, and its
+	// markers reach only this node's partitions.
+	if cfg.TransactionMaxTimeout >= 0 && cfg.Cluster == nil {
+		if n.txn, err = txncoord.Start(txncoord.Config{
+			Store: n.store, Topics: n.topics, Groups: n.groups, Shards: n.groups.Shards(),
+			Machine:  txn.Config{MaxTimeout: cfg.TransactionMaxTimeout},
+			Observer: n.obs, Logger: cfg.Logger,
+		}); err != nil {
+			return nil, fmt.Errorf("start transaction coordinator: %w", err)
+		}
+	}
 	var view kafka.Cluster
 	if n.member != nil {
 		view = clusterView{n.member}
@@ -419,6 +439,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		Cluster:                   view,
 		Topics:                    n.topics,
 		Groups:                    n.groups,
+		Txn:                       n.txn,
 		AdvertisedAddr:            advertised,
 		SASL:                      sasl,
 		Credentials:               creds,
@@ -907,6 +928,12 @@ func (n *Node) stop() error {
 	if n.externalKafka != nil {
 		n.externalKafka.Close()
 		n.externalKafka = nil
+	}
+	if n.txn != nil {
+		// Before the group coordinator and the topic log, which its
+		// marker writers use.
+		n.txn.Close()
+		n.txn = nil
 	}
 	if n.groups != nil {
 		n.groups.Close()

@@ -86,6 +86,10 @@ func (k Kind) String() string {
 		return "offsets-topic"
 	case KindScramCredential:
 		return "scram-credential"
+	case KindTxn:
+		return "txn"
+	case KindTxnOffset:
+		return "txn-offset"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
@@ -192,8 +196,8 @@ func (r *keyReader) uint32() uint32 {
 // ParseKey decodes a coordinator key into a GroupKey (for the group
 // kinds), a MemberKey (for the member kinds, and the assigner's consumer
 // and topic kinds, whose "member" is the consumer or topic name), a
-// PartitionKey (the assigner's owner and handoff kinds), an OffsetKey or
-// an OffsetsTopicKey.
+// PartitionKey (the assigner's owner and handoff kinds), an OffsetKey,
+// an OffsetsTopicKey, a TxnKey or a TxnOffsetKey.
 func ParseKey(key []byte) (Kind, any, error) {
 	if len(key) < 4 || key[0] != namespace {
 		return 0, nil, fmt.Errorf("%w: key %q is not a coordinator key", ErrCorrupt, key)
@@ -225,6 +229,8 @@ func ParseKey(key []byte) (Kind, any, error) {
 		k.Topic = r.string()
 		k.Partition = int32(r.uint32())
 		out = k
+	case KindTxn, KindTxnOffset:
+		out = parseTxnKey(kind, g, &r)
 	default:
 		return kind, nil, fmt.Errorf("%w: unknown record kind %d", ErrCorrupt, kind)
 	}

@@ -95,7 +95,12 @@ func parseHeader(b []byte) (header, error) {
 
 // validateBatch checks that b is exactly one well-formed v2 batch, as Kafka's
 // LogValidator does for a produce from a v3+ client, and returns its header.
-func validateBatch(b []byte) (header, error) {
+func validateBatch(b []byte) (header, error) { return checkBatch(b, false) }
+
+// checkBatch is validateBatch; stored accepts the control batches that
+// only the log itself writes (transaction markers), as recovery reads
+// them back.
+func checkBatch(b []byte, stored bool) (header, error) {
 	h, err := parseHeader(b)
 	if err != nil {
 		return h, err
@@ -110,7 +115,7 @@ func validateBatch(b []byte) (header, error) {
 	if crc32.Checksum(b[offAttributes:], crc32c) != binary.BigEndian.Uint32(b[offCRC:]) {
 		return h, ErrCorrupt
 	}
-	if h.numRecords == 0 || h.control() {
+	if h.numRecords == 0 || (h.control() && !stored) {
 		// Clients never produce empty or control batches.
 		return h, ErrInvalidRecord
 	}
@@ -118,7 +123,7 @@ func validateBatch(b []byte) (header, error) {
 		// Kafka rejects batches whose offsets are not contiguous from 0.
 		return h, ErrInvalidRecord
 	}
-	if h.producerID >= 0 && h.baseSequence < 0 {
+	if h.producerID >= 0 && h.baseSequence < 0 && !h.control() {
 		// Kafka's LogValidator: an idempotent batch needs a sequence.
 		return h, ErrInvalidRecord
 	}

@@ -64,8 +64,13 @@ type Partition struct {
 	logStart  int64
 	end       int64 // log end offset; on one node also the high watermark
 	producers map[int64]*producerState
-	notify    chan struct{}
-	closed    bool
+	// ongoing maps a producer with an open transaction to its first
+	// offset; aborted lists aborted transactions by marker offset
+	// (txn.go).
+	ongoing map[int64]int64
+	aborted []AbortedTxn
+	notify  chan struct{}
+	closed  bool
 
 	syncMu sync.Mutex // held by the one goroutine running fsync
 	synced atomic.Int64
@@ -80,6 +85,7 @@ func openPartition(dir, topic string, index int32, segmentBytes int64, logger *s
 		logger:       logger,
 		syncFile:     syncFile,
 		producers:    make(map[int64]*producerState),
+		ongoing:      make(map[int64]int64),
 		notify:       make(chan struct{}),
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -178,10 +184,14 @@ func (p *Partition) scanSegment(seg *segment) (bool, error) {
 			return false, err
 		}
 		base := int64(binary.BigEndian.Uint64(b[offBaseOffset:]))
-		if _, err := validateBatch(b); err != nil || base != p.end {
+		if _, err := checkBatch(b, true); err != nil || base != p.end {
 			break
 		}
-		p.index(seg, pos, base, h)
+		ctrl := int16(-1)
+		if h.control() {
+			ctrl = controlType(b, h)
+		}
+		p.index(seg, pos, base, h, ctrl)
 		pos += int64(h.size)
 	}
 	seg.size = pos
@@ -224,12 +234,14 @@ func (p *Partition) dropSegmentsFrom(i int, bases []int64) error {
 }
 
 // index records a batch that is in seg at pos, and folds it into the
-// producer state. Callers hold mu (or own p exclusively).
-func (p *Partition) index(seg *segment, pos, base int64, h header) {
+// producer and transaction state (ctrl: a control batch's record type).
+// Callers hold mu (or own p exclusively).
+func (p *Partition) index(seg *segment, pos, base int64, h header, ctrl int16) {
 	last := base + int64(h.lastOffsetDelta)
 	p.batches = append(p.batches, batchEntry{seg: seg, pos: pos, base: base, last: last, maxTS: h.maxTimestamp, size: h.size})
 	p.end = last + 1
-	if h.producerID >= 0 {
+	p.indexTxn(base, h, ctrl)
+	if h.producerID >= 0 && !h.control() {
 		ps := p.producers[h.producerID]
 		if ps == nil {
 			ps = &producerState{}
@@ -274,9 +286,6 @@ func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
 	if maxBatchBytes > 0 && len(b) > maxBatchBytes {
 		return AppendResult{}, ErrMessageTooLarge
 	}
-	if h.transactional() {
-		return AppendResult{}, ErrInvalidRecord
-	}
 	if err := validateRecords(b, h); err != nil {
 		return AppendResult{}, err
 	}
@@ -297,10 +306,21 @@ func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
 		}
 	}
 
+	base := p.end
+	if err := p.appendLocked(b, h, -1); err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{BaseOffset: base, End: p.end, LogStart: p.logStart}, nil
+}
+
+// appendLocked writes a checked batch at the log end and indexes it.
+// Callers hold mu.
+func (p *Partition) appendLocked(b []byte, h header, ctrl int16) error {
 	seg := p.active()
 	if seg.size > 0 && seg.size+int64(len(b)) > p.segmentBytes {
+		var err error
 		if seg, err = p.roll(); err != nil {
-			return AppendResult{}, err
+			return err
 		}
 	}
 	base := p.end
@@ -310,14 +330,14 @@ func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
 		// A partial write may be on disk; cut it off so the next append
 		// starts clean, as recovery would.
 		_ = seg.f.Truncate(seg.size)
-		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
+		return fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
 	pos := seg.size
 	seg.size += int64(len(b))
-	p.index(seg, pos, base, h)
+	p.index(seg, pos, base, h, ctrl)
 	close(p.notify)
 	p.notify = make(chan struct{})
-	return AppendResult{BaseOffset: base, End: p.end, LogStart: p.logStart}, nil
+	return nil
 }
 
 // roll fsyncs the active segment and starts a new one at the log end.
@@ -397,6 +417,9 @@ type ReadResult struct {
 	Batches       []byte // whole batches, possibly starting before the offset asked for
 	LogStart      int64
 	HighWatermark int64
+	// LastStable is the last stable offset (txn.go).
+	LastStable int64
+	upper      int64 // the offset after the last batch returned
 }
 
 // Read returns whole batches starting with the one that holds offset, at most
@@ -404,8 +427,17 @@ type ReadResult struct {
 // larger (Kafka returns one oversized batch so that a consumer can always
 // make progress, KIP-74). Reading at the log end returns no batches.
 func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, error) {
+	return p.read(offset, maxBytes, atLeastOne, false)
+}
+
+// read is Read; committed stops at the last stable offset.
+func (p *Partition) read(offset int64, maxBytes int, atLeastOne, committed bool) (ReadResult, error) {
 	p.mu.Lock()
-	res := ReadResult{LogStart: p.logStart, HighWatermark: p.end}
+	res := ReadResult{LogStart: p.logStart, HighWatermark: p.end, LastStable: p.lastStable()}
+	limit := p.end
+	if committed {
+		limit = res.LastStable
+	}
 	if p.closed {
 		p.mu.Unlock()
 		return res, ErrDeleted
@@ -415,7 +447,7 @@ func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResul
 		return res, ErrOffsetOutOfRange
 	}
 	i := sort.Search(len(p.batches), func(i int) bool { return p.batches[i].last >= offset })
-	if i == len(p.batches) {
+	if i == len(p.batches) || p.batches[i].base >= limit {
 		p.mu.Unlock()
 		return res, nil
 	}
@@ -423,13 +455,15 @@ func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResul
 	n := int64(0)
 	for j := i; j < len(p.batches); j++ {
 		e := p.batches[j]
-		if e.seg != first.seg || n+int64(e.size) > int64(maxBytes) {
+		if e.seg != first.seg || n+int64(e.size) > int64(maxBytes) || e.base >= limit {
 			break
 		}
 		n += int64(e.size)
+		res.upper = e.last + 1
 	}
 	if n == 0 && atLeastOne {
 		n = int64(first.size)
+		res.upper = first.last + 1
 	}
 	p.mu.Unlock()
 	if n == 0 {

@@ -225,10 +225,6 @@ func TestAppendValidation(t *testing.T) {
 			return b
 		}, 0, ErrCorrupt},
 		{"too large", good, 50 + batchHeaderSize, ErrMessageTooLarge},
-		{"transactional", func() []byte {
-			o := batchOpts{producerID: 1, epoch: 0, seq: 0, transactional: true, records: simpleRecords(1, "t", 1)}
-			return makeBatch(t, o)
-		}, 0, ErrInvalidRecord},
 		{"producer without a sequence", func() []byte {
 			return idemBatch(t, 9, 0, -1, 2, "noseq")
 		}, 0, ErrInvalidRecord},

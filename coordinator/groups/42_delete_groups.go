@@ -24,7 +24,7 @@ func init() {
 		func(_ *kmsg.DeleteGroupsRequest, resp *kmsg.DeleteGroupsResponse, all []kmsg.DeleteGroupsResponseGroup) {
 			resp.Groups = all
 		})
-	register(a, (*Shard).deleteGroups,
+	register(a, (*Shard).deleteGroupsPending, // pending txn offsets: txn_offsets.go
 		func(r *kmsg.DeleteGroupsRequest, resp *kmsg.DeleteGroupsResponse, code int16) {
 			for _, g := range distinct(r) {
 				resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: code})

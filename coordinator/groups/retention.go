@@ -8,6 +8,9 @@ import "time"
 // sweep expires offsets, then deletes Empty groups left without offsets.
 func (s *Shard) sweep(now time.Time) {
 	for _, g := range s.sortedGroups() {
+		if s.hasPending(g.gkey) {
+			continue // as Kafka: not under a transaction's offsets
+		}
 		switch {
 		case g.consumer != nil:
 			s.sweepConsumer(g.consumer, now)

@@ -89,6 +89,9 @@ type Shard struct {
 	groups map[gkey]*group
 	// catalog is the newest topic catalog a request brought.
 	catalog *machine.Catalog
+	// pending is the transactional offsets not yet committed or
+	// aborted (txn_offsets.go).
+	pending pendingTxn
 
 	// The output of the event being handled.
 	rec machine.Recorder
@@ -127,6 +130,8 @@ func (s *Shard) Replay(r machine.Record) error {
 		return s.replayClassic(key.(record.GroupKey), r.Value)
 	case isConsumerKind(kind):
 		return s.replayConsumer(kind, key, r.Value)
+	case kind == record.KindTxnOffset:
+		return s.replayTxnOffset(key.(record.TxnOffsetKey), r.Value)
 	case kind == record.KindOffsetsTopic:
 		// The runtime's record of the shard's __consumer_offsets
 		// partition (package offsetstopic), not group state; a runtime
@@ -186,6 +191,10 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 		return s.flush()
 	case InspectCmd:
 		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: s.inspect(c.Only)})
+		return s.flush()
+	case TxnEndCmd:
+		s.txnEnd(now, c)
+		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: TxnEnded{}})
 		return s.flush()
 	}
 	api, ok := apis[kmsg.Key(req.Msg.Key())]
@@ -281,6 +290,7 @@ func (s *Shard) DurableState() string {
 			b.WriteByte('\n')
 		}
 	}
+	b.WriteString(s.pendingState())
 	return b.String()
 }
 

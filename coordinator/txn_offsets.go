@@ -1,0 +1,32 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cohort-dev/cohort/coordinator/groups"
+)
+
+// TxnEnd ends a producer's pending transactional offsets of a group
+// (committed, or dropped if !commit) and returns once that is durable:
+// what a transaction marker written to __consumer_offsets does in Kafka.
+// The transaction coordinator calls it before it writes the transaction's
+// CompleteCommit or CompleteAbort record. It fails if this coordinator
+// does not serve the group's shard (another node's, or loading): the
+// caller retries.
+func (c *Coordinator) TxnEnd(ctx context.Context, tenant, group string, producerID int64, commit bool) error {
+	shard := c.ShardFor(tenant, group)
+	ch, code := c.set.Submit(ctx, uint16(shard), Request{Cmd: groups.TxnEndCmd{Tenant: tenant, Group: group, ProducerID: producerID, Commit: commit}})
+	if code != 0 {
+		return fmt.Errorf("coordinator: group %q: shard %d not served here (code %d)", group, shard, code)
+	}
+	select {
+	case r := <-ch:
+		if _, ok := r.Out.(groups.TxnEnded); !ok {
+			return fmt.Errorf("coordinator: group %q: shard %d gave up the transaction's offsets", group, shard)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

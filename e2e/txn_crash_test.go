@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestTxnExactlyOnceCrash is issue 16's exactly-once test: franz-go
+// GroupTransactSession workers consume an input topic, produce one output
+// record per input record and commit their offsets in the same
+// transaction, while the real server (a child process) is killed with
+// SIGKILL mid-stream and restarted on the same data directory, twice.
+// Once every input offset is committed, the output topic read with
+// read_committed holds every input record exactly once: no transaction
+// is half-visible, none that committed is lost (its markers and offsets
+// are finished at load), and no input is processed into committed output
+// twice (a crash between a transaction's markers and its offsets would
+// show as a duplicate).
+func TestTxnExactlyOnceCrash(t *testing.T) {
+	const (
+		inputs     = 3000
+		partitions = 4
+		workers    = 3
+	)
+	dir := t.TempDir()
+	px := startProxy(t)
+	args := []string{"--advertised-kafka-addr", px.addr(), "--auto-create-topics=false"}
+	proc := testkit.StartBinary(t, dir, args...)
+	px.up(proc.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	adm := kadm.NewClient(mustClient(t, kgo.SeedBrokers(px.addr())))
+	for _, topic := range []string{"eos-in", "eos-out"} {
+		if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One record per batch, spread over the partitions, so that a
+	// worker's fetch (FetchMaxPartitionBytes) holds a few dozen records
+	// and the input takes many transactions.
+	prod := mustClient(t, kgo.SeedBrokers(px.addr()), kgo.DefaultProduceTopic("eos-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	var pwg sync.WaitGroup
+	for g := range 8 {
+		pwg.Go(func() {
+			for i := g; i < inputs; i += 8 {
+				if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("in-%05d", i))).FirstErr(); err != nil {
+					t.Errorf("produce input: %v", err)
+					return
+				}
+			}
+		})
+	}
+	pwg.Wait()
+	inEnds, err := adm.ListEndOffsets(ctx, "eos-in")
+	if err != nil || inEnds.Error() != nil {
+		t.Fatalf("input ends: %v %v", err, inEnds.Error())
+	}
+
+	var committed atomic.Int64 // transactions committed, all workers
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { txnWorker(ctx, t, px.addr(), w, stop, &committed) })
+	}
+	for kill := 1; kill <= 2; kill++ {
+		start := committed.Load()
+		testkit.Eventually(t, time.Minute, "transactions committed before the kill", func() bool { return committed.Load() >= start+15 })
+		px.down()
+		proc.Kill()
+		proc = testkit.StartBinary(t, dir, args...)
+		px.up(proc.Addr)
+	}
+	// Every input offset committed by the group.
+	testkit.Eventually(t, 2*time.Minute, "every input offset committed", func() bool {
+		os, err := adm.FetchOffsets(ctx, "eos")
+		if err != nil {
+			return false
+		}
+		done := true
+		inEnds.Each(func(o kadm.ListedOffset) {
+			c, ok := os.Lookup("eos-in", o.Partition)
+			if !ok || c.At < o.Offset {
+				done = false
+			}
+		})
+		return done
+	})
+	close(stop)
+	wg.Wait()
+
+	// The output, read_committed: until every input's output is seen (or
+	// a minute passes), then two seconds more for any duplicate behind.
+	cl := mustClient(t, kgo.SeedBrokers(px.addr()), kgo.ConsumeTopics("eos-out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]int{}
+	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+	for len(seen) < inputs && rctx.Err() == nil {
+		cl.PollFetches(rctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	rcancel()
+	tctx, tcancel := context.WithTimeout(ctx, 2*time.Second)
+	for tctx.Err() == nil {
+		cl.PollFetches(tctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	tcancel()
+	missing, dups := 0, 0
+	for i := range inputs {
+		switch n := seen[fmt.Sprintf("out-in-%05d", i)]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			dups++
+		}
+	}
+	if missing > 0 || dups > 0 || len(seen) != inputs {
+		t.Fatalf("output read_committed: %d distinct records, %d inputs missing, %d duplicated (of %d); %d transactions committed", len(seen), missing, dups, inputs, committed.Load())
+	}
+	t.Logf("%d inputs exactly once through %d transactions and 2 kills", inputs, committed.Load())
+}
+
+// txnWorker is one consume-transform-produce worker: a GroupTransactSession
+// that survives the server's restarts (a failed End aborts, and the
+// session carries on).
+func txnWorker(ctx context.Context, t *testing.T, addr string, w int, stop <-chan struct{}, committed *atomic.Int64) {
+	s, err := kgo.NewGroupTransactSession(
+		kgo.SeedBrokers(addr),
+		kgo.TransactionalID(fmt.Sprintf("eos-w%d", w)),
+		kgo.TransactionTimeout(20*time.Second),
+		kgo.ConsumerGroup("eos"),
+		kgo.ConsumeTopics("eos-in"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DefaultProduceTopic("eos-out"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(2<<10),
+		kgo.RetryTimeout(time.Minute),
+	)
+	if err != nil {
+		t.Errorf("worker %d: %v", w, err)
+		return
+	}
+	defer s.Close()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := s.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			if n == 0 {
+				if err := s.Begin(); err != nil {
+					t.Errorf("worker %d: begin: %v", w, err)
+				}
+			}
+			n++
+			s.Produce(ctx, kgo.StringRecord("out-"+string(r.Value)), nil)
+		})
+		if n == 0 {
+			continue
+		}
+		ok, err := s.End(ctx, kgo.TryCommit)
+		if ok && err == nil {
+			committed.Add(1)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package kafka
+
+// AddOffsetsToTxn, key 25: a group's offsets join the transaction (Kafka
+// adds the group's __consumer_offsets partition; Cohort records the group,
+// whose pending offsets the transaction's end commits or drops).
+//
+// Version notes:
+//   - v0: transactional id, producer id and epoch, group.
+//   - v1: no change. v2 (KIP-588): PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+//     before). v3: flexible. v4: no change (TRANSACTION_ABORTABLE).
+
+import (
+	"context"
+
+	"github.com/cohort-dev/cohort/coordinator/txn"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.AddOffsetsToTxn, 0, 4, handleAddOffsetsToTxn) }
+
+func handleAddOffsetsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if s.txn == nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return done(resp)
+	}
+	return func() kmsg.Response {
+		r := s.txnDo(ctx, req.TransactionalID, txn.AddGroupCmd{Tenant: defaultTenant, TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Group: req.Group})
+		resp.ErrorCode = fenced(r.Code, hdr.version, 2)
+		return resp
+	}
+}

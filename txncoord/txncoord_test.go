@@ -1,0 +1,112 @@
+package txncoord_test
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/txn"
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/store"
+	"github.com/cohort-dev/cohort/store/pebble"
+	"github.com/cohort-dev/cohort/topics"
+	"github.com/cohort-dev/cohort/txncoord"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnBatch is a transactional producer's batch of one record.
+func txnBatch(pid int64, epoch int16, seq int32) []byte {
+	rec := kmsg.Record{Value: []byte("v")}
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1) // a one-byte varint length
+	b := kmsg.RecordBatch{
+		Magic: 2, Attributes: 0x10, FirstTimestamp: 1, MaxTimestamp: 1,
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: 1, Records: rec.AppendTo(nil),
+	}
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// TestMarkersWrittenAtLoad is the crash between a transaction's Prepare
+// record and its markers: the store holds PrepareCommit for a
+// transaction whose partition has its record but no marker, and whose
+// group has a pending offset. Loading the shard writes the marker and
+// commits the offset, then completes the transaction.
+func TestMarkersWrittenAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	log, err := topics.Open(topics.Config{Dir: filepath.Join(dir, "topics"), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	tp, err := log.Create("out", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tp.Partitions[0]
+	const pid = 42
+	if _, err := p.Append(txnBatch(pid, 3, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	if p.LastStable() != 0 {
+		t.Fatalf("LSO %d with the transaction open", p.LastStable())
+	}
+	groups, err := coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer groups.Close()
+	// The group's pending offset, and the transaction's PrepareCommit,
+	// as a crash left them.
+	var b store.Batch
+	off := record.Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 1}
+	b.Put(record.TxnOffsetKey{GroupKey: record.GroupKey{Shard: 0, Group: "g"}, ProducerID: pid, Topic: "out", Partition: 0}.Key(), off.Encode())
+	prep := record.Txn{ProducerID: pid, PrevProducerID: -1, ProducerEpoch: 3, LastProducerEpoch: 2, TimeoutMs: 60000,
+		State: record.TxnPrepareCommit, Partitions: []record.TxnPartition{{Topic: "out", Partition: 0}}, Groups: []string{"g"}, StartTimestamp: 1, UpdateTimestamp: 1}
+	b.Put(record.TxnKey{Shard: record.TxnShardBase, TxnID: "tx"}.Key(), prep.Encode())
+	if err := st.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	// Reload the group shard so that it has the pending offset.
+	groups.Unload(0)
+	if err := groups.Load(0); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := txncoord.Start(txncoord.Config{Store: st, Topics: log, Groups: groups, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	testkit.Eventually(t, 10*time.Second, "the transaction completed at load", func() bool {
+		out, code := c.Do(ctx, "", "tx", txn.DescribeCmd{TxnIDs: []string{"tx"}})
+		ds, _ := out.([]txn.Description)
+		return code == 0 && len(ds) == 1 && ds[0].State == "CompleteCommit"
+	})
+	if lso := p.LastStable(); lso != 2 {
+		t.Fatalf("LSO %d after the marker, want 2", lso)
+	}
+	res, aborted, err := p.ReadCommitted(0, 1<<20, true)
+	if err != nil || len(aborted) != 0 || len(res.Batches) == 0 {
+		t.Fatalf("read committed: %d bytes, aborted %v, %v", len(res.Batches), aborted, err)
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version, fetch.Group, fetch.RequireStable = 7, "g", true
+	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "out", Partitions: []int32{0}}}
+	resp := groups.Handle(ctx, coordinator.Request{Msg: fetch})().(*kmsg.OffsetFetchResponse)
+	if got := resp.Topics[0].Partitions[0]; got.ErrorCode != 0 || got.Offset != 1 {
+		t.Fatalf("offset after the commit: %+v", got)
+	}
+}
