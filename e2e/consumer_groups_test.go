@@ -367,35 +367,61 @@ func TestConsumerGroupFranz(t *testing.T) {
 }
 
 func franzCGMember(c *cgCheck, m int) func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	cl, err := kgo.NewClient(
+	return franzMember(c.t, c, c.topic, m, nil,
 		kgo.SeedBrokers(c.addr),
 		kgo.ClientID(fmt.Sprintf("cohort-e2e-kgo848-%d", m)),
 		kgo.ConsumerGroup(c.group),
-		kgo.ConsumeTopics(c.topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.ServerSideBalancer(),
+		kgo.ServerSideBalancer())
+}
+
+// memberTracker is what a group check (cgCheck, mixCheck) learns from a
+// member's client.
+type memberTracker interface {
+	assigned(m int, parts ...int32)
+	revoked(m int, parts ...int32)
+	consumed(m int, p int32, offset int64)
+	note(format string, args ...any)
+}
+
+// franzMember starts franz-go member m of a group consuming topic, with
+// opts (seed brokers, client id, group, balancers, protocol), reporting
+// to tr; the returned function stops it, leaving the group. It commits
+// every 200 ms and on revocation (acked, if set, sees each commit's
+// answer).
+func franzMember(t *testing.T, tr memberTracker, topic string, m int, acked func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error), opts ...kgo.Opt) func() {
+	if acked == nil {
+		acked = func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error) {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	opts = append(opts,
+		kgo.ConsumeTopics(topic),
 		kgo.AutoCommitInterval(200*time.Millisecond),
+		kgo.AutoCommitCallback(acked),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(250*time.Millisecond),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-			c.assigned(m, a[c.topic]...)
+			tr.assigned(m, a[topic]...)
 		}),
 		// Replacing kgo's default revoke callback: commit what was
 		// polled first, as the default does.
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
-			if err := cl.CommitUncommittedOffsets(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				c.note("member %d: commit on revoke: %v", m, err)
-			}
-			c.revoked(m, r[c.topic]...)
+			cl.CommitOffsetsSync(ctx, cl.UncommittedOffsets(), func(cl *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+				if err != nil && !errors.Is(err, context.Canceled) {
+					tr.note("member %d: commit on revoke: %v", m, err)
+				}
+				acked(cl, req, resp, err)
+			})
+			tr.revoked(m, r[topic]...)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) {
-			c.revoked(m, l[c.topic]...)
-			c.note("member %d: partitions lost: %v", m, l)
+			tr.revoked(m, l[topic]...)
+			tr.note("member %d: partitions lost: %v", m, l)
 		}),
 	)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		c.t.Fatalf("member %d: %v", m, err)
+		t.Fatalf("member %d: %v", m, err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -404,10 +430,10 @@ func franzCGMember(c *cgCheck, m int) func() {
 			fs := cl.PollFetches(ctx)
 			fs.EachError(func(topic string, p int32, err error) {
 				if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
-					c.note("member %d: fetch %s/%d: %v", m, topic, p, err)
+					tr.note("member %d: fetch %s/%d: %v", m, topic, p, err)
 				}
 			})
-			fs.EachRecord(func(r *kgo.Record) { c.consumed(m, r.Partition, r.Offset) })
+			fs.EachRecord(func(r *kgo.Record) { tr.consumed(m, r.Partition, r.Offset) })
 		}
 	}()
 	var once sync.Once
@@ -415,7 +441,7 @@ func franzCGMember(c *cgCheck, m int) func() {
 		once.Do(func() {
 			cancel()
 			<-done
-			cl.Close() // leaves the group: a heartbeat with epoch -1
+			cl.Close() // leaves the group
 		})
 	}
 }
@@ -440,48 +466,68 @@ func TestConsumerGroupConfluent(t *testing.T) {
 }
 
 func confluentCGMember(c *cgCheck, m int, logs *rdLog) func() {
-	cons, err := kafka.NewConsumer(rdConfig(c.addr, fmt.Sprintf("cohort-e2e-rd848-%d", m), logs, kafka.ConfigMap{
-		"group.id":                c.group,
-		"group.protocol":          "consumer",
-		"auto.offset.reset":       "earliest",
-		"enable.auto.commit":      true,
-		"auto.commit.interval.ms": 200,
-		"fetch.wait.max.ms":       250,
-	}))
+	return confluentMember(c.t, c, c.addr, c.topic, fmt.Sprintf("cohort-e2e-rd848-%d", m), m, logs, kafka.ConfigMap{
+		"group.id":       c.group,
+		"group.protocol": "consumer",
+	})
+}
+
+// confluentMember starts confluent-kafka-go member m of a group consuming
+// topic, with conf (the group and its protocol) over this package's
+// defaults, reporting to tr; the returned function stops it, leaving the
+// group. Its rebalance callback sees every incremental assignment and
+// revocation before librdkafka acknowledges it to the coordinator.
+//
+// Offsets are stored only for the messages the application handled:
+// confluent-kafka-go's Close polls the queue empty, which with the
+// automatic store marks the messages it throws away as consumed, and the
+// final commit then skips them (seen in TestMixedGroupRollingUpgradeConfluent:
+// a restarted member started one record past what its previous process
+// handled).
+func confluentMember(t *testing.T, tr memberTracker, addr, topic, clientID string, m int, logs *rdLog, conf kafka.ConfigMap) func() {
+	full := kafka.ConfigMap{
+		"auto.offset.reset":        "earliest",
+		"enable.auto.offset.store": false,
+		"enable.auto.commit":       true,
+		"auto.commit.interval.ms":  200,
+		"fetch.wait.max.ms":        250,
+	}
+	for k, v := range conf {
+		full[k] = v
+	}
+	cons, err := kafka.NewConsumer(rdConfig(addr, clientID, logs, full))
 	if err != nil {
-		c.t.Fatalf("member %d: %v", m, err)
+		t.Fatalf("member %d: %v", m, err)
 	}
 	topicOf := func(tps []kafka.TopicPartition) []int32 {
 		var out []int32
 		for _, tp := range tps {
-			if tp.Topic != nil && *tp.Topic == c.topic {
+			if tp.Topic != nil && *tp.Topic == topic {
 				out = append(out, tp.Partition)
 			}
 		}
 		return out
 	}
-	// The rebalance callback sees every incremental assignment and
-	// revocation before librdkafka acknowledges it to the coordinator.
 	rebalance := func(cons *kafka.Consumer, ev kafka.Event) error {
 		switch e := ev.(type) {
 		case kafka.AssignedPartitions:
-			c.assigned(m, topicOf(e.Partitions)...)
+			tr.assigned(m, topicOf(e.Partitions)...)
 			return cons.IncrementalAssign(e.Partitions)
 		case kafka.RevokedPartitions:
 			if _, err := cons.Commit(); err != nil {
 				var ke kafka.Error
 				if !errors.As(err, &ke) || ke.Code() != kafka.ErrNoOffset {
-					c.note("member %d: commit on revoke: %v", m, err)
+					tr.note("member %d: commit on revoke: %v", m, err)
 				}
 			}
-			c.revoked(m, topicOf(e.Partitions)...)
+			tr.revoked(m, topicOf(e.Partitions)...)
 			return cons.IncrementalUnassign(e.Partitions)
 		}
 		return nil
 	}
-	if err := cons.Subscribe(c.topic, rebalance); err != nil {
+	if err := cons.Subscribe(topic, rebalance); err != nil {
 		cons.Close()
-		c.t.Fatalf("member %d: subscribe: %v", m, err)
+		t.Fatalf("member %d: subscribe: %v", m, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -491,12 +537,15 @@ func confluentCGMember(c *cgCheck, m int, logs *rdLog) func() {
 			switch ev := cons.Poll(100).(type) {
 			case *kafka.Message:
 				if ev.TopicPartition.Error != nil {
-					c.note("member %d: message: %v", m, ev.TopicPartition.Error)
+					tr.note("member %d: message: %v", m, ev.TopicPartition.Error)
 					break
 				}
-				c.consumed(m, ev.TopicPartition.Partition, int64(ev.TopicPartition.Offset))
+				tr.consumed(m, ev.TopicPartition.Partition, int64(ev.TopicPartition.Offset))
+				if _, err := cons.StoreMessage(ev); err != nil {
+					tr.note("member %d: store offset: %v", m, err)
+				}
 			case kafka.Error:
-				c.note("member %d: %v (code %v)", m, ev, ev.Code())
+				tr.note("member %d: %v (code %v)", m, ev, ev.Code())
 			}
 		}
 	}()
@@ -505,8 +554,8 @@ func confluentCGMember(c *cgCheck, m int, logs *rdLog) func() {
 		once.Do(func() {
 			cancel()
 			<-done
-			if err := cons.Close(); err != nil { // commits, then leaves with epoch -1
-				c.note("member %d: close: %v", m, err)
+			if err := cons.Close(); err != nil { // commits, then leaves
+				tr.note("member %d: close: %v", m, err)
 			}
 		})
 	}

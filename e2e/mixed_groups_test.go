@@ -7,7 +7,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -88,7 +87,7 @@ func (c *mixCheck) setPhase(p string) {
 	c.phase = p
 }
 
-func (c *mixCheck) assigned(m int, parts []int32) {
+func (c *mixCheck) assigned(m int, parts ...int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.owned[m] == nil {
@@ -103,7 +102,7 @@ func (c *mixCheck) assigned(m int, parts []int32) {
 	}
 }
 
-func (c *mixCheck) revoked(m int, parts []int32) {
+func (c *mixCheck) revoked(m int, parts ...int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range parts {
@@ -218,65 +217,19 @@ func (c *mixCheck) produce(ctx context.Context) (stop func()) {
 // (cooperative-sticky); the returned function stops it, leaving the
 // group.
 func (c *mixCheck) franzMember(m int, kip848 bool) func() {
-	ctx, cancel := context.WithCancel(context.Background())
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.addr()),
 		kgo.ClientID(fmt.Sprintf("cohort-e2e-mix-%d", m)),
 		kgo.ConsumerGroup(c.group),
-		kgo.ConsumeTopics(c.topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(mixSession),
 		kgo.HeartbeatInterval(300 * time.Millisecond),
-		kgo.AutoCommitInterval(200 * time.Millisecond),
-		kgo.AutoCommitCallback(c.commitAcked),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(250 * time.Millisecond),
 		kgo.RetryTimeout(2 * time.Minute),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-			c.assigned(m, a[c.topic])
-		}),
-		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
-			cl.CommitOffsetsSync(ctx, cl.UncommittedOffsets(), func(cl *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-				if err != nil && !errors.Is(err, context.Canceled) {
-					c.note("member %d: commit on revoke: %v", m, err)
-				}
-				c.commitAcked(cl, req, resp, err)
-			})
-			c.revoked(m, r[c.topic])
-		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) {
-			c.revoked(m, l[c.topic])
-			c.note("member %d: partitions lost: %v", m, l)
-		}),
 	}
 	if kip848 {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		c.t.Fatalf("member %d: %v", m, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			fs.EachError(func(topic string, p int32, err error) {
-				if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
-					c.note("member %d: fetch %s/%d: %v", m, topic, p, err)
-				}
-			})
-			fs.EachRecord(func(r *kgo.Record) { c.consumed(m, r.Partition, r.Offset) })
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			cl.Close() // commits, then leaves the group
-		})
-	}
+	return franzMember(c.t, c, c.topic, m, c.commitAcked, opts...)
 }
 
 // groupType is the group's type and state as ListGroups v5 reports them.
@@ -484,92 +437,14 @@ func TestMixedGroupRollingUpgradeConfluent(t *testing.T) {
 }
 
 func (c *mixCheck) confluentMember(m int, kip848 bool, logs *rdLog) func() {
-	conf := kafka.ConfigMap{
-		"group.id":          c.group,
-		"auto.offset.reset": "earliest",
-		// Offsets are stored only for the messages the application
-		// handled: confluent-kafka-go's Close polls the queue empty,
-		// which with the automatic store marks messages it throws away
-		// as consumed, and the final commit then skips them (seen: a
-		// restarted member starting one record past what its previous
-		// process handled).
-		"enable.auto.offset.store": false,
-		"enable.auto.commit":       true,
-		"auto.commit.interval.ms":  200,
-		"fetch.wait.max.ms":        250,
-	}
-	if kip848 {
-		conf["group.protocol"] = "consumer"
-	} else {
+	conf := kafka.ConfigMap{"group.id": c.group, "group.protocol": "consumer"}
+	if !kip848 {
 		conf["group.protocol"] = "classic"
 		conf["partition.assignment.strategy"] = "cooperative-sticky"
 		conf["session.timeout.ms"] = int(mixSession.Milliseconds())
 		conf["heartbeat.interval.ms"] = 300
 	}
-	cons, err := kafka.NewConsumer(rdConfig(c.addr(), fmt.Sprintf("cohort-e2e-rdmix-%d", m), logs, conf))
-	if err != nil {
-		c.t.Fatalf("member %d: %v", m, err)
-	}
-	topicOf := func(tps []kafka.TopicPartition) []int32 {
-		var out []int32
-		for _, tp := range tps {
-			if tp.Topic != nil && *tp.Topic == c.topic {
-				out = append(out, tp.Partition)
-			}
-		}
-		return out
-	}
-	rebalance := func(cons *kafka.Consumer, ev kafka.Event) error {
-		switch e := ev.(type) {
-		case kafka.AssignedPartitions:
-			c.assigned(m, topicOf(e.Partitions))
-			return cons.IncrementalAssign(e.Partitions)
-		case kafka.RevokedPartitions:
-			if _, err := cons.Commit(); err != nil {
-				var ke kafka.Error
-				if !errors.As(err, &ke) || ke.Code() != kafka.ErrNoOffset {
-					c.note("member %d: commit on revoke: %v", m, err)
-				}
-			}
-			c.revoked(m, topicOf(e.Partitions))
-			return cons.IncrementalUnassign(e.Partitions)
-		}
-		return nil
-	}
-	if err := cons.Subscribe(c.topic, rebalance); err != nil {
-		cons.Close()
-		c.t.Fatalf("member %d: subscribe: %v", m, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			switch ev := cons.Poll(100).(type) {
-			case *kafka.Message:
-				if ev.TopicPartition.Error != nil {
-					c.note("member %d: message: %v", m, ev.TopicPartition.Error)
-					break
-				}
-				c.consumed(m, ev.TopicPartition.Partition, int64(ev.TopicPartition.Offset))
-				if _, err := cons.StoreMessage(ev); err != nil {
-					c.note("member %d: store offset: %v", m, err)
-				}
-			case kafka.Error:
-				c.note("member %d: %v (code %v)", m, ev, ev.Code())
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			if err := cons.Close(); err != nil {
-				c.note("member %d: close: %v", m, err)
-			}
-		})
-	}
+	return confluentMember(c.t, c, c.addr(), c.topic, fmt.Sprintf("cohort-e2e-rdmix-%d", m), m, logs, conf)
 }
 
 // TestMixedGroupSaramaClassic: a mixed group whose classic members are
@@ -683,8 +558,8 @@ func (h mixSaramaHandler) Setup(sarama.ConsumerGroupSession) error   { return ni
 func (h mixSaramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 
 func (h mixSaramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, cl sarama.ConsumerGroupClaim) error {
-	h.c.assigned(h.m, []int32{cl.Partition()})
-	defer h.c.revoked(h.m, []int32{cl.Partition()})
+	h.c.assigned(h.m, cl.Partition())
+	defer h.c.revoked(h.m, cl.Partition())
 	for {
 		select {
 		case msg, ok := <-cl.Messages():
