@@ -53,7 +53,7 @@ Common flags (also from COHORT_BROKERS, COHORT_FORMAT, COHORT_TIMEOUT, COHORT_AD
 Run 'cohort groups <command> --help' for a command's flags.
 `
 
-// groupsCmd is one `cohort groups` subcommand: its flags beyond the
+// groupsCmd is one `cohort groups` (or `cohort users`) subcommand: its flags beyond the
 // common ones, and what it does once they are parsed.
 type groupsCmd struct {
 	args  string // the arguments, for the usage line
@@ -96,11 +96,21 @@ type groupsEnv struct {
 }
 
 func groups(args []string, stdout, stderr io.Writer) int {
-	if code, ok := subcommand("cohort groups", groupsUsage, args, func(a string) bool { _, ok := groupsCmds[a]; return ok }, stdout, stderr); !ok {
+	return runAdminCommand("cohort groups", groupsUsage, groupsCmds, args, nil, stdout, stderr, func(fs *flag.FlagSet, env *groupsEnv) {
+		fs.StringVar(&env.adminURL, "admin-url", "", "`URL` of a Cohort node's admin listener (e.g. http://127.0.0.1:9644): describe and lag then add the group's cgp_ id and RRL, its lag status and time to clear (env COHORT_ADMIN_URL)")
+	})
+}
+
+// runAdminCommand runs one subcommand of a Kafka-protocol admin command
+// (`cohort groups`, `cohort users`): its flags (the brokers, the output
+// format, the timeout, the client's TLS and SASL, the command's own, and
+// extra for the family's), its arguments' count, then the subcommand.
+func runAdminCommand(family, usage string, cmds map[string]groupsCmd, args []string, stdin io.Reader, stdout, stderr io.Writer, extra func(*flag.FlagSet, *groupsEnv)) int {
+	if code, ok := subcommand(family, usage, args, func(a string) bool { _, ok := cmds[a]; return ok }, stdout, stderr); !ok {
 		return code
 	}
-	cmd := groupsCmds[args[0]]
-	env := &groupsEnv{name: "cohort groups " + args[0], stdout: stdout}
+	cmd := cmds[args[0]]
+	env := &groupsEnv{name: family + " " + args[0], stdout: stdout, stdin: stdin}
 	fs := flag.NewFlagSet(env.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var brokers, format string
@@ -108,7 +118,9 @@ func groups(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&env.timeout, "timeout", 10*time.Second, "give up on the brokers after this long")
 	var sec clientSecurity
 	sec.flags(fs)
-	fs.StringVar(&env.adminURL, "admin-url", "", "`URL` of a Cohort node's admin listener (e.g. http://127.0.0.1:9644): describe and lag then add the group's cgp_ id and RRL, its lag status and time to clear (env COHORT_ADMIN_URL)")
+	if extra != nil {
+		extra(fs, env)
+	}
 	do := cmd.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s %s [flags]\n\n%s\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>\n(e.g. COHORT_BROKERS); a flag on the command line wins.\n\nFlags:\n", env.name, cmd.args, cmd.about)

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -42,73 +41,14 @@ Common flags (also from COHORT_BROKERS, COHORT_FORMAT, COHORT_TIMEOUT):
 Run 'cohort users <command> --help' for a command's flags.
 `
 
-// usersCmd is one `cohort users` subcommand.
-type usersCmd struct {
-	args, about      string
-	minArgs, maxArgs int
-	flags            func(fs *flag.FlagSet) func(*groupsEnv, []string) error
-}
-
-var usersCmds = map[string]usersCmd{
+var usersCmds = map[string]groupsCmd{
 	"add":    {"NAME", "Creates a SCRAM user, or changes its password, for SCRAM-SHA-256 and SCRAM-SHA-512 (or --mechanism).", 1, 1, usersAddFlags},
 	"delete": {"NAME", "Deletes a user's SCRAM credentials (every mechanism, or --mechanism).", 1, 1, usersDeleteFlags},
 	"list":   {"", "Lists the SCRAM users and their mechanisms and iterations.", 0, 0, usersListFlags},
 }
 
 func users(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if code, ok := subcommand("cohort users", usersUsage, args, func(a string) bool { _, ok := usersCmds[a]; return ok }, stdout, stderr); !ok {
-		return code
-	}
-	cmd := usersCmds[args[0]]
-	env := &groupsEnv{name: "cohort users " + args[0], stdout: stdout, stdin: stdin}
-	fs := flag.NewFlagSet(env.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var brokers, format string
-	brokerFlags(fs, &brokers, &format)
-	fs.DurationVar(&env.timeout, "timeout", 10*time.Second, "give up on the brokers after this long")
-	var sec clientSecurity
-	sec.flags(fs)
-	do := cmd.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s %s [flags]\n\n%s\nEvery flag can also be set by an environment variable, COHORT_<FLAG_IN_CAPS>.\n\nFlags:\n", env.name, cmd.args, cmd.about)
-		fs.PrintDefaults()
-	}
-	pos, code, ok := parseFlagsArgs(fs, args[1:])
-	if !ok {
-		return code
-	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "%s: "+format+"\n", append([]any{env.name}, a...)...)
-		return 2
-	}
-	switch {
-	case len(pos) < cmd.minArgs:
-		return usageErr("missing argument: %s", cmd.args)
-	case len(pos) > cmd.maxArgs:
-		return usageErr("unexpected argument %q", pos[cmd.maxArgs])
-	case format != "text" && format != "json":
-		return usageErr("--format must be text or json, not %q", format)
-	case env.timeout <= 0:
-		return usageErr("--timeout must be positive")
-	}
-	env.json = format == "json"
-	if env.brokers = splitBrokers(brokers); len(env.brokers) == 0 {
-		return usageErr("--brokers is empty")
-	}
-	var err error
-	if env.sec, err = sec.opts(); err != nil {
-		return usageErr("%v", err)
-	}
-	defer env.close()
-	if err := do(env, pos); err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			return usageErr("%s", ue)
-		}
-		fmt.Fprintf(stderr, "%s: %s\n", env.name, env.explain(err))
-		return 1
-	}
-	return 0
+	return runAdminCommand("cohort users", usersUsage, usersCmds, args, stdin, stdout, stderr, nil)
 }
 
 // mechanismsFlag parses --mechanism: one of the SCRAM mechanisms, or
