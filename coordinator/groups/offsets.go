@@ -115,20 +115,7 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 		// before v10, by id from v10 (the name is not on the wire).
 		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 		for _, p := range t.Partitions {
-			id, ok := s.partition(req.Topics, names[i], p.Partition)
-			pc := code
-			meta := ""
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			switch {
-			case !resolved[i]:
-				pc = kerr.UnknownTopicID.Code
-			case !ok:
-				pc = kerr.UnknownTopicOrPartition.Code
-			case pc == 0 && len(meta) > s.cfg.OffsetMetadataMaxBytes:
-				pc = kerr.OffsetMetadataTooLarge.Code
-			}
+			id, pc, meta := s.commitPartition(req.Topics, resolved[i], names[i], p.Partition, p.Metadata, code)
 			if pc == 0 {
 				ts := now.UnixMilli()
 				if r.Version == 1 && p.Timestamp != -1 {
@@ -146,6 +133,28 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 		resp.Topics = append(resp.Topics, rt)
 	}
 	s.reply(req.ID, resp)
+}
+
+// commitPartition is the per-partition part of an offset commit's checks,
+// shared by OffsetCommit and TxnOffsetCommit: a topic named by an id the
+// catalog does not have (!resolved), a partition that does not exist,
+// metadata over the limit; code is the group's answer. It returns the
+// partition's topic id, its code and its metadata.
+func (s *Shard) commitPartition(cat *machine.Catalog, resolved bool, topic string, p int32, metadata *string, code int16) ([16]byte, int16, string) {
+	id, ok := s.partition(cat, topic, p)
+	meta := ""
+	if metadata != nil {
+		meta = *metadata
+	}
+	switch {
+	case !resolved:
+		code = kerr.UnknownTopicID.Code
+	case !ok:
+		code = kerr.UnknownTopicOrPartition.Code
+	case code == 0 && len(meta) > s.cfg.OffsetMetadataMaxBytes:
+		code = kerr.OffsetMetadataTooLarge.Code
+	}
+	return id, code, meta
 }
 
 // validateCommit is Kafka's validateOffsetCommit (§11.2 steps 4–6); it

@@ -156,20 +156,7 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 	for i, t := range r.Topics {
 		rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 		for _, p := range t.Partitions {
-			id, ok := s.partition(req.Topics, names[i], p.Partition)
-			pc := code
-			meta := ""
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			switch {
-			case !resolved[i]:
-				pc = kerr.UnknownTopicID.Code
-			case !ok:
-				pc = kerr.UnknownTopicOrPartition.Code
-			case pc == 0 && len(meta) > s.cfg.OffsetMetadataMaxBytes:
-				pc = kerr.OffsetMetadataTooLarge.Code
-			}
+			id, pc, meta := s.commitPartition(req.Topics, resolved[i], names[i], p.Partition, p.Metadata, code)
 			if pc == 0 {
 				epoch := p.LeaderEpoch
 				if r.Version < 2 {
