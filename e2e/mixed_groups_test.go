@@ -374,6 +374,12 @@ func (c *mixCheck) roll(cl *kgo.Client, stops map[int]func(), kip848 map[int]boo
 // one at a time with the consumer protocol, then back one at a time. The
 // checks are mixCheck's (report) and the group's type after each step.
 func runRolling(t *testing.T, c *mixCheck, mid func(step int)) {
+	rollMembers(t, c, []int{0, 1, 2}, mid)
+}
+
+// rollMembers is runRolling restarting only the members listed, the
+// others staying classic throughout.
+func rollMembers(t *testing.T, c *mixCheck, members []int, mid func(step int)) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr()), kgo.RetryTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -393,8 +399,8 @@ func runRolling(t *testing.T, c *mixCheck, mid func(step int)) {
 		stops[m] = c.start(m, false)
 	}
 	c.waitSettled(cl, []int{0, 1, 2}, "classic")
-	c.roll(cl, stops, kip848, []int{0, 1, 2}, true, mid)
-	c.roll(cl, stops, kip848, []int{0, 1, 2}, false, nil)
+	c.roll(cl, stops, kip848, members, true, mid)
+	c.roll(cl, stops, kip848, members, false, nil)
 	stopProducing()
 	c.waitSettled(cl, []int{0, 1, 2}, "classic")
 }
@@ -471,29 +477,7 @@ func TestMixedGroupSaramaClassic(t *testing.T) {
 				return c.saramaMember(m, tc.strategy())
 			}
 			defer c.report()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			createTopic(t, kadm.NewClient(cl), c.topic, mixPartitions)
-			stopProducing := c.produce(context.Background())
-			defer stopProducing()
-			stops, kip848 := map[int]func(){}, map[int]bool{}
-			defer func() {
-				for _, s := range stops {
-					s()
-				}
-			}()
-			c.setPhase("starting three Sarama members")
-			for m := range 3 {
-				stops[m] = c.start(m, false)
-			}
-			c.waitSettled(cl, []int{0, 1, 2}, "classic")
-			c.roll(cl, stops, kip848, []int{1, 2}, true, nil)
-			c.roll(cl, stops, kip848, []int{1, 2}, false, nil)
-			stopProducing()
-			c.waitSettled(cl, []int{0, 1, 2}, "classic")
+			rollMembers(t, c, []int{1, 2}, nil)
 		})
 	}
 }
