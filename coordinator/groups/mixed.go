@@ -273,10 +273,37 @@ func (s *Shard) mayDowngrade(g *consumerGroup, m *consumerMember) bool {
 
 // downgrade converts g, whose consumer-protocol member leaving is the
 // last one, into a classic group of its classic members (Kafka's
-// convertToClassicGroup, mixed §5.2–5.3): the consumer records'
+// convertToClassicGroup, mixed §5.2–5.3, trigger A): the consumer records'
 // tombstones, then a classic record at the group epoch whose members hold
 // their target assignments, and a rebalance, so that they rejoin it.
 func (s *Shard) downgrade(now time.Time, g *consumerGroup, leaving *consumerMember, kind observe.GroupEventKind, reason string, t trigger, why string) {
+	c := s.toClassic(now, g, leaving, kind, reason, nil, why)
+	s.prepareRebalance(c, now, t, fmt.Sprintf("Downgrade to a classic group: %s", why))
+}
+
+// mayDowngradeReplacing reports whether a classic static member taking
+// consumer-protocol member old's instance converts g back to a classic
+// group (Kafka's validateOnlineDowngradeWithReplacedMemberId, mixed §5.1
+// B).
+func (s *Shard) mayDowngradeReplacing(g *consumerGroup, old *consumerMember) bool {
+	if old.classic != nil || !s.cfg.MigrationPolicy.downgrades() || len(g.members) > s.cfg.MaxSize {
+		return false
+	}
+	for _, o := range g.members {
+		if o != old && o.classic == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// toClassic replaces consumer group g by a classic group at its group
+// epoch (mixed §5.2): every consumer record's tombstone (leaving's first,
+// reported as kind for reason), then the classic record whose members are
+// g's others, each holding its target assignment, and joiner, if set (a
+// classic static member that takes leaving's instance: trigger B), holding
+// leaving's. The group is Stable; the caller decides what follows.
+func (s *Shard) toClassic(now time.Time, g *consumerGroup, leaving *consumerMember, kind observe.GroupEventKind, reason string, joiner *consumerMember, why string) *classicGroup {
 	type kept struct {
 		m      consumerMember
 		target tps
@@ -287,6 +314,9 @@ func (s *Shard) downgrade(now time.Time, g *consumerGroup, leaving *consumerMemb
 			ms = append(ms, kept{*m, g.target[m.id]})
 		}
 		s.consumerLeaving(g, m)
+	}
+	if joiner != nil {
+		ms = append(ms, kept{*joiner, g.target[leaving.id]})
 	}
 	k, id, epoch := g.gkey, g.id, g.epoch
 	g.rebalance = nil // the classic group's rebalance takes over
@@ -324,8 +354,15 @@ func (s *Shard) downgrade(now time.Time, g *consumerGroup, leaving *consumerMemb
 	for _, m := range c.sortedMembers() {
 		s.armSession(c, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
 	}
+	n := len(c.members)
+	if joiner != nil {
+		n-- // reported joining below
+	}
 	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.tenant, Group: k.name, Protocol: protoClassic,
-		Generation: epoch, Members: len(c.members), Member: leaving.id, InstanceID: orEmpty(leaving.instance), At: now,
+		Generation: epoch, Members: n, Member: leaving.id, InstanceID: orEmpty(leaving.instance), At: now,
 		Reason: fmt.Sprintf("downgraded to a classic group: %s", why)})
-	s.prepareRebalance(c, now, t, fmt.Sprintf("Downgrade to a classic group: %s", why))
+	if joiner != nil {
+		s.classicEvent(c, observe.MemberJoined, now, c.members[joiner.id], "")
+	}
+	return c
 }

@@ -61,11 +61,19 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 		fail(kerr.MemberIDRequired.Code, id)
 		return
 	}
+	sub, ok := subscription(r.Protocols[0].Metadata)
+	if !ok {
+		fail(kerr.UnknownServerError.Code, r.MemberID)
+		return
+	}
 	m := g.members[id]
 	isNew, replaced := false, false
 	if r.InstanceID != nil {
 		holder, held := g.static[*r.InstanceID]
 		switch {
+		case r.MemberID == "" && held && s.mayDowngradeReplacing(g, g.members[holder]):
+			s.classicReplacesLast(now, req, r, g, g.members[holder], id, sub)
+			return
 		case r.MemberID == "" && held:
 			// A new instance of a static member takes its place, whatever
 			// protocol the old one spoke.
@@ -83,11 +91,6 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 	if m == nil {
 		isNew = true
 		m = &consumerMember{id: id} // a template: the record makes the member
-	}
-	sub, ok := subscription(r.Protocols[0].Metadata)
-	if !ok {
-		fail(kerr.UnknownServerError.Code, r.MemberID)
-		return
 	}
 	owned := map[string][]int32{}
 	for _, o := range sub.OwnedPartitions {
@@ -128,6 +131,33 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 	resp := kmsg.NewPtrJoinGroupResponse()
 	resp.Version, resp.Generation, resp.MemberID = r.Version, m.epoch, m.id
 	typ, proto := "consumer", m.classic.first().name
+	resp.ProtocolType, resp.Protocol = &typ, &proto
+	resp.Members = []kmsg.JoinGroupResponseMember{}
+	s.reply(req.ID, resp)
+}
+
+// classicReplacesLast serves a classic static member's JoinGroup that takes
+// the instance of g's last consumer-protocol member (mixed §5.1 B, §5.3):
+// the group goes back to a classic group at once, the joiner holding the
+// replaced member's target, and stays Stable: no rebalance. The answer is
+// the consumer group's shape (no leader, no members) at the classic
+// generation; the joiner's SyncGroup then gets its assignment from the
+// classic group.
+func (s *Shard) classicReplacesLast(now time.Time, req machine.Request, r *kmsg.JoinGroupRequest, g *consumerGroup, old *consumerMember, id string, sub *kmsg.ConsumerMemberMetadata) {
+	joiner := &consumerMember{id: id, instance: r.InstanceID, clientID: req.ClientID, clientHost: req.ClientHost,
+		rebalanceTimeout: r.RebalanceTimeoutMillis, topics: sub.Topics,
+		classic: &classicMeta{sessionTimeout: r.SessionTimeoutMillis, protocols: make([]protocol, len(r.Protocols))}}
+	if r.Version == 0 {
+		joiner.rebalanceTimeout = r.SessionTimeoutMillis
+	}
+	for i, p := range r.Protocols {
+		joiner.classic.protocols[i] = protocol{name: p.Name, meta: p.Metadata}
+	}
+	why := fmt.Sprintf("the last consumer-protocol member %s was replaced by classic static member %s", old.id, id)
+	c := s.toClassic(now, g, old, observe.MemberFenced, "replaced by a new instance of the static member: "+id, joiner, why)
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.Version, resp.Generation, resp.MemberID = r.Version, c.generation, id
+	typ, proto := "consumer", joiner.classic.first().name
 	resp.ProtocolType, resp.Protocol = &typ, &proto
 	resp.Members = []kmsg.JoinGroupResponseMember{}
 	s.reply(req.ID, resp)
