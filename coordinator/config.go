@@ -40,6 +40,12 @@ type Config struct {
 	// exactly Kafka's behaviour; e.g. 50 ms lets a fleet that starts
 	// together form one generation in tens of milliseconds.
 	InitialRebalanceQuiet time.Duration
+	// InitialRebalanceAdaptive closes that barrier sooner still: once no
+	// new member has arrived for four times the mean gap between the
+	// arrivals so far (at least 1 ms), never later than the quiet window
+	// and the delay allow. Off by default (Kafka's behaviour). A fleet
+	// arriving at a steady rate is never cut in two.
+	InitialRebalanceAdaptive bool
 	// OffsetMetadataMaxBytes caps a committed offset's metadata
 	// (OFFSET_METADATA_TOO_LARGE). Default 4096 (offset.metadata.max.bytes).
 	OffsetMetadataMaxBytes int

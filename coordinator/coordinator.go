@@ -91,6 +91,7 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				MaxPendingMembers:      cfg.MaxPendingMembers,
 				InitialDelay:           cfg.InitialRebalanceDelay,
 				InitialQuiet:           cfg.InitialRebalanceQuiet,
+				InitialAdaptive:        cfg.InitialRebalanceAdaptive,
 				OffsetMetadataMaxBytes: cfg.OffsetMetadataMaxBytes,
 				Retention:              cfg.OffsetsRetention,
 				RetentionCheck:         cfg.OffsetsRetentionCheckInterval,

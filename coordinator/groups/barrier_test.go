@@ -1,6 +1,7 @@
 package groups_test
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -100,6 +101,60 @@ func TestQuietWindowClosesEarly(t *testing.T) {
 		r, ok := h.reply(id)
 		if !ok || r.(*kmsg.JoinGroupResponse).Generation != 1 {
 			t.Fatalf("member %d: %v %+v", i, ok, r)
+		}
+	}
+}
+
+// TestAdaptiveBarrier: with the adaptive initial barrier, members that
+// arrive at a steady rate (their gaps varying up to threefold around
+// it) always form one generation, however fast or slow the rate and
+// however many they are; and the barrier closes sooner than the quiet
+// window once they stop: within four times the largest gap (fake time in
+// the pure machine, not a wall clock). 300 random fleets.
+func TestAdaptiveBarrier(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for run := range 300 {
+		cfg := testConfig()
+		cfg.InitialAdaptive = true
+		cfg.InitialQuiet = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 3 * time.Second}[rng.IntN(3)]
+		h := newHarness(t, cfg)
+		n := 2 + rng.IntN(200)
+		// The steady gap: from 100 µs to an eighth of the quiet window,
+		// the whole fleet within the barrier's upper bound (the 60 s
+		// rebalance timeout of join()).
+		most := min(cfg.InitialQuiet/8, 50*time.Second/time.Duration(2*n))
+		base := 100*time.Microsecond + time.Duration(rng.Int64N(int64(most)))
+		var ids []machine.RequestID
+		var largest time.Duration
+		for i := range n {
+			_, id := joinID(t, h, "g")
+			ids = append(ids, id)
+			if i == n-1 {
+				break
+			}
+			gap := time.Duration(float64(base) * (0.5 + rng.Float64())) // 0.5–1.5× the rate
+			largest = max(largest, gap)
+			h.advance(gap)
+			if _, ok := h.reply(ids[0]); ok {
+				t.Fatalf("run %d (%d members every ~%v, quiet %v): the barrier closed after %d arrivals, while they kept coming", run, n, base, cfg.InitialQuiet, i+1)
+			}
+		}
+		stop := h.now
+		bound := min(max(4*largest, time.Millisecond), cfg.InitialQuiet)
+		for h.now.Sub(stop) <= bound+time.Millisecond {
+			if _, ok := h.reply(ids[0]); ok {
+				break
+			}
+			h.advance(time.Millisecond)
+		}
+		if took := h.now.Sub(stop); took > bound+time.Millisecond {
+			t.Fatalf("run %d: closed %v after the last arrival, want within %v", run, took, bound)
+		}
+		for i, id := range ids {
+			r, ok := h.reply(id)
+			if !ok || r.(*kmsg.JoinGroupResponse).Generation != 1 {
+				t.Fatalf("run %d: member %d of %d not in generation 1: %v %+v", run, i, n, ok, r)
+			}
 		}
 	}
 }

@@ -155,6 +155,11 @@ type classicGroup struct {
 	newMemberAdded      bool
 	initialLeft         time.Duration
 	lastNew, initialEnd time.Time
+	// firstNew and arrivals: when the initial rebalance began and how many
+	// members have come since (its first included), for the adaptive
+	// barrier's mean gap.
+	firstNew time.Time
+	arrivals int
 
 	// rebalance is the rebalance under way, for events (events.go); nil
 	// when none.

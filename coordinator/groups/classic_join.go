@@ -326,6 +326,11 @@ func (s *Shard) addMember(now time.Time, g *classicGroup, j joinReq, id string) 
 	}
 	if g.state == preparingRebalance && g.prevState == empty {
 		g.newMemberAdded, g.lastNew = true, now
+		g.arrivals++
+		if s.cfg.InitialAdaptive {
+			// The barrier's close moves with every newcomer.
+			s.timer(groupTimer(timerJoin, g.gkey), minTime(now.Add(s.initialWait(g)), g.initialEnd))
+		}
 	}
 	if len(g.members) == 0 {
 		g.protocolType = r.ProtocolType
@@ -471,6 +476,7 @@ func (s *Shard) prepareRebalance(g *classicGroup, now time.Time, why trigger, re
 		limit := max(s.cfg.InitialDelay, g.rebalanceTimeout())
 		g.initialLeft = max(limit-s.cfg.InitialQuiet, 0)
 		g.initialEnd, g.lastNew = now.Add(limit), now
+		g.firstNew, g.arrivals = now, 1
 		g.newMemberAdded = false
 		s.timer(groupTimer(timerJoin, g.gkey), now.Add(s.cfg.InitialQuiet))
 		return
@@ -480,6 +486,28 @@ func (s *Shard) prepareRebalance(g *classicGroup, now time.Time, why trigger, re
 		return
 	}
 	s.timer(groupTimer(timerJoin, g.gkey), now.Add(g.rebalanceTimeout()))
+}
+
+// The adaptive initial barrier (Config.InitialAdaptive) waits after the
+// last newcomer adaptiveFactor times the mean gap between the arrivals so
+// far, at least adaptiveFloor: members arriving at a steady rate, even
+// with their gaps varying by a factor of a few, never see it close
+// between two of them (property_test.go's TestAdaptiveBarrier).
+const (
+	adaptiveFactor = 4
+	adaptiveFloor  = time.Millisecond
+)
+
+// initialWait is how long the initial barrier waits for the next newcomer:
+// the quiet window, or with InitialAdaptive, at most that and as little as
+// the arrivals so far suggest.
+func (s *Shard) initialWait(g *classicGroup) time.Duration {
+	q := s.cfg.InitialQuiet
+	if !s.cfg.InitialAdaptive || g.arrivals < 2 {
+		return q
+	}
+	gap := g.lastNew.Sub(g.firstNew) / time.Duration(g.arrivals-1)
+	return min(max(adaptiveFactor*gap, adaptiveFloor), q)
 }
 
 // maybeCompleteJoin is Kafka's maybeCompleteJoinPhase: not during the
@@ -494,8 +522,8 @@ func (s *Shard) joinTimer(g *classicGroup, now time.Time) {
 	if g.state != preparingRebalance {
 		return
 	}
-	if g.prevState == empty && s.cfg.InitialQuiet < s.cfg.InitialDelay {
-		if quietAt := g.lastNew.Add(s.cfg.InitialQuiet); now.Before(quietAt) && now.Before(g.initialEnd) {
+	if g.prevState == empty && (s.cfg.InitialQuiet < s.cfg.InitialDelay || s.cfg.InitialAdaptive) {
+		if quietAt := g.lastNew.Add(s.initialWait(g)); now.Before(quietAt) && now.Before(g.initialEnd) {
 			s.timer(groupTimer(timerJoin, g.gkey), minTime(quietAt, g.initialEnd))
 			return
 		}

@@ -65,8 +65,12 @@ type Config struct {
 	// InitialDelay and InitialQuiet: see coordinator.Config. Quiet is at
 	// most Delay.
 	InitialDelay, InitialQuiet time.Duration
-	OffsetMetadataMaxBytes     int
-	Retention, RetentionCheck  time.Duration
+	// InitialAdaptive closes the initial barrier after a few times the
+	// observed gap between arrivals instead of the whole quiet window
+	// (classic_join.go, initialWait); see coordinator.Config.
+	InitialAdaptive           bool
+	OffsetMetadataMaxBytes    int
+	Retention, RetentionCheck time.Duration
 
 	// KIP-848 consumer groups: the session timeout and heartbeat interval
 	// the coordinator gives members, the least time between two target
