@@ -9,6 +9,7 @@
 #
 # Targets: Cohort with its defaults (Kafka's 3 s initial rebalance delay),
 # Cohort with a 50 ms quiet window (--group-initial-rebalance-quiet 50ms),
+# Cohort with the adaptive barrier (--group-initial-rebalance-adaptive),
 # kfake in memory, and kfake persisting with an fsync per write. Every
 # server gets a fresh temporary data directory and binds 127.0.0.1 on a
 # free port (its address is read from its log line); every process this
@@ -16,7 +17,8 @@
 #
 # Usage: bench/side-by-side.sh   (from anywhere in the repository)
 # Environment: RUNS (3), COMMITTERS (64), PPC (10), DURATION (5s),
-# MEMBERS (500), PARTITIONS (1000).
+# MEMBERS (500), PARTITIONS (1000), ONLY (commits or join: run only that
+# benchmark; its columns show - for the other).
 set -euo pipefail
 
 RUNS=${RUNS:-3}
@@ -25,6 +27,7 @@ PPC=${PPC:-10}
 DURATION=${DURATION:-5s}
 MEMBERS=${MEMBERS:-500}
 PARTITIONS=${PARTITIONS:-1000}
+ONLY=${ONLY:-}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -80,19 +83,22 @@ median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 measure() {
 	local target=$1 i out
 	: >"$tmp/c" && : >"$tmp/j"
-	for i in $(seq "$RUNS"); do
+	local commits=$RUNS joins=$RUNS
+	[ "$ONLY" = join ] && commits=0 && echo "- - -" >>"$tmp/c"
+	[ "$ONLY" = commits ] && joins=0 && echo "- -" >>"$tmp/j"
+	for i in $(seq "$commits"); do
 		echo "$target: commits run $i of $RUNS" >&2
 		out=$("$tmp/cohort" bench commits --brokers "$addr" --format json \
 			--committers "$COMMITTERS" --partitions-per-commit "$PPC" --duration "$DURATION")
 		echo "$(field offsets_per_s <<<"$out") $(field p50_ms <<<"$out") $(field p99_ms <<<"$out")" >>"$tmp/c"
 	done
-	for i in $(seq "$RUNS"); do
+	for i in $(seq "$joins"); do
 		echo "$target: join run $i of $RUNS" >&2
 		out=$("$tmp/cohort" bench join --brokers "$addr" --format json \
 			--members "$MEMBERS" --partitions "$PARTITIONS")
 		echo "$(field last_sync_ms <<<"$out") $(field generations <<<"$out")" >>"$tmp/j"
 	done
-	printf '%s\t%.0f\t%.3f\t%.3f\t%.0f\t%s\n' "$target" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$target" \
 		"$(awk '{print $1}' "$tmp/c" | median)" \
 		"$(awk '{print $2}' "$tmp/c" | median)" \
 		"$(awk '{print $3}' "$tmp/c" | median)" \
@@ -109,6 +115,10 @@ stop_last
 
 start cohort-quiet50ms 'listening" kafka' "${serve[@]}" --data-dir "$tmp/cohort-quiet50ms-data" --group-initial-rebalance-quiet 50ms
 measure cohort-quiet50ms
+stop_last
+
+start cohort-adaptive 'listening" kafka' "${serve[@]}" --data-dir "$tmp/cohort-adaptive-data" --group-initial-rebalance-adaptive
+measure cohort-adaptive
 stop_last
 
 start kfake 'listening addr' "$tmp/kfakeserve"
