@@ -3,6 +3,7 @@ package admin
 import (
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,6 +20,11 @@ type Config struct {
 	API *API
 	// Page serves everything else (the web page); nil: 404.
 	Page http.Handler
+	// Profiling serves Go's profiles under /debug/pprof/ (CPU, heap,
+	// block, mutex, goroutines, the execution trace): off by default, as
+	// they show the process's internals and a CPU profile or trace costs
+	// while it runs.
+	Profiling bool
 }
 
 // Handler serves:
@@ -28,6 +34,7 @@ type Config struct {
 //	/readyz    200 once the node serves (store open, every shard it holds
 //	           loaded, listeners accepting), else 503 and the reason
 //	/api/      the JSON API (api.go, openapi.json)
+//	/debug/pprof/  Go's profiles, when Config.Profiling is set
 //	/          the web page
 func Handler(cfg Config) http.Handler {
 	mux := http.NewServeMux()
@@ -38,6 +45,13 @@ func Handler(cfg Config) http.Handler {
 		mux.Handle("/", cfg.Page)
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	if cfg.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

@@ -139,6 +139,9 @@ type Config struct {
 	// reflection); port 0 picks a free one. Default 127.0.0.1:9095; "-"
 	// turns it off.
 	GRPCListen string
+	// Profiling serves Go's profiles on the admin HTTP listener under
+	// /debug/pprof/ (admin.Config.Profiling). Off by default.
+	Profiling bool
 	// HTTPListen is the host:port of the admin HTTP listener: /metrics
 	// (Prometheus), /healthz, /readyz. Port 0 picks a free one. Empty or
 	// "-" turns it off (`cohort serve` defaults to 127.0.0.1:9644).
@@ -649,7 +652,7 @@ func (n *Node) authMetric() func(string, bool) {
 // startAdmin serves the admin HTTP listener bound by Start.
 func (n *Node) startAdmin() {
 	ln := n.httpLn
-	var h http.Handler = admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api, Page: web.Handler()})
+	var h http.Handler = admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api, Page: web.Handler(), Profiling: n.cfg.Profiling})
 	// Probes stay open: orchestrators call them without credentials.
 	h = security.Token{Secret: n.cfg.AdminToken, User: "admin"}.HTTP(h, "/healthz", "/readyz")
 	if n.cfg.HTTPTLS {
