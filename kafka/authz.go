@@ -1,0 +1,35 @@
+package kafka
+
+// Authorization: with Config.Authorizer set, each API checks what Kafka's
+// KafkaApis checks (through its AuthHelper) before it does anything, and
+// answers Kafka's error code when the request's principal may not. With
+// it nil, everything is allowed, as Kafka without an authorizer.
+
+import (
+	"github.com/cohort-dev/cohort/security"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// authorize reports whether the request's principal, from its host, may
+// do op on the resource of type typ named name. Always true with
+// authorization off.
+func (s *Server) authorize(hdr *reqHeader, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+	az := s.cfg.Authorizer
+	if az == nil {
+		return true
+	}
+	return az.Authorize(authzRequest(hdr), op, typ, name)
+}
+
+// authorizeCluster is authorize on the CLUSTER resource.
+func (s *Server) authorizeCluster(hdr *reqHeader, op kmsg.ACLOperation) bool {
+	return s.authorize(hdr, op, kmsg.ACLResourceTypeCluster, security.ClusterName)
+}
+
+func authzRequest(hdr *reqHeader) security.Request {
+	return security.Request{Principal: hdr.Principal(), Host: hdr.host}
+}
+
+// securityDisabled is Kafka's message for an ACL API without an
+// authorizer (SECURITY_DISABLED).
+const securityDisabled = "No Authorizer is configured."
