@@ -14,16 +14,43 @@ import (
 // do op on the resource of type typ named name. Always true with
 // authorization off.
 func (s *Server) authorize(hdr *reqHeader, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+	return s.authorizeAs(authzRequest(hdr), op, typ, name)
+}
+
+// authorizeAs is authorize for who: what a response function running on
+// the connection's writer uses, with who taken on the reader (which owns
+// the connection's principal, changed by a re-authentication).
+func (s *Server) authorizeAs(who security.Request, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
 	az := s.cfg.Authorizer
 	if az == nil {
 		return true
 	}
-	return az.Authorize(authzRequest(hdr), op, typ, name)
+	return az.Authorize(who, op, typ, name)
 }
 
 // authorizeCluster is authorize on the CLUSTER resource.
 func (s *Server) authorizeCluster(hdr *reqHeader, op kmsg.ACLOperation) bool {
 	return s.authorize(hdr, op, kmsg.ACLResourceTypeCluster, security.ClusterName)
+}
+
+// authorizedOperations is Kafka's AuthorizedOperations bit field for the
+// resource: with authorization off, as Kafka's AuthHelper, every
+// operation the resource type supports.
+func (s *Server) authorizedOperations(hdr *reqHeader, typ kmsg.ACLResourceType, name string) int32 {
+	return s.authorizedOperationsAs(authzRequest(hdr), typ, name)
+}
+
+// authorizedOperationsAs is authorizedOperations for who (see authorizeAs).
+func (s *Server) authorizedOperationsAs(who security.Request, typ kmsg.ACLResourceType, name string) int32 {
+	az := s.cfg.Authorizer
+	if az == nil {
+		var bits int32
+		for _, op := range security.Operations[typ] {
+			bits |= 1 << op
+		}
+		return bits
+	}
+	return az.AuthorizedOperations(who, typ, name)
 }
 
 func authzRequest(hdr *reqHeader) security.Request {
