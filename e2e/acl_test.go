@@ -18,10 +18,12 @@ import (
 var aclUsers = map[string]string{"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 // startACLNode starts a node with authorization on, User:admin its
-// super user, and aclUsers.
+// super user, and aclUsers. User:ANONYMOUS is a super user too, as an
+// operator bootstraps the first users over a loopback PLAINTEXT listener
+// (AlterUserScramCredentials needs ALTER on the cluster).
 func startACLNode(t *testing.T) *testkit.SecureNode {
 	t.Helper()
-	return testkit.StartSecureNode(t, node.Config{Authorizer: true, SuperUsers: []string{"User:admin"}}, aclUsers)
+	return testkit.StartSecureNode(t, node.Config{Authorizer: true, SuperUsers: []string{"User:admin", "User:ANONYMOUS"}}, aclUsers)
 }
 
 // aclClient is a kadm client of user over SASL_PLAINTEXT (SCRAM-SHA-256).
@@ -207,6 +209,7 @@ func TestACLEnforcement(t *testing.T) {
 		kadm.NewACLs().Topics("alice-").Allow("User:alice").Operations(kadm.OpCreate).ResourcePatternType(kadm.ACLPatternPrefixed),
 		kadm.NewACLs().Groups("app-").Allow("User:alice").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed),
 		kadm.NewACLs().Groups("app-del").Allow("User:alice").Operations(kadm.OpDelete),
+		kadm.NewACLs().TransactionalIDs("tx-alice").Allow("User:alice").Operations(kadm.OpWrite),
 	} {
 		res, err := admin.CreateACLs(ctx, b)
 		if err != nil || res[0].Err != nil {
@@ -453,5 +456,58 @@ func TestACLEnforcement(t *testing.T) {
 	}
 	wantACLCode(t, "alice delete app-1", del(aliceCl, "app-1"), kerr.GroupAuthorizationFailed)
 	wantACLCode(t, "alice delete app-del", del(aliceCl, "app-del"), nil)
-	_ = adminCl
+
+	// DeleteTopics: DELETE; CreatePartitions: ALTER.
+	delTopic := func(cl *kgo.Client, topic string) int16 {
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+		req.TopicNames = []string{topic}
+		return aclRaw[*kmsg.DeleteTopicsResponse](t, cl, req).Topics[0].ErrorCode
+	}
+	wantACLCode(t, "alice delete topic orders", delTopic(aliceCl, "orders"), kerr.TopicAuthorizationFailed)
+	wantACLCode(t, "bob delete topic nothing", delTopic(bobCl, "nothing"), kerr.TopicAuthorizationFailed)
+	wantACLCode(t, "admin delete topic alice-1", delTopic(adminCl, "alice-1"), nil)
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "orders", Count: 2}}
+	wantACLCode(t, "bob create partitions", aclRaw[*kmsg.CreatePartitionsResponse](t, bobCl, cp).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
+
+	// SCRAM credentials: DESCRIBE / ALTER on the cluster.
+	ds := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	wantACLCode(t, "bob describe users", aclRaw[*kmsg.DescribeUserSCRAMCredentialsResponse](t, bobCl, ds).ErrorCode, kerr.ClusterAuthorizationFailed)
+	wantACLCode(t, "admin describe users", aclRaw[*kmsg.DescribeUserSCRAMCredentialsResponse](t, adminCl, ds).ErrorCode, nil)
+	as := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	as.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "alice", Mechanism: 1}}
+	wantACLCode(t, "bob alter users", aclRaw[*kmsg.AlterUserSCRAMCredentialsResponse](t, bobCl, as).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+
+	// InitProducerId: WRITE on the transactional id; an idempotent
+	// producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+	initPID := func(cl *kgo.Client, txnID *string) int16 {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = txnID, 10000
+		return aclRaw[*kmsg.InitProducerIDResponse](t, cl, req).ErrorCode
+	}
+	wantACLCode(t, "alice idempotent init", initPID(aliceCl, nil), nil)
+	wantACLCode(t, "bob idempotent init", initPID(bobCl, nil), kerr.ClusterAuthorizationFailed)
+	wantACLCode(t, "bob transactional init", initPID(bobCl, kmsg.StringPtr("tx-alice")), kerr.TransactionalIDAuthorizationFailed)
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID = "tx-alice"
+	wantACLCode(t, "bob end txn", aclRaw[*kmsg.EndTxnResponse](t, bobCl, end).ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+
+	// A transaction of alice's with franz-go: InitProducerId,
+	// AddPartitionsToTxn, Produce, AddOffsetsToTxn, TxnOffsetCommit,
+	// EndTxn, all on what she may use.
+	txCl, err := kgo.NewClient(secureClientOpts(t, n, "SASL_PLAINTEXT", "SCRAM-SHA-256", "alice", aclUsers["alice"], kgo.TransactionalID("tx-alice"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txCl.Close()
+	if err := txCl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txCl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("tx")}).FirstErr(); err != nil {
+		t.Fatalf("alice transactional produce: %v", err)
+	}
+	if err := txCl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("alice commit transaction: %v", err)
+	}
 }

@@ -33,6 +33,12 @@ func (s *Server) authorizeCluster(hdr *reqHeader, op kmsg.ACLOperation) bool {
 	return s.authorize(hdr, op, kmsg.ACLResourceTypeCluster, security.ClusterName)
 }
 
+// authorizeTxnID is authorize of WRITE on a transactional id: what every
+// transactional API needs (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+func (s *Server) authorizeTxnID(hdr *reqHeader, id string) bool {
+	return s.authorize(hdr, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, id)
+}
+
 // authorizedOperations is Kafka's AuthorizedOperations bit field for the
 // resource: with authorization off, as Kafka's AuthHelper, every
 // operation the resource type supports.

@@ -198,6 +198,46 @@ func (a *Authorizer) Authorize(r Request, op kmsg.ACLOperation, typ kmsg.ACLReso
 	return allowed
 }
 
+// AuthorizeByResourceType reports whether r may do op on some resource of
+// type typ, as Kafka's authorizeByResourceType (what InitProducerId
+// without a transactional id asks for WRITE on topics): an ALLOW of op
+// (or one implying it) for r on any resource of the type, unless a DENY
+// of op on every one of them (LITERAL "*") applies; with no ACL of the
+// type at all, AllowEveryoneIfNoACLFound. Kafka's finer rule, that a
+// PREFIXED DENY covering every ALLOW also refuses, is not applied.
+func (a *Authorizer) AuthorizeByResourceType(r Request, op kmsg.ACLOperation, typ kmsg.ACLResourceType) bool {
+	if a.IsSuperUser(r.Principal) {
+		return true
+	}
+	principal := r.Principal.String()
+	host := strings.TrimPrefix(r.Host, "/")
+	found, allowed := false, false
+	for _, acl := range a.set.Load().all {
+		if kmsg.ACLResourceType(acl.ResourceType) != typ {
+			continue
+		}
+		found = true
+		if (acl.Principal != principal && acl.Principal != WildcardPrincipal) || (acl.Host != host && acl.Host != WildcardHost) {
+			continue
+		}
+		aop := kmsg.ACLOperation(acl.Operation)
+		if kmsg.ACLPermissionType(acl.Permission) == kmsg.ACLPermissionTypeDeny {
+			if acl.Name == WildcardResource && kmsg.ACLResourcePatternType(acl.PatternType) == kmsg.ACLResourcePatternTypeLiteral &&
+				(aop == op || aop == kmsg.ACLOperationAll) {
+				return false
+			}
+			continue
+		}
+		if implies(aop, op) {
+			allowed = true
+		}
+	}
+	if !found {
+		return a.allowIfNone
+	}
+	return allowed
+}
+
 // implies reports whether an ALLOW of have allows want.
 func implies(have, want kmsg.ACLOperation) bool {
 	switch {
