@@ -471,6 +471,19 @@ func TestACLEnforcement(t *testing.T) {
 	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "orders", Count: 2}}
 	wantACLCode(t, "bob create partitions", aclRaw[*kmsg.CreatePartitionsResponse](t, bobCl, cp).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
 
+	// DescribeConfigs: DESCRIBE_CONFIGS on the topic / the cluster.
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{
+		{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "orders"},
+		{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "0"},
+	}
+	dcr := aclRaw[*kmsg.DescribeConfigsResponse](t, bobCl, dc)
+	wantACLCode(t, "bob describe configs topic", dcr.Resources[0].ErrorCode, kerr.TopicAuthorizationFailed)
+	wantACLCode(t, "bob describe configs broker", dcr.Resources[1].ErrorCode, kerr.ClusterAuthorizationFailed)
+	dcr = aclRaw[*kmsg.DescribeConfigsResponse](t, adminCl, dc)
+	wantACLCode(t, "admin describe configs topic", dcr.Resources[0].ErrorCode, nil)
+	wantACLCode(t, "admin describe configs broker", dcr.Resources[1].ErrorCode, nil)
+
 	// SCRAM credentials: DESCRIBE / ALTER on the cluster.
 	ds := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
 	wantACLCode(t, "bob describe users", aclRaw[*kmsg.DescribeUserSCRAMCredentialsResponse](t, bobCl, ds).ErrorCode, kerr.ClusterAuthorizationFailed)
