@@ -20,6 +20,10 @@ package kafka
 // transaction.partition.verification.enable (KIP-890 part 1): every
 // partition must be in the ongoing transaction (txn_produce.go).
 //
+// With authorization on, as Kafka: a transactional produce needs WRITE on
+// its transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every
+// partition), and each topic WRITE (TOPIC_AUTHORIZATION_FAILED).
+//
 // A produce appends in request order on the connection's reader, so an
 // idempotent producer's pipelined batches meet the sequence check in the
 // order they were sent; with acks=-1 the response then waits, on the
@@ -48,6 +52,9 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 		// Transactions off: InitProducerId refuses transactional ids
 		// the same way.
 		fail = kerr.TransactionalIDAuthorizationFailed.Code
+	case req.TransactionID != nil && !s.authorize(hdr, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionID):
+		// Kafka: a transactional produce needs WRITE on its id.
+		fail = kerr.TransactionalIDAuthorizationFailed.Code
 	case req.TransactionID != nil:
 		// KIP-890 part 1: the partitions must be in the producer's
 		// ongoing transaction (txn_produce.go).
@@ -68,6 +75,7 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 		byID := hdr.version >= 13
 		internal := s.isOffsetsTopic(rt.Topic, rt.TopicID, byID)
 		t := s.topicFor(rt.Topic, rt.TopicID, byID)
+		denied := !s.topicAllowed(hdr, kmsg.ACLOperationWrite, rt.Topic, rt.TopicID, byID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -76,6 +84,10 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 			switch {
 			case fail != 0:
 				sp.ErrorCode = fail
+			case denied:
+				// Kafka: WRITE on the topic, checked before it is
+				// looked up.
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case internal:
 				// As Kafka's ReplicaManager.appendToLocalLog: "Cannot
 				// append to internal topic" (consumer_offsets.go).

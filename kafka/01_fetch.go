@@ -60,13 +60,26 @@ func handleFetch(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request
 			return done(resp)
 		}
 	}
+	// With authorization on, as Kafka: READ on each topic, else
+	// TOPIC_AUTHORIZATION_FAILED on its partitions.
+	var denied map[int]bool
+	for i, rt := range req.Topics {
+		if !s.topicAllowed(hdr, kmsg.ACLOperationRead, rt.Topic, rt.TopicID, hdr.version >= 13) {
+			if denied == nil {
+				denied = map[int]bool{}
+			}
+			denied[i] = true
+		}
+	}
 	deadline := now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	return func() kmsg.Response { return s.fetchHintsAt(hdr, s.longPoll(hdr.version, req, deadline)) }
+	return func() kmsg.Response { return s.fetchHintsAt(hdr, s.longPoll(hdr.version, req, denied, deadline)) }
 }
 
-func (s *Server) longPoll(version int16, req *kmsg.FetchRequest, deadline time.Time) kmsg.Response {
+// longPoll answers req, whose topics at the indexes in denied the
+// principal may not read, once it has MinBytes or at deadline.
+func (s *Server) longPoll(version int16, req *kmsg.FetchRequest, denied map[int]bool, deadline time.Time) kmsg.Response {
 	for {
-		resp, targets, size, hasErr := s.fetchOnce(version, req)
+		resp, targets, size, hasErr := s.fetchOnce(version, req, denied)
 		if size >= int(req.MinBytes) || hasErr || req.MaxWaitMillis <= 0 || len(targets) == 0 {
 			return resp
 		}
@@ -88,7 +101,7 @@ func (s *Server) longPoll(version int16, req *kmsg.FetchRequest, deadline time.T
 		chosen, _, _ := reflect.Select(cases)
 		timer.Stop()
 		if chosen <= 1 {
-			resp, _, _, _ := s.fetchOnce(version, req)
+			resp, _, _, _ := s.fetchOnce(version, req, denied)
 			return resp
 		}
 	}
@@ -99,7 +112,7 @@ type waitTarget struct{ wait <-chan struct{} }
 // fetchOnce reads every requested partition once and returns the response,
 // the append signals to wait on, the bytes read, and whether any partition
 // had an error (which answers at once, as Kafka does).
-func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []waitTarget, int, bool) {
+func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest, denied map[int]bool) (*kmsg.FetchResponse, []waitTarget, int, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(version)
 	budget := int(req.MaxBytes)
@@ -109,7 +122,7 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 	var waits []waitTarget
 	total, hasErr := 0, false
 	hints := leaders{s: s}
-	for _, rt := range req.Topics {
+	for ti, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		byID := version >= 13
@@ -122,6 +135,8 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRe
 			sp.PreferredReadReplica = -1
 			p, code := s.partitionOf(t, rp.Partition, byID)
 			switch {
+			case denied[ti]:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case internal:
 				// __consumer_offsets: the coordinator's view
 				// (consumer_offsets.go).

@@ -37,12 +37,19 @@ const (
 	tsEarliestLo = -4
 )
 
-func handleListOffsets(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleListOffsets(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	// With authorization on, as Kafka: DESCRIBE on each topic, else
+	// TOPIC_AUTHORIZATION_FAILED. Decided here, on the reader, which
+	// owns the connection's principal.
+	denied := make([]bool, len(req.Topics))
+	for i, rt := range req.Topics {
+		denied[i] = !s.authorize(hdr, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, rt.Topic)
+	}
 	// Timestamp searches read batches from disk: do them on the writer.
 	return func() kmsg.Response {
-		for _, rt := range req.Topics {
+		for ti, rt := range req.Topics {
 			st := kmsg.NewListOffsetsResponseTopic()
 			st.Topic = rt.Topic
 			t := s.topics.Topic(rt.Topic)
@@ -53,6 +60,8 @@ func handleListOffsets(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Req
 				sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 				p, code := s.partitionOf(t, rp.Partition, false)
 				switch {
+				case denied[ti]:
+					sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				case internal:
 					s.listOffsetsOffsets(rp, &sp) // consumer_offsets.go
 				case code != 0:

@@ -28,6 +28,9 @@ package kafka
 
 import (
 	"context"
+
+	"github.com/cohort-dev/cohort/offsetstopic"
+	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,16 +65,36 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 	resp.ControllerID = s.cluster.Controller()
 	resp.AuthorizedOperations = unrequestedOps
 	if req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterOps
+		resp.AuthorizedOperations = s.authorizedOperations(hdr, kmsg.ACLResourceTypeCluster, security.ClusterName)
 	}
+	// With authorization on, as Kafka: only topics the principal may
+	// DESCRIBE are listed; one named that it may not is
+	// TOPIC_AUTHORIZATION_FAILED, whether it exists or not; auto-creation
+	// needs CREATE on the cluster or the topic; and AuthorizedOperations
+	// are the principal's.
+	describable := func(name string) bool {
+		return s.authorize(hdr, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name)
+	}
+	defer func() {
+		if s.cfg.Authorizer == nil || !req.IncludeTopicAuthorizedOperations {
+			return
+		}
+		for i := range resp.Topics {
+			if st := &resp.Topics[i]; st.ErrorCode == 0 && st.Topic != nil {
+				st.AuthorizedOperations = s.authorizedOperations(hdr, kmsg.ACLResourceTypeTopic, *st.Topic)
+			}
+		}
+	}()
 
 	all := req.Topics == nil || (hdr.version == 0 && len(req.Topics) == 0)
 	autoCreate := s.cfg.AutoCreateTopics && (hdr.version < 4 || req.AllowAutoTopicCreation)
 	if all {
 		for _, t := range s.topics.Topics() {
-			resp.Topics = append(resp.Topics, metadataTopic(t, req.IncludeTopicAuthorizedOperations, live))
+			if describable(t.Name) {
+				resp.Topics = append(resp.Topics, metadataTopic(t, req.IncludeTopicAuthorizedOperations, live))
+			}
 		}
-		if s.groups.OffsetsTopic() {
+		if s.groups.OffsetsTopic() && describable(offsetstopic.Name) {
 			// Internal topics are listed too, as Kafka does
 			// (consumer_offsets.go).
 			resp.Topics = append(resp.Topics, s.offsetsMetadata(req.IncludeTopicAuthorizedOperations))
@@ -82,6 +105,16 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 		var t *topics.Topic
 		st := kmsg.NewMetadataResponseTopic()
 		st.AuthorizedOperations = unrequestedOps
+		if name := s.topicName(derefName(rt.Topic), rt.TopicID, rt.Topic == nil); name != "" && !describable(name) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			if rt.Topic != nil {
+				st.Topic = rt.Topic
+			} else {
+				st.TopicID = rt.TopicID
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		switch {
 		case s.isOffsetsTopic(derefName(rt.Topic), rt.TopicID, rt.Topic == nil):
 			resp.Topics = append(resp.Topics, s.offsetsMetadata(req.IncludeTopicAuthorizedOperations))
@@ -98,7 +131,10 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 			st.ErrorCode = kerr.InvalidTopicException.Code
 		default:
 			st.Topic = rt.Topic
-			if t = s.topics.Topic(*rt.Topic); t == nil && autoCreate {
+			if t = s.topics.Topic(*rt.Topic); t == nil && autoCreate && !s.authorizeCluster(hdr, kmsg.ACLOperationCreate) &&
+				!s.authorize(hdr, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, *rt.Topic) {
+				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if t == nil && autoCreate {
 				var err error
 				t, err = s.topics.Create(*rt.Topic, s.cfg.DefaultPartitions, nil, false)
 				if err == topics.ErrTopicExists {

@@ -50,6 +50,11 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 		c.Key, c.NodeID, c.Port = key, -1, -1
 		switch req.CoordinatorType {
 		case keyGroup:
+			// With authorization on, as Kafka: DESCRIBE on the group.
+			if !s.authorize(hdr, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key) {
+				c.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				break
+			}
 			b, ok := s.cluster.Coordinator(s.groups.ShardFor(defaultTenant, key))
 			if !ok {
 				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
@@ -62,6 +67,11 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 			if s.txn == nil {
 				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				c.ErrorMessage = errPtr("Transactions are off on this node.")
+				break
+			}
+			// As Kafka: DESCRIBE on the transactional id.
+			if !s.authorize(hdr, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key) {
+				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				break
 			}
 			b, ok := s.cluster.Coordinator(s.txnUnit(key))

@@ -45,12 +45,25 @@ func handleCreateTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	// With authorization on, as Kafka: CREATE on the cluster or on the
+	// topic, else TOPIC_AUTHORIZATION_FAILED. Decided on the reader.
+	cluster := s.authorizeCluster(hdr, kmsg.ACLOperationCreate)
+	denied := make([]bool, len(req.Topics))
+	for i, rt := range req.Topics {
+		denied[i] = !cluster && !s.authorize(hdr, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, rt.Topic)
+	}
 	// Creation fsyncs: do it on the writer.
 	return func() kmsg.Response {
-		for _, rt := range req.Topics {
+		for i, rt := range req.Topics {
 			st := kmsg.NewCreateTopicsResponseTopic()
 			st.Topic = rt.Topic
 			st.NumPartitions, st.ReplicationFactor = -1, -1
+			if denied[i] && seen[rt.Topic] == 1 {
+				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.ErrorMessage = errPtr("Authorization failed.")
+				resp.Topics = append(resp.Topics, st)
+				continue
+			}
 			code, msg := s.createTopic(rt, req.ValidateOnly, seen[rt.Topic] > 1, &st)
 			st.ErrorCode = code
 			if code != 0 && msg != "" {

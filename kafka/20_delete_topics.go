@@ -36,6 +36,9 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 			targets = append(targets, kmsg.DeleteTopicsRequestTopic{Topic: &name})
 		}
 	}
+	// With authorization on, as Kafka: DELETE on each topic, else
+	// TOPIC_AUTHORIZATION_FAILED (for a name, before it is looked up).
+	who := authzRequest(hdr)
 	return func() kmsg.Response {
 		var deleted []string
 		defer func() { s.groups.TopicsDeleted(deleted) }()
@@ -53,6 +56,8 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 				st.Topic, st.TopicID = &name, s.offsetsID
 				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				st.ErrorMessage = errPtr(offsetsReadOnly)
+			case rt.Topic != nil && !s.authorizeAs(who, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, *rt.Topic):
+				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case rt.Topic != nil:
 				name = *rt.Topic
 				t, err := s.topics.Sync(name)
@@ -66,7 +71,9 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 					st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				}
 			default:
-				if t := s.topicByIDFresh(rt.TopicID); t != nil {
+				if t := s.topicByIDFresh(rt.TopicID); t != nil && !s.authorizeAs(who, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, t.Name) {
+					st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				} else if t != nil {
 					name = t.Name
 					st.Topic = &t.Name
 				} else {

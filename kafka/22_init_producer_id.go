@@ -33,7 +33,7 @@ import (
 
 func init() { register(kmsg.InitProducerID, 0, 5, handleInitProducerID) }
 
-func handleInitProducerID(ctx context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleInitProducerID(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -45,8 +45,19 @@ func handleInitProducerID(ctx context.Context, s *Server, _ *reqHeader, kreq kms
 		case *req.TransactionalID == "":
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return done(resp)
+		case !s.authorizeTxnID(hdr, *req.TransactionalID):
+			// With authorization on, as Kafka: WRITE on the id.
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return done(resp)
 		}
 		return func() kmsg.Response { return s.initTransactional(ctx, req, resp) }
+	}
+	// With authorization on, as Kafka: an idempotent producer needs
+	// IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+	if az := s.cfg.Authorizer; az != nil && !s.authorizeCluster(hdr, kmsg.ACLOperationIdempotentWrite) &&
+		!az.AuthorizeByResourceType(authzRequest(hdr), kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return done(resp)
 	}
 	// The id reservation may fsync; do it on the writer.
 	return func() kmsg.Response {

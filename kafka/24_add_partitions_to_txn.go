@@ -30,6 +30,12 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kr
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if hdr.version >= 4 {
+		// With authorization on, as Kafka: the batched versions are
+		// brokers' (CLUSTER_ACTION on the cluster).
+		if !s.authorizeCluster(hdr, kmsg.ACLOperationClusterAction) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return done(resp)
+		}
 		return func() kmsg.Response {
 			for _, t := range req.Transactions {
 				rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
@@ -50,6 +56,20 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kr
 			}
 			return resp
 		}
+	}
+	// With authorization on, as Kafka: WRITE on the transactional id
+	// (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on
+	// each topic (else TOPIC_AUTHORIZATION_FAILED, and the others
+	// OPERATION_NOT_ATTEMPTED).
+	if refused := s.addPartitionsRefused(hdr, req); refused != nil {
+		for i, t := range req.Topics {
+			rt := kmsg.AddPartitionsToTxnResponseTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.AddPartitionsToTxnResponseTopicPartition{Partition: p, ErrorCode: refused[i]})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return done(resp)
 	}
 	return func() kmsg.Response {
 		codes := s.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Topics, false, hdr.version)
@@ -97,6 +117,33 @@ func (s *Server) addPartitions(ctx context.Context, txnID string, pid int64, epo
 				codes[i][j] = code
 			}
 		}
+	}
+	return codes
+}
+
+// addPartitionsRefused returns each topic's code if authorization refuses
+// any part of req, else nil.
+func (s *Server) addPartitionsRefused(hdr *reqHeader, req *kmsg.AddPartitionsToTxnRequest) []int16 {
+	if s.cfg.Authorizer == nil {
+		return nil
+	}
+	codes := make([]int16, len(req.Topics))
+	if !s.authorizeTxnID(hdr, req.TransactionalID) {
+		for i := range codes {
+			codes[i] = kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		return codes
+	}
+	refused := false
+	for i, t := range req.Topics {
+		if !s.authorize(hdr, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, t.Topic) {
+			codes[i], refused = kerr.TopicAuthorizationFailed.Code, true
+		} else {
+			codes[i] = kerr.OperationNotAttempted.Code
+		}
+	}
+	if !refused {
+		return nil
 	}
 	return codes
 }

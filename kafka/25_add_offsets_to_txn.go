@@ -22,8 +22,14 @@ func init() { register(kmsg.AddOffsetsToTxn, 0, 4, handleAddOffsetsToTxn) }
 func handleAddOffsetsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	if s.txn == nil {
+	switch {
+	case s.txn == nil || !s.authorizeTxnID(hdr, req.TransactionalID):
+		// With authorization on, as Kafka: WRITE on the transactional
+		// id, READ on the group.
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return done(resp)
+	case !s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return done(resp)
 	}
 	return func() kmsg.Response {

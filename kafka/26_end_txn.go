@@ -30,7 +30,8 @@ func handleEndTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 	req := kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if s.txn == nil {
+	if s.txn == nil || !s.authorizeTxnID(hdr, req.TransactionalID) {
+		// With authorization on, as Kafka: WRITE on the id.
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return done(resp)
 	}

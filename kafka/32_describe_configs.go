@@ -42,6 +42,13 @@ func handleDescribeConfigs(_ context.Context, s *Server, hdr *reqHeader, kreq km
 		var entries []configEntry
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			// With authorization on, as Kafka: DESCRIBE_CONFIGS on the
+			// topic (on the cluster for a broker), before it is looked
+			// up.
+			if !s.authorize(hdr, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, rr.ResourceName) {
+				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				break
+			}
 			if s.isOffsetsTopic(rr.ResourceName, [16]byte{}, false) {
 				entries = offsetsConfigEntries() // consumer_offsets.go
 				break
@@ -55,10 +62,15 @@ func handleDescribeConfigs(_ context.Context, s *Server, hdr *reqHeader, kreq km
 			entries = topicConfigEntries(t)
 		case kmsg.ConfigResourceTypeBroker:
 			switch rr.ResourceName {
-			case "":
-				// Cluster-wide dynamic defaults: Cohort has none.
-			case strconv.Itoa(int(s.cluster.Self())):
-				entries = s.brokerConfigEntries()
+			case "", strconv.Itoa(int(s.cluster.Self())):
+				if !s.authorizeCluster(hdr, kmsg.ACLOperationDescribeConfigs) {
+					sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+					break
+				}
+				if rr.ResourceName != "" {
+					entries = s.brokerConfigEntries()
+				}
+				// "": cluster-wide dynamic defaults: Cohort has none.
 			default:
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				sr.ErrorMessage = errPtr("Unexpected broker id, expected " + strconv.Itoa(int(s.cluster.Self())) + " or empty string, but received " + rr.ResourceName)

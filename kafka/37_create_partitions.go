@@ -24,17 +24,26 @@ import (
 
 func init() { register(kmsg.CreatePartitions, 0, 3, handleCreatePartitions) }
 
-func handleCreatePartitions(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleCreatePartitions(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	seen := make(map[string]int)
-	for _, rt := range req.Topics {
+	// With authorization on, as Kafka: ALTER on each topic, else
+	// TOPIC_AUTHORIZATION_FAILED. Decided on the reader.
+	denied := make([]bool, len(req.Topics))
+	for i, rt := range req.Topics {
 		seen[rt.Topic]++
+		denied[i] = !s.authorize(hdr, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeTopic, rt.Topic)
 	}
 	return func() kmsg.Response {
-		for _, rt := range req.Topics {
+		for i, rt := range req.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic = rt.Topic
+			if denied[i] && seen[rt.Topic] == 1 {
+				st.ErrorCode, st.ErrorMessage = kerr.TopicAuthorizationFailed.Code, errPtr("Authorization failed.")
+				resp.Topics = append(resp.Topics, st)
+				continue
+			}
 			code, msg := s.createPartitions(rt, req.ValidateOnly, seen[rt.Topic] > 1)
 			if code != 0 {
 				st.ErrorCode, st.ErrorMessage = code, errPtr(msg)

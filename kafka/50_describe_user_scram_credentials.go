@@ -8,9 +8,9 @@ package kafka
 //     never a salt or a key.
 //
 // As Kafka: a user named twice is DUPLICATE_RESOURCE, a user without
-// credentials RESOURCE_NOT_FOUND. With authorization off (Cohort has no
-// ACLs yet) anyone on a listener may call it, as in Kafka without an
-// authorizer. Credentials are the store's (security.Credentials), shared
+// credentials RESOURCE_NOT_FOUND. With authorization off anyone on a listener may call it, as in Kafka without
+// an authorizer; with it on, it needs DESCRIBE on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED). Credentials are the store's (security.Credentials), shared
 // by every node of a cluster.
 
 import (
@@ -26,9 +26,14 @@ func init() {
 	register(kmsg.DescribeUserSCRAMCredentials, 0, 0, handleDescribeUserScramCredentials)
 }
 
-func handleDescribeUserScramCredentials(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleDescribeUserScramCredentials(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !s.authorizeCluster(hdr, kmsg.ACLOperationDescribe) {
+		// With authorization on, as Kafka: DESCRIBE on the cluster.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return done(resp)
+	}
 	if s.cfg.Credentials == nil {
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		resp.ErrorMessage = errPtr("This server keeps no credentials.")

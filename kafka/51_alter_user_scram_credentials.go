@@ -18,7 +18,8 @@ package kafka
 // the keys derived from the salted password (security.CredentialFromSalted),
 // in one durable batch before the answer. Anyone on a listener may call
 // it while authorization is off, as in Kafka: the first user can be
-// created over a PLAINTEXT listener.
+// created over a PLAINTEXT listener. With it on, it needs ALTER on the
+// cluster (CLUSTER_AUTHORIZATION_FAILED for every user).
 
 import (
 	"context"
@@ -33,7 +34,7 @@ func init() {
 	register(kmsg.AlterUserSCRAMCredentials, 0, 0, handleAlterUserScramCredentials)
 }
 
-func handleAlterUserScramCredentials(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleAlterUserScramCredentials(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 
@@ -111,7 +112,12 @@ func handleAlterUserScramCredentials(_ context.Context, s *Server, _ *reqHeader,
 	}
 
 	var apply []security.Change
-	if s.cfg.Credentials == nil {
+	if !s.authorizeCluster(hdr, kmsg.ACLOperationAlter) {
+		// With authorization on, as Kafka: ALTER on the cluster.
+		for _, name := range order {
+			users[name].code, users[name].msg = kerr.ClusterAuthorizationFailed.Code, ""
+		}
+	} else if s.cfg.Credentials == nil {
 		for _, name := range order {
 			failUser(users[name], kerr.UnknownServerError.Code, "This server keeps no credentials.")
 		}

@@ -13,6 +13,7 @@ package kafka
 
 import (
 	"context"
+	"github.com/cohort-dev/cohort/security"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,7 +41,7 @@ func handleDescribeCluster(_ context.Context, s *Server, hdr *reqHeader, kreq km
 	}
 	resp.ClusterAuthorizedOperations = unrequestedOps
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterOps
+		resp.ClusterAuthorizedOperations = s.authorizedOperations(hdr, kmsg.ACLResourceTypeCluster, security.ClusterName)
 	}
 	return done(resp)
 }

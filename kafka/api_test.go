@@ -605,6 +605,36 @@ func TestVersionSweep(t *testing.T) {
 				wantCode(t, "alter scram", resp.Results[0].ErrorCode, kerr.ResourceNotFound)
 			}
 		},
+		// Without an authorizer, as Kafka: SECURITY_DISABLED.
+		kmsg.DescribeACLs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrDescribeACLsRequest()
+			req.ResourceType, req.Operation, req.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			return req, func(r kmsg.Response) {
+				wantCode(t, "describe acls", r.(*kmsg.DescribeACLsResponse).ErrorCode, kerr.SecurityDisabled)
+			}
+		},
+		kmsg.CreateACLs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrCreateACLsRequest()
+			req.Creations = []kmsg.CreateACLsRequestCreation{kmsg.NewCreateACLsRequestCreation()}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.CreateACLsResponse)
+				if len(resp.Results) != 1 {
+					t.Fatalf("%d results for one creation", len(resp.Results))
+				}
+				wantCode(t, "create acls", resp.Results[0].ErrorCode, kerr.SecurityDisabled)
+			}
+		},
+		kmsg.DeleteACLs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrDeleteACLsRequest()
+			req.Filters = []kmsg.DeleteACLsRequestFilter{kmsg.NewDeleteACLsRequestFilter()}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.DeleteACLsResponse)
+				if len(resp.Results) != 1 {
+					t.Fatalf("%d results for one filter", len(resp.Results))
+				}
+				wantCode(t, "delete acls", resp.Results[0].ErrorCode, kerr.SecurityDisabled)
+			}
+		},
 		kmsg.DescribeCluster.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			return kmsg.NewPtrDescribeClusterRequest(), func(r kmsg.Response) {
 				resp := r.(*kmsg.DescribeClusterResponse)

@@ -49,6 +49,8 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/observe/observetest"
+	"github.com/cohort-dev/cohort/security"
+	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/cohort-dev/cohort/txncoord"
@@ -168,7 +170,13 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	watch := &panicWatch{}
 	groups := fuzzGroups(t)
 	rec := &observetest.Recorder{}
-	s, err := New(Config{Topics: e.log, Groups: groups, Txn: fuzzTxn(t, e.log, groups), AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Logger: slog.New(watch), Observer: rec})
+	// Authorization on, every check passing (no ACL, everyone allowed),
+	// so that the ACL APIs and the checks run; a fresh store each time.
+	az, err := security.NewAuthorizer(security.AuthorizerConfig{Store: memstore.New(memstore.Options{}), AllowEveryoneIfNoACLFound: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Topics: e.log, Groups: groups, Txn: fuzzTxn(t, e.log, groups), AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Authorizer: az, Logger: slog.New(watch), Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,6 +584,29 @@ func seedRequest(key int16) kmsg.Request {
 	case kmsg.DescribeCluster:
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.IncludeClusterAuthorizedOperations = true
+		return req
+	case kmsg.DescribeACLs:
+		req := kmsg.NewPtrDescribeACLsRequest()
+		name := "orders"
+		req.ResourceType, req.ResourceName, req.ResourcePatternType = kmsg.ACLResourceTypeTopic, &name, kmsg.ACLResourcePatternTypeMatch
+		req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		return req
+	case kmsg.CreateACLs:
+		req := kmsg.NewPtrCreateACLsRequest()
+		for _, pt := range []kmsg.ACLResourcePatternType{kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLResourcePatternTypeMatch} {
+			c := kmsg.NewCreateACLsRequestCreation()
+			c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeGroup, "app-", pt
+			c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+			req.Creations = append(req.Creations, c)
+		}
+		return req
+	case kmsg.DeleteACLs:
+		req := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		principal := "User:alice"
+		f.ResourceType, f.ResourcePatternType, f.Principal = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, &principal
+		f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		req.Filters = append(req.Filters, f, kmsg.NewDeleteACLsRequestFilter())
 		return req
 	case kmsg.JoinGroup:
 		req := kmsg.NewPtrJoinGroupRequest()

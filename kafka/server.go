@@ -119,6 +119,12 @@ type Config struct {
 	// (and that SASL checks). Nil: those APIs answer every user
 	// UNKNOWN_SERVER_ERROR.
 	Credentials *security.Credentials
+	// Authorizer decides what each request's principal may do (Kafka's
+	// ACLs; see authz.go), and keeps the ACLs that CreateAcls, DeleteAcls
+	// and DescribeAcls manage. Nil: authorization off, every request
+	// allowed and the ACL APIs answer SECURITY_DISABLED, as Kafka without
+	// an authorizer.
+	Authorizer *security.Authorizer
 	// FailedAuthenticationDelay delays the answer to a failed SASL
 	// authentication, and the connection's close after it, by this long
 	// (Kafka's connection.failed.authentication.delay.ms), so that a

@@ -100,6 +100,16 @@ type Config struct {
 	// SessionLifetime (default 0: sessions never end).
 	FailedAuthenticationDelay time.Duration
 	SASLSessionLifetime       time.Duration
+	// Authorizer turns authorization on: Kafka's ACLs, kept in the store
+	// and managed with CreateAcls/DeleteAcls/DescribeAcls, decide what
+	// each request's principal may do (security.Authorizer). Default
+	// off: every request allowed, so the embedded default needs no
+	// setup. SuperUsers ("User:alice") may do everything;
+	// AllowEveryoneIfNoACLFound allows what no ACL matches (Kafka's
+	// allow.everyone.if.no.acl.found, default false).
+	Authorizer                bool
+	SuperUsers                []string
+	AllowEveryoneIfNoACLFound bool
 	// HTTPTLS and GRPCTLS serve the admin HTTP listener and the gRPC
 	// assignment service over TLS with the TLS files (client
 	// certificates as TLSClientAuth says). AdminToken and GRPCToken, if
@@ -235,6 +245,8 @@ type Node struct {
 	groups      *coordinator.Coordinator
 	txn         *txncoord.Coordinator
 	kafka       *kafka.Server
+	// authz is the authorizer with Config.Authorizer, else nil.
+	authz *security.Authorizer
 	// lns are the Kafka listeners, in the order given, and listeners
 	// their descriptions (the advertised address filled in).
 	lns       []net.Listener
@@ -438,7 +450,15 @@ func Start(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Authorizer {
+		if n.authz, err = security.NewAuthorizer(security.AuthorizerConfig{
+			Store: n.store, SuperUsers: cfg.SuperUsers, AllowEveryoneIfNoACLFound: cfg.AllowEveryoneIfNoACLFound,
+		}); err != nil {
+			return nil, err
+		}
+	}
 	n.kafka, err = kafka.New(kafka.Config{
+		Authorizer:                n.authz,
 		Cluster:                   view,
 		Topics:                    n.topics,
 		Groups:                    n.groups,

@@ -86,6 +86,8 @@ func (k Kind) String() string {
 		return "offsets-topic"
 	case KindScramCredential:
 		return "scram-credential"
+	case KindACL:
+		return "acl"
 	case KindTxn:
 		return "txn"
 	case KindTxnOffset:

@@ -445,3 +445,14 @@ func TestConsumerValues(t *testing.T) {
 		t.Errorf("current v1 bytes: %s", got)
 	}
 }
+
+func TestACLKeyRoundTrip(t *testing.T) {
+	a := ACL{ResourceType: 2, PatternType: 4, Name: "pay-", Principal: "User:alice", Host: "*", Operation: 3, Permission: 3}
+	got, err := ParseACLKey(a.Key())
+	if err != nil || got != a {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	if _, err := ParseACLKey(append(a.Key(), 0)); err == nil {
+		t.Fatal("a key with a byte too many parsed")
+	}
+}

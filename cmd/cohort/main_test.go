@@ -30,6 +30,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"serve", "--max-connections-per-ip", "-1"}, 2, "--max-connections-per-ip must not be negative"},
 		{[]string{"serve", "--max-request-bytes", "2000000", "--queued-max-request-bytes", "1000000"}, 2, "--queued-max-request-bytes (1000000) must be at least --max-request-bytes (2000000)"},
 		{[]string{"serve", "--request-read-timeout", "-1s"}, 2, "must not be negative"},
+		{[]string{"serve", "--super-users", "User:a;bob"}, 2, "--super-users: principal \"bob\" is not of the form Type:name"},
 		{[]string{"serve", "--grpc-max-concurrent-streams", "0"}, 2, "--grpc-max-concurrent-streams must be between 1"},
 		{[]string{"serve", "--group-max-pending-members", "-1"}, 2, "group max pending members -1: must be at least 1"},
 	} {

@@ -17,6 +17,7 @@ import (
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/cohort-dev/cohort/observe/tracing"
+	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/topics"
 	"go.opentelemetry.io/otel"
 )
@@ -61,6 +62,10 @@ func serve(args []string, stderr io.Writer) int {
 	fs.StringVar(&saslMechanisms, "sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL `mechanisms` the SASL listeners offer (Kafka's sasl.enabled.mechanisms); users are managed with cohort users")
 	fs.DurationVar(&cfg.FailedAuthenticationDelay, "failed-authentication-delay", 100*time.Millisecond, "delay the answer to a failed SASL authentication and the connection's close by this long (Kafka's connection.failed.authentication.delay.ms); other connections never wait for it; 0 for none")
 	fs.DurationVar(&cfg.SASLSessionLifetime, "sasl-session-lifetime", 0, "how long a SASL authentication holds (KIP-368, Kafka's connections.max.reauth.ms): clients re-authenticate before it ends, and a connection whose session ended is closed; 0 for for ever")
+	fs.BoolVar(&cfg.Authorizer, "authorizer", false, "turn authorization on: Kafka's ACLs (managed with CreateAcls/DeleteAcls/DescribeAcls, e.g. kafka-acls.sh or rpk acl) decide what each principal may do; off, everyone may do everything")
+	var superUsers string
+	fs.StringVar(&superUsers, "super-users", "", "`principals` that may do everything with --authorizer, User:a;User:b (Kafka's super.users)")
+	fs.BoolVar(&cfg.AllowEveryoneIfNoACLFound, "allow-everyone-if-no-acl-found", false, "with --authorizer, allow every operation on a resource no ACL matches (Kafka's allow.everyone.if.no.acl.found)")
 	fs.BoolVar(&cfg.HTTPTLS, "http-tls", false, "serve the admin HTTP listener over TLS with --tls-cert (client certificates as --tls-client-auth)")
 	fs.BoolVar(&cfg.GRPCTLS, "grpc-tls", false, "serve the gRPC assignment service over TLS with --tls-cert (client certificates as --tls-client-auth)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer `token` every admin HTTP request must carry (Authorization: Bearer ...) unless it presents a verified client certificate; /healthz and /readyz stay open (env COHORT_ADMIN_TOKEN keeps it out of the process list)")
@@ -192,6 +197,12 @@ func serve(args []string, stderr io.Writer) int {
 			cfg.SASLMechanisms = append(cfg.SASLMechanisms, strings.ToUpper(m))
 		}
 	}
+	users, err := security.ParseSuperUsers(superUsers)
+	if err != nil {
+		fmt.Fprintf(stderr, "cohort serve: --super-users: %v\n", err)
+		return 2
+	}
+	cfg.SuperUsers = users
 	if cfg.FailedAuthenticationDelay == 0 {
 		cfg.FailedAuthenticationDelay = -1 // kafka.Config: negative is none
 	}

@@ -1,0 +1,298 @@
+package kafka
+
+// The group APIs' authorization, as Kafka's KafkaApis: each group a
+// request names needs an operation on it (groupOps), checked here before
+// the coordinator sees the request; a request naming several groups
+// (DescribeGroups, DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe)
+// is split with the coordinator's own table, the refused groups answered
+// GROUP_AUTHORIZATION_FAILED and the answers merged. Commits also need
+// READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition, the
+// other partitions committed); OffsetFetch answers the topics the
+// principal may not DESCRIBE TOPIC_AUTHORIZATION_FAILED when named, and
+// leaves them out when it asked for all; ListGroups lists the groups it
+// may DESCRIBE (all with DESCRIBE on the cluster). DescribeGroups and
+// ConsumerGroupDescribe fill AuthorizedOperations with the principal's
+// when asked. What a response function decides on the writer uses the
+// principal taken on the reader (authorizeAs).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/security"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupOps is the operation each group API needs on each group it names.
+var groupOps = map[kmsg.Key]kmsg.ACLOperation{
+	kmsg.OffsetCommit:           kmsg.ACLOperationRead,
+	kmsg.OffsetFetch:            kmsg.ACLOperationDescribe,
+	kmsg.JoinGroup:              kmsg.ACLOperationRead,
+	kmsg.Heartbeat:              kmsg.ACLOperationRead,
+	kmsg.LeaveGroup:             kmsg.ACLOperationRead,
+	kmsg.SyncGroup:              kmsg.ACLOperationRead,
+	kmsg.DescribeGroups:         kmsg.ACLOperationDescribe,
+	kmsg.ListGroups:             kmsg.ACLOperationDescribe,
+	kmsg.TxnOffsetCommit:        kmsg.ACLOperationRead,
+	kmsg.DeleteGroups:           kmsg.ACLOperationDelete,
+	kmsg.OffsetDelete:           kmsg.ACLOperationDelete,
+	kmsg.ConsumerGroupHeartbeat: kmsg.ACLOperationRead,
+	kmsg.ConsumerGroupDescribe:  kmsg.ACLOperationDescribe,
+}
+
+func init() {
+	for _, api := range groups.APIs() {
+		if _, ok := groupOps[api.Key]; !ok {
+			panic(fmt.Sprintf("kafka: group API %s has no authorization rule", api.Key.Name()))
+		}
+	}
+}
+
+// authorizedGroupRequest hands req to the coordinator with what the
+// principal may not do answered here.
+func (s *Server) authorizedGroupRequest(ctx context.Context, hdr *reqHeader, req coordinator.Request) func() kmsg.Response {
+	key := kmsg.Key(req.Msg.Key())
+	api, _ := groups.Lookup(int16(key))
+	if key == kmsg.ListGroups {
+		return s.listAuthorizedGroups(ctx, hdr, req)
+	}
+	if t, ok := req.Msg.(*kmsg.TxnOffsetCommitRequest); ok && !s.authorize(hdr, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, t.TransactionalID) {
+		return done(api.Error(req.Msg, kerr.TransactionalIDAuthorizationFailed.Code))
+	}
+	var allowed, denied []int
+	for i, g := range api.Groups(req.Msg) {
+		if s.authorize(hdr, groupOps[key], kmsg.ACLResourceTypeGroup, g) {
+			allowed = append(allowed, i)
+		} else {
+			denied = append(denied, i)
+		}
+	}
+	switch {
+	case len(denied) == 0:
+		return s.groupTopicsChecked(ctx, hdr, req)
+	case len(allowed) == 0:
+		return done(api.Error(req.Msg, kerr.GroupAuthorizationFailed.Code))
+	}
+	part := req
+	part.Msg = api.Split(req.Msg, allowed)
+	wait := s.groupTopicsChecked(ctx, hdr, part)
+	refused := api.Error(api.Split(req.Msg, denied), kerr.GroupAuthorizationFailed.Code)
+	return func() kmsg.Response {
+		return api.Merge(req.Msg, [][]int{allowed, denied}, []kmsg.Response{wait(), refused})
+	}
+}
+
+// listAuthorizedGroups answers ListGroups with the groups the principal
+// may describe.
+func (s *Server) listAuthorizedGroups(ctx context.Context, hdr *reqHeader, req coordinator.Request) func() kmsg.Response {
+	wait := s.groups.Handle(ctx, req)
+	if s.authorizeCluster(hdr, kmsg.ACLOperationDescribe) {
+		return wait
+	}
+	who := authzRequest(hdr)
+	return func() kmsg.Response {
+		resp := wait().(*kmsg.ListGroupsResponse)
+		kept := resp.Groups[:0]
+		for _, g := range resp.Groups {
+			if s.authorizeAs(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+				kept = append(kept, g)
+			}
+		}
+		resp.Groups = kept
+		return resp
+	}
+}
+
+// topicName is the name of a topic a request names by name or, from the
+// versions that name topics by id, by id ("" for an unknown id, which the
+// coordinator answers UNKNOWN_TOPIC_ID).
+func (s *Server) topicName(name string, id [16]byte, byID bool) string {
+	if !byID {
+		return name
+	}
+	if t := s.topics.TopicByID(id); t != nil {
+		return t.Name
+	}
+	return ""
+}
+
+// topicAllowed reports whether the principal may do op on the topic; an
+// unknown id is left to the coordinator.
+func (s *Server) topicAllowed(hdr *reqHeader, op kmsg.ACLOperation, name string, id [16]byte, byID bool) bool {
+	return s.topicAllowedAs(authzRequest(hdr), op, name, id, byID)
+}
+
+// topicAllowedAs is topicAllowed for who (see authorizeAs).
+func (s *Server) topicAllowedAs(who security.Request, op kmsg.ACLOperation, name string, id [16]byte, byID bool) bool {
+	n := s.topicName(name, id, byID)
+	return (byID && n == "") || s.authorizeAs(who, op, kmsg.ACLResourceTypeTopic, n)
+}
+
+// groupTopicsChecked applies the topic checks of commits and offset
+// fetches, then hands req to the coordinator.
+func (s *Server) groupTopicsChecked(ctx context.Context, hdr *reqHeader, req coordinator.Request) func() kmsg.Response {
+	switch r := req.Msg.(type) {
+	case *kmsg.OffsetCommitRequest:
+		return s.offsetCommitTopicsChecked(ctx, hdr, req, r)
+	case *kmsg.TxnOffsetCommitRequest:
+		return s.txnOffsetCommitTopicsChecked(ctx, hdr, req, r)
+	case *kmsg.OffsetFetchRequest:
+		wait, who := s.groups.Handle(ctx, req), authzRequest(hdr)
+		return func() kmsg.Response { return s.filterOffsetFetch(who, r, wait().(*kmsg.OffsetFetchResponse)) }
+	case *kmsg.DescribeGroupsRequest:
+		if !r.IncludeAuthorizedOperations {
+			break
+		}
+		wait, who := s.groups.Handle(ctx, req), authzRequest(hdr)
+		return func() kmsg.Response {
+			resp := wait().(*kmsg.DescribeGroupsResponse)
+			for i := range resp.Groups {
+				if g := &resp.Groups[i]; g.ErrorCode == 0 {
+					g.AuthorizedOperations = s.authorizedOperationsAs(who, kmsg.ACLResourceTypeGroup, g.Group)
+				}
+			}
+			return resp
+		}
+	case *kmsg.ConsumerGroupDescribeRequest:
+		if !r.IncludeAuthorizedOperations {
+			break
+		}
+		wait, who := s.groups.Handle(ctx, req), authzRequest(hdr)
+		return func() kmsg.Response {
+			resp := wait().(*kmsg.ConsumerGroupDescribeResponse)
+			for i := range resp.Groups {
+				if g := &resp.Groups[i]; g.ErrorCode == 0 {
+					g.AuthorizedOperations = s.authorizedOperationsAs(who, kmsg.ACLResourceTypeGroup, g.Group)
+				}
+			}
+			return resp
+		}
+	}
+	return s.groups.Handle(ctx, req)
+}
+
+func (s *Server) offsetCommitTopicsChecked(ctx context.Context, hdr *reqHeader, req coordinator.Request, r *kmsg.OffsetCommitRequest) func() kmsg.Response {
+	byID := r.Version >= 10
+	var ok []kmsg.OffsetCommitRequestTopic
+	var refused []kmsg.OffsetCommitResponseTopic
+	for _, t := range r.Topics {
+		if s.topicAllowed(hdr, kmsg.ACLOperationRead, t.Topic, t.TopicID, byID) {
+			ok = append(ok, t)
+			continue
+		}
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		refused = append(refused, rt)
+	}
+	if len(refused) == 0 {
+		return s.groups.Handle(ctx, req)
+	}
+	if len(ok) == 0 {
+		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.SetVersion(r.Version)
+		resp.Topics = refused
+		return done(resp)
+	}
+	part := *r
+	part.Topics = ok
+	req.Msg = &part
+	wait := s.groups.Handle(ctx, req)
+	return func() kmsg.Response {
+		resp := wait().(*kmsg.OffsetCommitResponse)
+		resp.Topics = append(refused, resp.Topics...)
+		return resp
+	}
+}
+
+func (s *Server) txnOffsetCommitTopicsChecked(ctx context.Context, hdr *reqHeader, req coordinator.Request, r *kmsg.TxnOffsetCommitRequest) func() kmsg.Response {
+	byID := r.Version >= 6
+	var ok []kmsg.TxnOffsetCommitRequestTopic
+	var refused []kmsg.TxnOffsetCommitResponseTopic
+	for _, t := range r.Topics {
+		if s.topicAllowed(hdr, kmsg.ACLOperationRead, t.Topic, t.TopicID, byID) {
+			ok = append(ok, t)
+			continue
+		}
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		refused = append(refused, rt)
+	}
+	if len(refused) == 0 {
+		return s.groups.Handle(ctx, req)
+	}
+	if len(ok) == 0 {
+		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		resp.SetVersion(r.Version)
+		resp.Topics = refused
+		return done(resp)
+	}
+	part := *r
+	part.Topics = ok
+	req.Msg = &part
+	wait := s.groups.Handle(ctx, req)
+	return func() kmsg.Response {
+		resp := wait().(*kmsg.TxnOffsetCommitResponse)
+		resp.Topics = append(refused, resp.Topics...)
+		return resp
+	}
+}
+
+// filterOffsetFetch answers, in resp, the topics the principal may not
+// describe: TOPIC_AUTHORIZATION_FAILED on each partition (offset -1, no
+// metadata) where the request named them, left out where it asked for
+// every topic (Kafka's OffsetFetch).
+func (s *Server) filterOffsetFetch(who security.Request, r *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) kmsg.Response {
+	if r.Version < 8 {
+		kept := resp.Topics[:0]
+		for _, t := range resp.Topics {
+			if !s.authorizeAs(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
+				if r.Topics == nil {
+					continue
+				}
+				for i := range t.Partitions {
+					p := &t.Partitions[i]
+					p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
+				}
+			}
+			kept = append(kept, t)
+		}
+		resp.Topics = kept
+		return resp
+	}
+	all := map[string]bool{}
+	for _, g := range r.Groups {
+		all[g.Group] = g.Topics == nil
+	}
+	byID := r.Version >= 10
+	for gi := range resp.Groups {
+		g := &resp.Groups[gi]
+		kept := g.Topics[:0]
+		for _, t := range g.Topics {
+			if !s.topicAllowedAs(who, kmsg.ACLOperationDescribe, t.Topic, t.TopicID, byID) {
+				if all[g.Group] {
+					continue
+				}
+				for i := range t.Partitions {
+					p := &t.Partitions[i]
+					p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
+				}
+			}
+			kept = append(kept, t)
+		}
+		g.Topics = kept
+	}
+	return resp
+}

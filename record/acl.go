@@ -1,0 +1,66 @@
+package record
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// ACLs, like SCRAM credentials, are every node's: each node authorizes
+// every request it gets, so they live under their own namespace byte,
+// outside every shard's prefix, written through the store's global log.
+// An ACL is all key: Kafka keeps a set of bindings, so two identical
+// CreateAcls leave one, and DeleteAcls deletes keys.
+
+// KindACL is one ACL binding (Kafka's AccessControlEntryRecord, a KRaft
+// metadata record of its own numbering; 21 here, after the credentials).
+const KindACL Kind = 21
+
+// aclNamespace is the first byte of every ACL key.
+const aclNamespace = 'a'
+
+// ACLPrefix is the prefix of every ACL record.
+func ACLPrefix() []byte { return []byte{aclNamespace, byte(KindACL)} }
+
+// ACL is one binding in Kafka's numbering (kmsg.ACLResourceType,
+// ACLResourcePatternType, ACLOperation, ACLPermissionType): a resource
+// pattern and an entry saying who, from where, may or may not do what.
+type ACL struct {
+	ResourceType int8
+	PatternType  int8
+	Name         string
+	Principal    string // "User:alice", or "User:*"
+	Host         string // an IP address, or "*"
+	Operation    int8
+	Permission   int8
+}
+
+// Key encodes the binding as a key.
+func (a ACL) Key() []byte {
+	b := append(ACLPrefix(), byte(a.ResourceType), byte(a.PatternType))
+	b = appendKeyString(b, a.Name)
+	b = appendKeyString(b, a.Principal)
+	b = appendKeyString(b, a.Host)
+	return append(b, byte(a.Operation), byte(a.Permission))
+}
+
+// ACLValue is every ACL record's value: a version byte, so that a later
+// field has somewhere to go.
+func ACLValue() []byte { return []byte{valueVersion1} }
+
+// ParseACLKey decodes an ACL key.
+func ParseACLKey(key []byte) (ACL, error) {
+	var a ACL
+	if !bytes.HasPrefix(key, ACLPrefix()) || len(key) < 4 {
+		return a, fmt.Errorf("%w: key %q is not an ACL key", ErrCorrupt, key)
+	}
+	a.ResourceType, a.PatternType = int8(key[2]), int8(key[3])
+	r := keyReader{b: key[4:]}
+	a.Name = r.string()
+	a.Principal = r.string()
+	a.Host = r.string()
+	if r.err != nil || len(r.b) != 2 {
+		return a, fmt.Errorf("%w: ACL key %q", ErrCorrupt, key)
+	}
+	a.Operation, a.Permission = int8(r.b[0]), int8(r.b[1])
+	return a, nil
+}

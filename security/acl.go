@@ -1,0 +1,431 @@
+package security
+
+// Authorization: Kafka's ACL model (KIP-11, KIP-290's prefixed patterns)
+// over the principals authentication gives. The ACLs are records in the
+// store (record.KindACL), written through its global log as credentials
+// are; an Authorizer holds every one in memory, indexed for the checks
+// every request makes, and reloads them after each change it makes
+// (Reload, for changes other nodes made).
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/store"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Wildcards, as Kafka's: a literal resource name, a principal and a host
+// that match every one.
+const (
+	WildcardResource  = "*"
+	WildcardPrincipal = "User:*"
+	WildcardHost      = "*"
+	// ClusterName is the only name of the CLUSTER resource.
+	ClusterName = "kafka-cluster"
+)
+
+// AuthorizerConfig configures an Authorizer.
+type AuthorizerConfig struct {
+	// Store keeps the ACLs. Required.
+	Store store.Store
+	// SuperUsers may do everything, ACLs or not (Kafka's super.users):
+	// principals as "User:alice".
+	SuperUsers []string
+	// AllowEveryoneIfNoACLFound allows every operation on a resource no
+	// ACL matches at all (Kafka's allow.everyone.if.no.acl.found).
+	// Default false: a resource without ACLs is super users' only.
+	AllowEveryoneIfNoACLFound bool
+}
+
+// Authorizer decides what a principal may do: Kafka's StandardAuthorizer
+// rules. A super user may do everything. Otherwise the ACLs whose pattern
+// matches the resource (a LITERAL one of its name or "*", a PREFIXED one
+// of a prefix of its name) decide: none at all allows only when
+// AllowEveryoneIfNoACLFound; else a DENY matching the principal, host and
+// operation (or ALL) refuses, and an ALLOW matching them allows, where
+// ALLOW of READ, WRITE, DELETE or ALTER implies DESCRIBE and ALLOW of
+// ALTER_CONFIGS implies DESCRIBE_CONFIGS. It is safe for concurrent use.
+type Authorizer struct {
+	st          store.Store
+	super       map[string]bool
+	allowIfNone bool
+
+	mu  sync.Mutex // serializes changes and reloads
+	set atomic.Pointer[aclSet]
+}
+
+// aclSet is one load of every ACL, indexed by resource.
+type aclSet struct {
+	all      []record.ACL
+	literal  map[resource][]record.ACL // by type and name ("*" included)
+	prefixed map[kmsg.ACLResourceType][]record.ACL
+}
+
+type resource struct {
+	typ  kmsg.ACLResourceType
+	name string
+}
+
+// NewAuthorizer loads the ACLs kept in cfg.Store.
+func NewAuthorizer(cfg AuthorizerConfig) (*Authorizer, error) {
+	a := &Authorizer{st: cfg.Store, super: map[string]bool{}, allowIfNone: cfg.AllowEveryoneIfNoACLFound}
+	for _, u := range cfg.SuperUsers {
+		if _, _, err := ParsePrincipal(u); err != nil {
+			return nil, fmt.Errorf("super user: %w", err)
+		}
+		a.super[u] = true
+	}
+	if err := a.Reload(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// ParsePrincipal splits "User:alice" into its type and name, as Kafka's
+// SecurityUtils.parseKafkaPrincipal: the type is what comes before the
+// first colon, and neither may be empty.
+func ParsePrincipal(s string) (typ, name string, err error) {
+	typ, name, ok := strings.Cut(s, ":")
+	if !ok || typ == "" || name == "" {
+		return "", "", fmt.Errorf("principal %q is not of the form Type:name", s)
+	}
+	return typ, name, nil
+}
+
+// ParseSuperUsers splits Kafka's super.users form, "User:a;User:b".
+func ParseSuperUsers(s string) ([]string, error) {
+	var out []string
+	for _, u := range strings.Split(s, ";") {
+		if u = strings.TrimSpace(u); u == "" {
+			continue
+		}
+		if _, _, err := ParsePrincipal(u); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// Reload reads every ACL from the store again.
+func (a *Authorizer) Reload() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reloadLocked()
+}
+
+func (a *Authorizer) reloadLocked() error {
+	set := &aclSet{literal: map[resource][]record.ACL{}, prefixed: map[kmsg.ACLResourceType][]record.ACL{}}
+	err := a.st.Scan(record.ACLPrefix(), func(k, _ []byte) error {
+		acl, err := record.ParseACLKey(k)
+		if err != nil {
+			return err
+		}
+		set.all = append(set.all, acl)
+		rt := kmsg.ACLResourceType(acl.ResourceType)
+		if kmsg.ACLResourcePatternType(acl.PatternType) == kmsg.ACLResourcePatternTypePrefixed {
+			set.prefixed[rt] = append(set.prefixed[rt], acl)
+		} else {
+			r := resource{rt, acl.Name}
+			set.literal[r] = append(set.literal[r], acl)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read ACLs: %w", err)
+	}
+	a.set.Store(set)
+	return nil
+}
+
+// Request is who asks: the principal and the client's IP address.
+type Request struct {
+	Principal Principal
+	Host      string // an IP address, "127.0.0.1"; a leading "/" is ignored
+}
+
+// IsSuperUser reports whether p is one of the super users.
+func (a *Authorizer) IsSuperUser(p Principal) bool { return a.super[p.String()] }
+
+// Authorize reports whether r may do op on the resource of type typ named
+// name.
+func (a *Authorizer) Authorize(r Request, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+	if a.IsSuperUser(r.Principal) {
+		return true
+	}
+	set := a.set.Load()
+	principal := r.Principal.String()
+	host := strings.TrimPrefix(r.Host, "/")
+	found, allowed := false, false
+	check := func(acls []record.ACL) (denied bool) {
+		for _, acl := range acls {
+			found = true
+			if acl.Principal != principal && acl.Principal != WildcardPrincipal {
+				continue
+			}
+			if acl.Host != host && acl.Host != WildcardHost {
+				continue
+			}
+			aop := kmsg.ACLOperation(acl.Operation)
+			if kmsg.ACLPermissionType(acl.Permission) == kmsg.ACLPermissionTypeDeny {
+				if aop == op || aop == kmsg.ACLOperationAll {
+					return true
+				}
+				continue
+			}
+			if implies(aop, op) {
+				allowed = true
+			}
+		}
+		return false
+	}
+	if check(set.literal[resource{typ, name}]) || check(set.literal[resource{typ, WildcardResource}]) {
+		return false
+	}
+	for _, acl := range set.prefixed[typ] {
+		if strings.HasPrefix(name, acl.Name) && check([]record.ACL{acl}) {
+			return false
+		}
+	}
+	if !found {
+		return a.allowIfNone
+	}
+	return allowed
+}
+
+// AuthorizeByResourceType reports whether r may do op on some resource of
+// type typ, as Kafka's authorizeByResourceType (what InitProducerId
+// without a transactional id asks for WRITE on topics): an ALLOW of op
+// (or one implying it) for r on any resource of the type, unless a DENY
+// of op on every one of them (LITERAL "*") applies; with no ACL of the
+// type at all, AllowEveryoneIfNoACLFound. Kafka's finer rule, that a
+// PREFIXED DENY covering every ALLOW also refuses, is not applied.
+func (a *Authorizer) AuthorizeByResourceType(r Request, op kmsg.ACLOperation, typ kmsg.ACLResourceType) bool {
+	if a.IsSuperUser(r.Principal) {
+		return true
+	}
+	principal := r.Principal.String()
+	host := strings.TrimPrefix(r.Host, "/")
+	found, allowed := false, false
+	for _, acl := range a.set.Load().all {
+		if kmsg.ACLResourceType(acl.ResourceType) != typ {
+			continue
+		}
+		found = true
+		if (acl.Principal != principal && acl.Principal != WildcardPrincipal) || (acl.Host != host && acl.Host != WildcardHost) {
+			continue
+		}
+		aop := kmsg.ACLOperation(acl.Operation)
+		if kmsg.ACLPermissionType(acl.Permission) == kmsg.ACLPermissionTypeDeny {
+			if acl.Name == WildcardResource && kmsg.ACLResourcePatternType(acl.PatternType) == kmsg.ACLResourcePatternTypeLiteral &&
+				(aop == op || aop == kmsg.ACLOperationAll) {
+				return false
+			}
+			continue
+		}
+		if implies(aop, op) {
+			allowed = true
+		}
+	}
+	if !found {
+		return a.allowIfNone
+	}
+	return allowed
+}
+
+// implies reports whether an ALLOW of have allows want.
+func implies(have, want kmsg.ACLOperation) bool {
+	switch {
+	case have == want, have == kmsg.ACLOperationAll:
+		return true
+	case want == kmsg.ACLOperationDescribe:
+		switch have {
+		case kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDelete, kmsg.ACLOperationAlter:
+			return true
+		}
+	case want == kmsg.ACLOperationDescribeConfigs:
+		return have == kmsg.ACLOperationAlterConfigs
+	}
+	return false
+}
+
+// Operations are the operations each resource type supports, as Kafka's
+// AclEntry.supportedOperations: what AuthorizedOperations reports on.
+var Operations = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
+	kmsg.ACLResourceTypeTopic: {kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate, kmsg.ACLOperationDescribe,
+		kmsg.ACLOperationDelete, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs},
+	kmsg.ACLResourceTypeGroup: {kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete},
+	kmsg.ACLResourceTypeCluster: {kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+		kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe},
+	kmsg.ACLResourceTypeTransactionalId: {kmsg.ACLOperationDescribe, kmsg.ACLOperationWrite},
+}
+
+// AuthorizedOperations is Kafka's bit field of the operations r may do
+// on the resource: bit n set for operation n.
+func (a *Authorizer) AuthorizedOperations(r Request, typ kmsg.ACLResourceType, name string) int32 {
+	var bits int32
+	for _, op := range Operations[typ] {
+		if a.Authorize(r, op, typ, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
+
+// Filter selects ACLs, as Kafka's AclBindingFilter: ANY (a type, a
+// pattern type, an operation, a permission) and nil (a name, a principal,
+// a host) match every value; pattern type MATCH matches the ACLs that
+// would apply to the resource Name names: LITERAL ones of it or "*",
+// PREFIXED ones of a prefix of it.
+type Filter struct {
+	ResourceType kmsg.ACLResourceType
+	Name         *string
+	PatternType  kmsg.ACLResourcePatternType
+	Principal    *string
+	Host         *string
+	Operation    kmsg.ACLOperation
+	Permission   kmsg.ACLPermissionType
+}
+
+// Matches reports whether f selects acl.
+func (f Filter) Matches(acl record.ACL) bool {
+	if f.ResourceType != kmsg.ACLResourceTypeAny && int8(f.ResourceType) != acl.ResourceType {
+		return false
+	}
+	pt := kmsg.ACLResourcePatternType(acl.PatternType)
+	switch f.PatternType {
+	case kmsg.ACLResourcePatternTypeAny:
+		if f.Name != nil && *f.Name != acl.Name {
+			return false
+		}
+	case kmsg.ACLResourcePatternTypeMatch:
+		if f.Name != nil {
+			switch pt {
+			case kmsg.ACLResourcePatternTypeLiteral:
+				if acl.Name != *f.Name && acl.Name != WildcardResource {
+					return false
+				}
+			case kmsg.ACLResourcePatternTypePrefixed:
+				if !strings.HasPrefix(*f.Name, acl.Name) {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+	default:
+		if f.PatternType != pt || (f.Name != nil && *f.Name != acl.Name) {
+			return false
+		}
+	}
+	if f.Principal != nil && *f.Principal != acl.Principal {
+		return false
+	}
+	if f.Host != nil && *f.Host != acl.Host {
+		return false
+	}
+	if f.Operation != kmsg.ACLOperationAny && int8(f.Operation) != acl.Operation {
+		return false
+	}
+	return f.Permission == kmsg.ACLPermissionTypeAny || int8(f.Permission) == acl.Permission
+}
+
+// Unknown reports whether f has an UNKNOWN element, which Kafka refuses.
+func (f Filter) Unknown() bool {
+	return f.ResourceType == kmsg.ACLResourceTypeUnknown || f.PatternType == kmsg.ACLResourcePatternTypeUnknown ||
+		f.Operation == kmsg.ACLOperationUnknown || f.Permission == kmsg.ACLPermissionTypeUnknown
+}
+
+// ACLs returns the ACLs f selects, in key order.
+func (a *Authorizer) ACLs(f Filter) []record.ACL {
+	var out []record.ACL
+	for _, acl := range a.set.Load().all {
+		if f.Matches(acl) {
+			out = append(out, acl)
+		}
+	}
+	return out
+}
+
+// ValidateACL checks a new binding as Kafka's CreateAcls does: it returns
+// the message of its INVALID_REQUEST, or "" if the binding is valid.
+func ValidateACL(acl record.ACL) string {
+	switch kmsg.ACLResourceType(acl.ResourceType) {
+	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeCluster, kmsg.ACLResourceTypeTransactionalId,
+		kmsg.ACLResourceTypeDelegationToken, kmsg.ACLResourceTypeUser:
+	default:
+		return fmt.Sprintf("Invalid resourceType %d", acl.ResourceType)
+	}
+	switch kmsg.ACLResourcePatternType(acl.PatternType) {
+	case kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed:
+	default:
+		return fmt.Sprintf("Invalid patternType %d", acl.PatternType)
+	}
+	if op := kmsg.ACLOperation(acl.Operation); op <= kmsg.ACLOperationAny || op > kmsg.ACLOperationDescribeTokens {
+		return fmt.Sprintf("Invalid operation %d", acl.Operation)
+	}
+	switch kmsg.ACLPermissionType(acl.Permission) {
+	case kmsg.ACLPermissionTypeAllow, kmsg.ACLPermissionTypeDeny:
+	default:
+		return fmt.Sprintf("Invalid permissionType %d", acl.Permission)
+	}
+	if acl.Name == "" {
+		return "Resource name should not be empty"
+	}
+	if kmsg.ACLResourceType(acl.ResourceType) == kmsg.ACLResourceTypeCluster && acl.Name != ClusterName {
+		return fmt.Sprintf("The only valid name for the CLUSTER resource is %s", ClusterName)
+	}
+	if _, _, err := ParsePrincipal(acl.Principal); err != nil {
+		return fmt.Sprintf("Could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", acl.Principal)
+	}
+	return ""
+}
+
+// CreateACLs stores acls (validated by the caller) in one durable batch.
+func (a *Authorizer) CreateACLs(acls []record.ACL) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var b store.Batch
+	for _, acl := range acls {
+		b.Put(acl.Key(), record.ACLValue())
+	}
+	if err := a.st.Apply(&b); err != nil {
+		return fmt.Errorf("write ACLs: %w", err)
+	}
+	return a.reloadLocked()
+}
+
+// DeleteACLs deletes every ACL each filter selects, in one durable batch,
+// and returns each filter's.
+func (a *Authorizer) DeleteACLs(filters []Filter) ([][]record.ACL, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.reloadLocked(); err != nil { // another node's changes too
+		return nil, err
+	}
+	out := make([][]record.ACL, len(filters))
+	var b store.Batch
+	for i, f := range filters {
+		out[i] = a.ACLs(f)
+		for _, acl := range out[i] {
+			b.Delete(acl.Key())
+		}
+	}
+	if b.Len() == 0 {
+		return out, nil
+	}
+	if err := a.st.Apply(&b); err != nil {
+		return nil, fmt.Errorf("delete ACLs: %w", err)
+	}
+	return out, a.reloadLocked()
+}
+
+// SortACLs orders acls by resource then entry, for stable answers.
+func SortACLs(acls []record.ACL) {
+	sort.Slice(acls, func(i, j int) bool { return string(acls[i].Key()) < string(acls[j].Key()) })
+}
