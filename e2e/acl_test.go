@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -210,6 +211,7 @@ func TestACLEnforcement(t *testing.T) {
 		kadm.NewACLs().Groups("app-").Allow("User:alice").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed),
 		kadm.NewACLs().Groups("app-del").Allow("User:alice").Operations(kadm.OpDelete),
 		kadm.NewACLs().TransactionalIDs("tx-alice").Allow("User:alice").Operations(kadm.OpWrite),
+		kadm.NewACLs().TransactionalIDs("tx-admin").Allow("User:alice").Operations(kadm.OpDescribe),
 	} {
 		res, err := admin.CreateACLs(ctx, b)
 		if err != nil || res[0].Err != nil {
@@ -231,8 +233,10 @@ func TestACLEnforcement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := admin.CommitOffsets(ctx, "app-1", kadm.OffsetsFromRecords(kgo.Record{Topic: "secret", Partition: 0, Offset: 4})); err != nil {
-		t.Fatal(err)
+	for _, g := range []string{"app-1", "app-del"} {
+		if _, err := admin.CommitOffsets(ctx, g, kadm.OffsetsFromRecords(kgo.Record{Topic: "secret", Partition: 0, Offset: 4})); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Produce: WRITE on the topic.
@@ -271,6 +275,15 @@ func TestACLEnforcement(t *testing.T) {
 	}
 	wantACLCode(t, "alice list offsets", listOffsets(aliceCl), nil)
 	wantACLCode(t, "bob list offsets", listOffsets(bobCl), kerr.TopicAuthorizationFailed)
+
+	// DescribeProducers: READ on the topic, refused per partition.
+	describeProducers := func(cl *kgo.Client) int16 {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "orders", Partitions: []int32{0}}}
+		return aclRaw[*kmsg.DescribeProducersResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode
+	}
+	wantACLCode(t, "alice describe producers", describeProducers(aliceCl), nil)
+	wantACLCode(t, "bob describe producers", describeProducers(bobCl), kerr.TopicAuthorizationFailed)
 
 	// Metadata: only describable topics; a named one bob may not
 	// describe is TOPIC_AUTHORIZATION_FAILED; auto-creation needs CREATE.
@@ -448,6 +461,37 @@ func TestACLEnforcement(t *testing.T) {
 	cgd.Groups = []string{"app-1"}
 	wantACLCode(t, "bob consumer group describe", aclRaw[*kmsg.ConsumerGroupDescribeResponse](t, bobCl, cgd).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
 
+	// OffsetDelete: DELETE on the group, READ on each topic (refused
+	// per partition, the others' offsets deleted).
+	offsetDelete := func(cl *kgo.Client, group string, topics ...string) *kmsg.OffsetDeleteResponse {
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = group
+		for _, tp := range topics {
+			req.Topics = append(req.Topics, kmsg.OffsetDeleteRequestTopic{Topic: tp, Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}})
+		}
+		return aclRaw[*kmsg.OffsetDeleteResponse](t, cl, req)
+	}
+	wantACLCode(t, "bob offset delete app-del", offsetDelete(bobCl, "app-del", "orders").ErrorCode, kerr.GroupAuthorizationFailed)
+	wantACLCode(t, "alice offset delete app-1", offsetDelete(aliceCl, "app-1", "orders").ErrorCode, kerr.GroupAuthorizationFailed)
+	od := offsetDelete(aliceCl, "app-del", "orders", "secret")
+	wantACLCode(t, "alice offset delete app-del", od.ErrorCode, nil)
+	codes = map[string]int16{}
+	for _, tp := range od.Topics {
+		codes[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if len(codes) != 2 {
+		t.Errorf("alice offset delete app-del answered %+v, want orders and secret", od.Topics)
+	}
+	wantACLCode(t, "alice offset delete app-del orders", codes["orders"], nil)
+	wantACLCode(t, "alice offset delete app-del secret", codes["secret"], kerr.TopicAuthorizationFailed)
+	if o, err := admin.FetchOffsets(ctx, "app-del"); err != nil {
+		t.Fatal(err)
+	} else if _, ok := o.Lookup("secret", 0); !ok {
+		t.Errorf("app-del's offset of secret was deleted by a principal without READ on it: %v", o)
+	} else if _, ok := o.Lookup("orders", 0); ok {
+		t.Errorf("app-del's offset of orders was not deleted")
+	}
+
 	// DeleteGroups: DELETE.
 	del := func(cl *kgo.Client, group string) int16 {
 		req := kmsg.NewPtrDeleteGroupsRequest()
@@ -522,5 +566,58 @@ func TestACLEnforcement(t *testing.T) {
 	}
 	if err := txCl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("alice commit transaction: %v", err)
+	}
+
+	// admin leaves a transaction open on orders and secret; alice may
+	// DESCRIBE its id but not the topic secret.
+	adminTx, err := kgo.NewClient(secureClientOpts(t, n, "SASL_PLAINTEXT", "SCRAM-SHA-256", "admin", aclUsers["admin"], kgo.TransactionalID("tx-admin"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adminTx.Close()
+	if err := adminTx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := adminTx.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("o")}, &kgo.Record{Topic: "secret", Value: []byte("s")}).FirstErr(); err != nil {
+		t.Fatalf("admin transactional produce: %v", err)
+	}
+
+	// DescribeTransactions: DESCRIBE on each id; the partitions of topics
+	// the principal may not describe are left out.
+	describeTxns := func(cl *kgo.Client, ids ...string) map[string]kmsg.DescribeTransactionsResponseTransactionState {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = ids
+		out := map[string]kmsg.DescribeTransactionsResponseTransactionState{}
+		for _, st := range aclRaw[*kmsg.DescribeTransactionsResponse](t, cl, req).TransactionStates {
+			out[st.TransactionalID] = st
+		}
+		return out
+	}
+	dt := describeTxns(bobCl, "tx-alice", "tx-admin")
+	wantACLCode(t, "bob describe tx-alice", dt["tx-alice"].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	wantACLCode(t, "bob describe tx-admin", dt["tx-admin"].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	dt = describeTxns(aliceCl, "tx-alice", "tx-admin")
+	wantACLCode(t, "alice describe tx-alice", dt["tx-alice"].ErrorCode, nil)
+	if st := dt["tx-admin"]; st.ErrorCode != 0 || st.State != "Ongoing" || len(st.Topics) != 1 || st.Topics[0].Topic != "orders" {
+		t.Errorf("alice describes tx-admin: %+v, want Ongoing with orders only", st)
+	}
+	if st := describeTxns(adminCl, "tx-admin")["tx-admin"]; st.ErrorCode != 0 || len(st.Topics) != 2 {
+		t.Errorf("admin describes tx-admin: %+v, want orders and secret", st)
+	}
+
+	// ListTransactions: only the ids the principal may describe.
+	listTxns := func(cl *kgo.Client) []string {
+		var ids []string
+		for _, st := range aclRaw[*kmsg.ListTransactionsResponse](t, cl, kmsg.NewPtrListTransactionsRequest()).TransactionStates {
+			ids = append(ids, st.TransactionalID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	if got := listTxns(aliceCl); !slices.Equal(got, []string{"tx-admin", "tx-alice"}) {
+		t.Errorf("alice lists transactions %v, want [tx-admin tx-alice]", got)
+	}
+	if got := listTxns(bobCl); len(got) != 0 {
+		t.Errorf("bob lists transactions %v, want none", got)
 	}
 }
