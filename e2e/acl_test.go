@@ -4,15 +4,24 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/assigner"
+	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
+	"github.com/cohort-dev/cohort/security"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // aclUsers are the users of the ACL tests: admin is the super user.
@@ -619,5 +628,69 @@ func TestACLEnforcement(t *testing.T) {
 	}
 	if got := listTxns(bobCl); len(got) != 0 {
 		t.Errorf("bob lists transactions %v, want none", got)
+	}
+}
+
+// TestACLAssigner: with authorization on, a caller of the warm-handoff
+// assignment service needs READ on the group it acts in. The bearer
+// token's callers are User:grpc: refused PERMISSION_DENIED until an ACL
+// allows it READ on the group, then served.
+func TestACLAssigner(t *testing.T) {
+	n := testkit.StartSecureNode(t, node.Config{Authorizer: true, SuperUsers: []string{"User:admin", "User:ANONYMOUS"}, GRPCToken: "g-token"}, aclUsers)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, admin := aclClient(t, n, "admin")
+	if _, err := admin.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient(n.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(security.BearerCredentials{Secret: "g-token"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	client := kafkaassignerpb.NewKafkaAssignerClient(cc)
+	inGroup := metadata.AppendToOutgoingContext(ctx, assigner.GroupMetadataKey, "app-1")
+	register := func() (*kafkaassignerpb.AssignmentCommand, error) {
+		ctx, cancel := context.WithCancel(inGroup)
+		defer cancel()
+		stream, err := client.Register(ctx, &kafkaassignerpb.RegisterRequest{ConsumerName: "c1", Topic: "orders"})
+		if err != nil {
+			return nil, err
+		}
+		return stream.Recv()
+	}
+
+	_, err = register()
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), `"app-1"`) {
+		t.Fatalf("Register without READ on app-1: %v, want PermissionDenied naming the group", err)
+	}
+	_, err = client.PartitionReady(inGroup, &kafkaassignerpb.PartitionReadyRequest{ConsumerName: "c1", Partition: &kafkaassignerpb.TopicPartition{Topic: "orders"}})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("PartitionReady without READ on app-1: %v, want PermissionDenied", err)
+	}
+	_, err = client.PartitionReleased(inGroup, &kafkaassignerpb.PartitionReleasedRequest{ConsumerName: "c1", Partition: &kafkaassignerpb.TopicPartition{Topic: "orders"}})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("PartitionReleased without READ on app-1: %v, want PermissionDenied", err)
+	}
+
+	// READ on another group does not do.
+	res, err := admin.CreateACLs(ctx, kadm.NewACLs().Groups("app-2").Allow("User:grpc").Operations(kadm.OpRead))
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create ACLs: %v %+v", err, res)
+	}
+	if _, err := register(); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("Register with READ on app-2 only: %v, want PermissionDenied", err)
+	}
+	res, err = admin.CreateACLs(ctx, kadm.NewACLs().Groups("app-1").Allow("User:grpc").Operations(kadm.OpRead))
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create ACLs: %v %+v", err, res)
+	}
+	cmd, err := register()
+	if err != nil {
+		t.Fatalf("Register with READ on app-1: %v", err)
+	}
+	if cmd.GetAssignment() == nil {
+		t.Fatalf("Register with READ on app-1: first command %v, want an assignment", cmd)
 	}
 }
