@@ -70,6 +70,15 @@ type Config struct {
 	// DialOptions are how relayed calls reach the other node (its
 	// transport credentials and per-call token). Nil: plaintext.
 	DialOptions []grpc.DialOption
+	// Authorize, if set, reports whether the caller of ctx (the
+	// principal the gRPC server's authentication put there) may READ the
+	// consumer group group: what Kafka asks of a consumer that joins a
+	// group, asked here of every call (Register, PartitionReady,
+	// PartitionReleased), which acts in the group as a member of it. A
+	// refused call gets PERMISSION_DENIED. A relayed call is checked on
+	// both nodes, on the second as the relaying node's principal. Nil:
+	// every call allowed (authorization off).
+	Authorize func(ctx context.Context, group string) bool
 	// Standby starts the service without its shard: the caller Loads it
 	// when this node owns it (cluster mode); meanwhile calls get
 	// UNAVAILABLE. False: the shard is loaded at Start.
@@ -240,6 +249,16 @@ func (s *Service) group(ctx context.Context) string {
 	return s.cfg.DefaultGroup
 }
 
+// authorized returns the call's group, or PERMISSION_DENIED when its
+// caller may not READ it (Config.Authorize).
+func (s *Service) authorized(ctx context.Context) (string, error) {
+	group := s.group(ctx)
+	if s.cfg.Authorize != nil && !s.cfg.Authorize(ctx, group) {
+		return "", status.Errorf(codes.PermissionDenied, "not authorized to READ consumer group %q (set with the %s metadata key): a consumer of the assignment service needs an ACL allowing it READ on the group, as a Kafka consumer does", group, GroupMetadataKey)
+	}
+	return group, nil
+}
+
 // submit runs cmd on the shard and waits for its answer.
 func (s *Service) submit(ctx context.Context, cmd any) error {
 	ch, code := s.shard.Submit(ctx, record.AssignerShard, coordinator.Request{Cmd: cmd})
@@ -282,12 +301,15 @@ func toStatus(out any) error {
 // Register opens a consumer's command stream.
 func (s *Service) Register(req *kafkaassignerpb.RegisterRequest, stream grpc.ServerStreamingServer[kafkaassignerpb.AssignmentCommand]) error {
 	ctx := stream.Context()
+	group, err := s.authorized(ctx)
+	if err != nil {
+		return err
+	}
 	if cl, out, local, err := s.upstream(ctx); err != nil {
 		return err
 	} else if !local {
 		return s.relayRegister(out, cl, req, stream)
 	}
-	group := s.group(ctx)
 	if req.GetConsumerName() == "" {
 		return status.Error(codes.InvalidArgument, "consumer_name is empty")
 	}
@@ -379,6 +401,10 @@ func fromProto(p *kafkaassignerpb.TopicPartition) (handoff.TP, error) {
 
 // PartitionReady completes a warming handoff.
 func (s *Service) PartitionReady(ctx context.Context, req *kafkaassignerpb.PartitionReadyRequest) (*kafkaassignerpb.PartitionReadyResponse, error) {
+	group, err := s.authorized(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if cl, out, local, err := s.upstream(ctx); err != nil {
 		return nil, err
 	} else if !local {
@@ -392,7 +418,7 @@ func (s *Service) PartitionReady(ctx context.Context, req *kafkaassignerpb.Parti
 	if err != nil {
 		return nil, err
 	}
-	if err := s.submit(ctx, handoff.ReadyCmd{Group: s.group(ctx), Consumer: req.GetConsumerName(), Partition: p}); err != nil {
+	if err := s.submit(ctx, handoff.ReadyCmd{Group: group, Consumer: req.GetConsumerName(), Partition: p}); err != nil {
 		return nil, err
 	}
 	return &kafkaassignerpb.PartitionReadyResponse{}, nil
@@ -400,6 +426,10 @@ func (s *Service) PartitionReady(ctx context.Context, req *kafkaassignerpb.Parti
 
 // PartitionReleased ends a complete handoff.
 func (s *Service) PartitionReleased(ctx context.Context, req *kafkaassignerpb.PartitionReleasedRequest) (*kafkaassignerpb.PartitionReleasedResponse, error) {
+	group, err := s.authorized(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if cl, out, local, err := s.upstream(ctx); err != nil {
 		return nil, err
 	} else if !local {
@@ -413,7 +443,7 @@ func (s *Service) PartitionReleased(ctx context.Context, req *kafkaassignerpb.Pa
 	if err != nil {
 		return nil, err
 	}
-	if err := s.submit(ctx, handoff.ReleasedCmd{Group: s.group(ctx), Consumer: req.GetConsumerName(), Partition: p}); err != nil {
+	if err := s.submit(ctx, handoff.ReleasedCmd{Group: group, Consumer: req.GetConsumerName(), Partition: p}); err != nil {
 		return nil, err
 	}
 	return &kafkaassignerpb.PartitionReleasedResponse{}, nil

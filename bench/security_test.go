@@ -48,20 +48,22 @@ func securityNode(b *testing.B) *testkit.SecureNode {
 // BenchmarkProduce for the producer settings), MB/s of record payload.
 func BenchmarkSecurityProduce(b *testing.B) {
 	for _, l := range securityListeners {
-		b.Run(l.name, func(b *testing.B) {
-			ctx := benchContext(b)
-			n := securityNode(b)
-			createTopic(ctx, b, n.Addr("PLAINTEXT"))
-			cl := newClient(b, append(producerOpts(n.Addr(l.listener), true), securityOpts(n, l.listener)...))
-			produce(ctx, b, cl, numPartitions) // metadata, connection, producer id
-			b.SetBytes(recordBytes)
-			b.ResetTimer()
-			cpu := startCPU()
-			produce(ctx, b, cl, b.N)
-			b.StopTimer()
-			b.ReportMetric(cpu.perOp(b.N), "cpu-us/record")
-		})
+		b.Run(l.name, func(b *testing.B) { benchSecureProduce(b, securityNode(b), l.listener) })
 	}
+}
+
+// benchSecureProduce is BenchmarkSecurityProduce on n's listener.
+func benchSecureProduce(b *testing.B, n *testkit.SecureNode, listener string) {
+	ctx := benchContext(b)
+	createTopic(ctx, b, n.Addr("PLAINTEXT"))
+	cl := newClient(b, append(producerOpts(n.Addr(listener), true), securityOpts(n, listener)...))
+	produce(ctx, b, cl, numPartitions) // metadata, connection, producer id
+	b.SetBytes(recordBytes)
+	b.ResetTimer()
+	cpu := startCPU()
+	produce(ctx, b, cl, b.N)
+	b.StopTimer()
+	b.ReportMetric(cpu.perOp(b.N), "cpu-us/record")
 }
 
 // BenchmarkSecurityCommit: 64 franz-go clients, each in a group of its
@@ -69,54 +71,56 @@ func BenchmarkSecurityProduce(b *testing.B) {
 // OffsetCommit (kadm's CommitOffsets) as fast as answers come; one op is
 // one commit.
 func BenchmarkSecurityCommit(b *testing.B) {
-	const committers = 64
 	for _, l := range securityListeners {
-		b.Run(l.name, func(b *testing.B) {
-			ctx := benchContext(b)
-			n := securityNode(b)
-			createTopic(ctx, b, n.Addr("PLAINTEXT"))
-			adms := make([]*kadm.Client, committers)
-			for i := range adms {
-				adms[i] = kadm.NewClient(newClient(b, append([]kgo.Opt{kgo.SeedBrokers(n.Addr(l.listener))}, securityOpts(n, l.listener)...)))
-			}
-			commit := func(ctx context.Context, i int, at int64) error {
-				var o kadm.Offsets
-				o.Add(kadm.Offset{Topic: topicName, Partition: int32(i % numPartitions), At: at})
-				r, err := adms[i].CommitOffsets(ctx, fmt.Sprintf("sec-commit-%d", i), o)
-				if err == nil {
-					err = r.Error()
+		b.Run(l.name, func(b *testing.B) { benchSecureCommit(b, securityNode(b), l.listener) })
+	}
+}
+
+// benchSecureCommit is BenchmarkSecurityCommit on n's listener.
+func benchSecureCommit(b *testing.B, n *testkit.SecureNode, listener string) {
+	const committers = 64
+	ctx := benchContext(b)
+	createTopic(ctx, b, n.Addr("PLAINTEXT"))
+	adms := make([]*kadm.Client, committers)
+	for i := range adms {
+		adms[i] = kadm.NewClient(newClient(b, append([]kgo.Opt{kgo.SeedBrokers(n.Addr(listener))}, securityOpts(n, listener)...)))
+	}
+	commit := func(ctx context.Context, i int, at int64) error {
+		var o kadm.Offsets
+		o.Add(kadm.Offset{Topic: topicName, Partition: int32(i % numPartitions), At: at})
+		r, err := adms[i].CommitOffsets(ctx, fmt.Sprintf("sec-commit-%d", i), o)
+		if err == nil {
+			err = r.Error()
+		}
+		return err
+	}
+	for i := range adms { // coordinator lookups and connections
+		if err := commit(ctx, i, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	var wg sync.WaitGroup
+	errs := make(chan error, committers)
+	b.ResetTimer()
+	cpu := startCPU()
+	for i := range adms {
+		wg.Go(func() {
+			for at := int64(1); left.Add(-1) >= 0; at++ {
+				if err := commit(ctx, i, at); err != nil {
+					errs <- err
+					return
 				}
-				return err
 			}
-			for i := range adms { // coordinator lookups and connections
-				if err := commit(ctx, i, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var left atomic.Int64
-			left.Store(int64(b.N))
-			var wg sync.WaitGroup
-			errs := make(chan error, committers)
-			b.ResetTimer()
-			cpu := startCPU()
-			for i := range adms {
-				wg.Go(func() {
-					for at := int64(1); left.Add(-1) >= 0; at++ {
-						if err := commit(ctx, i, at); err != nil {
-							errs <- err
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			close(errs)
-			if err := <-errs; err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
-			b.ReportMetric(cpu.perOp(b.N), "cpu-us/commit")
 		})
 	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+	b.ReportMetric(cpu.perOp(b.N), "cpu-us/commit")
 }

@@ -3,15 +3,25 @@ package e2e
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/assigner"
+	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
+	"github.com/cohort-dev/cohort/security"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // aclUsers are the users of the ACL tests: admin is the super user.
@@ -210,6 +220,7 @@ func TestACLEnforcement(t *testing.T) {
 		kadm.NewACLs().Groups("app-").Allow("User:alice").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed),
 		kadm.NewACLs().Groups("app-del").Allow("User:alice").Operations(kadm.OpDelete),
 		kadm.NewACLs().TransactionalIDs("tx-alice").Allow("User:alice").Operations(kadm.OpWrite),
+		kadm.NewACLs().TransactionalIDs("tx-admin").Allow("User:alice").Operations(kadm.OpDescribe),
 	} {
 		res, err := admin.CreateACLs(ctx, b)
 		if err != nil || res[0].Err != nil {
@@ -231,8 +242,10 @@ func TestACLEnforcement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := admin.CommitOffsets(ctx, "app-1", kadm.OffsetsFromRecords(kgo.Record{Topic: "secret", Partition: 0, Offset: 4})); err != nil {
-		t.Fatal(err)
+	for _, g := range []string{"app-1", "app-del"} {
+		if _, err := admin.CommitOffsets(ctx, g, kadm.OffsetsFromRecords(kgo.Record{Topic: "secret", Partition: 0, Offset: 4})); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Produce: WRITE on the topic.
@@ -271,6 +284,15 @@ func TestACLEnforcement(t *testing.T) {
 	}
 	wantACLCode(t, "alice list offsets", listOffsets(aliceCl), nil)
 	wantACLCode(t, "bob list offsets", listOffsets(bobCl), kerr.TopicAuthorizationFailed)
+
+	// DescribeProducers: READ on the topic, refused per partition.
+	describeProducers := func(cl *kgo.Client) int16 {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "orders", Partitions: []int32{0}}}
+		return aclRaw[*kmsg.DescribeProducersResponse](t, cl, req).Topics[0].Partitions[0].ErrorCode
+	}
+	wantACLCode(t, "alice describe producers", describeProducers(aliceCl), nil)
+	wantACLCode(t, "bob describe producers", describeProducers(bobCl), kerr.TopicAuthorizationFailed)
 
 	// Metadata: only describable topics; a named one bob may not
 	// describe is TOPIC_AUTHORIZATION_FAILED; auto-creation needs CREATE.
@@ -448,6 +470,37 @@ func TestACLEnforcement(t *testing.T) {
 	cgd.Groups = []string{"app-1"}
 	wantACLCode(t, "bob consumer group describe", aclRaw[*kmsg.ConsumerGroupDescribeResponse](t, bobCl, cgd).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
 
+	// OffsetDelete: DELETE on the group, READ on each topic (refused
+	// per partition, the others' offsets deleted).
+	offsetDelete := func(cl *kgo.Client, group string, topics ...string) *kmsg.OffsetDeleteResponse {
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = group
+		for _, tp := range topics {
+			req.Topics = append(req.Topics, kmsg.OffsetDeleteRequestTopic{Topic: tp, Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}})
+		}
+		return aclRaw[*kmsg.OffsetDeleteResponse](t, cl, req)
+	}
+	wantACLCode(t, "bob offset delete app-del", offsetDelete(bobCl, "app-del", "orders").ErrorCode, kerr.GroupAuthorizationFailed)
+	wantACLCode(t, "alice offset delete app-1", offsetDelete(aliceCl, "app-1", "orders").ErrorCode, kerr.GroupAuthorizationFailed)
+	od := offsetDelete(aliceCl, "app-del", "orders", "secret")
+	wantACLCode(t, "alice offset delete app-del", od.ErrorCode, nil)
+	codes = map[string]int16{}
+	for _, tp := range od.Topics {
+		codes[tp.Topic] = tp.Partitions[0].ErrorCode
+	}
+	if len(codes) != 2 {
+		t.Errorf("alice offset delete app-del answered %+v, want orders and secret", od.Topics)
+	}
+	wantACLCode(t, "alice offset delete app-del orders", codes["orders"], nil)
+	wantACLCode(t, "alice offset delete app-del secret", codes["secret"], kerr.TopicAuthorizationFailed)
+	if o, err := admin.FetchOffsets(ctx, "app-del"); err != nil {
+		t.Fatal(err)
+	} else if _, ok := o.Lookup("secret", 0); !ok {
+		t.Errorf("app-del's offset of secret was deleted by a principal without READ on it: %v", o)
+	} else if _, ok := o.Lookup("orders", 0); ok {
+		t.Errorf("app-del's offset of orders was not deleted")
+	}
+
 	// DeleteGroups: DELETE.
 	del := func(cl *kgo.Client, group string) int16 {
 		req := kmsg.NewPtrDeleteGroupsRequest()
@@ -522,5 +575,122 @@ func TestACLEnforcement(t *testing.T) {
 	}
 	if err := txCl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("alice commit transaction: %v", err)
+	}
+
+	// admin leaves a transaction open on orders and secret; alice may
+	// DESCRIBE its id but not the topic secret.
+	adminTx, err := kgo.NewClient(secureClientOpts(t, n, "SASL_PLAINTEXT", "SCRAM-SHA-256", "admin", aclUsers["admin"], kgo.TransactionalID("tx-admin"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adminTx.Close()
+	if err := adminTx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := adminTx.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("o")}, &kgo.Record{Topic: "secret", Value: []byte("s")}).FirstErr(); err != nil {
+		t.Fatalf("admin transactional produce: %v", err)
+	}
+
+	// DescribeTransactions: DESCRIBE on each id; the partitions of topics
+	// the principal may not describe are left out.
+	describeTxns := func(cl *kgo.Client, ids ...string) map[string]kmsg.DescribeTransactionsResponseTransactionState {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = ids
+		out := map[string]kmsg.DescribeTransactionsResponseTransactionState{}
+		for _, st := range aclRaw[*kmsg.DescribeTransactionsResponse](t, cl, req).TransactionStates {
+			out[st.TransactionalID] = st
+		}
+		return out
+	}
+	dt := describeTxns(bobCl, "tx-alice", "tx-admin")
+	wantACLCode(t, "bob describe tx-alice", dt["tx-alice"].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	wantACLCode(t, "bob describe tx-admin", dt["tx-admin"].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+	dt = describeTxns(aliceCl, "tx-alice", "tx-admin")
+	wantACLCode(t, "alice describe tx-alice", dt["tx-alice"].ErrorCode, nil)
+	if st := dt["tx-admin"]; st.ErrorCode != 0 || st.State != "Ongoing" || len(st.Topics) != 1 || st.Topics[0].Topic != "orders" {
+		t.Errorf("alice describes tx-admin: %+v, want Ongoing with orders only", st)
+	}
+	if st := describeTxns(adminCl, "tx-admin")["tx-admin"]; st.ErrorCode != 0 || len(st.Topics) != 2 {
+		t.Errorf("admin describes tx-admin: %+v, want orders and secret", st)
+	}
+
+	// ListTransactions: only the ids the principal may describe.
+	listTxns := func(cl *kgo.Client) []string {
+		var ids []string
+		for _, st := range aclRaw[*kmsg.ListTransactionsResponse](t, cl, kmsg.NewPtrListTransactionsRequest()).TransactionStates {
+			ids = append(ids, st.TransactionalID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	if got := listTxns(aliceCl); !slices.Equal(got, []string{"tx-admin", "tx-alice"}) {
+		t.Errorf("alice lists transactions %v, want [tx-admin tx-alice]", got)
+	}
+	if got := listTxns(bobCl); len(got) != 0 {
+		t.Errorf("bob lists transactions %v, want none", got)
+	}
+}
+
+// TestACLAssigner: with authorization on, a caller of the warm-handoff
+// assignment service needs READ on the group it acts in. The bearer
+// token's callers are User:grpc: refused PERMISSION_DENIED until an ACL
+// allows it READ on the group, then served.
+func TestACLAssigner(t *testing.T) {
+	n := testkit.StartSecureNode(t, node.Config{Authorizer: true, SuperUsers: []string{"User:admin", "User:ANONYMOUS"}, GRPCToken: "g-token"}, aclUsers)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, admin := aclClient(t, n, "admin")
+	if _, err := admin.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient(n.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(security.BearerCredentials{Secret: "g-token"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	client := kafkaassignerpb.NewKafkaAssignerClient(cc)
+	inGroup := metadata.AppendToOutgoingContext(ctx, assigner.GroupMetadataKey, "app-1")
+	register := func() (*kafkaassignerpb.AssignmentCommand, error) {
+		ctx, cancel := context.WithCancel(inGroup)
+		defer cancel()
+		stream, err := client.Register(ctx, &kafkaassignerpb.RegisterRequest{ConsumerName: "c1", Topic: "orders"})
+		if err != nil {
+			return nil, err
+		}
+		return stream.Recv()
+	}
+
+	_, err = register()
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), `"app-1"`) {
+		t.Fatalf("Register without READ on app-1: %v, want PermissionDenied naming the group", err)
+	}
+	_, err = client.PartitionReady(inGroup, &kafkaassignerpb.PartitionReadyRequest{ConsumerName: "c1", Partition: &kafkaassignerpb.TopicPartition{Topic: "orders"}})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("PartitionReady without READ on app-1: %v, want PermissionDenied", err)
+	}
+	_, err = client.PartitionReleased(inGroup, &kafkaassignerpb.PartitionReleasedRequest{ConsumerName: "c1", Partition: &kafkaassignerpb.TopicPartition{Topic: "orders"}})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("PartitionReleased without READ on app-1: %v, want PermissionDenied", err)
+	}
+
+	// READ on another group does not do.
+	res, err := admin.CreateACLs(ctx, kadm.NewACLs().Groups("app-2").Allow("User:grpc").Operations(kadm.OpRead))
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create ACLs: %v %+v", err, res)
+	}
+	if _, err := register(); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("Register with READ on app-2 only: %v, want PermissionDenied", err)
+	}
+	res, err = admin.CreateACLs(ctx, kadm.NewACLs().Groups("app-1").Allow("User:grpc").Operations(kadm.OpRead))
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create ACLs: %v %+v", err, res)
+	}
+	cmd, err := register()
+	if err != nil {
+		t.Fatalf("Register with READ on app-1: %v", err)
+	}
+	if cmd.GetAssignment() == nil {
+		t.Fatalf("Register with READ on app-1: first command %v, want an assignment", cmd)
 	}
 }

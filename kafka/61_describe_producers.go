@@ -3,7 +3,10 @@ package kafka
 // DescribeProducers, key 61 (KIP-664): a partition's active producers, as
 // its leader knows them from the log: id, epoch, last sequence and the
 // first offset of an open transaction (-1: none). Answered by the
-// partition's leader: elsewhere NOT_LEADER_OR_FOLLOWER.
+// partition's leader: elsewhere NOT_LEADER_OR_FOLLOWER. Needs READ on
+// the topic (Kafka's KafkaApis), else TOPIC_AUTHORIZATION_FAILED on each
+// of its partitions, checked before the topic is looked up so that a
+// refused principal learns nothing of which topics exist.
 //
 // Version notes: v0 only (flexible). LastTimestamp and CoordinatorEpoch
 // are not kept: -1.
@@ -11,16 +14,26 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() { register(kmsg.DescribeProducers, 0, 0, handleDescribeProducers) }
 
-func handleDescribeProducers(_ context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleDescribeProducers(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.DescribeProducersResponseTopic{Topic: rt.Topic}
+		if !s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, rt.Topic) {
+			for _, i := range rt.Partitions {
+				sp := kmsg.NewDescribeProducersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = i, kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		t := s.topics.Topic(rt.Topic)
 		for _, i := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()

@@ -4,7 +4,10 @@ package kafka
 // producer, timeout, start and partitions, from its coordinator. An id
 // whose shard this node does not serve is NOT_COORDINATOR (admin clients
 // ask the id's coordinator, found with FindCoordinator); one it does not
-// know is TRANSACTIONAL_ID_NOT_FOUND.
+// know is TRANSACTIONAL_ID_NOT_FOUND. Each id needs DESCRIBE on it (else
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and the partitions of a
+// described transaction are only those of topics the principal may
+// DESCRIBE, as Kafka's KafkaApis answers.
 //
 // Version notes: v0 only (flexible).
 
@@ -18,13 +21,19 @@ import (
 
 func init() { register(kmsg.DescribeTransactions, 0, 0, handleDescribeTransactions) }
 
-func handleDescribeTransactions(ctx context.Context, s *Server, _ *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleDescribeTransactions(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	who := authzRequest(hdr)
 	return func() kmsg.Response {
 		for _, id := range req.TransactionalIDs {
 			st := kmsg.NewDescribeTransactionsResponseTransactionState()
 			st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
+			if !s.authorizeAs(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, id) {
+				st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				resp.TransactionStates = append(resp.TransactionStates, st)
+				continue
+			}
 			if s.txn == nil {
 				st.ErrorCode = kerr.TransactionalIDNotFound.Code
 				resp.TransactionStates = append(resp.TransactionStates, st)
@@ -44,6 +53,9 @@ func handleDescribeTransactions(ctx context.Context, s *Server, _ *reqHeader, kr
 			st.ErrorCode, st.State, st.TimeoutMillis, st.StartTimestamp = d.Code, d.State, d.TimeoutMs, d.StartMs
 			st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
 			for _, p := range d.Partitions {
+				if !s.authorizeAs(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, p.Topic) {
+					continue
+				}
 				if n := len(st.Topics); n > 0 && st.Topics[n-1].Topic == p.Topic {
 					st.Topics[n-1].Partitions = append(st.Topics[n-1].Partitions, p.Partition)
 					continue

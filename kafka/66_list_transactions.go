@@ -2,7 +2,9 @@ package kafka
 
 // ListTransactions, key 66 (KIP-664): the transactional ids of the shards
 // this node serves, filtered by state and producer id. Admin clients ask
-// every broker and join the answers.
+// every broker and join the answers. Only the ids the principal may
+// DESCRIBE are listed (Kafka's KafkaApis filters the same way, without an
+// error).
 //
 // Version notes:
 //   - v0: StateFilters, ProducerIDFilters; an unknown state is listed in
@@ -48,13 +50,15 @@ func handleListTransactions(ctx context.Context, s *Server, hdr *reqHeader, kreq
 	if len(req.StateFilters) > 0 && len(states) == 0 || s.txn == nil {
 		return done(resp)
 	}
+	who := authzRequest(hdr)
 	return func() kmsg.Response {
 		cmd := txn.ListCmd{Tenant: defaultTenant, States: states, ProducerIDs: req.ProducerIDFilters}
 		if hdr.version >= 1 {
 			cmd.MinDurationMs = req.DurationFilterMillis
 		}
 		for _, l := range s.txn.List(ctx, cmd) {
-			if re != nil && !re.MatchString(l.TxnID) {
+			if re != nil && !re.MatchString(l.TxnID) ||
+				!s.authorizeAs(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, l.TxnID) {
 				continue
 			}
 			resp.TransactionStates = append(resp.TransactionStates, kmsg.ListTransactionsResponseTransactionState{TransactionalID: l.TxnID, ProducerID: l.ProducerID, TransactionState: l.State})

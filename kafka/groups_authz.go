@@ -7,7 +7,8 @@ package kafka
 // is split with the coordinator's own table, the refused groups answered
 // GROUP_AUTHORIZATION_FAILED and the answers merged. Commits also need
 // READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition, the
-// other partitions committed); OffsetFetch answers the topics the
+// other partitions committed), and so does OffsetDelete (the other
+// partitions' offsets deleted); OffsetFetch answers the topics the
 // principal may not DESCRIBE TOPIC_AUTHORIZATION_FAILED when named, and
 // leaves them out when it asked for all; ListGroups lists the groups it
 // may DESCRIBE (all with DESCRIBE on the cluster). DescribeGroups and
@@ -139,6 +140,8 @@ func (s *Server) groupTopicsChecked(ctx context.Context, hdr *reqHeader, req coo
 		return s.offsetCommitTopicsChecked(ctx, hdr, req, r)
 	case *kmsg.TxnOffsetCommitRequest:
 		return s.txnOffsetCommitTopicsChecked(ctx, hdr, req, r)
+	case *kmsg.OffsetDeleteRequest:
+		return s.offsetDeleteTopicsChecked(ctx, hdr, req, r)
 	case *kmsg.OffsetFetchRequest:
 		wait, who := s.groups.Handle(ctx, req), authzRequest(hdr)
 		return func() kmsg.Response { return s.filterOffsetFetch(who, r, wait().(*kmsg.OffsetFetchResponse)) }
@@ -207,6 +210,41 @@ func (s *Server) offsetCommitTopicsChecked(ctx context.Context, hdr *reqHeader, 
 	wait := s.groups.Handle(ctx, req)
 	return func() kmsg.Response {
 		resp := wait().(*kmsg.OffsetCommitResponse)
+		resp.Topics = append(refused, resp.Topics...)
+		return resp
+	}
+}
+
+// offsetDeleteTopicsChecked hands the coordinator the topics the
+// principal may READ, even none (as Kafka's KafkaApis: the group's own
+// errors still come back), and answers the others
+// TOPIC_AUTHORIZATION_FAILED on each partition.
+func (s *Server) offsetDeleteTopicsChecked(ctx context.Context, hdr *reqHeader, req coordinator.Request, r *kmsg.OffsetDeleteRequest) func() kmsg.Response {
+	var ok []kmsg.OffsetDeleteRequestTopic
+	var refused []kmsg.OffsetDeleteResponseTopic
+	for _, t := range r.Topics {
+		if s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic) {
+			ok = append(ok, t)
+			continue
+		}
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		refused = append(refused, rt)
+	}
+	if len(refused) == 0 {
+		return s.groups.Handle(ctx, req)
+	}
+	part := *r
+	part.Topics = ok
+	req.Msg = &part
+	wait := s.groups.Handle(ctx, req)
+	return func() kmsg.Response {
+		resp := wait().(*kmsg.OffsetDeleteResponse)
 		resp.Topics = append(refused, resp.Topics...)
 		return resp
 	}

@@ -50,6 +50,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc"
@@ -58,6 +59,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
@@ -759,6 +761,18 @@ func (n *Node) startAssigner() (err error) {
 		}
 	}
 	ac.DialOptions = n.relayDialOptions()
+	if az := n.authz; az != nil {
+		ac.Authorize = func(ctx context.Context, group string) bool {
+			r := security.Request{Principal: security.PrincipalFrom(ctx)}
+			if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+				r.Host = p.Addr.String()
+				if h, _, err := net.SplitHostPort(r.Host); err == nil {
+					r.Host = h
+				}
+			}
+			return az.Authorize(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, group)
+		}
+	}
 	if n.assigner, err = assigner.Start(ac); err != nil {
 		return err
 	}
