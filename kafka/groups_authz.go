@@ -177,42 +177,64 @@ func (s *Server) groupTopicsChecked(ctx context.Context, hdr *reqHeader, req coo
 	return s.groups.Handle(ctx, req)
 }
 
-func (s *Server) offsetCommitTopicsChecked(ctx context.Context, hdr *reqHeader, req coordinator.Request, r *kmsg.OffsetCommitRequest) func() kmsg.Response {
-	byID := r.Version >= 10
-	var ok []kmsg.OffsetCommitRequestTopic
-	var refused []kmsg.OffsetCommitResponseTopic
-	for _, t := range r.Topics {
-		if s.topicAllowed(hdr, kmsg.ACLOperationRead, t.Topic, t.TopicID, byID) {
+// topicsChecked hands the group coordinator req with only the topics
+// allowed (by allowed) and answers the others on each partition with
+// TOPIC_AUTHORIZATION_FAILED (refuse), before the coordinator's topics.
+// With every topic refused the coordinator is skipped when skipIfNone
+// (OffsetCommit, TxnOffsetCommit), else still asked (OffsetDelete: the
+// group's own errors come back, as Kafka's KafkaApis). with builds the
+// request with given topics, answer an empty response, merge puts the
+// refused topics first in a response.
+func topicsChecked[T, RT any](s *Server, ctx context.Context, req coordinator.Request, topics []T, allowed func(T) bool, refuse func(T) RT,
+	skipIfNone bool, with func([]T) kmsg.Request, answer func() kmsg.Response, merge func(kmsg.Response, []RT)) func() kmsg.Response {
+	var ok []T
+	var refused []RT
+	for _, t := range topics {
+		if allowed(t) {
 			ok = append(ok, t)
-			continue
+		} else {
+			refused = append(refused, refuse(t))
 		}
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		refused = append(refused, rt)
 	}
 	if len(refused) == 0 {
 		return s.groups.Handle(ctx, req)
 	}
-	if len(ok) == 0 {
-		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
-		resp.SetVersion(r.Version)
-		resp.Topics = refused
+	if len(ok) == 0 && skipIfNone {
+		resp := answer()
+		merge(resp, refused)
 		return done(resp)
 	}
-	part := *r
-	part.Topics = ok
-	req.Msg = &part
+	req.Msg = with(ok)
 	wait := s.groups.Handle(ctx, req)
 	return func() kmsg.Response {
-		resp := wait().(*kmsg.OffsetCommitResponse)
-		resp.Topics = append(refused, resp.Topics...)
+		resp := wait()
+		merge(resp, refused)
 		return resp
 	}
+}
+
+func (s *Server) offsetCommitTopicsChecked(ctx context.Context, hdr *reqHeader, req coordinator.Request, r *kmsg.OffsetCommitRequest) func() kmsg.Response {
+	byID := r.Version >= 10
+	return topicsChecked(s, ctx, req, r.Topics,
+		func(t kmsg.OffsetCommitRequestTopic) bool {
+			return s.topicAllowed(hdr, kmsg.ACLOperationRead, t.Topic, t.TopicID, byID)
+		},
+		func(t kmsg.OffsetCommitRequestTopic) kmsg.OffsetCommitResponseTopic {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			return rt
+		}, true,
+		func(ts []kmsg.OffsetCommitRequestTopic) kmsg.Request { part := *r; part.Topics = ts; return &part },
+		func() kmsg.Response { resp := r.ResponseKind(); resp.SetVersion(r.Version); return resp },
+		func(resp kmsg.Response, refused []kmsg.OffsetCommitResponseTopic) {
+			rr := resp.(*kmsg.OffsetCommitResponse)
+			rr.Topics = append(refused, rr.Topics...)
+		})
 }
 
 // offsetDeleteTopicsChecked hands the coordinator the topics the
@@ -220,72 +242,50 @@ func (s *Server) offsetCommitTopicsChecked(ctx context.Context, hdr *reqHeader, 
 // errors still come back), and answers the others
 // TOPIC_AUTHORIZATION_FAILED on each partition.
 func (s *Server) offsetDeleteTopicsChecked(ctx context.Context, hdr *reqHeader, req coordinator.Request, r *kmsg.OffsetDeleteRequest) func() kmsg.Response {
-	var ok []kmsg.OffsetDeleteRequestTopic
-	var refused []kmsg.OffsetDeleteResponseTopic
-	for _, t := range r.Topics {
-		if s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic) {
-			ok = append(ok, t)
-			continue
-		}
-		rt := kmsg.NewOffsetDeleteResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		refused = append(refused, rt)
-	}
-	if len(refused) == 0 {
-		return s.groups.Handle(ctx, req)
-	}
-	part := *r
-	part.Topics = ok
-	req.Msg = &part
-	wait := s.groups.Handle(ctx, req)
-	return func() kmsg.Response {
-		resp := wait().(*kmsg.OffsetDeleteResponse)
-		resp.Topics = append(refused, resp.Topics...)
-		return resp
-	}
+	return topicsChecked(s, ctx, req, r.Topics,
+		func(t kmsg.OffsetDeleteRequestTopic) bool {
+			return s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic)
+		},
+		func(t kmsg.OffsetDeleteRequestTopic) kmsg.OffsetDeleteResponseTopic {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			return rt
+		}, false,
+		func(ts []kmsg.OffsetDeleteRequestTopic) kmsg.Request { part := *r; part.Topics = ts; return &part },
+		nil,
+		func(resp kmsg.Response, refused []kmsg.OffsetDeleteResponseTopic) {
+			rr := resp.(*kmsg.OffsetDeleteResponse)
+			rr.Topics = append(refused, rr.Topics...)
+		})
 }
 
 func (s *Server) txnOffsetCommitTopicsChecked(ctx context.Context, hdr *reqHeader, req coordinator.Request, r *kmsg.TxnOffsetCommitRequest) func() kmsg.Response {
 	byID := r.Version >= 6
-	var ok []kmsg.TxnOffsetCommitRequestTopic
-	var refused []kmsg.TxnOffsetCommitResponseTopic
-	for _, t := range r.Topics {
-		if s.topicAllowed(hdr, kmsg.ACLOperationRead, t.Topic, t.TopicID, byID) {
-			ok = append(ok, t)
-			continue
-		}
-		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		refused = append(refused, rt)
-	}
-	if len(refused) == 0 {
-		return s.groups.Handle(ctx, req)
-	}
-	if len(ok) == 0 {
-		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		resp.SetVersion(r.Version)
-		resp.Topics = refused
-		return done(resp)
-	}
-	part := *r
-	part.Topics = ok
-	req.Msg = &part
-	wait := s.groups.Handle(ctx, req)
-	return func() kmsg.Response {
-		resp := wait().(*kmsg.TxnOffsetCommitResponse)
-		resp.Topics = append(refused, resp.Topics...)
-		return resp
-	}
+	return topicsChecked(s, ctx, req, r.Topics,
+		func(t kmsg.TxnOffsetCommitRequestTopic) bool {
+			return s.topicAllowed(hdr, kmsg.ACLOperationRead, t.Topic, t.TopicID, byID)
+		},
+		func(t kmsg.TxnOffsetCommitRequestTopic) kmsg.TxnOffsetCommitResponseTopic {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			return rt
+		}, true,
+		func(ts []kmsg.TxnOffsetCommitRequestTopic) kmsg.Request { part := *r; part.Topics = ts; return &part },
+		func() kmsg.Response { resp := r.ResponseKind(); resp.SetVersion(r.Version); return resp },
+		func(resp kmsg.Response, refused []kmsg.TxnOffsetCommitResponseTopic) {
+			rr := resp.(*kmsg.TxnOffsetCommitResponse)
+			rr.Topics = append(refused, rr.Topics...)
+		})
 }
 
 // filterOffsetFetch answers, in resp, the topics the principal may not
