@@ -38,13 +38,11 @@ func handleDescribeAcls(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 	if req.Version == 0 {
 		f.PatternType = kmsg.ACLResourcePatternTypeLiteral
 	}
+	if code, msg := s.aclAPIRefused(hdr, kmsg.ACLOperationDescribe); code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return done(resp)
+	}
 	switch {
-	case s.cfg.Authorizer == nil:
-		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, errPtr(securityDisabled)
-		return done(resp)
-	case !s.authorizeCluster(hdr, kmsg.ACLOperationDescribe):
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return done(resp)
 	case f.Unknown():
 		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, errPtr("The filter has UNKNOWN elements")
 		return done(resp)

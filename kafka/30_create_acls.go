@@ -39,11 +39,8 @@ func handleCreateAcls(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Re
 		}
 		return done(resp)
 	}
-	switch {
-	case s.cfg.Authorizer == nil:
-		return fail(kerr.SecurityDisabled.Code, errPtr(securityDisabled))
-	case !s.authorizeCluster(hdr, kmsg.ACLOperationAlter):
-		return fail(kerr.ClusterAuthorizationFailed.Code, nil)
+	if code, msg := s.aclAPIRefused(hdr, kmsg.ACLOperationAlter); code != 0 {
+		return fail(code, msg)
 	}
 	var valid []record.ACL
 	var at []int

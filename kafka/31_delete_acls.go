@@ -37,11 +37,8 @@ func handleDeleteAcls(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Re
 		}
 		return done(resp)
 	}
-	switch {
-	case s.cfg.Authorizer == nil:
-		return fail(kerr.SecurityDisabled.Code, errPtr(securityDisabled))
-	case !s.authorizeCluster(hdr, kmsg.ACLOperationAlter):
-		return fail(kerr.ClusterAuthorizationFailed.Code, nil)
+	if code, msg := s.aclAPIRefused(hdr, kmsg.ACLOperationAlter); code != 0 {
+		return fail(code, msg)
 	}
 	var filters []security.Filter
 	var at []int

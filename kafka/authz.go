@@ -7,6 +7,7 @@ package kafka
 
 import (
 	"github.com/cohort-dev/cohort/security"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -31,6 +32,19 @@ func (s *Server) authorizeAs(who security.Request, op kmsg.ACLOperation, typ kms
 // authorizeCluster is authorize on the CLUSTER resource.
 func (s *Server) authorizeCluster(hdr *reqHeader, op kmsg.ACLOperation) bool {
 	return s.authorize(hdr, op, kmsg.ACLResourceTypeCluster, security.ClusterName)
+}
+
+// aclAPIRefused is the gate of the ACL APIs (Describe/Create/DeleteAcls):
+// SECURITY_DISABLED (with Kafka's message) without an authorizer,
+// CLUSTER_AUTHORIZATION_FAILED without op on the cluster; 0 when served.
+func (s *Server) aclAPIRefused(hdr *reqHeader, op kmsg.ACLOperation) (int16, *string) {
+	switch {
+	case s.cfg.Authorizer == nil:
+		return kerr.SecurityDisabled.Code, errPtr(securityDisabled)
+	case !s.authorizeCluster(hdr, op):
+		return kerr.ClusterAuthorizationFailed.Code, nil
+	}
+	return 0, nil
 }
 
 // authorizeTxnID is authorize of WRITE on a transactional id: what every
