@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -44,26 +45,27 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// One record per batch, spread over the partitions, so that a
-	// worker's fetch (FetchMaxPartitionBytes) holds a few dozen records
-	// and the input takes many transactions.
+	// The input comes in three phases, one before the workers start and
+	// one after each restart, so that each kill finds work in flight
+	// however fast the workers are. One record per batch, spread over the
+	// partitions, so that a worker's fetch (FetchMaxPartitionBytes) holds
+	// a few dozen records and each phase takes many transactions.
 	prod := mustClient(t, kgo.SeedBrokers(px.addr()), kgo.DefaultProduceTopic("eos-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	var pwg sync.WaitGroup
-	for g := range 8 {
-		pwg.Go(func() {
-			for i := g; i < inputs; i += 8 {
-				if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("in-%05d", i))).FirstErr(); err != nil {
-					t.Errorf("produce input: %v", err)
-					return
+	producePhase := func(phase int) {
+		var pwg sync.WaitGroup
+		for g := range 8 {
+			pwg.Go(func() {
+				for i := phase*inputs/3 + g; i < (phase+1)*inputs/3; i += 8 {
+					if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("in-%05d", i))).FirstErr(); err != nil {
+						t.Errorf("produce input: %v", err)
+						return
+					}
 				}
-			}
-		})
+			})
+		}
+		pwg.Wait()
 	}
-	pwg.Wait()
-	inEnds, err := adm.ListEndOffsets(ctx, "eos-in")
-	if err != nil || inEnds.Error() != nil {
-		t.Fatalf("input ends: %v %v", err, inEnds.Error())
-	}
+	producePhase(0)
 
 	var committed atomic.Int64 // transactions committed, all workers
 	stop := make(chan struct{})
@@ -73,11 +75,24 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 	}
 	for kill := 1; kill <= 2; kill++ {
 		start := committed.Load()
-		testkit.Eventually(t, time.Minute, "transactions committed before the kill", func() bool { return committed.Load() >= start+15 })
+		if !testkit.WaitFor(time.Minute, func() bool { return committed.Load() >= start+5 }) {
+			txnCrashDiag(ctx, t, adm)
+			t.Fatalf("kill %d: %d transactions committed in a minute, want 5", kill, committed.Load()-start)
+		}
 		px.down()
 		proc.Kill()
 		proc = testkit.StartBinary(t, dir, args...)
 		px.up(proc.Addr)
+		producePhase(kill)
+	}
+	inEnds, err := adm.ListEndOffsets(ctx, "eos-in")
+	if err != nil || inEnds.Error() != nil {
+		t.Fatalf("input ends: %v %v", err, inEnds.Error())
+	}
+	var total int64
+	inEnds.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total != inputs {
+		t.Fatalf("input holds %d records, want %d", total, inputs)
 	}
 	// Every input offset committed by the group.
 	testkit.Eventually(t, 2*time.Minute, "every input offset committed", func() bool {
@@ -158,6 +173,11 @@ func txnWorker(ctx context.Context, t *testing.T, addr string, w int, stop <-cha
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := s.PollFetches(pctx)
 		cancel()
+		fs.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				t.Logf("worker %d: fetch %s/%d: %v", w, topic, p, err)
+			}
+		})
 		if ctx.Err() != nil {
 			return
 		}
@@ -175,8 +195,24 @@ func txnWorker(ctx context.Context, t *testing.T, addr string, w int, stop <-cha
 			continue
 		}
 		ok, err := s.End(ctx, kgo.TryCommit)
-		if ok && err == nil {
+		switch {
+		case ok && err == nil:
 			committed.Add(1)
+		case err != nil:
+			t.Logf("worker %d: end: %v", w, err)
 		}
+	}
+}
+
+// txnCrashDiag logs where the group and the topics stand, for a stall.
+func txnCrashDiag(ctx context.Context, t *testing.T, adm *kadm.Client) {
+	if os, err := adm.FetchOffsets(ctx, "eos"); err == nil {
+		os.Each(func(o kadm.OffsetResponse) { t.Logf("committed %s/%d = %d (%v)", o.Topic, o.Partition, o.At, o.Err) })
+	}
+	for _, topic := range []string{"eos-in", "eos-out"} {
+		ends, _ := adm.ListEndOffsets(ctx, topic)
+		ends.Each(func(o kadm.ListedOffset) { t.Logf("end %s/%d = %d (%v)", o.Topic, o.Partition, o.Offset, o.Err) })
+		lsos, _ := adm.ListCommittedOffsets(ctx, topic)
+		lsos.Each(func(o kadm.ListedOffset) { t.Logf("LSO %s/%d = %d (%v)", o.Topic, o.Partition, o.Offset, o.Err) })
 	}
 }

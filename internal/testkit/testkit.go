@@ -68,17 +68,26 @@ func (w testWriter) Write(p []byte) (int, error) {
 // condition, never a bet on how long something takes.
 func Eventually(t testing.TB, timeout time.Duration, msg string, cond func() bool) {
 	t.Helper()
+	if !WaitFor(timeout, cond) {
+		t.Fatalf("timed out after %v: %s", timeout, msg)
+	}
+}
+
+// WaitFor is Eventually for a caller that has more to say on a timeout:
+// it reports whether cond came true before timeout passed.
+func WaitFor(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	wait := time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %s", timeout, msg)
+			return false
 		}
 		time.Sleep(wait)
 		if wait < 100*time.Millisecond {
 			wait *= 2
 		}
 	}
+	return true
 }
 
 var (
