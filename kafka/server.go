@@ -125,6 +125,10 @@ type Config struct {
 	// allowed and the ACL APIs answer SECURITY_DISABLED, as Kafka without
 	// an authorizer.
 	Authorizer *security.Authorizer
+	// Orgs maps each connection's principal to its organisation, the
+	// tenant its groups, offsets, topics, transactional ids and ACLs are
+	// scoped to. Nil: everyone is in the default organisation.
+	Orgs *security.Orgs
 	// FailedAuthenticationDelay delays the answer to a failed SASL
 	// authentication, and the connection's close after it, by this long
 	// (Kafka's connection.failed.authentication.delay.ms), so that a

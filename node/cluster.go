@@ -238,12 +238,16 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		case <-t.C:
 		case <-changed:
 		}
-		// ACLs live in the same global log: another node's CreateAcls
-		// or DeleteAcls reaches this node's authorizer here.
+		// ACLs and organisations live in the same global log: another
+		// node's CreateAcls, DeleteAcls or organisation change reaches
+		// this node here.
 		if n.authz != nil {
 			if err := n.authz.Reload(); err != nil {
 				n.logger.Debug("reload ACLs", "err", err)
 			}
+		}
+		if err := n.orgs.Reload(); err != nil {
+			n.logger.Debug("reload organisations", "err", err)
 		}
 		if err := n.topics.Refresh(); err != nil {
 			n.logger.Debug("refresh topic catalog", "err", err)

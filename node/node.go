@@ -249,6 +249,8 @@ type Node struct {
 	kafka       *kafka.Server
 	// authz is the authorizer with Config.Authorizer, else nil.
 	authz *security.Authorizer
+	// orgs maps principals to their organisations (tenants).
+	orgs *security.Orgs
 	// lns are the Kafka listeners, in the order given, and listeners
 	// their descriptions (the advertised address filled in).
 	lns       []net.Listener
@@ -452,6 +454,9 @@ func Start(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if n.orgs, err = security.NewOrgs(n.store); err != nil {
+		return nil, err
+	}
 	if cfg.Authorizer {
 		if n.authz, err = security.NewAuthorizer(security.AuthorizerConfig{
 			Store: n.store, SuperUsers: cfg.SuperUsers, AllowEveryoneIfNoACLFound: cfg.AllowEveryoneIfNoACLFound,
@@ -461,6 +466,7 @@ func Start(cfg Config) (_ *Node, err error) {
 	}
 	n.kafka, err = kafka.New(kafka.Config{
 		Authorizer:                n.authz,
+		Orgs:                      n.orgs,
 		Cluster:                   view,
 		Topics:                    n.topics,
 		Groups:                    n.groups,
