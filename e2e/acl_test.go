@@ -629,6 +629,37 @@ func TestACLEnforcement(t *testing.T) {
 	if got := listTxns(bobCl); len(got) != 0 {
 		t.Errorf("bob lists transactions %v, want none", got)
 	}
+
+	// KAFKA-18813: DESCRIBE on every subscribed topic, checked after the
+	// group; and ConsumerGroupDescribe hides a group with an assigned
+	// topic the caller may not describe.
+	cgh.Group, cgh.SubscribedTopicNames, cgh.Topics = "app-cgh", []string{"orders", "secret"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	wantACLCode(t, "alice consumer group heartbeat subscribing to secret", aclRaw[*kmsg.ConsumerGroupHeartbeatResponse](t, aliceCl, cgh).ErrorCode, kerr.TopicAuthorizationFailed)
+	cgh.SubscribedTopicNames = []string{"orders"}
+	wantACLCode(t, "alice consumer group heartbeat subscribing to orders", aclRaw[*kmsg.ConsumerGroupHeartbeatResponse](t, aliceCl, cgh).ErrorCode, nil)
+	cgh.Group, cgh.MemberID, cgh.SubscribedTopicNames = "app-cgh-secret", "m9876543210987654321098", []string{"secret"}
+	wantACLCode(t, "admin consumer group heartbeat subscribing to secret", aclRaw[*kmsg.ConsumerGroupHeartbeatResponse](t, adminCl, cgh).ErrorCode, nil)
+	cgdTopics := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgdTopics.Groups = []string{"app-cgh", "app-cgh-secret"}
+	for _, g := range aclRaw[*kmsg.ConsumerGroupDescribeResponse](t, aliceCl, cgdTopics).Groups {
+		switch g.Group {
+		case "app-cgh":
+			wantACLCode(t, "alice consumer group describe app-cgh (orders)", g.ErrorCode, nil)
+			if len(g.Members) != 1 {
+				t.Errorf("alice's describe of app-cgh: %d members, want 1", len(g.Members))
+			}
+		case "app-cgh-secret":
+			wantACLCode(t, "alice consumer group describe app-cgh-secret (secret)", g.ErrorCode, kerr.TopicAuthorizationFailed)
+			if len(g.Members) != 0 {
+				t.Errorf("alice's refused describe of app-cgh-secret shows %d members", len(g.Members))
+			}
+		default:
+			t.Errorf("consumer group describe answered group %q", g.Group)
+		}
+	}
+	if g := aclRaw[*kmsg.ConsumerGroupDescribeResponse](t, adminCl, cgdTopics).Groups; len(g) != 2 || g[0].ErrorCode != 0 || g[1].ErrorCode != 0 {
+		t.Errorf("admin's consumer group describe: %+v", g)
+	}
 }
 
 // TestACLAssigner: with authorization on, a caller of the warm-handoff

@@ -159,15 +159,30 @@ func (s *Server) groupTopicsChecked(ctx context.Context, hdr *reqHeader, req coo
 			}
 			return resp
 		}
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		if denied := s.deniedTopics(hdr, r.SubscribedTopicNames); len(denied) > 0 {
+			resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.ErrorMessage = errPtr(fmt.Sprintf("Not authorized to describe the subscribed topics %v.", denied))
+			return done(resp)
+		}
 	case *kmsg.ConsumerGroupDescribeRequest:
-		if !r.IncludeAuthorizedOperations {
+		if s.cfg.Authorizer == nil && !r.IncludeAuthorizedOperations {
 			break
 		}
 		wait, who := s.groups.Handle(ctx, req), authzRequest(hdr)
 		return func() kmsg.Response {
 			resp := wait().(*kmsg.ConsumerGroupDescribeResponse)
 			for i := range resp.Groups {
-				if g := &resp.Groups[i]; g.ErrorCode == 0 {
+				g := &resp.Groups[i]
+				if g.ErrorCode != 0 {
+					continue
+				}
+				if !s.groupTopicsDescribable(who, g) {
+					*g = kmsg.ConsumerGroupDescribeResponseGroup{Group: g.Group, ErrorCode: kerr.TopicAuthorizationFailed.Code, AuthorizedOperations: g.AuthorizedOperations}
+					continue
+				}
+				if r.IncludeAuthorizedOperations {
 					g.AuthorizedOperations = s.authorizedOperationsAs(who, kmsg.ACLResourceTypeGroup, g.Group)
 				}
 			}
@@ -333,4 +348,43 @@ func (s *Server) filterOffsetFetch(who security.Request, r *kmsg.OffsetFetchRequ
 		g.Topics = kept
 	}
 	return resp
+}
+
+// deniedTopics are the topics among names the principal may not
+// DESCRIBE: a ConsumerGroupHeartbeat naming one is refused
+// TOPIC_AUTHORIZATION_FAILED, as Kafka 4 (KAFKA-18813), so that a
+// subscription cannot learn of topics the principal cannot see.
+func (s *Server) deniedTopics(hdr *reqHeader, names []string) []string {
+	var denied []string
+	for _, n := range names {
+		if !s.authorize(hdr, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, n) {
+			denied = append(denied, n)
+		}
+	}
+	return denied
+}
+
+// groupTopicsDescribable reports whether who may DESCRIBE every topic in
+// the members' current and target assignments of a described consumer
+// group: Kafka 4 (KAFKA-18813) answers a group with any other
+// TOPIC_AUTHORIZATION_FAILED and nothing of it.
+func (s *Server) groupTopicsDescribable(who security.Request, g *kmsg.ConsumerGroupDescribeResponseGroup) bool {
+	if s.cfg.Authorizer == nil {
+		return true
+	}
+	seen := map[string]bool{}
+	for _, m := range g.Members {
+		for _, a := range [][]kmsg.AssignmentTopicPartition{m.Assignment.TopicPartitions, m.TargetAssignment.TopicPartitions} {
+			for _, t := range a {
+				if seen[t.Topic] {
+					continue
+				}
+				seen[t.Topic] = true
+				if !s.authorizeAs(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
