@@ -24,7 +24,6 @@ import (
 	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/loadgen"
-	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -73,8 +72,7 @@ func startConsumerNode(b *testing.B, cfg coordinator.Config) (string, *timedAssi
 	ta := &timedAssignor{}
 	cfg.CustomAssignors = []assign.Assignor{ta}
 	cfg.InitialRebalanceDelay, cfg.InitialRebalanceQuiet = quiet50ms.InitialRebalanceDelay, quiet50ms.InitialRebalanceQuiet
-	n := testkit.StartNode(b, node.Config{Groups: cfg})
-	return n.KafkaAddr(), ta
+	return startedNode(b, node.Config{Groups: cfg}), ta
 }
 
 // ---------------------------------------------------------------------------
@@ -753,8 +751,14 @@ func BenchmarkConsumerHeartbeat(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("%d members settled in %d groups in %v (untimed set-up)", len(members), hbGroups, time.Since(t0).Round(time.Millisecond))
-	time.Sleep(200 * time.Millisecond) // the server drops the closed connections
+	// The set-up connections are closed; a member keeping its own would
+	// count its 16 KiB read buffer as the server's.
+	for _, m := range members {
+		m.c = nil
+	}
+	connsClosed(b, addr)
 	after := heapAfterGC()
+	writeHeapProfile(b)
 	// What this benchmark itself keeps per member.
 	idBytes := 0
 	for _, m := range members {

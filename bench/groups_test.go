@@ -15,8 +15,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -48,8 +51,33 @@ type groupTarget struct {
 
 func cohortTarget(name string, cfg coordinator.Config) groupTarget {
 	return groupTarget{name: name, cohort: true, start: func(b *testing.B) string {
-		return testkit.StartNode(b, node.Config{Groups: cfg}).KafkaAddr()
+		return startedNode(b, node.Config{Groups: cfg})
 	}}
+}
+
+// nodes are the nodes the benchmarks started, by Kafka address.
+var nodes sync.Map
+
+// startedNode starts a node for b and returns its Kafka address.
+func startedNode(b *testing.B, cfg node.Config) string {
+	n := testkit.StartNode(b, cfg)
+	nodes.Store(n.KafkaAddr(), n)
+	b.Cleanup(func() { nodes.Delete(n.KafkaAddr()) })
+	return n.KafkaAddr()
+}
+
+// connsClosed waits until the node at addr has no Kafka connection open:
+// a heap measured before the server let go of the set-up's connections
+// would count their buffers as the members'.
+func connsClosed(b *testing.B, addr string) {
+	v, ok := nodes.Load(addr)
+	if !ok {
+		b.Fatalf("no node started at %s", addr)
+	}
+	n := v.(*node.Node)
+	if !testkit.WaitFor(time.Minute, func() bool { return n.KafkaConns() == 0 }) {
+		b.Fatalf("%d connections still open a minute after the set-up closed its own", n.KafkaConns())
+	}
 }
 
 // kfakeTarget is a one-broker kfake cluster, in memory or (persist) with a
@@ -367,6 +395,9 @@ func benchHeartbeat(b *testing.B, tg groupTarget) {
 
 	var perMember float64
 	t0 := time.Now()
+	if tg.cohort {
+		warmGoroutines(3 * hbMembers)
+	}
 	before := heapAfterGC()
 	members, err := loadgen.JoinGroups(slices.Repeat([]string{addr}, hbGroups), "bench-heartbeat", loadgen.RebalanceParams{
 		Topic:          hbTopic,
@@ -381,8 +412,9 @@ func benchHeartbeat(b *testing.B, tg groupTarget) {
 	}
 	b.Logf("%d members joined %d groups in %v (untimed set-up)", len(members), hbGroups, time.Since(t0).Round(time.Millisecond))
 	if tg.cohort {
-		time.Sleep(200 * time.Millisecond) // let the server drop the closed connections
+		connsClosed(b, addr)
 		after := heapAfterGC()
+		writeHeapProfile(b)
 		// What this benchmark keeps: the member ids and the slice of
 		// members (made after before).
 		idBytes := cap(members) * int(unsafe.Sizeof(loadgen.Member{}))
@@ -433,6 +465,41 @@ func heapAfterGC() uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// warmGoroutines starts n goroutines and lets them end. The runtime keeps
+// the descriptor of every goroutine that ever ran (about 400 B of heap
+// each) for reuse and never frees it: a set-up that dials a connection
+// per member (two server goroutines each) would otherwise count those of
+// connections long closed as the members' heap. Made before the first
+// measurement, they are reused, not new.
+func warmGoroutines(n int) {
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		wg.Go(func() { <-release })
+	}
+	close(release)
+	wg.Wait()
+}
+
+// writeHeapProfile writes the live heap's profile to the file
+// $COHORT_BENCH_HEAPPROFILE names, if set: what a benchmark's heap per
+// member is made of (go tool pprof -sample_index=inuse_space). Set
+// GODEBUG=memprofilerate=4096 or so for a fine-grained one.
+func writeHeapProfile(b *testing.B) {
+	path := os.Getenv("COHORT_BENCH_HEAPPROFILE")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // ---------------------------------------------------------------------------

@@ -856,6 +856,9 @@ func (n *Node) relayDialOptions() []grpc.DialOption {
 // GRPCAddr is the address the gRPC listener is bound to ("" if off).
 func (n *Node) GRPCAddr() string { return n.grpcAddr }
 
+// KafkaConns is the number of Kafka connections open on every listener.
+func (n *Node) KafkaConns() int { return n.kafka.Conns().Open }
+
 // KafkaAddr is the address the Kafka listener is bound to.
 func (n *Node) KafkaAddr() string { return n.lns[0].Addr().String() }
 
