@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -104,9 +105,11 @@ func (s *Shard) joinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupR
 		fail(kerr.GroupMaxSizeReached.Code, "")
 		return
 	}
+	// The metadata is copied: kmsg's bytes alias the request's frame,
+	// which a member keeping them would keep whole.
 	ps := make([]protocol, len(r.Protocols))
 	for i, p := range r.Protocols {
-		ps[i] = protocol{name: p.Name, meta: p.Metadata}
+		ps[i] = protocol{name: p.Name, meta: bytes.Clone(p.Metadata)}
 	}
 	rebalance := r.RebalanceTimeoutMillis
 	if v == 0 {

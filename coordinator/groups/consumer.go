@@ -9,6 +9,7 @@ package groups
 // deadlines and the catalog version last hashed are soft state.
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -52,57 +53,81 @@ const (
 	leaveStaticEpoch = -2 // a static member leaves for a while
 )
 
-// tps is an assignment: topic id → ascending partitions.
-type tps map[[16]byte][]int32
+// tps is an assignment: topics by ascending id, each with its ascending
+// partitions, none empty. A sorted slice, not a map: a member holds two or
+// three of them (assigned, revoking, target), most with one or two topics,
+// and a map of one entry costs several times the slice (issue 17's memory
+// per member). It is the records' own form, so a record's partitions are
+// shared, not copied.
+type tps []record.TopicPartitions
+
+// get returns the partitions of topic id (nil if none).
+func (a tps) get(id [16]byte) []int32 {
+	if i, ok := a.find(id); ok {
+		return a[i].Partitions
+	}
+	return nil
+}
+
+func (a tps) find(id [16]byte) (int, bool) {
+	return slices.BinarySearchFunc(a, id, func(t record.TopicPartitions, id [16]byte) int {
+		return bytes.Compare(t.TopicID[:], id[:])
+	})
+}
 
 func (a tps) count() int {
 	n := 0
-	for _, ps := range a {
-		n += len(ps)
+	for _, t := range a {
+		n += len(t.Partitions)
 	}
 	return n
 }
 
 func (a tps) has(id [16]byte, p int32) bool {
-	_, ok := slices.BinarySearch(a[id], p)
+	_, ok := slices.BinarySearch(a.get(id), p)
 	return ok
 }
 
 func (a tps) equal(b tps) bool {
-	if a.count() != b.count() {
-		return false
-	}
-	for id, ps := range a {
-		if !slices.Equal(ps, b[id]) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y record.TopicPartitions) bool {
+		return x.TopicID == y.TopicID && slices.Equal(x.Partitions, y.Partitions)
+	})
 }
 
-// records turns a into record form, topics sorted by id.
+// records is a in record form: itself (topics sorted by id), never nil.
 func (a tps) records() []record.TopicPartitions {
-	ids := make([][16]byte, 0, len(a))
-	for id, ps := range a {
-		if len(ps) > 0 {
-			ids = append(ids, id)
-		}
+	if a == nil {
+		return []record.TopicPartitions{}
 	}
-	slices.SortFunc(ids, func(x, y [16]byte) int { return slices.Compare(x[:], y[:]) })
-	out := make([]record.TopicPartitions, len(ids))
-	for i, id := range ids {
-		out[i] = record.TopicPartitions{TopicID: id, Partitions: a[id]}
-	}
-	return out
+	return a
 }
 
+// tpsOf is the assignment of records (kept, not copied), its empty
+// topics left out and its topics sorted if they were not.
 func tpsOf(rs []record.TopicPartitions) tps {
-	out := make(tps, len(rs))
-	for _, r := range rs {
-		if len(r.Partitions) > 0 {
-			out[r.TopicID] = r.Partitions
+	out := tps(rs)
+	if slices.ContainsFunc(rs, func(t record.TopicPartitions) bool { return len(t.Partitions) == 0 }) {
+		out = slices.DeleteFunc(slices.Clone(rs), func(t record.TopicPartitions) bool { return len(t.Partitions) == 0 })
+	}
+	if !slices.IsSortedFunc(out, compareTopics) {
+		out = slices.Clone(out)
+		slices.SortFunc(out, compareTopics)
+	}
+	return slices.Clip(out)
+}
+
+func compareTopics(x, y record.TopicPartitions) int { return bytes.Compare(x.TopicID[:], y.TopicID[:]) }
+
+// tpsFrom makes an assignment of a map of topic id → ascending
+// partitions, what the functions that build one piece by piece fill.
+func tpsFrom(m map[[16]byte][]int32) tps {
+	out := make(tps, 0, len(m))
+	for id, ps := range m {
+		if len(ps) > 0 {
+			out = append(out, record.TopicPartitions{TopicID: id, Partitions: ps})
 		}
 	}
+	slices.SortFunc(out, compareTopics)
 	return out
 }
 
@@ -237,7 +262,8 @@ func (g *consumerGroup) sortedMembers() []*consumerMember {
 // release forgets m's ownership of its partitions.
 func (g *consumerGroup) release(m *consumerMember) {
 	for _, a := range []tps{m.assigned, m.revoking} {
-		for id, ps := range a {
+		for _, at := range a {
+			id, ps := at.TopicID, at.Partitions
 			for _, p := range ps {
 				delete(g.owners, tp{id, p})
 			}
@@ -248,7 +274,8 @@ func (g *consumerGroup) release(m *consumerMember) {
 // own records m's ownership of its partitions at its epoch.
 func (g *consumerGroup) own(m *consumerMember) {
 	for _, a := range []tps{m.assigned, m.revoking} {
-		for id, ps := range a {
+		for _, at := range a {
+			id, ps := at.TopicID, at.Partitions
 			for _, p := range ps {
 				g.owners[tp{id, p}] = m.epoch
 			}

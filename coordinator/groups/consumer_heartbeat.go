@@ -163,12 +163,13 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 	}
 	var owned tps
 	if r.Topics != nil {
-		owned = tps{}
+		byID := map[[16]byte][]int32{}
 		for _, t := range r.Topics {
 			ps := slices.Clone(t.Partitions)
 			slices.Sort(ps)
-			owned[t.TopicID] = append(owned[t.TopicID], ps...)
+			byID[t.TopicID] = append(byID[t.TopicID], ps...)
 		}
+		owned = tpsFrom(byID)
 	}
 
 	m := g.members[id]
@@ -362,7 +363,8 @@ func validateMemberEpoch(m *consumerMember, received int32, owned tps) (int16, s
 }
 
 func subset(a, b tps) bool {
-	for id, ps := range a {
+	for _, at := range a {
+		id, ps := at.TopicID, at.Partitions
 		for _, p := range ps {
 			if !b.has(id, p) {
 				return false
@@ -413,7 +415,8 @@ func (s *Shard) computeTarget(g *consumerGroup, now time.Time) {
 		}
 		if cat != nil {
 			am.Current = assign.Partitions{}
-			for tid, ps := range g.target[m.id] {
+			for _, at := range g.target[m.id] {
+				tid, ps := at.TopicID, at.Partitions
 				if name, ok := cat.ByID[tid]; ok {
 					am.Current[name] = ps
 				}
@@ -428,12 +431,13 @@ func (s *Shard) computeTarget(g *consumerGroup, now time.Time) {
 	}
 	out := s.groupAssignor(g).Assign(in)
 	for _, m := range g.sortedMembers() {
-		next := tps{}
+		byID := map[[16]byte][]int32{}
 		for name, ps := range out[m.id] {
 			if len(ps) > 0 {
-				next[cat.ByName[name].ID] = ps
+				byID[cat.ByName[name].ID] = ps
 			}
 		}
+		next := tpsFrom(byID)
 		if old, ok := g.target[m.id]; !ok || !old.equal(next) {
 			s.emitTarget(g, m.id, next)
 		}

@@ -63,13 +63,16 @@ func (s *Shard) reconcile(g *consumerGroup, m *consumerMember, owned tps) (*curr
 			// Still revoking, and unsubscribed from a topic it
 			// keeps: those partitions join the ones to revoke at
 			// once (Kafka's updateCurrentAssignment).
-			keep, drop := tps{}, tps{}
-			for id, ps := range m.assigned {
-				if subscribed[id] {
-					keep[id] = ps
+			var keep, drop tps
+			for _, t := range m.assigned {
+				if subscribed[t.TopicID] {
+					keep = append(keep, t)
 				} else {
-					drop[id] = ps
+					drop = append(drop, t)
 				}
+			}
+			if keep == nil {
+				keep = tps{}
 			}
 			return &current{epoch: m.epoch, prevEpoch: m.epoch, state: memberUnrevoked, assigned: keep, revoking: union(m.revoking, drop)}, 0, ""
 		}
@@ -89,26 +92,26 @@ func (s *Shard) reconcile(g *consumerGroup, m *consumerMember, owned tps) (*curr
 
 // nextAssignment is Kafka's computeNextAssignment.
 func (s *Shard) nextAssignment(g *consumerGroup, m *consumerMember, target tps, subscribed map[[16]byte]bool, owned tps) current {
-	keep, revoke, add := tps{}, tps{}, tps{}
+	keepM, revokeM, addM := map[[16]byte][]int32{}, map[[16]byte][]int32{}, map[[16]byte][]int32{}
 	unreleased := false
 	ids := map[[16]byte]bool{}
-	for id := range target {
-		ids[id] = true
+	for _, t := range target {
+		ids[t.TopicID] = true
 	}
-	for id := range m.assigned {
-		ids[id] = true
+	for _, t := range m.assigned {
+		ids[t.TopicID] = true
 	}
 	for id := range ids {
 		var want []int32
 		if subscribed[id] {
-			want = target[id]
+			want = target.get(id)
 		}
-		have := m.assigned[id]
+		have := m.assigned.get(id)
 		for _, p := range have {
 			if _, ok := slices.BinarySearch(want, p); ok {
-				keep[id] = append(keep[id], p)
+				keepM[id] = append(keepM[id], p)
 			} else {
-				revoke[id] = append(revoke[id], p)
+				revokeM[id] = append(revokeM[id], p)
 			}
 		}
 		for _, p := range want {
@@ -119,9 +122,10 @@ func (s *Shard) nextAssignment(g *consumerGroup, m *consumerMember, target tps, 
 				unreleased = true
 				continue
 			}
-			add[id] = append(add[id], p)
+			addM[id] = append(addM[id], p)
 		}
 	}
+	keep, revoke, add := tpsFrom(keepM), tpsFrom(revokeM), tpsFrom(addM)
 	withEpoch := func(e int32) current { return current{epoch: e, prevEpoch: m.epoch, revoking: tps{}} }
 	switch {
 	case revoke.count() > 0 && ownsAny(owned, revoke):
@@ -155,9 +159,9 @@ func ownsAny(owned, set tps) bool {
 	if owned == nil {
 		return true
 	}
-	for id, ps := range set {
-		for _, p := range ps {
-			if owned.has(id, p) {
+	for _, t := range set {
+		for _, p := range t.Partitions {
+			if owned.has(t.TopicID, p) {
 				return true
 			}
 		}
@@ -166,8 +170,8 @@ func ownsAny(owned, set tps) bool {
 }
 
 func ownsUnsubscribed(a tps, subscribed map[[16]byte]bool) bool {
-	for id, ps := range a {
-		if len(ps) > 0 && !subscribed[id] {
+	for _, t := range a {
+		if !subscribed[t.TopicID] {
 			return true
 		}
 	}
@@ -175,15 +179,15 @@ func ownsUnsubscribed(a tps, subscribed map[[16]byte]bool) bool {
 }
 
 func union(a, b tps) tps {
-	out := tps{}
+	out := map[[16]byte][]int32{}
 	for _, x := range []tps{a, b} {
-		for id, ps := range x {
-			out[id] = append(out[id], ps...)
+		for _, t := range x {
+			out[t.TopicID] = append(out[t.TopicID], t.Partitions...)
 		}
 	}
 	for id := range out {
 		slices.Sort(out[id])
 		out[id] = slices.Compact(out[id])
 	}
-	return out
+	return tpsFrom(out)
 }

@@ -343,7 +343,8 @@ func consumerMoved(before map[owner]tps, g *consumerGroup) int {
 	}
 	prev := map[tp]owner{}
 	for o, a := range before {
-		for id, ps := range a {
+		for _, at := range a {
+			id, ps := at.TopicID, at.Partitions
 			for _, p := range ps {
 				prev[tp{id, p}] = o
 			}
@@ -352,7 +353,8 @@ func consumerMoved(before map[owner]tps, g *consumerGroup) int {
 	n := 0
 	for id, a := range g.target { // a count: the order does not matter
 		o := g.owner(id)
-		for tid, ps := range a {
+		for _, at := range a {
+			tid, ps := at.TopicID, at.Partitions
 			for _, p := range ps {
 				if prev[tp{tid, p}] != o {
 					n++

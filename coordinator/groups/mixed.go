@@ -144,7 +144,7 @@ func (s *Shard) assignmentBytes(a tps, meta []byte) []byte {
 // byName maps partitions named by topic to topic ids through the catalog,
 // leaving out topics it does not know; never nil.
 func (s *Shard) byName(topics map[string][]int32) tps {
-	out := tps{}
+	out := map[[16]byte][]int32{}
 	for name, ps := range topics {
 		if s.catalog == nil {
 			break
@@ -157,7 +157,7 @@ func (s *Shard) byName(topics map[string][]int32) tps {
 		slices.Sort(ps)
 		out[t.ID] = append(out[t.ID], slices.Compact(ps)...)
 	}
-	return out
+	return tpsFrom(out)
 }
 
 // upgrade converts classic group c, which has members, into a consumer

@@ -15,6 +15,7 @@ package groups
 // given stays good for its commits until it rejoins.
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"time"
@@ -115,7 +116,7 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 	next.clientID, next.clientHost = req.ClientID, req.ClientHost
 	next.classic = &classicMeta{sessionTimeout: r.SessionTimeoutMillis, protocols: make([]protocol, len(r.Protocols))}
 	for i, p := range r.Protocols {
-		next.classic.protocols[i] = protocol{name: p.Name, meta: p.Metadata}
+		next.classic.protocols[i] = protocol{name: p.Name, meta: bytes.Clone(p.Metadata)}
 	}
 	m, code, _ := s.advanceMember(now, g, m, &next, isNew, isNew || replaced, s.byName(owned))
 	defer s.settleConsumer(g, now)
@@ -151,7 +152,7 @@ func (s *Shard) classicReplacesLast(now time.Time, req machine.Request, r *kmsg.
 		joiner.rebalanceTimeout = r.SessionTimeoutMillis
 	}
 	for i, p := range r.Protocols {
-		joiner.classic.protocols[i] = protocol{name: p.Name, meta: p.Metadata}
+		joiner.classic.protocols[i] = protocol{name: p.Name, meta: bytes.Clone(p.Metadata)}
 	}
 	why := fmt.Sprintf("the last consumer-protocol member %s was replaced by classic static member %s", old.id, id)
 	c := s.toClassic(now, g, old, observe.MemberFenced, "replaced by a new instance of the static member: "+id, joiner, why)
@@ -215,7 +216,8 @@ func (g *consumerGroup) mustRejoin(m *consumerMember) bool {
 	case m.epoch < g.epoch, m.state == memberUnrevoked:
 		return true
 	case m.state == memberUnreleased:
-		for id, ps := range g.target[m.id] {
+		for _, at := range g.target[m.id] {
+			id, ps := at.TopicID, at.Partitions
 			for _, p := range ps {
 				if m.assigned.has(id, p) {
 					continue
