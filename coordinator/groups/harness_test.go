@@ -147,9 +147,15 @@ func (h *harness) send(req kmsg.Request) machine.RequestID {
 
 func (h *harness) sendFrom(req kmsg.Request, clientID string) machine.RequestID {
 	h.t.Helper()
+	return h.sendAs(req, "", clientID)
+}
+
+// sendAs hands req to the machine for tenant from clientID.
+func (h *harness) sendAs(req kmsg.Request, tenant, clientID string) machine.RequestID {
+	h.t.Helper()
 	h.nextID++
 	id := h.nextID
-	h.apply(h.m.Handle(h.now, machine.Request{ID: id, Msg: req, ClientID: clientID, ClientHost: "/127.0.0.1", Topics: h.catalog}))
+	h.apply(h.m.Handle(h.now, machine.Request{ID: id, Msg: req, Tenant: tenant, ClientID: clientID, ClientHost: "/127.0.0.1", Topics: h.catalog}))
 	return id
 }
 
