@@ -33,7 +33,7 @@ type Coordinator struct {
 	n       int // the shard count, fixed when the store was created
 	standby bool
 	set     *ShardSet
-	topics  func() *machine.Catalog
+	topics  func(tenant string) *machine.Catalog
 }
 
 // shardsKey stores the shard count a data directory was created with.
@@ -44,10 +44,12 @@ type Options struct {
 	Store  store.Store
 	Clock  Clock // nil: the system clock
 	Logger *slog.Logger
-	// Topics returns the broker's topics, for KIP-848 consumer groups to
-	// resolve subscriptions against. Nil: no topics (consumer groups get
+	// Topics returns a tenant's topics, by the names its clients know
+	// them by, for offset commits to check and KIP-848 consumer groups to
+	// resolve subscriptions against. Every tenant's catalog of one topic
+	// state has the same Version. Nil: no topics (consumer groups get
 	// empty assignments).
-	Topics func() *machine.Catalog
+	Topics func(tenant string) *machine.Catalog
 	// Observer receives the runtime's events (batches written, shards
 	// loaded and unloaded) and the machines' group events. Nil: none.
 	Observer observe.Observer
@@ -249,7 +251,7 @@ func (c *Coordinator) ShardFor(tenant, group string) int {
 // not withdraw a request already handed over.
 func (c *Coordinator) Handle(ctx context.Context, req Request) func() kmsg.Response {
 	if c.topics != nil && req.Topics == nil {
-		req.Topics = c.topics()
+		req.Topics = c.topics(req.Tenant)
 	}
 	api, ok := groups.Lookup(req.Msg.Key())
 	if !ok {
@@ -322,17 +324,18 @@ func (c *Coordinator) split(tenant string, names []string) (shards []int, idx ma
 	return shards, idx
 }
 
-// TopicsDeleted removes every group's committed offsets of the deleted
-// topics and returns once that is durable (as Kafka does on topic
+// TopicsDeleted removes the committed offsets of the tenant's deleted
+// topics (by the names its clients know them by) from every group of the
+// tenant and returns once that is durable (as Kafka does on topic
 // deletion), so that a topic created again under the same name starts
 // with none.
-func (c *Coordinator) TopicsDeleted(topics []string) {
+func (c *Coordinator) TopicsDeleted(tenant string, topics []string) {
 	if len(topics) == 0 {
 		return
 	}
 	var waits []<-chan Reply
 	for _, id := range c.set.Held() {
-		if ch, code := c.set.Submit(context.Background(), id, Request{Cmd: groups.DeleteTopicsCmd{Topics: topics}}); code == 0 {
+		if ch, code := c.set.Submit(context.Background(), id, Request{Cmd: groups.DeleteTopicsCmd{Tenant: tenant, Topics: topics}}); code == 0 {
 			waits = append(waits, ch)
 		}
 	}
@@ -342,13 +345,13 @@ func (c *Coordinator) TopicsDeleted(topics []string) {
 }
 
 // ReconcileTopics deletes committed offsets of topics that are not in
-// live (name → id) or were committed to an earlier topic of the same
-// name, and returns once that is durable. The server calls it at start-up
-// with every topic it has, which finishes a topic deletion that a crash
-// interrupted between the topic and its offsets.
-func (c *Coordinator) ReconcileTopics(live map[string][16]byte) {
+// live (tenant → name → id) or were committed to an earlier topic of the
+// same name, and returns once that is durable. The server calls it at
+// start-up with every topic it has, which finishes a topic deletion that
+// a crash interrupted between the topic and its offsets.
+func (c *Coordinator) ReconcileTopics(live map[string]map[string][16]byte) {
 	if live == nil {
-		live = map[string][16]byte{}
+		live = map[string]map[string][16]byte{}
 	}
 	var waits []<-chan Reply
 	for _, id := range c.set.Held() {

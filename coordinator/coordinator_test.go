@@ -252,7 +252,7 @@ func TestCustomAssignor(t *testing.T) {
 		t.Fatal("an unknown assignor name validates")
 	}
 	catalog := machine.NewCatalog(1, map[string]machine.TopicMeta{"t": {ID: [16]byte{7}, Partitions: 4}})
-	c, err := coordinator.Start(cfg, coordinator.Options{Store: openStore(t, t.TempDir()), Topics: func() *machine.Catalog { return catalog }})
+	c, err := coordinator.Start(cfg, coordinator.Options{Store: openStore(t, t.TempDir()), Topics: func(string) *machine.Catalog { return catalog }})
 	if err != nil {
 		t.Fatal(err)
 	}

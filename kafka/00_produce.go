@@ -58,7 +58,7 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 	case req.TransactionID != nil:
 		// KIP-890 part 1: the partitions must be in the producer's
 		// ongoing transaction (txn_produce.go).
-		fail = s.verifyTxn(ctx, hdr.version, req)
+		fail = s.verifyTxn(ctx, s.scope(hdr), hdr.version, req)
 	}
 
 	type toSync struct {
@@ -69,12 +69,13 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 	var syncs []toSync
 	failed := false
 	hints := leaders{s: s, listener: hdr.listenerName()}
+	sc := s.scope(hdr)
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		byID := hdr.version >= 13
-		internal := s.isOffsetsTopic(rt.Topic, rt.TopicID, byID)
-		t := s.topicFor(rt.Topic, rt.TopicID, byID)
+		internal := sc.isOffsets(rt.Topic, rt.TopicID, byID)
+		t := sc.topicFor(rt.Topic, rt.TopicID, byID)
 		denied := !s.topicAllowed(hdr, kmsg.ACLOperationWrite, rt.Topic, rt.TopicID, byID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()

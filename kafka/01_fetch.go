@@ -72,14 +72,14 @@ func handleFetch(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request
 		}
 	}
 	deadline := now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	return func() kmsg.Response { return s.fetchHintsAt(hdr, s.longPoll(hdr.version, req, denied, deadline)) }
+	return func() kmsg.Response { return s.fetchHintsAt(hdr, s.longPoll(s.scope(hdr), hdr.version, req, denied, deadline)) }
 }
 
 // longPoll answers req, whose topics at the indexes in denied the
 // principal may not read, once it has MinBytes or at deadline.
-func (s *Server) longPoll(version int16, req *kmsg.FetchRequest, denied map[int]bool, deadline time.Time) kmsg.Response {
+func (s *Server) longPoll(sc scope, version int16, req *kmsg.FetchRequest, denied map[int]bool, deadline time.Time) kmsg.Response {
 	for {
-		resp, targets, size, hasErr := s.fetchOnce(version, req, denied)
+		resp, targets, size, hasErr := s.fetchOnce(sc, version, req, denied)
 		if size >= int(req.MinBytes) || hasErr || req.MaxWaitMillis <= 0 || len(targets) == 0 {
 			return resp
 		}
@@ -101,7 +101,7 @@ func (s *Server) longPoll(version int16, req *kmsg.FetchRequest, denied map[int]
 		chosen, _, _ := reflect.Select(cases)
 		timer.Stop()
 		if chosen <= 1 {
-			resp, _, _, _ := s.fetchOnce(version, req, denied)
+			resp, _, _, _ := s.fetchOnce(sc, version, req, denied)
 			return resp
 		}
 	}
@@ -112,7 +112,7 @@ type waitTarget struct{ wait <-chan struct{} }
 // fetchOnce reads every requested partition once and returns the response,
 // the append signals to wait on, the bytes read, and whether any partition
 // had an error (which answers at once, as Kafka does).
-func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest, denied map[int]bool) (*kmsg.FetchResponse, []waitTarget, int, bool) {
+func (s *Server) fetchOnce(sc scope, version int16, req *kmsg.FetchRequest, denied map[int]bool) (*kmsg.FetchResponse, []waitTarget, int, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(version)
 	budget := int(req.MaxBytes)
@@ -126,8 +126,8 @@ func (s *Server) fetchOnce(version int16, req *kmsg.FetchRequest, denied map[int
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		byID := version >= 13
-		internal := s.isOffsetsTopic(rt.Topic, rt.TopicID, byID)
-		t := s.topicFor(rt.Topic, rt.TopicID, byID)
+		internal := sc.isOffsets(rt.Topic, rt.TopicID, byID)
+		t := sc.topicFor(rt.Topic, rt.TopicID, byID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition

@@ -47,13 +47,14 @@ func handleListOffsets(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.R
 	for i, rt := range req.Topics {
 		denied[i] = !s.authorize(hdr, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, rt.Topic)
 	}
+	sc := s.scope(hdr)
 	// Timestamp searches read batches from disk: do them on the writer.
 	return func() kmsg.Response {
 		for ti, rt := range req.Topics {
 			st := kmsg.NewListOffsetsResponseTopic()
 			st.Topic = rt.Topic
-			t := s.topics.Topic(rt.Topic)
-			internal := s.isOffsetsTopic(rt.Topic, [16]byte{}, false)
+			t := sc.topic(rt.Topic)
+			internal := sc.isOffsets(rt.Topic, [16]byte{}, false)
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewListOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition

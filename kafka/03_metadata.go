@@ -86,15 +86,16 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 		}
 	}()
 
+	sc := s.scope(hdr)
 	all := req.Topics == nil || (hdr.version == 0 && len(req.Topics) == 0)
 	autoCreate := s.cfg.AutoCreateTopics && (hdr.version < 4 || req.AllowAutoTopicCreation)
 	if all {
-		for _, t := range s.topics.Topics() {
-			if describable(t.Name) {
-				resp.Topics = append(resp.Topics, metadataTopic(t, req.IncludeTopicAuthorizedOperations, live))
+		for _, t := range sc.all() {
+			if describable(sc.name(t)) {
+				resp.Topics = append(resp.Topics, metadataTopic(sc.name(t), t, req.IncludeTopicAuthorizedOperations, live))
 			}
 		}
-		if s.groups.OffsetsTopic() && describable(offsetstopic.Name) {
+		if sc.tenant == "" && s.groups.OffsetsTopic() && describable(offsetstopic.Name) {
 			// Internal topics are listed too, as Kafka does
 			// (consumer_offsets.go).
 			resp.Topics = append(resp.Topics, s.offsetsMetadata(req.IncludeTopicAuthorizedOperations))
@@ -105,7 +106,7 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 		var t *topics.Topic
 		st := kmsg.NewMetadataResponseTopic()
 		st.AuthorizedOperations = unrequestedOps
-		if name := s.topicName(derefName(rt.Topic), rt.TopicID, rt.Topic == nil); name != "" && !describable(name) {
+		if name := s.topicName(sc.tenant, derefName(rt.Topic), rt.TopicID, rt.Topic == nil); name != "" && !describable(name) {
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			if rt.Topic != nil {
 				st.Topic = rt.Topic
@@ -116,11 +117,11 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 			continue
 		}
 		switch {
-		case s.isOffsetsTopic(derefName(rt.Topic), rt.TopicID, rt.Topic == nil):
+		case sc.isOffsets(derefName(rt.Topic), rt.TopicID, rt.Topic == nil):
 			resp.Topics = append(resp.Topics, s.offsetsMetadata(req.IncludeTopicAuthorizedOperations))
 			continue
 		case rt.Topic == nil && rt.TopicID != [16]byte{}:
-			if t = s.topics.TopicByID(rt.TopicID); t == nil {
+			if t = sc.topicByID(rt.TopicID); t == nil {
 				st.TopicID = rt.TopicID
 				st.ErrorCode = kerr.UnknownTopicID.Code
 			}
@@ -131,14 +132,14 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 			st.ErrorCode = kerr.InvalidTopicException.Code
 		default:
 			st.Topic = rt.Topic
-			if t = s.topics.Topic(*rt.Topic); t == nil && autoCreate && !s.authorizeCluster(hdr, kmsg.ACLOperationCreate) &&
+			if t = sc.topic(*rt.Topic); t == nil && autoCreate && !s.authorizeCluster(hdr, kmsg.ACLOperationCreate) &&
 				!s.authorize(hdr, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, *rt.Topic) {
 				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if t == nil && autoCreate {
 				var err error
-				t, err = s.topics.Create(*rt.Topic, s.cfg.DefaultPartitions, nil, false)
+				t, err = s.topics.Create(sc.in(*rt.Topic), s.cfg.DefaultPartitions, nil, false)
 				if err == topics.ErrTopicExists {
-					t, err = s.topics.Topic(*rt.Topic), nil
+					t, err = sc.topic(*rt.Topic), nil
 				}
 				if err != nil {
 					s.logger.Error("auto-creating topic", "topic", *rt.Topic, "err", err)
@@ -152,7 +153,7 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 			}
 		}
 		if t != nil {
-			st = metadataTopic(t, req.IncludeTopicAuthorizedOperations, live)
+			st = metadataTopic(sc.name(t), t, req.IncludeTopicAuthorizedOperations, live)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -167,9 +168,9 @@ func derefName(name *string) string {
 	return *name
 }
 
-func metadataTopic(t *topics.Topic, ops bool, live map[int32]bool) kmsg.MetadataResponseTopic {
+// metadataTopic describes t, which its owner's clients know as name.
+func metadataTopic(name string, t *topics.Topic, ops bool, live map[int32]bool) kmsg.MetadataResponseTopic {
 	st := kmsg.NewMetadataResponseTopic()
-	name := t.Name
 	st.Topic, st.TopicID = &name, t.ID
 	st.AuthorizedOperations = unrequestedOps
 	if ops {

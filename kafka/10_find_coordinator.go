@@ -55,7 +55,7 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 				c.ErrorCode = kerr.GroupAuthorizationFailed.Code
 				break
 			}
-			b, ok := s.cluster.Coordinator(s.groups.ShardFor(defaultTenant, key))
+			b, ok := s.cluster.Coordinator(s.groups.ShardFor(hdr.tenant(), key))
 			if !ok {
 				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				c.ErrorMessage = errPtr(kerr.CoordinatorNotAvailable.Description)
@@ -74,7 +74,7 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				break
 			}
-			b, ok := s.cluster.Coordinator(s.txnUnit(key))
+			b, ok := s.cluster.Coordinator(s.txnUnit(hdr.tenant(), key))
 			if !ok {
 				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				c.ErrorMessage = errPtr(kerr.CoordinatorNotAvailable.Description)

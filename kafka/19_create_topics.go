@@ -52,6 +52,7 @@ func handleCreateTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 	for i, rt := range req.Topics {
 		denied[i] = !cluster && !s.authorize(hdr, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, rt.Topic)
 	}
+	sc := s.scope(hdr)
 	// Creation fsyncs: do it on the writer.
 	return func() kmsg.Response {
 		for i, rt := range req.Topics {
@@ -64,7 +65,7 @@ func handleCreateTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 				resp.Topics = append(resp.Topics, st)
 				continue
 			}
-			code, msg := s.createTopic(rt, req.ValidateOnly, seen[rt.Topic] > 1, &st)
+			code, msg := s.createTopic(sc, rt, req.ValidateOnly, seen[rt.Topic] > 1, &st)
 			st.ErrorCode = code
 			if code != 0 && msg != "" {
 				st.ErrorMessage = errPtr(msg)
@@ -75,18 +76,21 @@ func handleCreateTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 	}
 }
 
-func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup bool, st *kmsg.CreateTopicsResponseTopic) (int16, string) {
+// createTopic creates rt in the scope's organisation. The name is checked
+// as Kafka checks it (at most 249 characters) before it is given the
+// organisation's prefix.
+func (s *Server) createTopic(sc scope, rt kmsg.CreateTopicsRequestTopic, validateOnly, dup bool, st *kmsg.CreateTopicsResponseTopic) (int16, string) {
 	if dup {
 		return kerr.InvalidRequest.Code, fmt.Sprintf("Create topics request from client contains duplicate topic %s", rt.Topic)
 	}
 	if !topics.ValidTopicName(rt.Topic) {
 		return kerr.InvalidTopicException.Code, fmt.Sprintf("Topic name %q is illegal: 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'", rt.Topic)
 	}
-	if s.isOffsetsTopic(rt.Topic, [16]byte{}, false) {
+	if sc.isOffsets(rt.Topic, [16]byte{}, false) {
 		return kerr.TopicAlreadyExists.Code, offsetsExists // consumer_offsets.go
 	}
 	exists := fmt.Sprintf("Topic '%s' already exists.", rt.Topic)
-	if s.topics.Topic(rt.Topic) != nil {
+	if sc.topic(rt.Topic) != nil {
 		return kerr.TopicAlreadyExists.Code, exists
 	}
 	brokers := s.cluster.Brokers()
@@ -136,9 +140,9 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly, dup
 	var t *topics.Topic
 	var err error
 	if leaders != nil {
-		t, err = s.topics.CreateAssigned(rt.Topic, leaders, configs, validateOnly)
+		t, err = s.topics.CreateAssigned(sc.in(rt.Topic), leaders, configs, validateOnly)
 	} else {
-		t, err = s.topics.Create(rt.Topic, partitions, configs, validateOnly)
+		t, err = s.topics.Create(sc.in(rt.Topic), partitions, configs, validateOnly)
 	}
 	if errors.Is(err, topics.ErrTopicExists) {
 		// Created on another node since this one last refreshed.

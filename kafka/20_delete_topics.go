@@ -38,10 +38,12 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 	}
 	// With authorization on, as Kafka: DELETE on each topic, else
 	// TOPIC_AUTHORIZATION_FAILED (for a name, before it is looked up).
-	who := authzRequest(hdr)
+	who, sc := authzRequest(hdr), s.scope(hdr)
 	return func() kmsg.Response {
+		// deleted are external names: the offsets the coordinator
+		// removes are those of the organisation's groups only.
 		var deleted []string
-		defer func() { s.groups.TopicsDeleted(deleted) }()
+		defer func() { s.groups.TopicsDeleted(sc.tenant, deleted) }()
 		for _, rt := range targets {
 			st := kmsg.NewDeleteTopicsResponseTopic()
 			st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -50,7 +52,7 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 			case rt.Topic != nil && rt.TopicID != [16]byte{}:
 				st.ErrorCode = kerr.InvalidRequest.Code
 				st.ErrorMessage = errPtr("Give a topic name or a topic id, not both.")
-			case s.isOffsetsTopic(derefName(rt.Topic), rt.TopicID, rt.Topic == nil):
+			case sc.isOffsets(derefName(rt.Topic), rt.TopicID, rt.Topic == nil):
 				// consumer_offsets.go: nobody may delete it.
 				name := offsetstopic.Name
 				st.Topic, st.TopicID = &name, s.offsetsID
@@ -60,7 +62,11 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case rt.Topic != nil:
 				name = *rt.Topic
-				t, err := s.topics.Sync(name)
+				var t *topics.Topic
+				var err error
+				if sc.tenant == "" || topics.ValidTopicName(name) {
+					t, err = s.topics.Sync(sc.in(name))
+				}
 				switch {
 				case err != nil:
 					st.ErrorCode = errorCode(err)
@@ -71,17 +77,17 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 					st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				}
 			default:
-				if t := s.topicByIDFresh(rt.TopicID); t != nil && !s.authorizeAs(who, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, t.Name) {
+				if t := s.topicByIDFresh(sc, rt.TopicID); t != nil && !s.authorizeAs(who, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, sc.name(t)) {
 					st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				} else if t != nil {
-					name = t.Name
-					st.Topic = &t.Name
+					name = sc.name(t)
+					st.Topic = &name
 				} else {
 					st.ErrorCode = kerr.UnknownTopicID.Code
 				}
 			}
 			if st.ErrorCode == 0 {
-				if err := s.topics.Delete(name); err != nil {
+				if err := s.topics.Delete(sc.in(name)); err != nil {
 					st.ErrorCode = errorCode(err)
 					st.ErrorMessage = errPtr(err.Error())
 				} else {
@@ -95,14 +101,15 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 	}
 }
 
-// topicByIDFresh is the topic with that id, refreshing the catalog first
-// if this node does not know it: another node may have just created it.
-func (s *Server) topicByIDFresh(id [16]byte) *topics.Topic {
-	if t := s.topics.TopicByID(id); t != nil {
-		return t
+// topicByIDFresh is the scope's topic with that id, refreshing the
+// catalog first if this node does not know it: another node may have
+// just created it.
+func (s *Server) topicByIDFresh(sc scope, id [16]byte) *topics.Topic {
+	if s.topics.TopicByID(id) != nil {
+		return sc.topicByID(id)
 	}
 	if err := s.topics.Refresh(); err != nil {
 		s.logger.Warn("refreshing topics", "err", err)
 	}
-	return s.topics.TopicByID(id)
+	return sc.topicByID(id)
 }

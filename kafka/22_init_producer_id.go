@@ -50,7 +50,7 @@ func handleInitProducerID(ctx context.Context, s *Server, hdr *reqHeader, kreq k
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return done(resp)
 		}
-		return func() kmsg.Response { return s.initTransactional(ctx, req, resp) }
+		return func() kmsg.Response { return s.initTransactional(ctx, hdr.tenant(), req, resp) }
 	}
 	// With authorization on, as Kafka: an idempotent producer needs
 	// IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
@@ -75,7 +75,7 @@ func handleInitProducerID(ctx context.Context, s *Server, hdr *reqHeader, kreq k
 // initTransactional serves InitProducerId with a transactional id. The
 // new producer id it allocates is used only if the shard needs one (a new
 // transactional id, an exhausted epoch); ids are plentiful.
-func (s *Server) initTransactional(ctx context.Context, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) kmsg.Response {
+func (s *Server) initTransactional(ctx context.Context, tenant string, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) kmsg.Response {
 	id, err := s.topics.NextProducerID()
 	if err != nil {
 		s.logger.Error("allocating a producer id", "err", err)
@@ -86,7 +86,7 @@ func (s *Server) initTransactional(ctx context.Context, req *kmsg.InitProducerID
 	if req.Version >= 3 {
 		pid, epoch = req.ProducerID, req.ProducerEpoch
 	}
-	r := s.txnDo(ctx, *req.TransactionalID, txn.InitCmd{Tenant: defaultTenant, TxnID: *req.TransactionalID,
+	r := s.txnDo(ctx, tenant, *req.TransactionalID, txn.InitCmd{Tenant: tenant, TxnID: *req.TransactionalID,
 		TimeoutMs: req.TransactionTimeoutMillis, ProducerID: pid, ProducerEpoch: epoch, NewProducerID: id})
 	resp.ErrorCode = fenced(r.Code, req.Version, 4)
 	if r.Code == 0 {

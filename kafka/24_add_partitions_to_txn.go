@@ -44,7 +44,7 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kr
 				for _, tp := range t.Topics {
 					topics = append(topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: tp.Topic, Partitions: tp.Partitions})
 				}
-				codes := s.addPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, topics, t.VerifyOnly, hdr.version)
+				codes := s.addPartitions(ctx, s.scope(hdr), t.TransactionalID, t.ProducerID, t.ProducerEpoch, topics, t.VerifyOnly, hdr.version)
 				for i, tp := range t.Topics {
 					ot := kmsg.AddPartitionsToTxnResponseTransactionTopic{Topic: tp.Topic}
 					for j, p := range tp.Partitions {
@@ -72,7 +72,7 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kr
 		return done(resp)
 	}
 	return func() kmsg.Response {
-		codes := s.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Topics, false, hdr.version)
+		codes := s.addPartitions(ctx, s.scope(hdr), req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Topics, false, hdr.version)
 		for i, t := range req.Topics {
 			rt := kmsg.AddPartitionsToTxnResponseTopic{Topic: t.Topic}
 			for j, p := range t.Partitions {
@@ -86,20 +86,20 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kr
 
 // addPartitions answers one transaction's partitions: codes[i][j] for
 // topics[i].Partitions[j].
-func (s *Server) addPartitions(ctx context.Context, txnID string, pid int64, epoch int16, topics []kmsg.AddPartitionsToTxnRequestTopic, verify bool, version int16) [][]int16 {
+func (s *Server) addPartitions(ctx context.Context, sc scope, txnID string, pid int64, epoch int16, topics []kmsg.AddPartitionsToTxnRequestTopic, verify bool, version int16) [][]int16 {
 	codes := make([][]int16, len(topics))
 	var tps []txn.TP
 	unknown := false
 	for i, t := range topics {
 		codes[i] = make([]int16, len(t.Partitions))
-		top := s.topics.Topic(t.Topic)
+		top := sc.topic(t.Topic)
 		for j, p := range t.Partitions {
-			if top == nil || p < 0 || int(p) >= len(top.Partitions) || s.isOffsetsTopic(t.Topic, [16]byte{}, false) {
+			if top == nil || p < 0 || int(p) >= len(top.Partitions) || sc.isOffsets(t.Topic, [16]byte{}, false) {
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 				unknown = true
 				continue
 			}
-			tps = append(tps, txn.TP{Topic: t.Topic, Partition: p})
+			tps = append(tps, txn.TP{Topic: top.Name, Partition: p})
 		}
 	}
 	code := int16(0)
@@ -109,7 +109,7 @@ func (s *Server) addPartitions(ctx context.Context, txnID string, pid int64, epo
 	case unknown:
 		code = kerr.OperationNotAttempted.Code
 	default:
-		code = fenced(s.txnDo(ctx, txnID, txn.AddPartitionsCmd{Tenant: defaultTenant, TxnID: txnID, ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, VerifyOnly: verify}).Code, version, 2)
+		code = fenced(s.txnDo(ctx, sc.tenant, txnID, txn.AddPartitionsCmd{Tenant: sc.tenant, TxnID: txnID, ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, VerifyOnly: verify}).Code, version, 2)
 	}
 	for i := range codes {
 		for j := range codes[i] {

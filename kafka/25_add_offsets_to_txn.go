@@ -33,7 +33,7 @@ func handleAddOffsetsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq 
 		return done(resp)
 	}
 	return func() kmsg.Response {
-		r := s.txnDo(ctx, req.TransactionalID, txn.AddGroupCmd{Tenant: defaultTenant, TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Group: req.Group})
+		r := s.txnDo(ctx, hdr.tenant(), req.TransactionalID, txn.AddGroupCmd{Tenant: hdr.tenant(), TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Group: req.Group})
 		resp.ErrorCode = fenced(r.Code, hdr.version, 2)
 		return resp
 	}

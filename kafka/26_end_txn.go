@@ -36,7 +36,7 @@ func handleEndTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 		return done(resp)
 	}
 	return func() kmsg.Response {
-		cmd := txn.EndCmd{Tenant: defaultTenant, TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Bump: hdr.version >= 5, NewProducerID: -1}
+		cmd := txn.EndCmd{Tenant: hdr.tenant(), TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Bump: hdr.version >= 5, NewProducerID: -1}
 		if cmd.Bump {
 			id, err := s.topics.NextProducerID()
 			if err != nil {
@@ -46,7 +46,7 @@ func handleEndTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 			}
 			cmd.NewProducerID = id
 		}
-		r := s.txnDo(ctx, req.TransactionalID, cmd)
+		r := s.txnDo(ctx, hdr.tenant(), req.TransactionalID, cmd)
 		resp.ErrorCode = fenced(r.Code, hdr.version, 2)
 		if r.Code == 0 && hdr.version >= 5 {
 			resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch

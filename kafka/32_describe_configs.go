@@ -36,6 +36,7 @@ type configEntry struct {
 func handleDescribeConfigs(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	sc := s.scope(hdr)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
@@ -49,11 +50,11 @@ func handleDescribeConfigs(_ context.Context, s *Server, hdr *reqHeader, kreq km
 				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				break
 			}
-			if s.isOffsetsTopic(rr.ResourceName, [16]byte{}, false) {
+			if sc.isOffsets(rr.ResourceName, [16]byte{}, false) {
 				entries = offsetsConfigEntries() // consumer_offsets.go
 				break
 			}
-			t := s.topics.Topic(rr.ResourceName)
+			t := sc.topic(rr.ResourceName)
 			if t == nil {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				sr.ErrorMessage = errPtr("Topic " + rr.ResourceName + " does not exist.")

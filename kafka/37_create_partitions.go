@@ -44,7 +44,7 @@ func handleCreatePartitions(_ context.Context, s *Server, hdr *reqHeader, kreq k
 				resp.Topics = append(resp.Topics, st)
 				continue
 			}
-			code, msg := s.createPartitions(rt, req.ValidateOnly, seen[rt.Topic] > 1)
+			code, msg := s.createPartitions(s.scope(hdr), rt, req.ValidateOnly, seen[rt.Topic] > 1)
 			if code != 0 {
 				st.ErrorCode, st.ErrorMessage = code, errPtr(msg)
 			}
@@ -54,14 +54,17 @@ func handleCreatePartitions(_ context.Context, s *Server, hdr *reqHeader, kreq k
 	}
 }
 
-func (s *Server) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly, dup bool) (int16, string) {
+func (s *Server) createPartitions(sc scope, rt kmsg.CreatePartitionsRequestTopic, validateOnly, dup bool) (int16, string) {
 	if dup {
 		return kerr.InvalidRequest.Code, "Duplicate topic in request."
 	}
-	if s.isOffsetsTopic(rt.Topic, [16]byte{}, false) {
+	if sc.isOffsets(rt.Topic, [16]byte{}, false) {
 		return kerr.TopicAuthorizationFailed.Code, offsetsReadOnly // consumer_offsets.go
 	}
-	t, err := s.topics.Sync(rt.Topic)
+	if sc.tenant != "" && !topics.ValidTopicName(rt.Topic) {
+		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", rt.Topic)
+	}
+	t, err := s.topics.Sync(sc.in(rt.Topic))
 	if err != nil {
 		return errorCode(err), err.Error()
 	}
@@ -87,9 +90,9 @@ func (s *Server) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validate
 			}
 			leaders = append(leaders, a.Replicas[0])
 		}
-		err = s.topics.GrowAssigned(rt.Topic, rt.Count, leaders, validateOnly)
+		err = s.topics.GrowAssigned(sc.in(rt.Topic), rt.Count, leaders, validateOnly)
 	} else {
-		err = s.topics.Grow(rt.Topic, rt.Count, validateOnly)
+		err = s.topics.Grow(sc.in(rt.Topic), rt.Count, validateOnly)
 	}
 	if err != nil {
 		return errorCode(err), err.Error()

@@ -23,6 +23,7 @@ func init() { register(kmsg.DescribeProducers, 0, 0, handleDescribeProducers) }
 func handleDescribeProducers(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	sc := s.scope(hdr)
 	for _, rt := range req.Topics {
 		st := kmsg.DescribeProducersResponseTopic{Topic: rt.Topic}
 		if !s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, rt.Topic) {
@@ -34,7 +35,7 @@ func handleDescribeProducers(_ context.Context, s *Server, hdr *reqHeader, kreq 
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
-		t := s.topics.Topic(rt.Topic)
+		t := sc.topic(rt.Topic)
 		for _, i := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = i

@@ -24,7 +24,7 @@ func init() { register(kmsg.DescribeTransactions, 0, 0, handleDescribeTransactio
 func handleDescribeTransactions(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
-	who := authzRequest(hdr)
+	who, sc := authzRequest(hdr), s.scope(hdr)
 	return func() kmsg.Response {
 		for _, id := range req.TransactionalIDs {
 			st := kmsg.NewDescribeTransactionsResponseTransactionState()
@@ -39,7 +39,7 @@ func handleDescribeTransactions(ctx context.Context, s *Server, hdr *reqHeader, 
 				resp.TransactionStates = append(resp.TransactionStates, st)
 				continue
 			}
-			out, code := s.txn.Do(ctx, defaultTenant, id, txn.DescribeCmd{Tenant: defaultTenant, TxnIDs: []string{id}})
+			out, code := s.txn.Do(ctx, hdr.tenant(), id, txn.DescribeCmd{Tenant: hdr.tenant(), TxnIDs: []string{id}})
 			ds, _ := out.([]txn.Description)
 			if code != 0 || len(ds) != 1 {
 				st.ErrorCode = code
@@ -53,14 +53,15 @@ func handleDescribeTransactions(ctx context.Context, s *Server, hdr *reqHeader, 
 			st.ErrorCode, st.State, st.TimeoutMillis, st.StartTimestamp = d.Code, d.State, d.TimeoutMs, d.StartMs
 			st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
 			for _, p := range d.Partitions {
-				if !s.authorizeAs(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, p.Topic) {
+				name, ok := sc.out(p.Topic)
+				if !ok || !s.authorizeAs(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
 					continue
 				}
-				if n := len(st.Topics); n > 0 && st.Topics[n-1].Topic == p.Topic {
+				if n := len(st.Topics); n > 0 && st.Topics[n-1].Topic == name {
 					st.Topics[n-1].Partitions = append(st.Topics[n-1].Partitions, p.Partition)
 					continue
 				}
-				st.Topics = append(st.Topics, kmsg.DescribeTransactionsResponseTransactionStateTopic{Topic: p.Topic, Partitions: []int32{p.Partition}})
+				st.Topics = append(st.Topics, kmsg.DescribeTransactionsResponseTransactionStateTopic{Topic: name, Partitions: []int32{p.Partition}})
 			}
 			resp.TransactionStates = append(resp.TransactionStates, st)
 		}

@@ -52,7 +52,7 @@ func handleListTransactions(ctx context.Context, s *Server, hdr *reqHeader, kreq
 	}
 	who := authzRequest(hdr)
 	return func() kmsg.Response {
-		cmd := txn.ListCmd{Tenant: defaultTenant, States: states, ProducerIDs: req.ProducerIDFilters}
+		cmd := txn.ListCmd{Tenant: hdr.tenant(), States: states, ProducerIDs: req.ProducerIDFilters}
 		if hdr.version >= 1 {
 			cmd.MinDurationMs = req.DurationFilterMillis
 		}

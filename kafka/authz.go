@@ -74,7 +74,7 @@ func (s *Server) authorizedOperationsAs(who security.Request, typ kmsg.ACLResour
 }
 
 func authzRequest(hdr *reqHeader) security.Request {
-	return security.Request{Principal: hdr.Principal(), Host: hdr.host}
+	return security.Request{Principal: hdr.Principal(), Host: hdr.host, Tenant: hdr.tenant()}
 }
 
 // securityDisabled is Kafka's message for an ACL API without an

@@ -49,6 +49,10 @@ type session struct {
 	// name is principal.String(), kept so that observing a request
 	// costs no allocation.
 	name string
+	// tenant is the organisation principal belongs to (Config.Orgs),
+	// fixed when the principal is: every group, offset, transactional
+	// id, topic and ACL the connection names is this tenant's.
+	tenant string
 	// base is the connection's context; ctx is base with the principal,
 	// what every request of the connection is handed.
 	base, ctx context.Context
@@ -56,10 +60,15 @@ type session struct {
 	sasl *saslState
 }
 
-// setPrincipal makes p the connection's principal from its next request
-// on.
+// setPrincipal makes p the connection's principal, and its organisation
+// the connection's tenant, from its next request on. A re-authentication
+// (KIP-368, the same principal) keeps the tenant the connection had.
 func (ss *session) setPrincipal(p security.Principal) {
+	if ss.name != "" && p == ss.principal {
+		return
+	}
 	ss.principal, ss.name = p, p.String()
+	ss.tenant = ss.conn.s.cfg.Orgs.TenantOf(p)
 	ss.ctx = security.WithPrincipal(ss.base, p)
 }
 
@@ -127,7 +136,7 @@ func (s *Server) received(p *pending, req kmsg.Request, size int, at time.Time) 
 		ClientID:  p.hdr.clientID,
 		Host:      strings.TrimPrefix(p.hdr.host, "/"),
 		Principal: p.hdr.principalName(),
-		Tenant:    defaultTenant,
+		Tenant:    p.hdr.tenant(),
 		Size:      size,
 		Received:  at,
 		Msg:       req,

@@ -32,7 +32,7 @@ const defaultTenant = ""
 // groupHandler hands a group request, with its context, to the
 // coordinator.
 func groupHandler(ctx context.Context, s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response {
-	creq := coordinator.Request{Msg: req, Tenant: defaultTenant, ClientID: hdr.clientID, ClientHost: hdr.host}
+	creq := coordinator.Request{Msg: req, Tenant: hdr.tenant(), ClientID: hdr.clientID, ClientHost: hdr.host}
 	if s.cfg.Authorizer != nil {
 		return s.authorizedGroupRequest(ctx, hdr, creq)
 	}

@@ -107,15 +107,16 @@ func (s *Server) listAuthorizedGroups(ctx context.Context, hdr *reqHeader, req c
 	}
 }
 
-// topicName is the name of a topic a request names by name or, from the
-// versions that name topics by id, by id ("" for an unknown id, which the
-// coordinator answers UNKNOWN_TOPIC_ID).
-func (s *Server) topicName(name string, id [16]byte, byID bool) string {
+// topicName is the name of the tenant's topic a request names by name
+// or, from the versions that name topics by id, by id ("" for an unknown
+// id or another tenant's, which the coordinator answers UNKNOWN_TOPIC_ID).
+func (s *Server) topicName(tenant, name string, id [16]byte, byID bool) string {
 	if !byID {
 		return name
 	}
-	if t := s.topics.TopicByID(id); t != nil {
-		return t.Name
+	sc := scope{tenant: tenant, s: s}
+	if t := sc.topicByID(id); t != nil {
+		return sc.name(t)
 	}
 	return ""
 }
@@ -128,7 +129,7 @@ func (s *Server) topicAllowed(hdr *reqHeader, op kmsg.ACLOperation, name string,
 
 // topicAllowedAs is topicAllowed for who (see authorizeAs).
 func (s *Server) topicAllowedAs(who security.Request, op kmsg.ACLOperation, name string, id [16]byte, byID bool) bool {
-	n := s.topicName(name, id, byID)
+	n := s.topicName(who.Tenant, name, id, byID)
 	return (byID && n == "") || s.authorizeAs(who, op, kmsg.ACLResourceTypeTopic, n)
 }
 

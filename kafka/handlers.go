@@ -58,15 +58,6 @@ func supportedKeys() []int16 {
 // errPtr returns a pointer to msg, for nullable error messages.
 func errPtr(msg string) *string { return &msg }
 
-// topicFor finds the topic a produce or fetch names: by id from the version
-// that names topics by id (KIP-516), else by name. Nil if there is none.
-func (s *Server) topicFor(name string, id [16]byte, byID bool) *topics.Topic {
-	if byID {
-		return s.topics.TopicByID(id)
-	}
-	return s.topics.Topic(name)
-}
-
 // partitionOf returns partition p of t, or the error code Kafka gives for
 // an unknown topic (UNKNOWN_TOPIC_ID when asked by id) or partition, or
 // NOT_LEADER_OR_FOLLOWER (code 6, kerr's NotLeaderForPartition, its name

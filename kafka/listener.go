@@ -164,6 +164,15 @@ func (h *reqHeader) principalName() string {
 	return h.sess.name
 }
 
+// tenant is the organisation the request's connection acts for ("" for
+// the default one, and for a request without a connection).
+func (h *reqHeader) tenant() string {
+	if h.sess == nil {
+		return ""
+	}
+	return h.sess.tenant
+}
+
 // listenerName is the name of the listener a request came on ("" for a
 // request without a connection, as in tests that call handlers).
 func (h *reqHeader) listenerName() string {

@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// txnDo runs a transaction command on the transactional id's shard and
+// txnDo runs a transaction command on the tenant's transactional id's shard and
 // returns its Result (a code alone when the shard is not served here).
-func (s *Server) txnDo(ctx context.Context, txnID string, cmd any) txn.Result {
-	out, code := s.txn.Do(ctx, defaultTenant, txnID, cmd)
+func (s *Server) txnDo(ctx context.Context, tenant, txnID string, cmd any) txn.Result {
+	out, code := s.txn.Do(ctx, tenant, txnID, cmd)
 	if code != 0 {
 		return txn.Result{Code: code, ProducerID: -1, ProducerEpoch: -1}
 	}
@@ -47,6 +47,6 @@ func txnBatch(b []byte) (transactional bool, pid int64, epoch int16) {
 // txnUnit is the cluster unit (Cluster.Coordinator's shard argument) of a
 // transactional id's shard: the units after the group coordinator's
 // shards and the assigner's.
-func (s *Server) txnUnit(txnID string) int {
-	return s.groups.Shards() + 1 + s.txn.ShardFor(defaultTenant, txnID)
+func (s *Server) txnUnit(tenant, txnID string) int {
+	return s.groups.Shards() + 1 + s.txn.ShardFor(tenant, txnID)
 }

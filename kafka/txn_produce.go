@@ -23,13 +23,13 @@ func isTransactional(batch []byte) bool {
 // The shard answers from memory (no record), but the produce waits for it
 // on the connection's reader. A transactional id whose shard another node
 // serves (cluster mode) is not verified here, as Kafka before 3.6.
-func (s *Server) verifyTxn(ctx context.Context, version int16, req *kmsg.ProduceRequest) int16 {
+func (s *Server) verifyTxn(ctx context.Context, sc scope, version int16, req *kmsg.ProduceRequest) int16 {
 	pid, epoch := int64(-1), int16(-1)
 	var tps []txn.TP
 	for _, rt := range req.Topics {
-		name := rt.Topic
+		name := sc.in(rt.Topic)
 		if version >= 13 {
-			t := s.topics.TopicByID(rt.TopicID)
+			t := sc.topicByID(rt.TopicID)
 			if t == nil {
 				continue // answered UNKNOWN_TOPIC_ID
 			}
@@ -50,7 +50,7 @@ func (s *Server) verifyTxn(ctx context.Context, version int16, req *kmsg.Produce
 	if len(tps) == 0 {
 		return 0
 	}
-	out, code := s.txn.Do(ctx, defaultTenant, *req.TransactionID, txn.AddPartitionsCmd{Tenant: defaultTenant, TxnID: *req.TransactionID, ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, VerifyOnly: true})
+	out, code := s.txn.Do(ctx, sc.tenant, *req.TransactionID, txn.AddPartitionsCmd{Tenant: sc.tenant, TxnID: *req.TransactionID, ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, VerifyOnly: true})
 	switch code {
 	case 0:
 	case kerr.NotCoordinator.Code:

@@ -183,14 +183,19 @@ func (n *Node) joinCluster(advertised string, endpoints map[string]string) error
 }
 
 // liveTopics is every topic clients may commit offsets to: the topic
-// log's and the internal ones, by name, with their ids.
-func liveTopics(n *Node) map[string][16]byte {
-	live := map[string][16]byte{}
+// log's and the internal ones (the default tenant's), by tenant then the
+// name its clients know it by, with their ids.
+func liveTopics(n *Node) map[string]map[string][16]byte {
+	live := map[string]map[string][16]byte{"": {}}
 	for _, t := range n.topics.Topics() {
-		live[t.Name] = t.ID
+		tenant, name := kafka.TopicTenant(t.Name)
+		if live[tenant] == nil {
+			live[tenant] = map[string][16]byte{}
+		}
+		live[tenant][name] = t.ID
 	}
 	for name, t := range n.internalTopics() {
-		live[name] = t.ID
+		live[""][name] = t.ID
 	}
 	return live
 }
@@ -261,14 +266,16 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		// Changed here or elsewhere: the topics gone since the last look
 		// (or re-created under another id) lose their offsets.
 		cur := liveTopics(n)
-		var gone []string
-		for name, id := range known {
-			if cid, ok := cur[name]; !ok || cid != id {
-				gone = append(gone, name)
+		for tenant, ts := range known {
+			var gone []string
+			for name, id := range ts {
+				if cid, ok := cur[tenant][name]; !ok || cid != id {
+					gone = append(gone, name)
+				}
 			}
+			n.groups.TopicsDeleted(tenant, gone)
 		}
 		known = cur
-		n.groups.TopicsDeleted(gone)
 	}
 }
 

@@ -1037,32 +1037,50 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// catalogCache hands the coordinator the topic log's topics, and the
-// internal ones, as a machine.Catalog, rebuilt only when the log's
-// version moves.
+// catalogCache hands the coordinator each tenant's topics of the topic
+// log, by the names its clients know them by (kafka.TopicTenant), and
+// the default tenant the internal ones, as a machine.Catalog per tenant,
+// rebuilt only when the log's version moves.
 type catalogCache struct {
 	log *topics.Log
 	// internal are the topics that are not the log's: __consumer_offsets,
 	// which offset commits may name and KIP-848 subscriptions (a regex
-	// resolved by the broker too) may match, as in Kafka. Set before the
-	// catalog is first read, never changed.
+	// resolved by the broker too) may match, as in Kafka. The default
+	// tenant's only. Set before the catalog is first read, never changed.
 	internal map[string]machine.TopicMeta
-	cur      atomic.Pointer[machine.Catalog]
+	cur      atomic.Pointer[tenantCatalogs]
 }
 
-func (c *catalogCache) get() *machine.Catalog {
+// tenantCatalogs are the catalogs of one version of the topic log.
+type tenantCatalogs struct {
+	byTenant map[string]*machine.Catalog
+	none     *machine.Catalog // a tenant's without topics
+}
+
+func (c *catalogCache) get(tenant string) *machine.Catalog {
 	v := c.log.Version()
-	if cur := c.cur.Load(); cur != nil && cur.Version == v {
-		return cur
+	cur := c.cur.Load()
+	if cur == nil || cur.none.Version != v {
+		// Read the version before the topics: a catalog may hold topics
+		// newer than its version says, never older, and the next change
+		// rebuilds it.
+		byTenant := map[string]map[string]machine.TopicMeta{"": {}}
+		for _, t := range c.log.Topics() {
+			tn, name := kafka.TopicTenant(t.Name)
+			if byTenant[tn] == nil {
+				byTenant[tn] = map[string]machine.TopicMeta{}
+			}
+			byTenant[tn][name] = machine.TopicMeta{ID: t.ID, Partitions: int32(len(t.Partitions))}
+		}
+		maps.Copy(byTenant[""], c.internal)
+		cur = &tenantCatalogs{byTenant: map[string]*machine.Catalog{}, none: machine.NewCatalog(v, map[string]machine.TopicMeta{})}
+		for tn, ts := range byTenant {
+			cur.byTenant[tn] = machine.NewCatalog(v, ts)
+		}
+		c.cur.Store(cur)
 	}
-	// Read the version before the topics: a catalog may hold topics newer
-	// than its version says, never older, and the next change rebuilds it.
-	ts := map[string]machine.TopicMeta{}
-	for _, t := range c.log.Topics() {
-		ts[t.Name] = machine.TopicMeta{ID: t.ID, Partitions: int32(len(t.Partitions))}
+	if cat := cur.byTenant[tenant]; cat != nil {
+		return cat
 	}
-	maps.Copy(ts, c.internal)
-	cat := machine.NewCatalog(v, ts)
-	c.cur.Store(cat)
-	return cat
+	return cur.none
 }

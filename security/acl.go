@@ -147,6 +147,9 @@ func (a *Authorizer) reloadLocked() error {
 type Request struct {
 	Principal Principal
 	Host      string // an IP address, "127.0.0.1"; a leading "/" is ignored
+	// Tenant is the organisation Principal belongs to: only ACLs of that
+	// tenant apply ("" the default organisation's).
+	Tenant string
 }
 
 // IsSuperUser reports whether p is one of the super users.

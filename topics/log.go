@@ -31,6 +31,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -548,6 +549,17 @@ func ValidTopicName(name string) bool {
 	return true
 }
 
+// validLogName reports whether name may name a topic of the log: a legal
+// Kafka topic name, or an organisation's topic "<tenant>/<name>" with name
+// a legal Kafka topic name (the Kafka layer's internal name for it, which
+// no client can name since '/' is not legal in topic names).
+func validLogName(name string) bool {
+	if i := strings.IndexByte(name, '/'); i > 0 {
+		return ValidTopicName(name[i+1:])
+	}
+	return ValidTopicName(name)
+}
+
 // Create makes a topic with the given partitions and explicit configs,
 // spreading the partitions' leaders over Config.Nodes. With validateOnly
 // it checks everything and creates nothing. The returned Topic has no
@@ -563,7 +575,7 @@ func (l *Log) CreateAssigned(name string, leaders []int32, configs map[string]st
 }
 
 func (l *Log) create(name string, partitions int32, leaders []int32, configs map[string]string, validateOnly bool) (*Topic, error) {
-	if !ValidTopicName(name) {
+	if !validLogName(name) {
 		return nil, ErrInvalidTopic
 	}
 	if partitions <= 0 || partitions > MaxPartitions {

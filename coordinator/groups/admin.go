@@ -198,8 +198,8 @@ func (s *Shard) consumerDescribe(_ time.Time, req machine.Request, r *kmsg.Consu
 			if m.regex != "" {
 				dm.SubscribedTopicRegex = &m.regex
 			}
-			dm.Assignment.TopicPartitions = s.describeAssignment(m.assigned)
-			dm.TargetAssignment.TopicPartitions = s.describeAssignment(g.target[m.id])
+			dm.Assignment.TopicPartitions = s.describeAssignment(g.tenant, m.assigned)
+			dm.TargetAssignment.TopicPartitions = s.describeAssignment(g.tenant, g.target[m.id])
 			dm.MemberType = 1 // a consumer-protocol member
 			if m.classic != nil {
 				dm.MemberType = 0 // a classic member of a mixed group
@@ -213,12 +213,13 @@ func (s *Shard) consumerDescribe(_ time.Time, req machine.Request, r *kmsg.Consu
 
 // describeAssignment lists a by topic name; topics the catalog does not
 // know are left out, as Kafka does.
-func (s *Shard) describeAssignment(a tps) []kmsg.AssignmentTopicPartition {
+func (s *Shard) describeAssignment(tenant string, a tps) []kmsg.AssignmentTopicPartition {
 	out := []kmsg.AssignmentTopicPartition{}
+	cat := s.catalog(tenant)
 	for _, t := range a.records() {
 		name, ok := "", false
-		if s.catalog != nil {
-			name, ok = s.catalog.ByID[t.TopicID]
+		if cat != nil {
+			name, ok = cat.ByID[t.TopicID]
 		}
 		if !ok {
 			continue

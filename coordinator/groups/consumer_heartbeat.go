@@ -103,7 +103,7 @@ func hbError(resp *kmsg.ConsumerGroupHeartbeatResponse, code int16, msg string) 
 
 // consumerHeartbeat serves ConsumerGroupHeartbeat.
 func (s *Shard) consumerHeartbeat(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest) {
-	s.noteCatalog(req.Topics)
+	s.noteCatalog(req.Tenant, req.Topics)
 	resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.Version = r.Version
 	if code, msg := s.validateHeartbeat(r); code != 0 {
@@ -298,10 +298,10 @@ func (s *Shard) advanceMember(now time.Time, g *consumerGroup, m, next *consumer
 		s.consumerEvent(g, observe.MemberJoined, now, m, "")
 	}
 	hash := g.metaHash
-	if bump || s.catalog == nil || g.hashAt != s.catalog.Version {
-		hash = metadataHash(g.subscribedTopics(s.catalog), s.catalog)
-		if s.catalog != nil {
-			g.hashAt = s.catalog.Version
+	if cat := s.catalog(g.tenant); bump || cat == nil || g.hashAt != cat.Version {
+		hash = metadataHash(g.subscribedTopics(cat), cat)
+		if cat != nil {
+			g.hashAt = cat.Version
 		}
 	}
 	if bump || hash != g.metaHash {
@@ -403,7 +403,7 @@ func (s *Shard) replaceStaticConsumer(now time.Time, g *consumerGroup, old *cons
 // the members whose target changed, then the target epoch (Kafka's
 // TargetAssignmentBuilder).
 func (s *Shard) computeTarget(g *consumerGroup, now time.Time) {
-	cat := s.catalog
+	cat := s.catalog(g.tenant)
 	in := assign.Group{Topics: map[string]assign.Topic{}}
 	for _, m := range g.sortedMembers() {
 		am := assign.Member{ID: m.id, Topics: m.subscription(cat)}
@@ -522,7 +522,7 @@ func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now ti
 	if !gone {
 		s.consumerEvent(g, kind, now, m, reason)
 	}
-	s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog), s.catalog))
+	s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog(g.tenant)), s.catalog(g.tenant)))
 	s.consumerStarted(g, now, t, why, before)
 	if len(g.members) == 0 {
 		s.emitTargetEpoch(g, g.epoch, 0)

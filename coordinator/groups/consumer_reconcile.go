@@ -43,7 +43,7 @@ func (s *Shard) emitCurrent(g *consumerGroup, id string, c current) {
 func (s *Shard) reconcile(g *consumerGroup, m *consumerMember, owned tps) (*current, int16, string) {
 	target := g.target[m.id]
 	subscribed := map[[16]byte]bool{}
-	if cat := s.catalog; cat != nil {
+	if cat := s.catalog(g.tenant); cat != nil {
 		for _, t := range m.subscription(cat) {
 			if meta, ok := cat.ByName[t]; ok {
 				subscribed[meta.ID] = true

@@ -126,13 +126,13 @@ func subscription(meta []byte) (*kmsg.ConsumerMemberMetadata, bool) {
 // assignmentBytes writes a as a consumer protocol Assignment at the
 // version of metadata meta (at most 3, the highest there is), by topic
 // name; topics the catalog does not know are left out.
-func (s *Shard) assignmentBytes(a tps, meta []byte) []byte {
+func (s *Shard) assignmentBytes(tenant string, a tps, meta []byte) []byte {
 	out := kmsg.NewConsumerMemberAssignment()
 	if sub, ok := subscription(meta); ok {
 		out.Version = min(sub.Version, 3)
 	}
 	for _, t := range a.records() {
-		name, ok := topicName(s.catalog, t.TopicID)
+		name, ok := topicName(s.catalog(tenant), t.TopicID)
 		if !ok {
 			continue
 		}
@@ -143,13 +143,14 @@ func (s *Shard) assignmentBytes(a tps, meta []byte) []byte {
 
 // byName maps partitions named by topic to topic ids through the catalog,
 // leaving out topics it does not know; never nil.
-func (s *Shard) byName(topics map[string][]int32) tps {
+func (s *Shard) byName(tenant string, topics map[string][]int32) tps {
 	out := map[[16]byte][]int32{}
+	cat := s.catalog(tenant)
 	for name, ps := range topics {
-		if s.catalog == nil {
+		if cat == nil {
 			break
 		}
-		t, ok := s.catalog.ByName[name]
+		t, ok := cat.ByName[name]
 		if !ok || len(ps) == 0 {
 			continue
 		}
@@ -194,7 +195,7 @@ func (s *Shard) upgrade(now time.Time, c *classicGroup, joining string, joiningS
 		for _, t := range a.Topics {
 			byTopic[t.Topic] = append(byTopic[t.Topic], t.Partitions...)
 		}
-		ms = append(ms, carried{m, sub, s.byName(byTopic)})
+		ms = append(ms, carried{m, sub, s.byName(c.tenant, byTopic)})
 	}
 	replaces := joiningStatic != nil && c.static[*joiningStatic] != ""
 	if _, known := c.members[joining]; !known && !replaces && s.cfg.ConsumerMaxSize > 0 && len(c.members) >= s.cfg.ConsumerMaxSize {
@@ -343,7 +344,7 @@ func (s *Shard) toClassic(now time.Time, g *consumerGroup, leaving *consumerMemb
 	c.protocol = c.selectProtocol()
 	for _, km := range ms {
 		m := c.members[km.m.id]
-		m.assignment = s.assignmentBytes(km.target, m.metadataFor(c.protocol))
+		m.assignment = s.assignmentBytes(c.tenant, km.target, m.metadataFor(c.protocol))
 	}
 	if ms := c.sortedMembers(); len(ms) > 0 {
 		c.leader = ms[0].id

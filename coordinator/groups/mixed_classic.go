@@ -118,7 +118,7 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 	for i, p := range r.Protocols {
 		next.classic.protocols[i] = protocol{name: p.Name, meta: bytes.Clone(p.Metadata)}
 	}
-	m, code, _ := s.advanceMember(now, g, m, &next, isNew, isNew || replaced, s.byName(owned))
+	m, code, _ := s.advanceMember(now, g, m, &next, isNew, isNew || replaced, s.byName(g.tenant, owned))
 	defer s.settleConsumer(g, now)
 	if code != 0 {
 		fail(code, r.MemberID)
@@ -287,7 +287,7 @@ func (s *Shard) classicSyncToConsumer(now time.Time, req machine.Request, r *kms
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.Version = r.Version
 	resp.ProtocolType, resp.Protocol = r.ProtocolType, r.Protocol
-	resp.MemberAssignment = s.assignmentBytes(m.assigned, m.classic.first().meta)
+	resp.MemberAssignment = s.assignmentBytes(g.tenant, m.assigned, m.classic.first().meta)
 	s.reply(req.ID, resp)
 }
 
@@ -352,7 +352,7 @@ func (s *Shard) classicLeaveToConsumer(now time.Time, r *kmsg.LeaveGroupRequest,
 		resp.Members = append(resp.Members, out)
 	}
 	if first != nil {
-		s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog), s.catalog))
+		s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog(g.tenant)), s.catalog(g.tenant)))
 		s.consumerStarted(g, now, consumerTrigger(cause, first), why, before)
 		if len(g.members) == 0 {
 			s.emitTargetEpoch(g, g.epoch, 0)

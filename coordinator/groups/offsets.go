@@ -353,7 +353,7 @@ func (s *Shard) offsetDelete(_ time.Time, req machine.Request, r *kmsg.OffsetDel
 	// offsets stay (GROUP_SUBSCRIBED_TO_TOPIC).
 	var subscribed func(topic string) bool
 	if e.consumer != nil {
-		topics := e.consumer.subscribedTopics(s.catalog)
+		topics := e.consumer.subscribedTopics(s.catalog(e.tenant))
 		subscribed = func(t string) bool { return topics[t] }
 	} else {
 		g := e.classic
@@ -395,8 +395,11 @@ func (s *Shard) deleteOffsets(g *group) {
 
 // deleteTopics tombstones every group's offsets of the deleted topics, so
 // that a topic created again under the same name starts with none.
-func (s *Shard) deleteTopics(topics []string) {
+func (s *Shard) deleteTopics(tenant string, topics []string) {
 	for _, g := range s.sortedGroups() {
+		if g.tenant != tenant {
+			continue
+		}
 		for _, t := range topics {
 			for _, p := range sortedKeys(g.offsets[t]) {
 				s.emit(s.offsetKey(g.gkey, t, p), nil)
@@ -410,10 +413,10 @@ func (s *Shard) deleteTopics(topics []string) {
 // deletion and its offsets' tombstones (deleteTopics) leaves behind.
 // Offsets without a stamped id (committed through an embedding that gives
 // none) are kept while a topic of their name exists.
-func (s *Shard) reconcileTopics(live map[string][16]byte) {
+func (s *Shard) reconcileTopics(live map[string]map[string][16]byte) {
 	for _, g := range s.sortedGroups() {
 		for _, t := range sortedKeys(g.offsets) {
-			id, ok := live[t]
+			id, ok := live[g.tenant][t]
 			for _, p := range sortedKeys(g.offsets[t]) {
 				stamped := g.offsets[t][p].TopicID
 				if !ok || (stamped != [16]byte{} && stamped != id) {

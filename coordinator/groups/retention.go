@@ -57,7 +57,7 @@ func (s *Shard) sweepClassic(g *classicGroup, now time.Time) {
 // to its topic (Kafka's modern-group expiration condition); an Empty group
 // left without offsets is deleted.
 func (s *Shard) sweepConsumer(g *consumerGroup, now time.Time) {
-	subscribed := g.subscribedTopics(s.catalog)
+	subscribed := g.subscribedTopics(s.catalog(g.tenant))
 	for _, t := range sortedKeys(g.offsets) {
 		if subscribed[t] {
 			continue

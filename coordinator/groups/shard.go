@@ -91,8 +91,10 @@ type Shard struct {
 	cfg    Config
 	rng    *rand.ChaCha8
 	groups map[gkey]*group
-	// catalog is the newest topic catalog a request brought.
-	catalog *machine.Catalog
+	// catalogs are the newest topic catalog a request brought, by
+	// tenant: each organisation has its own topics, by the names its
+	// clients know them by.
+	catalogs map[string]*machine.Catalog
 	// pending is the transactional offsets not yet committed or
 	// aborted (txn_offsets.go).
 	pending pendingTxn
@@ -171,22 +173,27 @@ func (s *Shard) Loaded(now time.Time) machine.Output {
 // broker's topic changes, each answered with a Reply whose Out is nil, and
 // InspectCmd (inspect.go).
 type (
-	// DeleteTopicsCmd: the broker deleted these topics; every group's
-	// offsets of them go, as Kafka's
-	// OffsetMetadataManager.onPartitionsDeleted.
-	DeleteTopicsCmd struct{ Topics []string }
-	// ReconcileTopicsCmd: Live is every topic the broker has, with its
-	// id; offsets of any other topic, or of an earlier topic of the same
-	// name (a deletion a crash interrupted), are deleted.
-	ReconcileTopicsCmd struct{ Live map[string][16]byte }
+	// DeleteTopicsCmd: the broker deleted these topics of Tenant; the
+	// offsets of them of every group of Tenant go, as Kafka's
+	// OffsetMetadataManager.onPartitionsDeleted. Other tenants' topics of
+	// the same names are other topics.
+	DeleteTopicsCmd struct {
+		Tenant string
+		Topics []string
+	}
+	// ReconcileTopicsCmd: Live is every topic the broker has, by tenant
+	// then name, with its id; offsets of any other topic, or of an
+	// earlier topic of the same name (a deletion a crash interrupted),
+	// are deleted. A tenant Live has no entry for has no topics.
+	ReconcileTopicsCmd struct{ Live map[string]map[string][16]byte }
 )
 
 // Handle serves one request.
 func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
-	s.noteCatalog(req.Topics)
+	s.noteCatalog(req.Tenant, req.Topics)
 	switch c := req.Cmd.(type) {
 	case DeleteTopicsCmd:
-		s.deleteTopics(c.Topics)
+		s.deleteTopics(c.Tenant, c.Topics)
 		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID})
 		return s.flush()
 	case ReconcileTopicsCmd:
@@ -215,12 +222,20 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 	return s.flush()
 }
 
-// noteCatalog keeps the newest topic catalog a request brought.
-func (s *Shard) noteCatalog(c *machine.Catalog) {
-	if c != nil && (s.catalog == nil || c.Version >= s.catalog.Version) {
-		s.catalog = c
+// noteCatalog keeps the newest topic catalog of tenant a request
+// brought.
+func (s *Shard) noteCatalog(tenant string, c *machine.Catalog) {
+	if cur := s.catalogs[tenant]; c != nil && (cur == nil || c.Version >= cur.Version) {
+		if s.catalogs == nil {
+			s.catalogs = map[string]*machine.Catalog{}
+		}
+		s.catalogs[tenant] = c
 	}
 }
+
+// catalog is the newest topic catalog of tenant, nil if no request of
+// the tenant brought one.
+func (s *Shard) catalog(tenant string) *machine.Catalog { return s.catalogs[tenant] }
 
 // Fire runs a timer.
 func (s *Shard) Fire(now time.Time, key string) machine.Output {

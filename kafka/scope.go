@@ -1,0 +1,119 @@
+package kafka
+
+// Topics scoped by organisation. Two organisations may each have a topic
+// "events": the topic log (package topics) knows one flat namespace, so a
+// non-default tenant's topic is kept there under the internal name
+// "<tenant>/<name>". '/' is not legal in a Kafka topic name, so an
+// internal name can neither collide with a default-organisation topic nor
+// be named by a client; the default organisation's topics keep their
+// plain names, so data written before organisations stays its.
+//
+// Names are mapped in and out at the Kafka boundary, here and nowhere
+// else: every handler that carries topic names or ids asks its request's
+// scope for topics and never the log directly. What a client sees (names
+// in responses, ACL resource names, committed offsets) is always the
+// external name.
+
+import (
+	"strings"
+
+	"github.com/cohort-dev/cohort/topics"
+)
+
+// scope is one tenant's view of the topic log.
+type scope struct {
+	tenant string
+	s      *Server
+}
+
+// scope is the view of the topic log of the organisation hdr's
+// connection acts for.
+func (s *Server) scope(hdr *reqHeader) scope { return scope{tenant: hdr.tenant(), s: s} }
+
+// TopicTenant splits a topic log name into the tenant that owns the topic
+// and the name its clients know it by: ("", name) for a
+// default-organisation topic.
+func TopicTenant(internal string) (tenant, name string) {
+	if i := strings.IndexByte(internal, '/'); i >= 0 {
+		return internal[:i], internal[i+1:]
+	}
+	return "", internal
+}
+
+// TopicInternal is the topic log's name of the tenant's topic name.
+func TopicInternal(tenant, name string) string {
+	if tenant == "" {
+		return name
+	}
+	return tenant + "/" + name
+}
+
+// in is the log's name of the scope's topic name.
+func (sc scope) in(name string) string { return TopicInternal(sc.tenant, name) }
+
+// out is the scope's name of a log topic, false if another tenant owns
+// it.
+func (sc scope) out(internal string) (string, bool) {
+	t, name := TopicTenant(internal)
+	if t != sc.tenant {
+		return "", false
+	}
+	return name, true
+}
+
+// topic is the scope's topic of that name, nil if it has none. A name
+// that is not a legal Kafka topic name (one with '/', forging another
+// tenant's) has none.
+func (sc scope) topic(name string) *topics.Topic {
+	if sc.tenant != "" && !topics.ValidTopicName(name) {
+		return nil
+	}
+	return sc.s.topics.Topic(sc.in(name))
+}
+
+// topicByID is the scope's topic with that id, nil if there is none or
+// another tenant owns it (answered UNKNOWN_TOPIC_ID, as an id that does
+// not exist).
+func (sc scope) topicByID(id [16]byte) *topics.Topic {
+	t := sc.s.topics.TopicByID(id)
+	if t == nil {
+		return nil
+	}
+	if _, ok := sc.out(t.Name); !ok {
+		return nil
+	}
+	return t
+}
+
+// topicFor finds the topic a produce or fetch names: by id from the
+// version that names topics by id (KIP-516), else by name. Nil if the
+// scope has none.
+func (sc scope) topicFor(name string, id [16]byte, byID bool) *topics.Topic {
+	if byID {
+		return sc.topicByID(id)
+	}
+	return sc.topic(name)
+}
+
+// name is the external name of t, a topic of the scope.
+func (sc scope) name(t *topics.Topic) string {
+	n, _ := sc.out(t.Name)
+	return n
+}
+
+// all is the scope's topics, by name.
+func (sc scope) all() []*topics.Topic {
+	var out []*topics.Topic
+	for _, t := range sc.s.topics.Topics() {
+		if _, ok := sc.out(t.Name); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// isOffsets reports whether a request names __consumer_offsets, which
+// only the default organisation has.
+func (sc scope) isOffsets(name string, id [16]byte, byID bool) bool {
+	return sc.tenant == "" && sc.s.isOffsetsTopic(name, id, byID)
+}
