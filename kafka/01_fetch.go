@@ -72,7 +72,9 @@ func handleFetch(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request
 		}
 	}
 	deadline := now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	return func() kmsg.Response { return s.fetchHintsAt(hdr, s.longPoll(s.scope(hdr), hdr.version, req, denied, deadline)) }
+	return func() kmsg.Response {
+		return s.fetchHintsAt(hdr, s.longPoll(s.scope(hdr), hdr.version, req, denied, deadline))
+	}
 }
 
 // longPoll answers req, whose topics at the indexes in denied the

@@ -31,7 +31,9 @@ func init() {
 func handleDescribeAcls(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
+	// Within the caller's organisation: another's ACLs are not there.
 	f := security.Filter{
+		Tenant:       hdr.tenant(),
 		ResourceType: req.ResourceType, Name: req.ResourceName, PatternType: req.ResourcePatternType,
 		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType,
 	}

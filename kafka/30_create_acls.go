@@ -49,6 +49,9 @@ func handleCreateAcls(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Re
 		acl := record.ACL{
 			ResourceType: int8(c.ResourceType), PatternType: int8(c.ResourcePatternType), Name: c.ResourceName,
 			Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType),
+			// The caller's organisation's: it applies to its
+			// principals only, and only they see it.
+			Tenant: hdr.tenant(),
 		}
 		if req.Version == 0 {
 			acl.PatternType = int8(kmsg.ACLResourcePatternTypeLiteral)

@@ -44,7 +44,9 @@ func handleDeleteAcls(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Re
 	var at []int
 	for i, rf := range req.Filters {
 		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
+		// Within the caller's organisation only.
 		f := security.Filter{
+			Tenant:       hdr.tenant(),
 			ResourceType: rf.ResourceType, Name: rf.ResourceName, PatternType: rf.ResourcePatternType,
 			Principal: rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType,
 		}

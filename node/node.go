@@ -769,9 +769,11 @@ func (n *Node) startAssigner() (err error) {
 	ac.DialOptions = n.relayDialOptions()
 	if az := n.authz; az != nil {
 		ac.Authorize = func(ctx context.Context, group string) bool {
-			r := security.Request{Principal: security.PrincipalFrom(ctx)}
-			if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-				r.Host = p.Addr.String()
+			// The ACLs of the principal's organisation decide.
+			p := security.PrincipalFrom(ctx)
+			r := security.Request{Principal: p, Tenant: n.orgs.TenantOf(p)}
+			if pe, ok := peer.FromContext(ctx); ok && pe.Addr != nil {
+				r.Host = pe.Addr.String()
 				if h, _, err := net.SplitHostPort(r.Host); err == nil {
 					r.Host = h
 				}

@@ -32,6 +32,11 @@ type ACL struct {
 	Host         string // an IP address, or "*"
 	Operation    int8
 	Permission   int8
+	// Tenant is the organisation the binding belongs to and applies in
+	// ("" the default one). Encoded at the end of the key only when not
+	// "", so that keys written before organisations parse as the default
+	// organisation's.
+	Tenant string
 }
 
 // Key encodes the binding as a key.
@@ -40,7 +45,11 @@ func (a ACL) Key() []byte {
 	b = appendKeyString(b, a.Name)
 	b = appendKeyString(b, a.Principal)
 	b = appendKeyString(b, a.Host)
-	return append(b, byte(a.Operation), byte(a.Permission))
+	b = append(b, byte(a.Operation), byte(a.Permission))
+	if a.Tenant != "" {
+		b = appendKeyString(b, a.Tenant)
+	}
+	return b
 }
 
 // ACLValue is every ACL record's value: a version byte, so that a later
@@ -58,9 +67,16 @@ func ParseACLKey(key []byte) (ACL, error) {
 	a.Name = r.string()
 	a.Principal = r.string()
 	a.Host = r.string()
-	if r.err != nil || len(r.b) != 2 {
+	if r.err != nil || len(r.b) < 2 {
 		return a, fmt.Errorf("%w: ACL key %q", ErrCorrupt, key)
 	}
 	a.Operation, a.Permission = int8(r.b[0]), int8(r.b[1])
+	if len(r.b) > 2 {
+		// One encoding per binding: a tenant is there only when not "".
+		r.b = r.b[2:]
+		if a.Tenant = r.string(); r.err != nil || len(r.b) != 0 || a.Tenant == "" {
+			return a, fmt.Errorf("%w: ACL key %q", ErrCorrupt, key)
+		}
+	}
 	return a, nil
 }

@@ -455,4 +455,18 @@ func TestACLKeyRoundTrip(t *testing.T) {
 	if _, err := ParseACLKey(append(a.Key(), 0)); err == nil {
 		t.Fatal("a key with a byte too many parsed")
 	}
+	// An organisation's binding: the tenant goes at the end, so that the
+	// default organisation's keys (all keys written before organisations)
+	// are unchanged.
+	b := a
+	b.Tenant = "acme"
+	if !bytes.HasPrefix(b.Key(), a.Key()) || bytes.Equal(b.Key(), a.Key()) {
+		t.Fatalf("tenant key %x does not extend the default key %x", b.Key(), a.Key())
+	}
+	if got, err := ParseACLKey(b.Key()); err != nil || got != b {
+		t.Fatalf("tenant round trip: %+v, %v", got, err)
+	}
+	if _, err := ParseACLKey(append(b.Key(), 'x')); err == nil {
+		t.Fatal("a tenant key with a byte too many parsed")
+	}
 }

@@ -59,11 +59,30 @@ type Authorizer struct {
 	set atomic.Pointer[aclSet]
 }
 
-// aclSet is one load of every ACL, indexed by resource.
+// aclSet is one load of every ACL: all of them, and each tenant's
+// indexed by resource. An organisation's ACLs apply to its principals
+// only; no request ever looks at another tenant's index.
 type aclSet struct {
+	all      []record.ACL
+	byTenant map[string]*tenantACLs
+}
+
+// tenantACLs are one tenant's ACLs, indexed by resource.
+type tenantACLs struct {
 	all      []record.ACL
 	literal  map[resource][]record.ACL // by type and name ("*" included)
 	prefixed map[kmsg.ACLResourceType][]record.ACL
+}
+
+// noACLs is the index of a tenant without ACLs.
+var noACLs = &tenantACLs{}
+
+// of is the index of tenant's ACLs.
+func (s *aclSet) of(tenant string) *tenantACLs {
+	if t := s.byTenant[tenant]; t != nil {
+		return t
+	}
+	return noACLs
 }
 
 type resource struct {
@@ -120,19 +139,25 @@ func (a *Authorizer) Reload() error {
 }
 
 func (a *Authorizer) reloadLocked() error {
-	set := &aclSet{literal: map[resource][]record.ACL{}, prefixed: map[kmsg.ACLResourceType][]record.ACL{}}
+	set := &aclSet{byTenant: map[string]*tenantACLs{}}
 	err := a.st.Scan(record.ACLPrefix(), func(k, _ []byte) error {
 		acl, err := record.ParseACLKey(k)
 		if err != nil {
 			return err
 		}
 		set.all = append(set.all, acl)
+		t := set.byTenant[acl.Tenant]
+		if t == nil {
+			t = &tenantACLs{literal: map[resource][]record.ACL{}, prefixed: map[kmsg.ACLResourceType][]record.ACL{}}
+			set.byTenant[acl.Tenant] = t
+		}
+		t.all = append(t.all, acl)
 		rt := kmsg.ACLResourceType(acl.ResourceType)
 		if kmsg.ACLResourcePatternType(acl.PatternType) == kmsg.ACLResourcePatternTypePrefixed {
-			set.prefixed[rt] = append(set.prefixed[rt], acl)
+			t.prefixed[rt] = append(t.prefixed[rt], acl)
 		} else {
 			r := resource{rt, acl.Name}
-			set.literal[r] = append(set.literal[r], acl)
+			t.literal[r] = append(t.literal[r], acl)
 		}
 		return nil
 	})
@@ -156,12 +181,14 @@ type Request struct {
 func (a *Authorizer) IsSuperUser(p Principal) bool { return a.super[p.String()] }
 
 // Authorize reports whether r may do op on the resource of type typ named
-// name.
+// name, a resource of r's tenant: only the tenant's ACLs count (and
+// "no ACL found" means none of the tenant's). Super users are operators
+// of every tenant.
 func (a *Authorizer) Authorize(r Request, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
 	if a.IsSuperUser(r.Principal) {
 		return true
 	}
-	set := a.set.Load()
+	set := a.set.Load().of(r.Tenant)
 	principal := r.Principal.String()
 	host := strings.TrimPrefix(r.Host, "/")
 	found, allowed := false, false
@@ -215,7 +242,7 @@ func (a *Authorizer) AuthorizeByResourceType(r Request, op kmsg.ACLOperation, ty
 	principal := r.Principal.String()
 	host := strings.TrimPrefix(r.Host, "/")
 	found, allowed := false, false
-	for _, acl := range a.set.Load().all {
+	for _, acl := range a.set.Load().of(r.Tenant).all {
 		if kmsg.ACLResourceType(acl.ResourceType) != typ {
 			continue
 		}
@@ -280,12 +307,15 @@ func (a *Authorizer) AuthorizedOperations(r Request, typ kmsg.ACLResourceType, n
 	return bits
 }
 
-// Filter selects ACLs, as Kafka's AclBindingFilter: ANY (a type, a
-// pattern type, an operation, a permission) and nil (a name, a principal,
-// a host) match every value; pattern type MATCH matches the ACLs that
-// would apply to the resource Name names: LITERAL ones of it or "*",
-// PREFIXED ones of a prefix of it.
+// Filter selects ACLs of one tenant, as Kafka's AclBindingFilter: ANY
+// (a type, a pattern type, an operation, a permission) and nil (a name, a
+// principal, a host) match every value; pattern type MATCH matches the
+// ACLs that would apply to the resource Name names: LITERAL ones of it or
+// "*", PREFIXED ones of a prefix of it.
 type Filter struct {
+	// Tenant is the organisation whose ACLs the filter selects: always
+	// exactly one, the caller's ("" the default one).
+	Tenant       string
 	ResourceType kmsg.ACLResourceType
 	Name         *string
 	PatternType  kmsg.ACLResourcePatternType
@@ -297,6 +327,9 @@ type Filter struct {
 
 // Matches reports whether f selects acl.
 func (f Filter) Matches(acl record.ACL) bool {
+	if f.Tenant != acl.Tenant {
+		return false
+	}
 	if f.ResourceType != kmsg.ACLResourceTypeAny && int8(f.ResourceType) != acl.ResourceType {
 		return false
 	}
@@ -347,7 +380,7 @@ func (f Filter) Unknown() bool {
 // ACLs returns the ACLs f selects, in key order.
 func (a *Authorizer) ACLs(f Filter) []record.ACL {
 	var out []record.ACL
-	for _, acl := range a.set.Load().all {
+	for _, acl := range a.set.Load().of(f.Tenant).all {
 		if f.Matches(acl) {
 			out = append(out, acl)
 		}
