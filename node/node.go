@@ -889,6 +889,11 @@ func (n *Node) KafkaAddrs() map[string]string {
 // use it to unload and load shards (Unload, Load) as cluster mode will.
 func (n *Node) Coordinator() *coordinator.Coordinator { return n.groups }
 
+// Orgs is the node's organisation registry: who belongs to which
+// organisation. For tests and embedders that manage organisations
+// in-process.
+func (n *Node) Orgs() *security.Orgs { return n.orgs }
+
 // Member returns the node's cluster membership (nil on a single node).
 func (n *Node) Member() *cluster.Member { return n.member }
 
