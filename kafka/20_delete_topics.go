@@ -64,7 +64,7 @@ func handleDeleteTopics(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 				name = *rt.Topic
 				var t *topics.Topic
 				var err error
-				if sc.tenant == "" || topics.ValidTopicName(name) {
+				if topics.ValidTopicName(name) { // no forged internal name
 					t, err = s.topics.Sync(sc.in(name))
 				}
 				switch {

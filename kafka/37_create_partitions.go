@@ -61,7 +61,7 @@ func (s *Server) createPartitions(sc scope, rt kmsg.CreatePartitionsRequestTopic
 	if sc.isOffsets(rt.Topic, [16]byte{}, false) {
 		return kerr.TopicAuthorizationFailed.Code, offsetsReadOnly // consumer_offsets.go
 	}
-	if sc.tenant != "" && !topics.ValidTopicName(rt.Topic) {
+	if !topics.ValidTopicName(rt.Topic) { // no forged internal name
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", rt.Topic)
 	}
 	t, err := s.topics.Sync(sc.in(rt.Topic))

@@ -63,9 +63,9 @@ func (sc scope) out(internal string) (string, bool) {
 
 // topic is the scope's topic of that name, nil if it has none. A name
 // that is not a legal Kafka topic name (one with '/', forging another
-// tenant's) has none.
+// tenant's, even from the default organisation) has none.
 func (sc scope) topic(name string) *topics.Topic {
-	if sc.tenant != "" && !topics.ValidTopicName(name) {
+	if !topics.ValidTopicName(name) {
 		return nil
 	}
 	return sc.s.topics.Topic(sc.in(name))

@@ -170,3 +170,91 @@ func BenchmarkAuthorize(b *testing.B) {
 		}
 	}
 }
+
+// TestAuthorizerTenants: an organisation's ACLs apply to its principals
+// only, even where they name another organisation's principal; "no ACL
+// found" is counted per organisation; filters select one organisation's;
+// super users are every organisation's operators.
+func TestAuthorizerTenants(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	az, err := security.NewAuthorizer(security.AuthorizerConfig{Store: st, SuperUsers: []string{"User:root"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inAcme := func(a record.ACL) record.ACL { a.Tenant = "acme"; return a }
+	acls := []record.ACL{
+		inAcme(acl(topic, literal, "events", "User:alice", "*", kmsg.ACLOperationRead, allow)),
+		inAcme(acl(topic, literal, "events", "User:bob", "*", kmsg.ACLOperationRead, allow)),
+		inAcme(acl(topic, literal, "*", "User:*", "*", kmsg.ACLOperationWrite, allow)),
+		inAcme(acl(group, prefix, "ord", "User:*", "*", kmsg.ACLOperationRead, allow)),
+		acl(topic, literal, "events", "User:carol", "*", kmsg.ACLOperationRead, allow), // the default organisation's
+	}
+	if err := az.CreateACLs(acls); err != nil {
+		t.Fatal(err)
+	}
+	alice := security.Request{Principal: security.User("alice"), Host: "127.0.0.1", Tenant: "acme"}
+	bob := security.Request{Principal: security.User("bob"), Host: "127.0.0.1", Tenant: "globex"}
+	carol := security.Request{Principal: security.User("carol"), Host: "127.0.0.1"}
+	aliceDefault := security.Request{Principal: security.User("alice"), Host: "127.0.0.1"} // as if in the default organisation
+	root := security.Request{Principal: security.User("root"), Host: "127.0.0.1", Tenant: "globex"}
+	for _, tc := range []struct {
+		who  string
+		r    security.Request
+		op   kmsg.ACLOperation
+		typ  kmsg.ACLResourceType
+		name string
+		want bool
+	}{
+		{"alice", alice, kmsg.ACLOperationRead, topic, "events", true},
+		{"alice", alice, kmsg.ACLOperationWrite, topic, "other", true},
+		{"alice", alice, kmsg.ACLOperationRead, group, "orders", true},
+		{"bob, named by acme's ACL", bob, kmsg.ACLOperationRead, topic, "events", false},
+		{"bob, User:* of acme", bob, kmsg.ACLOperationWrite, topic, "events", false},
+		{"bob, prefixed of acme", bob, kmsg.ACLOperationRead, group, "orders", false},
+		{"carol", carol, kmsg.ACLOperationRead, topic, "events", true},
+		{"carol, User:* of acme", carol, kmsg.ACLOperationWrite, topic, "events", false},
+		{"alice in the default organisation", aliceDefault, kmsg.ACLOperationRead, topic, "events", false},
+		{"root, a super user", root, kmsg.ACLOperationDelete, topic, "events", true},
+	} {
+		if got := az.Authorize(tc.r, tc.op, tc.typ, tc.name); got != tc.want {
+			t.Errorf("%s: %v on %v %q = %v, want %v", tc.who, tc.op, tc.typ, tc.name, got, tc.want)
+		}
+	}
+	if az.AuthorizeByResourceType(bob, kmsg.ACLOperationWrite, topic) {
+		t.Error("bob may WRITE some topic through acme's User:* ACL")
+	}
+	if !az.AuthorizeByResourceType(alice, kmsg.ACLOperationWrite, topic) {
+		t.Error("alice may WRITE no topic")
+	}
+
+	// "No ACL found" is per organisation: globex has none, acme some.
+	open, err := security.NewAuthorizer(security.AuthorizerConfig{Store: st, AllowEveryoneIfNoACLFound: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !open.Authorize(bob, kmsg.ACLOperationRead, topic, "events") {
+		t.Error("allow-if-none: bob refused on globex's events, which no globex ACL covers")
+	}
+	if open.Authorize(alice, kmsg.ACLOperationDelete, topic, "events") {
+		t.Error("allow-if-none: alice allowed DELETE on acme's events, which acme's ACLs cover")
+	}
+
+	everything := func(tenant string) security.Filter {
+		return security.Filter{Tenant: tenant, ResourceType: kmsg.ACLResourceTypeAny, PatternType: kmsg.ACLResourcePatternTypeAny,
+			Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}
+	}
+	if got := len(az.ACLs(everything("acme"))); got != 4 {
+		t.Errorf("acme's filter selects %d ACLs, want 4", got)
+	}
+	if got := len(az.ACLs(everything(""))); got != 1 {
+		t.Errorf("the default organisation's filter selects %d ACLs, want 1", got)
+	}
+	deleted, err := az.DeleteACLs([]security.Filter{everything("globex")})
+	if err != nil || len(deleted[0]) != 0 {
+		t.Fatalf("globex's delete-all took %v, %v; want nothing", deleted, err)
+	}
+	deleted, err = az.DeleteACLs([]security.Filter{everything("")})
+	if err != nil || len(deleted[0]) != 1 || len(az.ACLs(everything("acme"))) != 4 {
+		t.Fatalf("the default organisation's delete-all took %v, %v, leaving acme %d", deleted, err, len(az.ACLs(everything("acme"))))
+	}
+}

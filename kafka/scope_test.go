@@ -1,0 +1,83 @@
+package kafka
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/cohort-dev/cohort/store/memstore"
+	"github.com/cohort-dev/cohort/topics"
+)
+
+// TestScope: a tenant's topics are kept under "<tenant>/<name>", the
+// default organisation's under their plain names; each scope finds, by
+// name and by id, and lists only its own, and no name a client can send
+// reaches another's (a '/' is not a topic name).
+func TestScope(t *testing.T) {
+	for _, tc := range []struct{ tenant, name, internal string }{
+		{"", "events", "events"},
+		{"acme", "events", "acme/events"},
+		{"acme", "__consumer_offsets", "acme/__consumer_offsets"},
+	} {
+		if got := TopicInternal(tc.tenant, tc.name); got != tc.internal {
+			t.Errorf("TopicInternal(%q, %q) = %q, want %q", tc.tenant, tc.name, got, tc.internal)
+		}
+		if tenant, name := TopicTenant(tc.internal); tenant != tc.tenant || name != tc.name {
+			t.Errorf("TopicTenant(%q) = %q, %q, want %q, %q", tc.internal, tenant, name, tc.tenant, tc.name)
+		}
+	}
+
+	log, err := topics.Open(topics.Config{Dir: filepath.Join(t.TempDir(), "topics"), Store: memstore.New(memstore.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{topics: log}
+	made := map[string]*topics.Topic{}
+	for _, internal := range []string{"events", "acme/events", "acme/audit", "globex/events"} {
+		if made[internal], err = log.Create(internal, 1, nil, false); err != nil {
+			t.Fatalf("create %s: %v", internal, err)
+		}
+	}
+	// A name too long for Kafka is refused before the prefix is added,
+	// and a prefix never makes an illegal name legal.
+	long := make([]byte, 250)
+	for i := range long {
+		long[i] = 'x'
+	}
+	for _, bad := range []string{"acme/" + string(long), "acme/a/b", "acme/", "acme/.."} {
+		if _, err := log.Create(bad, 1, nil, false); err == nil {
+			t.Errorf("the log made a topic %q", bad)
+		}
+	}
+
+	scopes := map[string]scope{"": {"", s}, "acme": {"acme", s}, "globex": {"globex", s}, "initech": {"initech", s}}
+	own := map[string][]string{"": {"events"}, "acme": {"audit", "events"}, "globex": {"events"}, "initech": nil}
+	for tenant, sc := range scopes {
+		var names []string
+		for _, tp := range sc.all() {
+			names = append(names, sc.name(tp))
+		}
+		if !slices.Equal(names, own[tenant]) {
+			t.Errorf("%q lists %v, want %v", tenant, names, own[tenant])
+		}
+		for internal, tp := range made {
+			owner, name := TopicTenant(internal)
+			mine := owner == tenant
+			if got := sc.topicByID(tp.ID); (got != nil) != mine {
+				t.Errorf("%q: topicByID(%s) = %v, want found %v", tenant, internal, got, mine)
+			}
+			if got := sc.topic(name); mine && got != tp {
+				t.Errorf("%q: topic(%q) = %v, want %s", tenant, name, got, internal)
+			}
+			if got := sc.topic(internal); owner != "" && got != nil {
+				t.Errorf("%q: the forged name %q found %s", tenant, internal, got.Name)
+			}
+			if got, ok := sc.out(internal); ok != mine || (mine && got != name) {
+				t.Errorf("%q: out(%q) = %q, %v", tenant, internal, got, ok)
+			}
+		}
+		if sc.topic("audit") != nil && tenant != "acme" {
+			t.Errorf("%q finds acme's audit", tenant)
+		}
+	}
+}
