@@ -23,14 +23,10 @@ func init() {
 	}
 }
 
-// defaultTenant is the organisation every connection acts for until
-// listeners authenticate principals: the coordinator keys every group and
-// offset by it, so that later two organisations' groups of one name are
-// two groups.
-const defaultTenant = ""
-
 // groupHandler hands a group request, with its context, to the
-// coordinator.
+// coordinator, for the organisation of the request's connection: the
+// coordinator keys every group and offset by it, so that two
+// organisations' groups of one name are two groups.
 func groupHandler(ctx context.Context, s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response {
 	creq := coordinator.Request{Msg: req, Tenant: hdr.tenant(), ClientID: hdr.clientID, ClientHost: hdr.host}
 	if s.cfg.Authorizer != nil {

@@ -735,7 +735,10 @@ func (n *Node) startAssigner() (err error) {
 		external = kadm.NewClient(cl)
 	}
 	ac.Partitions = func(ctx context.Context, topic string) (int32, error) {
-		if t := n.topics.Topic(topic); t != nil {
+		// The caller's organisation's topic of that name (kafka/scope.go);
+		// an internal name ("acme/events") is no topic name.
+		tenant := n.orgs.TenantOf(security.PrincipalFrom(ctx))
+		if t := n.topics.Topic(kafka.TopicInternal(tenant, topic)); t != nil && topics.ValidTopicName(topic) {
 			return int32(len(t.Partitions)), nil
 		}
 		if external == nil {

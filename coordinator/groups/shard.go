@@ -185,7 +185,9 @@ type (
 	// then name, with its id; offsets of any other topic, or of an
 	// earlier topic of the same name (a deletion a crash interrupted),
 	// are deleted. A tenant Live has no entry for has no topics.
-	ReconcileTopicsCmd struct{ Live map[string]map[string][16]byte }
+	ReconcileTopicsCmd struct {
+		Live map[string]map[string][16]byte
+	}
 )
 
 // Handle serves one request.
