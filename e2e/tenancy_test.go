@@ -458,3 +458,93 @@ func TestTenancyACLs(t *testing.T) {
 		t.Errorf("root (acme) describes %d ACLs after groot's DeleteAcls, want 6", got)
 	}
 }
+
+// TestTenancyTransactions: alice (acme) and bob (globex) use the same
+// transactional id and topic name at once: alice commits, bob aborts. A
+// read_committed consumer of alice sees exactly her records; each
+// organisation's topic holds its own five records and one marker (the
+// markers reached the organisation's topic, not the default one's);
+// DescribeTransactions and ListTransactions show each its own
+// transaction.
+func TestTenancyTransactions(t *testing.T) {
+	n := startTenancyNode(t, node.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	commit := map[string]bool{"alice": true, "bob": false}
+	for u := range commit {
+		_, adm := tenantClient(t, n, u)
+		if r, err := adm.CreateTopic(ctx, 2, 1, nil, "events"); err != nil || r.Err != nil {
+			t.Fatalf("%s: create events: %v %v", u, err, r.Err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(commit))
+	for u, c := range commit {
+		p, _ := tenantClient(t, n, u, kgo.TransactionalID("tx"), kgo.DefaultProduceTopic("events"))
+		wg.Go(func() {
+			errs <- func() error {
+				if err := p.BeginTransaction(); err != nil {
+					return fmt.Errorf("%s: begin: %w", u, err)
+				}
+				for i := range 5 {
+					if err := p.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%s-%d", u, i)}).FirstErr(); err != nil {
+						return fmt.Errorf("%s: produce: %w", u, err)
+					}
+				}
+				if err := p.EndTransaction(ctx, kgo.TransactionEndTry(c)); err != nil {
+					return fmt.Errorf("%s: end: %w", u, err)
+				}
+				return nil
+			}()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for u, c := range commit {
+		_, adm := tenantClient(t, n, u)
+		ds, err := adm.DescribeTransactions(ctx, "tx")
+		want := "CompleteAbort"
+		if c {
+			want = "CompleteCommit"
+		}
+		if err != nil || ds["tx"].Err != nil || ds["tx"].State != want {
+			t.Errorf("%s: DescribeTransactions: %v %+v, want %s", u, err, ds["tx"], want)
+		}
+		ls, err := adm.ListTransactions(ctx, nil, nil)
+		if err != nil || !slices.Equal(ls.TransactionalIDs(), []string{"tx"}) {
+			t.Errorf("%s: ListTransactions: %v %v", u, ls.TransactionalIDs(), err)
+		}
+		cons, _ := tenantClient(t, n, u, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeTopics("events"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		// The partitions' last stable offsets are past the markers:
+		// what a read_committed consumer reads up to them is all there
+		// is.
+		ends, err := adm.ListEndOffsets(ctx, "events")
+		if err != nil {
+			t.Fatalf("%s: end offsets: %v", u, err)
+		}
+		var total int64
+		ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+		if total != 6 { // five records and a marker, in one organisation's topic
+			t.Errorf("%s: events ends at %d in all, want its own 5 records and 1 marker", u, total)
+		}
+		var got []string
+		for c && len(got) < 5 {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%s: consumed %v", u, got)
+			}
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+		for _, v := range got {
+			if !strings.HasPrefix(v, u+"-") {
+				t.Errorf("%s: read_committed consumer read %q", u, v)
+			}
+		}
+	}
+}
