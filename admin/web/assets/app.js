@@ -135,6 +135,7 @@ function drawNode(n) {
   const held = n.mode === 'cluster' ? `shards ${(n.shards_held || []).length}/${n.shards_total}` : null;
   const parts = [
     n.version && `v${String(n.version).replace(/^v/, '')}`,
+    n.org && `organisation ${n.org}`,
     `node ${n.node_id}`,
     n.mode,
     n.store && n.store.kind,
