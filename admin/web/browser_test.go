@@ -315,6 +315,9 @@ func TestPageWithBasicAuth(t *testing.T) {
 	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); !strings.Contains(got, "organisation acme") {
 		t.Errorf("header %q, want it to name organisation acme", got)
 	}
+	if webtest.Eval[bool](b, `getComputedStyle(document.querySelector('[data-nav=topics]')).display !== 'none'`) {
+		t.Errorf("the topics link shows to an organisation's member, whom the API refuses topics")
+	}
 	mu.Lock()
 	if authed["/api/v1/groups"] == 0 || authed["/api/v1/node"] == 0 {
 		t.Errorf("API requests with the password: %v", authed)

@@ -143,6 +143,9 @@ function online(ok, why) {
 }
 
 function drawNode(n) {
+  // An organisation's member may not list topics (the API answers 403:
+  // they are not scoped to organisations yet): no link to a page of errors.
+  document.querySelector('[data-nav=topics]').hidden = Boolean(n.org);
   const held = n.mode === 'cluster' ? `shards ${(n.shards_held || []).length}/${n.shards_total}` : null;
   const parts = [
     n.version && `v${String(n.version).replace(/^v/, '')}`,
