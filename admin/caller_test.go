@@ -22,7 +22,9 @@ import (
 // "globex", each committed on parts partitions of topic events.
 type tenantsSource struct{ groups, parts int }
 
-func (s tenantsSource) Node() admin.NodeInfo { return admin.NodeInfo{Store: admin.StoreInfo{Kind: "pebble", Path: "/data"}} }
+func (s tenantsSource) Node() admin.NodeInfo {
+	return admin.NodeInfo{Store: admin.StoreInfo{Kind: "pebble", Path: "/data"}}
+}
 func (s tenantsSource) Inspect(context.Context) ([]groups.Summary, error) {
 	var out []groups.Summary
 	for _, tenant := range []string{"", "acme", "globex"} {
