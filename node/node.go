@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -251,6 +252,9 @@ type Node struct {
 	authz *security.Authorizer
 	// orgs maps principals to their organisations (tenants).
 	orgs *security.Orgs
+	// creds are the SCRAM credentials: SASL's, and the admin API's HTTP
+	// Basic authentication's.
+	creds *security.Credentials
 	// lns are the Kafka listeners, in the order given, and listeners
 	// their descriptions (the advertised address filled in).
 	lns       []net.Listener
@@ -412,6 +416,10 @@ func Start(cfg Config) (_ *Node, err error) {
 	// Finish any topic deletion a crash interrupted between the topic and
 	// its groups' offsets.
 	n.groups.ReconcileTopics(liveTopics(n))
+	// Before the admin API, which manages them.
+	if n.orgs, err = security.NewOrgs(n.store); err != nil {
+		return nil, err
+	}
 	if n.registry != nil {
 		if cfg.Cluster != nil {
 			n.remote = &remoteOffsets{n: n}
@@ -428,6 +436,7 @@ func Start(cfg Config) (_ *Node, err error) {
 				}
 				return []timeline.Rebalance{}
 			},
+			Orgs:   n.orgs,
 			Logger: cfg.Logger,
 		})
 		n.registry.MustRegister(n.api)
@@ -450,11 +459,9 @@ func Start(cfg Config) (_ *Node, err error) {
 		view = clusterView{n.member}
 	}
 	creds := security.NewCredentials(n.store)
+	n.creds = creds
 	sasl, err := security.NewSASL(creds, cfg.SASLMechanisms)
 	if err != nil {
-		return nil, err
-	}
-	if n.orgs, err = security.NewOrgs(n.store); err != nil {
 		return nil, err
 	}
 	if cfg.Authorizer {
@@ -680,9 +687,12 @@ func (n *Node) authMetric() func(string, bool) {
 // startAdmin serves the admin HTTP listener bound by Start.
 func (n *Node) startAdmin() {
 	ln := n.httpLn
-	var h http.Handler = admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api, Page: web.Handler(), Profiling: n.cfg.Profiling})
+	var h http.Handler = admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api, Page: web.Handler(), Caller: n.adminCaller, Profiling: n.cfg.Profiling})
 	// Probes stay open: orchestrators call them without credentials.
-	h = security.Token{Secret: n.cfg.AdminToken, User: "admin"}.HTTP(h, "/healthz", "/readyz")
+	h = security.Token{
+		Secret: n.cfg.AdminToken, User: "admin",
+		Passwords: n.creds, FailedAuthenticationDelay: n.cfg.FailedAuthenticationDelay,
+	}.HTTP(h, "/healthz", "/readyz")
 	if n.cfg.HTTPTLS {
 		ln = tls.NewListener(ln, n.tlsConf)
 	}
@@ -700,6 +710,26 @@ func (n *Node) startAdmin() {
 		}
 	})
 	n.logger.Info("cohort admin listening", "http", ln.Addr().String())
+}
+
+// adminCaller is who an admin HTTP request acts for: an operator when it
+// came with the admin token, on an open API (no token, nothing
+// presented) or as a super user; else its principal's organisation's
+// member, whatever it authenticated with (password, certificate).
+func (n *Node) adminCaller(r *http.Request) admin.Caller {
+	p := security.PrincipalFrom(r.Context())
+	c := admin.Caller{Principal: p.String()}
+	switch security.AuthMethodFrom(r.Context()) {
+	case security.AuthOpen, security.AuthToken:
+		c.Operator = true
+		return c
+	}
+	if slices.Contains(n.cfg.SuperUsers, c.Principal) {
+		c.Operator = true
+		return c
+	}
+	c.Tenant = n.orgs.TenantOf(p)
+	return c
 }
 
 // ready reports why the node does not serve yet: start-up not finished,
