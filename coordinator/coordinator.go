@@ -81,6 +81,9 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 		assignors = append(assignors, a)
 	}
 	logger := opts.Logger.With("component", "coordinator")
+	// Every shard's count of each tenant's groups, for the
+	// organisations' max_groups (groups/limits.go).
+	counts := groups.NewGroupCounts(n)
 	c.set = NewShardSet(ShardSetConfig{
 		Runtime: func(id uint16) RuntimeConfig {
 			mcfg := groups.Config{
@@ -102,6 +105,9 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				ConsumerMaxSize:           cfg.ConsumerMaxSize,
 				Assignors:                 assignors,
 				MigrationPolicy:           cfg.MigrationPolicy,
+
+				Limits: cfg.TenantLimits,
+				Counts: counts,
 			}
 			// A fresh seed for every load, also when a shard loads
 			// again after it was given up: ids handed out before must
