@@ -105,8 +105,8 @@ type Config struct {
 	FailedAuthenticationDelay time.Duration
 	// QuotaWindow is how the organisations' rate quotas are measured:
 	// see kafka.Config.QuotaWindow (default 11 samples of 1 s, Kafka's).
-	QuotaWindow quota.Window
-	SASLSessionLifetime       time.Duration
+	QuotaWindow         quota.Window
+	SASLSessionLifetime time.Duration
 	// Authorizer turns authorization on: Kafka's ACLs, kept in the store
 	// and managed with CreateAcls/DeleteAcls/DescribeAcls, decide what
 	// each request's principal may do (security.Authorizer). Default
