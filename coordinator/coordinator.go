@@ -83,7 +83,7 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 	logger := opts.Logger.With("component", "coordinator")
 	// Every shard's count of each tenant's groups, for the
 	// organisations' max_groups (groups/limits.go).
-	counts := groups.NewGroupCounts(n)
+	counts := newGroupCounts(n)
 	c.set = NewShardSet(ShardSetConfig{
 		Runtime: func(id uint16) RuntimeConfig {
 			mcfg := groups.Config{

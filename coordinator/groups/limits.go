@@ -11,8 +11,8 @@ package groups
 //
 // Counting an organisation's groups across shards: each shard counts its
 // own exactly (entry and forget are the only places a group is created or
-// dropped) and publishes the count in its slot of a GroupCounts shared by
-// the coordinator's shards; a shard deciding on a new group adds its own
+// dropped) and publishes the count in its slot of a GroupCounter shared
+// by the coordinator's shards; a shard deciding on a new group adds its own
 // count to the other shards' published ones. Two shards creating a
 // tenant's groups at the same moment can each see room for one more, so
 // at the edge a tenant can have up to max_groups + shards - 1 groups,
@@ -21,8 +21,6 @@ package groups
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 )
 
 // TenantLimits are one tenant's limits; zero is no limit.
@@ -37,53 +35,14 @@ type TenantLimits struct {
 	MaxMembersPerGroup int
 }
 
-// GroupCounts is the count of each tenant's groups in each shard of a
-// coordinator, written by each shard for itself. It is safe for
-// concurrent use.
-type GroupCounts struct {
-	shards int
-	m      sync.Map // tenant → []atomic.Int64, one slot per shard
-}
-
-// NewGroupCounts returns counts for a coordinator of shards shards.
-func NewGroupCounts(shards int) *GroupCounts { return &GroupCounts{shards: shards} }
-
-func (c *GroupCounts) slots(tenant string) []atomic.Int64 {
-	if v, ok := c.m.Load(tenant); ok {
-		return v.([]atomic.Int64)
-	}
-	v, _ := c.m.LoadOrStore(tenant, make([]atomic.Int64, c.shards))
-	return v.([]atomic.Int64)
-}
-
-// set publishes shard's count of tenant's groups.
-func (c *GroupCounts) set(shard uint16, tenant string, n int) {
-	if c == nil || int(shard) >= c.shards {
-		return
-	}
-	c.slots(tenant)[shard].Store(int64(n))
-}
-
-// others is tenant's groups in every shard but shard.
-func (c *GroupCounts) others(shard uint16, tenant string) int {
-	if c == nil {
-		return 0
-	}
-	n := int64(0)
-	for i := range c.slots(tenant) {
-		if i != int(shard) {
-			n += c.slots(tenant)[i].Load()
-		}
-	}
-	return int(n)
-}
-
-// Total is tenant's groups in every shard.
-func (c *GroupCounts) Total(tenant string) int {
-	if c == nil {
-		return 0
-	}
-	return c.others(uint16(c.shards), tenant)
+// GroupCounter keeps the count of each tenant's groups in each shard of
+// a coordinator, each shard writing its own (package coordinator's
+// implementation is shared by its shards and safe for concurrent use).
+type GroupCounter interface {
+	// Set publishes shard's count of tenant's groups.
+	Set(shard uint16, tenant string, n int)
+	// Others is tenant's groups in every shard but shard.
+	Others(shard uint16, tenant string) int
 }
 
 // countGroup notes that tenant has d more groups in this shard.
@@ -94,7 +53,9 @@ func (s *Shard) countGroup(tenant string, d int) {
 	} else {
 		s.tenantGroups[tenant] = n
 	}
-	s.cfg.Counts.set(s.cfg.Shard, tenant, n)
+	if s.cfg.Counts != nil {
+		s.cfg.Counts.Set(s.cfg.Shard, tenant, n)
+	}
 }
 
 func (s *Shard) limits(tenant string) TenantLimits {
@@ -121,7 +82,11 @@ func (s *Shard) newGroupRefused(tenant string) string {
 	if l.MaxGroups <= 0 {
 		return ""
 	}
-	if n := s.tenantGroups[tenant] + s.cfg.Counts.others(s.cfg.Shard, tenant); n < l.MaxGroups {
+	n := s.tenantGroups[tenant]
+	if s.cfg.Counts != nil {
+		n += s.cfg.Counts.Others(s.cfg.Shard, tenant)
+	}
+	if n < l.MaxGroups {
 		return ""
 	}
 	return fmt.Sprintf("The organisation %s has reached its quota of %d groups (max_groups).", l.Org, l.MaxGroups)

@@ -92,7 +92,7 @@ type Config struct {
 	// Counts, if set, is the count of each tenant's groups shared with
 	// the coordinator's other shards, for TenantLimits.MaxGroups. Nil:
 	// this shard's groups only.
-	Counts *GroupCounts
+	Counts GroupCounter
 }
 
 // Shard is one shard's groups. It implements machine.Machine.
