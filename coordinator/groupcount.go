@@ -34,6 +34,18 @@ func (c *groupCounts) Set(shard uint16, tenant string, n int) {
 	}
 }
 
+// reset forgets shard's counts: it is unloaded, or loads again from the
+// store.
+func (c *groupCounts) reset(shard uint16) {
+	if int(shard) >= c.shards {
+		return
+	}
+	c.m.Range(func(_, v any) bool {
+		v.([]atomic.Int64)[shard].Store(0)
+		return true
+	})
+}
+
 // Others is tenant's groups in every shard but shard.
 func (c *groupCounts) Others(shard uint16, tenant string) int {
 	n := int64(0)
