@@ -90,6 +90,10 @@ type pending struct {
 	// obs is the request as reported to the observer (zero when it is
 	// observe.Nop): RequestAnswered gets the same value.
 	obs observe.Request
+	// tenant is the organisation the request acts for, and throttle the
+	// throttle its rate quotas asked for on the reader (quotas.go).
+	tenant   string
+	throttle time.Duration
 }
 
 // Observing requests. Every request that decodes (a frame the server
@@ -176,6 +180,10 @@ type conn struct {
 
 	mu      sync.Mutex // orders read deadlines against stopReading
 	stopped bool
+
+	// mutedUntil is when a quota's mute ends (UnixNano; quotas.go): the
+	// reader takes no request before it.
+	mutedUntil atomic.Int64
 
 	gone      chan struct{} // closed by close
 	closeOnce sync.Once
@@ -264,6 +272,9 @@ func (c *conn) serve() {
 func (c *conn) read() {
 	cfg := &c.s.cfg
 	for {
+		if !c.waitMuted() {
+			return
+		}
 		size, ok := c.readSize()
 		if !ok {
 			return
@@ -314,6 +325,11 @@ func (c *conn) read() {
 				}
 				continue
 			}
+		}
+		// A mute that began while this frame was read holds it too.
+		if !c.waitMuted() {
+			c.s.budget.release(granted)
+			return
 		}
 		p, err := c.s.decode(c.sess.ctx, frame, c.host, complete, &c.sess)
 		if err != nil {
@@ -526,12 +542,18 @@ func (s *Server) decode(ctx context.Context, frame []byte, host string, received
 	}
 	s.received(&p, req, len(frame), received)
 	unanswered = true
+	m := s.startQuota(&hdr)
 	p.respond = h.fn(p.ctx, s, &hdr, req)
+	p.tenant, p.throttle = m.tenant, s.endQuota(m, hdr.key, len(frame))
 	p.closeAfter = hdr.closeAfter
 	if p.respond == nil {
-		// No response (acks=0): the handler did all of it.
+		// No response (acks=0): the handler did all of it. A throttle
+		// mutes the connection at once, as Kafka's.
 		unanswered = false
 		s.answered(&p, nil)
+		if sess != nil && sess.conn != nil {
+			sess.conn.mute(p.throttle)
+		}
 	}
 	return p, nil
 }
@@ -645,6 +667,11 @@ func (c *conn) appendResponse(buf []byte, p *pending) []byte {
 	}
 	resp := p.respond()
 	resp.SetVersion(p.respVersion)
+	if c.s.quotas.reg != nil {
+		// Muted from now: the response is flushed before the reader
+		// could take another request anyway (KIP-219).
+		c.mute(c.quotaResponse(p, resp))
+	}
 	// ApiVersions responses always use header v0 (KIP-511), so a client
 	// can read them before knowing what we support.
 	flexible := resp.IsFlexible() && p.hdr.key != kmsg.ApiVersions.Int16()

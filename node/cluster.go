@@ -238,9 +238,9 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		case <-t.C:
 		case <-changed:
 		}
-		// ACLs and organisations live in the same global log: another
-		// node's CreateAcls, DeleteAcls or organisation change reaches
-		// this node here.
+		// ACLs, organisations and quotas live in the same global log:
+		// another node's CreateAcls, DeleteAcls, organisation change or
+		// AlterClientQuotas reaches this node here.
 		if n.authz != nil {
 			if err := n.authz.Reload(); err != nil {
 				n.logger.Debug("reload ACLs", "err", err)
@@ -248,6 +248,9 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		}
 		if err := n.orgs.Reload(); err != nil {
 			n.logger.Debug("reload organisations", "err", err)
+		}
+		if err := n.quotas.Reload(); err != nil {
+			n.logger.Debug("reload quotas", "err", err)
 		}
 		if err := n.topics.Refresh(); err != nil {
 			n.logger.Debug("refresh topic catalog", "err", err)

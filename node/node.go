@@ -33,6 +33,7 @@ import (
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/coordinator/txn"
 	"github.com/cohort-dev/cohort/kafka"
@@ -41,6 +42,7 @@ import (
 	"github.com/cohort-dev/cohort/observe/timeline"
 	"github.com/cohort-dev/cohort/observe/tracing"
 	"github.com/cohort-dev/cohort/offsetstopic"
+	"github.com/cohort-dev/cohort/quota"
 	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
@@ -102,7 +104,10 @@ type Config struct {
 	// kafka.Config's FailedAuthenticationDelay (default 100 ms) and
 	// SessionLifetime (default 0: sessions never end).
 	FailedAuthenticationDelay time.Duration
-	SASLSessionLifetime       time.Duration
+	// QuotaWindow is how the organisations' rate quotas are measured:
+	// see kafka.Config.QuotaWindow (default 11 samples of 1 s, Kafka's).
+	QuotaWindow         quota.Window
+	SASLSessionLifetime time.Duration
 	// Authorizer turns authorization on: Kafka's ACLs, kept in the store
 	// and managed with CreateAcls/DeleteAcls/DescribeAcls, decide what
 	// each request's principal may do (security.Authorizer). Default
@@ -255,6 +260,8 @@ type Node struct {
 	// creds are the SCRAM credentials: SASL's, and the admin API's HTTP
 	// Basic authentication's.
 	creds *security.Credentials
+	// quotas are the organisations' quotas.
+	quotas *quota.Registry
 	// lns are the Kafka listeners, in the order given, and listeners
 	// their descriptions (the advertised address filled in).
 	lns       []net.Listener
@@ -404,6 +411,15 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("open topic log: %w", err)
 	}
 	catalog := &catalogCache{log: n.topics}
+	// The organisations' quotas, before the coordinator: its groups'
+	// limits are an organisation's max_groups and max_members_per_group.
+	if n.quotas, err = quota.NewRegistry(n.store); err != nil {
+		return nil, err
+	}
+	cfg.Groups.TenantLimits = func(tenant string) groups.TenantLimits {
+		l := n.quotas.Limits(security.OrgName(tenant))
+		return groups.TenantLimits{Org: security.OrgName(tenant), MaxGroups: l.MaxGroups, MaxMembersPerGroup: l.MaxMembersPerGroup}
+	}
 	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get, Observer: n.obs, Standby: cfg.Cluster != nil}); err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
@@ -474,6 +490,8 @@ func Start(cfg Config) (_ *Node, err error) {
 	n.kafka, err = kafka.New(kafka.Config{
 		Authorizer:                n.authz,
 		Orgs:                      n.orgs,
+		Quotas:                    n.quotas,
+		QuotaWindow:               cfg.QuotaWindow,
 		Cluster:                   view,
 		Topics:                    n.topics,
 		Groups:                    n.groups,
