@@ -6,6 +6,7 @@
 //	cohort bench     load-generate commits, joins or heartbeats against a broker
 //	cohort users     add, delete and list SCRAM users
 //	cohort orgs      list, create and delete organisations, and their members
+//	cohort quotas    set, remove and list organisations' quotas
 //	cohort version   print the version
 package main
 
@@ -36,6 +37,7 @@ Commands:
             or any Kafka-compatible broker (offsets/s, p50/p99, generations)
   users     add, delete, list SCRAM users of the SASL listeners
   orgs      list, create, delete organisations (tenants) and set their members
+  quotas    set, remove, list organisations' quotas (Kafka's client-quota APIs)
             (over a node's admin HTTP API)
   version   print the version
 
@@ -62,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return users(args[1:], os.Stdin, stdout, stderr)
 	case "orgs":
 		return orgs(args[1:], stdout, stderr)
+	case "quotas":
+		return quotas(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
