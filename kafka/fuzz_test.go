@@ -720,6 +720,11 @@ func seedRequest(key int16) kmsg.Request {
 		req.TransactionalID, req.Group, req.Generation = "tx", "g", -1
 		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: fuzzTopic, TopicID: placeholderID, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
 		return req
+	case kmsg.WriteTxnMarkers:
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 0, Committed: true, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{
+			{Topic: fuzzTopic, Partitions: []int32{0, 9}}, {Topic: "__consumer_offsets", Partitions: []int32{0, -1}}}}}
+		return req
 	case kmsg.DescribeTransactions:
 		req := kmsg.NewPtrDescribeTransactionsRequest()
 		req.TransactionalIDs = []string{"tx", ""}

@@ -29,6 +29,7 @@ import (
 	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/cohort-dev/cohort/txncoord"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config configures a Server. The zero value of each optional field means
@@ -43,6 +44,10 @@ type Config struct {
 	// handed to. Nil: transactional ids are refused
 	// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 	Txn *txncoord.Coordinator
+	// Peer sends a request to another node of the cluster, as this node
+	// (cluster mode: a produce verifies its transaction with the node
+	// coordinating it, KIP-890 part 1). Nil: no other node is asked.
+	Peer func(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error)
 	// Cluster describes the other nodes in cluster mode: the brokers, the
 	// controller and the coordinator shards' owners. Its Self must be
 	// Topics' NodeID. Nil: a single node, this one, at AdvertisedAddr,

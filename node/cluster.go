@@ -140,6 +140,7 @@ func (n *Node) joinCluster(advertised string, endpoints map[string]string) error
 		DirID:     dirID,
 		LeaseTTL:  cc.LeaseTTL,
 		Units:     groups.Shards + 1, // the coordinator's, then the assigner's
+		TxnUnits:  groups.Shards,     // then the transaction coordinator's
 		Logger:    n.logger,
 	})
 	if err != nil {

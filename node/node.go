@@ -252,6 +252,7 @@ type Node struct {
 	catalogStop chan struct{}
 	groups      *coordinator.Coordinator
 	txn         *txncoord.Coordinator
+	peers       *peers // cluster mode: requests to other nodes
 	kafka       *kafka.Server
 	// authz is the authorizer with Config.Authorizer, else nil.
 	authz *security.Authorizer
@@ -458,21 +459,35 @@ func Start(cfg Config) (_ *Node, err error) {
 		n.registry.MustRegister(n.api)
 		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{api: n.api, topics: n.topics, remote: n.remote}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
 	}
-	// The transaction coordinator: a shard per group coordinator shard.
-	// Not in cluster mode yet: its shards are not cluster units, and its
-	// markers reach only this node's partitions.
-	if cfg.TransactionMaxTimeout >= 0 && cfg.Cluster == nil {
-		if n.txn, err = txncoord.Start(txncoord.Config{
+	// The transaction coordinator: a shard per group coordinator shard
+	// on a single node; in cluster mode the cluster's transaction units
+	// (cluster.Meta.TxnUnits), loaded as this node gets them, with the
+	// markers of partitions and group shards of other nodes sent to them
+	// (WriteTxnMarkers).
+	if cfg.TransactionMaxTimeout >= 0 {
+		tc := txncoord.Config{
 			Store: n.store, Topics: n.topics, Groups: n.groups, Shards: n.groups.Shards(),
 			Machine:  txn.Config{MaxTimeout: cfg.TransactionMaxTimeout},
 			Observer: n.obs, Logger: cfg.Logger,
-		}); err != nil {
-			return nil, fmt.Errorf("start transaction coordinator: %w", err)
+		}
+		if n.member != nil {
+			n.peers = &peers{n: n}
+			tc.Shards, tc.Standby, tc.Remote = n.member.Meta().TxnUnits, true, n.peers.markers
+		}
+		if tc.Shards > 0 {
+			if n.txn, err = txncoord.Start(tc); err != nil {
+				return nil, fmt.Errorf("start transaction coordinator: %w", err)
+			}
 		}
 	}
 	var view kafka.Cluster
+	var peer func(context.Context, int32, kmsg.Request) (kmsg.Response, error)
 	if n.member != nil {
 		view = clusterView{n.member}
+		if n.peers == nil {
+			n.peers = &peers{n: n}
+		}
+		peer = n.peers.request
 	}
 	creds := security.NewCredentials(n.store)
 	n.creds = creds
@@ -496,6 +511,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		Topics:                    n.topics,
 		Groups:                    n.groups,
 		Txn:                       n.txn,
+		Peer:                      peer,
 		AdvertisedAddr:            advertised,
 		SASL:                      sasl,
 		Credentials:               creds,
@@ -545,10 +561,15 @@ func Start(cfg Config) (_ *Node, err error) {
 		if n.assigner != nil {
 			svc = n.assigner
 		}
+		var txnShards cluster.TxnShards
+		if n.txn != nil {
+			txnShards = n.txn
+		}
 		n.member.Run(&cluster.Shards{
 			Coordinator: n.groups,
 			Store:       n.etcdStore,
 			Assigner:    svc,
+			Txn:         txnShards,
 			// Offsets of topics deleted while another node held the
 			// shard, or nobody did, go now.
 			Loaded: func(int) { n.groups.ReconcileTopics(liveTopics(n)) },
@@ -1028,6 +1049,10 @@ func (n *Node) stop() error {
 		// marker writers use.
 		n.txn.Close()
 		n.txn = nil
+	}
+	if n.peers != nil {
+		n.peers.close()
+		n.peers = nil
 	}
 	if n.groups != nil {
 		n.groups.Close()
