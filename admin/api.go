@@ -8,7 +8,8 @@ package admin
 // It reads the coordinator through the same group APIs a client uses
 // (DescribeGroups, ConsumerGroupDescribe), and through Inspect for what no
 // Kafka response carries (the cgp_ id, commit times, every tenant's
-// groups). In cluster mode a node's API shows the groups it coordinates,
+// groups). Every group read is scoped to the caller's organisation
+// (caller.go): operators see all of them. In cluster mode a node's API shows the groups it coordinates,
 // with their lag on every partition (APISource.Topics gives the offsets
 // of partitions other nodes lead as last read), as its /metrics does.
 
@@ -31,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/security"
 )
 
 // APISource is what the API reads: the node it runs on.
@@ -60,6 +62,9 @@ type NodeInfo struct {
 	ShardsTotal   int       `json:"shards_total"`
 	ShardsHeld    []int     `json:"shards_held"`
 	Store         StoreInfo `json:"store"`
+	// Org is the caller's organisation, for a caller who is not an
+	// operator (whose view is that organisation's); absent for operators.
+	Org string `json:"org,omitempty"`
 }
 
 // StoreInfo says where the coordinator's state lives.
@@ -97,7 +102,10 @@ type APIConfig struct {
 	// Timeline returns a group's last rebalances, newest first, as a
 	// JSON-encodable value (observe/timeline); nil: none are kept.
 	Timeline func(tenant, group string) any
-	Logger   *slog.Logger
+	// Orgs is the organisation registry /api/v1/orgs manages; nil: those
+	// routes answer 404.
+	Orgs   *security.Orgs
+	Logger *slog.Logger
 }
 
 // API serves the admin JSON API and samples lag in the background (Run).
@@ -124,12 +132,12 @@ func NewAPI(cfg APIConfig) *API {
 	return &API{
 		cfg:         cfg,
 		tracker:     NewLagTracker(cfg.Tracker),
-		statusDesc:  prometheus.NewDesc("cohort_consumergroup_status", "A consumer group's Burrow-like lag status: 1 for its current status (OK, WARN, STALL, STOP, ERR; UNKNOWN until a full window of samples), default tenant.", []string{"consumergroup", "status"}, nil),
-		clearDesc:   prometheus.NewDesc("cohort_consumergroup_time_to_clear_seconds", "Estimated time for a consumer group to consume its lag at the rates of the last window; absent when its lag is not shrinking. Default tenant.", []string{"consumergroup"}, nil),
-		groupsDesc:  prometheus.NewDesc("cohort_groups", "Groups this node coordinates, every tenant, by type and state (at the last lag sample).", []string{"type", "state"}, nil),
-		offsetsDesc: prometheus.NewDesc("cohort_offsets", "Committed offsets this node holds, every tenant (at the last lag sample).", nil, nil),
-		pendingDesc: prometheus.NewDesc("cohort_pending_members", "Member ids handed out with MEMBER_ID_REQUIRED and not yet used to join (KIP-394), every tenant (at the last lag sample).", nil, nil),
-		genDesc:     prometheus.NewDesc("cohort_consumergroup_generation", "A group's generation (classic) or group epoch (consumer), default tenant (at the last lag sample).", []string{"consumergroup", "type"}, nil),
+		statusDesc:  prometheus.NewDesc("cohort_consumergroup_status", "A consumer group's Burrow-like lag status: 1 for its current status (OK, WARN, STALL, STOP, ERR; UNKNOWN until a full window of samples), by organisation.", []string{"org", "consumergroup", "status"}, nil),
+		clearDesc:   prometheus.NewDesc("cohort_consumergroup_time_to_clear_seconds", "Estimated time for a consumer group to consume its lag at the rates of the last window; absent when its lag is not shrinking.", []string{"org", "consumergroup"}, nil),
+		groupsDesc:  prometheus.NewDesc("cohort_groups", "Groups this node coordinates, by organisation, type and state (at the last lag sample).", []string{"org", "type", "state"}, nil),
+		offsetsDesc: prometheus.NewDesc("cohort_offsets", "Committed offsets this node holds, by organisation (at the last lag sample).", []string{"org"}, nil),
+		pendingDesc: prometheus.NewDesc("cohort_pending_members", "Member ids handed out with MEMBER_ID_REQUIRED and not yet used to join (KIP-394), by organisation (at the last lag sample).", []string{"org"}, nil),
+		genDesc:     prometheus.NewDesc("cohort_consumergroup_generation", "A group's generation (classic) or group epoch (consumer) (at the last lag sample).", []string{"org", "consumergroup", "type"}, nil),
 	}
 }
 
@@ -189,17 +197,14 @@ func endOffsets(ts []TopicInfo) map[TopicPartition]PartitionOffsets {
 	return out
 }
 
-// Groups returns the default tenant's groups as the last sample read
-// them, for the lag metrics (LagSource.Groups).
+// Groups returns every tenant's groups as the last sample read them, for
+// the lag metrics (LagSource.Groups).
 func (a *API) Groups() []GroupOffsets {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []GroupOffsets
 	for _, s := range a.last {
-		if s.Tenant != "" {
-			continue
-		}
-		g := GroupOffsets{Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets))}
+		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets))}
 		for _, o := range s.Offsets {
 			if o.Offset >= 0 {
 				g.Committed[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
@@ -234,10 +239,21 @@ func (a *API) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openAPI)
 	})
-	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, a.cfg.Source.Node())
+	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, r *http.Request) {
+		n := a.cfg.Source.Node()
+		if c := callerOf(r); !c.Operator {
+			// Where the state lives is the operator's business.
+			n.Store = StoreInfo{Kind: n.Store.Kind}
+			n.Org = c.Org()
+		}
+		writeJSON(w, http.StatusOK, n)
 	})
-	mux.HandleFunc("GET /api/v1/topics", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /api/v1/topics", func(w http.ResponseWriter, r *http.Request) {
+		// Topics are not scoped to organisations in the topic log yet:
+		// listing them would show every organisation's.
+		if !operatorOnly(w, r) {
+			return
+		}
 		ts := a.cfg.Source.Topics()
 		if ts == nil {
 			ts = []TopicInfo{}
@@ -247,6 +263,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/groups", a.listGroups)
 	mux.HandleFunc("GET /api/v1/groups/{group}", a.describeGroup)
 	mux.HandleFunc("GET /api/v1/groups/{group}/timeline", a.groupTimeline)
+	a.orgRoutes(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+" (see /api/v1/openapi.json)")
 	})
@@ -268,7 +285,10 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 
 // GroupSummary is a group in GET /api/v1/groups.
 type GroupSummary struct {
-	Group        string `json:"group"`
+	Group string `json:"group"`
+	// Org is the group's organisation, Tenant its tenant ("" for the
+	// default organisation; kept for older clients).
+	Org          string `json:"org"`
 	Tenant       string `json:"tenant"`
 	CgpID        string `json:"cgp_id"`
 	RRL          string `json:"rrl"`
@@ -337,13 +357,16 @@ type PartitionDetail struct {
 // a reading copies every committed offset out of every shard's loop, and
 // a page polling the list every 2 s would do that for each viewer.
 func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
+	sc, ok := requestScope(w, r)
+	if !ok {
+		return
+	}
 	sums, at := a.lastSample()
-	tenant, filter := r.URL.Query().Get("tenant"), r.URL.Query().Has("tenant")
 	ends := endOffsets(a.cfg.Source.Topics())
 	now := time.Now()
 	out := []GroupSummary{}
 	for _, s := range sums {
-		if filter && s.Tenant != tenant {
+		if !sc.has(s.Tenant) {
 			continue
 		}
 		out = append(out, a.summary(s, ends, now))
@@ -357,7 +380,7 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) summary(s groups.Summary, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {
 	g := GroupSummary{
-		Group: s.Group, Tenant: s.Tenant, CgpID: s.ID, RRL: RRL(s.Tenant, s.Group),
+		Group: s.Group, Org: security.OrgName(s.Tenant), Tenant: s.Tenant, CgpID: s.ID, RRL: RRL(s.Tenant, s.Group),
 		Type: s.Type, ProtocolType: s.ProtocolType, State: s.State, Members: s.Members,
 		LagTrend: []LagPoint{},
 	}
@@ -383,14 +406,18 @@ func seconds(d *time.Duration) *float64 {
 }
 
 func (a *API) find(w http.ResponseWriter, r *http.Request) (groups.Summary, bool) {
-	tenant, name := r.URL.Query().Get("tenant"), r.PathValue("group")
+	name := r.PathValue("group")
+	tenant, ok := groupTenant(w, r)
+	if !ok {
+		return groups.Summary{}, false
+	}
 	sum, ok, err := a.cfg.Source.InspectGroup(r.Context(), tenant, name)
 	switch {
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, "reading the group: "+err.Error())
 		return groups.Summary{}, false
 	case !ok:
-		writeError(w, http.StatusNotFound, "group "+strconv.Quote(name)+" not found on this node")
+		writeError(w, http.StatusNotFound, "group "+strconv.Quote(name)+" of organisation "+security.OrgName(tenant)+" not found on this node")
 		return groups.Summary{}, false
 	}
 	return sum, true
@@ -560,22 +587,16 @@ func deref(s *string) string {
 	return *s
 }
 
-// DefaultOrg is the organisation of the default tenant ("") in RRLs.
-const DefaultOrg = "default"
-
 var slugUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
 
 // RRL is a group's resource locator, <org>/consumer-groups/<slug>, as
-// Rafka defines it: the org is the tenant (DefaultOrg for the default
-// one), the slug the group id lowercased with every run of characters
+// Rafka defines it: the org is the tenant's organisation (DefaultOrg for the default
+// one, security.DefaultOrg), the slug the group id lowercased with every run of characters
 // other than a–z, 0–9, '.', '_' and '-' made one '-', trimmed of '-'
 // ("_" when nothing is left). Two group ids may share a slug; the cgp_ id
 // is what identifies a group.
 func RRL(tenant, group string) string {
-	org := tenant
-	if org == "" {
-		org = DefaultOrg
-	}
+	org := security.OrgName(tenant)
 	slug := strings.Trim(slugUnsafe.ReplaceAllString(strings.ToLower(group), "-"), "-")
 	if slug == "" {
 		slug = "_"
@@ -590,41 +611,47 @@ func (a *API) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector: each default-tenant group's
-// status, time to clear and generation, and the groups, offsets and
-// pending members held, from the last sample.
+// Collect implements prometheus.Collector: each group's status, time to
+// clear and generation, and the groups, offsets and pending members held
+// by organisation, from the last sample. Every series carries the org
+// label: /metrics shows a caller who is not an operator its own
+// organisation's series only (metricsFor).
 func (a *API) Collect(ch chan<- prometheus.Metric) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := time.Now()
-	type typeState struct{ typ, state string }
+	type typeState struct{ org, typ, state string }
 	counts := map[typeState]int{}
-	offsets, pending := 0, 0
+	offsets, pending := map[string]int{}, map[string]int{}
 	for _, s := range a.last {
-		counts[typeState{s.Type, s.State}]++
-		offsets += len(s.Offsets)
-		pending += s.PendingMembers
-		if s.Tenant == "" {
-			ch <- prometheus.MustNewConstMetric(a.genDesc, prometheus.GaugeValue, float64(s.Generation), s.Group, s.Type)
-		}
+		org := security.OrgName(s.Tenant)
+		counts[typeState{org, s.Type, s.State}]++
+		offsets[org] += len(s.Offsets)
+		pending[org] += s.PendingMembers
+		ch <- prometheus.MustNewConstMetric(a.genDesc, prometheus.GaugeValue, float64(s.Generation), org, s.Group, s.Type)
+	}
+	// The default organisation's totals are there even with no groups,
+	// as the unlabelled totals were.
+	if _, ok := offsets[security.DefaultOrg]; !ok {
+		offsets[security.DefaultOrg], pending[security.DefaultOrg] = 0, 0
 	}
 	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(a.groupsDesc, prometheus.GaugeValue, float64(n), k.typ, k.state)
+		ch <- prometheus.MustNewConstMetric(a.groupsDesc, prometheus.GaugeValue, float64(n), k.org, k.typ, k.state)
 	}
-	ch <- prometheus.MustNewConstMetric(a.offsetsDesc, prometheus.GaugeValue, float64(offsets))
-	ch <- prometheus.MustNewConstMetric(a.pendingDesc, prometheus.GaugeValue, float64(pending))
+	for org, n := range offsets {
+		ch <- prometheus.MustNewConstMetric(a.offsetsDesc, prometheus.GaugeValue, float64(n), org)
+		ch <- prometheus.MustNewConstMetric(a.pendingDesc, prometheus.GaugeValue, float64(pending[org]), org)
+	}
 	for _, ref := range a.tracker.groupRefs() {
-		if ref.Tenant != "" {
-			continue
-		}
+		org := security.OrgName(ref.Tenant)
 		l, _ := a.tracker.Group(ref.Tenant, ref.Group, now)
 		status := string(l.Status)
 		if status == "" {
 			status = "UNKNOWN"
 		}
-		ch <- prometheus.MustNewConstMetric(a.statusDesc, prometheus.GaugeValue, 1, ref.Group, status)
+		ch <- prometheus.MustNewConstMetric(a.statusDesc, prometheus.GaugeValue, 1, org, ref.Group, status)
 		if l.TimeToClear != nil {
-			ch <- prometheus.MustNewConstMetric(a.clearDesc, prometheus.GaugeValue, l.TimeToClear.Seconds(), ref.Group)
+			ch <- prometheus.MustNewConstMetric(a.clearDesc, prometheus.GaugeValue, l.TimeToClear.Seconds(), org, ref.Group)
 		}
 	}
 }

@@ -6,10 +6,15 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cohort-dev/cohort/security"
 )
 
 // GroupOffsets is one consumer group as the lag metrics see it.
 type GroupOffsets struct {
+	// Org is the group's organisation (security.DefaultOrg for the
+	// default tenant): two organisations may have a group of one name.
+	Org     string
 	Group   string
 	Members int
 	// Committed holds the group's committed offset of each partition.
@@ -30,7 +35,7 @@ type PartitionOffsets struct {
 // LagSource is where the lag metrics come from: the groups this node
 // coordinates, and the partitions it hosts.
 type LagSource interface {
-	// Groups returns the default tenant's groups as last read. A scrape
+	// Groups returns every organisation's groups as last read. A scrape
 	// never reads the coordinator itself (a shard stuck on its store
 	// would hold /metrics for the store's timeout, and every scrape
 	// would copy every offset): it reports the lag sampler's last
@@ -61,7 +66,9 @@ type LagConfig struct {
 // working: kafka_consumergroup_current_offset, kafka_consumergroup_lag
 // (labels consumergroup, topic, partition), kafka_consumergroup_lag_sum,
 // kafka_consumergroup_current_offset_sum (consumergroup, topic),
-// kafka_consumergroup_members (consumergroup),
+// kafka_consumergroup_members (consumergroup), each with an org label too
+// (the group's organisation: two may share a group name, and /metrics
+// shows an organisation's principals their own series only),
 // kafka_topic_partition_current_offset and
 // kafka_topic_partition_oldest_offset (topic, partition). Groups come
 // from the lag sampler's last reading (API.Groups), partitions are read at
@@ -86,14 +93,14 @@ func NewLag(cfg LagConfig) *Lag {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	gtp := []string{"consumergroup", "topic", "partition"}
+	gtp := []string{"org", "consumergroup", "topic", "partition"}
 	return &Lag{
 		cfg:           cfg,
 		currentOffset: prometheus.NewDesc("kafka_consumergroup_current_offset", "Current offset of a consumer group at a topic partition.", gtp, nil),
 		lag:           prometheus.NewDesc("kafka_consumergroup_lag", "Current approximate lag of a consumer group at a topic partition.", gtp, nil),
-		lagSum:        prometheus.NewDesc("kafka_consumergroup_lag_sum", "Current approximate lag of a consumer group at a topic, all partitions.", []string{"consumergroup", "topic"}, nil),
-		offsetSum:     prometheus.NewDesc("kafka_consumergroup_current_offset_sum", "Current offset of a consumer group at a topic, all partitions.", []string{"consumergroup", "topic"}, nil),
-		members:       prometheus.NewDesc("kafka_consumergroup_members", "Amount of members in a consumer group.", []string{"consumergroup"}, nil),
+		lagSum:        prometheus.NewDesc("kafka_consumergroup_lag_sum", "Current approximate lag of a consumer group at a topic, all partitions.", []string{"org", "consumergroup", "topic"}, nil),
+		offsetSum:     prometheus.NewDesc("kafka_consumergroup_current_offset_sum", "Current offset of a consumer group at a topic, all partitions.", []string{"org", "consumergroup", "topic"}, nil),
+		members:       prometheus.NewDesc("kafka_consumergroup_members", "Amount of members in a consumer group.", []string{"org", "consumergroup"}, nil),
 		topicCurrent:  prometheus.NewDesc("kafka_topic_partition_current_offset", "Current offset (high watermark) of a topic partition.", []string{"topic", "partition"}, nil),
 		topicOldest:   prometheus.NewDesc("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a topic partition.", []string{"topic", "partition"}, nil),
 		droppedDesc:   prometheus.NewDesc("cohort_metrics_partition_series_dropped", "Per-partition lag series left out of the last scrape by --metrics-max-partition-series.", nil, nil),
@@ -133,7 +140,10 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 	}
 	remote := l.cfg.Source.Remote()
 	for _, g := range groups {
-		gauge(l.members, int64(g.Members), g.Group)
+		if g.Org == "" {
+			g.Org = security.DefaultOrg
+		}
+		gauge(l.members, int64(g.Members), g.Org, g.Group)
 		type sums struct{ lag, offset int64 }
 		byTopic := map[string]*sums{}
 		for tp, off := range g.Committed {
@@ -154,15 +164,15 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 			}
 			if series(2) {
 				p := strconv.Itoa(int(tp.Partition))
-				gauge(l.currentOffset, off, g.Group, tp.Topic, p)
+				gauge(l.currentOffset, off, g.Org, g.Group, tp.Topic, p)
 				if lag >= 0 {
-					gauge(l.lag, lag, g.Group, tp.Topic, p)
+					gauge(l.lag, lag, g.Org, g.Group, tp.Topic, p)
 				}
 			}
 		}
 		for topic, s := range byTopic {
-			gauge(l.lagSum, s.lag, g.Group, topic)
-			gauge(l.offsetSum, s.offset, g.Group, topic)
+			gauge(l.lagSum, s.lag, g.Org, g.Group, topic)
+			gauge(l.offsetSum, s.offset, g.Org, g.Group, topic)
 		}
 	}
 	gauge(l.droppedDesc, int64(dropped))

@@ -114,7 +114,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		})).(prometheus.Histogram),
 		shardsHeld: f(prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cohort_shards_loaded",
-			Help: "Coordinator shards this node serves, the group coordinator's and the warm-handoff assigner's (loaded and not unloaded since).",
+			Help: "Coordinator shards this node serves, the group coordinator's, the transaction coordinator's and the warm-handoff assigner's (loaded and not unloaded since).",
 		})).(prometheus.Gauge),
 	}
 }

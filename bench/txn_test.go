@@ -101,10 +101,13 @@ func smallTxn(ctx context.Context, b *testing.B, cl *kgo.Client, i int) {
 	}
 }
 
-// BenchmarkConsumeIsolation reads b.N 1 KiB records written in
-// transactions of 1,000 (one in ten aborted) with read_uncommitted and
-// read_committed: the cost of the last stable offset and the aborted
-// transactions index (issue 16's goal: read_committed within 10%).
+// BenchmarkConsumeIsolation reads a log of b.N 1 KiB records written in
+// transactions of 1,000 (one in ten aborted) from the start to the end,
+// with read_uncommitted (every record) and read_committed (the nine in
+// ten committed): the cost of the last stable offset and the aborted
+// transactions index on the same log (issue 16's goal: read_committed
+// within 10%). ns/op is per record of the log either way; the aborted
+// records are fetched by both, and dropped by the read_committed client.
 //
 //	go test ./bench -run XXX -bench ConsumeIsolation -benchtime 200000x
 func BenchmarkConsumeIsolation(b *testing.B) {
@@ -119,12 +122,12 @@ func BenchmarkConsumeIsolation(b *testing.B) {
 				addr := tg.start(b)
 				createTopic(ctx, b, addr)
 				prod := newClient(b, append(producerOpts(addr, true), kgo.TransactionalID("bench-load")))
-				want, txn := 0, 0
-				for want < b.N {
+				want, written, txn := 0, 0, 0
+				for written < b.N {
 					if err := prod.BeginTransaction(); err != nil {
 						b.Fatal(err)
 					}
-					n := min(1000, b.N-want)
+					n := min(1000, b.N-written)
 					produce(ctx, b, prod, n)
 					abort := txn%10 == 9
 					if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(!abort)); err != nil {
@@ -133,6 +136,7 @@ func BenchmarkConsumeIsolation(b *testing.B) {
 					if !abort || !committed {
 						want += n
 					}
+					written += n
 					txn++
 				}
 				prod.Close()

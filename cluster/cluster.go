@@ -13,7 +13,9 @@
 //
 // Under Config.Prefix (P), next to the store's P/data:
 //
-//	P/cluster/meta            the cluster's shard count and id, written once
+//	P/cluster/meta            the cluster's unit counts and id, written once
+//	                          (txn_units added once to a cluster created
+//	                          before them)
 //	P/cluster/nodes/<id>      a node's registration (addresses, draining),
 //	                          bound to its lease
 //	P/cluster/leader          the leader's node id and lease, bound to it
@@ -90,6 +92,13 @@ type Config struct {
 	// the cluster is created; an existing cluster's count wins (see
 	// Meta).
 	Units int
+	// TxnUnits is the number of transaction coordinator shards, units
+	// Units..Units+TxnUnits-1 after the others. 0: none. Fixed when the
+	// cluster is created, like Units; a cluster created before there
+	// were transaction units gets as many as it has coordinator shards
+	// (Units-1, what a node configures for a new cluster), written once
+	// into its Meta by the first node that knows them.
+	TxnUnits int
 	// WarmTimeout bounds a planned move: a unit whose next owner has not
 	// warmed it up by then is moved anyway. Default 10 s.
 	WarmTimeout time.Duration
@@ -99,10 +108,17 @@ type Config struct {
 
 // Meta is what is fixed when the cluster is first created.
 type Meta struct {
-	V         int    `json:"v"`
-	Units     int    `json:"units"`
+	V     int `json:"v"`
+	Units int `json:"units"`
+	// TxnUnits are the transaction coordinator's units, after Units
+	// (absent in the meta of a cluster created before them: see
+	// Config.TxnUnits).
+	TxnUnits  int    `json:"txn_units,omitempty"`
 	ClusterID string `json:"cluster_id"`
 }
+
+// Total is the number of units the leader assigns.
+func (m Meta) Total() int { return m.Units + m.TxnUnits }
 
 // Node is a registered node.
 type Node struct {
@@ -273,7 +289,7 @@ func (m *Member) reqCtx(ctx context.Context) (context.Context, context.CancelFun
 
 // readMeta reads the cluster's Meta, creating it if this is the first node.
 func (m *Member) readMeta(ctx context.Context) (Meta, error) {
-	want := Meta{V: 1, Units: m.cfg.Units, ClusterID: newClusterID()}
+	want := Meta{V: 1, Units: m.cfg.Units, TxnUnits: max(m.cfg.TxnUnits, 0), ClusterID: newClusterID()}
 	if want.Units < 1 {
 		return Meta{}, errors.New("cluster: Config.Units must be at least 1")
 	}
@@ -288,21 +304,42 @@ func (m *Member) readMeta(ctx context.Context) (Meta, error) {
 		return Meta{}, fmt.Errorf("cluster: read cluster meta at %s: %w", m.keys.meta, err)
 	}
 	if resp.Succeeded {
-		m.logger.Info("created the cluster", "units", want.Units, "cluster_id", want.ClusterID)
+		m.logger.Info("created the cluster", "units", want.Units, "txn_units", want.TxnUnits, "cluster_id", want.ClusterID)
 		return want, nil
 	}
-	kvs := resp.Responses[0].GetResponseRange().GetKvs()
-	if len(kvs) == 0 {
-		return Meta{}, fmt.Errorf("cluster: %s vanished", m.keys.meta)
+	for range 100 {
+		kvs := resp.Responses[0].GetResponseRange().GetKvs()
+		if len(kvs) == 0 {
+			return Meta{}, fmt.Errorf("cluster: %s vanished", m.keys.meta)
+		}
+		var got Meta
+		if err := json.Unmarshal(kvs[0].Value, &got); err != nil || got.V != 1 || got.Units < 1 || got.TxnUnits < 0 {
+			return Meta{}, fmt.Errorf("cluster: corrupt %s: %q", m.keys.meta, kvs[0].Value)
+		}
+		if got.TxnUnits > 0 || want.TxnUnits == 0 {
+			if got.Units != want.Units || got.TxnUnits != want.TxnUnits {
+				m.logger.Info("using the cluster's unit counts, fixed when it was created", "units", got.Units, "txn_units", got.TxnUnits, "configured", want.Units, "configured_txn", want.TxnUnits)
+			}
+			return got, nil
+		}
+		// A cluster created before transaction units: it gets as many
+		// as it has coordinator shards, once, whichever node writes
+		// them first (the compare on the meta's revision).
+		got.TxnUnits = max(got.Units-1, 1)
+		b, _ := json.Marshal(got)
+		resp, err = m.cli.Txn(c).
+			If(clientv3.Compare(clientv3.ModRevision(m.keys.meta), "=", kvs[0].ModRevision)).
+			Then(clientv3.OpPut(m.keys.meta, string(b))).
+			Else(clientv3.OpGet(m.keys.meta)).Commit()
+		if err != nil {
+			return Meta{}, fmt.Errorf("cluster: add transaction units to %s: %w", m.keys.meta, err)
+		}
+		if resp.Succeeded {
+			m.logger.Info("added the transaction coordinator's units to the cluster", "units", got.Units, "txn_units", got.TxnUnits)
+			return got, nil
+		}
 	}
-	var got Meta
-	if err := json.Unmarshal(kvs[0].Value, &got); err != nil || got.V != 1 || got.Units < 1 {
-		return Meta{}, fmt.Errorf("cluster: corrupt %s: %q", m.keys.meta, kvs[0].Value)
-	}
-	if got.Units != want.Units {
-		m.logger.Info("using the cluster's unit count, fixed when it was created", "units", got.Units, "configured", want.Units)
-	}
-	return got, nil
+	return Meta{}, fmt.Errorf("cluster: %s keeps changing", m.keys.meta)
 }
 
 func newClusterID() string {
@@ -547,7 +584,7 @@ func (m *Member) watchdog() {
 		now := time.Now()
 		if m.suspended(now) {
 			if !unloaded {
-				all := make([]int, m.meta.Units)
+				all := make([]int, m.meta.Total())
 				for u := range all {
 					all[u] = u
 				}
@@ -866,7 +903,7 @@ func (m *Member) lead(l *loopState, st state) {
 	}
 	registered, draining := nodeLists(st.nodes)
 	force := warmTimeouts(st.assignment.Next, l.nextSince, time.Now(), m.cfg.WarmTimeout)
-	next, changed := Plan(m.meta.Units, st.assignment, registered, draining, st.ready, force)
+	next, changed := Plan(m.meta.Total(), st.assignment, registered, draining, st.ready, force)
 	if !changed {
 		return
 	}

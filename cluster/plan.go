@@ -131,6 +131,19 @@ func Balance(owners []int32, live []int32) []int32 {
 // It returns the next assignment and whether it differs from cur. The
 // epoch is cur's plus one when it differs.
 func Plan(units int, cur Assignment, registered, draining []int32, ready map[int][]int32, force map[int]bool) (Assignment, bool) {
+	if n := len(cur.Owner); n < units && len(cur.Next) == n && (cur.Since == nil || len(cur.Since) == n) {
+		// The cluster gained units (the transaction coordinator's, added
+		// to a cluster created before them): the units it had keep their
+		// owners and moves, the new ones are nobody's yet.
+		cur = cur.clone()
+		for range units - n {
+			cur.Owner = append(cur.Owner, None)
+			cur.Next = append(cur.Next, None)
+			if cur.Since != nil {
+				cur.Since = append(cur.Since, 0)
+			}
+		}
+	}
 	if len(cur.Owner) != units {
 		cur = Assignment{Epoch: cur.Epoch, Owner: make([]int32, units), Next: make([]int32, units)}
 		for u := range units {

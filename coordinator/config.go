@@ -19,6 +19,14 @@ type Config struct {
 	// timeout (INVALID_SESSION_TIMEOUT outside). Defaults 6 s and 30 min
 	// (group.min/max.session.timeout.ms).
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// TenantLimits, if set, gives each tenant's limits on its groups:
+	// its organisation's max_groups and max_members_per_group quotas
+	// (package quota). Consulted only when a request would create a
+	// group or add a member, never on replay. The group count is over
+	// the shards this node holds, exact within a shard and at most
+	// max_groups + shards - 1 when several shards create a tenant's
+	// groups at once (groups/limits.go). Nil: no per-tenant limits.
+	TenantLimits func(tenant string) groups.TenantLimits
 	// MaxSize caps the members of a classic group (GROUP_MAX_SIZE_REACHED).
 	// Default 2^31-1 (group.max.size). Unlike Kafka, member ids handed out
 	// with MEMBER_ID_REQUIRED and not yet used count towards it.

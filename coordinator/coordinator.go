@@ -34,6 +34,9 @@ type Coordinator struct {
 	standby bool
 	set     *ShardSet
 	topics  func(tenant string) *machine.Catalog
+	// counts is every shard's count of each tenant's groups
+	// (groupcount.go).
+	counts *groupCounts
 }
 
 // shardsKey stores the shard count a data directory was created with.
@@ -83,6 +86,10 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 		assignors = append(assignors, a)
 	}
 	logger := opts.Logger.With("component", "coordinator")
+	// Every shard's count of each tenant's groups, for the
+	// organisations' max_groups (groups/limits.go).
+	c.counts = newGroupCounts(n)
+	counts := c.counts
 	c.set = NewShardSet(ShardSetConfig{
 		Runtime: func(id uint16) RuntimeConfig {
 			mcfg := groups.Config{
@@ -104,6 +111,9 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				ConsumerMaxSize:           cfg.ConsumerMaxSize,
 				Assignors:                 assignors,
 				MigrationPolicy:           cfg.MigrationPolicy,
+
+				Limits: cfg.TenantLimits,
+				Counts: counts,
 			}
 			// A fresh seed for every load, also when a shard loads
 			// again after it was given up: ids handed out before must
@@ -111,8 +121,10 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 			_, _ = rand.Read(mcfg.Seed[:])
 			rc := RuntimeConfig{
 				Store: opts.Store,
-				New:   func() Machine { return groups.New(mcfg) },
-				Fail:  failReply,
+				// A fresh machine counts its groups again as it
+				// replays them.
+				New:  func() Machine { counts.reset(id); return groups.New(mcfg) },
+				Fail: failReply,
 			}
 			if !cfg.NoOffsetsTopic {
 				// A new partition for every load: a reload starts
@@ -185,6 +197,7 @@ func (c *Coordinator) Load(i int) error {
 func (c *Coordinator) Unload(i int) {
 	if i >= 0 && i < c.n {
 		c.set.Unload(uint16(i))
+		c.counts.reset(uint16(i)) // its groups are another node's now
 	}
 }
 

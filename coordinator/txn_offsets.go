@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cohort-dev/cohort/coordinator/groups"
@@ -30,3 +31,31 @@ func (c *Coordinator) TxnEnd(ctx context.Context, tenant, group string, producer
 		return ctx.Err()
 	}
 }
+
+// TxnEndShard ends a producer's pending transactional offsets in every
+// group of shard i, durably: a transaction marker written to
+// __consumer_offsets partition i, sent by a transaction coordinator on
+// another node (kafka's WriteTxnMarkers). It fails with ErrNotServed if
+// this coordinator does not serve the shard.
+func (c *Coordinator) TxnEndShard(ctx context.Context, i int, producerID int64, commit bool) error {
+	if i < 0 || i >= c.Shards() {
+		return fmt.Errorf("coordinator: shard %d: there are %d", i, c.Shards())
+	}
+	ch, code := c.set.Submit(ctx, uint16(i), Request{Cmd: groups.TxnEndCmd{ProducerID: producerID, Commit: commit, AllGroups: true}})
+	if code != 0 {
+		return fmt.Errorf("coordinator: shard %d: %w (code %d)", i, ErrNotServed, code)
+	}
+	select {
+	case r := <-ch:
+		if _, ok := r.Out.(groups.TxnEnded); !ok {
+			return fmt.Errorf("coordinator: shard %d: %w: gave up the transaction's offsets", i, ErrNotServed)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ErrNotServed is a shard this coordinator does not serve (another
+// node's, or loading).
+var ErrNotServed = errors.New("shard not served here")

@@ -115,8 +115,13 @@ func (c *testCluster) waitBalanced(units int) map[int32]int {
 }
 
 // clusterUnits is the shards a test cluster spreads: 16 coordinator
-// shards and the assignment service's.
-const clusterUnits = 17
+// shards, the assignment service's and 16 transaction coordinator
+// shards (cohort_shards_loaded counts them all).
+const clusterUnits = 33
+
+// assignerUnit is the assignment service's unit, after the coordinator
+// shards.
+const assignerUnit = 16
 
 // TestClusterRollingRestart: every node in turn gets SIGTERM (it hands
 // its shards off warm, then leaves) and starts again on its data
@@ -370,7 +375,7 @@ func assignerOwner(t *testing.T, tc *testCluster) int32 {
 	if err := json.Unmarshal(resp.Kvs[0].Value, &a); err != nil || len(a.Owner) != clusterUnits {
 		t.Fatalf("assignment %s: %v", resp.Kvs[0].Value, err)
 	}
-	return a.Owner[clusterUnits-1]
+	return a.Owner[assignerUnit]
 }
 
 // waitOwnedTotal waits until the consumers own every partition exactly

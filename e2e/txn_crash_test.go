@@ -71,12 +71,12 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() { txnWorker(ctx, t, px.addr(), w, stop, &committed) })
+		wg.Go(func() { txnWorker(ctx, t, []string{px.addr()}, fmt.Sprintf("eos-w%d", w), "eos", stop, &committed) })
 	}
 	for kill := 1; kill <= 2; kill++ {
 		start := committed.Load()
 		if !testkit.WaitFor(time.Minute, func() bool { return committed.Load() >= start+5 }) {
-			txnCrashDiag(ctx, t, adm)
+			txnCrashDiag(ctx, t, adm, "eos")
 			t.Fatalf("kill %d: %d transactions committed in a minute, want 5", kill, committed.Load()-start)
 		}
 		px.down()
@@ -85,6 +85,93 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 		px.up(proc.Addr)
 		producePhase(kill)
 	}
+	txnWaitCommitted(ctx, t, adm, "eos", inputs)
+	close(stop)
+	wg.Wait()
+	txnCheckOutput(ctx, t, []string{px.addr()}, inputs, committed.Load())
+	t.Logf("%d inputs exactly once through %d transactions and 2 kills", inputs, committed.Load())
+}
+
+// txnWorker is one consume-transform-produce worker: a GroupTransactSession
+// of transactional id w in group, from eos-in to eos-out, that survives
+// the server's restarts (a failed End aborts, and the session carries
+// on).
+func txnWorker(ctx context.Context, t *testing.T, seeds []string, w, group string, stop <-chan struct{}, committed *atomic.Int64) {
+	s, err := kgo.NewGroupTransactSession(
+		kgo.SeedBrokers(seeds...),
+		kgo.TransactionalID(w),
+		kgo.TransactionTimeout(20*time.Second),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics("eos-in"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DefaultProduceTopic("eos-out"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(2<<10),
+		kgo.RetryTimeout(time.Minute),
+	)
+	if err != nil {
+		t.Errorf("worker %s: %v", w, err)
+		return
+	}
+	defer s.Close()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := s.PollFetches(pctx)
+		cancel()
+		fs.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				t.Logf("worker %s: fetch %s/%d: %v", w, topic, p, err)
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			if n == 0 {
+				if err := s.Begin(); err != nil {
+					t.Errorf("worker %s: begin: %v", w, err)
+				}
+			}
+			n++
+			s.Produce(ctx, kgo.StringRecord("out-"+string(r.Value)), nil)
+		})
+		if n == 0 {
+			continue
+		}
+		ok, err := s.End(ctx, kgo.TryCommit)
+		switch {
+		case ok && err == nil:
+			committed.Add(1)
+		case err != nil:
+			t.Logf("worker %s: end: %v", w, err)
+		}
+	}
+}
+
+// txnCrashDiag logs where the group and the topics stand, for a stall.
+func txnCrashDiag(ctx context.Context, t *testing.T, adm *kadm.Client, group string) {
+	if os, err := adm.FetchOffsets(ctx, group); err == nil {
+		os.Each(func(o kadm.OffsetResponse) { t.Logf("committed %s/%d = %d (%v)", o.Topic, o.Partition, o.At, o.Err) })
+	}
+	for _, topic := range []string{"eos-in", "eos-out"} {
+		ends, _ := adm.ListEndOffsets(ctx, topic)
+		ends.Each(func(o kadm.ListedOffset) { t.Logf("end %s/%d = %d (%v)", o.Topic, o.Partition, o.Offset, o.Err) })
+		lsos, _ := adm.ListCommittedOffsets(ctx, topic)
+		lsos.Each(func(o kadm.ListedOffset) { t.Logf("LSO %s/%d = %d (%v)", o.Topic, o.Partition, o.Offset, o.Err) })
+	}
+}
+
+// txnWaitCommitted waits until eos-in holds inputs records and group has
+// committed every one of them.
+func txnWaitCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group string, inputs int64) {
+	t.Helper()
 	inEnds, err := adm.ListEndOffsets(ctx, "eos-in")
 	if err != nil || inEnds.Error() != nil {
 		t.Fatalf("input ends: %v %v", err, inEnds.Error())
@@ -96,7 +183,7 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 	}
 	// Every input offset committed by the group.
 	testkit.Eventually(t, 2*time.Minute, "every input offset committed", func() bool {
-		os, err := adm.FetchOffsets(ctx, "eos")
+		os, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
 			return false
 		}
@@ -109,12 +196,15 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 		})
 		return done
 	})
-	close(stop)
-	wg.Wait()
+}
 
+// txnCheckOutput reads eos-out with read_committed and fails unless it
+// holds "out-in-%05d" for every input exactly once.
+func txnCheckOutput(ctx context.Context, t *testing.T, seeds []string, inputs int, committed int64) {
+	t.Helper()
 	// The output, read_committed: until every input's output is seen (or
 	// a minute passes), then two seconds more for any duplicate behind.
-	cl := mustClient(t, kgo.SeedBrokers(px.addr()), kgo.ConsumeTopics("eos-out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	cl := mustClient(t, kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("eos-out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	seen := map[string]int{}
 	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
@@ -137,82 +227,6 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 		}
 	}
 	if missing > 0 || dups > 0 || len(seen) != inputs {
-		t.Fatalf("output read_committed: %d distinct records, %d inputs missing, %d duplicated (of %d); %d transactions committed", len(seen), missing, dups, inputs, committed.Load())
-	}
-	t.Logf("%d inputs exactly once through %d transactions and 2 kills", inputs, committed.Load())
-}
-
-// txnWorker is one consume-transform-produce worker: a GroupTransactSession
-// that survives the server's restarts (a failed End aborts, and the
-// session carries on).
-func txnWorker(ctx context.Context, t *testing.T, addr string, w int, stop <-chan struct{}, committed *atomic.Int64) {
-	s, err := kgo.NewGroupTransactSession(
-		kgo.SeedBrokers(addr),
-		kgo.TransactionalID(fmt.Sprintf("eos-w%d", w)),
-		kgo.TransactionTimeout(20*time.Second),
-		kgo.ConsumerGroup("eos"),
-		kgo.ConsumeTopics("eos-in"),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.DefaultProduceTopic("eos-out"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.FetchMaxPartitionBytes(2<<10),
-		kgo.RetryTimeout(time.Minute),
-	)
-	if err != nil {
-		t.Errorf("worker %d: %v", w, err)
-		return
-	}
-	defer s.Close()
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := s.PollFetches(pctx)
-		cancel()
-		fs.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				t.Logf("worker %d: fetch %s/%d: %v", w, topic, p, err)
-			}
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			if n == 0 {
-				if err := s.Begin(); err != nil {
-					t.Errorf("worker %d: begin: %v", w, err)
-				}
-			}
-			n++
-			s.Produce(ctx, kgo.StringRecord("out-"+string(r.Value)), nil)
-		})
-		if n == 0 {
-			continue
-		}
-		ok, err := s.End(ctx, kgo.TryCommit)
-		switch {
-		case ok && err == nil:
-			committed.Add(1)
-		case err != nil:
-			t.Logf("worker %d: end: %v", w, err)
-		}
-	}
-}
-
-// txnCrashDiag logs where the group and the topics stand, for a stall.
-func txnCrashDiag(ctx context.Context, t *testing.T, adm *kadm.Client) {
-	if os, err := adm.FetchOffsets(ctx, "eos"); err == nil {
-		os.Each(func(o kadm.OffsetResponse) { t.Logf("committed %s/%d = %d (%v)", o.Topic, o.Partition, o.At, o.Err) })
-	}
-	for _, topic := range []string{"eos-in", "eos-out"} {
-		ends, _ := adm.ListEndOffsets(ctx, topic)
-		ends.Each(func(o kadm.ListedOffset) { t.Logf("end %s/%d = %d (%v)", o.Topic, o.Partition, o.Offset, o.Err) })
-		lsos, _ := adm.ListCommittedOffsets(ctx, topic)
-		lsos.Each(func(o kadm.ListedOffset) { t.Logf("LSO %s/%d = %d (%v)", o.Topic, o.Partition, o.Offset, o.Err) })
+		t.Fatalf("output read_committed: %d distinct records, %d inputs missing, %d duplicated (of %d); %d transactions committed", len(seen), missing, dups, inputs, committed)
 	}
 }

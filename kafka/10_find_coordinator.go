@@ -80,7 +80,8 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 				c.ErrorMessage = errPtr(kerr.CoordinatorNotAvailable.Description)
 				break
 			}
-			c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+			c.Host, c.Port = b.at(hdr.listenerName())
+			c.NodeID = b.NodeID
 		case keyShare:
 			c.ErrorCode = kerr.InvalidRequest.Code
 			c.ErrorMessage = errPtr("Cohort has no share group coordinator.")

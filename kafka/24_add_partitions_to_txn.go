@@ -44,7 +44,10 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kr
 				for _, tp := range t.Topics {
 					topics = append(topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: tp.Topic, Partitions: tp.Partitions})
 				}
-				codes := s.addPartitions(ctx, s.scope(hdr), t.TransactionalID, t.ProducerID, t.ProducerEpoch, topics, t.VerifyOnly, hdr.version)
+				// A node's request names the organisation it acts for
+				// in a tag (scope.go).
+				sc := scope{tenant: peerTenant(hdr, &t.UnknownTags), s: s}
+				codes := s.addPartitions(ctx, sc, t.TransactionalID, t.ProducerID, t.ProducerEpoch, topics, t.VerifyOnly, hdr.version)
 				for i, tp := range t.Topics {
 					ot := kmsg.AddPartitionsToTxnResponseTransactionTopic{Topic: tp.Topic}
 					for j, p := range tp.Partitions {

@@ -606,6 +606,38 @@ func TestVersionSweep(t *testing.T) {
 			}
 		},
 		// Without an authorizer, as Kafka: SECURITY_DISABLED.
+		kmsg.DescribeClientQuotas.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrDescribeClientQuotasRequest()
+			org := "sweep"
+			req.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "org", MatchType: kmsg.QuotasMatchTypeExact, Match: &org}}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.DescribeClientQuotasResponse)
+				wantCode(t, "describe client quotas", resp.ErrorCode, nil)
+				for _, e := range resp.Entries {
+					if len(e.Entity) != 1 || e.Entity[0].Type != "org" || e.Entity[0].Name == nil || *e.Entity[0].Name != org {
+						t.Errorf("entry of another entity: %+v", e.Entity)
+					}
+				}
+			}
+		},
+		kmsg.AlterClientQuotas.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrAlterClientQuotasRequest()
+			org := "sweep"
+			req.Entries = []kmsg.AlterClientQuotasRequestEntry{{
+				Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "org", Name: &org}},
+				Ops:    []kmsg.AlterClientQuotasRequestEntryOp{{Key: "request_rate", Value: float64(1000 + v)}},
+			}}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.AlterClientQuotasResponse)
+				if len(resp.Entries) != 1 {
+					t.Fatalf("%d entries for one", len(resp.Entries))
+				}
+				wantCode(t, "alter client quotas", resp.Entries[0].ErrorCode, nil)
+				if e := resp.Entries[0].Entity; len(e) != 1 || e[0].Name == nil || *e[0].Name != org {
+					t.Errorf("entity not echoed: %+v", e)
+				}
+			}
+		},
 		kmsg.DescribeACLs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			req := kmsg.NewPtrDescribeACLsRequest()
 			req.ResourceType, req.Operation, req.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny

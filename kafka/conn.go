@@ -51,7 +51,9 @@ type session struct {
 	name string
 	// tenant is the organisation principal belongs to (Config.Orgs),
 	// fixed when the principal is: every group, offset, transactional
-	// id, topic and ACL the connection names is this tenant's.
+	// id, topic and ACL the connection names is this tenant's. Written
+	// only before the requests that read it (a re-authentication keeps
+	// it), so responses built on the writer may read it too.
 	tenant string
 	// base is the connection's context; ctx is base with the principal,
 	// what every request of the connection is handed.
@@ -99,6 +101,10 @@ type pending struct {
 	// obs is the request as reported to the observer (zero when it is
 	// observe.Nop): RequestAnswered gets the same value.
 	obs observe.Request
+	// tenant is the organisation the request acts for, and throttle the
+	// throttle its rate quotas asked for on the reader (quotas.go).
+	tenant   string
+	throttle time.Duration
 }
 
 // Observing requests. Every request that decodes (a frame the server
@@ -185,6 +191,10 @@ type conn struct {
 
 	mu      sync.Mutex // orders read deadlines against stopReading
 	stopped bool
+
+	// mutedUntil is when a quota's mute ends (UnixNano; quotas.go): the
+	// reader takes no request before it.
+	mutedUntil atomic.Int64
 
 	gone      chan struct{} // closed by close
 	closeOnce sync.Once
@@ -273,6 +283,9 @@ func (c *conn) serve() {
 func (c *conn) read() {
 	cfg := &c.s.cfg
 	for {
+		if !c.waitMuted() {
+			return
+		}
 		size, ok := c.readSize()
 		if !ok {
 			return
@@ -323,6 +336,11 @@ func (c *conn) read() {
 				}
 				continue
 			}
+		}
+		// A mute that began while this frame was read holds it too.
+		if !c.waitMuted() {
+			c.s.budget.release(granted)
+			return
 		}
 		p, err := c.s.decode(c.sess.ctx, frame, c.host, complete, &c.sess)
 		if err != nil {
@@ -535,12 +553,18 @@ func (s *Server) decode(ctx context.Context, frame []byte, host string, received
 	}
 	s.received(&p, req, len(frame), received)
 	unanswered = true
+	m := s.startQuota(&hdr)
 	p.respond = h.fn(p.ctx, s, &hdr, req)
+	p.tenant, p.throttle = m.tenant, s.endQuota(m, hdr.key, len(frame))
 	p.closeAfter = hdr.closeAfter
 	if p.respond == nil {
-		// No response (acks=0): the handler did all of it.
+		// No response (acks=0): the handler did all of it. A throttle
+		// mutes the connection at once, as Kafka's.
 		unanswered = false
 		s.answered(&p, nil)
+		if sess != nil && sess.conn != nil {
+			sess.conn.mute(p.throttle)
+		}
 	}
 	return p, nil
 }
@@ -654,6 +678,11 @@ func (c *conn) appendResponse(buf []byte, p *pending) []byte {
 	}
 	resp := p.respond()
 	resp.SetVersion(p.respVersion)
+	if c.s.quotas.reg != nil {
+		// Muted from now: the response is flushed before the reader
+		// could take another request anyway (KIP-219).
+		c.mute(c.quotaResponse(p, resp))
+	}
 	// ApiVersions responses always use header v0 (KIP-511), so a client
 	// can read them before knowing what we support.
 	flexible := resp.IsFlexible() && p.hdr.key != kmsg.ApiVersions.Int16()

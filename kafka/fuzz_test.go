@@ -49,6 +49,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/observe/observetest"
+	"github.com/cohort-dev/cohort/quota"
 	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -176,7 +177,13 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Topics: e.log, Groups: groups, Txn: fuzzTxn(t, e.log, groups), AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Authorizer: az, Logger: slog.New(watch), Observer: rec})
+	// Quotas on a fresh store too, so that AlterClientQuotas writes and
+	// DescribeClientQuotas reads what it wrote.
+	qs, err := quota.NewRegistry(memstore.New(memstore.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Topics: e.log, Groups: groups, Txn: fuzzTxn(t, e.log, groups), AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Authorizer: az, Quotas: qs, Logger: slog.New(watch), Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,6 +588,27 @@ func seedRequest(key int16) kmsg.Request {
 		req.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "bob", Mechanism: 1}}
 		req.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "alice", Mechanism: 2, Iterations: 4096, Salt: []byte("salt"), SaltedPassword: bytes.Repeat([]byte{7}, 64)}}
 		return req
+	case kmsg.DescribeClientQuotas:
+		req := kmsg.NewPtrDescribeClientQuotasRequest()
+		org := "acme"
+		req.Components = []kmsg.DescribeClientQuotasRequestComponent{
+			{EntityType: quota.EntityOrg, MatchType: kmsg.QuotasMatchTypeExact, Match: &org},
+			{EntityType: quota.EntityOrg, MatchType: kmsg.QuotasMatchTypeDefault},
+			{EntityType: "user", MatchType: kmsg.QuotasMatchTypeAny},
+		}
+		return req
+	case kmsg.AlterClientQuotas:
+		req := kmsg.NewPtrAlterClientQuotasRequest()
+		org := "acme"
+		req.Entries = []kmsg.AlterClientQuotasRequestEntry{
+			{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: quota.EntityOrg, Name: &org}},
+				Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: quota.ProducerByteRate, Value: 1024}, {Key: quota.MaxGroups, Remove: true}}},
+			{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: quota.EntityOrg}},
+				Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: quota.RequestPercentage, Value: 12.5}, {Key: "bogus", Value: -1}}},
+			{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: &org}, {Type: quota.EntityOrg}},
+				Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: quota.RequestRate, Value: math.Inf(1)}}},
+		}
+		return req
 	case kmsg.DescribeCluster:
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.IncludeClusterAuthorizedOperations = true
@@ -691,6 +719,11 @@ func seedRequest(key int16) kmsg.Request {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.TransactionalID, req.Group, req.Generation = "tx", "g", -1
 		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: fuzzTopic, TopicID: placeholderID, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+		return req
+	case kmsg.WriteTxnMarkers:
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 0, Committed: true, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{
+			{Topic: fuzzTopic, Partitions: []int32{0, 9}}, {Topic: "__consumer_offsets", Partitions: []int32{0, -1}}}}}
 		return req
 	case kmsg.DescribeTransactions:
 		req := kmsg.NewPtrDescribeTransactionsRequest()

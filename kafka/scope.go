@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // scope is one tenant's view of the topic log.
@@ -116,4 +117,37 @@ func (sc scope) all() []*topics.Topic {
 // only the default organisation has.
 func (sc scope) isOffsets(name string, id [16]byte, byID bool) bool {
 	return sc.tenant == "" && sc.s.isOffsetsTopic(name, id, byID)
+}
+
+// tenantTag is the tagged field (in an entry's unknown tags) with which
+// one Cohort node tells another the organisation a node-to-node request
+// acts for (AddPartitionsToTxn v4, the verification of a transactional
+// produce in cluster mode): Kafka's brokers' requests have no place for
+// it, since Kafka has no organisations. Far above Kafka's own tag
+// numbers; absent for the default organisation, so that the request is
+// Kafka's own then.
+const tenantTag = 0x636f68 // "coh"
+
+// tagTenant tags tags with tenant, unless it is the default one.
+func tagTenant(tags *kmsg.Tags, tenant string) {
+	if tenant != "" {
+		tags.Set(tenantTag, []byte(tenant))
+	}
+}
+
+// peerTenant is the organisation a node-to-node request's entry acts for:
+// its tenantTag, trusted only from a connection of the default
+// organisation (the nodes' own principals); any other connection acts for
+// its own organisation whatever it sends.
+func peerTenant(hdr *reqHeader, tags *kmsg.Tags) string {
+	if t := hdr.tenant(); t != "" {
+		return t
+	}
+	tenant := ""
+	tags.Each(func(k uint32, v []byte) {
+		if k == tenantTag {
+			tenant = string(v)
+		}
+	})
+	return tenant
 }

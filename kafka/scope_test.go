@@ -7,6 +7,7 @@ import (
 
 	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestScope: a tenant's topics are kept under "<tenant>/<name>", the
@@ -78,6 +79,37 @@ func TestScope(t *testing.T) {
 		}
 		if sc.topic("audit") != nil && tenant != "acme" {
 			t.Errorf("%q finds acme's audit", tenant)
+		}
+	}
+}
+
+// TestPeerTenant: the organisation tag of a node-to-node
+// AddPartitionsToTxn v4 survives the wire, is absent for the default
+// organisation, and is believed only from a default-organisation
+// connection (the nodes' own).
+func TestPeerTenant(t *testing.T) {
+	for _, tenant := range []string{"", "acme"} {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 4
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID = "tx"
+		tagTenant(&tx.UnknownTags, tenant)
+		if tenant == "" && tx.UnknownTags.Len() != 0 {
+			t.Error("the default organisation is tagged")
+		}
+		req.Transactions = append(req.Transactions, tx)
+		got := kmsg.NewPtrAddPartitionsToTxnRequest()
+		got.Version = 4
+		if err := got.ReadFrom(req.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+		node := &reqHeader{sess: &session{}}
+		if p := peerTenant(node, &got.Transactions[0].UnknownTags); p != tenant {
+			t.Errorf("from a node: %q, want %q", p, tenant)
+		}
+		member := &reqHeader{sess: &session{tenant: "globex"}}
+		if p := peerTenant(member, &got.Transactions[0].UnknownTags); p != "globex" {
+			t.Errorf("from a globex connection: %q, want its own globex", p)
 		}
 	}
 }

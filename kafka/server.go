@@ -25,9 +25,11 @@ import (
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/offsetstopic"
+	"github.com/cohort-dev/cohort/quota"
 	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/cohort-dev/cohort/txncoord"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config configures a Server. The zero value of each optional field means
@@ -42,6 +44,10 @@ type Config struct {
 	// handed to. Nil: transactional ids are refused
 	// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 	Txn *txncoord.Coordinator
+	// Peer sends a request to another node of the cluster, as this node
+	// (cluster mode: a produce verifies its transaction with the node
+	// coordinating it, KIP-890 part 1). Nil: no other node is asked.
+	Peer func(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error)
 	// Cluster describes the other nodes in cluster mode: the brokers, the
 	// controller and the coordinator shards' owners. Its Self must be
 	// Topics' NodeID. Nil: a single node, this one, at AdvertisedAddr,
@@ -149,6 +155,18 @@ type Config struct {
 	// readers, concurrently.
 	OnAuthentication func(mechanism string, ok bool)
 
+	// Quotas are the organisations' quotas (package quota): the rate
+	// quotas this server enforces (quotas.go) and that
+	// DescribeClientQuotas and AlterClientQuotas manage. Nil: no quotas;
+	// DescribeClientQuotas lists none and AlterClientQuotas refuses every
+	// entry (UNKNOWN_SERVER_ERROR).
+	Quotas *quota.Registry
+	// QuotaWindow is how rates are measured for the quotas: samples of
+	// Size, as Kafka's quota.window.size.seconds and quota.window.num.
+	// Default quota.DefaultWindow (11 samples of 1 s); a throttle is at
+	// most the whole window.
+	QuotaWindow quota.Window
+
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Observer is told of every request that decodes: RequestReceived
@@ -250,6 +268,8 @@ type Server struct {
 	// whose calls (and the clock reads for their latencies) are skipped.
 	obs       observe.Observer
 	observing bool
+	// quotas measures the organisations' rates (quotas.go).
+	quotas quotas
 
 	// host and port are the default advertised address: the first
 	// listener's, or Config.AdvertisedAddr.
@@ -312,6 +332,10 @@ func New(cfg Config) (*Server, error) {
 		listeners: make(map[string]*listener),
 	}
 	s.offsetsID = offsetstopic.TopicID(cfg.Topics.ClusterID())
+	s.quotas = quotas{reg: cfg.Quotas, window: cfg.QuotaWindow}
+	if s.quotas.window.Size <= 0 {
+		s.quotas.window = quota.DefaultWindow
+	}
 	s.observing = observe.WantsRequests(cfg.Observer)
 	s.cluster = cfg.Cluster
 	if s.cluster == nil {

@@ -22,7 +22,10 @@ func isTransactional(batch []byte) bool {
 //
 // The shard answers from memory (no record), but the produce waits for it
 // on the connection's reader. A transactional id whose shard another node
-// serves (cluster mode) is not verified here, as Kafka before 3.6.
+// serves (cluster mode) is asked of that node with AddPartitionsToTxn v4
+// VerifyOnly, as a Kafka partition leader asks the transaction
+// coordinator; while no node serves it the produce is answered
+// NOT_ENOUGH_REPLICAS, retriable.
 func (s *Server) verifyTxn(ctx context.Context, sc scope, version int16, req *kmsg.ProduceRequest) int16 {
 	pid, epoch := int64(-1), int16(-1)
 	var tps []txn.TP
@@ -50,23 +53,72 @@ func (s *Server) verifyTxn(ctx context.Context, sc scope, version int16, req *km
 	if len(tps) == 0 {
 		return 0
 	}
-	out, code := s.txn.Do(ctx, sc.tenant, *req.TransactionID, txn.AddPartitionsCmd{Tenant: sc.tenant, TxnID: *req.TransactionID, ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, VerifyOnly: true})
-	switch code {
-	case 0:
-	case kerr.NotCoordinator.Code:
-		return 0
-	default:
-		// Loading: a retriable answer the producer keeps its batches
-		// for.
-		return kerr.NotEnoughReplicas.Code
+	id := *req.TransactionID
+	out, code := s.txn.Do(ctx, sc.tenant, id, txn.AddPartitionsCmd{Tenant: sc.tenant, TxnID: id, ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, VerifyOnly: true})
+	if code == 0 {
+		r, _ := out.(txn.Result)
+		code = r.Code
+	} else if code == kerr.NotCoordinator.Code {
+		code = s.verifyRemote(ctx, sc, id, pid, epoch, tps)
 	}
-	r, _ := out.(txn.Result)
-	switch r.Code {
+	switch code {
 	case kerr.ProducerFenced.Code:
 		return kerr.InvalidProducerEpoch.Code
-	case kerr.ConcurrentTransactions.Code:
+	case kerr.ConcurrentTransactions.Code,
 		// As Kafka (KAFKA-15657): retriable for the producer.
+		kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.RequestTimedOut.Code:
+		// Moving, loading, or not reached: a retriable answer the
+		// producer keeps its batches for.
 		return kerr.NotEnoughReplicas.Code
 	}
-	return r.Code
+	return code
+}
+
+// verifyRemote asks the node serving the scope's transactional id's
+// shard whether tps (topic log names) are in the producer's ongoing
+// transaction; it returns the first partition's error, or
+// NOT_COORDINATOR when no other node can be asked (the shard has no
+// owner, or this node owns it and is loading it). The request names the
+// organisation's topics as its clients do, and carries the organisation
+// in a tag (tagTenant).
+func (s *Server) verifyRemote(ctx context.Context, sc scope, id string, pid int64, epoch int16, tps []txn.TP) int16 {
+	b, ok := s.cluster.Coordinator(s.txnUnit(sc.tenant, id))
+	if !ok || b.NodeID == s.cluster.Self() || s.cfg.Peer == nil {
+		return kerr.NotCoordinator.Code
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, true
+	tagTenant(&t.UnknownTags, sc.tenant)
+	for _, tp := range tps {
+		name, _ := sc.out(tp.Topic)
+		if n := len(t.Topics); n == 0 || t.Topics[n-1].Topic != name {
+			t.Topics = append(t.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: name})
+		}
+		t.Topics[len(t.Topics)-1].Partitions = append(t.Topics[len(t.Topics)-1].Partitions, tp.Partition)
+	}
+	req.Transactions = append(req.Transactions, t)
+	kresp, err := s.cfg.Peer(ctx, b.NodeID, req)
+	if err != nil {
+		s.warn.Warn("verifying a transactional produce with its coordinator", "node", b.NodeID, "transactional_id", id, "err", err)
+		return kerr.NotCoordinator.Code
+	}
+	resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	for _, rt := range resp.Transactions {
+		for _, rtp := range rt.Topics {
+			for _, p := range rtp.Partitions {
+				if p.ErrorCode != 0 {
+					return p.ErrorCode
+				}
+			}
+		}
+	}
+	if len(resp.Transactions) == 0 {
+		return kerr.NotCoordinator.Code
+	}
+	return 0
 }

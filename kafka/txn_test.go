@@ -61,6 +61,19 @@ func txnSweepCases(topic string, topicID [16]byte) map[int16]sweepCase {
 				wantCode(t, "stale epoch", resp.Topics[0].Partitions[0].ErrorCode, fencedFor(v, 2))
 			}
 		},
+		kmsg.WriteTxnMarkers.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			// A producer with no open transaction in the partition: a
+			// marker sent again, which writes nothing.
+			req := kmsg.NewPtrWriteTxnMarkersRequest()
+			req.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 777, Committed: true,
+				Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: topic, Partitions: []int32{0}}}}}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.WriteTxnMarkersResponse)
+				if len(resp.Markers) != 1 || len(resp.Markers[0].Topics) != 1 || resp.Markers[0].Topics[0].Partitions[0].ErrorCode != 0 {
+					t.Errorf("v%d: %+v", v, resp)
+				}
+			}
+		},
 		kmsg.AddOffsetsToTxn.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			id := name(kmsg.AddOffsetsToTxn, v)
 			pid := initTwice(t, c, id)

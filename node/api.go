@@ -109,6 +109,7 @@ func (s apiSource) Topics() []admin.TopicInfo {
 
 // registerConnMetrics exports the Kafka listener's connection counts.
 func registerConnMetrics(reg prometheus.Registerer, srv *kafka.Server) {
+	reg.MustRegister(quotaThrottles{srv})
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "cohort_connections_open",
@@ -125,4 +126,21 @@ func registerConnMetrics(reg prometheus.Registerer, srv *kafka.Server) {
 			ConstLabels: prometheus.Labels{"limit": "max_connections_per_ip"},
 		}, func() float64 { return float64(srv.Conns().RefusedPerIP) }),
 	)
+}
+
+// quotaThrottles exports the throttle time the organisations' rate
+// quotas asked for (kafka/quotas.go), one series per organisation and
+// kind: bounded by the organisations, not by clients.
+type quotaThrottles struct{ srv *kafka.Server }
+
+var quotaThrottleDesc = prometheus.NewDesc("cohort_quota_throttle_seconds_total",
+	"Throttle time the organisations' rate quotas asked for (ThrottleMillis sent, connection muted), by organisation and kind (produce, fetch, request); a request over two quotas counts in both.",
+	[]string{"org", "kind"}, nil)
+
+func (q quotaThrottles) Describe(ch chan<- *prometheus.Desc) { ch <- quotaThrottleDesc }
+
+func (q quotaThrottles) Collect(ch chan<- prometheus.Metric) {
+	for _, t := range q.srv.QuotaThrottles() {
+		ch <- prometheus.MustNewConstMetric(quotaThrottleDesc, prometheus.CounterValue, t.Seconds, t.Org, t.Kind)
+	}
 }

@@ -140,6 +140,7 @@ func (n *Node) joinCluster(advertised string, endpoints map[string]string) error
 		DirID:     dirID,
 		LeaseTTL:  cc.LeaseTTL,
 		Units:     groups.Shards + 1, // the coordinator's, then the assigner's
+		TxnUnits:  groups.Shards,     // then the transaction coordinator's
 		Logger:    n.logger,
 	})
 	if err != nil {
@@ -243,9 +244,9 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		case <-t.C:
 		case <-changed:
 		}
-		// ACLs and organisations live in the same global log: another
-		// node's CreateAcls, DeleteAcls or organisation change reaches
-		// this node here.
+		// ACLs, organisations and quotas live in the same global log:
+		// another node's CreateAcls, DeleteAcls, organisation change or
+		// AlterClientQuotas reaches this node here.
 		if n.authz != nil {
 			if err := n.authz.Reload(); err != nil {
 				n.logger.Debug("reload ACLs", "err", err)
@@ -253,6 +254,9 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		}
 		if err := n.orgs.Reload(); err != nil {
 			n.logger.Debug("reload organisations", "err", err)
+		}
+		if err := n.quotas.Reload(); err != nil {
+			n.logger.Debug("reload quotas", "err", err)
 		}
 		if err := n.topics.Refresh(); err != nil {
 			n.logger.Debug("refresh topic catalog", "err", err)

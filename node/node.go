@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ import (
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/coordinator/txn"
 	"github.com/cohort-dev/cohort/kafka"
@@ -40,6 +42,7 @@ import (
 	"github.com/cohort-dev/cohort/observe/timeline"
 	"github.com/cohort-dev/cohort/observe/tracing"
 	"github.com/cohort-dev/cohort/offsetstopic"
+	"github.com/cohort-dev/cohort/quota"
 	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
@@ -101,7 +104,10 @@ type Config struct {
 	// kafka.Config's FailedAuthenticationDelay (default 100 ms) and
 	// SessionLifetime (default 0: sessions never end).
 	FailedAuthenticationDelay time.Duration
-	SASLSessionLifetime       time.Duration
+	// QuotaWindow is how the organisations' rate quotas are measured:
+	// see kafka.Config.QuotaWindow (default 11 samples of 1 s, Kafka's).
+	QuotaWindow         quota.Window
+	SASLSessionLifetime time.Duration
 	// Authorizer turns authorization on: Kafka's ACLs, kept in the store
 	// and managed with CreateAcls/DeleteAcls/DescribeAcls, decide what
 	// each request's principal may do (security.Authorizer). Default
@@ -246,11 +252,17 @@ type Node struct {
 	catalogStop chan struct{}
 	groups      *coordinator.Coordinator
 	txn         *txncoord.Coordinator
+	peers       *peers // cluster mode: requests to other nodes
 	kafka       *kafka.Server
 	// authz is the authorizer with Config.Authorizer, else nil.
 	authz *security.Authorizer
 	// orgs maps principals to their organisations (tenants).
 	orgs *security.Orgs
+	// creds are the SCRAM credentials: SASL's, and the admin API's HTTP
+	// Basic authentication's.
+	creds *security.Credentials
+	// quotas are the organisations' quotas.
+	quotas *quota.Registry
 	// lns are the Kafka listeners, in the order given, and listeners
 	// their descriptions (the advertised address filled in).
 	lns       []net.Listener
@@ -400,6 +412,15 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("open topic log: %w", err)
 	}
 	catalog := &catalogCache{log: n.topics}
+	// The organisations' quotas, before the coordinator: its groups'
+	// limits are an organisation's max_groups and max_members_per_group.
+	if n.quotas, err = quota.NewRegistry(n.store); err != nil {
+		return nil, err
+	}
+	cfg.Groups.TenantLimits = func(tenant string) groups.TenantLimits {
+		l := n.quotas.Limits(security.OrgName(tenant))
+		return groups.TenantLimits{Org: security.OrgName(tenant), MaxGroups: l.MaxGroups, MaxMembersPerGroup: l.MaxMembersPerGroup}
+	}
 	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get, Observer: n.obs, Standby: cfg.Cluster != nil}); err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
@@ -412,6 +433,10 @@ func Start(cfg Config) (_ *Node, err error) {
 	// Finish any topic deletion a crash interrupted between the topic and
 	// its groups' offsets.
 	n.groups.ReconcileTopics(liveTopics(n))
+	// Before the admin API, which manages them.
+	if n.orgs, err = security.NewOrgs(n.store); err != nil {
+		return nil, err
+	}
 	if n.registry != nil {
 		if cfg.Cluster != nil {
 			n.remote = &remoteOffsets{n: n}
@@ -428,33 +453,46 @@ func Start(cfg Config) (_ *Node, err error) {
 				}
 				return []timeline.Rebalance{}
 			},
+			Orgs:   n.orgs,
 			Logger: cfg.Logger,
 		})
 		n.registry.MustRegister(n.api)
 		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{api: n.api, topics: n.topics, remote: n.remote}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
 	}
-	// The transaction coordinator: a shard per group coordinator shard.
-	// Not in cluster mode yet: its shards are not cluster units, and its
-	// markers reach only this node's partitions.
-	if cfg.TransactionMaxTimeout >= 0 && cfg.Cluster == nil {
-		if n.txn, err = txncoord.Start(txncoord.Config{
+	// The transaction coordinator: a shard per group coordinator shard
+	// on a single node; in cluster mode the cluster's transaction units
+	// (cluster.Meta.TxnUnits), loaded as this node gets them, with the
+	// markers of partitions and group shards of other nodes sent to them
+	// (WriteTxnMarkers).
+	if cfg.TransactionMaxTimeout >= 0 {
+		tc := txncoord.Config{
 			Store: n.store, Topics: n.topics, Groups: n.groups, Shards: n.groups.Shards(),
 			Machine:  txn.Config{MaxTimeout: cfg.TransactionMaxTimeout},
 			Observer: n.obs, Logger: cfg.Logger,
-		}); err != nil {
-			return nil, fmt.Errorf("start transaction coordinator: %w", err)
+		}
+		if n.member != nil {
+			n.peers = &peers{n: n}
+			tc.Shards, tc.Standby, tc.Remote = n.member.Meta().TxnUnits, true, n.peers.markers
+		}
+		if tc.Shards > 0 {
+			if n.txn, err = txncoord.Start(tc); err != nil {
+				return nil, fmt.Errorf("start transaction coordinator: %w", err)
+			}
 		}
 	}
 	var view kafka.Cluster
+	var peer func(context.Context, int32, kmsg.Request) (kmsg.Response, error)
 	if n.member != nil {
 		view = clusterView{n.member}
+		if n.peers == nil {
+			n.peers = &peers{n: n}
+		}
+		peer = n.peers.request
 	}
 	creds := security.NewCredentials(n.store)
+	n.creds = creds
 	sasl, err := security.NewSASL(creds, cfg.SASLMechanisms)
 	if err != nil {
-		return nil, err
-	}
-	if n.orgs, err = security.NewOrgs(n.store); err != nil {
 		return nil, err
 	}
 	if cfg.Authorizer {
@@ -467,10 +505,13 @@ func Start(cfg Config) (_ *Node, err error) {
 	n.kafka, err = kafka.New(kafka.Config{
 		Authorizer:                n.authz,
 		Orgs:                      n.orgs,
+		Quotas:                    n.quotas,
+		QuotaWindow:               cfg.QuotaWindow,
 		Cluster:                   view,
 		Topics:                    n.topics,
 		Groups:                    n.groups,
 		Txn:                       n.txn,
+		Peer:                      peer,
 		AdvertisedAddr:            advertised,
 		SASL:                      sasl,
 		Credentials:               creds,
@@ -520,10 +561,15 @@ func Start(cfg Config) (_ *Node, err error) {
 		if n.assigner != nil {
 			svc = n.assigner
 		}
+		var txnShards cluster.TxnShards
+		if n.txn != nil {
+			txnShards = n.txn
+		}
 		n.member.Run(&cluster.Shards{
 			Coordinator: n.groups,
 			Store:       n.etcdStore,
 			Assigner:    svc,
+			Txn:         txnShards,
 			// Offsets of topics deleted while another node held the
 			// shard, or nobody did, go now.
 			Loaded: func(int) { n.groups.ReconcileTopics(liveTopics(n)) },
@@ -680,9 +726,12 @@ func (n *Node) authMetric() func(string, bool) {
 // startAdmin serves the admin HTTP listener bound by Start.
 func (n *Node) startAdmin() {
 	ln := n.httpLn
-	var h http.Handler = admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api, Page: web.Handler(), Profiling: n.cfg.Profiling})
+	var h http.Handler = admin.Handler(admin.Config{Gatherer: n.registry, Ready: n.ready, API: n.api, Page: web.Handler(), Caller: n.adminCaller, Profiling: n.cfg.Profiling})
 	// Probes stay open: orchestrators call them without credentials.
-	h = security.Token{Secret: n.cfg.AdminToken, User: "admin"}.HTTP(h, "/healthz", "/readyz")
+	h = security.Token{
+		Secret: n.cfg.AdminToken, User: "admin",
+		Passwords: n.creds, FailedAuthenticationDelay: n.cfg.FailedAuthenticationDelay,
+	}.HTTP(h, "/healthz", "/readyz")
 	if n.cfg.HTTPTLS {
 		ln = tls.NewListener(ln, n.tlsConf)
 	}
@@ -700,6 +749,26 @@ func (n *Node) startAdmin() {
 		}
 	})
 	n.logger.Info("cohort admin listening", "http", ln.Addr().String())
+}
+
+// adminCaller is who an admin HTTP request acts for: an operator when it
+// came with the admin token, on an open API (no token, nothing
+// presented) or as a super user; else its principal's organisation's
+// member, whatever it authenticated with (password, certificate).
+func (n *Node) adminCaller(r *http.Request) admin.Caller {
+	p := security.PrincipalFrom(r.Context())
+	c := admin.Caller{Principal: p.String()}
+	switch security.AuthMethodFrom(r.Context()) {
+	case security.AuthOpen, security.AuthToken:
+		c.Operator = true
+		return c
+	}
+	if slices.Contains(n.cfg.SuperUsers, c.Principal) {
+		c.Operator = true
+		return c
+	}
+	c.Tenant = n.orgs.TenantOf(p)
+	return c
 }
 
 // ready reports why the node does not serve yet: start-up not finished,
@@ -990,6 +1059,10 @@ func (n *Node) stop() error {
 		// marker writers use.
 		n.txn.Close()
 		n.txn = nil
+	}
+	if n.peers != nil {
+		n.peers.close()
+		n.peers = nil
 	}
 	if n.groups != nil {
 		n.groups.Close()

@@ -88,6 +88,8 @@ func (k Kind) String() string {
 		return "scram-credential"
 	case KindACL:
 		return "acl"
+	case KindQuota:
+		return "quota"
 	case KindTxn:
 		return "txn"
 	case KindTxnOffset:

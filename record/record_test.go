@@ -485,3 +485,30 @@ func FuzzACLKey(f *testing.F) {
 		}
 	})
 }
+
+func TestQuotaRecordRoundTrip(t *testing.T) {
+	for _, q := range []Quota{
+		{EntityType: "org", Name: "acme", KeyName: "producer_byte_rate"},
+		{EntityType: "org", Default: true, KeyName: "max_groups"},
+		{EntityType: "org", Name: "", KeyName: "request_rate"}, // a named empty name is not the default
+	} {
+		got, err := ParseQuotaKey(q.Key())
+		if err != nil || got != q {
+			t.Fatalf("round trip of %+v: %+v, %v", q, got, err)
+		}
+		if _, err := ParseQuotaKey(append(q.Key(), 0)); err == nil {
+			t.Fatalf("%+v: a key with a byte too many parsed", q)
+		}
+	}
+	// The default entity sorts before every named one of its type.
+	if d, n := (Quota{EntityType: "org", Default: true, KeyName: "z"}).Key(), (Quota{EntityType: "org", KeyName: "a"}).Key(); string(d) >= string(n) {
+		t.Fatal("default entity does not sort first")
+	}
+	v, err := DecodeQuotaValue(QuotaValue(1.5e6))
+	if err != nil || v != 1.5e6 {
+		t.Fatalf("value: %v, %v", v, err)
+	}
+	if _, err := DecodeQuotaValue([]byte{1, 0}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("short value: %v", err)
+	}
+}

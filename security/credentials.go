@@ -39,6 +39,23 @@ func (c *Credentials) Get(user string, m Mechanism) (cred record.ScramCredential
 	return cred, true, nil
 }
 
+// CheckPassword reports whether password is user's: checked against the
+// user's strongest stored credential (SCRAM-SHA-512, else SCRAM-SHA-256),
+// as Kafka's PlainServerCallbackHandler checks its users. SASL/PLAIN and
+// the admin API's HTTP Basic authentication both check passwords here.
+func (c *Credentials) CheckPassword(user, password string) (bool, error) {
+	for _, m := range []Mechanism{ScramSHA512, ScramSHA256} {
+		cred, ok, err := c.Get(user, m)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return CheckPassword(m, cred, password), nil
+		}
+	}
+	return false, nil
+}
+
 // Change is one upsertion (Cred set) or deletion (Cred nil).
 type Change struct {
 	User      string

@@ -147,20 +147,15 @@ func (e *plainExchange) Step(token []byte) ([]byte, error) {
 	case authz != "" && authz != user:
 		return nil, &AuthError{"Authentication failed: Client requested an authorization id that is different from username"}
 	}
-	for _, m := range []Mechanism{ScramSHA512, ScramSHA256} {
-		c, ok, err := e.s.creds.Get(user, m)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			if !CheckPassword(m, c, pass) {
-				break
-			}
-			e.user, e.done = user, true
-			return nil, nil
-		}
+	ok, err := e.s.creds.CheckPassword(user, pass)
+	if err != nil {
+		return nil, err
 	}
-	return nil, &AuthError{"Authentication failed: Invalid username or password"}
+	if !ok {
+		return nil, &AuthError{"Authentication failed: Invalid username or password"}
+	}
+	e.user, e.done = user, true
+	return nil, nil
 }
 
 func (e *plainExchange) Done() bool           { return e.done }

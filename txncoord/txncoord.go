@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,6 +51,10 @@ type Config struct {
 	// Standby starts holding no shard (cluster mode loads the ones this
 	// node owns); false loads every shard.
 	Standby bool
+	// Remote writes the markers of partitions and group shards other
+	// nodes lead and own (cluster mode); nil: every partition and group
+	// is taken to be this node's.
+	Remote Remote
 	// RetryBackoff is the first wait before writing a transaction's
 	// markers again after a failure (a partition's fsync, a group shard
 	// that is loading); it doubles up to 5 s. Default 50 ms.
@@ -255,53 +260,144 @@ func (c *Coordinator) finish(m txn.Markers) {
 	}
 }
 
-// markers writes the markers to every partition, fsyncs them, and ends
-// the transaction's offsets in every group. A partition whose topic is
-// gone is skipped, as Kafka drops markers for deleted partitions; so is a
-// partition that already holds a newer epoch's marker (the producer was
-// fenced since).
-func (c *Coordinator) markers(m txn.Markers) error {
+// Marker is what one WriteTxnMarkers marker carries: a producer's
+// transaction ended, for some of its partitions and of the group shards
+// (__consumer_offsets partitions) its offsets are pending in.
+type Marker struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	Commit        bool
+	Partitions    []txn.TP
+	GroupShards   []int
+}
+
+// Remote writes the parts of a transaction's markers this node cannot:
+// the partitions other nodes lead and the group shards other nodes own
+// (cluster mode: the node sends each its WriteTxnMarkers). It returns
+// once every one is durable, or an error (the transaction is tried again
+// after a back-off). A partition whose topic is gone, or that holds a
+// newer epoch's marker, counts as written.
+type Remote func(ctx context.Context, m Marker) error
+
+// Errors of WriteLocal, per partition or group shard.
+var (
+	// ErrNotLeader: another node leads the partition (or it is not
+	// known here yet).
+	ErrNotLeader = errors.New("partition not led here")
+	// ErrUnknownPartition: the topic or partition does not exist (a
+	// marker for a deleted topic is dropped, as Kafka does).
+	ErrUnknownPartition = errors.New("unknown topic or partition")
+)
+
+// WriteLocal writes m's markers to the partitions this node leads and
+// fsyncs them, and ends the producer's offsets in the group shards it
+// serves, all at once; it returns the outcome of each partition and each
+// shard: nil, ErrNotLeader, ErrUnknownPartition (topic deleted),
+// topics.ErrInvalidProducerEpoch (a newer epoch's marker is there: the
+// producer was fenced since), coordinator.ErrNotServed, or an I/O error.
+// It is what the transaction coordinator does for its own node and what
+// a node does on a WriteTxnMarkers from another's.
+func WriteLocal(ctx context.Context, log *topics.Log, groups *coordinator.Coordinator, m Marker) (partErrs, shardErrs []error) {
 	now := time.Now().UnixMilli()
+	partErrs = make([]error, len(m.Partitions))
+	shardErrs = make([]error, len(m.GroupShards))
 	type synced struct {
+		i   int
 		p   *topics.Partition
 		end int64
 	}
 	var syncs []synced
-	for _, tp := range m.Partitions {
-		t := c.cfg.Topics.Topic(tp.Topic)
+	for i, tp := range m.Partitions {
+		t := log.Topic(tp.Topic)
 		if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+			partErrs[i] = ErrUnknownPartition
 			continue
 		}
 		p := t.Partitions[tp.Partition]
 		if p == nil {
-			return fmt.Errorf("partition %s/%d is not in this node's log", tp.Topic, tp.Partition)
+			partErrs[i] = ErrNotLeader
+			continue
 		}
 		end, err := p.WriteMarker(m.ProducerID, m.ProducerEpoch, m.Commit, now)
 		switch {
-		case errors.Is(err, topics.ErrDeleted), errors.Is(err, topics.ErrInvalidProducerEpoch):
-			continue
+		case errors.Is(err, topics.ErrDeleted):
+			partErrs[i] = ErrUnknownPartition
 		case err != nil:
-			return err
+			partErrs[i] = err
+		default:
+			syncs = append(syncs, synced{i, p, end})
 		}
-		syncs = append(syncs, synced{p, end})
 	}
 	// The partitions' fsyncs and the groups' offsets are independent:
 	// all at once.
-	errs := make([]error, len(syncs)+len(m.Groups))
 	var wg sync.WaitGroup
-	for i, s := range syncs {
+	for _, s := range syncs {
 		wg.Go(func() {
-			if err := s.p.Sync(s.end); err != nil && !errors.Is(err, topics.ErrDeleted) {
-				errs[i] = err
+			err := s.p.Sync(s.end)
+			if errors.Is(err, topics.ErrDeleted) {
+				err = ErrUnknownPartition
 			}
+			partErrs[s.i] = err
 		})
 	}
-	for i, g := range m.Groups {
-		wg.Go(func() { errs[len(syncs)+i] = c.cfg.Groups.TxnEnd(c.ctx, m.Tenant, g, m.ProducerID, m.Commit) })
+	for i, shard := range m.GroupShards {
+		wg.Go(func() { shardErrs[i] = groups.TxnEndShard(ctx, shard, m.ProducerID, m.Commit) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
+	return partErrs, shardErrs
+}
+
+// markerDone reports whether a partition's outcome means its marker
+// needs no more writing.
+func markerDone(err error) bool {
+	return err == nil || errors.Is(err, ErrUnknownPartition) || errors.Is(err, topics.ErrInvalidProducerEpoch)
+}
+
+// markers writes the markers to every partition, fsyncs them, and ends
+// the transaction's offsets in every group: here what this node leads
+// and serves, through Config.Remote the rest. A partition whose topic is
+// gone is skipped, as Kafka drops markers for deleted partitions; so is a
+// partition that already holds a newer epoch's marker (the producer was
+// fenced since).
+func (c *Coordinator) markers(m txn.Markers) error {
+	local := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit}
+	remote := local
+	for _, tp := range m.Partitions {
+		if t := c.cfg.Topics.Topic(tp.Topic); c.cfg.Remote != nil && t != nil && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) && t.Partitions[tp.Partition] == nil {
+			remote.Partitions = append(remote.Partitions, tp)
+		} else {
+			local.Partitions = append(local.Partitions, tp)
+		}
 	}
-	return nil
+	held := c.cfg.Groups.Held()
+	var localGroups []string
+	for _, g := range m.Groups {
+		if shard := c.cfg.Groups.ShardFor(m.Tenant, g); c.cfg.Remote != nil && !slices.Contains(held, shard) {
+			if !slices.Contains(remote.GroupShards, shard) {
+				remote.GroupShards = append(remote.GroupShards, shard)
+			}
+		} else {
+			localGroups = append(localGroups, g)
+		}
+	}
+	errs := make([]error, 2+len(localGroups))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		partErrs, _ := WriteLocal(c.ctx, c.cfg.Topics, c.cfg.Groups, local)
+		for i, err := range partErrs {
+			if !markerDone(err) {
+				tp := local.Partitions[i]
+				errs[0] = errors.Join(errs[0], fmt.Errorf("partition %s/%d: %w", tp.Topic, tp.Partition, err))
+			}
+		}
+	})
+	if len(remote.Partitions) > 0 || len(remote.GroupShards) > 0 {
+		wg.Go(func() { errs[1] = c.cfg.Remote(c.ctx, remote) })
+	}
+	for i, g := range localGroups {
+		// By group, not by shard: a single node knows the group.
+		wg.Go(func() { errs[2+i] = c.cfg.Groups.TxnEnd(c.ctx, m.Tenant, g, m.ProducerID, m.Commit) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

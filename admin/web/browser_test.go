@@ -26,6 +26,9 @@ type fakeAPI struct {
 	down     bool  // drop every API connection, as an unreachable node
 	timeline []obj // of group "orders", newest first
 	requests int
+	// org, if set, is the caller's organisation in the node's answer,
+	// as the API gives it to a caller who is not an operator.
+	org string
 }
 
 // nasty is a group name that must show as text and survive the URL.
@@ -84,9 +87,13 @@ func (f *fakeAPI) handler() http.Handler {
 		json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, r *http.Request) {
-		send(w, 200, obj{"version": "0.9.0", "node_id": "1", "mode": "single", "started_at": "2026-01-02T03:04:05Z",
+		n := obj{"version": "0.9.0", "node_id": "1", "mode": "single", "started_at": "2026-01-02T03:04:05Z",
 			"uptime_seconds": 3725, "kafka_addr": "127.0.0.1:9092", "shards_total": 16, "shards_held": []int{},
-			"store": obj{"kind": "pebble"}})
+			"store": obj{"kind": "pebble"}}
+		if f.org != "" {
+			n["org"] = f.org
+		}
+		send(w, 200, n)
 	})
 	mux.HandleFunc("GET /api/v1/groups", func(w http.ResponseWriter, r *http.Request) {
 		send(w, 200, obj{"groups": f.groups(time.Now())})
@@ -276,5 +283,45 @@ func TestPageInBrowser(t *testing.T) {
 	b.Click(`[data-testid=show-internal]`)
 	b.Wait("the internal topic", `document.querySelector('[data-topic=__consumer_offsets]')`)
 	b.Screenshot("topics")
+	b.NoProblems()
+}
+
+// TestPageWithBasicAuth opens the page as a person who signs in with a
+// name and password (HTTP Basic, as an organisation's users do): the
+// credentials in the address, the API asking for them on every request.
+// The page reads the API with them (fetch() refuses a URL with
+// credentials, so the page must not resolve its paths against its own
+// address as is) and names the caller's organisation.
+func TestPageWithBasicAuth(t *testing.T) {
+	f := &fakeAPI{org: "acme"}
+	api := f.handler()
+	var mu sync.Mutex
+	authed := map[string]int{} // path → requests that carried the password
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "alice" || p != "pw" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="cohort"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		authed[r.URL.Path]++
+		mu.Unlock()
+		api.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	b := webtest.Start(t)
+	b.Open(strings.Replace(srv.URL, "http://", "http://alice:pw@", 1) + "/")
+	b.Wait("the group rows", `document.querySelectorAll('[data-testid=group-row]').length === 2`)
+	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); !strings.Contains(got, "organisation acme") {
+		t.Errorf("header %q, want it to name organisation acme", got)
+	}
+	if webtest.Eval[bool](b, `getComputedStyle(document.querySelector('[data-nav=topics]')).display !== 'none'`) {
+		t.Errorf("the topics link shows to an organisation's member, whom the API refuses topics")
+	}
+	mu.Lock()
+	if authed["/api/v1/groups"] == 0 || authed["/api/v1/node"] == 0 {
+		t.Errorf("API requests with the password: %v", authed)
+	}
+	mu.Unlock()
 	b.NoProblems()
 }

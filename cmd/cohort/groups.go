@@ -43,8 +43,10 @@ Common flags (also from COHORT_BROKERS, COHORT_FORMAT, COHORT_TIMEOUT, COHORT_AD
   --brokers host:port,...  seed brokers (default 127.0.0.1:9092)
   --format text|json       output format (default text)
   --timeout 10s            give up on the brokers after this long
-  --admin-url URL          a Cohort node's admin listener: describe and lag add
-                           the cgp_ id, the lag status and the time to clear
+  --admin-url URL          a Cohort node's admin listener: list, describe and lag
+                           add the cgp_ id and RRL, the lag status and the time
+                           to clear (--admin-token, or --admin-user and
+                           --admin-password to authenticate; --org to choose)
   --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE
                            reach a TLS listener (and present a client certificate)
   --sasl-mechanism M --sasl-user U --sasl-password P
@@ -84,6 +86,10 @@ type groupsEnv struct {
 	// adminURL is a Cohort node's admin listener, for what only Cohort
 	// knows (groups_cohort.go); "" for none.
 	adminURL string
+	// adminToken, or adminUser and adminPassword, authenticate to the
+	// admin listener; adminOrg names the organisation to read there
+	// ("": the caller's own; an operator's, every one or the default).
+	adminToken, adminUser, adminPassword, adminOrg string
 
 	// sec is the --tls and --sasl-* flags' client options.
 	sec []kgo.Opt
@@ -97,7 +103,11 @@ type groupsEnv struct {
 
 func groups(args []string, stdout, stderr io.Writer) int {
 	return runAdminCommand("cohort groups", groupsUsage, groupsCmds, args, nil, stdout, stderr, func(fs *flag.FlagSet, env *groupsEnv) {
-		fs.StringVar(&env.adminURL, "admin-url", "", "`URL` of a Cohort node's admin listener (e.g. http://127.0.0.1:9644): describe and lag then add the group's cgp_ id and RRL, its lag status and time to clear (env COHORT_ADMIN_URL)")
+		fs.StringVar(&env.adminURL, "admin-url", "", "`URL` of a Cohort node's admin listener (e.g. http://127.0.0.1:9644): list, describe and lag then add the group's cgp_ id and RRL, describe and lag its lag status and time to clear (env COHORT_ADMIN_URL)")
+		fs.StringVar(&env.adminToken, "admin-token", "", "the admin listener's bearer `token` (env COHORT_ADMIN_TOKEN)")
+		fs.StringVar(&env.adminUser, "admin-user", "", "a SCRAM `user` to authenticate to the admin listener as (HTTP Basic): it sees its organisation's groups only")
+		fs.StringVar(&env.adminPassword, "admin-password", "", "the --admin-user's `password` (env COHORT_ADMIN_PASSWORD)")
+		fs.StringVar(&env.adminOrg, "org", "", "the `organisation` whose groups --admin-url reads (an operator's choice; default: the caller's own, or for an operator the default one)")
 	})
 }
 

@@ -2,15 +2,16 @@ package main
 
 // What only a Cohort node knows about a group, read from its admin JSON
 // API when --admin-url names one: the stable cgp_ id and RRL, and the lag
-// status and time to clear (admin/lagstatus.go). No Kafka response carries
+// status and time to clear (admin/lagstatus.go). The node answers for the
+// caller's organisation (--admin-user's), so the RRL is
+// <org>/consumer-groups/<slug> with that organisation. No Kafka response carries
 // them, so against any other broker these columns are simply absent.
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
 // cohortGroup is the part of GET /api/v1/groups/{group} the CLI shows.
@@ -26,38 +27,37 @@ type cohortGroup struct {
 	} `json:"partitions"`
 }
 
+// admin is the client of e.adminURL.
+func (e *groupsEnv) admin() adminHTTP {
+	return newAdminHTTP(e.adminURL, e.adminToken, e.adminUser, e.adminPassword)
+}
+
+// orgQuery is the query naming --org, "" without it.
+func (e *groupsEnv) orgQuery() string {
+	if e.adminOrg == "" {
+		return ""
+	}
+	return "?org=" + url.QueryEscape(e.adminOrg)
+}
+
 // addCohortInfo fills what the node at e.adminURL knows of each group. A
 // group the node does not have (in a cluster, another node coordinates
-// it) keeps its fields empty; a node that cannot be read is an error.
+// it; or another organisation's) keeps its fields empty; a node that
+// cannot be read is an error.
 func addCohortInfo(e *groupsEnv, gs []describedGroup) error {
 	if e.adminURL == "" {
 		return nil
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()
-	base := strings.TrimSuffix(e.adminURL, "/")
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
 	for i := range gs {
 		g := &gs[i]
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/groups/"+url.PathEscape(g.Group), nil)
-		if err != nil {
-			return fmt.Errorf("--admin-url: %w", err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return fmt.Errorf("--admin-url: %w", err)
-		}
 		var cg cohortGroup
-		switch resp.StatusCode {
-		case http.StatusOK:
-			err = json.NewDecoder(resp.Body).Decode(&cg)
-		case http.StatusNotFound:
-		default:
-			err = fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+		err := e.admin().do(ctx, http.MethodGet, "/api/v1/groups/"+url.PathEscape(g.Group)+e.orgQuery(), nil, &cg)
+		var ae *adminError
+		if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+			continue
 		}
-		resp.Body.Close()
 		if err != nil {
 			return fmt.Errorf("--admin-url: %w", err)
 		}
@@ -70,6 +70,38 @@ func addCohortInfo(e *groupsEnv, gs []describedGroup) error {
 				if p := &g.Partitions[j]; p.Topic == cp.Topic && p.Partition == cp.Partition {
 					p.Status = lagStatusCell(cp.Status)
 				}
+			}
+		}
+	}
+	return nil
+}
+
+// addCohortIDs fills the cgp_ id and RRL of each listed group from the
+// node's groups list (the caller's organisation's, or --org's; for an
+// operator naming none, every organisation's, of which a name's in the
+// default organisation is taken).
+func addCohortIDs(e *groupsEnv, rows []listedGroup) error {
+	if e.adminURL == "" {
+		return nil
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	var l struct {
+		Groups []struct {
+			Group string `json:"group"`
+			Org   string `json:"org"`
+			CgpID string `json:"cgp_id"`
+			RRL   string `json:"rrl"`
+		} `json:"groups"`
+	}
+	if err := e.admin().do(ctx, http.MethodGet, "/api/v1/groups"+e.orgQuery(), nil, &l); err != nil {
+		return fmt.Errorf("--admin-url: %w", err)
+	}
+	for i := range rows {
+		r := &rows[i]
+		for _, g := range l.Groups {
+			if g.Group == r.Group && (r.CgpID == "" || g.Org == "default") {
+				r.CgpID, r.RRL = g.CgpID, g.RRL
 			}
 		}
 	}

@@ -20,6 +20,9 @@ type listedGroup struct {
 	State        string `json:"state"`
 	Type         string `json:"type"` // classic or consumer ("" from a broker older than ListGroups v5)
 	ProtocolType string `json:"protocol_type"`
+	// CgpID and RRL need --admin-url (groups_cohort.go).
+	CgpID string `json:"cgp_id,omitempty"`
+	RRL   string `json:"rrl,omitempty"`
 }
 
 // broker is a broker as the output names it.
@@ -44,13 +47,24 @@ func listFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 			}
 		}
 		rows, err := listGroups(e, sf, tf)
+		if err == nil {
+			err = addCohortIDs(e, rows)
+		}
 		if err != nil {
 			return err
 		}
 		return e.output(rows, func(w io.Writer) {
-			t := newTable(w, "GROUP", "COORDINATOR", "STATE", "TYPE", "PROTOCOL-TYPE")
+			headers := []string{"GROUP", "COORDINATOR", "STATE", "TYPE", "PROTOCOL-TYPE"}
+			if e.adminURL != "" {
+				headers = append(headers, "CGP-ID", "RRL")
+			}
+			t := newTable(w, headers...)
 			for _, r := range rows {
-				t.row(r.Group, r.Coordinator, r.State, r.Type, r.ProtocolType)
+				cells := []any{r.Group, r.Coordinator, r.State, r.Type, r.ProtocolType}
+				if e.adminURL != "" {
+					cells = append(cells, dash(r.CgpID), dash(r.RRL))
+				}
+				t.row(cells...)
 			}
 			t.flush()
 		})

@@ -5,6 +5,8 @@
 //	cohort groups    list, describe, delete and seek consumer groups
 //	cohort bench     load-generate commits, joins or heartbeats against a broker
 //	cohort users     add, delete and list SCRAM users
+//	cohort orgs      list, create and delete organisations, and their members
+//	cohort quotas    set, remove and list organisations' quotas
 //	cohort version   print the version
 package main
 
@@ -34,6 +36,9 @@ Commands:
   bench     load generator: commits, join, heartbeats against Cohort, kfake
             or any Kafka-compatible broker (offsets/s, p50/p99, generations)
   users     add, delete, list SCRAM users of the SASL listeners
+  orgs      list, create, delete organisations (tenants) and set their members
+  quotas    set, remove, list organisations' quotas (Kafka's client-quota APIs)
+            (over a node's admin HTTP API)
   version   print the version
 
 Run 'cohort <command> --help' for a command's flags.
@@ -57,6 +62,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return bench(args[1:], stdout, stderr)
 	case "users":
 		return users(args[1:], os.Stdin, stdout, stderr)
+	case "orgs":
+		return orgs(args[1:], stdout, stderr)
+	case "quotas":
+		return quotas(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

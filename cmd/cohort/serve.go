@@ -60,7 +60,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.TLSReloadInterval, "tls-reload-interval", 10*time.Second, "how often --tls-cert and --tls-key are checked for changes; 0 for only on SIGHUP")
 	var saslMechanisms string
 	fs.StringVar(&saslMechanisms, "sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL `mechanisms` the SASL listeners offer (Kafka's sasl.enabled.mechanisms); users are managed with cohort users")
-	fs.DurationVar(&cfg.FailedAuthenticationDelay, "failed-authentication-delay", 100*time.Millisecond, "delay the answer to a failed SASL authentication and the connection's close by this long (Kafka's connection.failed.authentication.delay.ms); other connections never wait for it; 0 for none")
+	fs.DurationVar(&cfg.FailedAuthenticationDelay, "failed-authentication-delay", 100*time.Millisecond, "delay the answer to a failed SASL authentication (or admin HTTP password) and the connection's close by this long (Kafka's connection.failed.authentication.delay.ms); other connections never wait for it; 0 for none")
 	fs.DurationVar(&cfg.SASLSessionLifetime, "sasl-session-lifetime", 0, "how long a SASL authentication holds (KIP-368, Kafka's connections.max.reauth.ms): clients re-authenticate before it ends, and a connection whose session ended is closed; 0 for for ever")
 	fs.BoolVar(&cfg.Authorizer, "authorizer", false, "turn authorization on: Kafka's ACLs (managed with CreateAcls/DeleteAcls/DescribeAcls, e.g. kafka-acls.sh or rpk acl) decide what each principal may do; off, everyone may do everything")
 	var superUsers string

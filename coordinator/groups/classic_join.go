@@ -85,6 +85,11 @@ func (s *Shard) joinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupR
 			fail(kerr.UnknownMemberID.Code, r.MemberID)
 			return
 		}
+		// JoinGroup has no ErrorMessage: the code alone says it.
+		if msg := s.newGroupRefused(k.tenant); msg != "" {
+			fail(kerr.GroupMaxSizeReached.Code, "")
+			return
+		}
 		g = s.newClassic(k, now)
 		// As Kafka: a group created by a JoinGroup exists durably from
 		// then on, whatever becomes of the join (§4.2 side effect).
@@ -143,13 +148,14 @@ func (j joinReq) fail(s *Shard, code int16, memberID string) {
 // acceptJoining is Kafka's acceptJoiningMember (§4.2 step 7).
 func (s *Shard) acceptJoining(g *classicGroup, memberID string) bool {
 	m := g.members[memberID]
+	maxSize, _ := s.maxMembers(g.tenant, s.cfg.MaxSize)
 	switch g.state {
 	case empty, dead:
 		return true
 	case preparingRebalance:
-		return (m != nil && m.join != nil) || g.awaiting < s.cfg.MaxSize
+		return (m != nil && m.join != nil) || g.awaiting < maxSize
 	default:
-		return m != nil || len(g.members) < s.cfg.MaxSize
+		return m != nil || len(g.members) < maxSize
 	}
 }
 
@@ -180,7 +186,7 @@ func (s *Shard) joinNewMember(now time.Time, g *classicGroup, j joinReq) {
 		// and at most MaxPendingMembers are outstanding: each lives for
 		// the session timeout, so otherwise one connection sending
 		// JoinGroups without a member id makes millions.
-		if len(g.members)+len(g.pendingJoin) >= s.cfg.MaxSize ||
+		if maxSize, _ := s.maxMembers(g.tenant, s.cfg.MaxSize); len(g.members)+len(g.pendingJoin) >= maxSize ||
 			(s.cfg.MaxPendingMembers > 0 && len(g.pendingJoin) >= s.cfg.MaxPendingMembers) {
 			j.fail(s, kerr.GroupMaxSizeReached.Code, "")
 			return

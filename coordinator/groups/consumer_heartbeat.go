@@ -136,6 +136,11 @@ func (s *Shard) heartbeatGroup(now time.Time, k gkey, r *kmsg.ConsumerGroupHeart
 	if !join {
 		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", k.name)
 	}
+	if e == nil {
+		if msg := s.newGroupRefused(k.tenant); msg != "" {
+			return nil, kerr.GroupMaxSizeReached.Code, msg
+		}
+	}
 	id := s.newGroupID(now)
 	if e != nil {
 		// An empty classic (or simple) group becomes a consumer group,
@@ -191,9 +196,8 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 			}
 		}
 		if m == nil {
-			if s.cfg.ConsumerMaxSize > 0 && len(g.members) >= s.cfg.ConsumerMaxSize {
-				return hbError(resp, kerr.GroupMaxSizeReached.Code, fmt.Sprintf(
-					"The consumer group has reached its maximum capacity of %d members.", s.cfg.ConsumerMaxSize))
+			if max, _ := s.maxMembers(g.tenant, s.cfg.ConsumerMaxSize); max > 0 && len(g.members) >= max {
+				return hbError(resp, kerr.GroupMaxSizeReached.Code, s.fullMessage(g.tenant, s.cfg.ConsumerMaxSize))
 			}
 			isNew = true
 			m = &consumerMember{id: id} // a template: the record makes the member

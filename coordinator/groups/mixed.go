@@ -198,9 +198,10 @@ func (s *Shard) upgrade(now time.Time, c *classicGroup, joining string, joiningS
 		ms = append(ms, carried{m, sub, s.byName(c.tenant, byTopic)})
 	}
 	replaces := joiningStatic != nil && c.static[*joiningStatic] != ""
-	if _, known := c.members[joining]; !known && !replaces && s.cfg.ConsumerMaxSize > 0 && len(c.members) >= s.cfg.ConsumerMaxSize {
-		return nil, kerr.GroupMaxSizeReached.Code, fmt.Sprintf(
-			"The consumer group has reached its maximum capacity of %d members.", s.cfg.ConsumerMaxSize)
+	if max, _ := s.maxMembers(c.tenant, s.cfg.ConsumerMaxSize); max > 0 {
+		if _, known := c.members[joining]; !known && !replaces && len(c.members) >= max {
+			return nil, kerr.GroupMaxSizeReached.Code, s.fullMessage(c.tenant, s.cfg.ConsumerMaxSize)
+		}
 	}
 
 	// Parked requests are told to rejoin: they will find a consumer group.

@@ -48,7 +48,7 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 		}
 		id = s.memberID(prefix)
 	}
-	if _, ok := g.members[id]; !ok && s.cfg.ConsumerMaxSize > 0 && len(g.members) >= s.cfg.ConsumerMaxSize {
+	if max, _ := s.maxMembers(g.tenant, s.cfg.ConsumerMaxSize); max > 0 && len(g.members) >= max && g.members[id] == nil {
 		fail(kerr.GroupMaxSizeReached.Code, "")
 		return
 	}

@@ -169,6 +169,11 @@ func (s *Shard) validateCommit(now time.Time, k gkey, r *kmsg.OffsetCommitReques
 			}
 			return kerr.IllegalGeneration.Code
 		}
+		// A simple consumer's commit creates a group too: it counts
+		// against the organisation's max_groups like any other.
+		if s.newGroupRefused(k.tenant) != "" {
+			return kerr.GroupMaxSizeReached.Code
+		}
 		s.emitClassic(s.newClassic(k, now))
 		return 0
 	}

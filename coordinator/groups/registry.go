@@ -65,6 +65,7 @@ func (s *Shard) entry(k gkey) *group {
 	if g == nil {
 		g = &group{gkey: k, offsets: map[string]map[int32]*offset{}}
 		s.groups[k] = g
+		s.countGroup(k.tenant, 1)
 	}
 	return g
 }
@@ -73,6 +74,7 @@ func (s *Shard) entry(k gkey) *group {
 func (s *Shard) forget(g *group) {
 	if g.classic == nil && g.consumer == nil && len(g.offsets) == 0 {
 		delete(s.groups, g.gkey)
+		s.countGroup(g.tenant, -1)
 	}
 }
 

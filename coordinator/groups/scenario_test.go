@@ -455,6 +455,23 @@ func scnConfigureInto(t testing.TB, cfg *groups.Config, a scnArgs) {
 				t.Fatalf("bad cmaxsize %q", v)
 			}
 			cfg.ConsumerMaxSize = n
+		case "qgroups", "qmembers":
+			// An organisation's quotas (limits.go), the same for every
+			// tenant: max_groups and max_members_per_group.
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("bad %s %q", k, v)
+			}
+			l := groups.TenantLimits{Org: "default"}
+			if cfg.Limits != nil {
+				l = cfg.Limits("")
+			}
+			if k == "qgroups" {
+				l.MaxGroups = n
+			} else {
+				l.MaxMembersPerGroup = n
+			}
+			cfg.Limits = func(string) groups.TenantLimits { return l }
 		case "policy":
 			p, err := groups.ParseMigrationPolicy(v)
 			if err != nil {

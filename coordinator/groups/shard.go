@@ -84,6 +84,15 @@ type Config struct {
 	// MigrationPolicy: which online conversions of a group with members
 	// are allowed (mixed.go); "" is bidirectional.
 	MigrationPolicy MigrationPolicy
+
+	// Limits, if set, gives each tenant's limits (its organisation's
+	// quotas, limits.go). It is configuration, consulted only for new
+	// requests, never on replay. Nil: no per-tenant limits.
+	Limits func(tenant string) TenantLimits
+	// Counts, if set, is the count of each tenant's groups shared with
+	// the coordinator's other shards, for TenantLimits.MaxGroups. Nil:
+	// this shard's groups only.
+	Counts GroupCounter
 }
 
 // Shard is one shard's groups. It implements machine.Machine.
@@ -91,6 +100,8 @@ type Shard struct {
 	cfg    Config
 	rng    *rand.ChaCha8
 	groups map[gkey]*group
+	// tenantGroups counts each tenant's entries in groups (limits.go).
+	tenantGroups map[string]int
 	// catalogs are the newest topic catalog a request brought, by
 	// tenant: each organisation has its own topics, by the names its
 	// clients know them by.
@@ -110,6 +121,8 @@ func New(cfg Config) *Shard {
 		cfg:    cfg,
 		rng:    rand.NewChaCha8(cfg.Seed),
 		groups: map[gkey]*group{},
+
+		tenantGroups: map[string]int{},
 	}
 	s.rec.Replay = s.Replay
 	return s

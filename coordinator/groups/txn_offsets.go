@@ -28,6 +28,13 @@ type TxnEndCmd struct {
 	Tenant, Group string
 	ProducerID    int64
 	Commit        bool
+	// AllGroups ends the producer's pending offsets in every group of
+	// the shard, whatever Tenant and Group say: what a marker written to
+	// the shard's __consumer_offsets partition does in Kafka, which is
+	// what a transaction coordinator on another node sends
+	// (WriteTxnMarkers names partitions, not groups). Producer ids are
+	// unique in the cluster, so no other producer's offsets are touched.
+	AllGroups bool
 }
 
 // TxnEnded answers a TxnEndCmd.
@@ -175,6 +182,24 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 // txnEnd ends a producer's pending offsets of a group: committed (each
 // becomes the group's offset, stamped with the commit time) or dropped.
 func (s *Shard) txnEnd(now time.Time, c TxnEndCmd) {
+	if c.AllGroups {
+		var ks []gkey
+		for k, byPID := range s.pending {
+			if _, ok := byPID[c.ProducerID]; ok {
+				ks = append(ks, k)
+			}
+		}
+		slices.SortFunc(ks, func(a, b gkey) int {
+			if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+				return c
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		for _, k := range ks {
+			s.txnEnd(now, TxnEndCmd{Tenant: k.tenant, Group: k.name, ProducerID: c.ProducerID, Commit: c.Commit})
+		}
+		return
+	}
 	k := gkey{c.Tenant, c.Group}
 	offs := s.pending[k][c.ProducerID]
 	tps := make([]tpKey, 0, len(offs))

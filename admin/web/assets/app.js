@@ -67,7 +67,7 @@ function mount() {
 // front of the page works). A 404 with a JSON body is an answer (an
 // unknown group); any other failure throws.
 async function get(url, signal) {
-  const res = await fetch(url, { signal, cache: 'no-store', headers: { Accept: 'application/json' } });
+  const res = await fetch(withoutCredentials(url), { signal, cache: 'no-store', headers: { Accept: 'application/json' } });
   let body = null;
   try {
     body = await res.json();
@@ -76,6 +76,17 @@ async function get(url, signal) {
   }
   if (res.ok || (res.status === 404 && body)) return { status: res.status, body };
   throw new Error(`${url}: HTTP ${res.status}${body && body.error ? `: ${body.error}` : ''}`);
+}
+
+// withoutCredentials resolves a path against the page. A page opened as
+// http://user:password@host/ (HTTP Basic) has them in its base URL, and
+// fetch() refuses a URL with credentials; the browser has kept them for
+// the origin and sends them with each request anyway.
+function withoutCredentials(path) {
+  const u = new URL(path, document.baseURI);
+  u.username = '';
+  u.password = '';
+  return u.href;
 }
 
 async function poll() {
@@ -132,9 +143,13 @@ function online(ok, why) {
 }
 
 function drawNode(n) {
+  // An organisation's member may not list topics (the API answers 403:
+  // they are not scoped to organisations yet): no link to a page of errors.
+  document.querySelector('[data-nav=topics]').hidden = Boolean(n.org);
   const held = n.mode === 'cluster' ? `shards ${(n.shards_held || []).length}/${n.shards_total}` : null;
   const parts = [
     n.version && `v${String(n.version).replace(/^v/, '')}`,
+    n.org && `organisation ${n.org}`,
     `node ${n.node_id}`,
     n.mode,
     n.store && n.store.kind,

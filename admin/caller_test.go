@@ -1,0 +1,174 @@
+package admin_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cohort-dev/cohort/admin"
+	"github.com/cohort-dev/cohort/coordinator/groups"
+)
+
+// tenantsSource has groups groups in each of the tenants "", "acme" and
+// "globex", each committed on parts partitions of topic events.
+type tenantsSource struct{ groups, parts int }
+
+func (s tenantsSource) Node() admin.NodeInfo {
+	return admin.NodeInfo{Store: admin.StoreInfo{Kind: "pebble", Path: "/data"}}
+}
+func (s tenantsSource) Inspect(context.Context) ([]groups.Summary, error) {
+	var out []groups.Summary
+	for _, tenant := range []string{"", "acme", "globex"} {
+		for g := range s.groups {
+			sum := groups.Summary{Tenant: tenant, Group: fmt.Sprintf("g%d", g), ID: fmt.Sprintf("cgp_%s%d", tenant, g), Type: "classic", State: "Empty"}
+			for p := range s.parts {
+				sum.Offsets = append(sum.Offsets, groups.OffsetSummary{Topic: "events", Partition: int32(p), Offset: 1})
+			}
+			out = append(out, sum)
+		}
+	}
+	return out, nil
+}
+func (s tenantsSource) InspectGroup(context.Context, string, string) (groups.Summary, bool, error) {
+	return groups.Summary{}, false, nil
+}
+func (s tenantsSource) Handle(context.Context, string, kmsg.Request) kmsg.Response { return nil }
+func (s tenantsSource) Topics() []admin.TopicInfo {
+	ti := admin.TopicInfo{Name: "events"}
+	for p := range s.parts {
+		ti.Partitions = append(ti.Partitions, admin.PartitionInfo{Partition: int32(p), LogEndOffset: 10})
+	}
+	return []admin.TopicInfo{ti}
+}
+
+type lagOf struct {
+	api *admin.API
+	src tenantsSource
+}
+
+func (l lagOf) Groups() []admin.GroupOffsets { return l.api.Groups() }
+func (l lagOf) Partitions() map[admin.TopicPartition]admin.PartitionOffsets {
+	out := map[admin.TopicPartition]admin.PartitionOffsets{}
+	for p := range l.src.parts {
+		out[admin.TopicPartition{Topic: "events", Partition: int32(p)}] = admin.PartitionOffsets{End: 10}
+	}
+	return out
+}
+func (l lagOf) Remote() map[admin.TopicPartition]admin.PartitionOffsets { return nil }
+
+// tenantsHandler is the admin handler over src, whose callers say who
+// they are in a header: X-Org (a member of that organisation) or none
+// (an operator).
+func tenantsHandler(src tenantsSource) http.Handler {
+	api := admin.NewAPI(admin.APIConfig{Source: src})
+	api.Sample(context.Background())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(api, admin.NewLag(admin.LagConfig{Source: lagOf{api, src}}))
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "node_wide", Help: "A series of no organisation."}))
+	return admin.Handler(admin.Config{Gatherer: reg, API: api, Caller: func(r *http.Request) admin.Caller {
+		if org := r.Header.Get("X-Org"); org != "" {
+			return admin.Caller{Principal: "User:x", Tenant: strings.TrimPrefix(org, "default")}
+		}
+		return admin.Caller{Principal: "User:admin", Operator: true}
+	}})
+}
+
+func scrapeOrgs(t testing.TB, h http.Handler, org string) map[string][]string {
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	if org != "" {
+		req.Header.Set("X-Org", org)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("/metrics as %q: %d", org, rec.Code)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			v := "-"
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "org" {
+					v = lp.GetValue()
+				}
+			}
+			if !slices.Contains(out[name], v) {
+				out[name] = append(out[name], v)
+			}
+		}
+		slices.Sort(out[name])
+	}
+	return out
+}
+
+// TestMetricsByOrg: every per-group family covers every organisation,
+// labelled; a member's scrape has its organisation's series alone, and
+// none of the series without an org label.
+func TestMetricsByOrg(t *testing.T) {
+	h := tenantsHandler(tenantsSource{groups: 2, parts: 2})
+	perGroup := []string{"kafka_consumergroup_current_offset", "kafka_consumergroup_lag", "kafka_consumergroup_lag_sum",
+		"kafka_consumergroup_current_offset_sum", "kafka_consumergroup_members", "cohort_consumergroup_generation",
+		"cohort_groups", "cohort_offsets", "cohort_pending_members"}
+	all := scrapeOrgs(t, h, "")
+	for _, f := range perGroup {
+		if !slices.Equal(all[f], []string{"acme", "default", "globex"}) {
+			t.Errorf("operator's %s: orgs %q", f, all[f])
+		}
+	}
+	if all["node_wide"] == nil || all["kafka_topic_partition_current_offset"] == nil {
+		t.Errorf("operator's scrape lacks the series of no organisation")
+	}
+	for _, org := range []string{"acme", "default"} {
+		got := scrapeOrgs(t, h, org)
+		for _, f := range perGroup {
+			if !slices.Equal(got[f], []string{org}) {
+				t.Errorf("%s's %s: orgs %q", org, f, got[f])
+			}
+		}
+		for f, orgs := range got {
+			if !slices.Equal(orgs, []string{org}) {
+				t.Errorf("%s sees %s with orgs %q", org, f, orgs)
+			}
+		}
+	}
+}
+
+// BenchmarkScrape: one /metrics scrape of 3 organisations × 1,000 groups
+// × 4 partitions, by an operator (everything) and by a member (the
+// gathered families filtered to a third).
+func BenchmarkScrape(b *testing.B) {
+	h := tenantsHandler(tenantsSource{groups: 1000, parts: 4})
+	for _, who := range []string{"", "acme"} {
+		name := "operator"
+		if who != "" {
+			name = "member"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				req := httptest.NewRequest("GET", "/metrics", nil)
+				if who != "" {
+					req.Header.Set("X-Org", who)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatal(rec.Code)
+				}
+			}
+		})
+	}
+}

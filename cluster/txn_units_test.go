@@ -1,0 +1,170 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/cluster"
+	"github.com/cohort-dev/cohort/internal/etcdtest"
+)
+
+// TestTxnUnitsAddedToOlderCluster: a cluster whose meta predates the
+// transaction coordinator's units (no txn_units) gets them once, as many
+// as it has coordinator shards, whatever the joining nodes configure;
+// the units it had keep their owners (the assignment grows, it is not
+// redone), and the new units are served.
+func TestTxnUnitsAddedToOlderCluster(t *testing.T) {
+	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	old := join(t, ep, "/t", 1) // testUnits units, no txn units: the older layout
+	waitSpread(t, 10*time.Second, old)
+	if m := old.m.Meta(); m.TxnUnits != 0 || m.Total() != testUnits {
+		t.Fatalf("older cluster's meta %+v", m)
+	}
+	before := old.m.Assignment()
+
+	// Two newer nodes join at once: one of them writes txn_units, both
+	// read the same.
+	var wg sync.WaitGroup
+	ms := make([]*cluster.Member, 2)
+	for i := range ms {
+		wg.Go(func() {
+			m, err := cluster.Join(context.Background(), cluster.Config{
+				Client: etcdtest.NewClient(t, ep), Prefix: "/t", NodeID: int32(2 + i),
+				KafkaAddr: fmt.Sprintf("127.0.0.1:%d", 9002+i), DirID: fmt.Sprintf("dir-%d", 2+i),
+				LeaseTTL: testTTL, Units: 99, TxnUnits: 5 + i,
+			})
+			if err != nil {
+				t.Errorf("join: %v", err)
+				return
+			}
+			ms[i] = m
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	want := cluster.Meta{V: 1, Units: testUnits, TxnUnits: testUnits - 1, ClusterID: old.m.Meta().ClusterID}
+	for i, m := range ms {
+		if m.Meta() != want {
+			t.Fatalf("node %d read %+v, want %+v", 2+i, m.Meta(), want)
+		}
+	}
+	cli := etcdtest.NewClient(t, ep)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "/t/cluster/meta")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read meta: %v", err)
+	}
+	var stored cluster.Meta
+	if err := json.Unmarshal(resp.Kvs[0].Value, &stored); err != nil || stored != want {
+		t.Fatalf("stored meta %s, want %+v", resp.Kvs[0].Value, want)
+	}
+
+	// The new nodes lead nothing (node 1 leads, with its older view),
+	// so promote one: close node 1; the new leader plans every unit.
+	n2, n3 := &node{id: 2, m: ms[0], units: newUnits()}, &node{id: 3, m: ms[1], units: newUnits()}
+	n2.m.Run(n2.units)
+	n3.m.Run(n3.units)
+	t.Cleanup(n2.m.Close)
+	t.Cleanup(n3.m.Close)
+	old.m.Close()
+	total := want.Total()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		held := map[int]int{}
+		for _, n := range []*node{n2, n3} {
+			for _, u := range n.units.heldList() {
+				held[u]++
+			}
+		}
+		all := len(held) == total
+		for _, c := range held {
+			all = all && c == 1
+		}
+		if all {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("units held %v, want each of %d once", held, total)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a := n2.m.Assignment(); len(a.Owner) != total || a.Epoch <= before.Epoch {
+		t.Fatalf("assignment %+v after %+v", a, before)
+	}
+}
+
+// TestPlanGrowsKeepingOwners: an assignment with fewer units than the
+// cluster has (transaction units added) keeps its units' owners and
+// owners; the new units go to the nodes with room.
+func TestPlanGrowsKeepingOwners(t *testing.T) {
+	cur := cluster.Assignment{Epoch: 7, Owner: []int32{1, 2, 1, 2}, Next: []int32{cluster.None, cluster.None, cluster.None, cluster.None}, Since: []int64{0, 0, 0, 0}}
+	next, changed := cluster.Plan(8, cur, []int32{1, 2}, nil, nil, nil)
+	if !changed || len(next.Owner) != 8 {
+		t.Fatalf("plan %+v, changed %v", next, changed)
+	}
+	for u := range 4 {
+		if next.Owner[u] != cur.Owner[u] {
+			t.Errorf("unit %d moved from %d to %d cold", u, cur.Owner[u], next.Owner[u])
+		}
+	}
+	count := map[int32]int{}
+	for _, o := range next.Owner[4:] {
+		count[o]++
+	}
+	if count[1]+count[2] != 4 {
+		t.Errorf("new units owned %v", next.Owner[4:])
+	}
+}
+
+// TestProducerIDsUniqueAcrossNodes: producer id blocks reserved through
+// etcd by several nodes at once (the topic log reserves 1,000 at a time,
+// as Kafka's ProducerIdManager) never overlap.
+func TestProducerIDsUniqueAcrossNodes(t *testing.T) {
+	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	var members []*cluster.Member
+	for id := int32(1); id <= 3; id++ {
+		members = append(members, join(t, ep, "/t", id).m)
+	}
+	const block, perNode = 1000, 20
+	var mu sync.Mutex
+	firsts := map[int64]int32{}
+	var wg sync.WaitGroup
+	for _, m := range members {
+		wg.Go(func() {
+			for range perNode {
+				first, err := m.ReserveProducerIDs(block)
+				if err != nil {
+					t.Errorf("node %d: %v", m.NodeID(), err)
+					return
+				}
+				mu.Lock()
+				if other, dup := firsts[first]; dup {
+					t.Errorf("block at %d handed to nodes %d and %d", first, other, m.NodeID())
+				}
+				firsts[first] = m.NodeID()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(firsts) != 3*perNode {
+		t.Fatalf("%d blocks, want %d", len(firsts), 3*perNode)
+	}
+	for first := range firsts {
+		if first%block != 0 {
+			t.Errorf("block at %d: not a multiple of %d", first, block)
+		}
+		for other := range firsts {
+			if other != first && other > first && other < first+block {
+				t.Errorf("blocks at %d and %d overlap", first, other)
+			}
+		}
+	}
+}
