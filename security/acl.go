@@ -192,8 +192,11 @@ func (a *Authorizer) Authorize(r Request, op kmsg.ACLOperation, typ kmsg.ACLReso
 	principal := r.Principal.String()
 	host := strings.TrimPrefix(r.Host, "/")
 	found, allowed := false, false
+	// By index, not by value: a binding is some 80 bytes, and the
+	// prefixed ones are scanned on every check.
 	check := func(acls []record.ACL) (denied bool) {
-		for _, acl := range acls {
+		for i := range acls {
+			acl := &acls[i]
 			found = true
 			if acl.Principal != principal && acl.Principal != WildcardPrincipal {
 				continue
@@ -217,8 +220,9 @@ func (a *Authorizer) Authorize(r Request, op kmsg.ACLOperation, typ kmsg.ACLReso
 	if check(set.literal[resource{typ, name}]) || check(set.literal[resource{typ, WildcardResource}]) {
 		return false
 	}
-	for _, acl := range set.prefixed[typ] {
-		if strings.HasPrefix(name, acl.Name) && check([]record.ACL{acl}) {
+	prefixed := set.prefixed[typ]
+	for i := range prefixed {
+		if strings.HasPrefix(name, prefixed[i].Name) && check(prefixed[i:i+1]) {
 			return false
 		}
 	}
