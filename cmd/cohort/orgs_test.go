@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
 )
@@ -23,7 +22,8 @@ import (
 // organisation, a caller who is not an operator) exit 1 with the API's
 // message. Then cohort groups list and describe with --admin-url as alice
 // (acme) show acme's cgp_ id and RRL for a group named orders that the
-// default organisation and acme both have.
+// default organisation and acme both have, each seeing its own over the
+// Kafka protocol too.
 func TestOrgs(t *testing.T) {
 	n := testkit.StartSecureNode(t, node.Config{
 		HTTPListen: "127.0.0.1:0", AdminToken: "tok", SuperUsers: []string{"User:ops"},
@@ -68,33 +68,32 @@ func TestOrgs(t *testing.T) {
 		t.Errorf("orgs create without a name: exit %d, want 2", code)
 	}
 
-	// orders in the default organisation (over Kafka) and in acme.
+	// orders in the default organisation (anonymous, over PLAINTEXT) and
+	// in acme (alice, over SASL_SSL), each on its own topic events.
 	plain := n.Addr("PLAINTEXT")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(plain))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "events"); err != nil {
-		t.Fatal(err)
+	asAliceKafka := []string{"--brokers", n.Addr("SASL_SSL"), "--tls-ca", n.CA.File, "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "alice", "--sasl-password", "alice-pw"}
+	for i, opts := range [][]kgo.Opt{
+		{kgo.SeedBrokers(plain)},
+		{kgo.SeedBrokers(n.Addr("SASL_SSL")), kgo.DialTLSConfig(&tls.Config{RootCAs: n.CA.Pool()}), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha512Mechanism())},
+	} {
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, "events"); err != nil {
+			t.Fatal(err)
+		}
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "events", Partition: 0, At: int64(1 + 4*i)})
+		if r, err := adm.CommitOffsets(ctx, "orders", offs); err != nil || r.Error() != nil {
+			t.Fatalf("commit %d: %v %v", i, err, r.Error())
+		}
 	}
-	offs := kadm.Offsets{}
-	offs.Add(kadm.Offset{Topic: "events", Partition: 0, At: 1})
-	if r, err := adm.CommitOffsets(ctx, "orders", offs); err != nil || r.Error() != nil {
-		t.Fatalf("commit: %v %v", err, r.Error())
-	}
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version = 8
-	req.Group, req.Generation = "orders", -1
-	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "events", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}}}
-	resp := n.Coordinator().Handle(ctx, coordinator.Request{Msg: req, Tenant: "acme", ClientID: "test"})().(*kmsg.OffsetCommitResponse)
-	if err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); err != nil {
-		t.Fatalf("commit in acme: %v", err)
-	}
-	aliceGroups := []string{"--brokers", plain, "--admin-url", admin, "--admin-user", "alice", "--admin-password", "alice-pw"}
+	aliceGroups := append([]string{"--admin-url", admin, "--admin-user", "alice", "--admin-password", "alice-pw"}, asAliceKafka...)
 	var rows []listedGroup
 	testkit.Eventually(t, 10*time.Second, "groups list --admin-url shows acme's orders", func() bool {
 		rows = nil
