@@ -33,6 +33,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/security"
+	"github.com/cohort-dev/cohort/topics"
 )
 
 // APISource is what the API reads: the node it runs on.
@@ -172,8 +173,10 @@ func (a *API) Sample(ctx context.Context) {
 	for _, s := range sums {
 		gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: map[PartitionRef]LagSample{}}
 		for _, o := range s.Offsets {
+			// The group's topic names are its organisation's; the log's
+			// are internal (topics.Internal).
 			tp := PartitionRef{Topic: o.Topic, Partition: o.Partition}
-			if po, ok := ends[tp]; ok && o.Offset >= 0 {
+			if po, ok := ends[PartitionRef{Topic: topics.Internal(s.Tenant, o.Topic), Partition: o.Partition}]; ok && o.Offset >= 0 {
 				gs.Partitions[tp] = LagSample{Committed: o.Offset, CommitAt: time.UnixMilli(o.CommitTimestamp), End: po.End}
 			}
 		}

@@ -10,17 +10,24 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cohort-dev/cohort/admin"
 	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/topics"
 )
 
 // tenantsSource has groups groups in each of the tenants "", "acme" and
-// "globex", each committed on parts partitions of topic events.
+// "globex", each committed on parts partitions of its own tenant's topic
+// events (in the log: events, acme/events, globex/events).
 type tenantsSource struct{ groups, parts int }
+
+// tenantEnd is the end offset of each tenant's events partitions: a lag
+// read against another tenant's topic of the same name shows.
+var tenantEnd = map[string]int64{"": 10, "acme": 20, "globex": 30}
 
 func (s tenantsSource) Node() admin.NodeInfo {
 	return admin.NodeInfo{Store: admin.StoreInfo{Kind: "pebble", Path: "/data"}}
@@ -43,11 +50,15 @@ func (s tenantsSource) InspectGroup(context.Context, string, string) (groups.Sum
 }
 func (s tenantsSource) Handle(context.Context, string, kmsg.Request) kmsg.Response { return nil }
 func (s tenantsSource) Topics() []admin.TopicInfo {
-	ti := admin.TopicInfo{Name: "events"}
-	for p := range s.parts {
-		ti.Partitions = append(ti.Partitions, admin.PartitionInfo{Partition: int32(p), LogEndOffset: 10})
+	var out []admin.TopicInfo
+	for _, tenant := range []string{"", "acme", "globex"} {
+		ti := admin.TopicInfo{Name: topics.Internal(tenant, "events")}
+		for p := range s.parts {
+			ti.Partitions = append(ti.Partitions, admin.PartitionInfo{Partition: int32(p), LogEndOffset: tenantEnd[tenant]})
+		}
+		out = append(out, ti)
 	}
-	return []admin.TopicInfo{ti}
+	return out
 }
 
 type lagOf struct {
@@ -58,8 +69,10 @@ type lagOf struct {
 func (l lagOf) Groups() []admin.GroupOffsets { return l.api.Groups() }
 func (l lagOf) Partitions() map[admin.TopicPartition]admin.PartitionOffsets {
 	out := map[admin.TopicPartition]admin.PartitionOffsets{}
-	for p := range l.src.parts {
-		out[admin.TopicPartition{Topic: "events", Partition: int32(p)}] = admin.PartitionOffsets{End: 10}
+	for _, tenant := range []string{"", "acme", "globex"} {
+		for p := range l.src.parts {
+			out[admin.TopicPartition{Topic: topics.Internal(tenant, "events"), Partition: int32(p)}] = admin.PartitionOffsets{End: tenantEnd[tenant]}
+		}
 	}
 	return out
 }
@@ -80,6 +93,21 @@ func tenantsHandler(src tenantsSource) http.Handler {
 		}
 		return admin.Caller{Principal: "User:admin", Operator: true}
 	}})
+}
+
+// scrapeFamily is one family of the operator's scrape.
+func scrapeFamily(t testing.TB, h http.Handler, name string) []*dto.Metric {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mfs[name] == nil {
+		t.Fatalf("no %s in the scrape", name)
+	}
+	return mfs[name].GetMetric()
 }
 
 func scrapeOrgs(t testing.TB, h http.Handler, org string) map[string][]string {
@@ -122,14 +150,35 @@ func TestMetricsByOrg(t *testing.T) {
 	h := tenantsHandler(tenantsSource{groups: 2, parts: 2})
 	perGroup := []string{"kafka_consumergroup_current_offset", "kafka_consumergroup_lag", "kafka_consumergroup_lag_sum",
 		"kafka_consumergroup_current_offset_sum", "kafka_consumergroup_members", "cohort_consumergroup_generation",
-		"cohort_groups", "cohort_offsets", "cohort_pending_members"}
+		"cohort_groups", "cohort_offsets", "cohort_pending_members", "kafka_topic_partition_current_offset", "kafka_topic_partition_oldest_offset"}
 	all := scrapeOrgs(t, h, "")
 	for _, f := range perGroup {
 		if !slices.Equal(all[f], []string{"acme", "default", "globex"}) {
 			t.Errorf("operator's %s: orgs %q", f, all[f])
 		}
 	}
-	if all["node_wide"] == nil || all["kafka_topic_partition_current_offset"] == nil {
+	// Each group's lag is against its own organisation's events (every
+	// group committed offset 1).
+	for _, m := range scrapeFamily(t, h, "kafka_consumergroup_lag") {
+		org, want := "", float64(0)
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "org" {
+				org = lp.GetValue()
+			}
+		}
+		switch org {
+		case "default":
+			want = 9
+		case "acme":
+			want = 19
+		case "globex":
+			want = 29
+		}
+		if got := m.GetGauge().GetValue(); got != want {
+			t.Errorf("kafka_consumergroup_lag of an %s group: %v, want %v", org, got, want)
+		}
+	}
+	if all["node_wide"] == nil {
 		t.Errorf("operator's scrape lacks the series of no organisation")
 	}
 	for _, org := range []string{"acme", "default"} {

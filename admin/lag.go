@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cohort-dev/cohort/security"
+	"github.com/cohort-dev/cohort/topics"
 )
 
 // GroupOffsets is one consumer group as the lag metrics see it.
@@ -101,8 +102,8 @@ func NewLag(cfg LagConfig) *Lag {
 		lagSum:        prometheus.NewDesc("kafka_consumergroup_lag_sum", "Current approximate lag of a consumer group at a topic, all partitions.", []string{"org", "consumergroup", "topic"}, nil),
 		offsetSum:     prometheus.NewDesc("kafka_consumergroup_current_offset_sum", "Current offset of a consumer group at a topic, all partitions.", []string{"org", "consumergroup", "topic"}, nil),
 		members:       prometheus.NewDesc("kafka_consumergroup_members", "Amount of members in a consumer group.", []string{"org", "consumergroup"}, nil),
-		topicCurrent:  prometheus.NewDesc("kafka_topic_partition_current_offset", "Current offset (high watermark) of a topic partition.", []string{"topic", "partition"}, nil),
-		topicOldest:   prometheus.NewDesc("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a topic partition.", []string{"topic", "partition"}, nil),
+		topicCurrent:  prometheus.NewDesc("kafka_topic_partition_current_offset", "Current offset (high watermark) of a topic partition; topic is the name its organisation's clients know.", []string{"topic", "partition", "org"}, nil),
+		topicOldest:   prometheus.NewDesc("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a topic partition; topic is the name its organisation's clients know.", []string{"topic", "partition", "org"}, nil),
 		droppedDesc:   prometheus.NewDesc("cohort_metrics_partition_series_dropped", "Per-partition lag series left out of the last scrape by --metrics-max-partition-series.", nil, nil),
 	}
 }
@@ -134,8 +135,9 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 	for tp, o := range parts {
 		if series(2) {
 			p := strconv.Itoa(int(tp.Partition))
-			gauge(l.topicCurrent, o.End, tp.Topic, p)
-			gauge(l.topicOldest, o.Start, tp.Topic, p)
+			tenant, name := topics.Owner(tp.Topic)
+			gauge(l.topicCurrent, o.End, name, p, security.OrgName(tenant))
+			gauge(l.topicOldest, o.Start, name, p, security.OrgName(tenant))
 		}
 	}
 	remote := l.cfg.Source.Remote()
@@ -154,9 +156,11 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 			}
 			s.offset += off
 			lag := int64(-1)
-			po, ok := parts[tp]
+			// The log's name of the group's topic (topics.Internal).
+			logTP := TopicPartition{Topic: topics.Internal(security.TenantOfOrg(g.Org), tp.Topic), Partition: tp.Partition}
+			po, ok := parts[logTP]
 			if !ok {
-				po, ok = remote[tp]
+				po, ok = remote[logTP]
 			}
 			if ok {
 				lag = max(0, po.End-off)

@@ -15,7 +15,6 @@ package kafka
 // external name.
 
 import (
-	"strings"
 
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,31 +30,13 @@ type scope struct {
 // connection acts for.
 func (s *Server) scope(hdr *reqHeader) scope { return scope{tenant: hdr.tenant(), s: s} }
 
-// TopicTenant splits a topic log name into the tenant that owns the topic
-// and the name its clients know it by: ("", name) for a
-// default-organisation topic.
-func TopicTenant(internal string) (tenant, name string) {
-	if i := strings.IndexByte(internal, '/'); i >= 0 {
-		return internal[:i], internal[i+1:]
-	}
-	return "", internal
-}
-
-// TopicInternal is the topic log's name of the tenant's topic name.
-func TopicInternal(tenant, name string) string {
-	if tenant == "" {
-		return name
-	}
-	return tenant + "/" + name
-}
-
 // in is the log's name of the scope's topic name.
-func (sc scope) in(name string) string { return TopicInternal(sc.tenant, name) }
+func (sc scope) in(name string) string { return topics.Internal(sc.tenant, name) }
 
 // out is the scope's name of a log topic, false if another tenant owns
 // it.
 func (sc scope) out(internal string) (string, bool) {
-	t, name := TopicTenant(internal)
+	t, name := topics.Owner(internal)
 	if t != sc.tenant {
 		return "", false
 	}

@@ -20,11 +20,11 @@ func TestScope(t *testing.T) {
 		{"acme", "events", "acme/events"},
 		{"acme", "__consumer_offsets", "acme/__consumer_offsets"},
 	} {
-		if got := TopicInternal(tc.tenant, tc.name); got != tc.internal {
-			t.Errorf("TopicInternal(%q, %q) = %q, want %q", tc.tenant, tc.name, got, tc.internal)
+		if got := topics.Internal(tc.tenant, tc.name); got != tc.internal {
+			t.Errorf("Internal(%q, %q) = %q, want %q", tc.tenant, tc.name, got, tc.internal)
 		}
-		if tenant, name := TopicTenant(tc.internal); tenant != tc.tenant || name != tc.name {
-			t.Errorf("TopicTenant(%q) = %q, %q, want %q, %q", tc.internal, tenant, name, tc.tenant, tc.name)
+		if tenant, name := topics.Owner(tc.internal); tenant != tc.tenant || name != tc.name {
+			t.Errorf("Owner(%q) = %q, %q, want %q, %q", tc.internal, tenant, name, tc.tenant, tc.name)
 		}
 	}
 
@@ -62,7 +62,7 @@ func TestScope(t *testing.T) {
 			t.Errorf("%q lists %v, want %v", tenant, names, own[tenant])
 		}
 		for internal, tp := range made {
-			owner, name := TopicTenant(internal)
+			owner, name := topics.Owner(internal)
 			mine := owner == tenant
 			if got := sc.topicByID(tp.ID); (got != nil) != mine {
 				t.Errorf("%q: topicByID(%s) = %v, want found %v", tenant, internal, got, mine)

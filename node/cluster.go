@@ -24,6 +24,7 @@ import (
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/store/etcd"
+	"github.com/cohort-dev/cohort/topics"
 )
 
 // ClusterConfig turns cluster mode on: the node keeps the coordinator's
@@ -189,7 +190,7 @@ func (n *Node) joinCluster(advertised string, endpoints map[string]string) error
 func liveTopics(n *Node) map[string]map[string][16]byte {
 	live := map[string]map[string][16]byte{"": {}}
 	for _, t := range n.topics.Topics() {
-		tenant, name := kafka.TopicTenant(t.Name)
+		tenant, name := topics.Owner(t.Name)
 		if live[tenant] == nil {
 			live[tenant] = map[string][16]byte{}
 		}

@@ -807,7 +807,7 @@ func (n *Node) startAssigner() (err error) {
 		// The caller's organisation's topic of that name (kafka/scope.go);
 		// an internal name ("acme/events") is no topic name.
 		tenant := n.orgs.TenantOf(security.PrincipalFrom(ctx))
-		if t := n.topics.Topic(kafka.TopicInternal(tenant, topic)); t != nil && topics.ValidTopicName(topic) {
+		if t := n.topics.Topic(topics.Internal(tenant, topic)); t != nil && topics.ValidTopicName(topic) {
 			return int32(len(t.Partitions)), nil
 		}
 		if external == nil {
@@ -1121,7 +1121,7 @@ func lockDir(dir string) (*os.File, error) {
 }
 
 // catalogCache hands the coordinator each tenant's topics of the topic
-// log, by the names its clients know them by (kafka.TopicTenant), and
+// log, by the names its clients know them by (topics.Owner), and
 // the default tenant the internal ones, as a machine.Catalog per tenant,
 // rebuilt only when the log's version moves.
 type catalogCache struct {
@@ -1149,7 +1149,7 @@ func (c *catalogCache) get(tenant string) *machine.Catalog {
 		// rebuilds it.
 		byTenant := map[string]map[string]machine.TopicMeta{"": {}}
 		for _, t := range c.log.Topics() {
-			tn, name := kafka.TopicTenant(t.Name)
+			tn, name := topics.Owner(t.Name)
 			if byTenant[tn] == nil {
 				byTenant[tn] = map[string]machine.TopicMeta{}
 			}
