@@ -15,7 +15,6 @@ package kafka
 // external name.
 
 import (
-
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
