@@ -233,4 +233,3 @@ func sortedIDs(m map[machine.RequestID]any) []machine.RequestID {
 	}
 	return out
 }
-
