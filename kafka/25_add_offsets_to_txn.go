@@ -22,7 +22,12 @@ func init() { register(kmsg.AddOffsetsToTxn, 0, 4, handleAddOffsetsToTxn) }
 func handleAddOffsetsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	// Another node adding a group on a TxnOffsetCommit v5's behalf
+	// (KIP-890 part 2, txn_offsets.go) is authorized as a node, as
+	// AddPartitionsToTxn v4's broker form.
+	peer := s.txn != nil && s.cfg.Authorizer != nil && s.authorizeCluster(hdr, kmsg.ACLOperationClusterAction)
 	switch {
+	case peer:
 	case s.txn == nil || !s.authorizeTxnID(hdr, req.TransactionalID):
 		// With authorization on, as Kafka: WRITE on the transactional
 		// id, READ on the group.

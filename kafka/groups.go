@@ -33,6 +33,11 @@ const defaultTenant = ""
 // coordinator.
 func groupHandler(ctx context.Context, s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response {
 	creq := coordinator.Request{Msg: req, Tenant: defaultTenant, ClientID: hdr.clientID, ClientHost: hdr.host}
+	if r, ok := req.(*kmsg.TxnOffsetCommitRequest); ok {
+		if resp := s.txnOffsetCommitAdd(ctx, hdr, r); resp != nil {
+			return done(resp) // KIP-890 part 2: the group is not in the transaction
+		}
+	}
 	if s.cfg.Authorizer != nil {
 		return s.authorizedGroupRequest(ctx, hdr, creq)
 	}
