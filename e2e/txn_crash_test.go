@@ -72,7 +72,9 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() { txnWorker(ctx, t, []string{px.addr()}, fmt.Sprintf("eos-w%d", w), "eos", stop, &committed, &keys) })
+		wg.Go(func() {
+			txnWorker(ctx, t, []string{px.addr()}, fmt.Sprintf("eos-w%d", w), "eos", stop, &committed, &keys)
+		})
 	}
 	for kill := 1; kill <= 2; kill++ {
 		start := committed.Load()

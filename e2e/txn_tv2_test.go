@@ -130,7 +130,9 @@ func TestTxnTV2Franz(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 2 {
-		wg.Go(func() { txnWorker(ctx, t, []string{n.KafkaAddr()}, fmt.Sprintf("tv2-w%d", w), "tv2-g", stop, &committed, &wkeys) })
+		wg.Go(func() {
+			txnWorker(ctx, t, []string{n.KafkaAddr()}, fmt.Sprintf("tv2-w%d", w), "tv2-g", stop, &committed, &wkeys)
+		})
 	}
 	txnWaitCommitted(ctx, t, adm, "tv2-g", inputs)
 	close(stop)
