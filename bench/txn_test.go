@@ -13,8 +13,9 @@ import (
 )
 
 // BenchmarkTxn measures small transactions (issue 16): each is one
-// 1 KiB record and one offset commit (AddOffsetsToTxn, TxnOffsetCommit),
-// then EndTxn commit, by 1, 16 and 64 transactional producers at once,
+// 1 KiB record and one offset commit (AddOffsetsToTxn, TxnOffsetCommit;
+// the AddOffsetsToTxn left out, as a client does, where the broker
+// finalizes transaction.version 2, KIP-890 part 2), then EndTxn commit, by 1, 16 and 64 transactional producers at once,
 // each with its own transactional id and connection. Cohort fsyncs the
 // record, the markers and every coordinator record before answering;
 // kfake keeps everything in memory. b.N transactions in all; txn/s is
@@ -76,14 +77,16 @@ func smallTxn(ctx context.Context, b *testing.B, cl *kgo.Client, i int) {
 	}
 	group := fmt.Sprintf("bench-g%d", i)
 	txnID := fmt.Sprintf("bench-%d", i)
-	add := kmsg.NewPtrAddOffsetsToTxnRequest()
-	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = txnID, pid, epoch, group
-	aresp, err := add.RequestWith(ctx, cl)
-	if err == nil {
-		err = kerr.ErrorForCode(aresp.ErrorCode)
-	}
-	if err != nil {
-		b.Fatalf("add offsets: %v", err)
+	if !tv2(ctx, b, cl) {
+		add := kmsg.NewPtrAddOffsetsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = txnID, pid, epoch, group
+		aresp, err := add.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(aresp.ErrorCode)
+		}
+		if err != nil {
+			b.Fatalf("add offsets: %v", err)
+		}
 	}
 	commit := kmsg.NewPtrTxnOffsetCommitRequest()
 	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = txnID, group, pid, epoch
@@ -162,6 +165,26 @@ func BenchmarkConsumeIsolation(b *testing.B) {
 			})
 		}
 	}
+}
+
+var tv2s sync.Map // client → whether the broker finalizes transaction.version 2
+
+// tv2 reports whether cl's broker finalizes transaction.version 2, under
+// which TxnOffsetCommit v5+ adds the group to the transaction itself.
+func tv2(ctx context.Context, b *testing.B, cl *kgo.Client) bool {
+	if v, ok := tv2s.Load(cl); ok {
+		return v.(bool)
+	}
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		b.Fatalf("api versions: %v", err)
+	}
+	on := false
+	for _, f := range resp.FinalizedFeatures {
+		on = on || f.Name == "transaction.version" && f.MaxVersionLevel >= 2 && resp.FinalizedFeaturesEpoch != -1
+	}
+	tv2s.Store(cl, on)
+	return on
 }
 
 var topicIDs sync.Map // client → the bench topic's id (TxnOffsetCommit v6 names topics by id)

@@ -80,10 +80,11 @@ func TestClusterTxnExactlyOnce(t *testing.T) {
 	producePhase(0)
 
 	var committed atomic.Int64
+	var keys requestKeys
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, id := range ids {
-		wg.Go(func() { txnWorker(ctx, t, seeds, id, group, stop, &committed) })
+		wg.Go(func() { txnWorker(ctx, t, seeds, id, group, stop, &committed, &keys) })
 	}
 	progress := func(what string) {
 		t.Helper()
@@ -115,5 +116,6 @@ func TestClusterTxnExactlyOnce(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	txnCheckOutput(ctx, t, tc.seeds(), inputs, committed.Load())
+	keys.wantTV2(t)
 	t.Logf("%d inputs exactly once through %d transactions across 3 nodes, the coordinator killed once", inputs, committed.Load())
 }

@@ -68,10 +68,13 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 	producePhase(0)
 
 	var committed atomic.Int64 // transactions committed, all workers
+	var keys requestKeys       // the workers' requests, by API key
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() { txnWorker(ctx, t, []string{px.addr()}, fmt.Sprintf("eos-w%d", w), "eos", stop, &committed) })
+		wg.Go(func() {
+			txnWorker(ctx, t, []string{px.addr()}, fmt.Sprintf("eos-w%d", w), "eos", stop, &committed, &keys)
+		})
 	}
 	for kill := 1; kill <= 2; kill++ {
 		start := committed.Load()
@@ -89,15 +92,17 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	txnCheckOutput(ctx, t, []string{px.addr()}, inputs, committed.Load())
+	keys.wantTV2(t)
 	t.Logf("%d inputs exactly once through %d transactions and 2 kills", inputs, committed.Load())
 }
 
 // txnWorker is one consume-transform-produce worker: a GroupTransactSession
 // of transactional id w in group, from eos-in to eos-out, that survives
 // the server's restarts (a failed End aborts, and the session carries
-// on).
-func txnWorker(ctx context.Context, t *testing.T, seeds []string, w, group string, stop <-chan struct{}, committed *atomic.Int64) {
+// on). keys counts its requests.
+func txnWorker(ctx context.Context, t *testing.T, seeds []string, w, group string, stop <-chan struct{}, committed *atomic.Int64, keys *requestKeys) {
 	s, err := kgo.NewGroupTransactSession(
+		kgo.WithHooks(keys),
 		kgo.SeedBrokers(seeds...),
 		kgo.TransactionalID(w),
 		kgo.TransactionTimeout(20*time.Second),

@@ -12,7 +12,9 @@ package kafka
 //   - v10–v11 (KIP-951): CurrentLeader and NodeEndpoints, tagged: with
 //     NOT_LEADER_OR_FOLLOWER (a partition another node leads, cluster
 //     mode) they name its live leader.
-//   - v12: no change (KIP-890 transactions v2 marker).
+//   - v12: no request change (KIP-890 part 2): with transaction.version
+//     2 a transactional produce adds its partitions to the transaction
+//     itself (txn_produce.go); older versions are only verified.
 //   - v13 (KIP-516): topics by id instead of name.
 //
 // A transactional producer's produce (TransactionID set) is checked

@@ -8,7 +8,10 @@ package kafka
 //   - v2: no change.
 //   - v3 (KIP-511): flexible; ClientSoftwareName/Version, which Kafka
 //     validates (INVALID_REQUEST). Supported and finalized features
-//     (KIP-584) as tagged fields; Cohort has none to finalize.
+//     (KIP-584) as tagged fields: transaction.version, supported 0–2
+//     and finalized at Config.TransactionVersion (2 by default, as a
+//     Kafka 4 cluster formats it), which is what clients read to opt
+//     into KIP-890 part 2.
 //   - v4: no change (KIP-896 pairs it with the removal of old versions).
 //   - v5+: unknown to Kafka 4; a client opening with a newer version than
 //     we serve (franz-go sends v5) gets UNSUPPORTED_VERSION in v0 format
@@ -30,7 +33,7 @@ func init() { register(kmsg.ApiVersions, 0, 4, handleApiVersions) }
 // versions (KIP-511).
 var clientSoftware = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
-func handleApiVersions(_ context.Context, _ *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
+func handleApiVersions(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if hdr.version >= 3 && (!clientSoftware.MatchString(req.ClientSoftwareName) || !clientSoftware.MatchString(req.ClientSoftwareVersion)) {
@@ -38,8 +41,38 @@ func handleApiVersions(_ context.Context, _ *Server, hdr *reqHeader, kreq kmsg.R
 		return done(resp)
 	}
 	resp.ApiKeys = apiKeys()
+	s.features(resp)
 	return done(resp)
 }
+
+// transactionVersionFeature is the feature KIP-890 part 2 is finalized
+// by (Kafka's TransactionVersion: 1 is part 1's verification, 2 part 2).
+const transactionVersionFeature = "transaction.version"
+
+// featuresEpoch is the FinalizedFeaturesEpoch: Kafka's is the metadata
+// offset of the last feature change; Cohort's features are fixed for a
+// node's lifetime by its configuration, and clients only check that it
+// is not -1 (franz-go ignores the features of a response whose epoch is
+// -1).
+const featuresEpoch = 1
+
+// features fills resp's supported and finalized features, as a Kafka 4
+// broker does (the versions carry them as tagged fields from v3; an
+// older response drops them when encoded).
+func (s *Server) features(resp *kmsg.ApiVersionsResponse) {
+	sf := kmsg.NewApiVersionsResponseSupportedFeature()
+	sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, 2
+	resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+	ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, s.cfg.TransactionVersion, s.cfg.TransactionVersion
+	resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	resp.FinalizedFeaturesEpoch = featuresEpoch
+}
+
+// tv2 reports whether KIP-890 part 2 is served: a produce of version 12+
+// adds its partitions to the transaction, a TxnOffsetCommit of version
+// 5+ its group.
+func (s *Server) tv2() bool { return s.cfg.TransactionVersion >= 2 }
 
 func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	var keys []kmsg.ApiVersionsResponseApiKey

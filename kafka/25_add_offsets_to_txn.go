@@ -22,7 +22,12 @@ func init() { register(kmsg.AddOffsetsToTxn, 0, 4, handleAddOffsetsToTxn) }
 func handleAddOffsetsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	// Another node adding a group on a TxnOffsetCommit v5's behalf
+	// (KIP-890 part 2, txn_offsets.go) is authorized as a node, as
+	// AddPartitionsToTxn v4's broker form.
+	peer := s.txn != nil && s.cfg.Authorizer != nil && s.authorizeCluster(hdr, kmsg.ACLOperationClusterAction)
 	switch {
+	case peer:
 	case s.txn == nil || !s.authorizeTxnID(hdr, req.TransactionalID):
 		// With authorization on, as Kafka: WRITE on the transactional
 		// id, READ on the group.
@@ -32,8 +37,12 @@ func handleAddOffsetsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq 
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return done(resp)
 	}
+	// A node's request carries the organisation it acts for in a tag
+	// (peerTenant: trusted only from the default organisation's
+	// connections, the nodes' own); a client's acts for its own.
+	tenant := peerTenant(hdr, &req.UnknownTags)
 	return func() kmsg.Response {
-		r := s.txnDo(ctx, hdr.tenant(), req.TransactionalID, txn.AddGroupCmd{Tenant: hdr.tenant(), TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Group: req.Group})
+		r := s.txnDo(ctx, tenant, req.TransactionalID, txn.AddGroupCmd{Tenant: tenant, TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Group: req.Group})
 		resp.ErrorCode = fenced(r.Code, hdr.version, 2)
 		return resp
 	}

@@ -7,9 +7,10 @@ package kafka
 //   - v1: no change. v2 (KIP-588): PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
 //     before). v3: flexible. v4: no change (TRANSACTION_ABORTABLE).
 //   - v5 (KIP-890 part 2): the transaction ends with an epoch bump; the
-//     response carries the producer id and the new epoch. Clients send
-//     v5 only when the broker finalises transaction.version 2, which
-//     Cohort does not advertise; a v5 request is served as asked.
+//     response carries the producer id and the new epoch (a new producer
+//     id at epoch 0 once the epoch is exhausted). Clients send v5 when
+//     the broker finalises transaction.version 2 (18_api_versions.go);
+//     a v5 request is served as asked either way, as Kafka does.
 //
 // Unlike Kafka, which answers once the transaction is prepared, Cohort
 // answers once its markers and offsets are durable and it is complete
@@ -18,6 +19,7 @@ package kafka
 
 import (
 	"context"
+	"math"
 
 	"github.com/cohort-dev/cohort/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,7 +39,10 @@ func handleEndTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 	}
 	return func() kmsg.Response {
 		cmd := txn.EndCmd{Tenant: hdr.tenant(), TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Bump: hdr.version >= 5, NewProducerID: -1}
-		if cmd.Bump {
+		if cmd.Bump && req.ProducerEpoch >= math.MaxInt16-1 {
+			// The bump will need a new producer id (the epoch is
+			// exhausted); the machine cannot allocate one. Only
+			// then: every v5 end would otherwise use one up.
 			id, err := s.topics.NextProducerID()
 			if err != nil {
 				s.logger.Error("allocating a producer id", "err", err)

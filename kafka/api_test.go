@@ -229,6 +229,31 @@ func formatKeys(keys []kmsg.ApiVersionsResponseApiKey) string {
 	return b.String()
 }
 
+// formatFeatures renders the supported and finalized features (v3+,
+// KIP-584), after the keys in the golden file.
+func formatFeatures(resp *kmsg.ApiVersionsResponse) string {
+	var b strings.Builder
+	for _, f := range resp.SupportedFeatures {
+		fmt.Fprintf(&b, "feature supported %s %d %d\n", f.Name, f.MinVersion, f.MaxVersion)
+	}
+	for _, f := range resp.FinalizedFeatures {
+		fmt.Fprintf(&b, "feature finalized %s %d %d epoch %d\n", f.Name, f.MinVersionLevel, f.MaxVersionLevel, resp.FinalizedFeaturesEpoch)
+	}
+	return b.String()
+}
+
+// goldenKeys is the golden file without its features: what a v0–2
+// answer (which has no features) lists.
+func goldenKeys(golden string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(golden, "\n") {
+		if !strings.HasPrefix(l, "feature ") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
 func readGolden(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile(goldenPath)
@@ -239,8 +264,9 @@ func readGolden(t *testing.T) string {
 }
 
 // TestApiVersionsGolden: every ApiVersions version Cohort serves lists
-// exactly the keys and ranges in testdata/apiversions.golden. -update
-// rewrites the file from the server's answer.
+// exactly the keys and ranges in testdata/apiversions.golden, and v3+
+// the features after them (transaction.version finalized at 2, KIP-890
+// part 2). -update rewrites the file from the server's answer.
 func TestApiVersionsGolden(t *testing.T) {
 	c := dial(t, startNode(t, true))
 	for v := int16(0); v <= 4; v++ {
@@ -248,13 +274,17 @@ func TestApiVersionsGolden(t *testing.T) {
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "cohort-test", "1.0.0"
 		resp := roundTrip[*kmsg.ApiVersionsResponse](c, v, req)
 		wantCode(t, fmt.Sprintf("ApiVersions v%d", v), resp.ErrorCode, nil)
-		got := formatKeys(resp.ApiKeys)
-		if v == 0 && *update {
+		got := formatKeys(resp.ApiKeys) + formatFeatures(resp)
+		if v == 4 && *update {
 			if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if want := readGolden(t); got != want {
+		want := readGolden(t)
+		if v < 3 {
+			want = goldenKeys(want)
+		}
+		if got != want {
 			t.Errorf("ApiVersions v%d keys:\n%s\nwant (%s):\n%s", v, got, goldenPath, want)
 		}
 	}
@@ -280,7 +310,7 @@ func TestApiVersionsUnsupportedVersion(t *testing.T) {
 		}
 		resp := decodeResponse(t, v0, body).(*kmsg.ApiVersionsResponse)
 		wantCode(t, "ApiVersions", resp.ErrorCode, kerr.UnsupportedVersion)
-		if keys := formatKeys(resp.ApiKeys); keys != golden {
+		if keys := formatKeys(resp.ApiKeys); keys != goldenKeys(golden) {
 			t.Errorf("keys in the UNSUPPORTED_VERSION answer:\n%s\nwant:\n%s", keys, golden)
 		}
 		// The retry, on the same connection, at the highest version listed.
@@ -292,8 +322,8 @@ func TestApiVersionsUnsupportedVersion(t *testing.T) {
 		}
 		retry := kmsg.NewPtrApiVersionsRequest()
 		retry.ClientSoftwareName, retry.ClientSoftwareVersion = "franz-go", "1.22.2"
-		if r := roundTrip[*kmsg.ApiVersionsResponse](c, hi, retry); r.ErrorCode != 0 || formatKeys(r.ApiKeys) != golden {
-			t.Errorf("retry at v%d: error %s, keys:\n%s", hi, codeName(r.ErrorCode), formatKeys(r.ApiKeys))
+		if r := roundTrip[*kmsg.ApiVersionsResponse](c, hi, retry); r.ErrorCode != 0 || formatKeys(r.ApiKeys)+formatFeatures(r) != golden {
+			t.Errorf("retry at v%d: error %s, keys:\n%s%s", hi, codeName(r.ErrorCode), formatKeys(r.ApiKeys), formatFeatures(r))
 		}
 	}
 

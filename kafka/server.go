@@ -44,6 +44,15 @@ type Config struct {
 	// handed to. Nil: transactional ids are refused
 	// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 	Txn *txncoord.Coordinator
+	// TransactionVersion is the finalized level of the transaction.version
+	// feature advertised in ApiVersions (--transaction-version): 2 (the
+	// default, as Kafka 4) serves KIP-890 part 2, where a produce v12+
+	// adds its partitions to the transaction and a TxnOffsetCommit v5+
+	// its group, so clients skip AddPartitionsToTxn and AddOffsetsToTxn
+	// and end every transaction with an epoch bump (EndTxn v5); 1 keeps
+	// clients to the explicit requests (KIP-890 part 1's verification
+	// only). 0 means 2; anything else is refused by New.
+	TransactionVersion int16
 	// Peer sends a request to another node of the cluster, as this node
 	// (cluster mode: a produce verifies its transaction with the node
 	// coordinating it, KIP-890 part 1). Nil: no other node is asked.
@@ -214,6 +223,9 @@ func (c *Config) setDefaults() {
 	if c.DefaultPartitions <= 0 {
 		c.DefaultPartitions = 1
 	}
+	if c.TransactionVersion == 0 {
+		c.TransactionVersion = 2
+	}
 	if c.MaxInflight <= 0 {
 		c.MaxInflight = 256
 	}
@@ -313,6 +325,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("kafka: Config.Topics and Config.Groups are required")
 	}
 	cfg.setDefaults()
+	if cfg.TransactionVersion != 1 && cfg.TransactionVersion != 2 {
+		return nil, fmt.Errorf("kafka: transaction version %d: must be 1 or 2", cfg.TransactionVersion)
+	}
 	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < int64(cfg.MaxRequestBytes) {
 		return nil, fmt.Errorf("kafka: queued max request bytes (%d) must be at least max request bytes (%d)", cfg.QueuedMaxRequestBytes, cfg.MaxRequestBytes)
 	}

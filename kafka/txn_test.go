@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -93,8 +94,12 @@ func txnSweepCases(topic string, topicID [16]byte) map[int16]sweepCase {
 			}
 		},
 		kmsg.TxnOffsetCommit.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			// v5+ adds the group to the producer's transaction (KIP-890
+			// part 2): the producer must be the id's.
+			id := name(kmsg.TxnOffsetCommit, v)
+			pid := initTwice(t, c, id)
 			req := kmsg.NewPtrTxnOffsetCommitRequest()
-			req.TransactionalID, req.Group, req.ProducerID, req.Generation = "tx", name(kmsg.TxnOffsetCommit, v), 7, -1
+			req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = id, id, pid, 1, -1
 			req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: topic, TopicID: topicID, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3, LeaderEpoch: -1}}}}
 			return req, func(r kmsg.Response) {
 				resp := r.(*kmsg.TxnOffsetCommitResponse)
@@ -144,5 +149,83 @@ func txnSweepCases(topic string, topicID [16]byte) map[int16]sweepCase {
 				wantCode(t, "partition 99", resp.Topics[0].Partitions[1].ErrorCode, kerr.UnknownTopicOrPartition)
 			}
 		},
+	}
+}
+
+// transactional is b encoded as a transactional batch.
+func transactional(b batch) []byte {
+	out := b.encode()
+	binary.BigEndian.PutUint16(out[21:], binary.BigEndian.Uint16(out[21:])|0x10)
+	fixCRC(out)
+	return out
+}
+
+// TestTxnTV2ImplicitAdds: with transaction version 2 (the default), a
+// transactional produce of version 12+ adds its partition to the
+// transaction (version 11 is only verified: INVALID_TXN_STATE for a
+// partition never added), and a TxnOffsetCommit of version 5+ its group
+// (version 4 does not: its offsets stay pending after the commit, as in
+// Kafka); EndTxn v5 commits both with an epoch bump.
+func TestTxnTV2ImplicitAdds(t *testing.T) {
+	c := dial(t, startNode(t, false))
+	topicID := createTopic(c, "tv2p", 2, nil)
+	const id = "tv2p-id"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+	ir := roundTrip[*kmsg.InitProducerIDResponse](c, 4, init)
+	wantCode(t, "init", ir.ErrorCode, nil)
+	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+
+	produce := func(v int16, seq int32) int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = kmsg.StringPtr(id), -1, 5000
+		rt := kmsg.ProduceRequestTopic{Topic: "tv2p", TopicID: topicID}
+		rt.Partitions = append(rt.Partitions, kmsg.ProduceRequestTopicPartition{Partition: 0, Records: transactional(idempotent(pid, epoch, seq, 1))})
+		req.Topics = append(req.Topics, rt)
+		resp := roundTrip[*kmsg.ProduceResponse](c, v, req)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	wantCode(t, "produce v11, partition not added", produce(11, 0), kerr.InvalidTxnState)
+	wantCode(t, "produce v12", produce(12, 0), nil)
+	wantCode(t, "produce v13", produce(13, 1), nil)
+
+	commit := func(v int16, group string) {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = id, group, pid, epoch, -1
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "tv2p", TopicID: topicID, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 2, LeaderEpoch: -1}}}}
+		resp := roundTrip[*kmsg.TxnOffsetCommitResponse](c, v, req)
+		wantCode(t, fmt.Sprintf("txn offset commit v%d", v), resp.Topics[0].Partitions[0].ErrorCode, nil)
+	}
+	commit(4, "tv2-g4")
+	commit(5, "tv2-g5")
+
+	dreq := kmsg.NewPtrDescribeTransactionsRequest()
+	dreq.TransactionalIDs = []string{id}
+	d := roundTrip[*kmsg.DescribeTransactionsResponse](c, 0, dreq).TransactionStates[0]
+	if d.State != "Ongoing" || len(d.Topics) != 1 || d.Topics[0].Topic != "tv2p" || len(d.Topics[0].Partitions) != 1 {
+		t.Fatalf("described %+v, want Ongoing with tv2p/0", d)
+	}
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
+	er := roundTrip[*kmsg.EndTxnResponse](c, 5, end)
+	wantCode(t, "end", er.ErrorCode, nil)
+	if er.ProducerID != pid || er.ProducerEpoch != epoch+1 {
+		t.Fatalf("end: producer %d/%d, want %d/%d", er.ProducerID, er.ProducerEpoch, pid, epoch+1)
+	}
+
+	fetch := func(group string) int64 {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = group
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "tv2p", Partitions: []int32{0}}}
+		resp := roundTrip[*kmsg.OffsetFetchResponse](c, 7, req)
+		wantCode(t, "offset fetch "+group, resp.ErrorCode, nil)
+		return resp.Topics[0].Partitions[0].Offset
+	}
+	if got := fetch("tv2-g5"); got != 2 {
+		t.Errorf("tv2-g5 (TxnOffsetCommit v5) offset %d after the commit, want 2", got)
+	}
+	if got := fetch("tv2-g4"); got != -1 {
+		t.Errorf("tv2-g4 (TxnOffsetCommit v4, group never added) offset %d, want -1 (pending)", got)
 	}
 }

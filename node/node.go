@@ -152,6 +152,13 @@ type Config struct {
 	// transaction.max.timeout.ms). Default 15 min; negative turns
 	// transactions off (transactional ids are refused).
 	TransactionMaxTimeout time.Duration
+	// TransactionVersion is the transaction.version feature level
+	// finalized in ApiVersions (--transaction-version, 1 or 2; default
+	// 2, as Kafka 4): 2 serves KIP-890 part 2 (produce v12+ and
+	// TxnOffsetCommit v5+ add to the transaction themselves, every
+	// transaction ends with an epoch bump), 1 keeps clients to the
+	// explicit AddPartitionsToTxn and AddOffsetsToTxn (kafka.Config).
+	TransactionVersion int16
 	// GRPCListen is the host:port of the gRPC warm-handoff assignment
 	// service (kafka-assigner's contract, with health checking and
 	// reflection); port 0 picks a free one. Default 127.0.0.1:9095; "-"
@@ -511,6 +518,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		Topics:                    n.topics,
 		Groups:                    n.groups,
 		Txn:                       n.txn,
+		TransactionVersion:        cfg.TransactionVersion,
 		Peer:                      peer,
 		AdvertisedAddr:            advertised,
 		SASL:                      sasl,

@@ -107,6 +107,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.Var(migrationFlag{&g.MigrationPolicy}, "group-consumer-migration-policy", "which groups with members may change protocol online (Kafka's group.consumer.migration.policy): bidirectional (classic to consumer when a consumer-protocol member joins, and back when the last one leaves), upgrade, downgrade or disabled (default bidirectional)")
 	fs.StringVar(&assignors, "group-consumer-assignors", "uniform,range", "server assignors consumer groups may ask for, the default first (Kafka's group.consumer.assignors)")
 	fs.DurationVar(&cfg.TransactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "largest transaction timeout a transactional producer may ask for (Kafka's transaction.max.timeout.ms); a transaction running longer is aborted by the coordinator; -1s turns transactions off")
+	txnVersion := fs.Int("transaction-version", 2, "transaction.version feature level finalized in ApiVersions: 2 (as Kafka 4) serves KIP-890 part 2, where clients skip AddPartitionsToTxn and AddOffsetsToTxn and bump the epoch at every transaction's end; 1 keeps clients to the explicit requests")
 	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:9644", "`host:port` of the admin HTTP listener: the web page (/), the JSON API (/api/v1/, described at /api/v1/openapi.json), /metrics (Prometheus), /healthz, /readyz; port 0 picks a free port, - turns it off")
 	fs.BoolVar(&cfg.Profiling, "pprof", false, "serve Go's profiles (CPU, heap, block, mutex, goroutines, execution trace) on the admin HTTP listener under /debug/pprof/, for `go tool pprof` and `go tool trace`")
 	fs.DurationVar(&cfg.LagSampleInterval, "lag-sample-interval", 5*time.Second, "how often every group's committed offsets are sampled for lag status (Burrow-like, over a window of 10 samples) and time to clear")
@@ -149,6 +150,11 @@ func serve(args []string, stderr io.Writer) int {
 		return 2
 	}
 	cfg.DefaultPartitions, cfg.MaxRequestBytes = int32(partitions), int32(maxReq)
+	if *txnVersion != 1 && *txnVersion != 2 {
+		fmt.Fprintf(stderr, "cohort serve: --transaction-version must be 1 or 2, not %d\n", *txnVersion)
+		return 2
+	}
+	cfg.TransactionVersion = int16(*txnVersion)
 	if msg := connectionLimits(&cfg, maxConns, maxConnsPerIP, queuedMax, idle, readTimeout, writeTimeout, grpcStreams); msg != "" {
 		fmt.Fprintf(stderr, "cohort serve: %s\n", msg)
 		return 2

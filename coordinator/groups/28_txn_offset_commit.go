@@ -12,17 +12,19 @@ package groups
 //     of an older generation is fenced; PRODUCER_FENCED may be returned
 //     by the transaction coordinator's checks.
 //   - v4: no change (TRANSACTION_ABORTABLE allowed).
-//   - v5 (KIP-890): a client may skip AddOffsetsToTxn. Cohort does not
-//     advertise transaction version 2, so clients do not.
+//   - v5 (KIP-890 part 2): with transaction.version 2 the client skips
+//     AddOffsetsToTxn: the wire layer adds the group to the transaction
+//     before handing the request here (kafka/txn_offsets.go).
 //   - v6 (KIP-1319): topics by id, resolved against the broker's topic
 //     catalog (an unknown id: UNKNOWN_TOPIC_ID); GROUP_ID_NOT_FOUND (not
 //     ILLEGAL_GENERATION) for a member commit to a group that does not
 //     exist; STALE_MEMBER_EPOCH.
 //
-// The group coordinator does not ask the transaction coordinator whether
-// the group was added to the transaction (neither does Kafka's): the
-// offsets stay pending until a TxnEndCmd for the producer ends them, and
-// a transaction that never added the group never ends them, as in Kafka.
+// Below v5 (or with transaction version 1) the group coordinator does not
+// ask the transaction coordinator whether the group was added to the
+// transaction (neither does Kafka's): the offsets stay pending until a
+// TxnEndCmd for the producer ends them, and a transaction that never
+// added the group never ends them, as in Kafka.
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 

@@ -16,6 +16,7 @@ package txn_test
 //	markers                                   the host completes every Markers push
 //	advance D                                 fake time moves on; timers fire
 //	restart                                   crash: a new machine from the records
+//	load ID pid=N epoch=E                     an Empty record in the store, then restart
 //	describe ID...                            DescribeTransactions
 //	list [state=S] [pid=N] [min=D]            ListTransactions
 //
@@ -154,6 +155,14 @@ func run(h *harness, line string) []string {
 	case "restart":
 		h.restart()
 		h.log = append([]string{"restarted"}, h.log...)
+	case "load":
+		// A transactional id loaded at a given producer id and epoch
+		// (an exhausted epoch takes 32k transactions to reach).
+		r := record.Txn{ProducerID: num(args["pid"]), PrevProducerID: -1, ProducerEpoch: int16(num(args["epoch"])), LastProducerEpoch: -1,
+			TimeoutMs: 60000, State: record.TxnEmpty, UpdateTimestamp: h.now.UnixMilli()}
+		h.records[string(record.TxnKey{Shard: shard, TxnID: pos[0]}.Key())] = r.Encode()
+		h.restart()
+		h.log = append([]string{"loaded " + pos[0] + " " + renderTxn(r)}, h.log...)
 	case "describe":
 		id := h.send(txn.DescribeCmd{TxnIDs: pos})
 		for _, d := range h.replies[id].([]txn.Description) {
@@ -224,5 +233,3 @@ func sortedIDs(m map[machine.RequestID]any) []machine.RequestID {
 	}
 	return out
 }
-
-var _ = record.TxnEmpty

@@ -104,9 +104,9 @@ type (
 		ProducerEpoch int16
 		Group         string
 	}
-	// EndCmd is EndTxn. Bump (EndTxn v5+, KIP-890) ends the transaction
-	// with an epoch bump; NewProducerID serves an empty abort whose epoch
-	// is exhausted.
+	// EndCmd is EndTxn. Bump (EndTxn v5+, KIP-890 part 2) ends the
+	// transaction with an epoch bump; NewProducerID (-1: none) is the
+	// producer id a bump moves to when the epoch is exhausted.
 	EndCmd struct {
 		Tenant, TxnID string
 		ProducerID    int64
@@ -503,7 +503,7 @@ func (s *Shard) begin(now time.Time, t *txn) record.Txn {
 
 func (s *Shard) end(now time.Time, id machine.RequestID, c EndCmd) (Result, bool) {
 	t := s.txns[tkey{c.Tenant, c.TxnID}]
-	if t == nil || t.rec.ProducerID != c.ProducerID {
+	if t == nil {
 		return Result{Code: kerr.InvalidProducerIDMapping.Code}, false
 	}
 	r := t.rec
@@ -513,58 +513,100 @@ func (s *Shard) end(now time.Time, id machine.RequestID, c EndCmd) (Result, bool
 		want, prepared = record.TxnCompleteCommit, record.TxnPrepareCommit
 	}
 	ok := Result{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}
-	if r.ProducerEpoch != c.ProducerEpoch {
-		// KIP-890: a retried EndTxn v5 names the epoch before its own
-		// bump.
-		if c.Bump && r.Bumped && c.ProducerEpoch == r.LastProducerEpoch {
-			switch r.State {
-			case want:
-				return ok, false
-			case prepared:
-				t.parked = append(t.parked, id)
-				return Result{}, true
-			}
-			return Result{Code: kerr.InvalidTxnState.Code}, false
+	// KIP-890 (Kafka's endTransaction for transaction version 2): a
+	// retried EndTxn v5 names the epoch before its own bump
+	// (retryOnEpochBump), or, when that bump rolled over to a new
+	// producer id, the old id at its last epoch (retryOnOverflow). It is
+	// answered as the first was, once complete; the other outcome is
+	// INVALID_TXN_STATE.
+	retry := c.Bump && r.Bumped && c.ProducerEpoch == r.LastProducerEpoch &&
+		(c.ProducerID == r.ProducerID || rolledOver(r) && c.ProducerID == r.PrevProducerID)
+	if retry {
+		switch r.State {
+		case want:
+			return ok, false
+		case prepared:
+			t.parked = append(t.parked, id)
+			return Result{}, true
 		}
+		return Result{Code: kerr.InvalidTxnState.Code}, false
+	}
+	if r.ProducerID != c.ProducerID {
+		return Result{Code: kerr.InvalidProducerIDMapping.Code}, false
+	}
+	if r.ProducerEpoch != c.ProducerEpoch {
 		return Result{Code: kerr.ProducerFenced.Code}, false
 	}
 	switch r.State {
 	case record.TxnOngoing:
 		r.State = prepared
-		// The markers carry the bumped epoch, under the same producer
-		// id: an exhausted epoch is not bumped here (the producer's
-		// next InitProducerId moves it to a new id).
-		r.Bumped = c.Bump && !epochExhausted(r.ProducerEpoch)
-		if r.Bumped {
-			r.LastProducerEpoch = r.ProducerEpoch
-			r.ProducerEpoch++
-		}
+		s.bumpEnd(&r, c)
 		s.write(now, t.key, r)
 		s.timer(timeoutKey(t.key), time.Time{})
 		s.pushMarkers(t)
 		t.parked = append(t.parked, id)
 		return Result{}, true
-	case want:
-		if c.Bump {
-			// A bumped end's retry is caught above; a v5 end of a
-			// transaction ended by v4 is a new, empty one.
-			break
-		}
-		return ok, false // a retry of the end just completed
 	case prepared:
 		t.parked = append(t.parked, id)
 		return Result{}, true
 	case record.TxnEmpty, record.TxnCompleteCommit, record.TxnCompleteAbort:
-		if c.Bump && !c.Commit {
+		switch {
+		case c.Bump && !c.Commit:
 			// KIP-890: an abort with nothing in the transaction
-			// succeeds and bumps the epoch.
-			r = bump(r, c.NewProducerID)
-			r.State, r.Bumped, r.Partitions, r.Groups = record.TxnCompleteAbort, true, nil, nil
+			// succeeds and bumps the epoch (Kafka's table for
+			// transaction version 2: Empty, CompleteAbort and
+			// CompleteCommit all take an abort at the current epoch).
+			// Nothing was written anywhere, so no markers: the
+			// record goes straight to CompleteAbort.
+			s.bumpEnd(&r, c)
+			r.State, r.Partitions, r.Groups = record.TxnCompleteAbort, nil, nil
 			s.write(now, t.key, r)
 			return Result{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}, false
+		case !c.Bump && r.State == want:
+			return ok, false // a retry of the end just completed (v4-)
 		}
 	}
 	return Result{Code: kerr.InvalidTxnState.Code}, false
+}
+
+// bumpEnd gives a transaction's end its KIP-890 epoch bump (EndTxn
+// v5+): the markers carry the bumped epoch, and the producer goes on with
+// it. An exhausted epoch moves the producer to c.NewProducerID at epoch
+// 0 (Kafka's prepareAbortOrCommit with a nextProducerId): the markers
+// then close the old producer id's transaction at the highest epoch,
+// math.MaxInt16 (see markerOf). Without a new id (v4-, or none handed
+// in) the epoch stays.
+func (s *Shard) bumpEnd(r *record.Txn, c EndCmd) {
+	r.Bumped = false
+	switch {
+	case !c.Bump:
+	case !epochExhausted(r.ProducerEpoch):
+		r.LastProducerEpoch = r.ProducerEpoch
+		r.ProducerEpoch++
+		r.Bumped = true
+	case c.NewProducerID >= 0:
+		r.PrevProducerID, r.LastProducerEpoch = r.ProducerID, r.ProducerEpoch
+		r.ProducerID, r.ProducerEpoch = c.NewProducerID, 0
+		r.Bumped = true
+	}
+}
+
+// rolledOver reports whether r's bumped end moved the producer to a new
+// producer id (its epoch was exhausted): a bump otherwise never yields
+// epoch 0.
+func rolledOver(r record.Txn) bool {
+	return r.Bumped && r.ProducerEpoch == 0 && r.PrevProducerID >= 0
+}
+
+// markerOf is the producer id and epoch a prepared transaction's markers
+// carry: its own, or, if its end rolled over to a new producer id, the
+// old id at the highest epoch, above every batch the old id wrote, as
+// Kafka's markers at Short.MaxValue.
+func markerOf(r record.Txn) (int64, int16) {
+	if rolledOver(r) {
+		return r.PrevProducerID, math.MaxInt16
+	}
+	return r.ProducerID, r.ProducerEpoch
 }
 
 // complete is the host's word that a prepared transaction's markers are
@@ -573,7 +615,10 @@ func (s *Shard) end(now time.Time, id machine.RequestID, c EndCmd) (Result, bool
 // changes nothing.
 func (s *Shard) complete(now time.Time, c CompleteCmd) {
 	t := s.txns[tkey{c.Tenant, c.TxnID}]
-	if t == nil || t.rec.ProducerID != c.ProducerID || t.rec.ProducerEpoch != c.ProducerEpoch {
+	if t == nil {
+		return
+	}
+	if pid, epoch := markerOf(t.rec); pid != c.ProducerID || epoch != c.ProducerEpoch {
 		return
 	}
 	r := t.rec
@@ -610,9 +655,10 @@ func (s *Shard) fenceAndAbort(now time.Time, t *txn) {
 
 func (s *Shard) pushMarkers(t *txn) {
 	r := t.rec
+	pid, epoch := markerOf(r)
 	s.out.Pushes = append(s.out.Pushes, machine.Push{Msg: Markers{
 		Tenant: t.key.tenant, TxnID: t.key.id,
-		ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch,
+		ProducerID: pid, ProducerEpoch: epoch,
 		Commit:     r.State == record.TxnPrepareCommit,
 		Partitions: slices.Clone(r.Partitions), Groups: slices.Clone(r.Groups),
 	}})
