@@ -60,38 +60,7 @@ func TestTxnSaramaProducer(t *testing.T) {
 	n := testkit.StartNode(t, node.Config{})
 	const topic = "txn-sarama"
 	txnTopic(t, n.KafkaAddr(), topic, 3)
-	cfg := saramaConfig()
-	cfg.Producer.Idempotent = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Transaction.ID = "sarama-txn"
-	cfg.Producer.Retry.Max = 10
-	cfg.Net.MaxOpenRequests = 1
-	p, err := sarama.NewSyncProducer([]string{n.KafkaAddr()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	for _, round := range []string{"c1", "a1", "c2"} {
-		if err := p.BeginTxn(); err != nil {
-			t.Fatalf("begin: %v", err)
-		}
-		var msgs []*sarama.ProducerMessage
-		for i := range 10 {
-			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("%s-%02d", round, i))})
-		}
-		if err := p.SendMessages(msgs); err != nil {
-			t.Fatalf("send: %v", err)
-		}
-		if round[0] == 'a' {
-			err = p.AbortTxn()
-		} else {
-			err = p.CommitTxn()
-		}
-		if err != nil {
-			t.Fatalf("end %s: %v", round, err)
-		}
-	}
+	saramaTxnRounds(t, n.KafkaAddr(), topic, "sarama-txn")
 	if got, want := kcatCommitted(t, n.KafkaAddr(), topic), wantValues([]string{"c1", "c2"}, 10); !slices.Equal(got, want) {
 		t.Fatalf("read_committed: %v\nwant %v", got, want)
 	}
@@ -141,5 +110,44 @@ func TestTxnConfluentProducer(t *testing.T) {
 	}()
 	if got, want := kcatCommitted(t, n.KafkaAddr(), topic), wantValues([]string{"c1", "c2"}, 10); !slices.Equal(got, want) {
 		t.Fatalf("read_committed: %v\nwant %v", got, want)
+	}
+}
+
+// saramaTxnRounds has Sarama's transactional producer (id txnID) commit
+// ten records c1-00..c1-09 to topic, abort ten a1-.., and commit ten
+// c2-...
+func saramaTxnRounds(t *testing.T, addr, topic, txnID string) {
+	t.Helper()
+	cfg := saramaConfig()
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Transaction.ID = txnID
+	cfg.Producer.Retry.Max = 10
+	cfg.Net.MaxOpenRequests = 1
+	p, err := sarama.NewSyncProducer([]string{addr}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, round := range []string{"c1", "a1", "c2"} {
+		if err := p.BeginTxn(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		var msgs []*sarama.ProducerMessage
+		for i := range 10 {
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("%s-%02d", round, i))})
+		}
+		if err := p.SendMessages(msgs); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		if round[0] == 'a' {
+			err = p.AbortTxn()
+		} else {
+			err = p.CommitTxn()
+		}
+		if err != nil {
+			t.Fatalf("end %s: %v", round, err)
+		}
 	}
 }

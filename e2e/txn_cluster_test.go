@@ -63,20 +63,7 @@ func TestClusterTxnExactlyOnce(t *testing.T) {
 	seeds := tc.seeds(victim)
 
 	prod := mustClient(t, kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("eos-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	producePhase := func(phase int) {
-		var pwg sync.WaitGroup
-		for g := range 8 {
-			pwg.Go(func() {
-				for i := phase*inputs/3 + g; i < (phase+1)*inputs/3; i += 8 {
-					if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("in-%05d", i))).FirstErr(); err != nil {
-						t.Errorf("produce input: %v", err)
-						return
-					}
-				}
-			})
-		}
-		pwg.Wait()
-	}
+	producePhase := func(phase int) { produceInputs(ctx, t, prod, phase*inputs/3, (phase+1)*inputs/3) }
 	producePhase(0)
 
 	var committed atomic.Int64

@@ -51,20 +51,7 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 	// partitions, so that a worker's fetch (FetchMaxPartitionBytes) holds
 	// a few dozen records and each phase takes many transactions.
 	prod := mustClient(t, kgo.SeedBrokers(px.addr()), kgo.DefaultProduceTopic("eos-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	producePhase := func(phase int) {
-		var pwg sync.WaitGroup
-		for g := range 8 {
-			pwg.Go(func() {
-				for i := phase*inputs/3 + g; i < (phase+1)*inputs/3; i += 8 {
-					if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("in-%05d", i))).FirstErr(); err != nil {
-						t.Errorf("produce input: %v", err)
-						return
-					}
-				}
-			})
-		}
-		pwg.Wait()
-	}
+	producePhase := func(phase int) { produceInputs(ctx, t, prod, phase*inputs/3, (phase+1)*inputs/3) }
 	producePhase(0)
 
 	var committed atomic.Int64 // transactions committed, all workers
@@ -234,4 +221,21 @@ func txnCheckOutput(ctx context.Context, t *testing.T, seeds []string, inputs in
 	if missing > 0 || dups > 0 || len(seen) != inputs {
 		t.Fatalf("output read_committed: %d distinct records, %d inputs missing, %d duplicated (of %d); %d transactions committed", len(seen), missing, dups, inputs, committed)
 	}
+}
+
+// produceInputs produces the records in-<from> .. in-<to-1>, one per
+// batch, from 8 goroutines at once.
+func produceInputs(ctx context.Context, t *testing.T, prod *kgo.Client, from, to int) {
+	var pwg sync.WaitGroup
+	for g := range 8 {
+		pwg.Go(func() {
+			for i := from + g; i < to; i += 8 {
+				if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("in-%05d", i))).FirstErr(); err != nil {
+					t.Errorf("produce input: %v", err)
+					return
+				}
+			}
+		})
+	}
+	pwg.Wait()
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -201,38 +200,7 @@ func TestTxnTV2SaramaProducer(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	cfg := saramaConfig()
-	cfg.Producer.Idempotent = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Transaction.ID = "sarama-tv2"
-	cfg.Producer.Retry.Max = 10
-	cfg.Net.MaxOpenRequests = 1
-	p, err := sarama.NewSyncProducer([]string{n.KafkaAddr()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	for _, round := range []string{"c1", "a1", "c2"} {
-		if err := p.BeginTxn(); err != nil {
-			t.Fatalf("begin: %v", err)
-		}
-		var msgs []*sarama.ProducerMessage
-		for i := range 10 {
-			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("%s-%02d", round, i))})
-		}
-		if err := p.SendMessages(msgs); err != nil {
-			t.Fatalf("send: %v", err)
-		}
-		if round[0] == 'a' {
-			err = p.AbortTxn()
-		} else {
-			err = p.CommitTxn()
-		}
-		if err != nil {
-			t.Fatalf("end %s: %v", round, err)
-		}
-	}
+	saramaTxnRounds(t, n.KafkaAddr(), topic, "sarama-tv2")
 	got := consumeAll(t, n.KafkaAddr(), topic, true, 20)
 	slices.Sort(got)
 	if want := wantValues([]string{"c1", "c2"}, 10); !slices.Equal(got, want) {

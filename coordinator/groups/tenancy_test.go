@@ -11,6 +11,7 @@ package groups_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -110,7 +111,7 @@ func runTenancy(t *testing.T, seed int64) (msg string) {
 				if len(want) == 0 {
 					want = map[int32]int64{}
 				}
-				if !mapsEqual(got, want) {
+				if !maps.Equal(got, want) {
 					return fmt.Sprintf("step %d: tenant %q fetches %s offsets %v, want %v", step, other, g, got, want)
 				}
 			}
@@ -193,16 +194,4 @@ func runTenancy(t *testing.T, seed int64) (msg string) {
 	h.guardEvery = 1
 	h.guard()
 	return ""
-}
-
-func mapsEqual(a, b map[int32]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
