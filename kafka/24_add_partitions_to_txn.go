@@ -46,7 +46,7 @@ func handleAddPartitionsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kr
 				}
 				// A node's request names the organisation it acts for
 				// in a tag (scope.go).
-				sc := scope{tenant: peerTenant(hdr, &t.UnknownTags), s: s}
+				sc := scope{tenant: s.peerTenant(hdr, &t.UnknownTags), s: s}
 				codes := s.addPartitions(ctx, sc, t.TransactionalID, t.ProducerID, t.ProducerEpoch, topics, t.VerifyOnly, hdr.version)
 				for i, tp := range t.Topics {
 					ot := kmsg.AddPartitionsToTxnResponseTransactionTopic{Topic: tp.Topic}

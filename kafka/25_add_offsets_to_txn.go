@@ -40,7 +40,7 @@ func handleAddOffsetsToTxn(ctx context.Context, s *Server, hdr *reqHeader, kreq 
 	// A node's request carries the organisation it acts for in a tag
 	// (peerTenant: trusted only from the default organisation's
 	// connections, the nodes' own); a client's acts for its own.
-	tenant := peerTenant(hdr, &req.UnknownTags)
+	tenant := s.peerTenant(hdr, &req.UnknownTags)
 	return func() kmsg.Response {
 		r := s.txnDo(ctx, tenant, req.TransactionalID, txn.AddGroupCmd{Tenant: tenant, TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Group: req.Group})
 		resp.ErrorCode = fenced(r.Code, hdr.version, 2)

@@ -116,11 +116,14 @@ func tagTenant(tags *kmsg.Tags, tenant string) {
 }
 
 // peerTenant is the organisation a node-to-node request's entry acts for:
-// its tenantTag, trusted only from a connection of the default
-// organisation (the nodes' own principals); any other connection acts for
-// its own organisation whatever it sends.
-func peerTenant(hdr *reqHeader, tags *kmsg.Tags) string {
-	if t := hdr.tenant(); t != "" {
+// its tenantTag, believed only from a connection of the default
+// organisation (the nodes' own principals) allowed CLUSTER_ACTION by an
+// authorizer; any other connection acts for its own organisation
+// whatever it sends. Without an authorizer nobody can be told from a
+// node, so the tag is never believed: organisations' transactions across
+// nodes then need --authorizer, with the nodes' principals super users.
+func (s *Server) peerTenant(hdr *reqHeader, tags *kmsg.Tags) string {
+	if t := hdr.tenant(); t != "" || s.cfg.Authorizer == nil || !s.authorizeCluster(hdr, kmsg.ACLOperationClusterAction) {
 		return t
 	}
 	tenant := ""

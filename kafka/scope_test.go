@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -86,8 +87,15 @@ func TestScope(t *testing.T) {
 // TestPeerTenant: the organisation tag of a node-to-node
 // AddPartitionsToTxn v4 survives the wire, is absent for the default
 // organisation, and is believed only from a default-organisation
-// connection (the nodes' own).
+// connection allowed CLUSTER_ACTION by an authorizer (the nodes' own):
+// not from a connection without it, not from another organisation's,
+// and not at all without an authorizer.
 func TestPeerTenant(t *testing.T) {
+	az, err := security.NewAuthorizer(security.AuthorizerConfig{Store: memstore.New(memstore.Options{}), SuperUsers: []string{"User:node"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withAuthz, without := &Server{cfg: Config{Authorizer: az}}, &Server{}
 	for _, tenant := range []string{"", "acme"} {
 		req := kmsg.NewPtrAddPartitionsToTxnRequest()
 		req.Version = 4
@@ -103,12 +111,20 @@ func TestPeerTenant(t *testing.T) {
 		if err := got.ReadFrom(req.AppendTo(nil)); err != nil {
 			t.Fatal(err)
 		}
-		node := &reqHeader{sess: &session{}}
-		if p := peerTenant(node, &got.Transactions[0].UnknownTags); p != tenant {
+		tags := &got.Transactions[0].UnknownTags
+		node := &reqHeader{sess: &session{principal: security.User("node")}}
+		if p := withAuthz.peerTenant(node, tags); p != tenant {
 			t.Errorf("from a node: %q, want %q", p, tenant)
 		}
-		member := &reqHeader{sess: &session{tenant: "globex"}}
-		if p := peerTenant(member, &got.Transactions[0].UnknownTags); p != "globex" {
+		anon := &reqHeader{sess: &session{principal: security.Anonymous}}
+		if p := withAuthz.peerTenant(anon, tags); p != "" {
+			t.Errorf("from a default-organisation client without CLUSTER_ACTION: %q, want its own default", p)
+		}
+		if p := without.peerTenant(node, tags); p != "" {
+			t.Errorf("without an authorizer: %q, want the connection's own default", p)
+		}
+		member := &reqHeader{sess: &session{principal: security.User("bob"), tenant: "globex"}}
+		if p := withAuthz.peerTenant(member, tags); p != "globex" {
 			t.Errorf("from a globex connection: %q, want its own globex", p)
 		}
 	}
