@@ -30,6 +30,17 @@ import (
 // owner would otherwise bounce it between them).
 const relayedKey = "cohort-relayed"
 
+// OrgMetadataKey carries, on a call one node relays to another, the
+// organisation the call acts for (Config.Tenant believes it only from a
+// node).
+const OrgMetadataKey = "cohort-org"
+
+// Relayed reports whether the call of ctx was relayed by another node.
+func Relayed(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return len(md.Get(relayedKey)) > 0
+}
+
 // relay holds the connections to the other nodes.
 type relay struct {
 	// opts are Config.DialOptions.
@@ -90,7 +101,19 @@ func (s *Service) upstream(ctx context.Context) (cl kafkaassignerpb.KafkaAssigne
 	if err != nil {
 		return nil, nil, false, status.Errorf(codes.Unavailable, "relay to %s: %v", addr, err)
 	}
-	out = metadata.NewOutgoingContext(ctx, metadata.Join(md.Copy(), metadata.Pairs(relayedKey, "1")))
+	// The serving node sees this node as the caller: the organisation
+	// the call acts for goes along (whatever the client itself sent
+	// under that key is dropped).
+	tenant, err := s.tenant(ctx)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	md = metadata.Join(md.Copy(), metadata.Pairs(relayedKey, "1"))
+	md.Delete(OrgMetadataKey)
+	if tenant != "" {
+		md.Set(OrgMetadataKey, tenant)
+	}
+	out = metadata.NewOutgoingContext(ctx, md)
 	return kafkaassignerpb.NewKafkaAssignerClient(c), out, false, nil
 }
 

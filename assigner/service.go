@@ -22,6 +22,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/handoff"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/store"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -49,10 +50,17 @@ type Config struct {
 	// are looked up again, so that added partitions are balanced. Default
 	// 10 s.
 	GrowthCheck time.Duration
-	// Partitions returns a topic's partition count. An error whose
-	// status code is set (status.Error) is returned to the caller as is.
-	// Required.
-	Partitions func(ctx context.Context, topic string) (int32, error)
+	// Partitions returns the partition count of a tenant's topic. An
+	// error whose status code is set (status.Error) is returned to the
+	// caller as is. Required.
+	Partitions func(ctx context.Context, tenant, topic string) (int32, error)
+	// Tenant, if set, returns the organisation the call of ctx acts for:
+	// its principal's, or, for a call relayed by another node, the one
+	// that node names in OrgMetadataKey (an error if it may not: a
+	// PERMISSION_DENIED status). Each organisation's groups are its own
+	// (handoff.ScopedGroup). Nil: every call is the default
+	// organisation's.
+	Tenant func(ctx context.Context) (string, error)
 	// Store holds the records. Required.
 	Store store.Store
 	// Clock; nil means the wall clock.
@@ -249,14 +257,27 @@ func (s *Service) group(ctx context.Context) string {
 	return s.cfg.DefaultGroup
 }
 
-// authorized returns the call's group, or PERMISSION_DENIED when its
+// tenant is the organisation the call acts for (Config.Tenant).
+func (s *Service) tenant(ctx context.Context) (string, error) {
+	if s.cfg.Tenant == nil {
+		return "", nil
+	}
+	return s.cfg.Tenant(ctx)
+}
+
+// authorized returns the call's group as the shard names it (its
+// organisation's: handoff.ScopedGroup), or PERMISSION_DENIED when its
 // caller may not READ it (Config.Authorize).
 func (s *Service) authorized(ctx context.Context) (string, error) {
 	group := s.group(ctx)
+	tenant, err := s.tenant(ctx)
+	if err != nil {
+		return "", err
+	}
 	if s.cfg.Authorize != nil && !s.cfg.Authorize(ctx, group) {
 		return "", status.Errorf(codes.PermissionDenied, "not authorized to READ consumer group %q (set with the %s metadata key): a consumer of the assignment service needs an ACL allowing it READ on the group, as a Kafka consumer does", group, GroupMetadataKey)
 	}
-	return group, nil
+	return handoff.ScopedGroup(tenant, group), nil
 }
 
 // submit runs cmd on the shard and waits for its answer.
@@ -316,7 +337,8 @@ func (s *Service) Register(req *kafkaassignerpb.RegisterRequest, stream grpc.Ser
 	if req.GetTopic() == "" {
 		return status.Error(codes.InvalidArgument, "topic is empty")
 	}
-	n, err := s.cfg.Partitions(ctx, req.GetTopic())
+	tenant, _ := handoff.SplitGroup(group)
+	n, err := s.cfg.Partitions(ctx, tenant, req.GetTopic())
 	if err != nil {
 		if _, ok := status.FromError(err); ok {
 			return err
@@ -468,7 +490,8 @@ func (s *Service) watchGrowth() {
 		s.mu.Unlock()
 		for k, was := range known {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			n, err := s.cfg.Partitions(ctx, k[1])
+			tenant, _ := handoff.SplitGroup(k[0])
+			n, err := s.cfg.Partitions(ctx, tenant, k[1])
 			if err == nil && n > was {
 				err = s.submit(ctx, handoff.PartitionsCmd{Group: k[0], Topic: k[1], Partitions: n})
 				if err == nil {
@@ -479,7 +502,8 @@ func (s *Service) watchGrowth() {
 			}
 			cancel()
 			if err != nil {
-				s.cfg.Logger.Warn("assigner: partition count check failed", "group", k[0], "topic", k[1], "err", err)
+				tenant, group := handoff.SplitGroup(k[0])
+				s.cfg.Logger.Warn("assigner: partition count check failed", "org", security.OrgName(tenant), "group", group, "topic", k[1], "err", err)
 			}
 		}
 	}

@@ -62,6 +62,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -811,10 +812,26 @@ func (n *Node) startAssigner() (err error) {
 		n.externalKafka = cl
 		external = kadm.NewClient(cl)
 	}
-	ac.Partitions = func(ctx context.Context, topic string) (int32, error) {
-		// The caller's organisation's topic of that name (kafka/scope.go);
-		// an internal name ("acme/events") is no topic name.
-		tenant := n.orgs.TenantOf(security.PrincipalFrom(ctx))
+	ac.Tenant = func(ctx context.Context) (string, error) {
+		p := security.PrincipalFrom(ctx)
+		tenant := n.orgs.TenantOf(p)
+		md, _ := metadata.FromIncomingContext(ctx)
+		claimed := md.Get(assigner.OrgMetadataKey)
+		if tenant != "" || len(claimed) == 0 || claimed[0] == "" {
+			return tenant, nil
+		}
+		// A default-organisation caller naming an organisation: only a
+		// node relaying a call may, known as one by the authorizer (its
+		// principal a super user), as the Kafka side's node-to-node
+		// requests (kafka/scope.go peerTenant).
+		if n.authz != nil && n.authz.IsSuperUser(p) && assigner.Relayed(ctx) {
+			return claimed[0], nil
+		}
+		return "", status.Errorf(codes.PermissionDenied, "only a node relaying a call may name its organisation (%s); organisations' calls relayed between nodes need --authorizer with the nodes' principals super users", assigner.OrgMetadataKey)
+	}
+	ac.Partitions = func(ctx context.Context, tenant, topic string) (int32, error) {
+		// The organisation's topic of that name (kafka/scope.go); an
+		// internal name ("acme/events") is no topic name.
 		if t := n.topics.Topic(topics.Internal(tenant, topic)); t != nil && topics.ValidTopicName(topic) {
 			return int32(len(t.Partitions)), nil
 		}

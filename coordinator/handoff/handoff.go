@@ -191,7 +191,32 @@ func (m *Shard) timer(key string, at time.Time) {
 }
 
 func (m *Shard) gk(g *group) record.GroupKey {
-	return record.GroupKey{Shard: m.cfg.Shard, Group: g.name}
+	tenant, name := SplitGroup(g.name)
+	return record.GroupKey{Shard: m.cfg.Shard, Tenant: tenant, Group: name}
+}
+
+// tenantSep separates an organisation from its group in the machine's
+// group names: a control character, which gRPC metadata (where group
+// names come from) cannot carry, and organisation names never hold.
+const tenantSep = "\x01"
+
+// ScopedGroup is the machine's name of a tenant's group: the group itself
+// for the default tenant (as before organisations), else the tenant, a
+// separator and the group, so that two organisations' groups of one name
+// are two groups. The records keep the two apart (record.GroupKey).
+func ScopedGroup(tenant, group string) string {
+	if tenant == "" {
+		return group
+	}
+	return tenant + tenantSep + group
+}
+
+// SplitGroup is ScopedGroup's inverse.
+func SplitGroup(scoped string) (tenant, group string) {
+	if t, g, ok := strings.Cut(scoped, tenantSep); ok {
+		return t, g
+	}
+	return "", scoped
 }
 
 // emit writes a record and applies it through Replay (the one record
@@ -269,7 +294,7 @@ func (m *Shard) Replay(r machine.Record) error {
 	switch kind {
 	case record.KindAssignerConsumer:
 		mk := k.(record.MemberKey)
-		g := m.group(mk.Group)
+		g := m.group(ScopedGroup(mk.Tenant, mk.Group))
 		if r.Value == nil {
 			delete(g.consumers, mk.Member)
 			return nil
@@ -290,10 +315,10 @@ func (m *Shard) Replay(r machine.Record) error {
 		if err != nil {
 			return err
 		}
-		m.group(mk.Group).topics[mk.Member] = v.Partitions
+		m.group(ScopedGroup(mk.Tenant, mk.Group)).topics[mk.Member] = v.Partitions
 	case record.KindAssignerOwner:
 		pk := k.(record.PartitionKey)
-		g := m.group(pk.Group)
+		g := m.group(ScopedGroup(pk.Tenant, pk.Group))
 		tp := TP{pk.Topic, pk.Partition}
 		if r.Value == nil {
 			delete(g.owners, tp)
@@ -306,7 +331,7 @@ func (m *Shard) Replay(r machine.Record) error {
 		g.owners[tp] = v.Owner
 	case record.KindAssignerHandoff:
 		pk := k.(record.PartitionKey)
-		g := m.group(pk.Group)
+		g := m.group(ScopedGroup(pk.Tenant, pk.Group))
 		tp := TP{pk.Topic, pk.Partition}
 		if r.Value == nil {
 			delete(g.handoffs, tp)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/handoff"
 	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/record"
 )
 
 const (
@@ -529,5 +530,54 @@ func TestRestartRebalances(t *testing.T) {
 	h.advance(time.Second)
 	if o := h.owned(); o["a"] != 6 {
 		t.Fatalf("after the restart, the added partitions: %v", o)
+	}
+}
+
+// TestTenantGroups: two organisations' groups of one name are two groups
+// (handoff.ScopedGroup), written under their own record keys and loaded
+// apart again after a restart.
+func TestTenantGroups(t *testing.T) {
+	if tenant, group := handoff.SplitGroup(handoff.ScopedGroup("acme", grp)); tenant != "acme" || group != grp {
+		t.Fatalf("split of acme's %s: %q %q", grp, tenant, group)
+	}
+	if handoff.ScopedGroup("", grp) != grp {
+		t.Fatal("the default organisation's group is not its plain name")
+	}
+	h := newHarness(t, 6)
+	h.register("a")
+	h.next++
+	acme := handoff.ScopedGroup("acme", grp)
+	out, err := h.m.Register(h.now, acme, "a", topic, 4, h.next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.apply(out)
+	h.advance(time.Second)
+	if v := h.m.View(acme); len(v.Owners) != 4 || len(v.Consumers) != 1 {
+		t.Fatalf("acme's %s: %d owners, %d consumers; want 4 and 1", grp, len(v.Owners), len(v.Consumers))
+	}
+	if o := h.owned(); o["a"] != 6 {
+		t.Fatalf("the default organisation's %s: %v, want a owning its 6", grp, o)
+	}
+	tenants := map[string]bool{}
+	for k := range h.records {
+		if _, key, err := record.ParseKey([]byte(k)); err == nil {
+			switch rk := key.(type) {
+			case record.PartitionKey:
+				tenants[rk.Tenant+"/"+rk.Group] = true
+			case record.MemberKey:
+				tenants[rk.Tenant+"/"+rk.Group] = true
+			}
+		}
+	}
+	if !tenants["acme/"+grp] || !tenants["/"+grp] || len(tenants) != 2 {
+		t.Fatalf("records' groups: %v, want acme's and the default's %s", tenants, grp)
+	}
+	m := h.replayed()
+	if v := m.View(acme); len(v.Owners) != 4 {
+		t.Fatalf("acme's %s after a restart: %d owners, want 4", grp, len(v.Owners))
+	}
+	if v := m.View(grp); len(v.Owners) != 6 {
+		t.Fatalf("the default's %s after a restart: %d owners, want 6", grp, len(v.Owners))
 	}
 }
