@@ -120,6 +120,16 @@ type Meta struct {
 // Total is the number of units the leader assigns.
 func (m Meta) Total() int { return m.Units + m.TxnUnits }
 
+// Classes are the sizes of the classes of units the leader balances each
+// on its own (Plan): the group coordinator's shards with the assigner's,
+// then the transaction coordinator's (if any).
+func (m Meta) Classes() []int {
+	if m.TxnUnits == 0 {
+		return []int{m.Units}
+	}
+	return []int{m.Units, m.TxnUnits}
+}
+
 // Node is a registered node.
 type Node struct {
 	ID    int32  `json:"id"`
@@ -903,7 +913,7 @@ func (m *Member) lead(l *loopState, st state) {
 	}
 	registered, draining := nodeLists(st.nodes)
 	force := warmTimeouts(st.assignment.Next, l.nextSince, time.Now(), m.cfg.WarmTimeout)
-	next, changed := Plan(m.meta.Total(), st.assignment, registered, draining, st.ready, force)
+	next, changed := Plan(m.meta.Classes(), st.assignment, registered, draining, st.ready, force)
 	if !changed {
 		return
 	}

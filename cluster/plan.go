@@ -44,7 +44,12 @@ func (a Assignment) equal(b Assignment) bool {
 // today get the ⌈U/N⌉ shares, so that fewer move. With no live node every
 // unit is None. Pure and deterministic: the same input gives the same
 // output whatever the order of live.
-func Balance(owners []int32, live []int32) []int32 {
+func Balance(owners []int32, live []int32) []int32 { return balance(owners, live, nil) }
+
+// balance is Balance where the ⌈U/N⌉ shares go first to the nodes with the
+// fewest units in prior (the classes balanced before this one), so that
+// the totals over all classes stay within one of each other too.
+func balance(owners []int32, live []int32, prior map[int32]int) []int32 {
 	out := make([]int32, len(owners))
 	if len(live) == 0 {
 		for u := range out {
@@ -67,7 +72,12 @@ func Balance(owners []int32, live []int32) []int32 {
 	}
 	// Shares: the nodes holding most get the larger ones.
 	byHeld := slices.Clone(nodes)
-	sort.SliceStable(byHeld, func(i, j int) bool { return len(held[byHeld[i]]) > len(held[byHeld[j]]) })
+	sort.SliceStable(byHeld, func(i, j int) bool {
+		if pi, pj := prior[byHeld[i]], prior[byHeld[j]]; pi != pj {
+			return pi < pj
+		}
+		return len(held[byHeld[i]]) > len(held[byHeld[j]])
+	})
 	base, extra := len(owners)/len(nodes), len(owners)%len(nodes)
 	share := make(map[int32]int, len(nodes))
 	for i, n := range byHeld {
@@ -115,7 +125,12 @@ func Balance(owners []int32, live []int32) []int32 {
 // there is none yet), the registered nodes, those of them that are
 // draining (SIGTERM: hand everything off, then leave), and the nodes that
 // have warmed up each unit (ready[u] holds a node that has preloaded unit
-// u; nodes ready for other units are ignored). units is the unit count.
+// u; nodes ready for other units are ignored). classes are the sizes of
+// the consecutive classes of units (the group coordinator's shards with
+// the assigner's, then the transaction coordinator's); their sum is the
+// unit count. Each class is balanced on its own, so that every node
+// serves its share of each kind: one balance over all units could give
+// one node every group shard and another every transaction shard.
 //
 // Rules:
 //   - a unit whose owner is not registered (its lease expired) or None
@@ -130,7 +145,11 @@ func Balance(owners []int32, live []int32) []int32 {
 //
 // It returns the next assignment and whether it differs from cur. The
 // epoch is cur's plus one when it differs.
-func Plan(units int, cur Assignment, registered, draining []int32, ready map[int][]int32, force map[int]bool) (Assignment, bool) {
+func Plan(classes []int, cur Assignment, registered, draining []int32, ready map[int][]int32, force map[int]bool) (Assignment, bool) {
+	units := 0
+	for _, k := range classes {
+		units += k
+	}
 	if n := len(cur.Owner); n < units && len(cur.Next) == n && (cur.Since == nil || len(cur.Since) == n) {
 		// The cluster gained units (the transaction coordinator's, added
 		// to a cluster created before them): the units it had keep their
@@ -182,7 +201,17 @@ func Plan(units int, cur Assignment, registered, draining []int32, ready map[int
 			valid[u] = o
 		}
 	}
-	target := Balance(valid, live)
+	target := make([]int32, 0, units)
+	off := 0
+	prior := map[int32]int{}
+	for _, k := range classes {
+		part := balance(valid[off:off+k], live, prior)
+		for _, n := range part {
+			prior[n]++
+		}
+		target = append(target, part...)
+		off += k
+	}
 	next := cur.clone()
 	for u := range units {
 		o, t := valid[u], target[u]

@@ -134,40 +134,40 @@ func countSame(a, b []int32) int {
 // Next set, until the target is ready (or forced); a dead owner's units
 // move at once; a draining node's units move warm.
 func TestPlanWarmMove(t *testing.T) {
-	a, changed := Plan(4, Assignment{}, []int32{1}, nil, nil, nil)
+	a, changed := Plan([]int{4}, Assignment{}, []int32{1}, nil, nil, nil)
 	if !changed || !slices.Equal(a.Owner, []int32{1, 1, 1, 1}) || !slices.Equal(a.Next, none(4)) || a.Epoch != 1 {
 		t.Fatalf("first plan: %+v changed=%v", a, changed)
 	}
-	if _, changed := Plan(4, a, []int32{1}, nil, nil, nil); changed {
+	if _, changed := Plan([]int{4}, a, []int32{1}, nil, nil, nil); changed {
 		t.Fatal("the same input changed the plan")
 	}
 	// Node 2 joins: two units move warm.
-	b, _ := Plan(4, a, []int32{1, 2}, nil, nil, nil)
+	b, _ := Plan([]int{4}, a, []int32{1, 2}, nil, nil, nil)
 	if !slices.Equal(b.Owner, []int32{1, 1, 1, 1}) || !slices.Equal(b.Next, []int32{None, None, 2, 2}) {
 		t.Fatalf("join: %+v", b)
 	}
 	// Node 2 is ready for unit 2: it flips; unit 3 waits.
-	c, _ := Plan(4, b, []int32{1, 2}, nil, map[int][]int32{2: {2}, 3: {1}}, nil)
+	c, _ := Plan([]int{4}, b, []int32{1, 2}, nil, map[int][]int32{2: {2}, 3: {1}}, nil)
 	if !slices.Equal(c.Owner, []int32{1, 1, 2, 1}) || !slices.Equal(c.Next, []int32{None, None, None, 2}) {
 		t.Fatalf("ready: %+v", c)
 	}
 	// Forced after the warm timeout.
-	d, _ := Plan(4, c, []int32{1, 2}, nil, nil, map[int]bool{3: true})
+	d, _ := Plan([]int{4}, c, []int32{1, 2}, nil, nil, map[int]bool{3: true})
 	if !slices.Equal(d.Owner, []int32{1, 1, 2, 2}) || !slices.Equal(d.Next, none(4)) {
 		t.Fatalf("forced: %+v", d)
 	}
 	// Node 1 drains: its units move warm to 2.
-	e, _ := Plan(4, d, []int32{1, 2}, []int32{1}, nil, nil)
+	e, _ := Plan([]int{4}, d, []int32{1, 2}, []int32{1}, nil, nil)
 	if !slices.Equal(e.Owner, []int32{1, 1, 2, 2}) || !slices.Equal(e.Next, []int32{2, 2, None, None}) {
 		t.Fatalf("drain: %+v", e)
 	}
 	// Node 1 dies mid-move: its units go to 2 at once.
-	f, _ := Plan(4, e, []int32{2}, nil, nil, nil)
+	f, _ := Plan([]int{4}, e, []int32{2}, nil, nil, nil)
 	if !slices.Equal(f.Owner, []int32{2, 2, 2, 2}) || !slices.Equal(f.Next, none(4)) {
 		t.Fatalf("death: %+v", f)
 	}
 	// The last node drains: nobody to move to, it keeps serving.
-	g, changed := Plan(4, f, []int32{2}, []int32{2}, nil, nil)
+	g, changed := Plan([]int{4}, f, []int32{2}, []int32{2}, nil, nil)
 	if changed || !slices.Equal(g.Owner, []int32{2, 2, 2, 2}) {
 		t.Fatalf("last drain: %+v changed=%v", g, changed)
 	}
@@ -199,12 +199,12 @@ func TestPlanReadyOnlyForTheAnnouncedMove(t *testing.T) {
 	cur := Assignment{Epoch: 7, Owner: []int32{1, 1}, Next: []int32{None, None}, Since: []int64{0, 0}}
 	// Node 2 joins; it says ready for unit 1 before the move is even
 	// announced (a stale ready key of an earlier move): no flip.
-	a, _ := Plan(2, cur, []int32{1, 2}, nil, map[int][]int32{1: {2}}, nil)
+	a, _ := Plan([]int{2}, cur, []int32{1, 2}, nil, map[int][]int32{1: {2}}, nil)
 	if !slices.Equal(a.Owner, []int32{1, 1}) || !slices.Equal(a.Next, []int32{None, 2}) || !slices.Equal(a.Since, []int64{0, 8}) {
 		t.Fatalf("announce: %+v", a)
 	}
 	// Now it counts.
-	b, _ := Plan(2, a, []int32{1, 2}, nil, map[int][]int32{1: {2}}, nil)
+	b, _ := Plan([]int{2}, a, []int32{1, 2}, nil, map[int][]int32{1: {2}}, nil)
 	if !slices.Equal(b.Owner, []int32{1, 2}) || !slices.Equal(b.Next, []int32{None, None}) || !slices.Equal(b.Since, []int64{0, 0}) {
 		t.Fatalf("flip: %+v", b)
 	}

@@ -1280,7 +1280,7 @@ func (n *simNode) lead(st state, cont func()) {
 	}
 	registered, draining := nodeLists(st.nodes)
 	force := warmTimeouts(st.assignment.Next, n.l.nextSince, s.clock(), s.warm)
-	next, changed := Plan(s.units, st.assignment, registered, draining, st.ready, force)
+	next, changed := Plan([]int{s.units}, st.assignment, registered, draining, st.ready, force)
 	if !changed {
 		cont()
 		return

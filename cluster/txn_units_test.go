@@ -105,7 +105,7 @@ func TestTxnUnitsAddedToOlderCluster(t *testing.T) {
 // owners; the new units go to the nodes with room.
 func TestPlanGrowsKeepingOwners(t *testing.T) {
 	cur := cluster.Assignment{Epoch: 7, Owner: []int32{1, 2, 1, 2}, Next: []int32{cluster.None, cluster.None, cluster.None, cluster.None}, Since: []int64{0, 0, 0, 0}}
-	next, changed := cluster.Plan(8, cur, []int32{1, 2}, nil, nil, nil)
+	next, changed := cluster.Plan([]int{8}, cur, []int32{1, 2}, nil, nil, nil)
 	if !changed || len(next.Owner) != 8 {
 		t.Fatalf("plan %+v, changed %v", next, changed)
 	}
@@ -166,5 +166,67 @@ func TestProducerIDsUniqueAcrossNodes(t *testing.T) {
 				t.Errorf("blocks at %d and %d overlap", first, other)
 			}
 		}
+	}
+}
+
+// TestPlanBalancesEachClass: the group coordinator's units and the
+// transaction coordinator's are each spread over the nodes. One balance
+// over all units kept a node with every transaction shard and another
+// with every group shard (a cluster test found no group coordinated by
+// node 1).
+func TestPlanBalancesEachClass(t *testing.T) {
+	// 17 group+assigner units all on node 2, 16 transaction units all on
+	// node 1: balanced as a whole (17/16), not per class.
+	cur := cluster.Assignment{Epoch: 3}
+	for u := range 33 {
+		o := int32(2)
+		if u >= 17 {
+			o = 1
+		}
+		cur.Owner = append(cur.Owner, o)
+		cur.Next = append(cur.Next, cluster.None)
+		cur.Since = append(cur.Since, 0)
+	}
+	next, _ := cluster.Plan([]int{17, 16}, cur, []int32{1, 2}, nil, nil, map[int]bool{})
+	for _, class := range [][2]int{{0, 17}, {17, 33}} {
+		count := map[int32]int{}
+		for u := class[0]; u < class[1]; u++ {
+			target := next.Owner[u]
+			if next.Next[u] != cluster.None {
+				target = next.Next[u]
+			}
+			count[target]++
+		}
+		k := class[1] - class[0]
+		if count[1] < k/2 || count[2] < k/2 {
+			t.Errorf("units %d-%d go to %v, want about half each", class[0], class[1]-1, count)
+		}
+	}
+}
+
+// TestPlanClassesAndTotalsEven: on three nodes, each class and the totals
+// are within one unit of even.
+func TestPlanClassesAndTotalsEven(t *testing.T) {
+	next, _ := cluster.Plan([]int{17, 16}, cluster.Assignment{}, []int32{1, 2, 3}, nil, nil, nil)
+	spread := func(m map[int32]int) int {
+		lo, hi := 1<<30, 0
+		for _, n := range []int32{1, 2, 3} {
+			lo, hi = min(lo, m[n]), max(hi, m[n])
+		}
+		return hi - lo
+	}
+	total := map[int32]int{}
+	for _, class := range [][2]int{{0, 17}, {17, 33}} {
+		count := map[int32]int{}
+		for u := class[0]; u < class[1]; u++ {
+			count[next.Owner[u]]++
+			total[next.Owner[u]]++
+		}
+		if spread(count) > 1 {
+			t.Errorf("units %d-%d: %v", class[0], class[1]-1, count)
+		}
+	}
+	if spread(total) > 1 {
+		t.Errorf("totals %v, want within one", total)
 	}
 }
