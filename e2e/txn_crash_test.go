@@ -100,6 +100,13 @@ func txnWorker(ctx context.Context, t *testing.T, seeds []string, w, group strin
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.FetchMaxPartitionBytes(2<<10),
+		// As an exactly-once application is configured (Kafka Streams
+		// sets retries to the maximum): a request the coordinator's
+		// death interrupts, EndTxn above all, is retried until a
+		// minute has passed, not given up after franz-go's default 20
+		// tries; a commit given up on has an outcome the client cannot
+		// know.
+		kgo.RequestRetries(1<<20),
 		kgo.RetryTimeout(time.Minute),
 	)
 	if err != nil {
@@ -142,7 +149,20 @@ func txnWorker(ctx context.Context, t *testing.T, seeds []string, w, group strin
 		case ok && err == nil:
 			committed.Add(1)
 		case err != nil:
+			// franz-go's contract: a failed End (here, a commit whose
+			// outcome the dead coordinator never confirmed) must be
+			// followed by End(TryAbort) before anything else; the
+			// session then rewinds to the group's committed offsets,
+			// which hold this transaction's if the coordinator did
+			// commit it.
 			t.Logf("worker %s: end: %v", w, err)
+			for ctx.Err() == nil {
+				if _, err := s.End(ctx, kgo.TryAbort); err == nil {
+					break
+				} else {
+					t.Logf("worker %s: abort after a failed end: %v", w, err)
+				}
+			}
 		}
 	}
 }
