@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"crypto/x509/pkix"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,9 @@ import (
 	"github.com/cohort-dev/cohort/assigner/kafkaassignerpb"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
+	"github.com/cohort-dev/cohort/quota"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -100,5 +105,51 @@ func TestTenancyAssigner(t *testing.T) {
 	spoof := metadata.AppendToOutgoingContext(inGroup, assigner.OrgMetadataKey, "acme")
 	if _, err := clients["plain-svc"].PartitionReady(spoof, &kafkaassignerpb.PartitionReadyRequest{ConsumerName: "c1", Partition: &kafkaassignerpb.TopicPartition{Topic: "events"}}); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("a default-organisation caller naming acme: %v, want PermissionDenied", err)
+	}
+}
+
+// TestTenancyQuotas: an organisation's byte-rate quota throttles its own
+// principals' connections and no other organisation's: alice (acme) and
+// carol (default) produce the same records; only alice's produce
+// responses carry a throttle, and the throttle counter grows for acme
+// alone.
+func TestTenancyQuotas(t *testing.T) {
+	n := startTenancyNode(t, node.Config{HTTPListen: "127.0.0.1:0", QuotaWindow: quota.Window{Size: 100 * time.Millisecond, Samples: 2}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, admin := tenantClient(t, n, "admin") // the default organisation's
+	setQuotas(t, admin, kmsg.StringPtr("acme"), map[string]float64{quota.ProducerByteRate: 1024})
+	throttled := map[string]*throttleHook{}
+	for _, user := range []string{"alice", "carol"} {
+		hook := &throttleHook{}
+		throttled[user] = hook
+		prod, adm := tenantClient(t, n, user, kgo.WithHooks(hook), kgo.DefaultProduceTopic("rated"), kgo.ProducerBatchMaxBytes(4<<10))
+		if r, err := adm.CreateTopic(ctx, 1, 1, nil, "rated"); err != nil || r.Err != nil {
+			t.Fatalf("%s: create: %v %v", user, err, r.Err)
+		}
+		value := make([]byte, 1024)
+		var failed atomic.Int64
+		for i := range 32 {
+			prod.Produce(ctx, &kgo.Record{Value: value, Key: fmt.Append(nil, i)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Add(1)
+				}
+			})
+		}
+		if err := prod.Flush(ctx); err != nil || failed.Load() != 0 {
+			t.Fatalf("%s: flush: %v, %d records failed", user, err, failed.Load())
+		}
+	}
+	if throttled["alice"].n.Load() == 0 {
+		t.Error("acme's producer over its quota was never throttled")
+	}
+	if c := throttled["carol"].n.Load(); c != 0 {
+		t.Errorf("the default organisation's producer was throttled %d times by acme's quota", c)
+	}
+	if got := throttledSeconds(t, n.Node, "acme", "produce"); got <= 0 {
+		t.Errorf("cohort_quota_throttle_seconds_total{org=acme,kind=produce} = %v", got)
+	}
+	if got := throttledSeconds(t, n.Node, "default", "produce"); got != 0 {
+		t.Errorf("cohort_quota_throttle_seconds_total{org=default,kind=produce} = %v, want 0", got)
 	}
 }
