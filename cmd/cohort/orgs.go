@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/cohort-dev/cohort/admin"
 )
 
 const orgsUsage = `Usage: cohort orgs <command> [flags]
@@ -54,18 +56,6 @@ var orgsCmds = map[string]orgsCmd{
 	"delete":        {"NAME", "Deletes an organisation with no members left; its groups and offsets stay, out of sight, and are its again if it is created anew.", 1, orgsDelete},
 	"add-member":    {"ORG PRINCIPAL", "Puts a principal (Type:name, e.g. User:alice) in an organisation, moving it from any other.", 2, orgsAddMember},
 	"remove-member": {"ORG PRINCIPAL", "Takes a principal out of an organisation: it is in the default one again.", 2, orgsRemoveMember},
-}
-
-// orgJSON is an organisation as GET /api/v1/orgs and `--format json` give it.
-type orgJSON struct {
-	Name      string     `json:"name"`
-	CreatedAt *time.Time `json:"created_at,omitempty"`
-	Members   []string   `json:"members"`
-}
-
-type membershipJSON struct {
-	Principal string `json:"principal"`
-	Org       string `json:"org"`
 }
 
 // orgsOutput writes v as JSON or calls text.
@@ -131,7 +121,7 @@ func orgs(args []string, stdout, stderr io.Writer) int {
 
 func orgsList(ctx context.Context, a adminHTTP, _ []string, out orgsOutput) error {
 	var l struct {
-		Orgs []orgJSON `json:"orgs"`
+		Orgs []admin.OrgInfo `json:"orgs"`
 	}
 	if err := a.do(ctx, "GET", "/api/v1/orgs", nil, &l); err != nil {
 		return err
@@ -154,7 +144,7 @@ func orgsList(ctx context.Context, a adminHTTP, _ []string, out orgsOutput) erro
 }
 
 func orgsCreate(ctx context.Context, a adminHTTP, args []string, out orgsOutput) error {
-	var o orgJSON
+	var o admin.OrgInfo
 	if err := a.do(ctx, "POST", "/api/v1/orgs", map[string]string{"name": args[0]}, &o); err != nil {
 		return err
 	}
@@ -177,7 +167,7 @@ func orgsRemoveMember(ctx context.Context, a adminHTTP, args []string, out orgsO
 }
 
 func orgsMember(ctx context.Context, a adminHTTP, method string, args []string, out orgsOutput) error {
-	var m membershipJSON
+	var m admin.OrgMembership
 	if err := a.do(ctx, method, "/api/v1/orgs/"+url.PathEscape(args[0])+"/members/"+url.PathEscape(args[1]), nil, &m); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	adminapi "github.com/cohort-dev/cohort/admin"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
 )
@@ -49,7 +50,7 @@ func TestOrgs(t *testing.T) {
 	if code, out, errOut := orgsCLI(asOps, "add-member", "acme", "User:alice"); code != 0 || out != "User:alice is in organisation acme\n" {
 		t.Fatalf("orgs add-member: %d %q %s", code, out, errOut)
 	}
-	var list []orgJSON
+	var list []adminapi.OrgInfo
 	cliJSON(t, &list, append([]string{"orgs", "list"}, asToken...)...)
 	if len(list) != 2 || list[0].Name != "default" || list[1].Name != "acme" || list[1].CreatedAt == nil || len(list[1].Members) != 1 || list[1].Members[0] != "User:alice" {
 		t.Errorf("orgs list: %+v", list)
