@@ -134,8 +134,13 @@ func KindPrefix(shard uint16, kind Kind) []byte {
 }
 
 // GroupPrefix is the prefix of every record of one kind of one group.
-func GroupPrefix(kind Kind, g GroupKey) []byte {
-	b := KindPrefix(g.Shard, kind)
+func GroupPrefix(kind Kind, g GroupKey) []byte { return groupKey(kind, g, 0) }
+
+// groupKey is GroupPrefix in a slice with room for extra more bytes, so
+// that a key is built in one allocation.
+func groupKey(kind Kind, g GroupKey, extra int) []byte {
+	b := make([]byte, 0, 4+keyStringLen(g.Tenant)+keyStringLen(g.Group)+extra)
+	b = append(b, namespace, byte(g.Shard>>8), byte(g.Shard), byte(kind))
 	b = appendKeyString(b, g.Tenant)
 	return appendKeyString(b, g.Group)
 }
@@ -155,13 +160,24 @@ type MemberKey struct {
 func (g GroupKey) KindKey(kind Kind) []byte { return GroupPrefix(kind, g) }
 
 // Key encodes the key.
-func (k MemberKey) Key() []byte { return appendKeyString(GroupPrefix(k.Kind, k.GroupKey), k.Member) }
+func (k MemberKey) Key() []byte {
+	return appendKeyString(groupKey(k.Kind, k.GroupKey, keyStringLen(k.Member)), k.Member)
+}
 
 // Key encodes the key of a committed offset.
 func (k OffsetKey) Key() []byte {
-	b := GroupPrefix(KindOffset, k.GroupKey)
+	b := groupKey(KindOffset, k.GroupKey, keyStringLen(k.Topic)+4)
 	b = appendKeyString(b, k.Topic)
 	return binary.BigEndian.AppendUint32(b, uint32(k.Partition))
+}
+
+// keyStringLen is the length appendKeyString adds for s.
+func keyStringLen(s string) int {
+	n := 1
+	for v := uint64(len(s)); v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n + len(s)
 }
 
 func appendKeyString(b []byte, s string) []byte {

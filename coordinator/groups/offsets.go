@@ -6,6 +6,7 @@ package groups
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
@@ -36,14 +37,37 @@ func (s *Shard) replayOffset(k record.OffsetKey, v []byte) error {
 	if err != nil {
 		return fmt.Errorf("offset %s/%s/%d: %w", k.Group, k.Topic, k.Partition, err)
 	}
-	g := s.entry(gk)
-	ps := g.offsets[k.Topic]
+	s.applyOffset(gk, k.Topic, k.Partition, o)
+	return nil
+}
+
+// applyOffset is the replay of a committed offset's record once decoded;
+// emitOffset runs it for the records it writes, without decoding them.
+// The names may be a request's, which alias its whole frame: those that
+// start an entry are copied.
+func (s *Shard) applyOffset(k gkey, topic string, p int32, o record.Offset) {
+	g := s.groups[k]
+	if g == nil {
+		g = s.entry(gkey{strings.Clone(k.tenant), strings.Clone(k.name)})
+	}
+	ps := g.offsets[topic]
 	if ps == nil {
 		ps = map[int32]*offset{}
-		g.offsets[k.Topic] = ps
+		g.offsets[strings.Clone(topic)] = ps
 	}
-	ps[k.Partition] = &offset{Offset: o}
-	return nil
+	if cur := ps[p]; cur != nil {
+		cur.Offset = o
+	} else {
+		ps[p] = &offset{Offset: o}
+	}
+}
+
+// emitOffset writes a committed offset and applies it (the one record
+// rule, without decoding what it just encoded).
+func (s *Shard) emitOffset(k gkey, topic string, p int32, o record.Offset) {
+	o.Metadata = strings.Clone(o.Metadata) // kept: not the request's frame
+	s.rec.Applied(s.offsetKey(k, topic, p), o.Encode())
+	s.applyOffset(k, topic, p, o)
 }
 
 // partition looks a topic partition up in the broker's topics: its
@@ -126,7 +150,7 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 					epoch = -1
 				}
 				o := record.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: ts, TopicID: id}
-				s.emit(s.offsetKey(k, names[i], p.Partition), o.Encode())
+				s.emitOffset(k, names[i], p.Partition, o)
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: pc})
 		}

@@ -222,7 +222,7 @@ func (s *Shard) txnEnd(now time.Time, c TxnEndCmd) {
 		o := offs[tp]
 		if c.Commit {
 			o.CommitTimestamp = now.UnixMilli()
-			s.emit(s.offsetKey(k, tp.topic, tp.partition), o.Encode())
+			s.emitOffset(k, tp.topic, tp.partition, o)
 		}
 		s.emit(s.txnOffsetKey(k, c.ProducerID, tp), nil)
 	}
