@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cohort-dev/cohort/observe"
@@ -212,7 +213,7 @@ func newConn(s *Server, nc net.Conn, ip string, l *listener) *conn {
 		remote: nc.RemoteAddr().String(),
 		ip:     ip,
 		host:   "/" + ip,
-		rd:     frameReader{nc: nc},
+		rd:     newFrameReader(nc),
 		gone:   make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -437,10 +438,21 @@ func (c *conn) enqueue(p pending) bool {
 // when a frame is read and goes back once it is empty, so thousands of
 // idle connections hold none. Pipelined small requests still arrive
 // many to a read.
+//
+// On a plain TCP connection the reader waits for the socket to become
+// readable without a buffer and then reads whatever is there, the next
+// frame's size and body together, into a pooled one (raw): one read
+// system call per small request after the one that finds the socket
+// empty, where reading the size on its own took two more.
 type frameReader struct {
 	nc   net.Conn
-	buf  *[]byte // nil while empty
+	raw  syscall.RawConn // nil: not a socket of this process (TLS)
+	buf  *[]byte         // nil while empty
 	r, w int
+}
+
+func newFrameReader(nc net.Conn) frameReader {
+	return frameReader{nc: nc, raw: rawConn(nc)}
 }
 
 const readBufSize = 16 << 10
@@ -464,7 +476,15 @@ func (fr *frameReader) read(p []byte) (int, error) {
 		return n, nil
 	}
 	fr.release()
-	return fr.nc.Read(p)
+	if fr.raw == nil {
+		return fr.nc.Read(p)
+	}
+	if err := fr.fill(); err != nil {
+		return 0, err
+	}
+	n := copy(p, (*fr.buf)[fr.r:fr.w])
+	fr.r += n
+	return n, nil
 }
 
 // readFull fills p and returns how many bytes it got.
