@@ -45,7 +45,34 @@ Run 'cohort <command> --help' for a command's flags.
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		runtime.GOMAXPROCS(serveProcs(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// fsyncProcs is how many more Ps than Go's default `cohort serve` runs
+// with. A goroutine waiting in fsync (Pebble's write-ahead log, a topic
+// partition's segment) keeps its P until the runtime's monitor hands it
+// off, which takes from 20 µs to 10 ms depending on how idle the monitor
+// thinks the process is; on a small machine with several syncs under way
+// at once, the goroutines that would answer requests wait for a P
+// meanwhile (the execution trace's scheduler-latency profile of the
+// transaction benchmark showed dozens runnable at once with one core
+// busy). Measured out of process on 2 cores (BENCHMARKS.md, issue 16):
+// 2 more Ps, 15–35 % more transactions/s at 16 and 64 producers, and no
+// change to commits or heartbeats beyond the noise.
+const fsyncProcs = 2
+
+// serveProcs is the GOMAXPROCS for `cohort serve`: the runtime's default
+// (procs: the CPUs, or the container's CPU limit) plus fsyncProcs, unless
+// the GOMAXPROCS environment variable sets it (env: its value), which
+// wins as it does for any Go program.
+func serveProcs(env string, procs int) int {
+	if env != "" {
+		return procs
+	}
+	return procs + fsyncProcs
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

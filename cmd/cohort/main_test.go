@@ -93,3 +93,22 @@ func TestEnvName(t *testing.T) {
 		t.Errorf("envName = %q", got)
 	}
 }
+
+// TestServeProcs: `cohort serve` runs with two Ps more than Go's default
+// (syncs to disk hold theirs), and GOMAXPROCS set by the user wins.
+func TestServeProcs(t *testing.T) {
+	for _, c := range []struct {
+		env         string
+		procs, want int
+	}{
+		{"", 2, 4},
+		{"", 1, 3},
+		{"", 16, 18},
+		{"2", 2, 2},
+		{"1", 1, 1},
+	} {
+		if got := serveProcs(c.env, c.procs); got != c.want {
+			t.Errorf("serveProcs(%q, %d) = %d, want %d", c.env, c.procs, got, c.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -225,6 +226,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = logger
+	logger.Info("cohort starting", "version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0))
 	cfg.Groups.NoOffsetsTopic = !*offsetsTopic
 	cfg.Version = versionString()
 	// The OpenTelemetry SDK reports what goes wrong (a collector that
