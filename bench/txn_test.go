@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,11 +20,12 @@ import (
 // each with its own transactional id and connection. Cohort fsyncs the
 // record, the markers and every coordinator record before answering;
 // kfake keeps everything in memory. b.N transactions in all; txn/s is
-// reported.
+// reported. Each target runs in this process (cohort, kfake) and in its
+// own (cohort-process, kfake-process: processTargets), as users run it.
 //
 //	go test ./bench -run XXX -bench Txn -benchtime 2000x
 func BenchmarkTxn(b *testing.B) {
-	for _, tg := range targets {
+	for _, tg := range append(slices.Clone(targets), processTargets...) {
 		for _, producers := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/producers=%d", tg.name, producers), func(b *testing.B) {
 				ctx := benchContext(b)

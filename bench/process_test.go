@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/internal/testkit"
+)
+
+// processTargets run each broker in its own process, as users run them:
+// `cohort serve` (the real binary, with its own GOMAXPROCS) and kfake
+// (bench/kfakeserve, in memory). In process (targets), the broker shares
+// the benchmark's Go scheduler and heap with the clients: handing a
+// request from a client goroutine to a broker goroutine is cheaper than a
+// hop between processes, and the broker competes with the clients for the
+// same Ps. BENCHMARKS.md reports both where they differ.
+var processTargets = []target{
+	{"cohort-process", func(b *testing.B) string {
+		return testkit.StartBinary(b, b.TempDir(), "--grpc-listen", "-", "--http-listen", "-").Addr
+	}},
+	{"kfake-process", startKfakeProcess},
+}
+
+var (
+	kfakeOnce sync.Once
+	kfakePath string
+	kfakeErr  error
+)
+
+// startKfakeProcess builds bench/kfakeserve once, runs it, and returns the
+// address it logs; the process is killed when b ends.
+func startKfakeProcess(b *testing.B) string {
+	b.Helper()
+	kfakeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kfakeserve-bin-")
+		if err != nil {
+			kfakeErr = err
+			return
+		}
+		kfakePath = filepath.Join(dir, "kfakeserve")
+		cmd := exec.Command("go", "build", "-o", kfakePath, "./bench/kfakeserve")
+		cmd.Dir = testkit.ModuleRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			kfakeErr = fmt.Errorf("go build ./bench/kfakeserve: %v\n%s", err, out)
+		}
+	})
+	if kfakeErr != nil {
+		b.Fatal(kfakeErr)
+	}
+	cmd := exec.Command(kfakePath)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start kfakeserve: %v", err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if _, a, ok := strings.Cut(sc.Text(), "listening addr="); ok {
+				addr <- strings.TrimSpace(a)
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return a
+	case <-time.After(30 * time.Second):
+		b.Fatal("kfakeserve did not log its address within 30s")
+		return ""
+	}
+}
