@@ -78,6 +78,9 @@ field() { sed -nE "s/.*\"$1\": ([0-9.eE+-]+).*/\1/p"; }
 # count).
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
+# round: the number on stdin to a whole one ("-" stays).
+round() { awk '{ if ($1 == "-") print; else printf "%.0f\n", $1 }'; }
+
 # measure TARGET: RUNS commit runs and RUNS join runs against $addr; adds a
 # row to $tmp/table.
 measure() {
@@ -99,7 +102,7 @@ measure() {
 		echo "$(field last_sync_ms <<<"$out") $(field generations <<<"$out")" >>"$tmp/j"
 	done
 	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$target" \
-		"$(awk '{print $1}' "$tmp/c" | median)" \
+		"$(awk '{print $1}' "$tmp/c" | median | round)" \
 		"$(awk '{print $2}' "$tmp/c" | median)" \
 		"$(awk '{print $3}' "$tmp/c" | median)" \
 		"$(awk '{print $1}' "$tmp/j" | median)" \
