@@ -63,7 +63,7 @@ type benchWorkload struct {
 var benchWorkloads = map[string]benchWorkload{
 	"commits":    {"Commits offsets in a closed loop: each committer has its own connection and group and sends one simple OffsetCommit (generation -1) at a time; after one untimed commit per group, reports offsets/s and the p50 and p99 of the OffsetCommit round trip.", commitsFlags},
 	"join":       {"Starts that many members (one connection each) joining one fresh group at once (JoinGroup, the leader's range assignment, SyncGroup, heartbeats every 3s until all are synced); reports how many generations the members were answered for, the time until the final generation's last JoinGroup answer and until its last SyncGroup answer.", joinFlags},
-	"heartbeats": {"Joins members into groups (untimed, 20 groups at a time), then heartbeats for all of them over a pool of connections with requests pipelined; reports heartbeats/s and the p50 and p99 of the Heartbeat round trip.", heartbeatsFlags},
+	"heartbeats": {"Joins members into groups (untimed, 20 groups at a time), classic members or, with --protocol consumer, KIP-848 ones, then heartbeats for all of them over a pool of connections with requests pipelined; reports heartbeats/s and the p50 and p99 of the heartbeat round trip.", heartbeatsFlags},
 }
 
 func bench(args []string, stdout, stderr io.Writer) int {
@@ -312,6 +312,7 @@ func joinFlags(fs *flag.FlagSet) func(context.Context, *benchEnv) error {
 // heartbeatsResult is the JSON output of `cohort bench heartbeats`.
 type heartbeatsResult struct {
 	Workload       string  `json:"workload"`
+	Protocol       string  `json:"protocol"` // classic or consumer
 	Members        int     `json:"members"`
 	Groups         int     `json:"groups"`
 	Connections    int     `json:"connections"`
@@ -330,6 +331,7 @@ func heartbeatsFlags(fs *flag.FlagSet) func(context.Context, *benchEnv) error {
 	connections := fs.Int("connections", 250, "connections heartbeating, each for its share of the members (1 to 10000)")
 	depth := fs.Int("depth", 8, "Heartbeat requests in flight per connection (1 to 1000)")
 	parts := fs.Int("partitions", 100, "partitions of the topic the members subscribe to (cohort-bench-heartbeat-P)")
+	protocol := fs.String("protocol", "classic", "the members' group protocol: classic (JoinGroup, SyncGroup, Heartbeat v4) or consumer (KIP-848: ConsumerGroupHeartbeat v1)")
 	return func(ctx context.Context, e *benchEnv) error {
 		switch {
 		case *members < 1 || *members > 1000000:
@@ -344,6 +346,8 @@ func heartbeatsFlags(fs *flag.FlagSet) func(context.Context, *benchEnv) error {
 			return usageError(fmt.Sprintf("--partitions must be between 1 and 100000, not %d", *parts))
 		case *duration <= 0:
 			return usageError("--duration must be positive")
+		case *protocol != "classic" && *protocol != "consumer":
+			return usageError(fmt.Sprintf("--protocol must be classic or consumer, not %q", *protocol))
 		}
 		topic := fmt.Sprintf("cohort-bench-heartbeat-%d", *parts)
 		if err := loadgen.CreateTopics(ctx, e.brokers, int32(*parts), topic); err != nil {
@@ -362,105 +366,138 @@ func heartbeatsFlags(fs *flag.FlagSet) func(context.Context, *benchEnv) error {
 			coordOf[n] = addrs[g]
 		}
 		deadline, _ := ctx.Deadline()
+		perGroup := *members / *groups
 		t0 := time.Now()
-		ms, err := loadgen.JoinGroups(addrs, "cohort-bench-heartbeat", loadgen.RebalanceParams{
-			Topic:          topic,
-			Partitions:     int32(*parts),
-			Session:        5 * time.Minute, // no member expires during the run
-			Rebalance:      60 * time.Second,
-			HeartbeatEvery: loadgen.MemberHeartbeat,
-			Deadline:       time.Until(deadline),
-		}, *members / *groups, 20, func(g int) string { return names[g] })
-		if err != nil {
-			return err
-		}
-		setup := time.Since(t0)
-
-		// Each coordinator gets a share of the connections as large as its
-		// share of the members, at least one.
-		byCoord := map[string][]loadgen.Member{}
-		for _, m := range ms {
-			byCoord[coordOf[m.Group]] = append(byCoord[coordOf[m.Group]], m)
-		}
-		type share struct {
-			c       *loadgen.Conn
-			members []loadgen.Member
-		}
-		var shares []share
-		defer func() {
-			for _, s := range shares {
-				s.c.Close()
-			}
-		}()
-		coords := make([]string, 0, len(byCoord))
-		for a := range byCoord {
-			coords = append(coords, a)
-		}
-		slices.Sort(coords)
-		for _, a := range coords {
-			n := max(1, *connections*len(byCoord[a])/len(ms))
-			conns, err := loadgen.DialN(a, n, "cohort-bench-heartbeat")
+		var run heartbeatRun
+		if *protocol == "consumer" {
+			ms, err := loadgen.JoinConsumers(addrs, "cohort-bench-heartbeat", topic, perGroup, 20, func(g int) string { return names[g] }, deadline)
 			if err != nil {
 				return err
 			}
-			for i, c := range conns {
-				shares = append(shares, share{c, loadgen.Every(byCoord[a], i, n)})
+			run, err = heartbeatRounds(ms, func(m *loadgen.ConsumerMember) string { return coordOf[m.Group] },
+				time.Since(t0), *connections, *depth, *duration, loadgen.ConsumerHeartbeats,
+				func(c *loadgen.Conn, ms []*loadgen.ConsumerMember) { _ = loadgen.LeaveConsumers(c, ms, *depth) })
+			if err != nil {
+				return err
 			}
-		}
-		lats := make([][]time.Duration, len(shares))
-		round := func(record bool) error {
-			return loadgen.Parallel(len(shares), len(shares), func(i int) error {
-				var lat func(time.Duration)
-				if record {
-					lat = func(d time.Duration) { lats[i] = append(lats[i], d) }
-				}
-				return loadgen.Heartbeats(shares[i].c, shares[i].members, *depth, lat)
-			})
-		}
-		if err := round(false); err != nil {
-			return fmt.Errorf("first heartbeat of every member (untimed): %w", err)
-		}
-		start := time.Now()
-		until := start.Add(*duration)
-		for time.Now().Before(until) {
-			if err := round(true); err != nil {
+		} else {
+			ms, err := loadgen.JoinGroups(addrs, "cohort-bench-heartbeat", loadgen.RebalanceParams{
+				Topic:          topic,
+				Partitions:     int32(*parts),
+				Session:        5 * time.Minute, // no member expires during the run
+				Rebalance:      60 * time.Second,
+				HeartbeatEvery: loadgen.MemberHeartbeat,
+				Deadline:       time.Until(deadline),
+			}, perGroup, 20, func(g int) string { return names[g] })
+			if err != nil {
+				return err
+			}
+			run, err = heartbeatRounds(ms, func(m loadgen.Member) string { return coordOf[m.Group] },
+				time.Since(t0), *connections, *depth, *duration, loadgen.Heartbeats, leaveGroups)
+			if err != nil {
 				return err
 			}
 		}
-		elapsed := time.Since(start)
-		all := slices.Concat(lats...)
-		slices.Sort(all)
-		leaveGroups(ms, func(g string) *loadgen.Conn {
-			for _, s := range shares {
-				if len(s.members) > 0 && coordOf[s.members[0].Group] == coordOf[g] {
-					return s.c
-				}
-			}
-			return nil
-		})
+		all := run.lats
 		out := heartbeatsResult{
 			Workload:       "heartbeats",
-			Members:        len(ms),
+			Protocol:       *protocol,
+			Members:        run.members,
 			Groups:         *groups,
-			Connections:    len(shares),
-			SetupSeconds:   setup.Seconds(),
-			Seconds:        elapsed.Seconds(),
+			Connections:    run.connections,
+			SetupSeconds:   run.setup.Seconds(),
+			Seconds:        run.elapsed.Seconds(),
 			Heartbeats:     int64(len(all)),
-			HeartbeatsPerS: float64(len(all)) / elapsed.Seconds(),
+			HeartbeatsPerS: float64(len(all)) / run.elapsed.Seconds(),
 			P50Ms:          msOf(loadgen.Percentile(all, 0.50)),
 			P99Ms:          msOf(loadgen.Percentile(all, 0.99)),
 		}
 		return e.print(out,
-			[]string{"MEMBERS", "GROUPS", "CONNECTIONS", "SECONDS", "HEARTBEATS", "HEARTBEATS/S", "P50-MS", "P99-MS"},
-			[]string{fmt.Sprint(out.Members), fmt.Sprint(out.Groups), fmt.Sprint(out.Connections), fmt.Sprintf("%.2f", out.Seconds), fmt.Sprint(out.Heartbeats), fmt.Sprintf("%.0f", out.HeartbeatsPerS), fmtMs(loadgen.Percentile(all, 0.50)), fmtMs(loadgen.Percentile(all, 0.99))})
+			[]string{"PROTOCOL", "MEMBERS", "GROUPS", "CONNECTIONS", "SECONDS", "HEARTBEATS", "HEARTBEATS/S", "P50-MS", "P99-MS"},
+			[]string{out.Protocol, fmt.Sprint(out.Members), fmt.Sprint(out.Groups), fmt.Sprint(out.Connections), fmt.Sprintf("%.2f", out.Seconds), fmt.Sprint(out.Heartbeats), fmt.Sprintf("%.0f", out.HeartbeatsPerS), fmtMs(loadgen.Percentile(all, 0.50)), fmtMs(loadgen.Percentile(all, 0.99))})
 	}
 }
 
-// leaveGroups makes every member leave its group (one LeaveGroup per
-// group, on connFor(group), a connection to its coordinator), untimed, so
-// that the groups do not wait out their 5-minute sessions. Errors are
+// heartbeatRun is what heartbeatRounds measured.
+type heartbeatRun struct {
+	members, connections int
+	setup, elapsed       time.Duration
+	lats                 []time.Duration // every timed heartbeat's round trip, sorted
+}
+
+// heartbeatRounds heartbeats for members of either protocol: each
+// coordinator (coord(m)) gets a share of the connections as large as its
+// share of the members, at least one; one untimed round, then rounds for
+// duration, each with every member heartbeating once (beat, depth in
+// flight per connection). Then the members leave, untimed (leave, once
+// per connection with its members).
+func heartbeatRounds[M any](ms []M, coord func(M) string, setup time.Duration, connections, depth int, duration time.Duration,
+	beat func(c *loadgen.Conn, ms []M, depth int, lat func(time.Duration)) error, leave func(c *loadgen.Conn, ms []M)) (heartbeatRun, error) {
+	byCoord := map[string][]M{}
+	for _, m := range ms {
+		byCoord[coord(m)] = append(byCoord[coord(m)], m)
+	}
+	type share struct {
+		c       *loadgen.Conn
+		members []M
+	}
+	var shares []share
+	defer func() {
+		for _, s := range shares {
+			s.c.Close()
+		}
+	}()
+	coords := make([]string, 0, len(byCoord))
+	for a := range byCoord {
+		coords = append(coords, a)
+	}
+	slices.Sort(coords)
+	for _, a := range coords {
+		n := max(1, connections*len(byCoord[a])/len(ms))
+		conns, err := loadgen.DialN(a, n, "cohort-bench-heartbeat")
+		if err != nil {
+			return heartbeatRun{}, err
+		}
+		for i, c := range conns {
+			shares = append(shares, share{c, loadgen.Every(byCoord[a], i, n)})
+		}
+	}
+	lats := make([][]time.Duration, len(shares))
+	round := func(record bool) error {
+		return loadgen.Parallel(len(shares), len(shares), func(i int) error {
+			var lat func(time.Duration)
+			if record {
+				lat = func(d time.Duration) { lats[i] = append(lats[i], d) }
+			}
+			return beat(shares[i].c, shares[i].members, depth, lat)
+		})
+	}
+	if err := round(false); err != nil {
+		return heartbeatRun{}, fmt.Errorf("first heartbeat of every member (untimed): %w", err)
+	}
+	start := time.Now()
+	until := start.Add(duration)
+	for time.Now().Before(until) {
+		if err := round(true); err != nil {
+			return heartbeatRun{}, err
+		}
+	}
+	elapsed := time.Since(start)
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	for _, s := range shares {
+		if len(s.members) > 0 {
+			leave(s.c, s.members)
+		}
+	}
+	return heartbeatRun{members: len(ms), connections: len(shares), setup: setup, elapsed: elapsed, lats: all}, nil
+}
+
+// leaveGroups makes the classic members ms leave their groups (one
+// LeaveGroup per group) on c, a connection to their coordinator, untimed,
+// so that the groups do not wait out their 5-minute sessions. Errors are
 // ignored: the run has been measured by then.
-func leaveGroups(ms []loadgen.Member, connFor func(group string) *loadgen.Conn) {
+func leaveGroups(c *loadgen.Conn, ms []loadgen.Member) {
 	ids := map[string][]string{}
 	var order []string
 	for _, m := range ms {
@@ -470,8 +507,6 @@ func leaveGroups(ms []loadgen.Member, connFor func(group string) *loadgen.Conn) 
 		ids[m.Group] = append(ids[m.Group], m.ID)
 	}
 	for _, g := range order {
-		if c := connFor(g); c != nil {
-			_ = loadgen.Leave(c, g, ids[g])
-		}
+		_ = loadgen.Leave(c, g, ids[g])
 	}
 }

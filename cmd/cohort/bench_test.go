@@ -69,11 +69,26 @@ func TestBenchAgainstNode(t *testing.T) {
 		t.Parallel()
 		var r heartbeatsResult
 		benchJSON(t, &r, addr, "heartbeats", "--members", "20", "--groups", "2", "--connections", "4", "--partitions", "4", "--duration", "500ms")
-		if r.Workload != "heartbeats" || r.Members != 20 || r.Groups != 2 || r.Connections != 4 {
+		if r.Workload != "heartbeats" || r.Protocol != "classic" || r.Members != 20 || r.Groups != 2 || r.Connections != 4 {
 			t.Fatalf("result %+v: not the run asked for", r)
 		}
 		// Every round heartbeats for every member, and at least one
 		// timed round runs.
+		if r.Heartbeats < 20 || r.Heartbeats%20 != 0 {
+			t.Fatalf("result %+v: want whole rounds of 20 heartbeats, at least one", r)
+		}
+	})
+	t.Run("heartbeats-consumer", func(t *testing.T) {
+		t.Parallel()
+		// KIP-848 members: they settle (Stable, each at the group's
+		// epoch, owning its partitions) before the timed rounds, whose
+		// every answer must then be NONE at the same epoch with no new
+		// assignment.
+		var r heartbeatsResult
+		benchJSON(t, &r, addr, "heartbeats", "--protocol", "consumer", "--members", "20", "--groups", "2", "--connections", "4", "--partitions", "4", "--duration", "500ms")
+		if r.Workload != "heartbeats" || r.Protocol != "consumer" || r.Members != 20 || r.Groups != 2 || r.Connections != 4 {
+			t.Fatalf("result %+v: not the run asked for", r)
+		}
 		if r.Heartbeats < 20 || r.Heartbeats%20 != 0 {
 			t.Fatalf("result %+v: want whole rounds of 20 heartbeats, at least one", r)
 		}
@@ -88,6 +103,7 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "nope"},
 		{"bench", "commits", "--committers", "0"},
 		{"bench", "heartbeats", "--members", "10", "--groups", "3"},
+		{"bench", "heartbeats", "--protocol", "eager"},
 		{"bench", "join", "--format", "yaml"},
 	} {
 		if code, _, _ := cliRun(args...); code != 2 {
