@@ -29,11 +29,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const (
-	cgHeartbeatVersion = 1
-	cgDescribeVersion  = 1
-)
-
 // timedAssignor is the uniform assignor, timed: the coordinator calls it
 // under its own name (coordinator.Config.CustomAssignors), so the time is
 // measured around exactly the call the shard loop makes.
@@ -166,79 +161,40 @@ func (t *ownTracker) held() (partitions, members int, err error) {
 // A consumer-protocol member
 
 type cgMember struct {
-	i     int
-	c     *loadgen.Conn
-	group string
-	topic string
-	id    string
-	tr    *ownTracker
-
-	epoch    int32
-	topicID  [16]byte
-	owned    []int32 // sorted
-	report   bool    // owned changed since the coordinator last heard it
-	interval time.Duration
+	i  int
+	c  *loadgen.Conn
+	tr *ownTracker
+	*loadgen.ConsumerMember
 }
 
 func newCGMember(i int, c *loadgen.Conn, group, topic string, tr *ownTracker) *cgMember {
-	return &cgMember{i: i, c: c, group: group, topic: topic, id: fmt.Sprintf("%s-m%04d-%08x", group, i, rand.Uint32()), tr: tr}
+	id := fmt.Sprintf("%s-m%04d-%08x", group, i, rand.Uint32())
+	return &cgMember{i: i, c: c, tr: tr, ConsumerMember: loadgen.NewConsumerMember(group, id, topic)}
 }
 
-// beat sends one heartbeat and applies its answer; it reports whether the
+// beat sends one heartbeat and applies its answer (loadgen's member), and
+// tells the tracker what the member lost and got; it reports whether the
 // member's partitions changed (the member then heartbeats again at once).
 func (m *cgMember) beat() (bool, error) {
-	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = m.group, m.id, m.epoch, -1
-	if m.epoch == 0 {
-		req.RebalanceTimeoutMillis = 60000
-		req.SubscribedTopicNames = []string{m.topic}
-		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	} else if m.report {
-		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-		if len(m.owned) > 0 {
-			req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: m.topicID, Partitions: m.owned})
-		}
+	prev := m.Owned()
+	changed, err := m.Beat(m.c)
+	if err != nil || !changed || m.tr == nil {
+		return changed, err
 	}
-	resp, err := loadgen.Do[*kmsg.ConsumerGroupHeartbeatResponse](m.c, cgHeartbeatVersion, req)
-	if err != nil {
-		return false, err
-	}
-	if resp.ErrorCode != 0 {
-		return false, fmt.Errorf("ConsumerGroupHeartbeat of %s at epoch %d: %w", m.id, m.epoch, kerr.ErrorForCode(resp.ErrorCode))
-	}
-	m.epoch = resp.MemberEpoch
-	m.interval = time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
-	if req.Topics != nil {
-		m.report = false
-	}
-	if resp.Assignment == nil {
-		return false, nil
-	}
-	var next []int32
-	for _, t := range resp.Assignment.Topics {
-		m.topicID = t.TopicID
-		next = append(next, t.Partitions...)
-	}
-	slices.Sort(next)
-	if slices.Equal(next, m.owned) {
-		return false, nil
-	}
+	next := m.Owned()
 	var lost, got []int32
-	for _, p := range m.owned {
+	for _, p := range prev {
 		if _, ok := slices.BinarySearch(next, p); !ok {
 			lost = append(lost, p)
 		}
 	}
 	for _, p := range next {
-		if _, ok := slices.BinarySearch(m.owned, p); !ok {
+		if _, ok := slices.BinarySearch(prev, p); !ok {
 			got = append(got, p)
 		}
 	}
-	if m.tr != nil {
-		m.tr.release(m.i, lost)
-		m.tr.acquire(m.i, got)
-	}
-	m.owned, m.report = next, true
+	m.tr.release(m.i, lost)
+	m.tr.acquire(m.i, got)
 	return true, nil
 }
 
@@ -248,7 +204,7 @@ func (m *cgMember) beat() (bool, error) {
 func (m *cgMember) run(stop, fast <-chan struct{}) error {
 	wait := time.Duration(0)
 	for {
-		if m.epoch != 0 {
+		if m.Epoch != 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-stop:
@@ -257,7 +213,7 @@ func (m *cgMember) run(stop, fast <-chan struct{}) error {
 			case <-fast:
 				t.Stop()
 				fast = nil
-				wait = time.Duration(rand.Int64N(int64(m.interval) + 1))
+				wait = time.Duration(rand.Int64N(int64(m.Interval) + 1))
 				continue
 			case <-t.C:
 			}
@@ -272,29 +228,19 @@ func (m *cgMember) run(stop, fast <-chan struct{}) error {
 		case fast != nil:
 			wait = 50 * time.Millisecond
 		default:
-			wait = m.interval
+			wait = m.Interval
 		}
 	}
 }
 
 func (m *cgMember) leave() error {
-	if m.epoch <= 0 {
+	if m.Epoch <= 0 {
 		return nil
 	}
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = m.group, m.id, -1, -1
-	_, err := loadgen.Do[*kmsg.ConsumerGroupHeartbeatResponse](m.c, cgHeartbeatVersion, req)
+	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = m.Group, m.ID, -1, -1
+	_, err := loadgen.Do[*kmsg.ConsumerGroupHeartbeatResponse](m.c, loadgen.ConsumerHeartbeatVersion, req)
 	return err
-}
-
-func describeConsumerGroup(c *loadgen.Conn, group string) (kmsg.ConsumerGroupDescribeResponseGroup, error) {
-	req := kmsg.NewPtrConsumerGroupDescribeRequest()
-	req.Groups = []string{group}
-	resp, err := loadgen.Do[*kmsg.ConsumerGroupDescribeResponse](c, cgDescribeVersion, req)
-	if err != nil {
-		return kmsg.ConsumerGroupDescribeResponseGroup{}, err
-	}
-	return resp.Groups[0], nil
 }
 
 // waitStable polls ConsumerGroupDescribe every 10 ms until the group is
@@ -302,7 +248,7 @@ func describeConsumerGroup(c *loadgen.Conn, group string) (kmsg.ConsumerGroupDes
 // when it first saw that.
 func waitStable(ctx context.Context, c *loadgen.Conn, group string, n int, minEpoch int32, errc <-chan error) (time.Time, int32, error) {
 	for {
-		d, err := describeConsumerGroup(c, group)
+		d, err := loadgen.DescribeConsumerGroup(c, group)
 		if err != nil {
 			return time.Time{}, 0, err
 		}
@@ -704,87 +650,29 @@ func BenchmarkConsumerHeartbeat(b *testing.B) {
 	addr, _ := startConsumerNode(b, coordinator.Config{ConsumerSessionTimeout: 5 * time.Minute})
 	createTopics(benchContext(b), b, addr, hbPartitions, hbTopic)
 	before := heapAfterGC()
-	var mu sync.Mutex
-	var members []*cgMember
 	t0 := time.Now()
-	if err := loadgen.Parallel(hbGroups, hbJoinParallel, func(g int) error {
-		conns, err := loadgen.DialN(addr, 4, "bench-cg-heartbeat")
-		if err != nil {
-			return err
-		}
-		defer loadgen.CloseAll(conns)
-		group := fmt.Sprintf("cg-heartbeat-%d", g)
-		gm := make([]*cgMember, hbMembersPerGroup)
-		for i := range gm {
-			gm[i] = newCGMember(i, conns[i%len(conns)], group, hbTopic, nil)
-		}
-		deadline := time.Now().Add(2 * time.Minute)
-		for round := 0; ; round++ {
-			for _, m := range gm {
-				if _, err := m.beat(); err != nil {
-					return err
-				}
-			}
-			d, err := describeConsumerGroup(conns[0], group)
-			if err != nil {
-				return err
-			}
-			if d.State == "Stable" && len(d.Members) == len(gm) {
-				settled := true
-				for _, m := range gm {
-					settled = settled && !m.report && m.epoch == d.Epoch
-				}
-				if settled {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("group %s not settled after %d rounds: %s", group, round, d.State)
-			}
-			time.Sleep(50 * time.Millisecond) // the assignment interval lets the next target through
-		}
-		mu.Lock()
-		members = append(members, gm...)
-		mu.Unlock()
-		return nil
-	}); err != nil {
+	addrs := slices.Repeat([]string{addr}, hbGroups)
+	members, err := loadgen.JoinConsumers(addrs, "bench-cg-heartbeat", hbTopic, hbMembersPerGroup, hbJoinParallel,
+		func(g int) string { return fmt.Sprintf("cg-heartbeat-%d", g) }, time.Now().Add(2*time.Minute))
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("%d members settled in %d groups in %v (untimed set-up)", len(members), hbGroups, time.Since(t0).Round(time.Millisecond))
-	// The set-up connections are closed; a member keeping its own would
-	// count its 16 KiB read buffer as the server's.
-	for _, m := range members {
-		m.c = nil
-	}
+	// The set-up connections are closed (a member keeping its own would
+	// count its 16 KiB read buffer as the server's); wait until the
+	// server has let them go.
 	connsClosed(b, addr)
 	after := heapAfterGC()
 	writeHeapProfile(b)
 	// What this benchmark itself keeps per member.
 	idBytes := 0
 	for _, m := range members {
-		idBytes += int(unsafe.Sizeof(*m)) + len(m.id) + cap(m.owned)*4
+		idBytes += int(unsafe.Sizeof(*m)) + len(m.ID) + cap(m.Owned())*4
 	}
 	perMember := (float64(after) - float64(before) - float64(idBytes)) / float64(len(members))
 
-	heartbeatRounds(b, addr, members, cgHeartbeatPipelined)
+	heartbeatRounds(b, addr, members, func(c *loadgen.Conn, ms []*loadgen.ConsumerMember, depth int) error {
+		return loadgen.ConsumerHeartbeats(c, ms, depth, nil)
+	})
 	b.ReportMetric(perMember, "heap-B/member")
-}
-
-// cgHeartbeatPipelined sends one plain heartbeat for each member on c,
-// with up to depth in flight, and checks every answer.
-func cgHeartbeatPipelined(c *loadgen.Conn, members []*cgMember, depth int) error {
-	return loadgen.Pipelined(c, members, depth,
-		func(m *cgMember) kmsg.Request {
-			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-			req.SetVersion(cgHeartbeatVersion)
-			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = m.group, m.id, m.epoch, -1
-			return req
-		},
-		func(m *cgMember, r kmsg.Response, _ time.Duration) error {
-			resp := r.(*kmsg.ConsumerGroupHeartbeatResponse)
-			if resp.ErrorCode != 0 || resp.MemberEpoch != m.epoch || resp.Assignment != nil {
-				return fmt.Errorf("heartbeat of %s at epoch %d: %v, epoch %d, assignment %v", m.id, m.epoch, kerr.ErrorForCode(resp.ErrorCode), resp.MemberEpoch, resp.Assignment != nil)
-			}
-			return nil
-		})
 }

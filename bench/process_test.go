@@ -2,12 +2,8 @@ package bench
 
 import (
 	"bufio"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,33 +24,11 @@ var processTargets = []target{
 	{"kfake-process", startKfakeProcess},
 }
 
-var (
-	kfakeOnce sync.Once
-	kfakePath string
-	kfakeErr  error
-)
-
 // startKfakeProcess builds bench/kfakeserve once, runs it, and returns the
 // address it logs; the process is killed when b ends.
 func startKfakeProcess(b *testing.B) string {
 	b.Helper()
-	kfakeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kfakeserve-bin-")
-		if err != nil {
-			kfakeErr = err
-			return
-		}
-		kfakePath = filepath.Join(dir, "kfakeserve")
-		cmd := exec.Command("go", "build", "-o", kfakePath, "./bench/kfakeserve")
-		cmd.Dir = testkit.ModuleRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			kfakeErr = fmt.Errorf("go build ./bench/kfakeserve: %v\n%s", err, out)
-		}
-	})
-	if kfakeErr != nil {
-		b.Fatal(kfakeErr)
-	}
-	cmd := exec.Command(kfakePath)
+	cmd := exec.Command(testkit.Build(b, "./bench/kfakeserve"))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)

@@ -226,7 +226,6 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = logger
-	logger.Info("cohort starting", "version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0))
 	cfg.Groups.NoOffsetsTopic = !*offsetsTopic
 	cfg.Version = versionString()
 	// The OpenTelemetry SDK reports what goes wrong (a collector that
@@ -241,6 +240,8 @@ func serve(args []string, stderr io.Writer) int {
 		logger.Error("cohort could not start", "err", err)
 		return 1
 	}
+	// After the listeners' lines, so that a start that fails is one line.
+	logger.Info("cohort started", "version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0))
 	code := 0
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

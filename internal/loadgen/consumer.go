@@ -3,6 +3,7 @@ package loadgen
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +25,8 @@ type ConsumerMember struct {
 	Group string
 	ID    string
 	Epoch int32
+	// Interval is the heartbeat interval the coordinator last asked for.
+	Interval time.Duration
 
 	topic   string
 	topicID [16]byte
@@ -62,6 +65,7 @@ func (m *ConsumerMember) Beat(c *Conn) (bool, error) {
 		return false, fmt.Errorf("ConsumerGroupHeartbeat of %s at epoch %d: %w", m.ID, m.Epoch, kerr.ErrorForCode(resp.ErrorCode))
 	}
 	m.Epoch = resp.MemberEpoch
+	m.Interval = time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
 	if req.Topics != nil {
 		m.report = false
 	}
@@ -80,6 +84,14 @@ func (m *ConsumerMember) Beat(c *Conn) (bool, error) {
 	m.owned, m.report = next, true
 	return true, nil
 }
+
+// Owned is the partitions the member owns, sorted; the caller must not
+// change them.
+func (m *ConsumerMember) Owned() []int32 { return m.owned }
+
+// Reported reports whether the coordinator has heard what the member owns
+// since it last changed.
+func (m *ConsumerMember) Reported() bool { return !m.report }
 
 // DescribeConsumerGroup is ConsumerGroupDescribe of one group on c.
 func DescribeConsumerGroup(c *Conn, group string) (kmsg.ConsumerGroupDescribeResponseGroup, error) {
@@ -117,7 +129,7 @@ func JoinConsumers(addrs []string, clientID, topic string, perGroup, parallel in
 		group := name(g)
 		gm := make([]*ConsumerMember, perGroup)
 		for i := range gm {
-			gm[i] = NewConsumerMember(group, fmt.Sprintf("%s-m%05d", group, i), topic)
+			gm[i] = NewConsumerMember(group, fmt.Sprintf("%s-m%04d-%08x", group, i, rand.Uint32()), topic)
 		}
 		for round := 0; ; round++ {
 			for i, m := range gm {
@@ -132,7 +144,7 @@ func JoinConsumers(addrs []string, clientID, topic string, perGroup, parallel in
 			if d.ErrorCode == 0 && d.State == "Stable" && len(d.Members) == len(gm) {
 				settled := true
 				for _, m := range gm {
-					settled = settled && !m.report && m.Epoch == d.Epoch
+					settled = settled && m.Reported() && m.Epoch == d.Epoch
 				}
 				if settled {
 					break

@@ -90,33 +90,45 @@ func WaitFor(timeout time.Duration, cond func() bool) bool {
 	return true
 }
 
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-)
-
 // Binary builds cmd/cohort once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	return Build(t, "./cmd/cohort")
+}
+
+// builds holds each package Build has built (or failed to): its path
+// once built.
+var builds sync.Map // package → *build
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Build builds the main package pkg (a path from the module root, such
+// as ./cmd/cohort) once per test process and returns the binary's path.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	v, _ := builds.LoadOrStore(pkg, &build{})
+	bd := v.(*build)
+	bd.once.Do(func() {
 		dir, err := os.MkdirTemp("", "cohort-bin-")
 		if err != nil {
-			buildErr = err
+			bd.err = err
 			return
 		}
-		buildPath = filepath.Join(dir, "cohort")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/cohort")
+		bd.path = filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-o", bd.path, pkg)
 		cmd.Dir = ModuleRoot()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/cohort: %v\n%s", err, out)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			bd.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if bd.err != nil {
+		t.Fatal(bd.err)
 	}
-	return buildPath
+	return bd.path
 }
 
 // ModuleRoot is the repository root, found from this file's location.
