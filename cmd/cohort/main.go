@@ -60,8 +60,8 @@ func main() {
 // meanwhile (the execution trace's scheduler-latency profile of the
 // transaction benchmark showed dozens runnable at once with one core
 // busy). Measured out of process on 2 cores (BENCHMARKS.md, issue 16):
-// 2 more Ps, 15–35 % more transactions/s at 16 and 64 producers, and no
-// change to commits or heartbeats beyond the noise.
+// 2 more Ps, about 23 % more transactions/s (medians) at 16 and 64
+// producers, and no change to commits or heartbeats beyond the noise.
 const fsyncProcs = 2
 
 // serveProcs is the GOMAXPROCS for `cohort serve`: the runtime's default
