@@ -47,6 +47,10 @@ Run 'cohort <command> --help' for a command's flags.
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		runtime.GOMAXPROCS(serveProcs(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)))
+		if wantHeapFloor(os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT")) {
+			keepHeapFloor(heapFloor)
+			gcFloor = heapFloor
+		}
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

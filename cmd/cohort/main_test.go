@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"flag"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +112,66 @@ func TestServeProcs(t *testing.T) {
 		if got := serveProcs(c.env, c.procs); got != c.want {
 			t.Errorf("serveProcs(%q, %d) = %d, want %d", c.env, c.procs, got, c.want)
 		}
+	}
+}
+
+// TestGCPercentFor: the next cycle's goal (Go's: live + (live + roots) ×
+// GOGC/100) is the floor while the live heap is well under it, and Go's
+// default above.
+func TestGCPercentFor(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live, roots, floor uint64
+		want               int
+	}{
+		{5 * mib, 0, 64 * mib, 1180},
+		{5 * mib, 3 * mib, 64 * mib, 737},
+		{16 * mib, 0, 64 * mib, 300},
+		{32 * mib, 0, 64 * mib, 100},
+		{30 * mib, 4 * mib, 64 * mib, 100},
+		{1024 * mib, 0, 64 * mib, 100},
+		{0, 0, 64 * mib, 100}, // before the first cycle
+		{1, 0, 64 * mib, maxGCPercent},
+	} {
+		got := gcPercentFor(c.live, c.roots, c.floor)
+		if got != c.want {
+			t.Errorf("gcPercentFor(%d, %d, %d) = %d, want %d", c.live, c.roots, c.floor, got, c.want)
+		}
+		goal := c.live + (c.live+c.roots)*uint64(got)/100
+		if c.live > 0 && got < maxGCPercent && goal+c.live/100+1 < max(c.floor, 2*c.live+c.roots) {
+			t.Errorf("live %d: goal %d under the floor", c.live, goal)
+		}
+	}
+}
+
+// TestKeepHeapFloor: after a collection the tuner has set GOGC so that the
+// runtime's next goal is the floor (this test's heap is far under it), and
+// stopping it gives Go its default back.
+func TestKeepHeapFloor(t *testing.T) {
+	const floor = 256 << 20
+	stop := keepHeapFloor(floor)
+	defer stop()
+	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		metrics.Read(sample)
+		gogc, goal := sample[0].Value.Uint64(), sample[1].Value.Uint64()
+		if gogc > 100 && goal >= floor-floor/32 && goal <= floor+floor/32 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("GOGC %d and a heap goal of %d bytes after a collection, want a goal of about %d", gogc, goal, floor)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	runtime.GC()
+	runtime.GC()
+	metrics.Read(sample)
+	if got := sample[0].Value.Uint64(); got != 100 {
+		t.Errorf("GOGC %d after stop, want 100", got)
+	}
+	if wantHeapFloor("200", "") || wantHeapFloor("", "1GiB") || !wantHeapFloor("", "") {
+		t.Errorf("wantHeapFloor: the user's GOGC or GOMEMLIMIT must win")
 	}
 }

@@ -241,7 +241,7 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	// After the listeners' lines, so that a start that fails is one line.
-	logger.Info("cohort started", "version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0))
+	logger.Info("cohort started", "version", versionString(), "gomaxprocs", runtime.GOMAXPROCS(0), "gc_heap_floor_mib", gcFloor>>20)
 	code := 0
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
