@@ -139,6 +139,17 @@ func (c *Conn) Recv(req kmsg.Request, corr int32) (kmsg.Response, error) {
 	return resp, nil
 }
 
+// answerBuffered says whether a whole response frame is already read
+// from the socket.
+func (c *Conn) answerBuffered() bool {
+	n := c.br.Buffered()
+	if n < 4 {
+		return false
+	}
+	size, err := c.br.Peek(4)
+	return err == nil && n-4 >= int(binary.BigEndian.Uint32(size))
+}
+
 // Do sends req at version v on c and reads its response.
 func Do[R kmsg.Response](c *Conn, v int16, req kmsg.Request) (R, error) {
 	var zero R
@@ -161,7 +172,11 @@ func Do[R kmsg.Response](c *Conn, v int16, req kmsg.Request) (R, error) {
 // Pipelined sends one request per item on c (built by req, its version
 // set), with up to depth in flight, and checks each answer with check,
 // which is also given the time from the flush that sent the request to
-// its answer.
+// its answer. Answers already read from the socket are taken before the
+// freed places are filled again, in one write, as a client that batches
+// its sends does: refilling after every answer cost a write system call
+// per request, and made the load generator, which shares the cores with
+// the broker it measures, the limit of the heartbeat benchmarks.
 func Pipelined[T any](c *Conn, items []T, depth int, req func(T) kmsg.Request, check func(T, kmsg.Response, time.Duration) error) error {
 	type sent struct {
 		item T
@@ -172,7 +187,7 @@ func Pipelined[T any](c *Conn, items []T, depth int, req func(T) kmsg.Request, c
 	queue := make([]sent, 0, depth)
 	next := 0
 	for next < len(items) || len(queue) > 0 {
-		if next < len(items) && len(queue) < depth {
+		if next < len(items) && len(queue) < depth && (len(queue) == 0 || !c.answerBuffered()) {
 			first := len(queue)
 			for next < len(items) && len(queue) < depth {
 				r := req(items[next])
