@@ -50,10 +50,11 @@ func gcPercentFor(live, roots, floor uint64) int {
 // one starts when the heap reaches floor, or twice the live heap if that
 // is more (gcPercentFor). It learns of each cycle from a cleanup on an
 // object that only the cycle frees, and sets GOGC from the live heap that
-// cycle measured, so the goal never runs ahead of a heap that grew:
-// however fast the live heap grows, a cycle's goal is at most the larger
-// of floor and twice the live heap the previous cycle saw. stop ends it
-// and gives Go its default back.
+// cycle measured. Until that cleanup runs (when the sentinel is swept,
+// soon after the cycle) the runtime applies the previous GOGC to the new
+// live heap, so a live heap that grew k-fold in one cycle has a goal of
+// about k × floor for that moment; once it is past floor/2 the goal is
+// Go's own. stop ends it and gives Go its default back.
 func keepHeapFloor(floor uint64) (stop func()) {
 	var mu sync.Mutex // held while GOGC is set
 	stopped := false
