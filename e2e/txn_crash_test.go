@@ -85,9 +85,33 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 
 // txnWorker is one consume-transform-produce worker: a GroupTransactSession
 // of transactional id w in group, from eos-in to eos-out, that survives
-// the server's restarts (a failed End aborts, and the session carries
-// on). keys counts its requests.
+// the server's restarts. keys counts its requests.
+//
+// A failed End ends the session and the worker starts a new one with the
+// same transactional id, as franz-go's End asks ("no returned error is
+// retryable ... odds are you should not continue"): a commit interrupted
+// by the coordinator's death has an outcome this session cannot know,
+// and after an abort it would rewind to the offsets it last saw
+// committed, reprocessing a transaction that did commit. The new
+// session's InitProducerId fences the old producer and waits for (or
+// finishes) its transaction, and it then reads the group's offsets as the
+// coordinator has them.
 func txnWorker(ctx context.Context, t *testing.T, seeds []string, w, group string, stop <-chan struct{}, committed *atomic.Int64, keys *requestKeys) {
+	for ctx.Err() == nil {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if !txnSession(ctx, t, seeds, w, group, stop, committed, keys) {
+			return
+		}
+	}
+}
+
+// txnSession runs one session of txnWorker until stop (false) or a failed
+// End (true: start another).
+func txnSession(ctx context.Context, t *testing.T, seeds []string, w, group string, stop <-chan struct{}, committed *atomic.Int64, keys *requestKeys) bool {
 	s, err := kgo.NewGroupTransactSession(
 		kgo.WithHooks(keys),
 		kgo.SeedBrokers(seeds...),
@@ -102,22 +126,20 @@ func txnWorker(ctx context.Context, t *testing.T, seeds []string, w, group strin
 		kgo.FetchMaxPartitionBytes(2<<10),
 		// As an exactly-once application is configured (Kafka Streams
 		// sets retries to the maximum): a request the coordinator's
-		// death interrupts, EndTxn above all, is retried until a
-		// minute has passed, not given up after franz-go's default 20
-		// tries; a commit given up on has an outcome the client cannot
-		// know.
+		// death interrupts is retried until a minute has passed, not
+		// given up after franz-go's default 20 tries.
 		kgo.RequestRetries(1<<20),
 		kgo.RetryTimeout(time.Minute),
 	)
 	if err != nil {
 		t.Errorf("worker %s: %v", w, err)
-		return
+		return false
 	}
 	defer s.Close()
 	for {
 		select {
 		case <-stop:
-			return
+			return false
 		default:
 		}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -129,7 +151,7 @@ func txnWorker(ctx context.Context, t *testing.T, seeds []string, w, group strin
 			}
 		})
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
@@ -149,20 +171,8 @@ func txnWorker(ctx context.Context, t *testing.T, seeds []string, w, group strin
 		case ok && err == nil:
 			committed.Add(1)
 		case err != nil:
-			// franz-go's contract: a failed End (here, a commit whose
-			// outcome the dead coordinator never confirmed) must be
-			// followed by End(TryAbort) before anything else; the
-			// session then rewinds to the group's committed offsets,
-			// which hold this transaction's if the coordinator did
-			// commit it.
-			t.Logf("worker %s: end: %v", w, err)
-			for ctx.Err() == nil {
-				if _, err := s.End(ctx, kgo.TryAbort); err == nil {
-					break
-				} else {
-					t.Logf("worker %s: abort after a failed end: %v", w, err)
-				}
-			}
+			t.Logf("worker %s: end: %v; starting a new session", w, err)
+			return true
 		}
 	}
 }
