@@ -2004,6 +2004,7 @@ func TestBadFrames(t *testing.T) {
 		{"body does not decode", rawFrame(3, 1, 1, []byte{0, 0, 0, 5}), `decode Metadata v1: `},
 		{"unterminated tag count", rawFrame(3, 12, 1, []byte{0x80}), `bad tag count`},
 		{"tag past the frame", rawFrame(3, 12, 1, []byte{1, 0, 5, 'x'}), `bad tag size`},
+		{"body's tag count past the frame", rawFrame(3, 12, 1, hostileMetadataBody), `decode Metadata v12: `},
 		{"unserved key", frame(requestBytes(1, kmsg.NewPtrDeleteRecordsRequest())), `unsupported api key 21 version 1`},
 		{"unknown key", rawFrame(1000, 0, 1, nil), `unsupported api key 1000 version 0`},
 		{"produce v2", frame(requestBytes(2, produceReq("w", [16]byte{}, 0, 1, nil))), `unsupported api key 0 version 2"`},

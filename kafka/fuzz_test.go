@@ -42,7 +42,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,7 +163,7 @@ func (h *panicWatch) Handle(_ context.Context, r slog.Record) error {
 // properties in the package comment.
 func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	frame = bytes.ReplaceAll(frame, placeholderID[:], e.topicID[:])
-	if slowKmsgDecode(frame) || tooMuchWork(frame) {
+	if tooMuchWork(frame) {
 		return
 	}
 	defer e.restore(t)
@@ -346,73 +345,6 @@ func tooMuchWork(frame []byte) bool {
 	}
 	return total > fuzzMaxPartitions
 }
-
-// slowKmsgDecode reports whether kmsg takes too long to decode the frame's
-// body. kmsg (v1.15.0, and franz-go's master as of this writing) reads a
-// tagged-field section with
-//
-//	for num := b.Uvarint(); num > 0; num-- { ... }
-//
-// and keeps looping after the input has run out, so a tag count near 2^32
-// costs billions of iterations: about 3 s of a core here, and more than the
-// fuzzing engine's 10 s per input under coverage instrumentation. The
-// decode then fails and the connection is closed. Cohort cannot bound the
-// cost without a kmsg fix, so the fuzz targets leave such inputs aside
-// rather than stop on them.
-//
-// Only a flexible body holding a uvarint of 2^24 or more somewhere can be
-// slow; those are decoded first with a one-second budget. A decode over
-// budget cannot be stopped, so while one is still running every other
-// suspect is left aside too, keeping at most one such goroutine per
-// fuzzing process.
-func slowKmsgDecode(frame []byte) bool {
-	hdr, body, err := parseHeader(frame)
-	if err != nil {
-		return false
-	}
-	req := kmsg.RequestForKey(hdr.key)
-	if h, ok := handlers[hdr.key]; !ok || req == nil || hdr.version < h.min || hdr.version > h.max {
-		return false
-	}
-	req.SetVersion(hdr.version)
-	if !req.IsFlexible() {
-		return false // no tagged fields before the flexible versions
-	}
-	if body, err = skipTags(body); err != nil {
-		return false
-	}
-	suspect := false
-	for i := range body {
-		v, n := binary.Uvarint(body[i:min(len(body), i+5)])
-		if n > 0 && v >= 1<<24 && v <= math.MaxUint32 {
-			suspect = true
-			break
-		}
-	}
-	if !suspect {
-		return false
-	}
-	if !slowDecoding.CompareAndSwap(false, true) {
-		return true
-	}
-	done := make(chan struct{})
-	go func() {
-		defer slowDecoding.Store(false)
-		defer close(done)
-		req.ReadFrom(body)
-	}()
-	timer := time.NewTimer(time.Second)
-	defer timer.Stop()
-	select {
-	case <-done:
-		return false
-	case <-timer.C:
-		return true
-	}
-}
-
-// slowDecoding is set while slowKmsgDecode's decode runs.
-var slowDecoding atomic.Bool
 
 // requestFrame is a frame (without the size) as clients write it: header
 // v1, or v2 with an empty tag section for flexible versions.

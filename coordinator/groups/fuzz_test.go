@@ -2,7 +2,6 @@ package groups_test
 
 import (
 	"encoding/binary"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,9 +52,6 @@ func fuzzRun(t testing.TB, data []byte) *harness {
 			version %= req.MaxVersion() + 1
 		}
 		req.SetVersion(version)
-		if req.IsFlexible() && hugeUvarint(body) && slowDecode(key, version, body) {
-			continue // kmsg's tag loop (kafka/fuzz_test.go, slowKmsgDecode)
-		}
 		if req.ReadFrom(body) != nil {
 			continue
 		}
@@ -294,43 +290,3 @@ func TestFuzzMixedSeed(t *testing.T) {
 	}
 }
 
-// slowDecode reports whether kmsg takes more than a second to decode body:
-// read as a tagged-field count, a uvarint of 2^24 or more makes kmsg
-// (v1.15.0) loop that many times even past the end of the input (see
-// kafka/fuzz_test.go, slowKmsgDecode), which stalls the fuzzer for
-// seconds; such a body fails to decode anyway (the wire server then closes
-// the connection), so the machine never sees it. A decode over budget
-// cannot be stopped: while one runs, every other suspect counts as slow,
-// so at most one such goroutine runs.
-func slowDecode(key, version int16, body []byte) bool {
-	if !slowDecoding.CompareAndSwap(false, true) {
-		return true
-	}
-	done := make(chan struct{})
-	go func() {
-		defer slowDecoding.Store(false)
-		req := kmsg.RequestForKey(key)
-		req.SetVersion(version)
-		_ = req.ReadFrom(body)
-		close(done)
-	}()
-	select {
-	case <-done:
-		return false
-	case <-time.After(time.Second):
-		return true
-	}
-}
-
-var slowDecoding atomic.Bool
-
-// hugeUvarint reports whether b holds, anywhere, a uvarint of 2^24 or more
-// (an int32 -1 is one, so most bodies are only suspects).
-func hugeUvarint(b []byte) bool {
-	for i := range b {
-		if v, n := binary.Uvarint(b[i:min(len(b), i+5)]); n > 0 && v >= 1<<24 {
-			return true
-		}
-	}
-	return false
-}
