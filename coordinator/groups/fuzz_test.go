@@ -289,4 +289,3 @@ func TestFuzzMixedSeed(t *testing.T) {
 		t.Fatalf("%d conversions, want an upgrade and a downgrade", conversions)
 	}
 }
-
