@@ -591,6 +591,10 @@ func TestGroupAdminKadm(t *testing.T) {
 	if !errors.Is(dr[nope].Err, kerr.GroupIDNotFound) {
 		t.Errorf("delete the unknown group %s: %v, want GROUP_ID_NOT_FOUND", nope, dr[nope].Err)
 	}
+	// kadm negotiates DeleteGroups v3, whose failed deletions say why.
+	if dr[live].ErrMessage != "The group is not empty." || dr[nope].ErrMessage != "The group id does not exist." {
+		t.Errorf("delete groups v3: messages %q and %q, want the errors' descriptions", dr[live].ErrMessage, dr[nope].ErrMessage)
+	}
 
 	// The members leave (LeaveGroup on close): the group is Empty, keeps
 	// its protocol type and its offsets, and lag has no members.
@@ -618,8 +622,8 @@ func TestGroupAdminKadm(t *testing.T) {
 		t.Fatalf("delete groups: %v", err)
 	}
 	for _, g := range []string{live, simple} {
-		if dr[g].Err != nil {
-			t.Errorf("delete the Empty group %s: %v", g, dr[g].Err)
+		if dr[g].Err != nil || dr[g].ErrMessage != "" {
+			t.Errorf("delete the Empty group %s: %v %q", g, dr[g].Err, dr[g].ErrMessage)
 		}
 	}
 	if ls := listed(); gaHasGroup(ls, live) || gaHasGroup(ls, simple) {

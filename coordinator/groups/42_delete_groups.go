@@ -7,12 +7,16 @@ package groups
 // Version notes:
 //   - v1: throttling after the response (KIP-219).
 //   - v2: flexible.
-//   - v3 (per-group ErrorMessage) is not served.
+//   - v3: a group whose deletion failed carries an ErrorMessage, the
+//     error's description (null when it was deleted).
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
-	a := &API{Key: kmsg.DeleteGroups, MinVersion: 0, MaxVersion: 2}
+	a := &API{Key: kmsg.DeleteGroups, MinVersion: 0, MaxVersion: 3}
 	manyGroups(a,
 		distinct,
 		func(r *kmsg.DeleteGroupsRequest, idx []int) *kmsg.DeleteGroupsRequest {
@@ -27,9 +31,20 @@ func init() {
 	register(a, (*Shard).deleteGroupsPending, // pending txn offsets: txn_offsets.go
 		func(r *kmsg.DeleteGroupsRequest, resp *kmsg.DeleteGroupsResponse, code int16) {
 			for _, g := range distinct(r) {
-				resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: code})
+				resp.Groups = append(resp.Groups, deleteResult(r.Version, g, code))
 			}
 		})
+}
+
+// deleteResult is one group's answer at version v: from v3 a failed
+// deletion says why, with the error's description as Kafka's messages do.
+func deleteResult(v int16, group string, code int16) kmsg.DeleteGroupsResponseGroup {
+	res := kmsg.DeleteGroupsResponseGroup{Group: group, ErrorCode: code}
+	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && v >= 3 {
+		msg := ke.Description
+		res.ErrorMessage = &msg
+	}
+	return res
 }
 
 // distinct is the request's groups without repeats, in request order.

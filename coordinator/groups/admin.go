@@ -118,25 +118,25 @@ func (s *Shard) deleteGroups(_ time.Time, req machine.Request, r *kmsg.DeleteGro
 			continue
 		}
 		seen[name] = true
-		res := kmsg.DeleteGroupsResponseGroup{Group: name}
+		var code int16
 		e := s.lookup(req.Tenant, name)
 		switch {
 		case e == nil || (e.classic != nil && e.classic.state == dead):
-			res.ErrorCode = kerr.GroupIDNotFound.Code
+			code = kerr.GroupIDNotFound.Code
 		case e.consumer != nil:
 			if len(e.consumer.members) > 0 {
-				res.ErrorCode = kerr.NonEmptyGroup.Code
+				code = kerr.NonEmptyGroup.Code
 			} else {
 				s.deleteOffsets(e)
 				s.emitRemoveConsumer(e.consumer)
 			}
 		case e.classic.state != empty:
-			res.ErrorCode = kerr.NonEmptyGroup.Code
+			code = kerr.NonEmptyGroup.Code
 		default:
 			s.deleteOffsets(e)
 			s.deleteClassic(e.classic)
 		}
-		resp.Groups = append(resp.Groups, res)
+		resp.Groups = append(resp.Groups, deleteResult(r.Version, name, code))
 	}
 	s.reply(req.ID, resp)
 }

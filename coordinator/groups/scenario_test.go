@@ -1495,7 +1495,11 @@ func (r *scnRunner) printResp(label string, resp kmsg.Response) {
 	case *kmsg.DeleteGroupsResponse:
 		var gs []string
 		for _, g := range p.Groups {
-			gs = append(gs, scnPtr(&g.Group)+" "+scnCode(g.ErrorCode))
+			e := scnPtr(&g.Group) + " " + scnCode(g.ErrorCode)
+			if g.ErrorMessage != nil {
+				e += fmt.Sprintf(" %q", *g.ErrorMessage)
+			}
+			gs = append(gs, e)
 		}
 		r.out("%s: %s", label, strings.Join(gs, ", "))
 	default:

@@ -300,7 +300,7 @@ func (s *Shard) deleteGroupsPending(now time.Time, req machine.Request, r *kmsg.
 		}
 		seen[g] = true
 		if s.hasPending(gkey{req.Tenant, g}) {
-			resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: kerr.NonEmptyGroup.Code})
+			resp.Groups = append(resp.Groups, deleteResult(r.Version, g, kerr.NonEmptyGroup.Code))
 			continue
 		}
 		resp.Groups = append(resp.Groups, done.Groups[i])
