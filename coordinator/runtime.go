@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
@@ -145,10 +146,11 @@ type heldOther struct {
 }
 
 type event struct {
-	submit *call        // a new request
-	fire   bool         // the clock timer went off
-	wrote  *writeResult // the store write finished
-	stop   chan struct{}
+	submit  *call        // a new request
+	fire    bool         // the clock timer went off
+	wrote   *writeResult // the store write finished
+	applied bool         // a store write took effect (Runtime.written moved)
+	stop    chan struct{}
 }
 
 type writeResult struct {
@@ -186,12 +188,36 @@ type Runtime struct {
 	failing  error    // a write failed; give up once the rest are done
 	lost     bool     // given up: every request fails
 	held     []held   // in gate order
+	early    []held   // early replies (Reply.Early, a one-log store), in gate order
 	timers   timerHeap
 	timerAt  map[string]int64 // Unix ns: a third of a time.Time, one per member
 	stopWake func() bool
 	wakeAt   time.Time
-	writes   chan []Record
+	writes   chan toWrite
 	writer   sync.WaitGroup
+
+	// oneLog: the store is one log (store.OneLog), so early replies
+	// leave once written rather than durable.
+	oneLog bool
+	// written is the number of records whose store write has taken
+	// effect, in order (the writer sets it; a failed write stops it).
+	written atomic.Uint64
+	// wantApplied tells the writer that early replies wait on written,
+	// so that it wakes the loop when written moves.
+	wantApplied atomic.Bool
+	// strictMax is the last record that must be synced: the last before
+	// a reply, push or event that is not early. syncTo is the last record
+	// a synced write (started) covers. On a one-log store a batch is
+	// synced only if it holds strictMax (a later one covers the rest),
+	// and an empty one (a barrier) is written when strictMax is past
+	// syncTo with nothing pending; loop goroutine only.
+	strictMax, syncTo uint64
+}
+
+// toWrite is a batch for the writer.
+type toWrite struct {
+	recs   []Record
+	noSync bool // store.Batch.NoSync
 }
 
 // StartRuntime acquires the shard's write handle, loads the shard from the
@@ -225,7 +251,10 @@ func StartRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		timerAt:  make(map[string]int64),
 		// Room for every write in flight, so the loop never blocks on
 		// starting one.
-		writes: make(chan []Record, cfg.MaxWrites),
+		writes: make(chan toWrite, cfg.MaxWrites),
+	}
+	if ol, ok := cfg.Store.(store.OneLog); ok && ol.OneLog() {
+		r.oneLog = true
 	}
 	// Acquire before reading: once the handle exists no earlier owner
 	// can write, so the scan sees everything this shard will ever have
@@ -321,7 +350,7 @@ func (r *Runtime) loop() {
 	defer close(r.done)
 	// What the load queued (the topic's reservation, records of Loaded)
 	// goes out without waiting for a first event.
-	for r.nwrites < r.cfg.MaxWrites && len(r.pending) > 0 {
+	for r.nwrites < r.cfg.MaxWrites && r.toFlush() {
 		r.flush()
 	}
 	for ev := range r.events {
@@ -341,13 +370,15 @@ func (r *Runtime) loop() {
 			}
 		case ev.wrote != nil:
 			r.wrote(ev.wrote)
+		case ev.applied:
+			r.release()
 		case ev.stop != nil:
 			r.shutdown()
 			return
 		}
 		// Group commit: while MaxWrites writes are under way, records
 		// pile up in pending; the next write takes them all.
-		for r.failing == nil && !r.lost && r.nwrites < r.cfg.MaxWrites && len(r.pending) > 0 {
+		for r.failing == nil && !r.lost && r.nwrites < r.cfg.MaxWrites && r.toFlush() {
 			r.flush()
 		}
 	}
@@ -386,7 +417,8 @@ func (r *Runtime) giveUp(err error) {
 	}
 	r.release()
 	r.lost = true
-	r.pending, r.held = nil, nil
+	r.pending, r.held, r.early = nil, nil, nil
+	r.wantApplied.Store(false)
 	if r.cfg.Topic != nil {
 		r.cfg.Topic.Close()
 	}
@@ -408,7 +440,16 @@ func (r *Runtime) giveUp(err error) {
 func (r *Runtime) apply(ctx context.Context, out Output) {
 	r.seq += uint64(len(out.Records))
 	r.pending = append(r.pending, out.Records...)
+	if !lazy(out) && len(out.Records)+len(out.Replies)+len(out.Pushes)+len(out.Events) > 0 {
+		// Its records, or what it says of the records before it, must
+		// be durable before it is answered.
+		r.strictMax = r.seq
+	}
 	for _, rp := range out.Replies {
+		if rp.Early && r.oneLog {
+			r.early = append(r.early, held{gate: r.seq, reply: rp})
+			continue
+		}
 		r.held = append(r.held, held{gate: r.seq, reply: rp})
 	}
 	for _, p := range out.Pushes {
@@ -432,8 +473,33 @@ func (r *Runtime) apply(ctx context.Context, out Output) {
 	r.release()
 }
 
-// release answers every held reply whose records are durable.
+// toFlush reports whether a write is due: records are pending, or a
+// barrier (what is answered next needs records written unsynced).
+func (r *Runtime) toFlush() bool {
+	return len(r.pending) > 0 || r.oneLog && r.cfg.Topic == nil && r.strictMax > r.syncTo
+}
+
+// lazy reports whether an output's records need no sync of their own: all
+// it has to say are early replies, whose truth a later synced write
+// covers (machine.Reply.Early).
+func lazy(out Output) bool {
+	if len(out.Replies) == 0 || len(out.Pushes) > 0 || len(out.Events) > 0 {
+		return false
+	}
+	for _, rp := range out.Replies {
+		if !rp.Early {
+			return false
+		}
+	}
+	return true
+}
+
+// release answers every held reply whose records are durable, and every
+// early one whose records are written.
 func (r *Runtime) release() {
+	if len(r.early) > 0 {
+		r.releaseEarly()
+	}
 	i := 0
 	for ; i < len(r.held) && r.held[i].gate <= r.durable; i++ {
 		h := r.held[i]
@@ -459,6 +525,32 @@ func (r *Runtime) release() {
 	}
 }
 
+// releaseEarly answers the early replies whose records are written (all
+// of them in order; after a failed write, only those already durable).
+func (r *Runtime) releaseEarly() {
+	for {
+		upTo := r.durable
+		if r.failing == nil && !r.lost {
+			upTo = max(upTo, r.written.Load())
+		}
+		i := 0
+		for ; i < len(r.early) && r.early[i].gate <= upTo; i++ {
+			if c, ok := r.inflight[r.early[i].reply.To]; ok {
+				delete(r.inflight, r.early[i].reply.To)
+				c.done <- r.early[i].reply
+			}
+		}
+		clear(r.early[:i])
+		r.early = r.early[i:]
+		// The flag is set before written is read again: a write that
+		// lands in between sees it and wakes the loop.
+		r.wantApplied.Store(len(r.early) > 0)
+		if len(r.early) == 0 || r.failing != nil || r.lost || r.written.Load() < r.early[0].gate {
+			return
+		}
+	}
+}
+
 func (r *Runtime) flush() {
 	if r.cfg.Topic != nil {
 		r.reserve(min(len(r.pending), r.cfg.MaxBatch))
@@ -467,7 +559,17 @@ func (r *Runtime) flush() {
 	batch := r.pending[:n:n]
 	r.pending = r.pending[n:]
 	r.nwrites++
-	r.writes <- batch
+	// The batch's last record: the pending ones after it end at seq.
+	to := r.seq - uint64(len(r.pending))
+	// Unsynced only on a one-log store and for records nothing durable
+	// waits on: none of the records up to strictMax are in it, or a
+	// synced write already covers them. (The offsets topic is fed
+	// durable batches: its shards always sync.)
+	noSync := r.oneLog && r.cfg.Topic == nil && (r.strictMax <= r.syncTo || r.strictMax > to)
+	if !noSync {
+		r.syncTo = to
+	}
+	r.writes <- toWrite{recs: batch, noSync: noSync}
 }
 
 // started is a write the writer has started: wait returns once it is
@@ -477,6 +579,7 @@ type started struct {
 	at       time.Time
 	wait     func() error
 	batch    []Record // for the topic, once durable
+	noSync   bool     // not synced: durable with the next synced batch
 }
 
 // write starts batches in order through the shard's handle; the loop
@@ -486,8 +589,11 @@ func (r *Runtime) write() {
 	syncs := make(chan started, r.cfg.MaxWrites)
 	done := make(chan struct{})
 	go r.waiter(syncs, done)
-	for batch := range r.writes {
-		b := store.Batch{Ops: make([]store.Op, 0, len(batch))}
+	var applied uint64
+	var failed bool
+	for w := range r.writes {
+		batch := w.recs
+		b := store.Batch{Ops: make([]store.Op, 0, len(batch)), NoSync: w.noSync, Barrier: len(batch) == 0}
 		size := 0
 		for _, rec := range batch {
 			size += len(rec.Key) + len(rec.Value)
@@ -497,10 +603,20 @@ func (r *Runtime) write() {
 				b.Put(rec.Key, rec.Value)
 			}
 		}
-		st := started{n: len(batch), bytes: size, at: time.Now(), batch: batch}
+		st := started{n: len(batch), bytes: size, at: time.Now(), batch: batch, noSync: w.noSync}
 		wait, err := r.handle.ApplyAsync(&b)
 		if err != nil {
 			wait = func() error { return err }
+			failed = true // written stops: the log has a hole here
+		} else if !failed {
+			applied += uint64(len(batch))
+			r.written.Store(applied)
+			if r.wantApplied.Load() {
+				select {
+				case r.events <- event{applied: true}:
+				default: // the loop is busy: its next event releases them
+				}
+			}
 		}
 		st.wait = wait
 		syncs <- st
@@ -512,7 +628,7 @@ func (r *Runtime) write() {
 // waiter reports each started write's outcome, in order.
 func (r *Runtime) waiter(syncs <-chan started, done chan<- struct{}) {
 	defer close(done)
-	var written uint64
+	var written, unsynced uint64
 	var failed error
 	for st := range syncs {
 		err := st.wait()
@@ -522,10 +638,18 @@ func (r *Runtime) waiter(syncs <-chan started, done chan<- struct{}) {
 			// failed one's replies true.
 			err = fmt.Errorf("an earlier batch failed: %w", failed)
 		}
-		if err == nil {
-			written += uint64(st.n)
-		} else if failed == nil {
-			failed = err
+		switch {
+		case err != nil:
+			if failed == nil {
+				failed = err
+			}
+		case st.noSync:
+			// Written, not durable: the next synced batch of the
+			// log makes it so.
+			unsynced += uint64(st.n)
+		default:
+			written += unsynced + uint64(st.n)
+			unsynced = 0
 		}
 		r.obs.BatchWritten(observe.Batch{Shard: r.cfg.ID, Records: st.n, Bytes: st.bytes, Latency: time.Since(st.at), Err: err})
 		r.events <- event{wrote: &writeResult{upTo: written, err: err}}
@@ -557,7 +681,7 @@ func (r *Runtime) shutdown() {
 	// Let what is pending reach the store, so that replies already
 	// released stay true and held ones can still be released.
 	for {
-		for r.failing == nil && !r.lost && r.nwrites < r.cfg.MaxWrites && len(r.pending) > 0 {
+		for r.failing == nil && !r.lost && r.nwrites < r.cfg.MaxWrites && r.toFlush() {
 			r.flush()
 		}
 		if r.nwrites == 0 {

@@ -28,6 +28,7 @@ import (
 // responses (ProducerID = value).
 //
 //	inc:name          +1, durable, answers the new value
+//	early:name        +1, answers the new value early (Reply.Early)
 //	get:name          answers the value (no record)
 //	park:name         answers later, when release:name comes
 //	release:name      answers every parked request of name with its value, and itself
@@ -88,6 +89,10 @@ func (c *counters) Handle(now time.Time, req coordinator.Request) coordinator.Ou
 	switch op {
 	case "inc":
 		return coordinator.Output{Records: c.set(name, v+1), Replies: []coordinator.Reply{answer(req.ID, v+1)}}
+	case "early":
+		rp := answer(req.ID, v+1)
+		rp.Early = true
+		return coordinator.Output{Records: c.set(name, v+1), Replies: []coordinator.Reply{rp}}
 	case "get":
 		return coordinator.Output{Replies: []coordinator.Reply{answer(req.ID, v)}}
 	case "park":
@@ -154,6 +159,20 @@ type holdStore struct {
 	scanHeld  chan struct{} // nil: loads run
 	scanFails int           // loads to fail
 	scanned   chan struct{} // a load began
+	notOneLog bool          // hide the store's store.OneLog
+	noSyncs   int           // batches written with store.Batch.NoSync
+	barriers  int           // empty batches with store.Batch.Barrier
+}
+
+func (h *holdStore) unsynced() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.noSyncs
+}
+
+func (h *holdStore) OneLog() bool {
+	ol, ok := h.Store.(store.OneLog)
+	return !h.notOneLog && ok && ol.OneLog()
 }
 
 func (h *holdStore) Acquire(scope []byte) (store.Handle, error) {
@@ -201,6 +220,12 @@ func (hh holdHandle) ApplyAsync(b *store.Batch) (func() error, error) {
 	h := hh.h
 	h.mu.Lock()
 	h.applies++
+	if b.NoSync {
+		h.noSyncs++
+	}
+	if b.Barrier {
+		h.barriers++
+	}
 	held, failNow := h.held, h.failNext
 	h.failNext = false
 	h.mu.Unlock()
@@ -283,6 +308,9 @@ func TestRuntime(t *testing.T) {
 		"EventWaitsForDurability": testEventWaitsForDurability,
 		"GroupCommit":             testGroupCommit,
 		"ParkedRequests":          testParkedRequests,
+		"EarlyReply":              testEarlyReply,
+		"EarlyReplyNotOneLog":     testEarlyReplyNotOneLog,
+		"EarlyReplyUnsynced":      testEarlyReplyUnsynced,
 		"Timers":                  testTimers,
 		"ReplayEqualsLive":        testReplayEqualsLive,
 		"StoreFailure":            testStoreFailure,
@@ -299,7 +327,11 @@ func TestRuntime(t *testing.T) {
 	}
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvOneLog(t, true) }
+
+// newEnvOneLog is newEnv over a store that is one log (store.OneLog, as
+// Pebble) or that says it is not.
+func newEnvOneLog(t *testing.T, oneLog bool) *env {
 	st, err := pebble.Open(filepath.Join(t.TempDir(), "store"), pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +339,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { st.Close() })
 	e := &env{
 		t:      t,
-		st:     &holdStore{Store: st, entered: make(chan struct{}, 1), scanned: make(chan struct{}, 1)},
+		st:     &holdStore{Store: st, entered: make(chan struct{}, 1), scanned: make(chan struct{}, 1), notOneLog: !oneLog},
 		clock:  testkit.NewFakeClock(time.Unix(1700000000, 0)),
 		obs:    &observetest.Recorder{},
 		pushes: make(chan coordinator.Push, 16),
@@ -410,6 +442,88 @@ func testReplyWaitsForDurability(t *testing.T) {
 	}
 	if v := e.wait(get).ProducerID; v != 0 {
 		t.Fatalf("get:b = %d, want 0", v)
+	}
+}
+
+// testEarlyReply: an early reply leaves once its record is written, while
+// its sync is held; an ordinary reply behind it still waits for the sync.
+func testEarlyReply(t *testing.T) {
+	e := newEnv(t)
+	unhold := e.st.hold(t)
+	early := e.submit("early:a", 0)
+	if v := e.wait(early).ProducerID; v != 1 {
+		t.Fatalf("early:a = %d, want 1", v)
+	}
+	inc := e.submit("inc:a", 0)
+	<-e.st.entered
+	select {
+	case r := <-inc:
+		t.Fatalf("inc answered (%v) before its record was durable", r)
+	case <-time.After(200 * time.Millisecond):
+	}
+	unhold()
+	if v := e.wait(inc).ProducerID; v != 2 {
+		t.Fatalf("inc:a = %d, want 2", v)
+	}
+}
+
+// testEarlyReplyNotOneLog: on a store that is not one log, an early reply
+// waits for durability like any other.
+func testEarlyReplyNotOneLog(t *testing.T) {
+	e := newEnvOneLog(t, false)
+	unhold := e.st.hold(t)
+	early := e.submit("early:a", 0)
+	<-e.st.entered
+	select {
+	case r := <-early:
+		t.Fatalf("early answered (%v) before its record was durable, on a store that is not one log", r)
+	case <-time.After(200 * time.Millisecond):
+	}
+	unhold()
+	if v := e.wait(early).ProducerID; v != 1 {
+		t.Fatalf("early:a = %d, want 1", v)
+	}
+	if n := e.st.unsynced(); n != 0 {
+		t.Fatalf("%d batches written unsynced on a store that is not one log", n)
+	}
+}
+
+// testEarlyReplyUnsynced: records answered by early replies alone are
+// written without a sync of their own; a record that an ordinary reply
+// waits on is synced, and with it everything before it.
+func testEarlyReplyUnsynced(t *testing.T) {
+	e := newEnv(t)
+	if v := e.do("early:a", 0); v != 1 {
+		t.Fatalf("early:a = %d, want 1", v)
+	}
+	if n := e.st.unsynced(); n != 1 {
+		t.Fatalf("%d batches written unsynced, want 1 (early:a's)", n)
+	}
+	// A read sees only durable state: it waits for a barrier that
+	// syncs early:a's record.
+	if v := e.do("get:a", 0); v != 1 {
+		t.Fatalf("get:a = %d, want 1", v)
+	}
+	e.st.mu.Lock()
+	barriers := e.st.barriers
+	e.st.mu.Unlock()
+	if barriers != 1 {
+		t.Fatalf("%d barriers written, want 1 (for get:a)", barriers)
+	}
+	if v := e.do("get:a", 0); v != 1 {
+		t.Fatalf("get:a = %d, want 1", v)
+	}
+	e.st.mu.Lock()
+	barriers = e.st.barriers
+	e.st.mu.Unlock()
+	if barriers != 1 {
+		t.Fatalf("%d barriers written, want still 1: nothing unsynced since", barriers)
+	}
+	if v := e.do("inc:a", 0); v != 2 {
+		t.Fatalf("inc:a = %d, want 2", v)
+	}
+	if n := e.st.unsynced(); n != 1 {
+		t.Fatalf("%d batches written unsynced, want still 1: inc:a's is synced", n)
 	}
 }
 

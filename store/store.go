@@ -53,6 +53,18 @@ type Op struct {
 // all of them are visible or none is. Later writes to the same key win.
 type Batch struct {
 	Ops []Op
+	// NoSync asks a store that is one log (OneLog) not to sync this
+	// write: ApplyAsync's wait returns once it is written, and it becomes
+	// durable with the next synced write of the log. Other stores ignore
+	// it. The coordinator runtime sets it only on batches no durable
+	// reply waits on (machine.Reply.Early).
+	NoSync bool
+	// Barrier, on a batch with no Ops and a store that is one log,
+	// syncs the log: wait returns once every write before it is
+	// durable (the coordinator runtime's way to make NoSync writes
+	// durable when a reply needs them and no record of its own follows).
+	// Otherwise an empty batch is a no-op.
+	Barrier bool
 }
 
 // Put appends a put of value at key. The batch keeps the slices; callers must
@@ -99,6 +111,18 @@ type Pipeliner interface {
 	// everything. A shard writes its records through its one handle, so
 	// its order is the order it started them.
 	ApplyAsync(b *Batch) (wait func() error, err error)
+}
+
+// OneLog is implemented by a store whose writes, through the Store and
+// every Handle, go to one log in the order their Apply or ApplyAsync
+// took effect: once a batch is durable, every batch whose ApplyAsync
+// returned before it started is durable too. Pebble is one log (its
+// write-ahead log); etcd is not (each handle's writes are transactions of
+// their own). The coordinator runtime relies on it for early replies
+// (machine.Reply.Early); a store that does not implement it, or returns
+// false, gets none.
+type OneLog interface {
+	OneLog() bool
 }
 
 // Store is a durable, ordered key-value store.

@@ -99,6 +99,14 @@ type Reply struct {
 	To   RequestID
 	Resp kmsg.Response
 	Out  any
+	// Early lets the reply leave once the records before it are written
+	// to the store in order, before they are durable, where the store is
+	// one log (store.OneLog); elsewhere it waits like any reply. It is
+	// for a reply whose truth something durable later covers: the
+	// caller's next write to the same log, which cannot be durable
+	// without it, or records a load would rebuild from anyway. A crash
+	// may lose what an early reply told.
+	Early bool
 }
 
 // Push is a message for a long-lived stream the machine knows by number

@@ -286,8 +286,29 @@ func (s *Store) applyAsync(b *store.Batch, h *handle) (func() error, error) {
 		}
 		defer h.scope.mu.RUnlock() // once ordered, not through the fsync
 	}
+	if pb == nil && b.Barrier {
+		// A log-only entry, synced like any write: the log is then
+		// durable past every write before it.
+		pb = s.db.NewBatch()
+		if err := pb.LogData(nil, nil); err != nil {
+			pb.Close()
+			s.inflight.Done()
+			return nil, fmt.Errorf("pebble store: barrier: %w", err)
+		}
+	}
 	if pb == nil {
 		s.inflight.Done()
+		return noWait, nil
+	}
+	if b.NoSync {
+		// In the log, ordered before every later write; the next
+		// synced one makes it durable.
+		err := s.db.Apply(pb, pdb.NoSync)
+		pb.Close()
+		s.inflight.Done()
+		if err != nil {
+			return nil, fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
+		}
 		return noWait, nil
 	}
 	if err := s.db.ApplyNoSyncWait(pb, pdb.Sync); err != nil {
@@ -379,6 +400,12 @@ func (h *handle) Release() {
 		h.scope.epoch++
 	}
 }
+
+// OneLog implements store.OneLog: every write, through the Store or a
+// handle, goes to Pebble's one write-ahead log, synced in order.
+func (s *Store) OneLog() bool { return true }
+
+var _ store.OneLog = (*Store)(nil)
 
 var _ store.Pipeliner = (*Store)(nil)
 
