@@ -50,9 +50,12 @@ func (s *Server) txnOffsetCommitAdd(ctx context.Context, hdr *reqHeader, r *kmsg
 // the tenant's transactional id's shard: here, or (cluster mode) the node
 // that does, with AddOffsetsToTxn sent as this node (authorized there as
 // CLUSTER_ACTION, 25_add_offsets_to_txn.go) and the organisation in a
-// tag (tagTenant).
+// tag (tagTenant). Here the add is answered once its record is written
+// (AddGroupCmd.Early): the pending offsets go next to the same store,
+// which on a single node is one log, so their sync makes the add durable
+// first (on a store that is not one log the add waits for its own sync).
 func (s *Server) addGroup(ctx context.Context, tenant, id string, pid int64, epoch int16, group string) int16 {
-	r := s.txnDo(ctx, tenant, id, txn.AddGroupCmd{Tenant: tenant, TxnID: id, ProducerID: pid, ProducerEpoch: epoch, Group: group})
+	r := s.txnDo(ctx, tenant, id, txn.AddGroupCmd{Tenant: tenant, TxnID: id, ProducerID: pid, ProducerEpoch: epoch, Group: group, Early: true})
 	if r.Code != kerr.NotCoordinator.Code {
 		return r.Code
 	}

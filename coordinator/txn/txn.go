@@ -23,7 +23,10 @@
 // crash between the two records only delays the completion. Unlike Kafka,
 // which answers EndTxn once the Prepare record is durable, Cohort answers
 // it once the transaction is complete: the producer's next transaction
-// then never meets CONCURRENT_TRANSACTIONS.
+// then never meets CONCURRENT_TRANSACTIONS. The answer does not wait for
+// the Complete record's sync (machine.Reply.Early): the Prepare and the
+// markers are durable, which is all a crash needs to finish the
+// transaction the same way.
 package txn
 
 import (
@@ -97,12 +100,18 @@ type (
 		Partitions    []TP
 		VerifyOnly    bool
 	}
-	// AddGroupCmd is AddOffsetsToTxn.
+	// AddGroupCmd is AddOffsetsToTxn. Early (the host's own
+	// TxnOffsetCommit with transaction version 2, whose pending offsets
+	// go next to the same store) answers it once its record is written
+	// rather than durable (machine.Reply.Early): the offsets' sync then
+	// covers it, so offsets are never durable in a group the
+	// transaction does not know of.
 	AddGroupCmd struct {
 		Tenant, TxnID string
 		ProducerID    int64
 		ProducerEpoch int16
 		Group         string
+		Early         bool
 	}
 	// EndCmd is EndTxn. Bump (EndTxn v5+, KIP-890 part 2) ends the
 	// transaction with an epoch bump; NewProducerID (-1: none) is the
@@ -307,13 +316,14 @@ func (s *Shard) Loaded(now time.Time) machine.Output {
 // Handle serves one command.
 func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 	var out any
+	early := false
 	switch c := req.Cmd.(type) {
 	case InitCmd:
 		out = s.init(now, c)
 	case AddPartitionsCmd:
 		out = s.addPartitions(now, c)
 	case AddGroupCmd:
-		out = s.addGroup(now, c)
+		out, early = s.addGroup(now, c), c.Early
 	case EndCmd:
 		r, parked := s.end(now, req.ID, c)
 		if parked {
@@ -322,6 +332,7 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 		out = r
 	case CompleteCmd:
 		s.complete(now, c)
+		early = true
 	case DescribeCmd:
 		out = s.describe(c)
 	case ListCmd:
@@ -329,7 +340,7 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 	default:
 		out = Result{Code: kerr.InvalidRequest.Code}
 	}
-	s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: out})
+	s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: out, Early: early})
 	return s.flush()
 }
 
@@ -611,8 +622,12 @@ func markerOf(r record.Txn) (int64, int16) {
 
 // complete is the host's word that a prepared transaction's markers are
 // durable: it becomes CompleteCommit or CompleteAbort and the waiting
-// EndTxns are answered. A stale word (another epoch, already complete)
-// changes nothing.
+// EndTxns are answered, early (machine.Reply.Early): what they report is
+// durable already (the Prepare record, then the markers), and a load
+// that finds the Complete record missing finds the Prepare, writes the
+// markers again (a partition holding them already takes them as done)
+// and completes. A stale word (another epoch, already complete) changes
+// nothing.
 func (s *Shard) complete(now time.Time, c CompleteCmd) {
 	t := s.txns[tkey{c.Tenant, c.TxnID}]
 	if t == nil {
@@ -633,7 +648,7 @@ func (s *Shard) complete(now time.Time, c CompleteCmd) {
 	r.Partitions, r.Groups = nil, nil
 	s.write(now, t.key, r)
 	for _, id := range t.parked {
-		s.out.Replies = append(s.out.Replies, machine.Reply{To: id, Out: Result{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}})
+		s.out.Replies = append(s.out.Replies, machine.Reply{To: id, Out: Result{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}, Early: true})
 	}
 	t.parked = nil
 }
