@@ -445,6 +445,17 @@ func testReplyWaitsForDurability(t *testing.T) {
 	}
 }
 
+// notYet fails if ch has a reply within 200 ms (a negative check: it can
+// only pass wrongly, not fail wrongly, if the machine is slow).
+func notYet(t *testing.T, ch <-chan coordinator.Reply, what string) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("%s answered (%v) before its record was durable", what, r)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 // testEarlyReply: an early reply leaves once its record is written, while
 // its sync is held; an ordinary reply behind it still waits for the sync.
 func testEarlyReply(t *testing.T) {
@@ -456,11 +467,7 @@ func testEarlyReply(t *testing.T) {
 	}
 	inc := e.submit("inc:a", 0)
 	<-e.st.entered
-	select {
-	case r := <-inc:
-		t.Fatalf("inc answered (%v) before its record was durable", r)
-	case <-time.After(200 * time.Millisecond):
-	}
+	notYet(t, inc, "inc:a")
 	unhold()
 	if v := e.wait(inc).ProducerID; v != 2 {
 		t.Fatalf("inc:a = %d, want 2", v)
@@ -474,11 +481,7 @@ func testEarlyReplyNotOneLog(t *testing.T) {
 	unhold := e.st.hold(t)
 	early := e.submit("early:a", 0)
 	<-e.st.entered
-	select {
-	case r := <-early:
-		t.Fatalf("early answered (%v) before its record was durable, on a store that is not one log", r)
-	case <-time.After(200 * time.Millisecond):
-	}
+	notYet(t, early, "early:a, on a store that is not one log,")
 	unhold()
 	if v := e.wait(early).ProducerID; v != 1 {
 		t.Fatalf("early:a = %d, want 1", v)
@@ -501,23 +504,16 @@ func testEarlyReplyUnsynced(t *testing.T) {
 	}
 	// A read sees only durable state: it waits for a barrier that
 	// syncs early:a's record.
-	if v := e.do("get:a", 0); v != 1 {
-		t.Fatalf("get:a = %d, want 1", v)
-	}
-	e.st.mu.Lock()
-	barriers := e.st.barriers
-	e.st.mu.Unlock()
-	if barriers != 1 {
-		t.Fatalf("%d barriers written, want 1 (for get:a)", barriers)
-	}
-	if v := e.do("get:a", 0); v != 1 {
-		t.Fatalf("get:a = %d, want 1", v)
-	}
-	e.st.mu.Lock()
-	barriers = e.st.barriers
-	e.st.mu.Unlock()
-	if barriers != 1 {
-		t.Fatalf("%d barriers written, want still 1: nothing unsynced since", barriers)
+	for i, why := range []string{"for get:a", "still: nothing unsynced since"} {
+		if v := e.do("get:a", 0); v != 1 {
+			t.Fatalf("get:a (%d) = %d, want 1", i, v)
+		}
+		e.st.mu.Lock()
+		barriers := e.st.barriers
+		e.st.mu.Unlock()
+		if barriers != 1 {
+			t.Fatalf("%d barriers written, want 1 (%s)", barriers, why)
+		}
 	}
 	if v := e.do("inc:a", 0); v != 2 {
 		t.Fatalf("inc:a = %d, want 2", v)
