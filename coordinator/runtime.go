@@ -197,8 +197,10 @@ type Runtime struct {
 	writer   sync.WaitGroup
 
 	// oneLog: the store is one log (store.OneLog), so early replies
-	// leave once written rather than durable.
-	oneLog bool
+	// leave once written rather than durable. unsyncedOK: and records
+	// may be written unsynced (not for a shard feeding the offsets
+	// topic, which takes durable batches only).
+	oneLog, unsyncedOK bool
 	// written is the number of records whose store write has taken
 	// effect, in order (the writer sets it; a failed write stops it).
 	written atomic.Uint64
@@ -254,7 +256,7 @@ func StartRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		writes: make(chan toWrite, cfg.MaxWrites),
 	}
 	if ol, ok := cfg.Store.(store.OneLog); ok && ol.OneLog() {
-		r.oneLog = true
+		r.oneLog, r.unsyncedOK = true, cfg.Topic == nil
 	}
 	// Acquire before reading: once the handle exists no earlier owner
 	// can write, so the scan sees everything this shard will ever have
@@ -476,7 +478,7 @@ func (r *Runtime) apply(ctx context.Context, out Output) {
 // toFlush reports whether a write is due: records are pending, or a
 // barrier (what is answered next needs records written unsynced).
 func (r *Runtime) toFlush() bool {
-	return len(r.pending) > 0 || r.oneLog && r.cfg.Topic == nil && r.strictMax > r.syncTo
+	return len(r.pending) > 0 || r.unsyncedOK && r.strictMax > r.syncTo
 }
 
 // lazy reports whether an output's records need no sync of their own: all
@@ -561,11 +563,10 @@ func (r *Runtime) flush() {
 	r.nwrites++
 	// The batch's last record: the pending ones after it end at seq.
 	to := r.seq - uint64(len(r.pending))
-	// Unsynced only on a one-log store and for records nothing durable
-	// waits on: none of the records up to strictMax are in it, or a
-	// synced write already covers them. (The offsets topic is fed
-	// durable batches: its shards always sync.)
-	noSync := r.oneLog && r.cfg.Topic == nil && (r.strictMax <= r.syncTo || r.strictMax > to)
+	// Unsynced only for records nothing durable waits on: none of the
+	// records up to strictMax are in it, or a synced write already
+	// covers them.
+	noSync := r.unsyncedOK && (r.strictMax <= r.syncTo || r.strictMax > to)
 	if !noSync {
 		r.syncTo = to
 	}

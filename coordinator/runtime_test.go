@@ -170,6 +170,12 @@ func (h *holdStore) unsynced() int {
 	return h.noSyncs
 }
 
+func (h *holdStore) barrierCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.barriers
+}
+
 func (h *holdStore) OneLog() bool {
 	ol, ok := h.Store.(store.OneLog)
 	return !h.notOneLog && ok && ol.OneLog()
@@ -508,10 +514,7 @@ func testEarlyReplyUnsynced(t *testing.T) {
 		if v := e.do("get:a", 0); v != 1 {
 			t.Fatalf("get:a (%d) = %d, want 1", i, v)
 		}
-		e.st.mu.Lock()
-		barriers := e.st.barriers
-		e.st.mu.Unlock()
-		if barriers != 1 {
+		if barriers := e.st.barrierCount(); barriers != 1 {
 			t.Fatalf("%d barriers written, want 1 (%s)", barriers, why)
 		}
 	}
