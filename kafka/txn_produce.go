@@ -24,9 +24,11 @@ func isTransactional(batch []byte) bool {
 // With transaction version 2 (KIP-890 part 2) a produce of version 12+
 // adds its partitions to the transaction instead, starting one if none is
 // ongoing, as Kafka's AddPartitionsToTxnManager does for such a produce:
-// the client sends no AddPartitionsToTxn. The add is durable before the
+// the client sends no AddPartitionsToTxn. The add is written before the
 // batches are appended, so an abort always reaches every partition the
-// transaction wrote to. Partitions that do not exist are left out (the
+// transaction wrote to: durable first on a store that is not one log; on
+// one that is, only written (txn.AddPartitionsCmd.Early), and a load that
+// finds batches in the log whose add was lost makes it again. Partitions that do not exist are left out (the
 // produce answers them UNKNOWN_TOPIC_OR_PARTITION).
 //
 // The shard answers from memory (no record), but the produce waits for it
@@ -69,7 +71,7 @@ func (s *Server) verifyTxn(ctx context.Context, sc scope, version int16, req *km
 		return 0
 	}
 	id := *req.TransactionID
-	out, code := s.txn.Do(ctx, sc.tenant, id, txn.AddPartitionsCmd{Tenant: sc.tenant, TxnID: id, ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, VerifyOnly: !add})
+	out, code := s.txn.Do(ctx, sc.tenant, id, txn.AddPartitionsCmd{Tenant: sc.tenant, TxnID: id, ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, VerifyOnly: !add, Early: add})
 	if code == 0 {
 		r, _ := out.(txn.Result)
 		code = r.Code

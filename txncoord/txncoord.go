@@ -102,7 +102,11 @@ func Start(cfg Config) (*Coordinator, error) {
 			mcfg.Shard = id
 			return coordinator.RuntimeConfig{
 				Store: cfg.Store,
-				New:   func() coordinator.Machine { return txn.New(mcfg) },
+				New: func() coordinator.Machine {
+					m := mcfg
+					m.Open = openTxns(cfg.Topics)
+					return txn.New(m)
+				},
 				Fail: func(req coordinator.Request, code int16) coordinator.Reply {
 					return coordinator.Reply{Out: txn.Result{Code: code, ProducerID: -1, ProducerEpoch: -1}}
 				},
@@ -122,6 +126,22 @@ func Start(cfg Config) (*Coordinator, error) {
 		}
 	}
 	return c, nil
+}
+
+// openTxns lists the partitions of the log with a transaction open, for a
+// shard's load (txn.Config.Open).
+func openTxns(l *topics.Log) []txn.OpenTxn {
+	var out []txn.OpenTxn
+	for _, t := range l.Topics() {
+		for i, p := range t.Partitions {
+			for _, pi := range p.Producers() {
+				if pi.TxnStartOffset >= 0 {
+					out = append(out, txn.OpenTxn{Partition: txn.TP{Topic: t.Name, Partition: int32(i)}, ProducerID: pi.ProducerID, ProducerEpoch: pi.ProducerEpoch})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Shards returns the shard count.

@@ -110,3 +110,74 @@ func TestMarkersWrittenAtLoad(t *testing.T) {
 		t.Fatalf("offset after the commit: %+v", got)
 	}
 }
+
+// TestLostAddAtLoad is the crash that a produce's early add allows
+// (txn.AddPartitionsCmd.Early): the partition holds a transaction's batch,
+// fsynced, and the store lost the add that should precede it. Loading
+// the shard adds the partition back, so the transaction's commit writes
+// its marker and the last stable offset moves past the batch; without
+// that the batch would hold the partition's LSO back for good.
+func TestLostAddAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	log, err := topics.Open(topics.Config{Dir: filepath.Join(dir, "topics"), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	tp, err := log.Create("out", 2, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer groups.Close()
+	cfg := txncoord.Config{Store: st, Topics: log, Groups: groups, Shards: 1}
+	c, err := txncoord.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	out, code := c.Do(ctx, "", "tx", txn.InitCmd{TxnID: "tx", TimeoutMs: 60000, ProducerID: -1, ProducerEpoch: -1, NewProducerID: 42})
+	if r, _ := out.(txn.Result); code != 0 || r.Code != 0 {
+		t.Fatalf("init: %d %+v", code, out)
+	}
+	// Partition 1's add is in the store and its batch in the log;
+	// partition 0's batch is in the log and its add was lost.
+	out, code = c.Do(ctx, "", "tx", txn.AddPartitionsCmd{TxnID: "tx", ProducerID: 42, ProducerEpoch: 0, Partitions: []txn.TP{{Topic: "out", Partition: 1}}})
+	if r, _ := out.(txn.Result); code != 0 || r.Code != 0 {
+		t.Fatalf("add: %d %+v", code, out)
+	}
+	for i, p := range tp.Partitions {
+		if _, err := p.Append(txnBatch(42, 0, 0), 0); err != nil {
+			t.Fatalf("append to %d: %v", i, err)
+		}
+	}
+	c.Close()
+
+	c, err = txncoord.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out, code = c.Do(ctx, "", "tx", txn.DescribeCmd{TxnIDs: []string{"tx"}})
+	ds, _ := out.([]txn.Description)
+	if code != 0 || len(ds) != 1 || ds[0].State != "Ongoing" || len(ds[0].Partitions) != 2 {
+		t.Fatalf("after the load: %d %+v, want the transaction ongoing on both partitions", code, out)
+	}
+	out, code = c.Do(ctx, "", "tx", txn.EndCmd{TxnID: "tx", ProducerID: 42, ProducerEpoch: 0, Commit: true, Bump: true, NewProducerID: -1})
+	if r, _ := out.(txn.Result); code != 0 || r.Code != 0 {
+		t.Fatalf("end: %d %+v", code, out)
+	}
+	for i, p := range tp.Partitions {
+		if lso, _ := p.Offsets(); p.LastStable() != 2 {
+			t.Errorf("partition %d: LSO %d after the commit (log start %d), want 2: its marker was not written", i, p.LastStable(), lso)
+		}
+	}
+}

@@ -9,9 +9,9 @@ import (
 
 // TestEarlyReplies: which answers leave before their records are synced
 // (machine.Reply.Early, honoured by the runtime on a one-log store). The
-// EndTxn answered at completion and a group add the host asks to be early
-// are; the Prepare's markers push, an ordinary group add and a partition
-// add are not. Without them a transaction waits for two more syncs
+// EndTxn answered at completion, and a group or partition add the host
+// asks to be early, are; the Prepare's markers push, AddOffsetsToTxn and
+// AddPartitionsToTxn are not. Without them a transaction waits for two more syncs
 // (BENCHMARKS "Transactions").
 func TestEarlyReplies(t *testing.T) {
 	m := txn.New(txn.Config{Shard: shard})
@@ -37,7 +37,13 @@ func TestEarlyReplies(t *testing.T) {
 	}
 	add := reply(do(txn.AddPartitionsCmd{TxnID: "t", ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, Partitions: []txn.TP{{Topic: "a", Partition: 0}}}), "add partitions")
 	if add.Early {
-		t.Error("a partition's add answered early: its produce's data could be durable without it")
+		t.Error("AddPartitionsToTxn answered early: its produce's data could be durable without it")
+	}
+	if a := reply(do(txn.AddPartitionsCmd{TxnID: "t", ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, Partitions: []txn.TP{{Topic: "a", Partition: 1}}, Early: true}), "early add partitions"); !a.Early {
+		t.Error("a partition add asked to be early (the host's produce) was not")
+	}
+	if v := reply(do(txn.AddPartitionsCmd{TxnID: "t", ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, Partitions: []txn.TP{{Topic: "a", Partition: 1}}, VerifyOnly: true, Early: true}), "verify"); v.Early {
+		t.Error("a verification answered early: it writes nothing")
 	}
 	if g := reply(do(txn.AddGroupCmd{TxnID: "t", ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, Group: "g1"}), "add group"); g.Early {
 		t.Error("AddOffsetsToTxn answered early")

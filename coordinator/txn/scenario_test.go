@@ -153,7 +153,19 @@ func run(h *harness, line string) []string {
 	case "advance":
 		h.advance(dur(pos[0]))
 	case "restart":
+		// open=topic/partition:pid/epoch,...: what the log holds open,
+		// the batches of adds the crash may have lost (txn.Config.Open).
+		h.cfg.Open = nil
+		if v, ok := args["open"]; ok {
+			for _, o := range strings.Split(v, ",") {
+				tp, pe, _ := strings.Cut(o, ":")
+				topic, part, _ := strings.Cut(tp, "/")
+				pid, epoch, _ := strings.Cut(pe, "/")
+				h.cfg.Open = append(h.cfg.Open, txn.OpenTxn{Partition: txn.TP{Topic: topic, Partition: int32(num(part))}, ProducerID: num(pid), ProducerEpoch: int16(num(epoch))})
+			}
+		}
 		h.restart()
+		h.cfg.Open = nil
 		h.log = append([]string{"restarted"}, h.log...)
 	case "load":
 		// A transactional id loaded at a given producer id and epoch

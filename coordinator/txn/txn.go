@@ -56,6 +56,18 @@ type Config struct {
 	// is how often the shard looks (default 1 h, Kafka's
 	// transaction.remove.expired.transaction.cleanup.interval.ms).
 	IDExpiration, ExpirationCheck time.Duration
+	// Open is what the host's log holds of transactions still open when
+	// the shard loads: Loaded adds each partition back to its
+	// transaction if the store lost the add (AddPartitionsCmd.Early).
+	Open []OpenTxn
+}
+
+// OpenTxn is a partition with records of a transaction and no marker
+// after them yet: the producer id and epoch of its batches.
+type OpenTxn struct {
+	Partition     TP
+	ProducerID    int64
+	ProducerEpoch int16
 }
 
 // WithDefaults fills unset fields with Kafka's defaults.
@@ -93,12 +105,22 @@ type (
 	// AddPartitionsCmd is AddPartitionsToTxn. VerifyOnly (v4's broker
 	// form, and the produce path) only checks that every partition is in
 	// the ongoing transaction: INVALID_TXN_STATE if one is not.
+	//
+	// Early (the host's own produce with transaction version 2, whose
+	// batches go to its own log) answers the add once its record is
+	// written rather than durable (machine.Reply.Early): the produce
+	// then waits for its batches' fsync alone. A crash can keep the
+	// batches and lose the add; every later record of the store follows
+	// the add, so the load finds the transaction as the add found it,
+	// and Loaded makes the add again from what the log holds open
+	// (Config.Open).
 	AddPartitionsCmd struct {
 		Tenant, TxnID string
 		ProducerID    int64
 		ProducerEpoch int16
 		Partitions    []TP
 		VerifyOnly    bool
+		Early         bool
 	}
 	// AddGroupCmd is AddOffsetsToTxn. Early (the host's own
 	// TxnOffsetCommit with transaction version 2, whose pending offsets
@@ -301,6 +323,7 @@ func (s *Shard) sorted() []*txn {
 // transaction, the Markers of every prepared one again, and the expiry
 // sweep.
 func (s *Shard) Loaded(now time.Time) machine.Output {
+	s.adopt(now)
 	for _, t := range s.sorted() {
 		switch t.rec.State {
 		case record.TxnOngoing:
@@ -321,7 +344,7 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 	case InitCmd:
 		out = s.init(now, c)
 	case AddPartitionsCmd:
-		out = s.addPartitions(now, c)
+		out, early = s.addPartitions(now, c), c.Early && !c.VerifyOnly
 	case AddGroupCmd:
 		out, early = s.addGroup(now, c), c.Early
 	case EndCmd:
@@ -481,6 +504,47 @@ func (s *Shard) addPartitions(now time.Time, c AddPartitionsCmd) Result {
 	s.write(now, t.key, r)
 	s.armTimeout(t)
 	return Result{}
+}
+
+// adopt makes again the adds the store lost (AddPartitionsCmd.Early): a
+// partition the log holds open at a transactional id's producer id and
+// epoch, missing from its ongoing transaction or with no transaction
+// ongoing (the lost add began it), is added, and the transaction goes on
+// from there: its end reaches the partition. A partition open at another
+// epoch, or for a transaction being prepared, is not the trace of a lost
+// add (the Prepare follows every add in the store) and is left alone.
+func (s *Shard) adopt(now time.Time) {
+	if len(s.cfg.Open) == 0 {
+		return
+	}
+	open := map[int64][]OpenTxn{}
+	for _, o := range s.cfg.Open {
+		open[o.ProducerID] = append(open[o.ProducerID], o)
+	}
+	for _, t := range s.sorted() {
+		var lost []TP
+		for _, o := range open[t.rec.ProducerID] {
+			if o.ProducerEpoch != t.rec.ProducerEpoch {
+				continue
+			}
+			switch t.rec.State {
+			case record.TxnOngoing:
+				if !hasTP(t.rec.Partitions, o.Partition) {
+					lost = append(lost, o.Partition)
+				}
+			case record.TxnEmpty, record.TxnCompleteCommit, record.TxnCompleteAbort:
+				lost = append(lost, o.Partition)
+			}
+		}
+		if len(lost) == 0 {
+			continue
+		}
+		r := s.begin(now, t)
+		r.Partitions = append(r.Partitions, lost...)
+		slices.SortFunc(r.Partitions, compareTP)
+		r.Partitions = slices.Compact(r.Partitions)
+		s.write(now, t.key, r)
+	}
 }
 
 func (s *Shard) addGroup(now time.Time, c AddGroupCmd) Result {
