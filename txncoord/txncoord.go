@@ -134,6 +134,9 @@ func openTxns(l *topics.Log) []txn.OpenTxn {
 	var out []txn.OpenTxn
 	for _, t := range l.Topics() {
 		for i, p := range t.Partitions {
+			if p == nil {
+				continue // another node's (cluster mode)
+			}
 			for _, pi := range p.Producers() {
 				if pi.TxnStartOffset >= 0 {
 					out = append(out, txn.OpenTxn{Partition: txn.TP{Topic: t.Name, Partition: int32(i)}, ProducerID: pi.ProducerID, ProducerEpoch: pi.ProducerEpoch})
