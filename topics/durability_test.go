@@ -9,34 +9,38 @@ import (
 	"testing"
 )
 
-// syncRecorder stands in for fsync and remembers, per file, how many bytes
-// the file held when an fsync of it last succeeded: what a power loss
-// would leave of it. (A SIGKILL cannot show a missing fsync, because the
-// page cache survives it; this can.)
+// syncRecorder stands in for fsync and remembers, per file, what the file
+// held when an fsync of it last succeeded: what a power loss would leave
+// of it. (A SIGKILL cannot show a missing fsync, because the page cache
+// survives it; this can.) It keeps the bytes, not the length: the active
+// segment is written ahead with zeros, so an unsynced batch lands inside
+// the length an earlier fsync made durable.
 type syncRecorder struct {
 	mu     sync.Mutex
 	on     bool
-	synced map[string]int64
+	synced map[string][]byte
 }
 
+// sync holds mu throughout, so that of two fsyncs of one file (a roll's
+// and a Sync's) the copy kept is the later one.
 func (r *syncRecorder) sync(f *os.File) error {
-	st, err := f.Stat()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	data, err := os.ReadFile(f.Name())
 	if err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.on && st.Size() > r.synced[f.Name()] {
-		r.synced[f.Name()] = st.Size()
+	if r.on {
+		r.synced[f.Name()] = data
 	}
 	return nil
 }
 
-// powerLoss cuts every segment file under dir back to its last synced
-// length; files never synced become empty.
+// powerLoss puts every segment file under dir back to what its last
+// fsync made durable; files never synced become empty.
 func (r *syncRecorder) powerLoss(t *testing.T, dir string) {
 	t.Helper()
 	r.mu.Lock()
@@ -45,7 +49,7 @@ func (r *syncRecorder) powerLoss(t *testing.T, dir string) {
 		if err != nil || info.IsDir() || filepath.Ext(path) != segmentSuffix {
 			return err
 		}
-		return os.Truncate(path, r.synced[path])
+		return os.WriteFile(path, r.synced[path], 0o644)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +63,7 @@ func (r *syncRecorder) powerLoss(t *testing.T, dir string) {
 // It fails if Sync returns before the data is fsynced.
 func TestSyncedBatchesSurvivePowerLoss(t *testing.T) {
 	e := newEnv(t)
-	rec := &syncRecorder{synced: map[string]int64{}, on: true}
+	rec := &syncRecorder{synced: map[string][]byte{}, on: true}
 	e.close()
 	l, err := Open(Config{Dir: e.dataDir(), Store: e.st, SyncFile: rec.sync})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,22 +120,29 @@ func TestRecoveryTruncatesDamagedTail(t *testing.T) {
 			want := appendN(t, p, 5, "x")
 			segs := segFiles(t, p)
 			seg := segs[len(segs)-1]
-			clean := fileSize(t, seg)
 			e.close()
+			clean := fileSize(t, seg) // a clean close trims the zeros written ahead
 
 			f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.Write(tc.tail(t)); err != nil {
+			tail := tc.tail(t)
+			if _, err := f.Write(tail); err != nil {
 				t.Fatal(err)
 			}
 			f.Close()
 
 			e.open()
 			p = e.part("t", 0)
-			if got := fileSize(t, seg); got != clean {
-				t.Fatalf("segment is %d bytes after recovery, want %d", got, clean)
+			size := clean
+			if !slices.ContainsFunc(tail, func(c byte) bool { return c != 0 }) {
+				// Zeros are what a crash leaves of the room written
+				// ahead of the batches: kept, the next batch goes there.
+				size += int64(len(tail))
+			}
+			if got := fileSize(t, seg); got != size {
+				t.Fatalf("segment is %d bytes after recovery, want %d", got, size)
 			}
 			checkLog(t, p, want)
 			more := appendN(t, p, 2, "y")
@@ -575,4 +583,46 @@ func TestRecoveryDoesNotResurrectDroppedSegments(t *testing.T) {
 	keep = append(keep, appended{base: res.BaseOffset, records: o.records})
 	e.reopen()
 	checkLog(t, e.part("t", 0), keep)
+}
+
+// TestZerosAhead: the active segment's file is filled with zeros ahead of
+// its batches (zeroAheadMin at first), so that the fsync an acknowledged produce waits
+// for does not also commit a new file length; a clean close trims them,
+// and a load after a crash takes them for room, not damage: the log is
+// intact, and the next batch goes where the zeros were.
+func TestZerosAhead(t *testing.T) {
+	e := newEnv(t)
+	e.create("t", 1, nil)
+	p := e.part("t", 0)
+	want := appendN(t, p, 3, "x")
+	seg := segFiles(t, p)[0]
+	if got := fileSize(t, seg); got != zeroAheadMin {
+		t.Fatalf("active segment is %d bytes, want %d written ahead", got, zeroAheadMin)
+	}
+	// A crash: the files stay as they are (the harness's close would
+	// trim them), copied before the close and put back after it.
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.close()
+	used := 0
+	for _, a := range want {
+		used += a.size
+	}
+	if got := fileSize(t, seg); got != int64(used) {
+		t.Fatalf("segment is %d bytes after a clean close, want its batches' %d", got, used)
+	}
+	if err := os.WriteFile(seg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.open()
+	p = e.part("t", 0)
+	checkLog(t, p, want)
+	if got := fileSize(t, seg); got != zeroAheadMin {
+		t.Fatalf("segment is %d bytes after recovery, want the zeros kept (%d)", got, zeroAheadMin)
+	}
+	more := appendN(t, p, 2, "y")
+	e.reopen()
+	checkLog(t, e.part("t", 0), append(want, more...))
 }
