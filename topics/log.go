@@ -145,7 +145,8 @@ type Config struct {
 	Store store.Store
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// SyncFile makes a segment file durable. Nil means (*os.File).Sync.
+	// SyncFile makes a segment file durable. Nil means fdatasync(2)
+	// (fsync(2) where there is none).
 	// Tests set it to record or hold fsyncs, to prove that nothing is
 	// acknowledged before it is synced.
 	SyncFile func(*os.File) error
@@ -215,7 +216,7 @@ func Open(cfg Config) (*Log, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.SyncFile == nil {
-		cfg.SyncFile = (*os.File).Sync
+		cfg.SyncFile = dataSync
 	}
 	l := &Log{
 		dir:       cfg.Dir,
