@@ -135,6 +135,9 @@ type held struct {
 	gate  uint64 // the sequence number of the last record before it
 	reply Reply
 	other *heldOther // a push or event instead of a reply
+	// after is, for an early reply or push, the last record before its
+	// output that must be durable first (strictMax then).
+	after uint64
 }
 
 // heldOther is a held push or group event: rarer than replies, so held
@@ -440,6 +443,7 @@ func (r *Runtime) giveUp(err error) {
 // updates the timers. ctx is the request that caused it (Background for
 // a timer or a load).
 func (r *Runtime) apply(ctx context.Context, out Output) {
+	after := r.strictMax
 	r.seq += uint64(len(out.Records))
 	r.pending = append(r.pending, out.Records...)
 	if !lazy(out) && len(out.Records)+len(out.Replies)+len(out.Pushes)+len(out.Events) > 0 {
@@ -449,12 +453,16 @@ func (r *Runtime) apply(ctx context.Context, out Output) {
 	}
 	for _, rp := range out.Replies {
 		if rp.Early && r.oneLog {
-			r.early = append(r.early, held{gate: r.seq, reply: rp})
+			r.early = append(r.early, held{gate: r.seq, reply: rp, after: after})
 			continue
 		}
 		r.held = append(r.held, held{gate: r.seq, reply: rp})
 	}
 	for _, p := range out.Pushes {
+		if p.Early && r.oneLog {
+			r.early = append(r.early, held{gate: r.seq, other: &heldOther{push: &p}, after: after})
+			continue
+		}
 		r.held = append(r.held, held{gate: r.seq, other: &heldOther{push: &p}})
 	}
 	for _, e := range out.Events {
@@ -527,8 +535,9 @@ func (r *Runtime) release() {
 	}
 }
 
-// releaseEarly answers the early replies whose records are written (all
-// of them in order; after a failed write, only those already durable).
+// releaseEarly answers (or pushes) the early replies and pushes whose
+// records are written and whose strict records before them are durable
+// (all of them in order; after a failed write, only those durable).
 func (r *Runtime) releaseEarly() {
 	for {
 		upTo := r.durable
@@ -536,18 +545,26 @@ func (r *Runtime) releaseEarly() {
 			upTo = max(upTo, r.written.Load())
 		}
 		i := 0
-		for ; i < len(r.early) && r.early[i].gate <= upTo; i++ {
-			if c, ok := r.inflight[r.early[i].reply.To]; ok {
-				delete(r.inflight, r.early[i].reply.To)
-				c.done <- r.early[i].reply
+		for ; i < len(r.early) && r.early[i].gate <= upTo && r.early[i].after <= r.durable; i++ {
+			h := r.early[i]
+			if h.other != nil {
+				if r.cfg.Push != nil {
+					r.cfg.Push(*h.other.push)
+				}
+				continue
+			}
+			if c, ok := r.inflight[h.reply.To]; ok {
+				delete(r.inflight, h.reply.To)
+				c.done <- h.reply
 			}
 		}
 		clear(r.early[:i])
 		r.early = r.early[i:]
 		// The flag is set before written is read again: a write that
-		// lands in between sees it and wakes the loop.
-		r.wantApplied.Store(len(r.early) > 0)
-		if len(r.early) == 0 || r.failing != nil || r.lost || r.written.Load() < r.early[0].gate {
+		// lands in between sees it and wakes the loop. One waiting for
+		// durable records is woken by their write's result.
+		r.wantApplied.Store(len(r.early) > 0 && r.early[0].after <= r.durable)
+		if len(r.early) == 0 || r.failing != nil || r.lost || r.early[0].after > r.durable || r.written.Load() < r.early[0].gate {
 			return
 		}
 	}

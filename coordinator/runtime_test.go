@@ -34,6 +34,7 @@ import (
 //	release:name      answers every parked request of name with its value, and itself
 //	timer:name        (ProducerID = ms) after that long, +100 by a timer
 //	push:name         +1, and push the new value to stream ProducerID
+//	earlypush:name    as push:name, the push early (Push.Early)
 //	event:name        +1, and a MemberJoined event for group name
 type counters struct {
 	shard  uint16
@@ -105,11 +106,12 @@ func (c *counters) Handle(now time.Time, req coordinator.Request) coordinator.Ou
 		}
 		delete(c.parked, name)
 		return out
-	case "push":
-		// A record, then a push that must wait for it.
+	case "push", "earlypush":
+		// A record, then a push that must wait for it (or for its
+		// write, early).
 		return coordinator.Output{
 			Records: c.set(name, v+1),
-			Pushes:  []coordinator.Push{{Stream: uint64(r.ProducerID), Msg: v + 1}},
+			Pushes:  []coordinator.Push{{Stream: uint64(r.ProducerID), Msg: v + 1, Early: op == "earlypush"}},
 			Replies: []coordinator.Reply{answer(req.ID, v+1)},
 		}
 	case "event":
@@ -317,6 +319,8 @@ func TestRuntime(t *testing.T) {
 		"EarlyReply":              testEarlyReply,
 		"EarlyReplyNotOneLog":     testEarlyReplyNotOneLog,
 		"EarlyReplyUnsynced":      testEarlyReplyUnsynced,
+		"EarlyReplyAfterStrict":   testEarlyReplyAfterStrict,
+		"EarlyPush":               testEarlyPush,
 		"Timers":                  testTimers,
 		"ReplayEqualsLive":        testReplayEqualsLive,
 		"StoreFailure":            testStoreFailure,
@@ -523,6 +527,51 @@ func testEarlyReplyUnsynced(t *testing.T) {
 	}
 	if n := e.st.unsynced(); n != 1 {
 		t.Fatalf("%d batches written unsynced, want still 1: inc:a's is synced", n)
+	}
+}
+
+// testEarlyReplyAfterStrict: an early reply spares only its own records:
+// one behind a record an ordinary reply waits on waits for that record's
+// sync too (the answer to a transaction's end, behind its Prepare).
+func testEarlyReplyAfterStrict(t *testing.T) {
+	e := newEnv(t)
+	unhold := e.st.hold(t)
+	inc := e.submit("inc:a", 0)
+	<-e.st.entered
+	early := e.submit("early:b", 0)
+	notYet(t, early, "early:b, behind inc:a,")
+	unhold()
+	if v := e.wait(inc).ProducerID; v != 1 {
+		t.Fatalf("inc:a = %d, want 1", v)
+	}
+	if v := e.wait(early).ProducerID; v != 1 {
+		t.Fatalf("early:b = %d, want 1", v)
+	}
+}
+
+// testEarlyPush: an early push leaves once its record is written, while
+// the record's sync is held; the ordinary reply of the same output waits
+// for the sync, which is not skipped (on a store that is not one log the
+// push waits like any other: testPushWaitsForDurability).
+func testEarlyPush(t *testing.T) {
+	e := newEnv(t)
+	unhold := e.st.hold(t)
+	ch := e.submit("earlypush:p", 9)
+	select {
+	case p := <-e.pushes:
+		if p.Stream != 9 || p.Msg != int64(1) {
+			t.Fatalf("push %+v, want stream 9, 1", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no early push while the record's sync was held")
+	}
+	notYet(t, ch, "earlypush:p")
+	unhold()
+	if v := e.wait(ch).ProducerID; v != 1 {
+		t.Fatalf("earlypush:p = %d, want 1", v)
+	}
+	if n := e.st.unsynced(); n != 0 {
+		t.Fatalf("%d batches written unsynced: an early push's records are synced", n)
 	}
 }
 

@@ -9,15 +9,18 @@ import (
 )
 
 // TxnEnd ends a producer's pending transactional offsets of a group
-// (committed, or dropped if !commit) and returns once that is durable:
-// what a transaction marker written to __consumer_offsets does in Kafka.
-// The transaction coordinator calls it before it writes the transaction's
-// CompleteCommit or CompleteAbort record. It fails if this coordinator
+// (committed, or dropped if !commit): what a transaction marker written
+// to __consumer_offsets does in Kafka. The node's transaction
+// coordinator calls it before it writes the transaction's CompleteCommit
+// or CompleteAbort record. It returns once that is durable, or, where the
+// store is one log, once it is written (TxnEndCmd.Early): the
+// transaction's Prepare went to the same log before it, and a load that
+// finds the Prepare without the Complete ends the groups again. It fails if this coordinator
 // does not serve the group's shard (another node's, or loading): the
 // caller retries.
 func (c *Coordinator) TxnEnd(ctx context.Context, tenant, group string, producerID int64, commit bool) error {
 	shard := c.ShardFor(tenant, group)
-	ch, code := c.set.Submit(ctx, uint16(shard), Request{Cmd: groups.TxnEndCmd{Tenant: tenant, Group: group, ProducerID: producerID, Commit: commit}})
+	ch, code := c.set.Submit(ctx, uint16(shard), Request{Cmd: groups.TxnEndCmd{Tenant: tenant, Group: group, ProducerID: producerID, Commit: commit, Early: true}})
 	if code != 0 {
 		return fmt.Errorf("coordinator: group %q: shard %d not served here (code %d)", group, shard, code)
 	}

@@ -284,7 +284,7 @@ func (p *Partition) index(seg *segment, pos, base int64, h header, ctrl int16) {
 	if h.producerID >= 0 && !h.control() {
 		ps := p.producers[h.producerID]
 		if ps == nil {
-			ps = &producerState{}
+			ps = &producerState{marker: -1}
 			p.producers[h.producerID] = ps
 		}
 		ps.record(h.producerEpoch, h.baseSequence, lastSequence(h.baseSequence, h.lastOffsetDelta), base)

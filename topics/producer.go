@@ -9,6 +9,10 @@ import "math"
 type producerState struct {
 	epoch  int16
 	recent []seqRange // oldest first, at most maxRecentBatches
+	// marker is the epoch of the producer's last transaction marker, -1
+	// if none; committed says whether it was a commit (txn.go).
+	marker    int16
+	committed bool
 }
 
 type seqRange struct {

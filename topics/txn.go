@@ -112,12 +112,13 @@ func (p *Partition) indexTxn(base int64, h header, ctrl int16) {
 	// refused from now on.
 	ps := p.producers[h.producerID]
 	if ps == nil {
-		ps = &producerState{epoch: h.producerEpoch}
+		ps = &producerState{epoch: h.producerEpoch, marker: -1}
 		p.producers[h.producerID] = ps
 	}
 	if h.producerEpoch > ps.epoch {
 		ps.epoch, ps.recent = h.producerEpoch, ps.recent[:0]
 	}
+	ps.marker, ps.committed = h.producerEpoch, ctrl == controlCommit
 }
 
 // lastStable is the LSO. Callers hold mu.
@@ -203,6 +204,10 @@ type ProducerInfo struct {
 	// TxnStartOffset is the first offset of its open transaction, -1 if
 	// none.
 	TxnStartOffset int64
+	// MarkerEpoch is the epoch of its last transaction marker, -1 if
+	// none; MarkerCommit says whether that marker was a commit.
+	MarkerEpoch  int16
+	MarkerCommit bool
 }
 
 // Producers returns the partition's producers, by id.
@@ -211,7 +216,7 @@ func (p *Partition) Producers() []ProducerInfo {
 	defer p.mu.Unlock()
 	out := make([]ProducerInfo, 0, len(p.producers))
 	for id, ps := range p.producers {
-		pi := ProducerInfo{ProducerID: id, ProducerEpoch: ps.epoch, LastSequence: -1, TxnStartOffset: -1}
+		pi := ProducerInfo{ProducerID: id, ProducerEpoch: ps.epoch, LastSequence: -1, TxnStartOffset: -1, MarkerEpoch: ps.marker, MarkerCommit: ps.committed}
 		if n := len(ps.recent); n > 0 {
 			pi.LastSequence = ps.recent[n-1].last
 		}

@@ -104,7 +104,7 @@ func Start(cfg Config) (*Coordinator, error) {
 				Store: cfg.Store,
 				New: func() coordinator.Machine {
 					m := mcfg
-					m.Open = openTxns(cfg.Topics)
+					m.Open, m.Marked = logTxns(cfg.Topics)
 					return txn.New(m)
 				},
 				Fail: func(req coordinator.Request, code int16) coordinator.Reply {
@@ -128,23 +128,27 @@ func Start(cfg Config) (*Coordinator, error) {
 	return c, nil
 }
 
-// openTxns lists the partitions of the log with a transaction open, for a
-// shard's load (txn.Config.Open).
-func openTxns(l *topics.Log) []txn.OpenTxn {
-	var out []txn.OpenTxn
+// logTxns lists, for a shard's load, the transactions the log's
+// partitions hold open and each producer's last marker in each of them
+// (txn.Config.Open and Marked).
+func logTxns(l *topics.Log) (open []txn.OpenTxn, marked []txn.Marked) {
 	for _, t := range l.Topics() {
 		for i, p := range t.Partitions {
 			if p == nil {
 				continue // another node's (cluster mode)
 			}
+			tp := txn.TP{Topic: t.Name, Partition: int32(i)}
 			for _, pi := range p.Producers() {
 				if pi.TxnStartOffset >= 0 {
-					out = append(out, txn.OpenTxn{Partition: txn.TP{Topic: t.Name, Partition: int32(i)}, ProducerID: pi.ProducerID, ProducerEpoch: pi.ProducerEpoch})
+					open = append(open, txn.OpenTxn{Partition: tp, ProducerID: pi.ProducerID, ProducerEpoch: pi.ProducerEpoch})
+				}
+				if pi.MarkerEpoch >= 0 {
+					marked = append(marked, txn.Marked{Partition: tp, ProducerID: pi.ProducerID, ProducerEpoch: pi.MarkerEpoch, Commit: pi.MarkerCommit})
 				}
 			}
 		}
 	}
-	return out
+	return open, marked
 }
 
 // Shards returns the shard count.

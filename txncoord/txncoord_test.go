@@ -181,3 +181,79 @@ func TestLostAddAtLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestLostPrepareAtLoad is the crash that an early Markers push allows
+// (an EndTxn with a bump): partition 0 holds its commit marker at the
+// bumped epoch, partition 1 none yet, the group its pending offset, and
+// the store lost the PrepareCommit, so it still says ongoing. Loading the
+// shard prepares the commit again from the marker and finishes it: the
+// second partition's marker, the offset committed.
+func TestLostPrepareAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	log, err := topics.Open(topics.Config{Dir: filepath.Join(dir, "topics"), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	tp, err := log.Create("out", 2, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pid = 42
+	for i, p := range tp.Partitions {
+		if _, err := p.Append(txnBatch(pid, 3, 0), 0); err != nil {
+			t.Fatalf("append to %d: %v", i, err)
+		}
+	}
+	if _, err := tp.Partitions[0].WriteMarker(pid, 4, true, 1); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer groups.Close()
+	var b store.Batch
+	off := record.Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 1}
+	b.Put(record.TxnOffsetKey{GroupKey: record.GroupKey{Shard: 0, Group: "g"}, ProducerID: pid, Topic: "out", Partition: 0}.Key(), off.Encode())
+	ongoing := record.Txn{ProducerID: pid, PrevProducerID: -1, ProducerEpoch: 3, LastProducerEpoch: 2, TimeoutMs: 60000,
+		State: record.TxnOngoing, Partitions: []record.TxnPartition{{Topic: "out", Partition: 0}, {Topic: "out", Partition: 1}}, Groups: []string{"g"}, StartTimestamp: 1, UpdateTimestamp: 1}
+	b.Put(record.TxnKey{Shard: record.TxnShardBase, TxnID: "tx"}.Key(), ongoing.Encode())
+	if err := st.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	groups.Unload(0)
+	if err := groups.Load(0); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := txncoord.Start(txncoord.Config{Store: st, Topics: log, Groups: groups, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	testkit.Eventually(t, 10*time.Second, "the transaction committed at load", func() bool {
+		out, code := c.Do(ctx, "", "tx", txn.DescribeCmd{TxnIDs: []string{"tx"}})
+		ds, _ := out.([]txn.Description)
+		return code == 0 && len(ds) == 1 && ds[0].State == "CompleteCommit" && ds[0].ProducerEpoch == 4
+	})
+	for i, p := range tp.Partitions {
+		res, aborted, err := p.ReadCommitted(0, 1<<20, true)
+		if err != nil || len(aborted) != 0 || len(res.Batches) == 0 || p.LastStable() < 2 {
+			t.Fatalf("partition %d: read committed %d bytes, aborted %v, LSO %d, %v", i, len(res.Batches), aborted, p.LastStable(), err)
+		}
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version, fetch.Group, fetch.RequireStable = 7, "g", true
+	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "out", Partitions: []int32{0}}}
+	resp := groups.Handle(ctx, coordinator.Request{Msg: fetch})().(*kmsg.OffsetFetchResponse)
+	if got := resp.Topics[0].Partitions[0]; got.ErrorCode != 0 || got.Offset != 1 {
+		t.Fatalf("offset after the commit: %+v", got)
+	}
+}

@@ -220,7 +220,7 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 		return s.flush()
 	case TxnEndCmd:
 		s.txnEnd(now, c)
-		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: TxnEnded{}})
+		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: TxnEnded{}, Early: c.Early})
 		return s.flush()
 	}
 	api, ok := apis[kmsg.Key(req.Msg.Key())]

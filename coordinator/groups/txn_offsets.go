@@ -28,6 +28,11 @@ type TxnEndCmd struct {
 	Tenant, Group string
 	ProducerID    int64
 	Commit        bool
+	// Early answers once the records are written rather than durable
+	// (machine.Reply.Early): for the node's own transaction coordinator,
+	// whose Prepare record went to the same store before this and whose
+	// load ends the groups again if the store lost their end.
+	Early bool
 	// AllGroups ends the producer's pending offsets in every group of
 	// the shard, whatever Tenant and Group say: what a marker written to
 	// the shard's __consumer_offsets partition does in Kafka, which is

@@ -105,7 +105,9 @@ type Reply struct {
 	// for a reply whose truth something durable later covers: the
 	// caller's next write to the same log, which cannot be durable
 	// without it, or records a load would rebuild from anyway. A crash
-	// may lose what an early reply told.
+	// may lose what an early reply told. It still waits for every
+	// record before its output that an ordinary reply waits on to be
+	// durable: only its own output's records are spared the wait.
 	Early bool
 }
 
@@ -115,6 +117,12 @@ type Reply struct {
 type Push struct {
 	Stream uint64
 	Msg    any
+	// Early lets the push leave once its output's records are written,
+	// as an early reply; unlike those of an early reply, the records
+	// are still synced at once. It is for work that may run while they
+	// sync, whose traces a load can tell apart (a transaction's markers
+	// carry its decision and a bumped epoch).
+	Early bool
 }
 
 // Timer sets (At non-zero) or cancels (At zero) the machine's timer Key.

@@ -9,9 +9,10 @@ import (
 
 // TestEarlyReplies: which answers leave before their records are synced
 // (machine.Reply.Early, honoured by the runtime on a one-log store). The
-// EndTxn answered at completion, and a group or partition add the host
-// asks to be early, are; the Prepare's markers push, AddOffsetsToTxn and
-// AddPartitionsToTxn are not. Without them a transaction waits for two more syncs
+// EndTxn answered at completion, a group or partition add the host asks
+// to be early, and the markers of an end that bumps the epoch are;
+// AddOffsetsToTxn, AddPartitionsToTxn and the markers of an end that
+// keeps the epoch are not. Without them a transaction waits for two more syncs
 // (BENCHMARKS "Transactions").
 func TestEarlyReplies(t *testing.T) {
 	m := txn.New(txn.Config{Shard: shard})
@@ -55,6 +56,9 @@ func TestEarlyReplies(t *testing.T) {
 	if len(end.Replies) != 0 || len(end.Pushes) != 1 {
 		t.Fatalf("EndTxn: %d replies and %d pushes, want it parked and the markers pushed", len(end.Replies), len(end.Pushes))
 	}
+	if end.Pushes[0].Early {
+		t.Error("the markers of an end that keeps the epoch (EndTxn v4-) pushed early: a load could not tell them from an earlier transaction's")
+	}
 	mk := end.Pushes[0].Msg.(txn.Markers)
 	done := do(mk.Complete())
 	if len(done.Records) != 1 || len(done.Replies) != 2 {
@@ -64,5 +68,12 @@ func TestEarlyReplies(t *testing.T) {
 		if !rp.Early {
 			t.Errorf("reply to %d at completion is not early", rp.To)
 		}
+	}
+	// An end with a bump (EndTxn v5+) pushes its markers early: they
+	// carry the decision and an epoch above the transaction's batches.
+	reply(do(txn.AddPartitionsCmd{TxnID: "t", ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, Partitions: []txn.TP{{Topic: "a", Partition: 0}}}), "add partitions")
+	bumped := do(txn.EndCmd{TxnID: "t", ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, Commit: true, Bump: true, NewProducerID: -1})
+	if len(bumped.Pushes) != 1 || !bumped.Pushes[0].Early {
+		t.Errorf("EndTxn with a bump: pushes %+v, want the markers early", bumped.Pushes)
 	}
 }

@@ -95,7 +95,11 @@ func (h *harness) apply(out machine.Output) {
 	for _, p := range out.Pushes {
 		m := p.Msg.(txn.Markers)
 		h.pending = append(h.pending, m)
-		h.log = append(h.log, "markers "+renderMarkers(m))
+		line := "markers " + renderMarkers(m)
+		if p.Early {
+			line += " (early)"
+		}
+		h.log = append(h.log, line)
 	}
 	for _, r := range out.Replies {
 		h.replies[r.To] = r.Out

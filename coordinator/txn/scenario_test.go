@@ -164,8 +164,19 @@ func run(h *harness, line string) []string {
 				h.cfg.Open = append(h.cfg.Open, txn.OpenTxn{Partition: txn.TP{Topic: topic, Partition: int32(num(part))}, ProducerID: num(pid), ProducerEpoch: int16(num(epoch))})
 			}
 		}
+		// marked=topic/partition:pid/epoch:commit|abort,...: each
+		// producer's last marker in the log (txn.Config.Marked).
+		h.cfg.Marked = nil
+		if v, ok := args["marked"]; ok {
+			for _, m := range strings.Split(v, ",") {
+				parts := strings.Split(m, ":")
+				topic, part, _ := strings.Cut(parts[0], "/")
+				pid, epoch, _ := strings.Cut(parts[1], "/")
+				h.cfg.Marked = append(h.cfg.Marked, txn.Marked{Partition: txn.TP{Topic: topic, Partition: int32(num(part))}, ProducerID: num(pid), ProducerEpoch: int16(num(epoch)), Commit: parts[2] == "commit"})
+			}
+		}
 		h.restart()
-		h.cfg.Open = nil
+		h.cfg.Open, h.cfg.Marked = nil, nil
 		h.log = append([]string{"restarted"}, h.log...)
 	case "load":
 		// A transactional id loaded at a given producer id and epoch

@@ -60,6 +60,20 @@ type Config struct {
 	// the shard loads: Loaded adds each partition back to its
 	// transaction if the store lost the add (AddPartitionsCmd.Early).
 	Open []OpenTxn
+	// Marked is the last transaction marker each producer has in each
+	// partition of the host's log when the shard loads: Loaded writes
+	// again the Prepare record the store lost of a transaction whose
+	// markers had begun (Markers.Early).
+	Marked []Marked
+}
+
+// Marked is a producer's last transaction marker in a partition: its
+// epoch, and whether it commits.
+type Marked struct {
+	Partition     TP
+	ProducerID    int64
+	ProducerEpoch int16
+	Commit        bool
 }
 
 // OpenTxn is a partition with records of a transaction and no marker
@@ -203,6 +217,16 @@ type Listing struct {
 // CompleteCmd it names. It is pushed on stream 0 once the Prepare record
 // is durable, and again at every load that finds the transaction
 // prepared, so the host must accept a Markers it has seen before.
+//
+// An end that bumps the epoch by one (EndTxn v5+, KIP-890; a fence) is
+// pushed early (machine.Push.Early): once the Prepare is written, so
+// that its sync and the markers' run at once. The EndTxn is answered
+// only once both are durable. A crash can then keep a marker and lose
+// the Prepare: the marker carries the decision and an epoch above every
+// batch of the transaction, so the load writes the Prepare again
+// (Config.Marked) and the ending goes on. The groups' outcome is written
+// to the same store after the Prepare, so it is never durable without
+// it.
 type Markers struct {
 	Tenant, TxnID string
 	ProducerID    int64
@@ -323,13 +347,14 @@ func (s *Shard) sorted() []*txn {
 // transaction, the Markers of every prepared one again, and the expiry
 // sweep.
 func (s *Shard) Loaded(now time.Time) machine.Output {
+	s.decide(now)
 	s.adopt(now)
 	for _, t := range s.sorted() {
 		switch t.rec.State {
 		case record.TxnOngoing:
 			s.armTimeout(t)
 		case record.TxnPrepareCommit, record.TxnPrepareAbort:
-			s.pushMarkers(t)
+			s.pushMarkers(t, false)
 		}
 	}
 	s.timer(timerExpire, now.Add(s.cfg.ExpirationCheck))
@@ -506,6 +531,44 @@ func (s *Shard) addPartitions(now time.Time, c AddPartitionsCmd) Result {
 	return Result{}
 }
 
+// decide writes again the Prepare records the store lost (an early
+// Markers push): a transaction ongoing at epoch E, one of whose
+// partitions holds a marker of its producer at E+1, was being ended that
+// way (nothing else writes a marker above the coordinator's epoch), and
+// is prepared again: the load then pushes its markers to every
+// partition and group. A commit was an EndTxn's, whose retry (KIP-890)
+// is answered as the first; an abort may have been a fence's, so its
+// retry is refused (PRODUCER_FENCED) rather than taken for the end.
+func (s *Shard) decide(now time.Time) {
+	if len(s.cfg.Marked) == 0 {
+		return
+	}
+	marked := map[int64][]Marked{}
+	for _, m := range s.cfg.Marked {
+		marked[m.ProducerID] = append(marked[m.ProducerID], m)
+	}
+	for _, t := range s.sorted() {
+		r := t.rec
+		if r.State != record.TxnOngoing || epochExhausted(r.ProducerEpoch) {
+			continue // an exhausted epoch's end is never early
+		}
+		for _, m := range marked[r.ProducerID] {
+			if m.ProducerEpoch != r.ProducerEpoch+1 || !hasTP(r.Partitions, m.Partition) {
+				continue
+			}
+			r.Partitions, r.Groups = slices.Clone(r.Partitions), slices.Clone(r.Groups)
+			r.LastProducerEpoch = r.ProducerEpoch
+			r.ProducerEpoch++
+			r.State, r.Bumped = record.TxnPrepareAbort, false
+			if m.Commit {
+				r.State, r.Bumped = record.TxnPrepareCommit, true
+			}
+			s.write(now, t.key, r)
+			break
+		}
+	}
+}
+
 // adopt makes again the adds the store lost (AddPartitionsCmd.Early): a
 // partition the log holds open at a transactional id's producer id and
 // epoch, missing from its ongoing transaction or with no transaction
@@ -618,7 +681,7 @@ func (s *Shard) end(now time.Time, id machine.RequestID, c EndCmd) (Result, bool
 		s.bumpEnd(&r, c)
 		s.write(now, t.key, r)
 		s.timer(timeoutKey(t.key), time.Time{})
-		s.pushMarkers(t)
+		s.pushMarkers(t, r.Bumped && !rolledOver(r))
 		t.parked = append(t.parked, id)
 		return Result{}, true
 	case prepared:
@@ -722,6 +785,7 @@ func (s *Shard) complete(now time.Time, c CompleteCmd) {
 // prepareFenceProducerEpoch then PrepareAbort).
 func (s *Shard) fenceAndAbort(now time.Time, t *txn) {
 	r := t.rec
+	early := !epochExhausted(r.ProducerEpoch)
 	if r.ProducerEpoch < math.MaxInt16 {
 		r.LastProducerEpoch = r.ProducerEpoch
 		r.ProducerEpoch++
@@ -729,13 +793,15 @@ func (s *Shard) fenceAndAbort(now time.Time, t *txn) {
 	r.State, r.Bumped = record.TxnPrepareAbort, false
 	s.write(now, t.key, r)
 	s.timer(timeoutKey(t.key), time.Time{})
-	s.pushMarkers(t)
+	s.pushMarkers(t, early)
 }
 
-func (s *Shard) pushMarkers(t *txn) {
+// pushMarkers pushes t's Markers; early (an end that bumped the epoch by
+// one) once the Prepare is written rather than durable (see Markers).
+func (s *Shard) pushMarkers(t *txn, early bool) {
 	r := t.rec
 	pid, epoch := markerOf(r)
-	s.out.Pushes = append(s.out.Pushes, machine.Push{Msg: Markers{
+	s.out.Pushes = append(s.out.Pushes, machine.Push{Early: early, Msg: Markers{
 		Tenant: t.key.tenant, TxnID: t.key.id,
 		ProducerID: pid, ProducerEpoch: epoch,
 		Commit:     r.State == record.TxnPrepareCommit,
