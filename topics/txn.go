@@ -144,7 +144,12 @@ func (p *Partition) LastStable() int64 {
 // open transaction here and the marker's epoch is not newer than the one
 // the partition knows (a marker written again after a restart). A marker
 // of an epoch older than the partition's is ErrInvalidProducerEpoch.
-func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, ts int64) (int64, error) {
+//
+// above says the marker's epoch is above every batch of its transaction
+// (an end with an epoch bump, KIP-890): batches open at the marker's
+// epoch are then the producer's next transaction's, which a marker
+// written again after a restart must not close; it writes nothing.
+func (p *Partition) WriteMarker(pid int64, epoch int16, commit, above bool, ts int64) (int64, error) {
 	b := markerBatch(pid, epoch, commit, ts)
 	h, err := parseHeader(b)
 	if err != nil {
@@ -162,6 +167,8 @@ func (p *Partition) WriteMarker(pid int64, epoch int16, commit bool, ts int64) (
 		return 0, ErrInvalidProducerEpoch
 	case !open && ps != nil && epoch == ps.epoch:
 		return p.end, nil
+	case above && open && ps != nil && epoch == ps.epoch:
+		return p.end, nil // the next transaction's batches
 	}
 	ctrl := int16(controlAbort)
 	if commit {

@@ -31,13 +31,13 @@ func TestTransactionsInTheLog(t *testing.T) {
 		t.Fatalf("read_committed below the LSO: %d batches, aborted %v, lso %d, hw %d, %v", len(splitBatches(t, res.Batches)), ab, res.LastStable, res.HighWatermark, err)
 	}
 	// Producer 8 commits; producer 7 aborts.
-	if _, err := p.WriteMarker(8, 0, true, 2000); err != nil {
+	if _, err := p.WriteMarker(8, 0, true, false, 2000); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.LastStable(); got != 2 {
 		t.Fatalf("LSO after 8 committed: %d, want 2", got)
 	}
-	end, err := p.WriteMarker(7, 0, false, 2000) // offset 7
+	end, err := p.WriteMarker(7, 0, false, false, 2000) // offset 7
 	if err != nil || end != 8 {
 		t.Fatalf("abort marker: end %d, %v", end, err)
 	}
@@ -62,7 +62,7 @@ func TestTransactionsInTheLog(t *testing.T) {
 		}
 		// A marker written again (a restart of the coordinator) adds
 		// nothing.
-		if end, err := p.WriteMarker(7, 0, false, 3000); err != nil || end != 8 {
+		if end, err := p.WriteMarker(7, 0, false, false, 3000); err != nil || end != 8 {
 			t.Fatalf("marker again: %d, %v", end, err)
 		}
 	}
@@ -71,13 +71,13 @@ func TestTransactionsInTheLog(t *testing.T) {
 	check(e.part("t", 0))
 	p = e.part("t", 0)
 	// The coordinator fenced producer 8 (epoch 1): its epoch 0 is refused.
-	if _, err := p.WriteMarker(8, 1, false, 4000); err != nil {
+	if _, err := p.WriteMarker(8, 1, false, false, 4000); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Append(txnBatch(t, 8, 0, 1, 1, "zombie"), 0); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("zombie append: %v", err)
 	}
-	if _, err := p.WriteMarker(8, 0, true, 4000); !errors.Is(err, ErrInvalidProducerEpoch) {
+	if _, err := p.WriteMarker(8, 0, true, false, 4000); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("old marker: %v", err)
 	}
 	pi := p.Producers()

@@ -294,8 +294,12 @@ type Marker struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	Commit        bool
-	Partitions    []txn.TP
-	GroupShards   []int
+	// Above: the epoch is above every batch of the transaction
+	// (topics.Partition.WriteMarker). Not sent between nodes: there
+	// the next transaction's batches never precede the Complete record.
+	Above       bool
+	Partitions  []txn.TP
+	GroupShards []int
 }
 
 // Remote writes the parts of a transaction's markers this node cannot:
@@ -345,7 +349,7 @@ func WriteLocal(ctx context.Context, log *topics.Log, groups *coordinator.Coordi
 			partErrs[i] = ErrNotLeader
 			continue
 		}
-		end, err := p.WriteMarker(m.ProducerID, m.ProducerEpoch, m.Commit, now)
+		end, err := p.WriteMarker(m.ProducerID, m.ProducerEpoch, m.Commit, m.Above, now)
 		switch {
 		case errors.Is(err, topics.ErrDeleted):
 			partErrs[i] = ErrUnknownPartition
@@ -387,7 +391,7 @@ func markerDone(err error) bool {
 // partition that already holds a newer epoch's marker (the producer was
 // fenced since).
 func (c *Coordinator) markers(m txn.Markers) error {
-	local := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit}
+	local := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, Above: m.Bumped}
 	remote := local
 	for _, tp := range m.Partitions {
 		if t := c.cfg.Topics.Topic(tp.Topic); c.cfg.Remote != nil && t != nil && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) && t.Partitions[tp.Partition] == nil {

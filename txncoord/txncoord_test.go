@@ -21,7 +21,13 @@ import (
 
 // txnBatch is a transactional producer's batch of one record.
 func txnBatch(pid int64, epoch int16, seq int32) []byte {
-	rec := kmsg.Record{Value: []byte("v")}
+	return valueBatch(pid, epoch, seq, "v")
+}
+
+// valueBatch is txnBatch with a value of its own (short: its length
+// takes one varint byte).
+func valueBatch(pid int64, epoch int16, seq int32, value string) []byte {
+	rec := kmsg.Record{Value: []byte(value)}
 	rec.Length = int32(len(rec.AppendTo(nil)) - 1) // a one-byte varint length
 	b := kmsg.RecordBatch{
 		Magic: 2, Attributes: 0x10, FirstTimestamp: 1, MaxTimestamp: 1,
@@ -210,7 +216,7 @@ func TestLostPrepareAtLoad(t *testing.T) {
 			t.Fatalf("append to %d: %v", i, err)
 		}
 	}
-	if _, err := tp.Partitions[0].WriteMarker(pid, 4, true, 1); err != nil {
+	if _, err := tp.Partitions[0].WriteMarker(pid, 4, true, true, 1); err != nil {
 		t.Fatal(err)
 	}
 	groups, err := coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: st})

@@ -232,8 +232,13 @@ type Markers struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	Commit        bool
-	Partitions    []TP
-	Groups        []string
+	// Bumped: the end bumped the epoch (KIP-890), so the markers' epoch
+	// is above every batch of the transaction, and a batch open at it
+	// is the producer's next transaction's (its add and this one's
+	// Complete lost together): a partition must not close it.
+	Bumped     bool
+	Partitions []TP
+	Groups     []string
 }
 
 // Complete returns the command that completes m.
@@ -249,6 +254,11 @@ type txn struct {
 	key    tkey
 	rec    record.Txn
 	parked []machine.RequestID
+	// orphans are partitions a load found holding the next
+	// transaction's batches while this one was being prepared: its
+	// Complete and the next one's add were lost together. They begin
+	// the next transaction once this one completes (soft).
+	orphans []TP
 }
 
 // Shard is one transaction coordinator shard. It implements
@@ -369,7 +379,12 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 	case InitCmd:
 		out = s.init(now, c)
 	case AddPartitionsCmd:
-		out, early = s.addPartitions(now, c), c.Early && !c.VerifyOnly
+		// Early only where no Complete record of an end without a bump
+		// may still be unsynced before it: that one's markers would not
+		// tell a lost Complete's next transaction from its own.
+		t := s.txns[tkey{c.Tenant, c.TxnID}]
+		early = c.Early && !c.VerifyOnly && t != nil && (t.rec.Bumped || t.rec.State == record.TxnOngoing || t.rec.State == record.TxnEmpty)
+		out = s.addPartitions(now, c)
 	case AddGroupCmd:
 		out, early = s.addGroup(now, c), c.Early
 	case EndCmd:
@@ -575,7 +590,9 @@ func (s *Shard) decide(now time.Time) {
 // ongoing (the lost add began it), is added, and the transaction goes on
 // from there: its end reaches the partition. A partition open at another
 // epoch, or for a transaction being prepared, is not the trace of a lost
-// add (the Prepare follows every add in the store) and is left alone.
+// add of this transaction (the Prepare follows every add in the store);
+// at a prepared transaction's bumped epoch it is the next one's, added
+// once this one completes (orphans).
 func (s *Shard) adopt(now time.Time) {
 	if len(s.cfg.Open) == 0 {
 		return
@@ -597,6 +614,12 @@ func (s *Shard) adopt(now time.Time) {
 				}
 			case record.TxnEmpty, record.TxnCompleteCommit, record.TxnCompleteAbort:
 				lost = append(lost, o.Partition)
+			case record.TxnPrepareCommit, record.TxnPrepareAbort:
+				if t.rec.Bumped {
+					// The next transaction's batches, at the
+					// bumped epoch: added once this one completes.
+					t.orphans = append(t.orphans, o.Partition)
+				}
 			}
 		}
 		if len(lost) == 0 {
@@ -774,6 +797,15 @@ func (s *Shard) complete(now time.Time, c CompleteCmd) {
 	}
 	r.Partitions, r.Groups = nil, nil
 	s.write(now, t.key, r)
+	if len(t.orphans) > 0 {
+		next := s.begin(now, t)
+		next.Partitions = t.orphans
+		slices.SortFunc(next.Partitions, compareTP)
+		next.Partitions = slices.Compact(next.Partitions)
+		t.orphans = nil
+		s.write(now, t.key, next)
+		s.armTimeout(t)
+	}
 	for _, id := range t.parked {
 		s.out.Replies = append(s.out.Replies, machine.Reply{To: id, Out: Result{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}, Early: true})
 	}
@@ -804,7 +836,7 @@ func (s *Shard) pushMarkers(t *txn, early bool) {
 	s.out.Pushes = append(s.out.Pushes, machine.Push{Early: early, Msg: Markers{
 		Tenant: t.key.tenant, TxnID: t.key.id,
 		ProducerID: pid, ProducerEpoch: epoch,
-		Commit:     r.State == record.TxnPrepareCommit,
+		Commit: r.State == record.TxnPrepareCommit, Bumped: r.Bumped,
 		Partitions: slices.Clone(r.Partitions), Groups: slices.Clone(r.Groups),
 	}})
 }
