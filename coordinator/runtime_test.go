@@ -493,9 +493,7 @@ func testEarlyReplyNotOneLog(t *testing.T) {
 	<-e.st.entered
 	notYet(t, early, "early:a, on a store that is not one log,")
 	unhold()
-	if v := e.wait(early).ProducerID; v != 1 {
-		t.Fatalf("early:a = %d, want 1", v)
-	}
+	e.answered(early, "early:a", 1)
 	if n := e.st.unsynced(); n != 0 {
 		t.Fatalf("%d batches written unsynced on a store that is not one log", n)
 	}
@@ -541,11 +539,15 @@ func testEarlyReplyAfterStrict(t *testing.T) {
 	early := e.submit("early:b", 0)
 	notYet(t, early, "early:b, behind inc:a,")
 	unhold()
-	if v := e.wait(inc).ProducerID; v != 1 {
-		t.Fatalf("inc:a = %d, want 1", v)
-	}
-	if v := e.wait(early).ProducerID; v != 1 {
-		t.Fatalf("early:b = %d, want 1", v)
+	e.answered(inc, "inc:a", 1)
+	e.answered(early, "early:b", 1)
+}
+
+// answered waits for ch's answer, which must be want.
+func (e *env) answered(ch <-chan coordinator.Reply, what string, want int64) {
+	e.t.Helper()
+	if v := e.wait(ch).ProducerID; v != want {
+		e.t.Fatalf("%s = %d, want %d", what, v, want)
 	}
 }
 
@@ -557,19 +559,10 @@ func testEarlyPush(t *testing.T) {
 	e := newEnv(t)
 	unhold := e.st.hold(t)
 	ch := e.submit("earlypush:p", 9)
-	select {
-	case p := <-e.pushes:
-		if p.Stream != 9 || p.Msg != int64(1) {
-			t.Fatalf("push %+v, want stream 9, 1", p)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no early push while the record's sync was held")
-	}
+	e.pushed(9, 1, "no early push while the record's sync was held")
 	notYet(t, ch, "earlypush:p")
 	unhold()
-	if v := e.wait(ch).ProducerID; v != 1 {
-		t.Fatalf("earlypush:p = %d, want 1", v)
-	}
+	e.answered(ch, "earlypush:p", 1)
 	if n := e.st.unsynced(); n != 0 {
 		t.Fatalf("%d batches written unsynced: an early push's records are synced", n)
 	}
@@ -589,13 +582,20 @@ func testPushWaitsForDurability(t *testing.T) {
 	}
 	unhold()
 	e.wait(ch)
+	e.pushed(9, 1, "no push after the record was durable")
+}
+
+// pushed waits for the next push, which must be v on stream; none within
+// 10 s fails with none.
+func (e *env) pushed(stream uint64, v int64, none string) {
+	e.t.Helper()
 	select {
 	case p := <-e.pushes:
-		if p.Stream != 9 || p.Msg != int64(1) {
-			t.Fatalf("push %+v, want stream 9, 1", p)
+		if p.Stream != stream || p.Msg != v {
+			e.t.Fatalf("push %+v, want stream %d, %d", p, stream, v)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("no push after the record was durable")
+		e.t.Fatal(none)
 	}
 }
 

@@ -39,82 +39,116 @@ func valueBatch(pid int64, epoch int16, seq int32, value string) []byte {
 	return out
 }
 
+// loadEnv is a store, a topic log with topic "out" and a group
+// coordinator of one shard, closed when the test ends: what a crash left
+// for a transaction coordinator to load.
+type loadEnv struct {
+	t      *testing.T
+	st     *pebble.Store
+	log    *topics.Log
+	tp     *topics.Topic
+	groups *coordinator.Coordinator
+}
+
+func newLoadEnv(t *testing.T, partitions int32) *loadEnv {
+	dir := t.TempDir()
+	e := &loadEnv{t: t}
+	var err error
+	if e.st, err = pebble.Open(filepath.Join(dir, "store"), pebble.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.st.Close() })
+	if e.log, err = topics.Open(topics.Config{Dir: filepath.Join(dir, "topics"), Store: e.st}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.log.Close() })
+	if e.tp, err = e.log.Create("out", partitions, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if e.groups, err = coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: e.st}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.groups.Close)
+	return e
+}
+
+// append writes a transactional batch of pid at epoch to each partition.
+func (e *loadEnv) append(pid int64, epoch int16, partitions ...int) {
+	for _, i := range partitions {
+		if _, err := e.tp.Partitions[i].Append(txnBatch(pid, epoch, 0), 0); err != nil {
+			e.t.Fatalf("append to %d: %v", i, err)
+		}
+	}
+}
+
+// crashed writes what a crash left in the store: group g's pending offset
+// 1 of rec's producer, and rec as transaction tx's record; then it
+// reloads the group shard so that it has the pending offset.
+func (e *loadEnv) crashed(rec record.Txn) {
+	var b store.Batch
+	off := record.Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 1}
+	b.Put(record.TxnOffsetKey{GroupKey: record.GroupKey{Shard: 0, Group: "g"}, ProducerID: rec.ProducerID, Topic: "out", Partition: 0}.Key(), off.Encode())
+	b.Put(record.TxnKey{Shard: record.TxnShardBase, TxnID: "tx"}.Key(), rec.Encode())
+	if err := e.st.Apply(&b); err != nil {
+		e.t.Fatal(err)
+	}
+	e.groups.Unload(0)
+	if err := e.groups.Load(0); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// start starts the transaction coordinator (one shard); stop it with Close.
+func (e *loadEnv) start() *txncoord.Coordinator {
+	c, err := txncoord.Start(txncoord.Config{Store: e.st, Topics: e.log, Groups: e.groups, Shards: 1})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// committed waits for tx to be CompleteCommit at epoch, then checks that
+// every partition's batches are committed and group g's offset is 1.
+func (e *loadEnv) committed(c *txncoord.Coordinator, epoch int16) {
+	e.t.Helper()
+	ctx := context.Background()
+	testkit.Eventually(e.t, 10*time.Second, "the transaction committed at load", func() bool {
+		out, code := c.Do(ctx, "", "tx", txn.DescribeCmd{TxnIDs: []string{"tx"}})
+		ds, _ := out.([]txn.Description)
+		return code == 0 && len(ds) == 1 && ds[0].State == "CompleteCommit" && ds[0].ProducerEpoch == epoch
+	})
+	for i, p := range e.tp.Partitions {
+		res, aborted, err := p.ReadCommitted(0, 1<<20, true)
+		if err != nil || len(aborted) != 0 || len(res.Batches) == 0 || p.LastStable() != 2 {
+			e.t.Fatalf("partition %d: read committed %d bytes, aborted %v, LSO %d (want 2), %v", i, len(res.Batches), aborted, p.LastStable(), err)
+		}
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version, fetch.Group, fetch.RequireStable = 7, "g", true
+	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "out", Partitions: []int32{0}}}
+	resp := e.groups.Handle(ctx, coordinator.Request{Msg: fetch})().(*kmsg.OffsetFetchResponse)
+	if got := resp.Topics[0].Partitions[0]; got.ErrorCode != 0 || got.Offset != 1 {
+		e.t.Fatalf("offset after the commit: %+v", got)
+	}
+}
+
 // TestMarkersWrittenAtLoad is the crash between a transaction's Prepare
 // record and its markers: the store holds PrepareCommit for a
 // transaction whose partition has its record but no marker, and whose
 // group has a pending offset. Loading the shard writes the marker and
 // commits the offset, then completes the transaction.
 func TestMarkersWrittenAtLoad(t *testing.T) {
-	dir := t.TempDir()
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	log, err := topics.Open(topics.Config{Dir: filepath.Join(dir, "topics"), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	tp, err := log.Create("out", 1, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions[0]
+	e := newLoadEnv(t, 1)
 	const pid = 42
-	if _, err := p.Append(txnBatch(pid, 3, 0), 0); err != nil {
-		t.Fatal(err)
+	e.append(pid, 3, 0)
+	if lso := e.tp.Partitions[0].LastStable(); lso != 0 {
+		t.Fatalf("LSO %d with the transaction open", lso)
 	}
-	if p.LastStable() != 0 {
-		t.Fatalf("LSO %d with the transaction open", p.LastStable())
-	}
-	groups, err := coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer groups.Close()
-	// The group's pending offset, and the transaction's PrepareCommit,
-	// as a crash left them.
-	var b store.Batch
-	off := record.Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 1}
-	b.Put(record.TxnOffsetKey{GroupKey: record.GroupKey{Shard: 0, Group: "g"}, ProducerID: pid, Topic: "out", Partition: 0}.Key(), off.Encode())
-	prep := record.Txn{ProducerID: pid, PrevProducerID: -1, ProducerEpoch: 3, LastProducerEpoch: 2, TimeoutMs: 60000,
-		State: record.TxnPrepareCommit, Partitions: []record.TxnPartition{{Topic: "out", Partition: 0}}, Groups: []string{"g"}, StartTimestamp: 1, UpdateTimestamp: 1}
-	b.Put(record.TxnKey{Shard: record.TxnShardBase, TxnID: "tx"}.Key(), prep.Encode())
-	if err := st.Apply(&b); err != nil {
-		t.Fatal(err)
-	}
-	// Reload the group shard so that it has the pending offset.
-	groups.Unload(0)
-	if err := groups.Load(0); err != nil {
-		t.Fatal(err)
-	}
-
-	c, err := txncoord.Start(txncoord.Config{Store: st, Topics: log, Groups: groups, Shards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.crashed(record.Txn{ProducerID: pid, PrevProducerID: -1, ProducerEpoch: 3, LastProducerEpoch: 2, TimeoutMs: 60000,
+		State: record.TxnPrepareCommit, Partitions: []record.TxnPartition{{Topic: "out", Partition: 0}}, Groups: []string{"g"}, StartTimestamp: 1, UpdateTimestamp: 1})
+	c := e.start()
 	defer c.Close()
-	ctx := context.Background()
-	testkit.Eventually(t, 10*time.Second, "the transaction completed at load", func() bool {
-		out, code := c.Do(ctx, "", "tx", txn.DescribeCmd{TxnIDs: []string{"tx"}})
-		ds, _ := out.([]txn.Description)
-		return code == 0 && len(ds) == 1 && ds[0].State == "CompleteCommit"
-	})
-	if lso := p.LastStable(); lso != 2 {
-		t.Fatalf("LSO %d after the marker, want 2", lso)
-	}
-	res, aborted, err := p.ReadCommitted(0, 1<<20, true)
-	if err != nil || len(aborted) != 0 || len(res.Batches) == 0 {
-		t.Fatalf("read committed: %d bytes, aborted %v, %v", len(res.Batches), aborted, err)
-	}
-	fetch := kmsg.NewPtrOffsetFetchRequest()
-	fetch.Version, fetch.Group, fetch.RequireStable = 7, "g", true
-	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "out", Partitions: []int32{0}}}
-	resp := groups.Handle(ctx, coordinator.Request{Msg: fetch})().(*kmsg.OffsetFetchResponse)
-	if got := resp.Topics[0].Partitions[0]; got.ErrorCode != 0 || got.Offset != 1 {
-		t.Fatalf("offset after the commit: %+v", got)
-	}
+	e.committed(c, 3)
 }
 
 // TestLostAddAtLoad is the crash that a produce's early add allows
@@ -124,31 +158,8 @@ func TestMarkersWrittenAtLoad(t *testing.T) {
 // its marker and the last stable offset moves past the batch; without
 // that the batch would hold the partition's LSO back for good.
 func TestLostAddAtLoad(t *testing.T) {
-	dir := t.TempDir()
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	log, err := topics.Open(topics.Config{Dir: filepath.Join(dir, "topics"), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	tp, err := log.Create("out", 2, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups, err := coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer groups.Close()
-	cfg := txncoord.Config{Store: st, Topics: log, Groups: groups, Shards: 1}
-	c, err := txncoord.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newLoadEnv(t, 2)
+	c := e.start()
 	ctx := context.Background()
 	out, code := c.Do(ctx, "", "tx", txn.InitCmd{TxnID: "tx", TimeoutMs: 60000, ProducerID: -1, ProducerEpoch: -1, NewProducerID: 42})
 	if r, _ := out.(txn.Result); code != 0 || r.Code != 0 {
@@ -160,17 +171,10 @@ func TestLostAddAtLoad(t *testing.T) {
 	if r, _ := out.(txn.Result); code != 0 || r.Code != 0 {
 		t.Fatalf("add: %d %+v", code, out)
 	}
-	for i, p := range tp.Partitions {
-		if _, err := p.Append(txnBatch(42, 0, 0), 0); err != nil {
-			t.Fatalf("append to %d: %v", i, err)
-		}
-	}
+	e.append(42, 0, 0, 1)
 	c.Close()
 
-	c, err = txncoord.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c = e.start()
 	defer c.Close()
 	out, code = c.Do(ctx, "", "tx", txn.DescribeCmd{TxnIDs: []string{"tx"}})
 	ds, _ := out.([]txn.Description)
@@ -181,9 +185,9 @@ func TestLostAddAtLoad(t *testing.T) {
 	if r, _ := out.(txn.Result); code != 0 || r.Code != 0 {
 		t.Fatalf("end: %d %+v", code, out)
 	}
-	for i, p := range tp.Partitions {
-		if lso, _ := p.Offsets(); p.LastStable() != 2 {
-			t.Errorf("partition %d: LSO %d after the commit (log start %d), want 2: its marker was not written", i, p.LastStable(), lso)
+	for i, p := range e.tp.Partitions {
+		if p.LastStable() != 2 {
+			t.Errorf("partition %d: LSO %d after the commit, want 2: its marker was not written", i, p.LastStable())
 		}
 	}
 }
@@ -195,71 +199,15 @@ func TestLostAddAtLoad(t *testing.T) {
 // shard prepares the commit again from the marker and finishes it: the
 // second partition's marker, the offset committed.
 func TestLostPrepareAtLoad(t *testing.T) {
-	dir := t.TempDir()
-	st, err := pebble.Open(filepath.Join(dir, "store"), pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	log, err := topics.Open(topics.Config{Dir: filepath.Join(dir, "topics"), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	tp, err := log.Create("out", 2, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newLoadEnv(t, 2)
 	const pid = 42
-	for i, p := range tp.Partitions {
-		if _, err := p.Append(txnBatch(pid, 3, 0), 0); err != nil {
-			t.Fatalf("append to %d: %v", i, err)
-		}
-	}
-	if _, err := tp.Partitions[0].WriteMarker(pid, 4, true, true, 1); err != nil {
+	e.append(pid, 3, 0, 1)
+	if _, err := e.tp.Partitions[0].WriteMarker(pid, 4, true, true, 1); err != nil {
 		t.Fatal(err)
 	}
-	groups, err := coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer groups.Close()
-	var b store.Batch
-	off := record.Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 1}
-	b.Put(record.TxnOffsetKey{GroupKey: record.GroupKey{Shard: 0, Group: "g"}, ProducerID: pid, Topic: "out", Partition: 0}.Key(), off.Encode())
-	ongoing := record.Txn{ProducerID: pid, PrevProducerID: -1, ProducerEpoch: 3, LastProducerEpoch: 2, TimeoutMs: 60000,
-		State: record.TxnOngoing, Partitions: []record.TxnPartition{{Topic: "out", Partition: 0}, {Topic: "out", Partition: 1}}, Groups: []string{"g"}, StartTimestamp: 1, UpdateTimestamp: 1}
-	b.Put(record.TxnKey{Shard: record.TxnShardBase, TxnID: "tx"}.Key(), ongoing.Encode())
-	if err := st.Apply(&b); err != nil {
-		t.Fatal(err)
-	}
-	groups.Unload(0)
-	if err := groups.Load(0); err != nil {
-		t.Fatal(err)
-	}
-
-	c, err := txncoord.Start(txncoord.Config{Store: st, Topics: log, Groups: groups, Shards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.crashed(record.Txn{ProducerID: pid, PrevProducerID: -1, ProducerEpoch: 3, LastProducerEpoch: 2, TimeoutMs: 60000,
+		State: record.TxnOngoing, Partitions: []record.TxnPartition{{Topic: "out", Partition: 0}, {Topic: "out", Partition: 1}}, Groups: []string{"g"}, StartTimestamp: 1, UpdateTimestamp: 1})
+	c := e.start()
 	defer c.Close()
-	ctx := context.Background()
-	testkit.Eventually(t, 10*time.Second, "the transaction committed at load", func() bool {
-		out, code := c.Do(ctx, "", "tx", txn.DescribeCmd{TxnIDs: []string{"tx"}})
-		ds, _ := out.([]txn.Description)
-		return code == 0 && len(ds) == 1 && ds[0].State == "CompleteCommit" && ds[0].ProducerEpoch == 4
-	})
-	for i, p := range tp.Partitions {
-		res, aborted, err := p.ReadCommitted(0, 1<<20, true)
-		if err != nil || len(aborted) != 0 || len(res.Batches) == 0 || p.LastStable() < 2 {
-			t.Fatalf("partition %d: read committed %d bytes, aborted %v, LSO %d, %v", i, len(res.Batches), aborted, p.LastStable(), err)
-		}
-	}
-	fetch := kmsg.NewPtrOffsetFetchRequest()
-	fetch.Version, fetch.Group, fetch.RequireStable = 7, "g", true
-	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "out", Partitions: []int32{0}}}
-	resp := groups.Handle(ctx, coordinator.Request{Msg: fetch})().(*kmsg.OffsetFetchResponse)
-	if got := resp.Topics[0].Partitions[0]; got.ErrorCode != 0 || got.Offset != 1 {
-		t.Fatalf("offset after the commit: %+v", got)
-	}
+	e.committed(c, 4)
 }

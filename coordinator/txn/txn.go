@@ -558,10 +558,7 @@ func (s *Shard) decide(now time.Time) {
 	if len(s.cfg.Marked) == 0 {
 		return
 	}
-	marked := map[int64][]Marked{}
-	for _, m := range s.cfg.Marked {
-		marked[m.ProducerID] = append(marked[m.ProducerID], m)
-	}
+	marked := byProducer(s.cfg.Marked, func(m Marked) int64 { return m.ProducerID })
 	for _, t := range s.sorted() {
 		r := t.rec
 		if r.State != record.TxnOngoing || epochExhausted(r.ProducerEpoch) {
@@ -597,10 +594,7 @@ func (s *Shard) adopt(now time.Time) {
 	if len(s.cfg.Open) == 0 {
 		return
 	}
-	open := map[int64][]OpenTxn{}
-	for _, o := range s.cfg.Open {
-		open[o.ProducerID] = append(open[o.ProducerID], o)
-	}
+	open := byProducer(s.cfg.Open, func(o OpenTxn) int64 { return o.ProducerID })
 	for _, t := range s.sorted() {
 		var lost []TP
 		for _, o := range open[t.rec.ProducerID] {
@@ -631,6 +625,15 @@ func (s *Shard) adopt(now time.Time) {
 		r.Partitions = slices.Compact(r.Partitions)
 		s.write(now, t.key, r)
 	}
+}
+
+// byProducer groups what the log holds by producer id.
+func byProducer[T any](xs []T, pid func(T) int64) map[int64][]T {
+	out := map[int64][]T{}
+	for _, x := range xs {
+		out[pid(x)] = append(out[pid(x)], x)
+	}
+	return out
 }
 
 func (s *Shard) addGroup(now time.Time, c AddGroupCmd) Result {
