@@ -15,9 +15,9 @@ import (
 // or CompleteAbort record. It returns once that is durable, or, where the
 // store is one log, once it is written (TxnEndCmd.Early): the
 // transaction's Prepare went to the same log before it, and a load that
-// finds the Prepare without the Complete ends the groups again. It fails if this coordinator
-// does not serve the group's shard (another node's, or loading): the
-// caller retries.
+// finds the Prepare without the Complete ends the groups again. It fails
+// if this coordinator does not serve the group's shard (another node's,
+// or loading): the caller retries.
 func (c *Coordinator) TxnEnd(ctx context.Context, tenant, group string, producerID int64, commit bool) error {
 	shard := c.ShardFor(tenant, group)
 	ch, code := c.set.Submit(ctx, uint16(shard), Request{Cmd: groups.TxnEndCmd{Tenant: tenant, Group: group, ProducerID: producerID, Commit: commit, Early: true}})

@@ -28,8 +28,9 @@ func isTransactional(batch []byte) bool {
 // batches are appended, so an abort always reaches every partition the
 // transaction wrote to: durable first on a store that is not one log; on
 // one that is, only written (txn.AddPartitionsCmd.Early), and a load that
-// finds batches in the log whose add was lost makes it again. Partitions that do not exist are left out (the
-// produce answers them UNKNOWN_TOPIC_OR_PARTITION).
+// finds batches in the log whose add was lost makes it again. Partitions
+// that do not exist are left out (the produce answers them
+// UNKNOWN_TOPIC_OR_PARTITION).
 //
 // The shard answers from memory (no record), but the produce waits for it
 // on the connection's reader. A transactional id whose shard another node

@@ -3,58 +3,11 @@ package topics
 import (
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/cohort-dev/cohort/internal/powerloss"
 )
-
-// syncRecorder stands in for fsync and remembers, per file, what the file
-// held when an fsync of it last succeeded: what a power loss would leave
-// of it. (A SIGKILL cannot show a missing fsync, because the page cache
-// survives it; this can.) It keeps the bytes, not the length: the active
-// segment is written ahead with zeros, so an unsynced batch lands inside
-// the length an earlier fsync made durable.
-type syncRecorder struct {
-	mu     sync.Mutex
-	on     bool
-	synced map[string][]byte
-}
-
-// sync holds mu throughout, so that of two fsyncs of one file (a roll's
-// and a Sync's) the copy kept is the later one.
-func (r *syncRecorder) sync(f *os.File) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	data, err := os.ReadFile(f.Name())
-	if err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if r.on {
-		r.synced[f.Name()] = data
-	}
-	return nil
-}
-
-// powerLoss puts every segment file under dir back to what its last
-// fsync made durable; files never synced become empty.
-func (r *syncRecorder) powerLoss(t *testing.T, dir string) {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() || filepath.Ext(path) != segmentSuffix {
-			return err
-		}
-		return os.WriteFile(path, r.synced[path], 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestSyncedBatchesSurvivePowerLoss: concurrent writers append to three
 // partitions (with small segments, so rolls happen) and wait on Sync for a
@@ -63,9 +16,9 @@ func (r *syncRecorder) powerLoss(t *testing.T, dir string) {
 // It fails if Sync returns before the data is fsynced.
 func TestSyncedBatchesSurvivePowerLoss(t *testing.T) {
 	e := newEnv(t)
-	rec := &syncRecorder{synced: map[string][]byte{}, on: true}
+	power := powerloss.New()
 	e.close()
-	l, err := Open(Config{Dir: e.dataDir(), Store: e.st, SyncFile: rec.sync})
+	l, err := Open(Config{Dir: e.dataDir(), Store: e.st, SyncFile: power.SyncFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,11 +68,11 @@ func TestSyncedBatchesSurvivePowerLoss(t *testing.T) {
 		tails = append(tails, mustAppend(t, p, plainBatch(t, 3, "unsynced")).BaseOffset)
 	}
 
-	rec.mu.Lock()
-	rec.on = false // Close syncs everything; that is not what a crash does
-	rec.mu.Unlock()
+	power.Cut() // Close syncs everything; that is not what a crash does
 	e.close()
-	rec.powerLoss(t, e.dataDir())
+	if err := power.Restore(e.dataDir(), segmentSuffix); err != nil {
+		t.Fatal(err)
+	}
 	e.open()
 
 	if len(acks) == 0 {

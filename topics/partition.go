@@ -38,14 +38,23 @@ type segment struct {
 	alloc int64
 }
 
+// trim cuts the file back to its batches: the zeros ahead of them, and
+// whatever a failed write left there.
+func (s *segment) trim() error {
+	s.alloc = s.size
+	return s.f.Truncate(s.size)
+}
+
 // zeroAheadMin and zeroAheadMax bound how far the active segment's file
 // is filled with zeros ahead of its batches: as far as the segment holds
-// already, so that a partition with little data holds little more. An fsync after a write into blocks the file
-// already has costs less than one after a write that extends it, which
-// also commits the file's new length to the journal (measured on this
-// ext4 disk: about 100 µs against 160-200 µs, BENCHMARKS.md); an
-// acknowledged produce and every transaction marker wait for one. A
-// recovery takes a tail of zeros for what it is: no batch, nothing torn.
+// already, so that a partition with little data holds little more. An
+// fsync after a write into blocks the file already has can skip
+// committing a new file length to the journal; an acknowledged produce
+// and every transaction marker wait for one. Measured on this ext4 disk
+// (BENCHMARKS.md, "Three more off the chain"): 140-170 µs against
+// 170-220 µs in a probe with pauses between syncs, no difference for one
+// transactional producer, more transactions/s at 16. A recovery takes a
+// tail of zeros for what it is: no batch, nothing torn.
 const (
 	zeroAheadMin = 64 << 10
 	zeroAheadMax = 1 << 20
@@ -219,10 +228,9 @@ func (p *Partition) scanSegment(seg *segment) (bool, error) {
 	if zero, err := zeroFrom(seg.f, pos, fileSize); err != nil || zero {
 		return false, err // the zeros written ahead of the batches
 	}
-	seg.alloc = pos
 	p.logger.Warn("truncating log at a torn or corrupt batch", "topic", p.Topic, "partition", p.Index,
 		"segment", seg.base, "valid_bytes", pos, "file_bytes", fileSize)
-	if err := seg.f.Truncate(pos); err != nil {
+	if err := seg.trim(); err != nil {
 		return true, err
 	}
 	return true, p.syncFile(seg.f)
@@ -372,8 +380,7 @@ func (p *Partition) appendLocked(b []byte, h header, ctrl int16) error {
 	if _, err := seg.f.WriteAt(b, seg.size); err != nil {
 		// A partial write may be on disk; cut it off so the next append
 		// starts clean, as recovery would.
-		_ = seg.f.Truncate(seg.size)
-		seg.alloc = seg.size
+		_ = seg.trim()
 		return fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
 	pos := seg.size
@@ -397,8 +404,7 @@ func (p *Partition) zeroAhead(seg *segment, n int64) error {
 	for at := seg.alloc; at < to; {
 		k := min(to-at, zeroAheadMax)
 		if _, err := seg.f.WriteAt(zeros[:k], at); err != nil {
-			_ = seg.f.Truncate(seg.size)
-			seg.alloc = seg.size
+			_ = seg.trim()
 			return err
 		}
 		at += k
@@ -412,10 +418,9 @@ func (p *Partition) zeroAhead(seg *segment, n int64) error {
 func (p *Partition) roll() (*segment, error) {
 	old := p.active()
 	if old.alloc > old.size {
-		if err := old.f.Truncate(old.size); err != nil {
+		if err := old.trim(); err != nil {
 			return nil, fmt.Errorf("trim segment: %w", err)
 		}
-		old.alloc = old.size
 	}
 	if err := p.syncFile(old.f); err != nil {
 		return nil, fmt.Errorf("sync segment: %w", err)
@@ -582,10 +587,7 @@ func (p *Partition) close() error {
 	// A clean close leaves the file as long as its batches: the zeros
 	// ahead of them are for appends to come.
 	if seg := p.active(); seg.alloc > seg.size {
-		if err := seg.f.Truncate(seg.size); err != nil {
-			first = err
-		}
-		seg.alloc = seg.size
+		first = seg.trim()
 	}
 	if err := p.syncFile(p.active().f); err != nil && first == nil {
 		first = err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,117 +13,17 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/txn"
+	"github.com/cohort-dev/cohort/internal/powerloss"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/cohort-dev/cohort/txncoord"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// power is the machine's power supply: once cut, no fsync of the store's
-// files or of the log's reaches the disk, from one instant on (a cut
-// waits for the fsyncs under way).
-type power struct {
-	mu  sync.RWMutex
-	off bool
-}
-
-func (p *power) sync(f func() error) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.off {
-		return nil
-	}
-	return f()
-}
-
-func (p *power) cut() {
-	p.mu.Lock()
-	p.off = true
-	p.mu.Unlock()
-}
-
-// cutFS is the store's filesystem behind the power supply. Its fsyncs
-// take a little longer than the log's (slowSync), as a busy write-ahead
-// log's do, so that cuts often find a transaction's markers durable and
-// its Prepare record not yet.
-type cutFS struct {
-	vfs.FS
-	p *power
-}
-
+// slowSync is how much longer the store's fsyncs take than the log's, as
+// a busy write-ahead log's do, so that cuts often find a transaction's
+// markers durable and its Prepare record not yet.
 const slowSync = 2 * time.Millisecond
-
-func (c cutFS) wrap(f vfs.File, err error) (vfs.File, error) {
-	if err != nil {
-		return f, err
-	}
-	return cutFile{f, c.p}, nil
-}
-
-func (c cutFS) Create(name string) (vfs.File, error) { return c.wrap(c.FS.Create(name)) }
-func (c cutFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
-	return c.wrap(c.FS.Open(name, opts...))
-}
-func (c cutFS) OpenReadWrite(name string, opts ...vfs.OpenOption) (vfs.File, error) {
-	return c.wrap(c.FS.OpenReadWrite(name, opts...))
-}
-func (c cutFS) OpenDir(name string) (vfs.File, error) { return c.wrap(c.FS.OpenDir(name)) }
-func (c cutFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
-	return c.wrap(c.FS.ReuseForWrite(oldname, newname))
-}
-
-type cutFile struct {
-	vfs.File
-	p *power
-}
-
-func (f cutFile) Sync() error     { time.Sleep(slowSync); return f.p.sync(f.File.Sync) }
-func (f cutFile) SyncData() error { time.Sleep(slowSync); return f.p.sync(f.File.SyncData) }
-func (f cutFile) SyncTo(n int64) (full bool, err error) {
-	time.Sleep(slowSync)
-	err = f.p.sync(func() error {
-		var e error
-		full, e = f.File.SyncTo(n)
-		return e
-	})
-	return full, err
-}
-
-// segmentSyncs stands in for the topic log's fsync, behind the power
-// supply, and keeps each file's bytes at its last fsync, so that a power
-// loss can put them back.
-type segmentSyncs struct {
-	p      *power
-	mu     sync.Mutex
-	synced map[string][]byte
-}
-
-func (s *segmentSyncs) sync(f *os.File) error {
-	return s.p.sync(func() error {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		data, err := os.ReadFile(f.Name())
-		if err != nil {
-			return err
-		}
-		s.synced[f.Name()] = data
-		return f.Sync()
-	})
-}
-
-// restore puts every segment file under dir back to its last fsync.
-func (s *segmentSyncs) restore(t *testing.T, dir string) {
-	t.Helper()
-	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() || filepath.Ext(path) != ".log" {
-			return err
-		}
-		return os.WriteFile(path, s.synced[path], 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestPowerLoss runs transactions the way the wire layer does on a single
 // node (transaction version 2: the produce's partition add and the
@@ -161,14 +60,14 @@ type node struct {
 	c      *txncoord.Coordinator
 }
 
-func startNode(t *testing.T, mem vfs.FS, dir string, syncs *segmentSyncs) *node {
+func startNode(t *testing.T, mem vfs.FS, dir string, power *powerloss.Power) *node {
 	t.Helper()
-	st, err := pebble.Open("db", pebble.Options{FS: cutFS{mem, syncs.p}})
+	st, err := pebble.Open("db", pebble.Options{FS: power.FS(mem, slowSync)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &node{st: st}
-	if n.log, err = topics.Open(topics.Config{Dir: dir, Store: st, SyncFile: syncs.sync}); err != nil {
+	if n.log, err = topics.Open(topics.Config{Dir: dir, Store: st, SyncFile: power.SyncFile}); err != nil {
 		t.Fatal(err)
 	}
 	if n.log.Topic("out") == nil {
@@ -202,8 +101,8 @@ type acked struct {
 func powerLoss(t *testing.T, seed uint64) {
 	mem := vfs.NewStrictMem()
 	dir := t.TempDir()
-	syncs := &segmentSyncs{p: &power{}, synced: map[string][]byte{}}
-	n := startNode(t, mem, dir, syncs)
+	power := powerloss.New()
+	n := startNode(t, mem, dir, power)
 
 	const producers = 4
 	ack := &acked{commit: map[int]int{}}
@@ -218,15 +117,16 @@ func powerLoss(t *testing.T, seed uint64) {
 	// Answers seen from now on count for nothing; then the power goes
 	// (in that order: an answer counted came before the cut).
 	down.Store(true)
-	syncs.p.cut()
+	power.Cut()
 	cancel()
 	wg.Wait()
 	n.close()
 	mem.ResetToSyncedState()
-	syncs.restore(t, dir)
-	syncs.p = &power{}
+	if err := power.Restore(dir, ".log"); err != nil {
+		t.Fatal(err)
+	}
 
-	n = startNode(t, mem, dir, syncs)
+	n = startNode(t, mem, dir, power)
 	defer n.close()
 	tp := n.log.Topic("out")
 	// Transactions left open time out (500 ms) and are aborted.

@@ -537,13 +537,19 @@ func (s *Shard) addPartitions(now time.Time, c AddPartitionsCmd) Result {
 	if t.rec.State == record.TxnOngoing && !missing {
 		return Result{}
 	}
+	s.addTo(now, t, c.Partitions)
+	return Result{}
+}
+
+// addTo adds partitions to t's ongoing transaction, starting one if none
+// is (begin), and arms its timeout.
+func (s *Shard) addTo(now time.Time, t *txn, tps []TP) {
 	r := s.begin(now, t)
-	r.Partitions = append(r.Partitions, c.Partitions...)
+	r.Partitions = append(r.Partitions, tps...)
 	slices.SortFunc(r.Partitions, compareTP)
 	r.Partitions = slices.Compact(r.Partitions)
 	s.write(now, t.key, r)
 	s.armTimeout(t)
-	return Result{}
 }
 
 // decide writes again the Prepare records the store lost (an early
@@ -616,14 +622,9 @@ func (s *Shard) adopt(now time.Time) {
 				}
 			}
 		}
-		if len(lost) == 0 {
-			continue
+		if len(lost) > 0 {
+			s.addTo(now, t, lost)
 		}
-		r := s.begin(now, t)
-		r.Partitions = append(r.Partitions, lost...)
-		slices.SortFunc(r.Partitions, compareTP)
-		r.Partitions = slices.Compact(r.Partitions)
-		s.write(now, t.key, r)
 	}
 }
 
@@ -801,13 +802,8 @@ func (s *Shard) complete(now time.Time, c CompleteCmd) {
 	r.Partitions, r.Groups = nil, nil
 	s.write(now, t.key, r)
 	if len(t.orphans) > 0 {
-		next := s.begin(now, t)
-		next.Partitions = t.orphans
-		slices.SortFunc(next.Partitions, compareTP)
-		next.Partitions = slices.Compact(next.Partitions)
+		s.addTo(now, t, t.orphans)
 		t.orphans = nil
-		s.write(now, t.key, next)
-		s.armTimeout(t)
 	}
 	for _, id := range t.parked {
 		s.out.Replies = append(s.out.Replies, machine.Reply{To: id, Out: Result{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}, Early: true})
