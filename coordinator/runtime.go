@@ -186,7 +186,7 @@ type Runtime struct {
 	inflight map[RequestID]*call
 	seq      uint64   // sequence number of the last record produced
 	durable  uint64   // records up to here are durable
-	pending  []Record // produced, not yet handed to the writer
+	pending  []Record // produced, not yet started
 	nwrites  int      // store writes in flight
 	failing  error    // a write failed; give up once the rest are done
 	lost     bool     // given up: every request fails
@@ -198,6 +198,15 @@ type Runtime struct {
 	wakeAt   time.Time
 	writes   chan toWrite
 	writer   sync.WaitGroup
+	// syncs, where the loop starts writes itself (a one-log store),
+	// takes them to the waiter, which closes waited when it is done.
+	syncs  chan started
+	waited chan struct{}
+	// started counts the records of the writes started so far, until
+	// one fails to start (startFailed); they belong to whichever
+	// goroutine starts writes (start).
+	started     uint64
+	startFailed bool
 
 	// oneLog: the store is one log (store.OneLog), so early replies
 	// leave once written rather than durable. unsyncedOK: and records
@@ -205,7 +214,7 @@ type Runtime struct {
 	// topic, which takes durable batches only).
 	oneLog, unsyncedOK bool
 	// written is the number of records whose store write has taken
-	// effect, in order (the writer sets it; a failed write stops it).
+	// effect, in order (start sets it; a failed write stops it).
 	written atomic.Uint64
 	// wantApplied tells the writer that early replies wait on written,
 	// so that it wakes the loop when written moves.
@@ -219,7 +228,7 @@ type Runtime struct {
 	strictMax, syncTo uint64
 }
 
-// toWrite is a batch for the writer.
+// toWrite is a batch to start.
 type toWrite struct {
 	recs   []Record
 	noSync bool // store.Batch.NoSync
@@ -273,7 +282,12 @@ func StartRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		h.Release()
 		return nil, err
 	}
-	r.writer.Go(r.write)
+	if r.oneLog {
+		r.syncs, r.waited = make(chan started, cfg.MaxWrites), make(chan struct{})
+		go r.waiter(r.syncs, r.waited)
+	} else {
+		r.writer.Go(r.write)
+	}
 	go r.loop()
 	return r, nil
 }
@@ -386,6 +400,9 @@ func (r *Runtime) loop() {
 		for r.failing == nil && !r.lost && r.nwrites < r.cfg.MaxWrites && r.toFlush() {
 			r.flush()
 		}
+		if r.syncs != nil && len(r.early) > 0 {
+			r.releaseEarly() // what was just started is written
+		}
 	}
 }
 
@@ -394,7 +411,7 @@ func (r *Runtime) wrote(w *writeResult) {
 	if w.err != nil && r.failing == nil {
 		r.failing = w.err
 	}
-	r.durable = w.upTo // the writer counts only records that reached the store
+	r.durable = w.upTo // the waiter counts only records that reached the store
 	if r.failing == nil {
 		r.release()
 		return
@@ -587,10 +604,14 @@ func (r *Runtime) flush() {
 	if !noSync {
 		r.syncTo = to
 	}
+	if r.syncs != nil {
+		r.syncs <- r.start(toWrite{recs: batch, noSync: noSync})
+		return
+	}
 	r.writes <- toWrite{recs: batch, noSync: noSync}
 }
 
-// started is a write the writer has started: wait returns once it is
+// started is a write handed to the store: wait returns once it is
 // durable.
 type started struct {
 	n, bytes int
@@ -600,47 +621,58 @@ type started struct {
 	noSync   bool     // not synced: durable with the next synced batch
 }
 
-// write starts batches in order through the shard's handle; the loop
-// keeps producing the next batch meanwhile. A batch is started while
-// earlier ones are still syncing, and waiter waits for them in order.
+// write starts batches in order through the shard's handle, for a store
+// whose writes may wait (etcd's queue is bounded), so that the loop keeps
+// answering meanwhile. A batch is started while earlier ones are still
+// syncing, and waiter waits for them in order.
 func (r *Runtime) write() {
 	syncs := make(chan started, r.cfg.MaxWrites)
 	done := make(chan struct{})
 	go r.waiter(syncs, done)
-	var applied uint64
-	var failed bool
 	for w := range r.writes {
-		batch := w.recs
-		b := store.Batch{Ops: make([]store.Op, 0, len(batch)), NoSync: w.noSync, Barrier: len(batch) == 0}
-		size := 0
-		for _, rec := range batch {
-			size += len(rec.Key) + len(rec.Value)
-			if rec.Value == nil {
-				b.Delete(rec.Key)
-			} else {
-				b.Put(rec.Key, rec.Value)
+		st := r.start(w)
+		if r.wantApplied.Load() && !r.startFailed {
+			select {
+			case r.events <- event{applied: true}:
+			default: // the loop is busy: its next event releases them
 			}
 		}
-		st := started{n: len(batch), bytes: size, at: time.Now(), batch: batch, noSync: w.noSync}
-		wait, err := r.handle.ApplyAsync(&b)
-		if err != nil {
-			wait = func() error { return err }
-			failed = true // written stops: the log has a hole here
-		} else if !failed {
-			applied += uint64(len(batch))
-			r.written.Store(applied)
-			if r.wantApplied.Load() {
-				select {
-				case r.events <- event{applied: true}:
-				default: // the loop is busy: its next event releases them
-				}
-			}
-		}
-		st.wait = wait
 		syncs <- st
 	}
 	close(syncs)
 	<-done
+}
+
+// start hands a batch to the store: ApplyAsync orders it in the log and
+// returns at once, and the started write's wait returns once it is
+// durable. It moves written while every batch so far has started. The
+// loop calls it itself where the store is one log (Pebble: ordering a
+// batch costs microseconds, as appending to the log does in Kafka's
+// coordinator runtime), and saves two goroutine hand-offs a batch; the
+// writer calls it otherwise.
+func (r *Runtime) start(w toWrite) started {
+	batch := w.recs
+	b := store.Batch{Ops: make([]store.Op, 0, len(batch)), NoSync: w.noSync, Barrier: len(batch) == 0}
+	size := 0
+	for _, rec := range batch {
+		size += len(rec.Key) + len(rec.Value)
+		if rec.Value == nil {
+			b.Delete(rec.Key)
+		} else {
+			b.Put(rec.Key, rec.Value)
+		}
+	}
+	st := started{n: len(batch), bytes: size, at: time.Now(), batch: batch, noSync: w.noSync}
+	wait, err := r.handle.ApplyAsync(&b)
+	if err != nil {
+		wait = func() error { return err }
+		r.startFailed = true // written stops: the log has a hole here
+	} else if !r.startFailed {
+		r.started += uint64(len(batch))
+		r.written.Store(r.started)
+	}
+	st.wait = wait
+	return st
 }
 
 // waiter reports each started write's outcome, in order.
@@ -713,8 +745,13 @@ func (r *Runtime) shutdown() {
 			ev.submit.done <- r.cfg.Fail(ev.submit.req, notCoordinator)
 		}
 	}
-	close(r.writes)
-	r.writer.Wait()
+	if r.syncs != nil {
+		close(r.syncs)
+		<-r.waited
+	} else {
+		close(r.writes)
+		r.writer.Wait()
+	}
 	r.stopTimers()
 	r.failAll()
 	if r.cfg.Topic != nil {
