@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +25,28 @@ var processTargets = []target{
 	}},
 	{"kfake-process", startKfakeProcess},
 }
+
+// tmpfsTarget is cohort-process with its data directory on the tmpfs at
+// /dev/shm: the same binary and code path, but an fsync there costs next
+// to nothing (and a power loss loses everything, so it is not a durable
+// result). Side by side with cohort-process it shows how much of a
+// benchmark's time is the disk's and how much the code's. Benchmarks that
+// add it say so; without a tmpfs at /dev/shm it is skipped.
+var tmpfsTarget = target{"cohort-process-tmpfs", func(b *testing.B) string {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &fs); err != nil || fs.Type != tmpfsMagic {
+		b.Skip("no tmpfs at /dev/shm")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "cohort-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return testkit.StartBinary(b, dir, "--grpc-listen", "-", "--http-listen", "-").Addr
+}}
+
+// tmpfsMagic is the f_type statfs reports for a tmpfs (linux/magic.h).
+const tmpfsMagic = 0x01021994
 
 // startKfakeProcess builds bench/kfakeserve once, runs it, and returns the
 // address it logs; the process is killed when b ends.

@@ -21,11 +21,13 @@ import (
 // record, the markers and every coordinator record before answering;
 // kfake keeps everything in memory. b.N transactions in all; txn/s is
 // reported. Each target runs in this process (cohort, kfake) and in its
-// own (cohort-process, kfake-process: processTargets), as users run it.
+// own (cohort-process, kfake-process: processTargets), as users run it,
+// and cohort-process-tmpfs (tmpfsTarget: no disk in the way, not durable)
+// shows what the syncs cost.
 //
 //	go test ./bench -run XXX -bench Txn -benchtime 2000x
 func BenchmarkTxn(b *testing.B) {
-	for _, tg := range append(slices.Clone(targets), processTargets...) {
+	for _, tg := range append(append(slices.Clone(targets), processTargets...), tmpfsTarget) {
 		for _, producers := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/producers=%d", tg.name, producers), func(b *testing.B) {
 				ctx := benchContext(b)
