@@ -25,7 +25,10 @@
 # Usage: bench/side-by-side.sh   (from anywhere in the repository)
 # Environment: RUNS (3), COMMITTERS (64), PPC (10), DURATION (5s),
 # MEMBERS (500), PARTITIONS (1000), ONLY (commits or join: run only that
-# benchmark; its columns show - for the other).
+# benchmark; its columns show - for the other), TARGETS (the rows, by
+# default all of: cohort cohort-quiet50ms cohort-adaptive cohort-tmpfs
+# kfake kfake-fsync). The targets take turns round after round, each run
+# on a fresh server and data directory.
 set -euo pipefail
 
 RUNS=${RUNS:-3}
@@ -35,11 +38,16 @@ DURATION=${DURATION:-5s}
 MEMBERS=${MEMBERS:-500}
 PARTITIONS=${PARTITIONS:-1000}
 ONLY=${ONLY:-}
+TARGETS=${TARGETS:-cohort cohort-quiet50ms cohort-adaptive cohort-tmpfs kfake kfake-fsync}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 shm=""
-[ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && shm=$(mktemp -d /dev/shm/cohort-side-by-side.XXXXXX)
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+	shm=$(mktemp -d /dev/shm/cohort-side-by-side.XXXXXX)
+else
+	TARGETS=${TARGETS//cohort-tmpfs/} # no tmpfs here: no such row
+fi
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do
@@ -97,71 +105,69 @@ hz=$(getconf CLK_TCK)
 # round: the number on stdin to a whole one ("-" stays).
 round() { awk '{ if ($1 == "-") print; else printf "%.0f\n", $1 }'; }
 
-# measure TARGET: RUNS commit runs and RUNS join runs against $addr; adds a
-# row to $tmp/table.
+# serve TARGET DIR: starts TARGET's server on a fresh data directory DIR.
+serve() {
+	local cohort=("$tmp/cohort" serve --kafka-listen 127.0.0.1:0 --http-listen - --grpc-listen - --log-level info --data-dir "$2")
+	case $1 in
+	cohort) start "$1" 'listening" kafka' "${cohort[@]}" ;;
+	cohort-quiet50ms) start "$1" 'listening" kafka' "${cohort[@]}" --group-initial-rebalance-quiet 50ms ;;
+	cohort-adaptive) start "$1" 'listening" kafka' "${cohort[@]}" --group-initial-rebalance-adaptive ;;
+	cohort-tmpfs) start "$1" 'listening" kafka' "${cohort[@]}" ;;
+	kfake) start "$1" 'listening addr' "$tmp/kfakeserve" ;;
+	kfake-fsync) start "$1" 'listening addr' "$tmp/kfakeserve" --fsync --data-dir "$2" ;;
+	*) echo "unknown target $1" >&2 && exit 2 ;;
+	esac
+}
+
+# measure TARGET ROUND: one commit run and one join run against a fresh
+# server of TARGET; appends a line to $tmp/TARGET.c and $tmp/TARGET.j.
 measure() {
-	local target=$1 i out
-	: >"$tmp/c" && : >"$tmp/j"
-	local commits=$RUNS joins=$RUNS
-	[ "$ONLY" = join ] && commits=0 && echo "- - - -" >>"$tmp/c"
-	[ "$ONLY" = commits ] && joins=0 && echo "- -" >>"$tmp/j"
-	for i in $(seq "$commits"); do
-		echo "$target: commits run $i of $RUNS" >&2
-		local before after
+	local target=$1 round=$2 out before after dir="$tmp/$1-$2"
+	[ "$target" = cohort-tmpfs ] && dir="$shm/$round"
+	serve "$target" "$dir"
+	if [ "$ONLY" = join ]; then
+		echo "- - - -" >>"$tmp/$target.c"
+	else
+		echo "$target: commits, round $round of $RUNS" >&2
 		before=$(cpu_ticks "${pids[-1]}")
 		out=$("$tmp/cohort" bench commits --brokers "$addr" --format json \
 			--committers "$COMMITTERS" --partitions-per-commit "$PPC" --duration "$DURATION")
 		after=$(cpu_ticks "${pids[-1]}")
 		echo "$(field offsets_per_s <<<"$out") $(field p50_ms <<<"$out") $(field p99_ms <<<"$out")" \
-			"$(awk -v t=$((after - before)) -v hz="$hz" -v n="$(field commits <<<"$out")" 'BEGIN {printf "%.1f", t / hz * 1e6 / n}')" >>"$tmp/c"
-	done
-	for i in $(seq "$joins"); do
-		echo "$target: join run $i of $RUNS" >&2
+			"$(awk -v t=$((after - before)) -v hz="$hz" -v n="$(field commits <<<"$out")" 'BEGIN {printf "%.1f", t / hz * 1e6 / n}')" >>"$tmp/$target.c"
+	fi
+	if [ "$ONLY" = commits ]; then
+		echo "- -" >>"$tmp/$target.j"
+	else
+		echo "$target: join, round $round of $RUNS" >&2
 		out=$("$tmp/cohort" bench join --brokers "$addr" --format json \
 			--members "$MEMBERS" --partitions "$PARTITIONS")
-		echo "$(field last_sync_ms <<<"$out") $(field generations <<<"$out")" >>"$tmp/j"
-	done
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" \
-		"$(awk '{print $1}' "$tmp/c" | median | round)" \
-		"$(awk '{print $2}' "$tmp/c" | median)" \
-		"$(awk '{print $3}' "$tmp/c" | median)" \
-		"$(awk '{print $4}' "$tmp/c" | median)" \
-		"$(awk '{print $1}' "$tmp/j" | median)" \
-		"$(awk '{print $2}' "$tmp/j" | median)" >>"$tmp/table"
+		echo "$(field last_sync_ms <<<"$out") $(field generations <<<"$out")" >>"$tmp/$target.j"
+	fi
+	stop_last
+	rm -rf "$dir"
 }
 
-: >"$tmp/table"
-serve=("$tmp/cohort" serve --kafka-listen 127.0.0.1:0 --http-listen - --grpc-listen - --log-level info)
-
-start cohort 'listening" kafka' "${serve[@]}" --data-dir "$tmp/cohort-data"
-measure cohort
-stop_last
-
-start cohort-quiet50ms 'listening" kafka' "${serve[@]}" --data-dir "$tmp/cohort-quiet50ms-data" --group-initial-rebalance-quiet 50ms
-measure cohort-quiet50ms
-stop_last
-
-start cohort-adaptive 'listening" kafka' "${serve[@]}" --data-dir "$tmp/cohort-adaptive-data" --group-initial-rebalance-adaptive
-measure cohort-adaptive
-stop_last
-
-if [ -n "$shm" ]; then
-	start cohort-tmpfs 'listening" kafka' "${serve[@]}" --data-dir "$shm/cohort-data"
-	measure cohort-tmpfs
-	stop_last
-fi
-
-start kfake 'listening addr' "$tmp/kfakeserve"
-measure kfake
-stop_last
-
-start kfake-fsync 'listening addr' "$tmp/kfakeserve" --fsync --data-dir "$tmp/kfake-fsync-data"
-measure kfake-fsync
-stop_last
+# The targets take turns, round after round, each run on a fresh server
+# and data directory, so that a busy spell of a shared machine falls on
+# all of them rather than on one target's runs.
+for round in $(seq "$RUNS"); do
+	for target in $TARGETS; do
+		measure "$target" "$round"
+	done
+done
 
 echo
-echo "medians of $RUNS runs; commits: $COMMITTERS committers x $PPC partitions per commit for $DURATION; join: $MEMBERS members, one group, $PARTITIONS partitions"
+echo "medians of $RUNS rounds (targets alternated, a fresh server each run); commits: $COMMITTERS committers x $PPC partitions per commit for $DURATION; join: $MEMBERS members, one group, $PARTITIONS partitions"
 {
 	printf 'TARGET\tOFFSETS/S\tP50-MS\tP99-MS\tSERVER-CPU-US/COMMIT\tLAST-SYNC-MS\tGENERATIONS\n'
-	cat "$tmp/table"
+	for target in $TARGETS; do
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" \
+			"$(awk '{print $1}' "$tmp/$target.c" | median | round)" \
+			"$(awk '{print $2}' "$tmp/$target.c" | median)" \
+			"$(awk '{print $3}' "$tmp/$target.c" | median)" \
+			"$(awk '{print $4}' "$tmp/$target.c" | median)" \
+			"$(awk '{print $1}' "$tmp/$target.j" | median)" \
+			"$(awk '{print $2}' "$tmp/$target.j" | median)"
+	done
 } | column -t -s $'\t'
