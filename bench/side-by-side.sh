@@ -109,10 +109,9 @@ round() { awk '{ if ($1 == "-") print; else printf "%.0f\n", $1 }'; }
 serve() {
 	local cohort=("$tmp/cohort" serve --kafka-listen 127.0.0.1:0 --http-listen - --grpc-listen - --log-level info --data-dir "$2")
 	case $1 in
-	cohort) start "$1" 'listening" kafka' "${cohort[@]}" ;;
+	cohort | cohort-tmpfs) start "$1" 'listening" kafka' "${cohort[@]}" ;; # tmpfs: the directory differs
 	cohort-quiet50ms) start "$1" 'listening" kafka' "${cohort[@]}" --group-initial-rebalance-quiet 50ms ;;
 	cohort-adaptive) start "$1" 'listening" kafka' "${cohort[@]}" --group-initial-rebalance-adaptive ;;
-	cohort-tmpfs) start "$1" 'listening" kafka' "${cohort[@]}" ;;
 	kfake) start "$1" 'listening addr' "$tmp/kfakeserve" ;;
 	kfake-fsync) start "$1" 'listening addr' "$tmp/kfakeserve" --fsync --data-dir "$2" ;;
 	*) echo "unknown target $1" >&2 && exit 2 ;;

@@ -198,18 +198,17 @@ type Runtime struct {
 	wakeAt   time.Time
 	writes   chan toWrite
 	writer   sync.WaitGroup
-	// syncs, where the loop starts writes itself (a one-log store),
-	// takes them to the waiter, which closes waited when it is done.
+	// syncs takes started writes to the waiter, which closes waited
+	// when it is done.
 	syncs  chan started
 	waited chan struct{}
-	// started counts the records of the writes started so far, until
-	// one fails to start (startFailed); they belong to whichever
-	// goroutine starts writes (start).
-	started     uint64
+	// startFailed: a write failed to start, so written stops; it belongs
+	// to whichever goroutine starts writes (start).
 	startFailed bool
 
 	// oneLog: the store is one log (store.OneLog), so early replies
-	// leave once written rather than durable. unsyncedOK: and records
+	// leave once written rather than durable, and the loop starts its
+	// writes itself (start). unsyncedOK: and records
 	// may be written unsynced (not for a shard feeding the offsets
 	// topic, which takes durable batches only).
 	oneLog, unsyncedOK bool
@@ -282,10 +281,9 @@ func StartRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		h.Release()
 		return nil, err
 	}
-	if r.oneLog {
-		r.syncs, r.waited = make(chan started, cfg.MaxWrites), make(chan struct{})
-		go r.waiter(r.syncs, r.waited)
-	} else {
+	r.syncs, r.waited = make(chan started, cfg.MaxWrites), make(chan struct{})
+	go r.waiter(r.syncs, r.waited)
+	if !r.oneLog {
 		r.writer.Go(r.write)
 	}
 	go r.loop()
@@ -400,7 +398,7 @@ func (r *Runtime) loop() {
 		for r.failing == nil && !r.lost && r.nwrites < r.cfg.MaxWrites && r.toFlush() {
 			r.flush()
 		}
-		if r.syncs != nil && len(r.early) > 0 {
+		if r.oneLog && len(r.early) > 0 {
 			r.releaseEarly() // what was just started is written
 		}
 	}
@@ -604,7 +602,7 @@ func (r *Runtime) flush() {
 	if !noSync {
 		r.syncTo = to
 	}
-	if r.syncs != nil {
+	if r.oneLog {
 		r.syncs <- r.start(toWrite{recs: batch, noSync: noSync})
 		return
 	}
@@ -626,9 +624,6 @@ type started struct {
 // answering meanwhile. A batch is started while earlier ones are still
 // syncing, and waiter waits for them in order.
 func (r *Runtime) write() {
-	syncs := make(chan started, r.cfg.MaxWrites)
-	done := make(chan struct{})
-	go r.waiter(syncs, done)
 	for w := range r.writes {
 		st := r.start(w)
 		if r.wantApplied.Load() && !r.startFailed {
@@ -637,10 +632,8 @@ func (r *Runtime) write() {
 			default: // the loop is busy: its next event releases them
 			}
 		}
-		syncs <- st
+		r.syncs <- st
 	}
-	close(syncs)
-	<-done
 }
 
 // start hands a batch to the store: ApplyAsync orders it in the log and
@@ -668,8 +661,7 @@ func (r *Runtime) start(w toWrite) started {
 		wait = func() error { return err }
 		r.startFailed = true // written stops: the log has a hole here
 	} else if !r.startFailed {
-		r.started += uint64(len(batch))
-		r.written.Store(r.started)
+		r.written.Add(uint64(len(batch)))
 	}
 	st.wait = wait
 	return st
@@ -745,13 +737,10 @@ func (r *Runtime) shutdown() {
 			ev.submit.done <- r.cfg.Fail(ev.submit.req, notCoordinator)
 		}
 	}
-	if r.syncs != nil {
-		close(r.syncs)
-		<-r.waited
-	} else {
-		close(r.writes)
-		r.writer.Wait()
-	}
+	close(r.writes)
+	r.writer.Wait() // no writer where the loop starts its writes
+	close(r.syncs)
+	<-r.waited
 	r.stopTimers()
 	r.failAll()
 	if r.cfg.Topic != nil {

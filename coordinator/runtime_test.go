@@ -307,8 +307,11 @@ type env struct {
 // shard is the one shard the runtime tests serve.
 const shard = 7
 
-// TestRuntime runs every runtime test twice: with one store write at a
-// time, and with writes pipelined (the default).
+// TestRuntime runs every runtime test with one store write at a time and
+// with writes pipelined (the default), on a store that is one log (the
+// loop starts its writes), and pipelined again on one that says it is not
+// (a writer goroutine starts them, as on etcd), but for the tests of what
+// only one log does.
 func TestRuntime(t *testing.T) {
 	tests := map[string]func(*testing.T){
 		"ReplyWaitsForDurability": testReplyWaitsForDurability,
@@ -330,14 +333,20 @@ func TestRuntime(t *testing.T) {
 		"UnloadWhileLoading":      testUnloadWhileLoading,
 		"Unload":                  testUnload,
 	}
-	for _, mode := range []string{"serial", "pipelined"} {
+	oneLogOnly := map[string]bool{"EarlyReply": true, "EarlyReplyUnsynced": true, "EarlyReplyAfterStrict": true, "EarlyPush": true}
+	for _, mode := range []string{"serial", "pipelined", "writer"} {
 		for name, fn := range tests {
+			if mode == "writer" && oneLogOnly[name] {
+				continue
+			}
 			t.Run(mode+"/"+name, fn)
 		}
 	}
 }
 
-func newEnv(t *testing.T) *env { return newEnvOneLog(t, true) }
+// newEnv is an environment over a store that is one log, unless the test
+// runs in the writer mode of TestRuntime.
+func newEnv(t *testing.T) *env { return newEnvOneLog(t, !strings.Contains(t.Name(), "/writer/")) }
 
 // newEnvOneLog is newEnv over a store that is one log (store.OneLog, as
 // Pebble) or that says it is not.

@@ -14,6 +14,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/txn"
 	"github.com/cohort-dev/cohort/internal/powerloss"
+	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/cohort-dev/cohort/txncoord"
@@ -96,6 +97,7 @@ func (n *node) close() {
 type acked struct {
 	mu     sync.Mutex
 	commit map[int]int // producer → transaction
+	ends   int         // transactions ended, committed or aborted
 }
 
 func powerLoss(t *testing.T, seed uint64) {
@@ -112,8 +114,15 @@ func powerLoss(t *testing.T, seed uint64) {
 	for i := range producers {
 		wg.Go(func() { produceTxns(t, ctx, n, i, seed, &down, ack) })
 	}
+	// The power goes once a random number of transactions have ended,
+	// so that every run cuts it under load, after answers to lose.
 	rng := rand.New(rand.NewPCG(seed, 77))
-	time.Sleep(time.Duration(20+rng.IntN(100)) * time.Millisecond)
+	cutAfter := 4 + rng.IntN(60)
+	testkit.Eventually(t, 30*time.Second, fmt.Sprintf("%d transactions ended", cutAfter), func() bool {
+		ack.mu.Lock()
+		defer ack.mu.Unlock()
+		return ack.ends >= cutAfter
+	})
 	// Answers seen from now on count for nothing; then the power goes
 	// (in that order: an answer counted came before the cut).
 	down.Store(true)
@@ -295,9 +304,12 @@ func produceTxns(t *testing.T, ctx context.Context, n *node, i int, seed uint64,
 			fail("end %d: %d %+v", k, code, out)
 			return
 		}
-		if commits && !down.Load() {
+		if !down.Load() {
 			ack.mu.Lock()
-			ack.commit[i] = k
+			ack.ends++
+			if commits {
+				ack.commit[i] = k
+			}
 			ack.mu.Unlock()
 		}
 		pid, epoch = r.ProducerID, r.ProducerEpoch
