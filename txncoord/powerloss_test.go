@@ -31,8 +31,8 @@ const slowSync = 2 * time.Millisecond
 // offsets' group add answered early, the end with a bump, so its markers
 // go out while its Prepare syncs) through the shard runtime, on Pebble
 // over a filesystem that keeps only what was synced and a topic log whose
-// files are put back to their last fsync, and cuts the power at a random
-// moment. After the load, and once the transactions left open have timed
+// files are put back to their last fsync, and cuts the power once a
+// random number of transactions have ended, under load. After the load, and once the transactions left open have timed
 // out:
 //
 //   - no partition holds a transaction open (none hangs);
