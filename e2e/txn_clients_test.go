@@ -151,3 +151,122 @@ func saramaTxnRounds(t *testing.T, addr, topic, txnID string) {
 		}
 	}
 }
+
+// TestTxnConfluentConsumeTransformProduce is exactly-once
+// consume-transform-produce with confluent-kafka-go (librdkafka): a
+// read_committed group consumer reads an input topic, and a transactional
+// producer writes one output record per input record and commits the
+// consumer's positions inside the same transaction
+// (SendOffsetsToTransaction: AddOffsetsToTxn and TxnOffsetCommit with
+// the group's generation and member id). The output, read with
+// read_committed by kcat, holds every input record once, and the group's
+// committed offsets are the input's ends.
+func TestTxnConfluentConsumeTransformProduce(t *testing.T) {
+	n := testkit.StartNode(t, node.Config{})
+	addr := n.KafkaAddr()
+	const in, out, group, records = "eos-in", "eos-out", "eos-group", 30
+	txnTopic(t, addr, in, 3)
+	txnTopic(t, addr, out, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), confluentTimeout)
+	defer cancel()
+	src := mustClient(t, kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(in), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for i := range records {
+		if err := src.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "in-%02d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	logs := newRdLog()
+	defer logs.close()
+	c, err := kafka.NewConsumer(rdConfig(addr, "cohort-e2e-eos-consumer", logs, kafka.ConfigMap{
+		"group.id":           group,
+		"isolation.level":    "read_committed",
+		"enable.auto.commit": false,
+		"auto.offset.reset":  "earliest",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Subscribe(in, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := kafka.NewProducer(rdConfig(addr, "cohort-e2e-eos-producer", logs, kafka.ConfigMap{"transactional.id": "eos-confluent"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	go func() {
+		for range p.Events() {
+		}
+	}()
+	if err := p.InitTransactions(ctx); err != nil {
+		t.Fatalf("init: %v", err)
+	}
+
+	outTopic := out
+	done := 0
+	for done < records {
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d input records processed before the deadline", done, records)
+		}
+		m, err := c.ReadMessage(time.Second)
+		if err != nil {
+			if kerr, ok := err.(kafka.Error); ok && kerr.IsTimeout() {
+				continue
+			}
+			t.Fatalf("consume: %v", err)
+		}
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		v := strings.Replace(string(m.Value), "in-", "out-", 1)
+		if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &outTopic, Partition: kafka.PartitionAny}, Value: []byte(v)}, nil); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		assigned, err := c.Assignment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		positions, err := c.Position(assigned)
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta, err := c.GetConsumerGroupMetadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.SendOffsetsToTransaction(ctx, positions, meta); err != nil {
+			t.Fatalf("send offsets: %v", err)
+		}
+		if err := p.CommitTransaction(ctx); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+		done++
+	}
+
+	var want []string
+	for i := range records {
+		want = append(want, fmt.Sprintf("out-%02d", i))
+	}
+	if got := kcatCommitted(t, addr, out); !slices.Equal(got, want) {
+		t.Fatalf("read_committed output: %v\nwant %v", got, want)
+	}
+	adm := kadm.NewClient(mustClient(t, kgo.SeedBrokers(addr)))
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		if e.Offset != records/3 {
+			t.Errorf("input %s/%d ends at %d, want %d: the records were not spread", in, e.Partition, e.Offset, records/3)
+		}
+		if got, ok := committed.Lookup(in, e.Partition); !ok || got.At != e.Offset {
+			t.Errorf("group offset of %s/%d: %+v (found %v), want the end %d", in, e.Partition, got.At, ok, e.Offset)
+		}
+	})
+}
