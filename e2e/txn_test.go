@@ -144,3 +144,59 @@ func mustClient(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 	t.Cleanup(cl.Close)
 	return cl
 }
+
+// TestTxnListOffsetsReadCommitted: ListOffsets for the latest offset
+// answers the last stable offset to a read_committed client (kadm's
+// ListCommittedOffsets) and the high watermark to a read_uncommitted one
+// (ListEndOffsets): while franz-go's transaction is open they differ, and
+// once it commits both are past its marker.
+func TestTxnListOffsetsReadCommitted(t *testing.T) {
+	n := testkit.StartNode(t, node.Config{})
+	addr := n.KafkaAddr()
+	const topic = "txn-lso"
+	txnTopic(t, addr, topic, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(mustClient(t, kgo.SeedBrokers(addr)))
+	latest := func() (stable, end int64) {
+		t.Helper()
+		c, err := adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = c.Error()
+		}
+		e, err2 := adm.ListEndOffsets(ctx, topic)
+		if err2 == nil {
+			err2 = e.Error()
+		}
+		if err != nil || err2 != nil {
+			t.Fatalf("list offsets: %v, %v", err, err2)
+		}
+		cs, _ := c.Lookup(topic, 0)
+		es, _ := e.Lookup(topic, 0)
+		return cs.Offset, es.Offset
+	}
+	plain := mustClient(t, kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p := mustClient(t, kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.TransactionalID("txn-lso"))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "in-txn-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stable, end := latest(); stable != 1 || end != 4 {
+		t.Fatalf("transaction open: read_committed latest %d, read_uncommitted %d; want 1 (its first record) and 4", stable, end)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	// The marker is written once the transaction completes.
+	testkit.Eventually(t, 10*time.Second, "the commit marker", func() bool {
+		stable, end := latest()
+		return stable == 5 && end == 5
+	})
+}
