@@ -116,8 +116,8 @@ type Pipeliner interface {
 // OneLog is implemented by a store whose writes, through the Store and
 // every Handle, go to one log in the order their Apply or ApplyAsync
 // took effect: once a batch is durable, every batch whose ApplyAsync
-// returned before it started is durable too. Pebble is one log (its
-// write-ahead log); etcd is not (each handle's writes are transactions of
+// returned before it started is durable too. The Pebble backend is one
+// log (its journal); etcd is not (each handle's writes are transactions of
 // their own). The coordinator runtime relies on it for early replies
 // (machine.Reply.Early); a store that does not implement it, or returns
 // false, gets none.

@@ -56,7 +56,7 @@ func main() {
 }
 
 // fsyncProcs is how many more Ps than Go's default `cohort serve` runs
-// with. A goroutine waiting in fsync (Pebble's write-ahead log, a topic
+// with. A goroutine waiting in fsync (the store's journal, a topic
 // partition's segment) keeps its P until the runtime's monitor hands it
 // off, which takes from 20 µs to 10 ms depending on how idle the monitor
 // thinks the process is; on a small machine with several syncs under way

@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkApply measures synced single-key (~100 byte) Applies from
-// concurrent writers. fsyncs/op is counted on the WAL itself: near 1 means
+// concurrent writers. fsyncs/op is counted on the journal itself: near 1 means
 // no group commit, well below 1 means concurrent commits share fsyncs.
 func BenchmarkApply(b *testing.B) {
 	benchApply(b, func(s *pebble.Store) func(*store.Batch) error { return s.Apply })
@@ -128,7 +128,8 @@ func BenchmarkApplyAsync(b *testing.B) {
 	}
 }
 
-// walSyncCounter counts data syncs of Pebble's WAL files (*.log).
+// walSyncCounter counts data syncs of *.log files: the journal's segments
+// (and Pebble's WAL, which only the journal's folds write).
 type walSyncCounter struct {
 	vfs.FS
 	syncs atomic.Int64
@@ -146,7 +147,8 @@ func (c *walSyncCounter) Create(name string) (vfs.File, error) {
 	return c.wrap(name, f, err)
 }
 
-// ReuseForWrite is how Pebble recycles an old WAL file as a new one.
+// ReuseForWrite is how the journal (and Pebble) reuse an old file as a new
+// one.
 func (c *walSyncCounter) ReuseForWrite(oldname, newname string) (vfs.File, error) {
 	f, err := c.FS.ReuseForWrite(oldname, newname)
 	return c.wrap(newname, f, err)

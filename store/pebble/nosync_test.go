@@ -9,7 +9,7 @@ import (
 )
 
 // TestNoSyncAndBarrier: a NoSync batch is written without a sync of the
-// write-ahead log, is visible, and an empty Barrier batch syncs the log;
+// journal, is visible, and an empty Barrier batch syncs the log;
 // an empty batch without Barrier stays a no-op.
 func TestNoSyncAndBarrier(t *testing.T) {
 	fs := &walSyncCounter{FS: vfs.Default}

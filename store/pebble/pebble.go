@@ -1,16 +1,20 @@
-// Package pebble is the embedded store.Store backend: a single-node Pebble
-// (LSM) database in a local directory, the default durable store for Cohort.
+// Package pebble is the embedded store.Store backend: a journal in front of
+// a single-node Pebble (LSM) database in a local directory, the default
+// durable store for Cohort.
 //
 // Its job is to make store.Store's promises true on one disk: Apply returns
-// only after the batch is fsynced to Pebble's write-ahead log, and concurrent
-// Apply calls share one fsync through Pebble's commit pipeline (group commit).
-// Handles from Acquire are fenced by an epoch per scope held in this process,
-// which is enough on one node: only this process can open the directory.
+// only after the batch is fsynced (fdatasync) to the journal, and concurrent
+// writers share one sync (group commit). The journal's full segments are
+// folded into Pebble, each key's latest value once (journal.go says why and
+// how); reads see the journal's overlay over Pebble. Handles from Acquire
+// are fenced by an epoch per scope held in this process, which is enough on
+// one node: only this process can open the directory.
 //
-// It must not interpret keys or values, cache or buffer writes outside Pebble,
-// acknowledge a write before it is synced, or expose Pebble types through the
-// store.Store methods; callers depend on store.Store, not on this package.
-// Only one Store may have a directory open at a time (Pebble locks it).
+// It must not interpret keys or values, acknowledge a write before it is
+// synced, or expose Pebble types through the store.Store methods; callers
+// depend on store.Store, not on this package. Only one Store may have a
+// directory open at a time (Pebble locks it, and the journal lives inside
+// it).
 package pebble
 
 import (
@@ -43,11 +47,16 @@ type Options struct {
 	// resolved to an absolute, symlink-free path. Tests set vfs.NewStrictMem
 	// to simulate losing unsynced writes; production code leaves it nil.
 	FS vfs.FS
+
+	// SegmentSize is the size at which a segment of the journal is closed
+	// and folded into Pebble; zero means 64 MiB. Tests set it small.
+	SegmentSize int64
 }
 
 // Store is a store.Store backed by Pebble. It is safe for concurrent use.
 type Store struct {
 	db   *pdb.DB
+	j    *journal
 	lock *pdb.Lock // released after db is closed
 
 	// mu guards closed and the Add side of inflight, so that once Close has
@@ -138,7 +147,13 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("pebble store: open %s: %w", dir, err)
 	}
-	return &Store{db: db, lock: lock, scopes: make(map[string]*scope)}, nil
+	j, err := openJournal(fs, dir, db, log, opts.SegmentSize)
+	if err != nil {
+		db.Close()
+		lock.Close()
+		return nil, fmt.Errorf("pebble store: open %s: %w", dir, err)
+	}
+	return &Store{db: db, j: j, lock: lock, scopes: make(map[string]*scope)}, nil
 }
 
 // mkdirSynced creates dir and any missing parents, fsyncing the parent of
@@ -189,77 +204,36 @@ func (s *Store) enter() bool {
 	return true
 }
 
-// Apply implements store.Store. The batch is committed with pdb.Sync: Pebble
-// queues concurrent commits and covers all of them with one WAL fsync.
+// Apply implements store.Store: the batch is appended to the journal and
+// Apply returns once the journal is synced past it. Concurrent writers share
+// one sync (group commit).
 func (s *Store) Apply(b *store.Batch) error {
 	return s.apply(b, nil)
 }
 
 // apply is Apply, through h when h is not nil.
 func (s *Store) apply(b *store.Batch, h *handle) error {
-	if !s.enter() {
-		return store.ErrClosed
-	}
-	defer s.inflight.Done()
-	pb, err := s.prepare(b, h)
+	wait, err := s.applyAsync(b, h)
 	if err != nil {
 		return err
 	}
-	if pb != nil {
-		defer pb.Close()
-	}
-	if h != nil {
-		// Held through the fsync: Acquire waits for it, but concurrent
-		// writers share the lock and the fsync alike.
-		if err := h.hold(); err != nil {
-			return err
+	return wait()
+}
+
+// check checks that every key of b is under h's scope, if h is not nil.
+func check(b *store.Batch, h *handle) error {
+	if h != nil && b != nil && b.Len() > 0 {
+		if err := b.CheckScope(h.prefix); err != nil {
+			return fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
 		}
-		defer h.scope.mu.RUnlock()
-	}
-	if pb == nil {
-		return nil
-	}
-	if err := pb.Commit(pdb.Sync); err != nil {
-		return fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
 	}
 	return nil
 }
 
-// prepare checks that every key of b is under h's scope, if h is not nil,
-// and copies b into a Pebble batch (Set and Delete copy keys and values, so
-// the caller's slices are not retained). It returns a nil batch for an
-// empty b. Batches are built before the scope lock is taken, to keep a
-// fencing Acquire's wait short.
-func (s *Store) prepare(b *store.Batch, h *handle) (*pdb.Batch, error) {
-	if b == nil || b.Len() == 0 {
-		return nil, nil
-	}
-	if h != nil {
-		if err := b.CheckScope(h.prefix); err != nil {
-			return nil, fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
-		}
-	}
-	pb := s.db.NewBatch()
-	for _, op := range b.Ops {
-		var err error
-		if op.Delete {
-			err = pb.Delete(op.Key, nil)
-		} else {
-			err = pb.Set(op.Key, op.Value, nil)
-		}
-		if err != nil {
-			pb.Close()
-			return nil, fmt.Errorf("pebble store: apply: build batch: %w", err)
-		}
-	}
-	return pb, nil
-}
-
-// ApplyAsync implements store.Pipeliner with Pebble's ApplyNoSyncWait: the
-// batch is ordered in the commit pipeline (and visible) when it returns,
-// and wait returns once the write-ahead log is synced past it. Pebble
-// syncs its log in order, so an earlier batch is never less durable than
-// a later one.
+// ApplyAsync implements store.Pipeliner: the batch is in the journal (and
+// visible) when it returns, and wait returns once the journal is synced
+// past it. The journal is synced in order, so an earlier batch is never
+// less durable than a later one.
 func (s *Store) ApplyAsync(b *store.Batch) (func() error, error) {
 	return s.applyAsync(b, nil)
 }
@@ -271,56 +245,50 @@ func (s *Store) applyAsync(b *store.Batch, h *handle) (func() error, error) {
 	if !s.enter() {
 		return nil, store.ErrClosed
 	}
-	pb, err := s.prepare(b, h)
-	if err != nil {
+	if err := check(b, h); err != nil {
 		s.inflight.Done()
 		return nil, err
 	}
 	if h != nil {
 		if err := h.hold(); err != nil {
-			if pb != nil {
-				pb.Close()
-			}
 			s.inflight.Done()
 			return nil, err
 		}
-		defer h.scope.mu.RUnlock() // once ordered, not through the fsync
+		defer h.scope.mu.RUnlock() // once ordered, not through the sync
 	}
-	if pb == nil && b.Barrier {
-		// A log-only entry, synced like any write: the log is then
-		// durable past every write before it.
-		pb = s.db.NewBatch()
-		if err := pb.LogData(nil, nil); err != nil {
-			pb.Close()
+	var seq uint64
+	switch {
+	case b != nil && b.Len() > 0:
+		var err error
+		if seq, err = s.j.append(b, !b.NoSync); err != nil {
 			s.inflight.Done()
-			return nil, fmt.Errorf("pebble store: barrier: %w", err)
-		}
-	}
-	if pb == nil {
-		s.inflight.Done()
-		return noWait, nil
-	}
-	if b.NoSync {
-		// In the log, ordered before every later write; the next
-		// synced one makes it durable.
-		err := s.db.Apply(pb, pdb.NoSync)
-		pb.Close()
-		s.inflight.Done()
-		if err != nil {
 			return nil, fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
 		}
-		return noWait, nil
-	}
-	if err := s.db.ApplyNoSyncWait(pb, pdb.Sync); err != nil {
-		pb.Close()
+		if b.NoSync {
+			// In the journal, ordered before every later write; the
+			// next synced one makes it durable.
+			s.inflight.Done()
+			return noWait, nil
+		}
+	case b != nil && b.Barrier:
+		// Durable once the journal is synced past every write before it.
+		var need bool
+		var err error
+		if seq, need, err = s.j.barrier(); err != nil || !need {
+			s.inflight.Done()
+			if err != nil {
+				return nil, fmt.Errorf("pebble store: barrier: %w", err)
+			}
+			return noWait, nil
+		}
+	default:
 		s.inflight.Done()
-		return nil, fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
+		return noWait, nil
 	}
 	n := b.Len()
 	return func() error {
 		defer s.inflight.Done()
-		defer pb.Close()
-		if err := pb.SyncWait(); err != nil {
+		if err := s.j.wait(seq); err != nil {
 			return fmt.Errorf("pebble store: sync %d ops: %w", n, err)
 		}
 		return nil
@@ -402,20 +370,28 @@ func (h *handle) Release() {
 }
 
 // OneLog implements store.OneLog: every write, through the Store or a
-// handle, goes to Pebble's one write-ahead log, synced in order.
+// handle, goes to the one journal, synced in order.
 func (s *Store) OneLog() bool { return true }
 
 var _ store.OneLog = (*Store)(nil)
 
 var _ store.Pipeliner = (*Store)(nil)
 
-// Get implements store.Store.
+// Get implements store.Store: the journal's overlay, then Pebble.
 func (s *Store) Get(key []byte) ([]byte, error) {
 	if !s.enter() {
 		return nil, store.ErrClosed
 	}
 	defer s.inflight.Done()
-
+	if isFoldedKey(key) {
+		return nil, store.ErrNotFound
+	}
+	if e, ok := s.j.get(key); ok {
+		if e.del {
+			return nil, store.ErrNotFound
+		}
+		return append([]byte{}, e.value...), nil
+	}
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pdb.ErrNotFound) {
 		return nil, store.ErrNotFound
@@ -429,14 +405,17 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	return append([]byte{}, v...), nil
 }
 
-// Scan implements store.Store. The iterator reads one consistent snapshot, so
-// an Apply is seen entirely or not at all. fn must not call Close.
+// Scan implements store.Store: the journal's overlay merged over one
+// Pebble iterator (one consistent snapshot). A batch is seen entirely or
+// not at all: it enters the overlay atomically, and leaves it only after
+// Pebble holds it. fn must not call Close.
 func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	if !s.enter() {
 		return store.ErrClosed
 	}
 	defer s.inflight.Done()
 
+	over := s.j.scan(prefix)
 	it, err := s.db.NewIter(&pdb.IterOptions{
 		LowerBound: prefix,
 		UpperBound: prefixEnd(prefix),
@@ -444,18 +423,48 @@ func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	if err != nil {
 		return fmt.Errorf("pebble store: scan %q: %w", prefix, err)
 	}
-	for it.First(); it.Valid(); it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			it.Close()
-			return fmt.Errorf("pebble store: scan %q: read %q: %w", prefix, it.Key(), err)
+	defer it.Close()
+	emit := func(k string, e entry) error {
+		if e.del {
+			return nil
 		}
-		if err := fn(it.Key(), v); err != nil {
-			it.Close()
-			return err // the caller's own error, unwrapped
-		}
+		return fn([]byte(k), e.value)
 	}
-	if err := it.Close(); err != nil { // Close reports the iterator's error
+	valid := it.First()
+	for valid || len(over) > 0 {
+		if valid && isFoldedKey(it.Key()) {
+			valid = it.Next()
+			continue
+		}
+		var c int // which is next: -1 Pebble's key, 0 both, 1 the overlay's
+		switch {
+		case !valid:
+			c = 1
+		case len(over) == 0:
+			c = -1
+		default:
+			c = bytes.Compare(it.Key(), []byte(over[0].key))
+		}
+		if c < 0 {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return fmt.Errorf("pebble store: scan %q: read %q: %w", prefix, it.Key(), err)
+			}
+			if err := fn(it.Key(), v); err != nil {
+				return err // the caller's own error, unwrapped
+			}
+			valid = it.Next()
+			continue
+		}
+		if c == 0 {
+			valid = it.Next() // the overlay's write is newer
+		}
+		if err := emit(over[0].key, over[0].e); err != nil {
+			return err
+		}
+		over = over[1:]
+	}
+	if err := it.Error(); err != nil {
 		return fmt.Errorf("pebble store: scan %q: %w", prefix, err)
 	}
 	return nil
@@ -488,7 +497,10 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 
 	s.inflight.Wait()
-	err := s.db.Close()
+	err := s.j.close()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
 	// Release the directory even if Close failed: the process is not going to
 	// use this DB again, and keeping the lock would block a retry.
 	if lerr := s.lock.Close(); err == nil {

@@ -19,11 +19,20 @@ import (
 	"github.com/cohort-dev/cohort/store/storetest"
 )
 
+// TestConformance runs the suite twice: with the journal's default segment
+// size, where nothing is folded into Pebble in a test this small, and with
+// 256-byte segments, where every few writes close a segment and fold it,
+// so that reads merge the journal's overlay with Pebble throughout.
 func TestConformance(t *testing.T) {
+	t.Run("default segments", func(t *testing.T) { conformance(t, pebble.Options{}) })
+	t.Run("tiny segments", func(t *testing.T) { conformance(t, pebble.Options{SegmentSize: 256}) })
+}
+
+func conformance(t *testing.T, opts pebble.Options) {
 	var mu sync.Mutex
 	dirs := map[store.Store]string{} // which directory each store was opened on
 	openDir := func(t *testing.T, dir string) store.Store {
-		s, err := pebble.Open(dir, pebble.Options{})
+		s, err := pebble.Open(dir, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
