@@ -179,6 +179,20 @@ func TestConnectionsMaxIdle(t *testing.T) {
 	}
 	c.expectOpen()
 	c.expectClosed(ioTimeout) // idle again after its last answer
+
+	// A connection busy for over three idle times stays open: the reader
+	// keeps a deadline a little earlier than the idle one rather than
+	// setting it per request, and when that one passes it finds the
+	// activity and waits again.
+	busy := dial(t, addr)
+	for start := time.Now(); time.Since(start) < time.Second; {
+		req := at(0, kmsg.NewPtrApiVersionsRequest())
+		if r := busy.recv(req, busy.send(req)).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 {
+			t.Fatalf("busy connection: error %s", codeName(r.ErrorCode))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	busy.expectClosed(ioTimeout)
 }
 
 // A client that declares a 100 MiB frame and trickles it is cut off after

@@ -114,7 +114,8 @@ type Config struct {
 	// equivalent; its connections.max.idle.ms counts from the last byte.
 	RequestReadTimeout time.Duration
 	// ResponseWriteTimeout closes a connection that takes no 1 MiB of its
-	// responses for this long: a client that sends requests and never
+	// responses for this long (up to half as long again: the deadline is
+	// moved only once less than this is left): a client that sends requests and never
 	// reads the answers would otherwise hold their request bytes
 	// (QueuedMaxRequestBytes) for ever. Default 30 s; negative: none.
 	ResponseWriteTimeout time.Duration
