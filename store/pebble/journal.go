@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	pdb "github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -79,7 +80,7 @@ type entry struct {
 type layer struct {
 	seg  uint64
 	last uint64 // sequence number of its last record
-	m    map[string]*entry
+	m    map[string]entry
 }
 
 // piece is bytes appended to one segment, not yet written.
@@ -139,7 +140,7 @@ func openJournal(fs vfs.FS, dir string, db *pdb.DB, log *slog.Logger, segSize in
 		return nil, err
 	}
 	j.seg = last + 1
-	j.active = &layer{seg: j.seg, m: make(map[string]*entry)}
+	j.active = &layer{seg: j.seg, m: make(map[string]entry)}
 	j.wg.Add(2)
 	go j.writer()
 	go j.folder()
@@ -177,7 +178,7 @@ func (j *journal) replay() (uint64, error) {
 	}
 	sort.Slice(files, func(a, b int) bool { return files[a].seg < files[b].seg })
 	last := folded
-	state := map[string]*entry{}
+	state := map[string]entry{}
 	replayed := 0
 	for _, f := range files {
 		last = max(last, f.seg)
@@ -194,7 +195,7 @@ func (j *journal) replay() (uint64, error) {
 				break
 			}
 			if err := decodeOps(payload, func(key, value []byte, del bool) {
-				state[string(key)] = &entry{value: value, del: del}
+				state[string(key)] = entry{value: value, del: del}
 			}); err != nil {
 				return 0, fmt.Errorf("journal segment %s at %d: %w", f.name, off, err)
 			}
@@ -315,7 +316,7 @@ func readFolded(db *pdb.DB) (uint64, error) {
 
 // fold writes m (a key's latest write each) and the folded segment number
 // into Pebble in one synced batch.
-func (j *journal) fold(m map[string]*entry, seg uint64) error {
+func (j *journal) fold(m map[string]entry, seg uint64) error {
 	pb := j.db.NewBatch()
 	defer pb.Close()
 	for k, e := range m {
@@ -375,7 +376,7 @@ func (j *journal) append(b *store.Batch, sync bool) (uint64, error) {
 		j.frozen = append(j.frozen, j.active)
 		j.seg++
 		j.segLen = 0
-		j.active = &layer{seg: j.seg, m: make(map[string]*entry, len(j.active.m))}
+		j.active = &layer{seg: j.seg, m: make(map[string]entry, len(j.active.m))}
 	}
 	size := recordHeader
 	for _, op := range b.Ops {
@@ -400,17 +401,19 @@ func (j *journal) append(b *store.Batch, sync bool) (uint64, error) {
 		c = append(c, kind)
 		c = binary.AppendUvarint(c, uint64(len(op.Key)))
 		c = append(c, op.Key...)
+		// The overlay's key is the record's copy (chunks are never
+		// changed or reused), so that it costs no allocation of its own.
+		var k string
+		if len(op.Key) > 0 {
+			k = unsafe.String(&c[len(c)-len(op.Key)], len(op.Key))
+		}
 		var v []byte
 		if !op.Delete {
 			c = binary.AppendUvarint(c, uint64(len(op.Value)))
 			c = append(c, op.Value...)
 			v = c[len(c)-len(op.Value) : len(c) : len(c)]
 		}
-		if e := m[string(op.Key)]; e != nil {
-			e.value, e.del = v, op.Delete
-		} else {
-			m[string(op.Key)] = &entry{value: v, del: op.Delete}
-		}
+		m[k] = entry{value: v, del: op.Delete}
 	}
 	j.chunk = c
 	rec := c[start:]
@@ -642,12 +645,12 @@ func (j *journal) close() error {
 func (j *journal) get(key []byte) (e entry, ok bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if p := j.active.m[string(key)]; p != nil {
-		return *p, true
+	if e, ok := j.active.m[string(key)]; ok {
+		return e, true
 	}
 	for i := len(j.frozen) - 1; i >= 0; i-- {
-		if p := j.frozen[i].m[string(key)]; p != nil {
-			return *p, true
+		if e, ok := j.frozen[i].m[string(key)]; ok {
+			return e, true
 		}
 	}
 	return entry{}, false
@@ -665,9 +668,9 @@ func (j *journal) scan(prefix []byte) []kv {
 	j.mu.Lock()
 	seen := map[string]entry{}
 	for _, l := range append(slices.Clip(j.frozen), j.active) {
-		for k, p := range l.m {
+		for k, e := range l.m {
 			if strings.HasPrefix(k, string(prefix)) {
-				seen[k] = *p
+				seen[k] = e
 			}
 		}
 	}
