@@ -89,6 +89,9 @@ type piece struct {
 	data []byte
 }
 
+// journal is the store's write path (see the comment at the top of the
+// file). mu guards the appending side, what the writer and the folder
+// publish, and the overlay; the writer goroutine alone owns the open file.
 type journal struct {
 	fs      vfs.FS
 	dir     string
@@ -100,11 +103,11 @@ type journal struct {
 	seg     uint64 // the segment records are appended to
 	segLen  int64  // bytes appended to it
 	pieces  []piece
-	chunk   []byte // where records are encoded
-	seq     uint64 // records appended
-	synced  uint64 // records written and synced
-	err     error  // sticky: the first failed write, sync or fold
-	done    chan struct{}
+	chunk   []byte        // where records are encoded
+	seq     uint64        // records appended
+	synced  uint64        // records written and synced
+	err     error         // sticky: the first failed write, sync or fold
+	done    chan struct{} // closed, and replaced, after each sync and at a failure
 	active  *layer
 	frozen  []*layer // full segments not yet folded, oldest first
 	free    []string // folded segment files, to reuse
