@@ -958,6 +958,17 @@ func (n *Node) GRPCAddr() string { return n.grpcAddr }
 // KafkaConns is the number of Kafka connections open on every listener.
 func (n *Node) KafkaConns() int { return n.kafka.Conns().Open }
 
+// StoreUnfolded is about how many bytes of recent writes the embedded
+// store holds in memory, in its journal's overlay, not yet folded into
+// Pebble (pebble.Store.Unfolded); zero in cluster mode. A quiet node
+// folds them within a fraction of a second.
+func (n *Node) StoreUnfolded() int64 {
+	if ps, ok := n.store.(*pebble.Store); ok {
+		return ps.Unfolded()
+	}
+	return 0
+}
+
 // KafkaAddr is the address the Kafka listener is bound to.
 func (n *Node) KafkaAddr() string { return n.lns[0].Addr().String() }
 

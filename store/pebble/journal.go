@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	pdb "github.com/cockroachdb/pebble"
@@ -99,20 +100,21 @@ type journal struct {
 	log     *slog.Logger
 	segSize int64
 
-	mu      sync.Mutex
-	seg     uint64 // the segment records are appended to
-	segLen  int64  // bytes appended to it
-	pieces  []piece
-	chunk   []byte        // where records are encoded
-	seq     uint64        // records appended
-	synced  uint64        // records written and synced
-	err     error         // sticky: the first failed write, sync or fold
-	done    chan struct{} // closed, and replaced, after each sync and at a failure
-	active  *layer
-	frozen  []*layer // full segments not yet folded, oldest first
-	free    []string // folded segment files, to reuse
-	closing bool
-	folded  *sync.Cond // signalled when a segment is folded, the journal fails or closes
+	mu       sync.Mutex
+	seg      uint64 // the segment records are appended to
+	segLen   int64  // bytes appended to it
+	pieces   []piece
+	chunk    []byte        // where records are encoded
+	chunkCap int           // the last chunk's size
+	seq      uint64        // records appended
+	synced   uint64        // records written and synced
+	err      error         // sticky: the first failed write, sync or fold
+	done     chan struct{} // closed, and replaced, after each sync and at a failure
+	active   *layer
+	frozen   []*layer // full segments not yet folded, oldest first
+	free     []string // folded segment files, to reuse
+	closing  bool
+	folded   *sync.Cond // signalled when a segment is folded, the journal fails or closes
 
 	kick     chan struct{}
 	foldKick chan struct{}
@@ -317,11 +319,26 @@ func readFolded(db *pdb.DB) (uint64, error) {
 	return binary.LittleEndian.Uint64(v), nil
 }
 
-// fold writes m (a key's latest write each) and the folded segment number
-// into Pebble in one synced batch.
+// foldBatch is the size at which a fold commits what it has so far.
+// Pebble's log writer keeps every block a batch ever needed at once, so
+// one batch of a whole segment's keys would keep megabytes for good.
+const foldBatch = 256 << 10
+
+// fold writes m (a key's latest write each) into Pebble, synced, then the
+// folded segment number. A crash part way leaves the number where it was,
+// and the next Open replays the segment again over what was written: the
+// same latest values, so the fold need not be atomic.
 func (j *journal) fold(m map[string]entry, seg uint64) error {
 	pb := j.db.NewBatch()
-	defer pb.Close()
+	defer func() { pb.Close() }()
+	commit := func() error {
+		if err := pb.Commit(pdb.Sync); err != nil {
+			return fmt.Errorf("fold journal segment %d: %w", seg, err)
+		}
+		pb.Close()
+		pb = j.db.NewBatch()
+		return nil
+	}
 	for k, e := range m {
 		var err error
 		if e.del {
@@ -332,14 +349,16 @@ func (j *journal) fold(m map[string]entry, seg uint64) error {
 		if err != nil {
 			return fmt.Errorf("fold journal segment %d: %w", seg, err)
 		}
+		if pb.Len() >= foldBatch {
+			if err := commit(); err != nil {
+				return err
+			}
+		}
 	}
 	if err := pb.Set(foldedKey, binary.LittleEndian.AppendUint64(nil, seg), nil); err != nil {
 		return fmt.Errorf("fold journal segment %d: %w", seg, err)
 	}
-	if err := pb.Commit(pdb.Sync); err != nil {
-		return fmt.Errorf("fold journal segment %d: %w", seg, err)
-	}
-	return nil
+	return commit()
 }
 
 // trimFree removes the reusable files beyond keepFree, oldest first. The
@@ -391,7 +410,10 @@ func (j *journal) append(b *store.Batch, sync bool) (uint64, error) {
 	// Records are encoded into chunks that are never reused: the overlay's
 	// values point into them, and the writer writes from them.
 	if cap(j.chunk)-len(j.chunk) < size {
-		j.chunk = make([]byte, 0, max(chunkSize, size))
+		// Chunks double from 4 KiB to chunkSize, so that a quiet store
+		// (whose chunk is dropped when it folds) holds little.
+		j.chunkCap = min(max(2*j.chunkCap, 4<<10), chunkSize)
+		j.chunk = make([]byte, 0, max(j.chunkCap, size))
 	}
 	start := len(j.chunk)
 	c := j.chunk[:start+recordHeader]
@@ -588,12 +610,33 @@ func (j *journal) open(seg uint64) error {
 	return nil
 }
 
-// folder folds each full, synced segment into Pebble.
+// idleFold is how often the folder looks for a journal that has had no
+// write since it last looked: it then closes the segment early and folds
+// it, so that a quiet node holds no overlay (its memory) and a restart
+// after a quiet spell replays nothing.
+const idleFold = 100 * time.Millisecond
+
+// folder folds each full, synced segment into Pebble, and the segment
+// under way once the journal is idle.
 func (j *journal) folder() {
 	defer j.wg.Done()
+	tick := time.NewTicker(idleFold)
+	defer tick.Stop()
+	var seen uint64 // j.seq at the last tick
 	for {
 		select {
 		case <-j.foldKick:
+		case <-tick.C:
+			j.mu.Lock()
+			if j.seq == seen && len(j.active.m) > 0 && j.active.last <= j.synced && len(j.frozen) == 0 && !j.closing {
+				j.frozen = append(j.frozen, j.active)
+				j.seg++
+				j.segLen = 0
+				j.active = &layer{seg: j.seg, m: make(map[string]entry)}
+				j.chunk, j.chunkCap = nil, 0
+			}
+			seen = j.seq
+			j.mu.Unlock()
 		case <-j.stop:
 			return
 		}
@@ -618,6 +661,7 @@ func (j *journal) folder() {
 				j.mu.Unlock()
 				return
 			}
+			j.frozen[0] = nil // the array must not keep the folded layer (and its chunks)
 			j.frozen = j.frozen[1:]
 			j.free = append(j.free, j.fs.PathJoin(j.dir, segName(l.seg)))
 			j.trimFree()
@@ -642,6 +686,17 @@ func (j *journal) close() error {
 		return j.err
 	}
 	return nil
+}
+
+// unfolded is the size of the records in the overlay, not yet in Pebble.
+func (j *journal) unfolded() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var n int64
+	if len(j.active.m) > 0 {
+		n = j.segLen
+	}
+	return n + int64(len(j.frozen))*j.segSize
 }
 
 // get returns key's latest write in the overlay, if it has one.

@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/pebble"
 )
@@ -394,5 +396,49 @@ func TestJournalReusedSegment(t *testing.T) {
 	defer s.Close()
 	if v, err := s.Get([]byte("key")); err != nil || string(v) != fmt.Sprintf("%06d", last) {
 		t.Fatalf("key = %q, %v after the replay; want %06d", v, err, last)
+	}
+}
+
+// TestJournalFoldsWhenIdle: a journal that has had no write for a while
+// closes its segment early and folds it, so a quiet store holds nothing in
+// its overlay; what was folded, and a write after it (into the next
+// segment, whose file may be the folded one's), survive a power cut.
+func TestJournalFoldsWhenIdle(t *testing.T) {
+	fs := vfs.NewStrictMem()
+	s, err := pebble.Open("db", pebble.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		var b store.Batch
+		b.Put(fmt.Appendf(nil, "k%02d", i), []byte("before"))
+		if err := s.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Unfolded() == 0 {
+		t.Fatal("nothing unfolded right after the writes")
+	}
+	if !testkit.WaitFor(30*time.Second, func() bool { return s.Unfolded() == 0 }) {
+		t.Fatalf("a quiet journal still holds %d unfolded bytes after 30 s", s.Unfolded())
+	}
+	var b store.Batch
+	b.Put([]byte("k00"), []byte("after"))
+	if err := s.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	crashMem(t, fs, s.Close)
+	if s, err = pebble.Open("db", pebble.Options{FS: fs}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 20 {
+		want := "before"
+		if i == 0 {
+			want = "after"
+		}
+		if v, err := s.Get(fmt.Appendf(nil, "k%02d", i)); err != nil || string(v) != want {
+			t.Fatalf("k%02d = %q, %v after the power cut; want %q", i, v, err, want)
+		}
 	}
 }

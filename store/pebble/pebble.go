@@ -369,6 +369,11 @@ func (h *handle) Release() {
 	}
 }
 
+// Unfolded is about how many bytes of records the journal's overlay holds
+// that are not yet in Pebble (a full segment counts as SegmentSize): the
+// memory the overlay keeps. Zero once a quiet journal has been folded.
+func (s *Store) Unfolded() int64 { return s.j.unfolded() }
+
 // OneLog implements store.OneLog: every write, through the Store or a
 // handle, goes to the one journal, synced in order.
 func (s *Store) OneLog() bool { return true }
