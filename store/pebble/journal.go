@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,19 +29,22 @@ import (
 // than the rest of the commit's path put together (issue 17). So a batch is
 // appended to the journal, a plain log file synced with fdatasync (group
 // commit: one sync covers every batch appended before it), and kept in an
-// in-memory overlay, one map per segment of the journal from key to its
-// latest value. Once a segment is full and synced, its map (the latest value
-// of each key it wrote, so a key committed a thousand times is written
-// once) is folded into Pebble in one synced batch, together with the number
-// of the segment (foldedKey), and the segment's file is reused for a later
-// one. Get and Scan read the overlay over Pebble.
+// in-memory overlay, one map per layer (a segment of the journal, or a
+// stretch of one) from key to its latest value. Once a segment is full and
+// synced, its map (the latest value of each key it wrote, so a key
+// committed a thousand times is written once) is folded into Pebble,
+// followed by the position folded up to (foldedKey: the segment and the
+// byte offset in it), and the segment's file is reused for a later one. A
+// journal with no write for a while folds its segment so far in the same
+// way and goes on in the same segment and file. Get and Scan read the
+// overlay over Pebble.
 //
-// At Open the segments after the folded one are replayed into Pebble, in
-// order, each up to its first record that is torn or not its own (a reused
-// file still holds records of its old number past what was written). A
-// segment is synced whole before the next one is started, so only the last
-// can end in a torn record, and nothing after a torn record was
-// acknowledged.
+// At Open the journal past the folded position is replayed into Pebble, in
+// order, each segment up to its first record that is torn or not its own
+// (a reused file still holds records of its old number past what was
+// written). A segment is synced whole before the next one is started, so
+// only the last can end in a torn record, and nothing after a torn record
+// was acknowledged.
 //
 // The file layout: dir/journal/<segment, 16 digits>.log, records of
 //
@@ -65,8 +69,9 @@ const chunkSize = 1 << 20
 // defaultSegmentSize is the size at which a segment is closed and folded.
 const defaultSegmentSize = 64 << 20
 
-// foldedKey holds the number of the last segment folded into Pebble. It is
-// the store's own key, hidden from Get and Scan.
+// foldedKey holds where the journal is folded into Pebble up to: a
+// segment's number and a byte offset in it (8 bytes each, little-endian).
+// It is the store's own key, hidden from Get and Scan.
 var foldedKey = []byte("\xff\xff\xffcohort-store/journal-folded")
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -77,11 +82,15 @@ type entry struct {
 	del   bool
 }
 
-// layer is the overlay of one segment: its keys' latest writes.
+// layer is the overlay of a stretch of one segment, from byte start to
+// end (end is set when the layer stops taking writes): its keys' latest
+// writes. A segment is one layer, or several when a quiet journal folded
+// part of it early.
 type layer struct {
-	seg  uint64
-	last uint64 // sequence number of its last record
-	m    map[string]entry
+	seg        uint64
+	start, end int64
+	last       uint64 // sequence number of its last record
+	m          map[string]entry
 }
 
 // piece is bytes appended to one segment, not yet written.
@@ -111,7 +120,7 @@ type journal struct {
 	err      error         // sticky: the first failed write, sync or fold
 	done     chan struct{} // closed, and replaced, after each sync and at a failure
 	active   *layer
-	frozen   []*layer // full segments not yet folded, oldest first
+	frozen   []*layer // layers that take no more writes, not yet folded, oldest first
 	free     []string // folded segment files, to reuse
 	closing  bool
 	folded   *sync.Cond // signalled when a segment is folded, the journal fails or closes
@@ -120,6 +129,10 @@ type journal struct {
 	foldKick chan struct{}
 	stop     chan struct{}
 	wg       sync.WaitGroup
+
+	// dirFile is the journal's directory, open for as long as the journal
+	// is, so that syncing a new segment's name needs no new descriptor.
+	dirFile vfs.File
 
 	// The writer goroutine's own.
 	f    vfs.File
@@ -140,8 +153,13 @@ func openJournal(fs vfs.FS, dir string, db *pdb.DB, log *slog.Logger, segSize in
 	if err := mkdirSynced(fs, j.dir); err != nil {
 		return nil, fmt.Errorf("journal directory: %w", err)
 	}
+	var err error
+	if j.dirFile, err = fs.OpenDir(j.dir); err != nil {
+		return nil, fmt.Errorf("journal directory: %w", err)
+	}
 	last, err := j.replay()
 	if err != nil {
+		j.dirFile.Close()
 		return nil, err
 	}
 	j.seg = last + 1
@@ -154,10 +172,10 @@ func openJournal(fs vfs.FS, dir string, db *pdb.DB, log *slog.Logger, segSize in
 
 func segName(seg uint64) string { return fmt.Sprintf("%016d.log", seg) }
 
-// replay folds every segment after the folded one into db, and returns the
-// number of the last segment there is (folded now).
+// replay folds what the journal holds past the folded position into db,
+// and returns the number of the last segment there is (folded now).
 func (j *journal) replay() (uint64, error) {
-	folded, err := readFolded(j.db)
+	folded, foldedOff, err := readFolded(j.db)
 	if err != nil {
 		return 0, err
 	}
@@ -187,14 +205,21 @@ func (j *journal) replay() (uint64, error) {
 	replayed := 0
 	for _, f := range files {
 		last = max(last, f.seg)
-		if f.seg <= folded {
+		start := 0
+		switch {
+		case f.seg < folded:
 			continue
+		case f.seg == folded:
+			start = int(foldedOff) // where a quiet journal's early fold left off
 		}
 		data, err := readAll(j.fs, f.name)
 		if err != nil {
 			return 0, fmt.Errorf("read journal segment %s: %w", f.name, err)
 		}
-		for off := 0; ; {
+		if start >= len(data) {
+			continue
+		}
+		for off := start; ; {
 			payload, n := nextRecord(data[off:], f.seg)
 			if n == 0 {
 				break
@@ -208,8 +233,9 @@ func (j *journal) replay() (uint64, error) {
 			replayed++
 		}
 	}
-	if last > folded {
-		if err := j.fold(state, last); err != nil {
+	if replayed > 0 || last > folded {
+		// Every segment there is, whole: the next one is new.
+		if err := j.fold(state, last, math.MaxInt64); err != nil {
 			return 0, err
 		}
 		if replayed > 0 {
@@ -304,19 +330,21 @@ func sameEnd(a, b []byte) bool {
 	return len(a) > 0 && len(b) > 0 && cap(a)-len(a) == cap(b)-len(b) && &a[len(a)-1] == &b[len(b)-1]
 }
 
-func readFolded(db *pdb.DB) (uint64, error) {
+// readFolded returns where the journal is folded up to: every segment
+// before seg, and seg's records before byte off.
+func readFolded(db *pdb.DB) (seg uint64, off int64, err error) {
 	v, closer, err := db.Get(foldedKey)
 	if errors.Is(err, pdb.ErrNotFound) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read journal position: %w", err)
+		return 0, 0, fmt.Errorf("read journal position: %w", err)
 	}
 	defer closer.Close()
-	if len(v) != 8 {
-		return 0, fmt.Errorf("journal position: %d bytes, want 8", len(v))
+	if len(v) != 16 {
+		return 0, 0, fmt.Errorf("journal position: %d bytes, want 16", len(v))
 	}
-	return binary.LittleEndian.Uint64(v), nil
+	return binary.LittleEndian.Uint64(v), int64(binary.LittleEndian.Uint64(v[8:])), nil
 }
 
 // foldBatch is the size at which a fold commits what it has so far.
@@ -328,7 +356,7 @@ const foldBatch = 256 << 10
 // folded segment number. A crash part way leaves the number where it was,
 // and the next Open replays the segment again over what was written: the
 // same latest values, so the fold need not be atomic.
-func (j *journal) fold(m map[string]entry, seg uint64) error {
+func (j *journal) fold(m map[string]entry, seg uint64, end int64) error {
 	pb := j.db.NewBatch()
 	defer func() { pb.Close() }()
 	commit := func() error {
@@ -355,7 +383,9 @@ func (j *journal) fold(m map[string]entry, seg uint64) error {
 			}
 		}
 	}
-	if err := pb.Set(foldedKey, binary.LittleEndian.AppendUint64(nil, seg), nil); err != nil {
+	pos := binary.LittleEndian.AppendUint64(nil, seg)
+	pos = binary.LittleEndian.AppendUint64(pos, uint64(end))
+	if err := pb.Set(foldedKey, pos, nil); err != nil {
 		return fmt.Errorf("fold journal segment %d: %w", seg, err)
 	}
 	return commit()
@@ -395,6 +425,7 @@ func (j *journal) append(b *store.Batch, sync bool) (uint64, error) {
 		if j.closing {
 			return 0, store.ErrClosed
 		}
+		j.active.end = j.segLen
 		j.frozen = append(j.frozen, j.active)
 		j.seg++
 		j.segLen = 0
@@ -597,12 +628,7 @@ func (j *journal) open(seg uint64) error {
 		return fmt.Errorf("journal segment %d: %w", seg, err)
 	}
 	// The new name must be durable before anything acknowledged is in it.
-	d, err := j.fs.OpenDir(j.dir)
-	if err == nil {
-		err = d.Sync()
-		d.Close()
-	}
-	if err != nil {
+	if err := j.dirFile.Sync(); err != nil {
 		f.Close()
 		return fmt.Errorf("journal segment %d: sync directory: %w", seg, err)
 	}
@@ -611,9 +637,9 @@ func (j *journal) open(seg uint64) error {
 }
 
 // idleFold is how often the folder looks for a journal that has had no
-// write since it last looked: it then closes the segment early and folds
-// it, so that a quiet node holds no overlay (its memory) and a restart
-// after a quiet spell replays nothing.
+// write since it last looked: it then folds the segment so far (the
+// segment goes on, in the same file), so that a quiet node holds no
+// overlay (its memory) and a restart after a quiet spell replays nothing.
 const idleFold = 100 * time.Millisecond
 
 // folder folds each full, synced segment into Pebble, and the segment
@@ -629,10 +655,12 @@ func (j *journal) folder() {
 		case <-tick.C:
 			j.mu.Lock()
 			if j.seq == seen && len(j.active.m) > 0 && j.active.last <= j.synced && len(j.frozen) == 0 && !j.closing {
+				// The segment goes on: the new layer starts where
+				// this one ends, and no file is opened (a node out of
+				// file descriptors keeps writing).
+				j.active.end = j.segLen
 				j.frozen = append(j.frozen, j.active)
-				j.seg++
-				j.segLen = 0
-				j.active = &layer{seg: j.seg, m: make(map[string]entry)}
+				j.active = &layer{seg: j.seg, start: j.segLen, m: make(map[string]entry)}
 				j.chunk, j.chunkCap = nil, 0
 			}
 			seen = j.seq
@@ -648,7 +676,7 @@ func (j *journal) folder() {
 			}
 			l := j.frozen[0]
 			j.mu.Unlock()
-			err := j.fold(l.m, l.seg)
+			err := j.fold(l.m, l.seg, l.end)
 			j.mu.Lock()
 			if err != nil {
 				if j.err == nil {
@@ -663,8 +691,12 @@ func (j *journal) folder() {
 			}
 			j.frozen[0] = nil // the array must not keep the folded layer (and its chunks)
 			j.frozen = j.frozen[1:]
-			j.free = append(j.free, j.fs.PathJoin(j.dir, segName(l.seg)))
-			j.trimFree()
+			// A segment's file is free once the segment is closed and
+			// its last layer folded.
+			if l.seg < j.seg && (len(j.frozen) == 0 || j.frozen[0].seg != l.seg) {
+				j.free = append(j.free, j.fs.PathJoin(j.dir, segName(l.seg)))
+				j.trimFree()
+			}
 			j.folded.Broadcast()
 			j.mu.Unlock()
 		}
@@ -680,12 +712,13 @@ func (j *journal) close() error {
 	j.mu.Unlock()
 	close(j.stop)
 	j.wg.Wait()
+	derr := j.dirFile.Close()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil && !errors.Is(j.err, store.ErrClosed) {
 		return j.err
 	}
-	return nil
+	return derr
 }
 
 // unfolded is the size of the records in the overlay, not yet in Pebble.
@@ -694,9 +727,12 @@ func (j *journal) unfolded() int64 {
 	defer j.mu.Unlock()
 	var n int64
 	if len(j.active.m) > 0 {
-		n = j.segLen
+		n = j.segLen - j.active.start
 	}
-	return n + int64(len(j.frozen))*j.segSize
+	for _, l := range j.frozen {
+		n += l.end - l.start
+	}
+	return n
 }
 
 // get returns key's latest write in the overlay, if it has one.
