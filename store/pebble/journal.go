@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -59,8 +60,9 @@ const (
 	recordHeader   = 16
 	opPut          = 1
 	opDelete       = 2
-	keepFree       = 2 // folded segment files kept for reuse
-	maxFrozen      = 4 // full segments waiting to be folded before appends wait
+	keepFree       = 2        // folded segment files kept for reuse
+	sparePrefix    = "spare-" // the next segment's file, open ahead
+	maxFrozen      = 4        // full segments waiting to be folded before appends wait
 )
 
 // chunkSize is the size of the buffers records are encoded into.
@@ -122,8 +124,14 @@ type journal struct {
 	active   *layer
 	frozen   []*layer // layers that take no more writes, not yet folded, oldest first
 	free     []string // folded segment files, to reuse
-	closing  bool
-	folded   *sync.Cond // signalled when a segment is folded, the journal fails or closes
+	// spare is a folded segment's file, renamed as a spare and open ahead,
+	// that the next segment takes with a rename: so a segment change
+	// needs no new file descriptor (a node out of them still writes).
+	spare     vfs.File
+	spareName string // its name: each spare has its own
+	spares    int    // spares made, for their names
+	closing   bool
+	folded    *sync.Cond // signalled when a segment is folded, the journal fails or closes
 
 	kick     chan struct{}
 	foldKick chan struct{}
@@ -156,6 +164,20 @@ func openJournal(fs vfs.FS, dir string, db *pdb.DB, log *slog.Logger, segSize in
 	var err error
 	if j.dirFile, err = fs.OpenDir(j.dir); err != nil {
 		return nil, fmt.Errorf("journal directory: %w", err)
+	}
+	// A spare left by the last run holds nothing to replay.
+	names, err := fs.List(j.dir)
+	if err != nil {
+		j.dirFile.Close()
+		return nil, fmt.Errorf("list journal: %w", err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, sparePrefix) {
+			if err := fs.Remove(fs.PathJoin(j.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				j.dirFile.Close()
+				return nil, fmt.Errorf("journal: remove an old spare: %w", err)
+			}
+		}
 	}
 	last, err := j.replay()
 	if err != nil {
@@ -611,15 +633,21 @@ func (j *journal) open(seg uint64) error {
 	}
 	name := j.fs.PathJoin(j.dir, segName(seg))
 	j.mu.Lock()
+	f, spare := j.spare, j.spareName
+	j.spare = nil
 	var old string
-	if len(j.free) > 0 {
+	if f == nil && len(j.free) > 0 {
 		old = j.free[0]
 		j.free = j.free[1:]
 	}
 	j.mu.Unlock()
-	var f vfs.File
 	var err error
-	if old != "" {
+	if f != nil {
+		if err = j.fs.Rename(spare, name); err != nil {
+			f.Close()
+			return fmt.Errorf("journal segment %d: %w", seg, err)
+		}
+	} else if old != "" {
 		f, err = j.fs.ReuseForWrite(old, name)
 	} else {
 		f, err = j.fs.Create(name)
@@ -634,6 +662,22 @@ func (j *journal) open(seg uint64) error {
 	}
 	j.f, j.fseg, j.foff = f, seg, 0
 	return nil
+}
+
+// prepareSpare renames the newest free file as a spare and opens it. The
+// caller holds mu; a failure (no descriptor left, say) leaves no spare,
+// and the next fold tries again.
+func (j *journal) prepareSpare() {
+	name := j.free[len(j.free)-1]
+	j.free = j.free[:len(j.free)-1]
+	j.spares++
+	spare := j.fs.PathJoin(j.dir, fmt.Sprintf("%s%d", sparePrefix, j.spares))
+	f, err := j.fs.ReuseForWrite(name, spare)
+	if err != nil {
+		j.log.Warn("journal: prepare the next segment's file", "err", err)
+		return
+	}
+	j.spare, j.spareName = f, spare
 }
 
 // idleFold is how often the folder looks for a journal that has had no
@@ -697,6 +741,9 @@ func (j *journal) folder() {
 				j.free = append(j.free, j.fs.PathJoin(j.dir, segName(l.seg)))
 				j.trimFree()
 			}
+			if j.spare == nil && len(j.free) > 0 && !j.closing {
+				j.prepareSpare()
+			}
 			j.folded.Broadcast()
 			j.mu.Unlock()
 		}
@@ -712,6 +759,10 @@ func (j *journal) close() error {
 	j.mu.Unlock()
 	close(j.stop)
 	j.wg.Wait()
+	if j.spare != nil {
+		j.spare.Close() // its file is removed at the next Open
+		j.spare = nil
+	}
 	derr := j.dirFile.Close()
 	j.mu.Lock()
 	defer j.mu.Unlock()

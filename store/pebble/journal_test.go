@@ -2,6 +2,7 @@ package pebble_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -444,6 +446,89 @@ func TestJournalFoldsWhenIdle(t *testing.T) {
 		}
 		if v, err := s.Get(fmt.Appendf(nil, "k%02d", i)); err != nil || string(v) != want {
 			t.Fatalf("k%02d = %q, %v after the power cut; want %q", i, v, err, want)
+		}
+	}
+}
+
+// noNewFiles fails, once on is set, every Create and every ReuseForWrite
+// that makes a segment file, as a process out of file descriptors sees:
+// only a spare opened ahead can start a segment then.
+type noNewFiles struct {
+	vfs.FS
+	on atomic.Bool
+}
+
+var errNoFiles = errors.New("too many open files (simulated)")
+
+func (f *noNewFiles) Create(name string) (vfs.File, error) {
+	if f.on.Load() {
+		return nil, errNoFiles
+	}
+	return f.FS.Create(name)
+}
+
+func (f *noNewFiles) ReuseForWrite(oldname, newname string) (vfs.File, error) {
+	if f.on.Load() && strings.HasSuffix(newname, ".log") {
+		return nil, errNoFiles
+	}
+	return f.FS.ReuseForWrite(oldname, newname)
+}
+
+// TestJournalSegmentChangeNeedsNoNewFile: once a folded segment's file is
+// kept open as a spare, a segment change takes it with a rename, so the
+// journal goes on through segment after segment while no new file can be
+// opened (a node out of descriptors, a flood of connections). Without the
+// spare the first segment change fails, and every write after it.
+func TestJournalSegmentChangeNeedsNoNewFile(t *testing.T) {
+	fs := &noNewFiles{FS: vfs.NewStrictMem()}
+	opts := pebble.Options{FS: fs, SegmentSize: 256}
+	s, err := pebble.Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spareReady := func() bool {
+		names, err := fs.List(fs.PathJoin("db", "journal"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "spare-") })
+	}
+	put := func(i int) {
+		t.Helper()
+		var b store.Batch
+		b.Put(fmt.Appendf(nil, "k%d", i%10), fmt.Appendf(nil, "v%06d", i))
+		if err := s.Apply(&b); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	i := 0
+	for ; i < 1000 && !spareReady(); i++ {
+		put(i)
+	}
+	if !spareReady() {
+		t.Fatal("no spare after 1,000 writes through 256-byte segments")
+	}
+	fs.on.Store(true)
+	// About 9 writes a segment: this crosses a dozen segment changes,
+	// each waiting for the spare the last fold prepares.
+	for end := i + 100; i < end; i++ {
+		if !testkit.WaitFor(30*time.Second, spareReady) {
+			t.Fatalf("no spare prepared after write %d", i)
+		}
+		put(i)
+	}
+	fs.on.Store(false)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = pebble.Open("db", opts); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for k := range 10 {
+		last := i - 1 - (i-1-k)%10
+		if v, err := s.Get(fmt.Appendf(nil, "k%d", k)); err != nil || string(v) != fmt.Sprintf("v%06d", last) {
+			t.Fatalf("k%d = %q, %v; want v%06d", k, v, err, last)
 		}
 	}
 }
