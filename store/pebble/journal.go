@@ -165,20 +165,6 @@ func openJournal(fs vfs.FS, dir string, db *pdb.DB, log *slog.Logger, segSize in
 	if j.dirFile, err = fs.OpenDir(j.dir); err != nil {
 		return nil, fmt.Errorf("journal directory: %w", err)
 	}
-	// A spare left by the last run holds nothing to replay.
-	names, err := fs.List(j.dir)
-	if err != nil {
-		j.dirFile.Close()
-		return nil, fmt.Errorf("list journal: %w", err)
-	}
-	for _, n := range names {
-		if strings.HasPrefix(n, sparePrefix) {
-			if err := fs.Remove(fs.PathJoin(j.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				j.dirFile.Close()
-				return nil, fmt.Errorf("journal: remove an old spare: %w", err)
-			}
-		}
-	}
 	last, err := j.replay()
 	if err != nil {
 		j.dirFile.Close()
@@ -195,7 +181,8 @@ func openJournal(fs vfs.FS, dir string, db *pdb.DB, log *slog.Logger, segSize in
 func segName(seg uint64) string { return fmt.Sprintf("%016d.log", seg) }
 
 // replay folds what the journal holds past the folded position into db,
-// and returns the number of the last segment there is (folded now).
+// removes spares, and returns the number of the last segment there is
+// (folded now).
 func (j *journal) replay() (uint64, error) {
 	folded, foldedOff, err := readFolded(j.db)
 	if err != nil {
@@ -211,6 +198,13 @@ func (j *journal) replay() (uint64, error) {
 	}
 	var files []file
 	for _, n := range names {
+		if strings.HasPrefix(n, sparePrefix) {
+			// A spare left by the last run holds nothing to replay.
+			if err := j.fs.Remove(j.fs.PathJoin(j.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return 0, fmt.Errorf("journal: remove an old spare: %w", err)
+			}
+			continue
+		}
 		s, ok := strings.CutSuffix(n, ".log")
 		if !ok {
 			continue
@@ -347,11 +341,6 @@ func uvarintLen(n int) int {
 	return l
 }
 
-// sameEnd reports whether a ends where b ends, in the same array.
-func sameEnd(a, b []byte) bool {
-	return len(a) > 0 && len(b) > 0 && cap(a)-len(a) == cap(b)-len(b) && &a[len(a)-1] == &b[len(b)-1]
-}
-
 // readFolded returns where the journal is folded up to: every segment
 // before seg, and seg's records before byte off.
 func readFolded(db *pdb.DB) (seg uint64, off int64, err error) {
@@ -375,9 +364,9 @@ func readFolded(db *pdb.DB) (seg uint64, off int64, err error) {
 const foldBatch = 256 << 10
 
 // fold writes m (a key's latest write each) into Pebble, synced, then the
-// folded segment number. A crash part way leaves the number where it was,
-// and the next Open replays the segment again over what was written: the
-// same latest values, so the fold need not be atomic.
+// position folded up to (seg, end). A crash part way leaves the position
+// where it was, and the next Open replays the stretch again over what was
+// written: the same latest values, so the fold need not be atomic.
 func (j *journal) fold(m map[string]entry, seg uint64, end int64) error {
 	pb := j.db.NewBatch()
 	defer func() { pb.Close() }()
@@ -462,7 +451,8 @@ func (j *journal) append(b *store.Batch, sync bool) (uint64, error) {
 	}
 	// Records are encoded into chunks that are never reused: the overlay's
 	// values point into them, and the writer writes from them.
-	if cap(j.chunk)-len(j.chunk) < size {
+	fresh := cap(j.chunk)-len(j.chunk) < size
+	if fresh {
 		// Chunks double from 4 KiB to chunkSize, so that a quiet store
 		// (whose chunk is dropped when it folds) holds little.
 		j.chunkCap = min(max(2*j.chunkCap, 4<<10), chunkSize)
@@ -496,8 +486,8 @@ func (j *journal) append(b *store.Batch, sync bool) (uint64, error) {
 	j.chunk = c
 	rec := c[start:]
 	// The record joins the last piece if it follows it in the same chunk
-	// and segment.
-	if n := len(j.pieces); n > 0 && j.pieces[n-1].seg == j.seg && sameEnd(j.pieces[n-1].data, c[:start]) {
+	// (records are appended to a chunk one after the other) and segment.
+	if n := len(j.pieces); n > 0 && !fresh && j.pieces[n-1].seg == j.seg {
 		j.pieces[n-1].data = j.pieces[n-1].data[:len(j.pieces[n-1].data)+len(rec)]
 	} else {
 		j.pieces = append(j.pieces, piece{seg: j.seg, data: rec})
@@ -518,21 +508,21 @@ func (j *journal) append(b *store.Batch, sync bool) (uint64, error) {
 }
 
 // barrier returns the sequence number a sync must reach for every record
-// appended so far to be durable, and whether one is needed.
-func (j *journal) barrier() (uint64, bool, error) {
+// appended so far to be durable, or 0 if they are.
+func (j *journal) barrier() (uint64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {
-		return 0, false, j.err
+		return 0, j.err
 	}
 	if j.synced >= j.seq {
-		return 0, false, nil
+		return 0, nil
 	}
 	select {
 	case j.kick <- struct{}{}:
 	default:
 	}
-	return j.seq, true, nil
+	return j.seq, nil
 }
 
 // wait returns once record seq is synced, or the journal failed.
@@ -552,6 +542,24 @@ func (j *journal) wait(seq uint64) error {
 		j.mu.Unlock()
 		<-d
 	}
+}
+
+// wake wakes the waiters (wait): the caller holds mu and has moved synced
+// or err.
+func (j *journal) wake() {
+	close(j.done)
+	j.done = make(chan struct{})
+}
+
+// fail makes err the journal's error, unless it has one, and wakes every
+// writer and waiter. The caller holds mu.
+func (j *journal) fail(err error) {
+	if j.err == nil {
+		j.err = err
+		j.log.Error("journal failed: writes are refused until restart", "err", err)
+	}
+	j.wake()
+	j.folded.Broadcast()
 }
 
 // writer writes and syncs what was appended, one group at a time.
@@ -589,16 +597,12 @@ func (j *journal) writer() {
 			}
 		}
 		j.mu.Lock()
-		if err != nil && j.err == nil {
-			j.err = err
-			j.log.Error("journal failed: writes are refused until restart", "err", err)
-			j.folded.Broadcast()
-		}
-		if err == nil {
+		if err != nil {
+			j.fail(err)
+		} else {
 			j.synced = seq
+			j.wake()
 		}
-		close(j.done)
-		j.done = make(chan struct{})
 		done := closing && len(j.pieces) == 0
 		j.mu.Unlock()
 		if rolled {
@@ -723,13 +727,7 @@ func (j *journal) folder() {
 			err := j.fold(l.m, l.seg, l.end)
 			j.mu.Lock()
 			if err != nil {
-				if j.err == nil {
-					j.err = err
-					j.log.Error("journal failed: writes are refused until restart", "err", err)
-					close(j.done)
-					j.done = make(chan struct{})
-				}
-				j.folded.Broadcast()
+				j.fail(err)
 				j.mu.Unlock()
 				return
 			}
@@ -766,7 +764,7 @@ func (j *journal) close() error {
 	derr := j.dirFile.Close()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.err != nil && !errors.Is(j.err, store.ErrClosed) {
+	if j.err != nil {
 		return j.err
 	}
 	return derr

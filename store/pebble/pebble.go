@@ -245,44 +245,12 @@ func (s *Store) applyAsync(b *store.Batch, h *handle) (func() error, error) {
 	if !s.enter() {
 		return nil, store.ErrClosed
 	}
-	if err := check(b, h); err != nil {
+	seq, err := s.order(b, h)
+	if err != nil || seq == 0 {
 		s.inflight.Done()
-		return nil, err
-	}
-	if h != nil {
-		if err := h.hold(); err != nil {
-			s.inflight.Done()
+		if err != nil {
 			return nil, err
 		}
-		defer h.scope.mu.RUnlock() // once ordered, not through the sync
-	}
-	var seq uint64
-	switch {
-	case b != nil && b.Len() > 0:
-		var err error
-		if seq, err = s.j.append(b, !b.NoSync); err != nil {
-			s.inflight.Done()
-			return nil, fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
-		}
-		if b.NoSync {
-			// In the journal, ordered before every later write; the
-			// next synced one makes it durable.
-			s.inflight.Done()
-			return noWait, nil
-		}
-	case b != nil && b.Barrier:
-		// Durable once the journal is synced past every write before it.
-		var need bool
-		var err error
-		if seq, need, err = s.j.barrier(); err != nil || !need {
-			s.inflight.Done()
-			if err != nil {
-				return nil, fmt.Errorf("pebble store: barrier: %w", err)
-			}
-			return noWait, nil
-		}
-	default:
-		s.inflight.Done()
 		return noWait, nil
 	}
 	n := b.Len()
@@ -293,6 +261,41 @@ func (s *Store) applyAsync(b *store.Batch, h *handle) (func() error, error) {
 		}
 		return nil
 	}, nil
+}
+
+// order puts b in the journal, through h when h is not nil, and returns
+// the journal record a sync must reach for b to be durable, or 0 when
+// nothing need wait: an empty batch, a NoSync one (in the journal,
+// ordered before every later write: the next synced one makes it
+// durable), a Barrier with every write before it already synced.
+func (s *Store) order(b *store.Batch, h *handle) (uint64, error) {
+	if err := check(b, h); err != nil {
+		return 0, err
+	}
+	if h != nil {
+		if err := h.hold(); err != nil {
+			return 0, err
+		}
+		defer h.scope.mu.RUnlock() // once ordered, not through the sync
+	}
+	switch {
+	case b != nil && b.Len() > 0:
+		seq, err := s.j.append(b, !b.NoSync)
+		if err != nil {
+			return 0, fmt.Errorf("pebble store: apply %d ops: %w", b.Len(), err)
+		}
+		if b.NoSync {
+			return 0, nil
+		}
+		return seq, nil
+	case b != nil && b.Barrier:
+		seq, err := s.j.barrier()
+		if err != nil {
+			return 0, fmt.Errorf("pebble store: barrier: %w", err)
+		}
+		return seq, nil
+	}
+	return 0, nil
 }
 
 // Acquire implements store.Store. The fence is an epoch per scope, in this
