@@ -23,7 +23,7 @@ import (
 
 	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator"
-	"github.com/cohort-dev/cohort/internal/loadgen"
+	"github.com/cohort-dev/cohort/loadgen"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"

@@ -4,7 +4,7 @@ package bench
 // commits, heartbeats, and (Cohort only) heap per member and per offset and
 // the time to load a node's groups at start-up.
 //
-// They speak the Kafka protocol through internal/loadgen's raw client
+// They speak the Kafka protocol through loadgen's raw client
 // (4-byte size, request header v1/v2, kmsg bodies, correlation ids), one
 // TCP connection per group member, the same client and workloads as the
 // out-of-process `cohort bench` command, so that what is timed is the broker and
@@ -27,8 +27,8 @@ import (
 	"unsafe"
 
 	"github.com/cohort-dev/cohort/coordinator"
-	"github.com/cohort-dev/cohort/internal/loadgen"
 	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/loadgen"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"

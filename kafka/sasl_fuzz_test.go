@@ -26,8 +26,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-dev/cohort/internal/ratelog"
 	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/observe/ratelog"
 	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/twmb/franz-go/pkg/kmsg"

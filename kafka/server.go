@@ -13,7 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cohort-dev/cohort/internal/ratelog"
+	"github.com/cohort-dev/cohort/observe/ratelog"
 	"log/slog"
 	"net"
 	"strconv"

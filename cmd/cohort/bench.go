@@ -2,7 +2,7 @@ package main
 
 // cohort bench: an out-of-process load generator for group coordinators
 // (issue 17). It drives Cohort, kfake or any Kafka-compatible broker with
-// internal/loadgen's raw clients, the same code as the in-process
+// loadgen's raw clients, the same code as the in-process
 // benchmarks in bench/, so that a broker can be measured from its own
 // process, over its own connections, with the client's scheduling apart
 // from the broker's.
@@ -18,7 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cohort-dev/cohort/internal/loadgen"
+	"github.com/cohort-dev/cohort/loadgen"
 )
 
 const benchUsage = `Usage: cohort bench <workload> [flags]

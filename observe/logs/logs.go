@@ -3,7 +3,7 @@
 // rebalanced: every rebalance start and completion and every member
 // expiry or fencing at INFO, members joining and leaving and shards
 // loading at DEBUG, and each request's outcome at DEBUG. Lines of one kind
-// are rate-limited (internal/ratelog), so that a misbehaving client or a
+// are rate-limited (observe/ratelog), so that a misbehaving client or a
 // flapping group cannot flood the log.
 //
 // It must not block: it only formats and hands lines to the logger.
@@ -14,8 +14,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cohort-dev/cohort/internal/ratelog"
 	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/observe/ratelog"
 )
 
 // Options tune the limits; zero values take the defaults.
