@@ -18,7 +18,7 @@ import (
 func BenchmarkJoinMoves(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
-		ep := etcdtest.StartEmbedded(b, 1).Endpoints()
+		ep := etcdtest.StartProcs(b, 1).Endpoints()
 		prefix := fmt.Sprintf("/bench-%d", time.Now().UnixNano())
 		var nodes []*benchNode
 		for id := int32(1); id <= 3; id++ {

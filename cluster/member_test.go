@@ -171,7 +171,7 @@ func waitSpread(t *testing.T, within time.Duration, nodes ...*node) {
 // and takes its share warm (every unit it loads was preloaded first),
 // with only the minimum number of units moving.
 func TestSpreadAndJoin(t *testing.T) {
-	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	ep := etcdtest.StartProcs(t, 1).Endpoints()
 	a := join(t, ep, "/t", 1)
 	b := join(t, ep, "/t", 2)
 	c := join(t, ep, "/t", 3)
@@ -203,7 +203,7 @@ func TestSpreadAndJoin(t *testing.T) {
 // TestCrashFailover: a node that dies without leaving (no lease
 // revocation) loses its units to the others once its lease expires.
 func TestCrashFailover(t *testing.T) {
-	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	ep := etcdtest.StartProcs(t, 1).Endpoints()
 	a := join(t, ep, "/t", 1)
 	b := join(t, ep, "/t", 2)
 	c := join(t, ep, "/t", 3)
@@ -217,7 +217,7 @@ func TestCrashFailover(t *testing.T) {
 // TestLeaveHandsOffWarm: a node that leaves (SIGTERM) hands every unit
 // off warm before its lease goes, and the others serve them all.
 func TestLeaveHandsOffWarm(t *testing.T) {
-	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	ep := etcdtest.StartProcs(t, 1).Endpoints()
 	a := join(t, ep, "/t", 1)
 	b := join(t, ep, "/t", 2)
 	c := join(t, ep, "/t", 3)
@@ -250,7 +250,7 @@ func TestLeaveHandsOffWarm(t *testing.T) {
 // over after it expires, and the node serves again once it can reach
 // etcd.
 func TestIsolatedNodeStopsServing(t *testing.T) {
-	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	ep := etcdtest.StartProcs(t, 1).Endpoints()
 	proxies := etcdtest.ProxyAll(t, ep)
 	a := join(t, ep, "/t", 1)
 	b := join(t, ep, "/t", 2)
@@ -296,7 +296,7 @@ func TestIsolatedNodeStopsServing(t *testing.T) {
 // gets its share back; another process with the same node id and another
 // directory is refused.
 func TestRestartTakesRegistrationOver(t *testing.T) {
-	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	ep := etcdtest.StartProcs(t, 1).Endpoints()
 	a := join(t, ep, "/t", 1)
 	b := join(t, ep, "/t", 2)
 	waitSpread(t, 10*time.Second, a, b)

@@ -18,7 +18,7 @@ import (
 // the units it had keep their owners (the assignment grows, it is not
 // redone), and the new units are served.
 func TestTxnUnitsAddedToOlderCluster(t *testing.T) {
-	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	ep := etcdtest.StartProcs(t, 1).Endpoints()
 	old := join(t, ep, "/t", 1) // testUnits units, no txn units: the older layout
 	waitSpread(t, 10*time.Second, old)
 	if m := old.m.Meta(); m.TxnUnits != 0 || m.Total() != testUnits {
@@ -127,7 +127,7 @@ func TestPlanGrowsKeepingOwners(t *testing.T) {
 // etcd by several nodes at once (the topic log reserves 1,000 at a time,
 // as Kafka's ProducerIdManager) never overlap.
 func TestProducerIDsUniqueAcrossNodes(t *testing.T) {
-	ep := etcdtest.StartEmbedded(t, 1).Endpoints()
+	ep := etcdtest.StartProcs(t, 1).Endpoints()
 	var members []*cluster.Member
 	for id := int32(1); id <= 3; id++ {
 		members = append(members, join(t, ep, "/t", id).m)

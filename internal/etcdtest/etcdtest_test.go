@@ -3,6 +3,7 @@ package etcdtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,30 +78,32 @@ func TestProcs(t *testing.T) {
 	mustGet(t, cli, "k", "v2", 10*time.Second)
 }
 
-func TestEmbedded(t *testing.T) {
+// TestProcsWithFlags: StartProcsWith hands its flags to every member
+// (here etcd's limit of operations per transaction).
+func TestProcsWithFlags(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{1, 3} {
-		start := time.Now()
-		c := StartEmbedded(t, n)
-		t.Logf("%d embedded members ready in %v", n, time.Since(start))
-		if got := len(c.Endpoints()); got != n {
-			t.Fatalf("%d endpoints, want %d", got, n)
+	c := StartProcsWith(t, 1, "--max-txn-ops=4")
+	cli := NewClient(t, c.Endpoints())
+	ops := func(n int) []clientv3.Op {
+		var out []clientv3.Op
+		for i := range n {
+			out = append(out, clientv3.OpPut(fmt.Sprint("k", i), "v"))
 		}
-		cli := NewClient(t, c.Endpoints())
-		put(t, cli, "k", "v")
-		// Every member serves the write.
-		for i, ep := range c.Endpoints() {
-			mustGet(t, NewClient(t, []string{ep}), "k", "v", 5*time.Second)
-			if n > 1 && i == 0 {
-				c.Stop(0)
-			}
-		}
+		return out
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Txn(ctx).Then(ops(4)...).Commit(); err != nil {
+		t.Fatalf("a transaction of 4 puts: %v", err)
+	}
+	if _, err := cli.Txn(ctx).Then(ops(5)...).Commit(); err == nil {
+		t.Fatal("a transaction of 5 puts passed --max-txn-ops=4: the flag did not reach etcd")
 	}
 }
 
 func TestProxyCutHeal(t *testing.T) {
 	t.Parallel()
-	c := StartEmbedded(t, 1)
+	c := StartProcs(t, 1)
 	ps := ProxyAll(t, c.Endpoints())
 	cli := NewClient(t, ps.Endpoints())
 	direct := NewClient(t, c.Endpoints())
@@ -126,7 +129,7 @@ func TestProxyCutHeal(t *testing.T) {
 // attempts rather than refusing them.
 func TestProxyLongCut(t *testing.T) {
 	t.Parallel()
-	c := StartEmbedded(t, 1)
+	c := StartProcs(t, 1)
 	ps := ProxyAll(t, c.Endpoints())
 	cli := NewClient(t, ps.Endpoints())
 	put(t, cli, "k", "v")

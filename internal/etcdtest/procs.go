@@ -25,7 +25,8 @@ type Cluster struct {
 	bin     string
 	base    string // the test's temporary directory
 	members []*proc
-	started bool // the cluster came up; a failed start has shown its logs
+	flags   []string // extra etcd flags for every member
+	started bool     // the cluster came up; a failed start has shown its logs
 }
 
 // proc is one member: its fixed identity (name, ports, data directory)
@@ -53,6 +54,13 @@ type proc struct {
 // within 30 s, fails the test with the cause and the members' log tails.
 func StartProcs(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartProcsWith(t, n)
+}
+
+// StartProcsWith is StartProcs with extra command-line flags for every
+// member (etcd's own, such as "--quota-backend-bytes=4194304").
+func StartProcsWith(t testing.TB, n int, flags ...string) *Cluster {
+	t.Helper()
 	if n < 1 {
 		t.Fatalf("etcdtest: StartProcs(%d): need at least one member", n)
 	}
@@ -62,7 +70,7 @@ func StartProcs(t testing.TB, n int) *Cluster {
 	}
 	// TempDir before Cleanup: cleanups run last-registered first, so the
 	// members are killed before their directory is removed.
-	c := &Cluster{t: t, bin: bin, base: t.TempDir()}
+	c := &Cluster{t: t, bin: bin, base: t.TempDir(), flags: flags}
 	t.Cleanup(c.cleanup)
 	for attempt := 1; ; attempt++ {
 		err := c.tryStart(n, attempt)
@@ -119,6 +127,7 @@ func (c *Cluster) tryStart(n, attempt int) error {
 				"--log-level", "error",
 			},
 		}
+		c.members[i].args = append(c.members[i].args, c.flags...)
 	}
 	for _, p := range c.members {
 		if err := p.start(c.bin); err != nil {

@@ -3,43 +3,23 @@ package etcd_test
 import (
 	"encoding/hex"
 	"fmt"
-	"net"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/cohort-dev/cohort/internal/etcdtest"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
 	"github.com/cohort-dev/cohort/store/storetest"
 )
 
-// freeURLs returns n http URLs on 127.0.0.1, with distinct ports the
-// kernel just handed out: all n listeners are open at once, so no two URLs
-// share a port, and closed before returning.
-func freeURLs(t testing.TB, n int) []url.URL {
-	t.Helper()
-	var urls []url.URL
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		urls = append(urls, url.URL{Scheme: "http", Host: l.Addr().String()})
-	}
-	return urls
-}
-
-// startEtcd starts a single-member etcd in process, with its data under
-// t.TempDir(), stopped when t ends, and returns its client endpoint. The
-// ports are free ones (see freeURLs); if another process takes one before
-// etcd binds it, it tries again with others.
+// startEtcd starts a single-member etcd (an etcd process, see
+// etcdtest.StartProcs), stopped when t ends, and returns its client
+// endpoint.
 func startEtcd(t testing.TB) string {
 	t.Helper()
 	ep, _ := startEtcdServer(t)
@@ -47,55 +27,11 @@ func startEtcd(t testing.TB) string {
 }
 
 // startEtcdServer is startEtcd, also returning a function that stops the
-// server (at most once, whoever calls it first: the test or its cleanup).
-func startEtcdServer(t testing.TB) (string, func()) {
+// server with SIGTERM; the test's cleanup kills what is still running.
+func startEtcdServer(t testing.TB, flags ...string) (string, func()) {
 	t.Helper()
-	return startEtcdWith(t, func(*embed.Config) {})
-}
-
-// startEtcdWith is startEtcdServer with the configuration changed by
-// configure.
-func startEtcdWith(t testing.TB, configure func(*embed.Config)) (string, func()) {
-	t.Helper()
-	var err error
-	for range 3 {
-		var ep string
-		var stop func()
-		if ep, stop, err = tryStartEtcd(t, configure); err == nil {
-			return ep, stop
-		}
-	}
-	t.Fatalf("start etcd: %v", err)
-	return "", nil
-}
-
-func tryStartEtcd(t testing.TB, configure func(*embed.Config)) (string, func(), error) {
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	// Not "error": etcd logs "mux: server closed" at error level on every
-	// Close, in the middle of test and benchmark output. Failures show
-	// through the client's errors.
-	cfg.LogLevel = "fatal"
-	urls := freeURLs(t, 2)
-	client, peer := urls[0], urls[1]
-	cfg.ListenClientUrls = []url.URL{client}
-	cfg.AdvertiseClientUrls = []url.URL{client}
-	cfg.ListenPeerUrls = []url.URL{peer}
-	cfg.AdvertisePeerUrls = []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	configure(cfg)
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return "", nil, err
-	}
-	stop := sync.OnceFunc(e.Close)
-	t.Cleanup(stop)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd did not become ready within 30s")
-	}
-	return client.String(), stop, nil
+	c := etcdtest.StartProcsWith(t, 1, flags...)
+	return c.Endpoints()[0], func() { c.Stop(0) }
 }
 
 // newClient returns a client of the etcd at endpoint, closed when t ends.

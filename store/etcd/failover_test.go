@@ -30,7 +30,7 @@ import (
 func TestMemberStoppedMidLoad(t *testing.T) {
 	for _, which := range []string{"leader", "follower"} {
 		t.Run(which, func(t *testing.T) {
-			c := etcdtest.StartEmbedded(t, 3)
+			c := etcdtest.StartProcs(t, 3)
 			testMemberLost(t, c.Endpoints(), which, c.Stop)
 		})
 	}

@@ -14,7 +14,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
@@ -133,16 +132,19 @@ func (b *syncBuffer) String() string {
 }
 
 // TestQuota: on an etcd with a small quota, Usage and OnUsage report the
-// size and etcd's quota, a warning is logged past 80 %, and once etcd
-// raises its NOSPACE alarm, writes fail with ErrQuota.
+// size and the quota (Options.QuotaBytes: Debian's etcd 3.4 does not give
+// its quota in Status; e2e/etcdserver checks the quota a newer etcd
+// reports), a warning is logged past 80 %, and once etcd raises its
+// NOSPACE alarm, writes fail with ErrQuota.
 func TestQuota(t *testing.T) {
 	const quota = 4 << 20
-	ep, _ := startEtcdWith(t, func(cfg *embed.Config) { cfg.QuotaBackendBytes = quota })
+	ep, _ := startEtcdServer(t, fmt.Sprint("--quota-backend-bytes=", quota))
 	var logs syncBuffer
 	var reported atomic.Int64
 	s := mustOpen(t, etcd.Options{
 		Client:        newClient(t, ep),
 		Prefix:        freshPrefix(),
+		QuotaBytes:    quota,
 		CheckInterval: 50 * time.Millisecond,
 		OnUsage:       func(used, q int64) { reported.Store(q) },
 		Logger:        slog.New(slog.NewTextHandler(&logs, nil)),
@@ -150,7 +152,7 @@ func TestQuota(t *testing.T) {
 	defer s.Close()
 	waitFor(t, 10*time.Second, "a usage check", func() bool { used, _ := s.Usage(); return used > 0 })
 	if _, q := s.Usage(); q != quota {
-		t.Fatalf("Usage quota = %d, want etcd's %d", q, quota)
+		t.Fatalf("Usage quota = %d, want %d", q, quota)
 	}
 	if reported.Load() != quota {
 		t.Fatalf("OnUsage quota = %d, want %d", reported.Load(), quota)
