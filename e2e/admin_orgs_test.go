@@ -27,8 +27,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/cohort-dev/cohort/admin/web/webtest"
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/e2e/webtest"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/admin/web"
-	"github.com/cohort-dev/cohort/admin/web/webtest"
+	"github.com/cohort-dev/cohort/e2e/webtest"
 )
 
 type obj = map[string]any
