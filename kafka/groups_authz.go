@@ -1,7 +1,8 @@
 package kafka
 
 // The group APIs' authorization, as Kafka's KafkaApis: each group a
-// request names needs an operation on it (groupOps), checked here before
+// request names needs an operation on it (the API's registration says
+// which: groups.API.GroupACL, in its own file), checked here before
 // the coordinator sees the request; a request naming several groups
 // (DescribeGroups, DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe)
 // is split with the coordinator's own table, the refused groups answered
@@ -27,31 +28,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// groupOps is the operation each group API needs on each group it names.
-var groupOps = map[kmsg.Key]kmsg.ACLOperation{
-	kmsg.OffsetCommit:           kmsg.ACLOperationRead,
-	kmsg.OffsetFetch:            kmsg.ACLOperationDescribe,
-	kmsg.JoinGroup:              kmsg.ACLOperationRead,
-	kmsg.Heartbeat:              kmsg.ACLOperationRead,
-	kmsg.LeaveGroup:             kmsg.ACLOperationRead,
-	kmsg.SyncGroup:              kmsg.ACLOperationRead,
-	kmsg.DescribeGroups:         kmsg.ACLOperationDescribe,
-	kmsg.ListGroups:             kmsg.ACLOperationDescribe,
-	kmsg.TxnOffsetCommit:        kmsg.ACLOperationRead,
-	kmsg.DeleteGroups:           kmsg.ACLOperationDelete,
-	kmsg.OffsetDelete:           kmsg.ACLOperationDelete,
-	kmsg.ConsumerGroupHeartbeat: kmsg.ACLOperationRead,
-	kmsg.ConsumerGroupDescribe:  kmsg.ACLOperationDescribe,
-}
-
-func init() {
-	for _, api := range groups.APIs() {
-		if _, ok := groupOps[api.Key]; !ok {
-			panic(fmt.Sprintf("kafka: group API %s has no authorization rule", api.Key.Name()))
-		}
-	}
-}
-
 // authorizedGroupRequest hands req to the coordinator with what the
 // principal may not do answered here.
 func (s *Server) authorizedGroupRequest(ctx context.Context, hdr *reqHeader, req coordinator.Request) func() kmsg.Response {
@@ -65,7 +41,7 @@ func (s *Server) authorizedGroupRequest(ctx context.Context, hdr *reqHeader, req
 	}
 	var allowed, denied []int
 	for i, g := range api.Groups(req.Msg) {
-		if s.authorize(hdr, groupOps[key], kmsg.ACLResourceTypeGroup, g) {
+		if s.authorize(hdr, api.GroupACL, kmsg.ACLResourceTypeGroup, g) {
 			allowed = append(allowed, i)
 		} else {
 			denied = append(denied, i)

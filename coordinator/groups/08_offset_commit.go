@@ -31,7 +31,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(&API{Key: kmsg.OffsetCommit, MinVersion: 0, MaxVersion: 10,
+	register(&API{Key: kmsg.OffsetCommit, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 10,
 		Groups: oneGroup(func(r *kmsg.OffsetCommitRequest) string { return r.Group })},
 		(*Shard).offsetCommit,
 		func(r *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, code int16) {

@@ -26,7 +26,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	a := &API{Key: kmsg.OffsetFetch, MinVersion: 0, MaxVersion: 10}
+	a := &API{Key: kmsg.OffsetFetch, GroupACL: kmsg.ACLOperationDescribe, MinVersion: 0, MaxVersion: 10}
 	manyGroups(a,
 		func(r *kmsg.OffsetFetchRequest) []string {
 			if r.Version < 8 {

@@ -23,7 +23,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(&API{Key: kmsg.JoinGroup, MinVersion: 0, MaxVersion: 9,
+	register(&API{Key: kmsg.JoinGroup, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 9,
 		Groups: oneGroup(func(r *kmsg.JoinGroupRequest) string { return r.Group })},
 		(*Shard).joinGroup,
 		func(r *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse, code int16) {

@@ -25,7 +25,7 @@ import (
 )
 
 func init() {
-	register(&API{Key: kmsg.Heartbeat, MinVersion: 0, MaxVersion: 4,
+	register(&API{Key: kmsg.Heartbeat, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 4,
 		Groups: oneGroup(func(r *kmsg.HeartbeatRequest) string { return r.Group })},
 		(*Shard).heartbeat,
 		func(_ *kmsg.HeartbeatRequest, resp *kmsg.HeartbeatResponse, code int16) {

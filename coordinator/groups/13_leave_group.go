@@ -14,7 +14,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(&API{Key: kmsg.LeaveGroup, MinVersion: 0, MaxVersion: 5,
+	register(&API{Key: kmsg.LeaveGroup, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 5,
 		Groups: oneGroup(func(r *kmsg.LeaveGroupRequest) string { return r.Group })},
 		(*Shard).leaveGroup,
 		func(_ *kmsg.LeaveGroupRequest, resp *kmsg.LeaveGroupResponse, code int16) { resp.ErrorCode = code })

@@ -18,7 +18,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(&API{Key: kmsg.SyncGroup, MinVersion: 0, MaxVersion: 5,
+	register(&API{Key: kmsg.SyncGroup, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 5,
 		Groups: oneGroup(func(r *kmsg.SyncGroupRequest) string { return r.Group })},
 		(*Shard).syncGroup,
 		func(_ *kmsg.SyncGroupRequest, resp *kmsg.SyncGroupResponse, code int16) { resp.ErrorCode = code })

@@ -15,7 +15,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	a := &API{Key: kmsg.DescribeGroups, MinVersion: 0, MaxVersion: 6}
+	a := &API{Key: kmsg.DescribeGroups, GroupACL: kmsg.ACLOperationDescribe, MinVersion: 0, MaxVersion: 6}
 	manyGroups(a,
 		func(r *kmsg.DescribeGroupsRequest) []string { return r.Groups },
 		func(r *kmsg.DescribeGroupsRequest, idx []int) *kmsg.DescribeGroupsRequest {

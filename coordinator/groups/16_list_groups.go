@@ -12,7 +12,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	a := &API{Key: kmsg.ListGroups, MinVersion: 0, MaxVersion: 5}
+	a := &API{Key: kmsg.ListGroups, GroupACL: kmsg.ACLOperationDescribe, MinVersion: 0, MaxVersion: 5}
 	a.Merge = func(r kmsg.Request, _ [][]int, parts []kmsg.Response) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
 		resp.SetVersion(r.GetVersion())

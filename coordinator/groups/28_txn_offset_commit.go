@@ -29,7 +29,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(&API{Key: kmsg.TxnOffsetCommit, MinVersion: 0, MaxVersion: 6,
+	register(&API{Key: kmsg.TxnOffsetCommit, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 6,
 		Groups: oneGroup(func(r *kmsg.TxnOffsetCommitRequest) string { return r.Group })},
 		(*Shard).txnOffsetCommit,
 		func(r *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse, code int16) {

@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	a := &API{Key: kmsg.DeleteGroups, MinVersion: 0, MaxVersion: 3}
+	a := &API{Key: kmsg.DeleteGroups, GroupACL: kmsg.ACLOperationDelete, MinVersion: 0, MaxVersion: 3}
 	manyGroups(a,
 		distinct,
 		func(r *kmsg.DeleteGroupsRequest, idx []int) *kmsg.DeleteGroupsRequest {

@@ -14,7 +14,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(&API{Key: kmsg.OffsetDelete, MinVersion: 0, MaxVersion: 0,
+	register(&API{Key: kmsg.OffsetDelete, GroupACL: kmsg.ACLOperationDelete, MinVersion: 0, MaxVersion: 0,
 		Groups: oneGroup(func(r *kmsg.OffsetDeleteRequest) string { return r.Group })},
 		(*Shard).offsetDelete,
 		func(_ *kmsg.OffsetDeleteRequest, resp *kmsg.OffsetDeleteResponse, code int16) { resp.ErrorCode = code })

@@ -12,7 +12,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(&API{Key: kmsg.ConsumerGroupHeartbeat, MinVersion: 0, MaxVersion: 1,
+	register(&API{Key: kmsg.ConsumerGroupHeartbeat, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 1,
 		Groups: oneGroup(func(r *kmsg.ConsumerGroupHeartbeatRequest) string { return r.Group })},
 		(*Shard).consumerHeartbeat,
 		func(_ *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, code int16) {

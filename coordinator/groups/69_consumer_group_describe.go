@@ -10,7 +10,7 @@ package groups
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	a := &API{Key: kmsg.ConsumerGroupDescribe, MinVersion: 0, MaxVersion: 1}
+	a := &API{Key: kmsg.ConsumerGroupDescribe, GroupACL: kmsg.ACLOperationDescribe, MinVersion: 0, MaxVersion: 1}
 	manyGroups(a,
 		func(r *kmsg.ConsumerGroupDescribeRequest) []string { return r.Groups },
 		func(r *kmsg.ConsumerGroupDescribeRequest, idx []int) *kmsg.ConsumerGroupDescribeRequest {

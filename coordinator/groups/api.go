@@ -22,6 +22,12 @@ import (
 type API struct {
 	Key                    kmsg.Key
 	MinVersion, MaxVersion int16
+	// GroupACL is the operation a principal needs on each group the
+	// request names (Kafka's KafkaApis: READ to join or commit, DESCRIBE
+	// to read, DELETE to delete); with an authorizer, the wire server
+	// answers GROUP_AUTHORIZATION_FAILED for the groups it refuses before
+	// the coordinator sees them.
+	GroupACL kmsg.ACLOperation
 	// Groups returns the groups a request names, in request order. Nil:
 	// the request is for every shard (ListGroups).
 	Groups func(req kmsg.Request) []string
@@ -62,6 +68,9 @@ func Lookup(key int16) (*API, bool) {
 func register[Req kmsg.Request, Resp kmsg.Response](a *API, handle func(s *Shard, now time.Time, req machine.Request, r Req), fill func(r Req, resp Resp, code int16)) {
 	if req := kmsg.RequestForKey(int16(a.Key)); req == nil || req.MaxVersion() < a.MaxVersion {
 		panic("groups: kmsg cannot encode " + a.Key.Name() + " at the registered version")
+	}
+	if a.GroupACL == kmsg.ACLOperationUnknown {
+		panic("groups: " + a.Key.Name() + " has no authorization rule (GroupACL)")
 	}
 	a.handle = func(s *Shard, now time.Time, req machine.Request) { handle(s, now, req, req.Msg.(Req)) }
 	a.Error = func(r kmsg.Request, code int16) kmsg.Response {
