@@ -75,7 +75,10 @@ type RuntimeConfig struct {
 	// shard (in this process or, in cluster mode, on another node) this
 	// one can no longer write it.
 	Store store.Store
-	// New returns an empty machine. Required.
+	// New returns an empty machine. Required. The load calls it once;
+	// under the invariants build tag the runtime calls it again now and
+	// then to rebuild the machine from its records (invariants.go), so
+	// it must do nothing but build a machine.
 	New func() Machine
 	// Fail answers a request the shard could not complete, with the
 	// error code given: NOT_COORDINATOR when the shard is given up (its
