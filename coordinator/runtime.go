@@ -221,6 +221,10 @@ type Runtime struct {
 	// wantApplied tells the writer that early replies wait on written,
 	// so that it wakes the loop when written moves.
 	wantApplied atomic.Bool
+	// inv checks the machine as it runs; nil without the invariants
+	// build tag (invariants.go).
+	inv *invariants
+
 	// strictMax is the last record that must be synced: the last before
 	// a reply, push or event that is not early. syncTo is the last record
 	// a synced write (started) covers. On a one-log store a batch is
@@ -296,6 +300,9 @@ func StartRuntime(cfg RuntimeConfig) (*Runtime, error) {
 // load builds a fresh machine from the stored records.
 func (r *Runtime) load() error {
 	m := r.cfg.New()
+	if invariantsOn {
+		r.inv = newInvariants(r.cfg.ID, r.cfg.New)
+	}
 	start := r.cfg.Clock.Now()
 	n := 0
 	t := r.cfg.Topic
@@ -306,6 +313,9 @@ func (r *Runtime) load() error {
 			}
 		}
 		n++
+		if invariantsOn {
+			r.inv.loaded(k, v)
+		}
 		return m.Replay(Record{Key: k, Value: v})
 	})
 	if err != nil {
@@ -461,6 +471,9 @@ func (r *Runtime) giveUp(err error) {
 // updates the timers. ctx is the request that caused it (Background for
 // a timer or a load).
 func (r *Runtime) apply(ctx context.Context, out Output) {
+	if invariantsOn {
+		r.checked(r.inv.event(r.m, out.Records))
+	}
 	after := r.strictMax
 	r.seq += uint64(len(out.Records))
 	r.pending = append(r.pending, out.Records...)
@@ -751,6 +764,17 @@ func (r *Runtime) shutdown() {
 	}
 	if !r.lost {
 		r.handle.Release()
+	}
+	if invariantsOn {
+		r.checked(r.inv.closing(r.m))
+	}
+}
+
+// checked stops the process on a broken invariant (invariants.go): the
+// test that ran it fails, with the shard and what broke.
+func (r *Runtime) checked(err error) {
+	if err != nil {
+		panic(err.Error())
 	}
 }
 
