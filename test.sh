@@ -62,11 +62,14 @@ if [ -n "$unformatted" ]; then
 	echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 step "go vet"
-go vet "${pkgs[@]}"
+go vet -tags invariants "${pkgs[@]}"
 step "staticcheck"
-go run "$STATICCHECK" "${pkgs[@]}"
+go run "$STATICCHECK" -tags invariants "${pkgs[@]}"
 
 # 3. The suite, with the race detector on every package: most of them run
-#    goroutines (the wire server, the log's group commit, the clients).
+#    goroutines (the wire server, the log's group commit, the clients); and
+#    with the invariants tag, so every shard runtime, in unit, crash and
+#    end-to-end tests and in the binary they build, checks its machine as
+#    it runs (coordinator/invariants.go).
 step "go test -race"
-go test -race -count=1 -timeout 20m "$@" "${pkgs[@]}"
+go test -race -tags invariants -count=1 -timeout 20m "$@" "${pkgs[@]}"

@@ -119,12 +119,15 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 			// again after it was given up: ids handed out before must
 			// not be handed out again.
 			_, _ = rand.Read(mcfg.Seed[:])
+			// A load counts the shard's groups again: its machine
+			// publishes them once Loaded (groups.Config.Counts). Here,
+			// not in New, which the runtime may call again to rebuild
+			// the machine for its invariant check.
+			counts.reset(id)
 			rc := RuntimeConfig{
 				Store: opts.Store,
-				// A fresh machine counts its groups again as it
-				// replays them.
-				New:  func() Machine { counts.reset(id); return groups.New(mcfg) },
-				Fail: failReply,
+				New:   func() Machine { return groups.New(mcfg) },
+				Fail:  failReply,
 			}
 			if !cfg.NoOffsetsTopic {
 				// A new partition for every load: a reload starts

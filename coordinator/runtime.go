@@ -75,7 +75,10 @@ type RuntimeConfig struct {
 	// shard (in this process or, in cluster mode, on another node) this
 	// one can no longer write it.
 	Store store.Store
-	// New returns an empty machine. Required.
+	// New returns an empty machine. Required. The load calls it once;
+	// under the invariants build tag the runtime calls it again now and
+	// then to rebuild the machine from its records (invariants.go), so
+	// it must do nothing but build a machine.
 	New func() Machine
 	// Fail answers a request the shard could not complete, with the
 	// error code given: NOT_COORDINATOR when the shard is given up (its
@@ -218,6 +221,10 @@ type Runtime struct {
 	// wantApplied tells the writer that early replies wait on written,
 	// so that it wakes the loop when written moves.
 	wantApplied atomic.Bool
+	// inv checks the machine as it runs; nil without the invariants
+	// build tag (invariants.go).
+	inv *invariants
+
 	// strictMax is the last record that must be synced: the last before
 	// a reply, push or event that is not early. syncTo is the last record
 	// a synced write (started) covers. On a one-log store a batch is
@@ -293,6 +300,9 @@ func StartRuntime(cfg RuntimeConfig) (*Runtime, error) {
 // load builds a fresh machine from the stored records.
 func (r *Runtime) load() error {
 	m := r.cfg.New()
+	if invariantsOn {
+		r.inv = newInvariants(r.cfg.ID, r.cfg.New)
+	}
 	start := r.cfg.Clock.Now()
 	n := 0
 	t := r.cfg.Topic
@@ -303,6 +313,9 @@ func (r *Runtime) load() error {
 			}
 		}
 		n++
+		if invariantsOn {
+			r.inv.loaded(k, v)
+		}
 		return m.Replay(Record{Key: k, Value: v})
 	})
 	if err != nil {
@@ -458,6 +471,9 @@ func (r *Runtime) giveUp(err error) {
 // updates the timers. ctx is the request that caused it (Background for
 // a timer or a load).
 func (r *Runtime) apply(ctx context.Context, out Output) {
+	if invariantsOn {
+		r.checked(r.inv.event(r.m, out.Records))
+	}
 	after := r.strictMax
 	r.seq += uint64(len(out.Records))
 	r.pending = append(r.pending, out.Records...)
@@ -748,6 +764,17 @@ func (r *Runtime) shutdown() {
 	}
 	if !r.lost {
 		r.handle.Release()
+	}
+	if invariantsOn {
+		r.checked(r.inv.closing(r.m))
+	}
+}
+
+// checked stops the process on a broken invariant (invariants.go): the
+// test that ran it fails, with the shard and what broke.
+func (r *Runtime) checked(err error) {
+	if err != nil {
+		panic(err.Error())
 	}
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"maps"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,11 +39,14 @@ import (
 //	push:name         +1, and push the new value to stream ProducerID
 //	earlypush:name    as push:name, the push early (Push.Early)
 //	event:name        +1, and a MemberJoined event for group name
+//	cheat:name        +1 without a record: breaks the one record rule
+//	break:name        makes Check fail, naming name
 type counters struct {
 	shard  uint16
 	values map[string]int64
 	parked map[string][]coordinator.RequestID
 	loaded int
+	broken string // Check fails, naming it
 	rec    machine.Recorder
 }
 
@@ -70,6 +76,23 @@ func (c *counters) Replay(r coordinator.Record) error {
 }
 
 func (c *counters) Loaded(time.Time) coordinator.Output { c.loaded++; return coordinator.Output{} }
+
+// DurableState renders the counters, sorted (machine.Durable).
+func (c *counters) DurableState() string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(c.values)) {
+		fmt.Fprintf(&b, "%s=%d\n", name, c.values[name])
+	}
+	return b.String()
+}
+
+// Check fails once break:name has come.
+func (c *counters) Check() error {
+	if c.broken != "" {
+		return fmt.Errorf("counter %s is broken", c.broken)
+	}
+	return nil
+}
 
 // set emits the counter's new value: the one record rule.
 func (c *counters) set(name string, v int64) []coordinator.Record {
@@ -121,6 +144,12 @@ func (c *counters) Handle(now time.Time, req coordinator.Request) coordinator.Ou
 			Events:  []observe.GroupEvent{{Kind: observe.MemberJoined, Group: name, Generation: int32(v + 1)}},
 			Replies: []coordinator.Reply{answer(req.ID, v+1)},
 		}
+	case "cheat":
+		c.values[name] = v + 1
+		return coordinator.Output{Replies: []coordinator.Reply{answer(req.ID, v+1)}}
+	case "break":
+		c.broken = name
+		return coordinator.Output{Replies: []coordinator.Reply{answer(req.ID, v)}}
 	case "timer":
 		return coordinator.Output{
 			Timers:  []coordinator.Timer{{Key: name, At: now.Add(time.Duration(r.ProducerID) * time.Millisecond)}},

@@ -100,12 +100,16 @@ func Start(cfg Config) (*Coordinator, error) {
 		Runtime: func(id uint16) coordinator.RuntimeConfig {
 			mcfg := cfg.Machine
 			mcfg.Shard = id
+			// The log as the shard loads (txn.Config.Open, Marked),
+			// read by the load's New, once its store handle is
+			// acquired; a later New (the runtime rebuilding the machine
+			// for its invariant check) reads nothing again.
+			var readLog sync.Once
 			return coordinator.RuntimeConfig{
 				Store: cfg.Store,
 				New: func() coordinator.Machine {
-					m := mcfg
-					m.Open, m.Marked = logTxns(cfg.Topics)
-					return txn.New(m)
+					readLog.Do(func() { mcfg.Open, mcfg.Marked = logTxns(cfg.Topics) })
+					return txn.New(mcfg)
 				},
 				Fail: func(req coordinator.Request, code int16) coordinator.Reply {
 					return coordinator.Reply{Out: txn.Result{Code: code, ProducerID: -1, ProducerEpoch: -1}}

@@ -192,7 +192,7 @@ func (h *harness) guard() {
 		h.t.Fatalf("at %v: %v", h.now, err)
 	}
 	cfg := h.cfg
-	if err := testkit.CheckReplay(h.m, h.records, func() *groups.Shard { return groups.New(cfg) }); err != nil {
+	if err := machine.CheckReplay(h.m, h.records, func() *groups.Shard { return groups.New(cfg) }); err != nil {
 		h.t.Fatalf("at %v: %v", h.now, err)
 	}
 }
@@ -205,7 +205,7 @@ func (h *harness) restart() {
 	// must not come again.
 	h.cfg.Seed[0]++
 	h.m = groups.New(h.cfg)
-	if err := testkit.ReplaySorted(h.records, h.m.Replay); err != nil {
+	if err := machine.ReplaySorted(h.records, h.m.Replay); err != nil {
 		h.t.Fatalf("%v", err)
 	}
 	h.timers = map[string]time.Time{}

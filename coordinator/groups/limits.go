@@ -53,7 +53,7 @@ func (s *Shard) countGroup(tenant string, d int) {
 	} else {
 		s.tenantGroups[tenant] = n
 	}
-	if s.cfg.Counts != nil {
+	if s.loaded && s.cfg.Counts != nil {
 		s.cfg.Counts.Set(s.cfg.Shard, tenant, n)
 	}
 }

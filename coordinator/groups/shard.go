@@ -91,7 +91,9 @@ type Config struct {
 	Limits func(tenant string) TenantLimits
 	// Counts, if set, is the count of each tenant's groups shared with
 	// the coordinator's other shards, for TenantLimits.MaxGroups. Nil:
-	// this shard's groups only.
+	// this shard's groups only. The shard publishes to it from Loaded
+	// on: a machine that is only replayed (a load under way, or the
+	// runtime's invariant check rebuilding one) publishes nothing.
 	Counts GroupCounter
 }
 
@@ -109,6 +111,9 @@ type Shard struct {
 	// pending is the transactional offsets not yet committed or
 	// aborted (txn_offsets.go).
 	pending pendingTxn
+	// loaded: Loaded has run, so the shard serves and publishes its
+	// group counts (Config.Counts).
+	loaded bool
 
 	// The output of the event being handled.
 	rec machine.Recorder
@@ -176,6 +181,12 @@ func (s *Shard) Loaded(now time.Time) machine.Output {
 			// As Kafka's OffsetMetadataManager.replay: offsets of a group
 			// with no record make a simple group.
 			g.classic = newClassicGroup(g, now)
+		}
+	}
+	s.loaded = true
+	if s.cfg.Counts != nil {
+		for tenant, n := range s.tenantGroups {
+			s.cfg.Counts.Set(s.cfg.Shard, tenant, n)
 		}
 	}
 	s.timer(timerRetention, now.Add(s.cfg.RetentionCheck))

@@ -6,7 +6,6 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
-	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,7 +36,7 @@ func (s *txnShard) apply(out machine.Output) machine.Output {
 			s.records[string(r.Key)] = r.Value
 		}
 	}
-	if err := testkit.CheckReplay(s.m, s.records, func() *groups.Shard { return groups.New(testConfig()) }); err != nil {
+	if err := machine.CheckReplay(s.m, s.records, func() *groups.Shard { return groups.New(testConfig()) }); err != nil {
 		s.t.Fatal(err)
 	}
 	return out
@@ -56,7 +55,7 @@ func (s *txnShard) do(msg kmsg.Request, cmd any) machine.Reply {
 func (s *txnShard) restart() {
 	s.t.Helper()
 	s.m = groups.New(testConfig())
-	if err := testkit.ReplaySorted(s.records, s.m.Replay); err != nil {
+	if err := machine.ReplaySorted(s.records, s.m.Replay); err != nil {
 		s.t.Fatal(err)
 	}
 	s.apply(s.m.Loaded(s.now))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/handoff"
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/record"
 )
@@ -85,7 +86,7 @@ func (h *harness) apply(out handoff.Output) {
 func (h *harness) guard() {
 	h.t.Helper()
 	cfg := h.cfg
-	if err := testkit.CheckReplay(h.m, h.records, func() *handoff.Shard { return handoff.New(cfg) }); err != nil {
+	if err := machine.CheckReplay(h.m, h.records, func() *handoff.Shard { return handoff.New(cfg) }); err != nil {
 		h.t.Fatalf("at %v: %v", h.now, err)
 	}
 }
@@ -176,7 +177,7 @@ func (h *harness) restart() {
 func (h *harness) replayed() *handoff.Shard {
 	h.t.Helper()
 	m := handoff.New(h.cfg)
-	if err := testkit.ReplaySorted(h.records, m.Replay); err != nil {
+	if err := machine.ReplaySorted(h.records, m.Replay); err != nil {
 		h.t.Fatalf("%v", err)
 	}
 	return m

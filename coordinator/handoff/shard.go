@@ -45,7 +45,16 @@ func (m *Shard) Machine() machine.Machine { return shard{m} }
 
 type shard struct{ m *Shard }
 
+var (
+	_ machine.Machine = shard{}
+	_ machine.Durable = shard{}
+)
+
 func (s shard) Replay(r machine.Record) error { return s.m.Replay(r) }
+
+// DurableState is the machine's: the runtime's invariant check compares
+// it with that of a machine rebuilt from the records.
+func (s shard) DurableState() string { return s.m.DurableState() }
 
 // Reset, pushed to stream 0 at every load, tells the service that the
 // machine was (re)built from the store and knows no stream: every open

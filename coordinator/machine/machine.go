@@ -16,13 +16,15 @@
 // a classic group's rebalance in progress (a generation becomes durable
 // only with its leader's SyncGroup, as in Kafka).
 //
-// Every machine implements Durable, and its scenario, property and fuzz
-// tests rebuild it from the records written so far after every step and
-// compare the two renderings (coordinator/machine/machinetest): the guard
-// that fails when a handler changes durable state without a record.
+// Every machine implements Durable, and CheckReplay (replay.go) rebuilds
+// a machine from the records written so far and compares the two
+// renderings: the guard that fails when a handler changes durable state
+// without a record. The machines' scenario, property and fuzz tests run
+// it after every step.
 //
-// It holds types only; it must not do I/O, read a clock or start
-// goroutines, so that the pure packages can depend on it.
+// It holds the contract's types and the pure functions that check it; it
+// must not do I/O, read a clock or start goroutines, so that the pure
+// packages, and the runtime, can depend on it.
 package machine
 
 import (

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/coordinator/txn"
-	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -106,7 +105,7 @@ func (h *harness) apply(out machine.Output) {
 		delete(h.parked, r.To)
 	}
 	if h.guard {
-		if err := testkit.CheckReplay(h.m, h.records, func() *txn.Shard { return txn.New(h.cfg) }); err != nil {
+		if err := machine.CheckReplay(h.m, h.records, func() *txn.Shard { return txn.New(h.cfg) }); err != nil {
 			h.t.Fatalf("one record rule: %v", err)
 		}
 	}
@@ -209,7 +208,7 @@ func (h *harness) advance(d time.Duration) {
 func (h *harness) restart() {
 	h.t.Helper()
 	h.m = txn.New(h.cfg)
-	if err := testkit.ReplaySorted(h.records, h.m.Replay); err != nil {
+	if err := machine.ReplaySorted(h.records, h.m.Replay); err != nil {
 		h.t.Fatalf("replay: %v", err)
 	}
 	h.timers = map[string]time.Time{}

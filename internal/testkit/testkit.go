@@ -108,6 +108,9 @@ type build struct {
 
 // Build builds the main package pkg (a path from the module root, such
 // as ./cmd/cohort) once per test process and returns the binary's path.
+// Under the invariants build tag (as test.sh runs the suite) it builds
+// with the tag too, so that the real binary checks its shards as the
+// in-process nodes do.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
 	v, _ := builds.LoadOrStore(pkg, &build{})
@@ -119,7 +122,11 @@ func Build(t testing.TB, pkg string) string {
 			return
 		}
 		bd.path = filepath.Join(dir, filepath.Base(pkg))
-		cmd := exec.Command("go", "build", "-o", bd.path, pkg)
+		args := []string{"build", "-o", bd.path}
+		if invariants {
+			args = append(args, "-tags", "invariants")
+		}
+		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Dir = ModuleRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			bd.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)

@@ -1,39 +1,38 @@
-package testkit
+package machine
 
 import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/cohort-dev/cohort/coordinator/machine"
 )
 
 // ReplaySorted hands every record of records (key → value) to replay in
-// key order, as a shard load does: how the pure machines' test harnesses
-// restart a machine from what it wrote.
-func ReplaySorted(records map[string][]byte, replay func(machine.Record) error) error {
+// key order, as a shard load does: how the test harnesses of the pure
+// machines restart a machine from what it wrote, and how the runtime's
+// invariant check rebuilds one.
+func ReplaySorted(records map[string][]byte, replay func(Record) error) error {
 	keys := make([]string, 0, len(records))
 	for k := range records {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if err := replay(machine.Record{Key: []byte(k), Value: records[k]}); err != nil {
+		if err := replay(Record{Key: []byte(k), Value: records[k]}); err != nil {
 			return fmt.Errorf("replay %x: %w", k, err)
 		}
 	}
 	return nil
 }
 
-// CheckReplay is the guard of the one record rule (coordinator/machine):
+// CheckReplay is the guard of the one record rule (see the package doc):
 // it rebuilds a machine from records (key → value, as a shard load sees
 // them) and reports how its durable state differs from live's. A
 // difference means a handler changed durable state without emitting the
 // record that says so.
 func CheckReplay[M interface {
-	Replay(machine.Record) error
-	machine.Durable
-}](live machine.Durable, records map[string][]byte, fresh func() M) error {
+	Replay(Record) error
+	Durable
+}](live Durable, records map[string][]byte, fresh func() M) error {
 	m := fresh()
 	if err := ReplaySorted(records, m.Replay); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package testkit
+package machine_test
 
 import (
 	"strings"
@@ -42,7 +42,7 @@ func TestCheckReplayCatchesAnUnrecordedChange(t *testing.T) {
 		for _, r := range live.rec.Take() {
 			records[string(r.Key)] = r.Value
 		}
-		return CheckReplay(live, records, newTally)
+		return machine.CheckReplay(live, records, newTally)
 	}
 	if err := step(live.inc); err != nil {
 		t.Fatalf("an emitted change: %v", err)

@@ -1,0 +1,13 @@
+package coordinator
+
+// Invariants hands the runtime's invariant checks (invariants.go) to the
+// tests, which drive them by hand whatever the build tags.
+type Invariants struct{ c *invariants }
+
+func NewInvariants(shard uint16, fresh func() Machine) Invariants {
+	return Invariants{newInvariants(shard, fresh)}
+}
+
+func (i Invariants) Loaded(k, v []byte)                   { i.c.loaded(k, v) }
+func (i Invariants) Event(m Machine, recs []Record) error { return i.c.event(m, recs) }
+func (i Invariants) Closing(m Machine) error              { return i.c.closing(m) }

@@ -1,0 +1,84 @@
+//go:build invariants
+
+package coordinator_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// brokenChild names the case a child process of
+// TestRuntimeStopsOnABrokenMachine runs.
+const brokenChild = "COHORT_TEST_BROKEN_MACHINE"
+
+// TestRuntimeStopsOnABrokenMachine (invariants build tag): the runtime
+// runs its checks itself, and a broken invariant panics in the shard's
+// loop, which stops the process, so that whatever test ran it fails. Each
+// case runs a machine that breaks a rule in a child process of the test
+// binary, which must die with a report naming the shard and what broke.
+func TestRuntimeStopsOnABrokenMachine(t *testing.T) {
+	if c := os.Getenv(brokenChild); c != "" {
+		runBroken(t, c)
+		return
+	}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		// A handler changes a counter without a record: the replay
+		// check after the event.
+		{"unrecorded", []string{"- live:    a=2", "+ rebuilt: a=1"}},
+		// The machine's own Check fails after the event.
+		{"check", []string{"counter b is broken"}},
+		// On a shard of 64 records the replay check comes every second
+		// event; the runtime closes right after the change: the check
+		// at Close.
+		{"close", []string{"- live:    c63=2", "+ rebuilt: c63=1", "(*Runtime).shutdown"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestRuntimeStopsOnABrokenMachine$", "-test.count=1")
+			cmd.Env = append(os.Environ(), brokenChild+"="+tc.name)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the child lived on:\n%s", out)
+			}
+			for _, want := range append([]string{"panic: coordinator: invariant broken in shard 7"}, tc.want...) {
+				if !strings.Contains(string(out), want) {
+					t.Fatalf("the child's death does not say %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// runBroken is the child's side: it runs case c, which must not return.
+// The check panics before the broken event's reply can leave; a reply,
+// or a close that returns and leaves the process alive, means the
+// runtime missed it.
+func runBroken(t *testing.T, c string) {
+	e := newEnv(t)
+	switch c {
+	case "unrecorded":
+		e.do("inc:a", 0)
+		e.wait(e.submit("cheat:a", 0))
+	case "check":
+		e.wait(e.submit("break:b", 0))
+	case "close":
+		for i := range 64 {
+			e.do(fmt.Sprintf("inc:c%d", i), 0)
+		}
+		// The replay check runs after this event, and is next due
+		// two events later.
+		e.do("get:a", 0)
+		e.wait(e.submit("cheat:c63", 0))
+		// The loop's panic in Close unwinds through the close of its
+		// done channel, so Close may return before the process dies.
+		e.set.Close()
+		<-time.After(30 * time.Second)
+	}
+	t.Fatalf("case %s: the runtime did not stop", c)
+}

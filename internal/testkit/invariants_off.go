@@ -1,0 +1,7 @@
+//go:build !invariants
+
+package testkit
+
+// invariants: this test binary was built without the invariants tag, nor
+// are the binaries Build makes.
+const invariants = false
