@@ -127,13 +127,13 @@ func (s *Shard) deleteGroups(_ time.Time, req machine.Request, r *kmsg.DeleteGro
 			if len(e.consumer.members) > 0 {
 				code = kerr.NonEmptyGroup.Code
 			} else {
-				s.deleteOffsets(e)
+				s.offs.DeleteGroup(e.off())
 				s.emitRemoveConsumer(e.consumer)
 			}
 		case e.classic.state != empty:
 			code = kerr.NonEmptyGroup.Code
 		default:
-			s.deleteOffsets(e)
+			s.offs.DeleteGroup(e.off())
 			s.deleteClassic(e.classic)
 		}
 		resp.Groups = append(resp.Groups, deleteResult(r.Version, name, code))

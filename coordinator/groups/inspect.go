@@ -6,10 +6,7 @@ package groups
 // committed (Burrow-like lag status tells "commits stopped" from "commits
 // repeat the same offset" by it).
 
-import (
-	"cmp"
-	"slices"
-)
+import "github.com/cohort-dev/cohort/record"
 
 // InspectCmd asks for a Summary of every group of the shard, all tenants,
 // or, with Only set, of that one group; its Reply's Out is a []Summary
@@ -74,13 +71,8 @@ func (s *Shard) inspect(only *GroupRef) []Summary {
 		default:
 			continue
 		}
-		for topic, ps := range e.offsets {
-			for p, o := range ps {
-				sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset.Offset, CommitTimestamp: o.CommitTimestamp})
-			}
-		}
-		slices.SortFunc(sum.Offsets, func(a, b OffsetSummary) int {
-			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		s.offs.Each(e.off(), func(topic string, p int32, o *record.Offset) {
+			sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset, CommitTimestamp: o.CommitTimestamp})
 		})
 		out = append(out, sum)
 	}

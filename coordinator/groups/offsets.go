@@ -5,7 +5,6 @@ package groups
 // broker's topic changes do to them. Their expiry is in retention.go.
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -15,59 +14,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// replayOffset applies an offset record. At load, an offset of a group
-// with no record yet registers the group's entry; Loaded makes it a simple
-// group if no record of its own follows (records sort by kind, offsets
-// first), as Kafka's OffsetMetadataManager.replay does.
+// replayOffset applies an offset record to the shard's offsets. At load,
+// an offset of a group with no record yet registers the group's entry;
+// Loaded makes it a simple group if no record of its own follows (records
+// sort by kind, offsets first), as Kafka's OffsetMetadataManager.replay
+// does.
 func (s *Shard) replayOffset(k record.OffsetKey, v []byte) error {
+	if err := s.offs.ReplayOffset(k, v); err != nil {
+		return err
+	}
 	gk := gkey{k.Tenant, k.Group}
-	if v == nil {
-		if g := s.groups[gk]; g != nil {
-			if ps := g.offsets[k.Topic]; ps != nil {
-				delete(ps, k.Partition)
-				if len(ps) == 0 {
-					delete(g.offsets, k.Topic)
-				}
-			}
-			s.forget(g)
-		}
-		return nil
+	if g := s.groups[gk]; g == nil && v != nil {
+		s.entry(gkey{strings.Clone(k.Tenant), strings.Clone(k.Group)})
+	} else if g != nil && v == nil {
+		s.forget(g)
 	}
-	o, err := record.DecodeOffset(v)
-	if err != nil {
-		return fmt.Errorf("offset %s/%s/%d: %w", k.Group, k.Topic, k.Partition, err)
-	}
-	s.applyOffset(gk, k.Topic, k.Partition, o)
 	return nil
-}
-
-// applyOffset is the replay of a committed offset's record once decoded;
-// emitOffset runs it for the records it writes, without decoding them.
-// The names may be a request's, which alias its whole frame: those that
-// start an entry are copied.
-func (s *Shard) applyOffset(k gkey, topic string, p int32, o record.Offset) {
-	g := s.groups[k]
-	if g == nil {
-		g = s.entry(gkey{strings.Clone(k.tenant), strings.Clone(k.name)})
-	}
-	ps := g.offsets[topic]
-	if ps == nil {
-		ps = map[int32]*offset{}
-		g.offsets[strings.Clone(topic)] = ps
-	}
-	if cur := ps[p]; cur != nil {
-		cur.Offset = o
-	} else {
-		ps[p] = &offset{Offset: o}
-	}
-}
-
-// emitOffset writes a committed offset and applies it (the one record
-// rule, without decoding what it just encoded).
-func (s *Shard) emitOffset(k gkey, topic string, p int32, o record.Offset) {
-	o.Metadata = strings.Clone(o.Metadata) // kept: not the request's frame
-	s.rec.Applied(s.offsetKey(k, topic, p), o.Encode())
-	s.applyOffset(k, topic, p, o)
 }
 
 // partition looks a topic partition up in the broker's topics: its
@@ -150,7 +112,8 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 					epoch = -1
 				}
 				o := record.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: ts, TopicID: id}
-				s.emitOffset(k, names[i], p.Partition, o)
+				// The group's entry exists: the commit was validated.
+				s.offs.Commit(k.off(), names[i], p.Partition, o)
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: pc})
 		}
@@ -294,21 +257,21 @@ func (s *Shard) fetchGroup(g *group, topics []kmsg.OffsetFetchRequestGroupTopic,
 	}
 	// stored returns the committed offset of a partition of topic
 	// (whose id is id if ids is set), or nil.
-	stored := func(topic string, id [16]byte, p int32) *offset {
+	stored := func(topic string, id [16]byte, p int32) *record.Offset {
 		if g == nil {
 			return nil
 		}
-		o := g.offsets[topic][p]
+		o := s.offs.Get(g.off(), topic, p)
 		if o != nil && ids != nil && o.TopicID != [16]byte{} && o.TopicID != id {
 			return nil
 		}
 		return o
 	}
-	answer := func(p int32, o *offset) kmsg.OffsetFetchResponseGroupTopicPartition {
+	answer := func(p int32, o *record.Offset) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: new(string)}
 		if o != nil {
 			meta := o.Metadata
-			rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset.Offset, o.LeaderEpoch, &meta
+			rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset, o.LeaderEpoch, &meta
 		}
 		return rp
 	}
@@ -317,7 +280,7 @@ func (s *Shard) fetchGroup(g *group, topics []kmsg.OffsetFetchRequestGroupTopic,
 		if g == nil {
 			return out
 		}
-		for _, t := range sortedKeys(g.offsets) {
+		for _, t := range s.offs.Topics(g.off()) {
 			rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t}
 			if ids != nil {
 				meta, ok := ids.ByName[t]
@@ -326,7 +289,7 @@ func (s *Shard) fetchGroup(g *group, topics []kmsg.OffsetFetchRequestGroupTopic,
 				}
 				rt.TopicID = meta.ID
 			}
-			for _, p := range sortedKeys(g.offsets[t]) {
+			for _, p := range s.offs.Partitions(g.off(), t) {
 				if o := stored(t, rt.TopicID, p); o != nil {
 					rt.Partitions = append(rt.Partitions, answer(p, o))
 				}
@@ -398,8 +361,8 @@ func (s *Shard) offsetDelete(_ time.Time, req machine.Request, r *kmsg.OffsetDel
 				code = kerr.UnknownTopicOrPartition.Code
 			case sub:
 				code = kerr.GroupSubscribedToTopic.Code
-			case e.offsets[t.Topic][p.Partition] != nil:
-				s.emit(s.offsetKey(e.gkey, t.Topic, p.Partition), nil)
+			default:
+				s.offs.Delete(e.off(), t.Topic, p.Partition)
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
 		}
@@ -411,47 +374,4 @@ func (s *Shard) offsetDelete(_ time.Time, req machine.Request, r *kmsg.OffsetDel
 func (s *Shard) known(cat *machine.Catalog, topic string, p int32) bool {
 	_, ok := s.partition(cat, topic, p)
 	return ok
-}
-
-// deleteOffsets tombstones every offset of g (in topic, partition order).
-func (s *Shard) deleteOffsets(g *group) {
-	for _, t := range sortedKeys(g.offsets) {
-		for _, p := range sortedKeys(g.offsets[t]) {
-			s.emit(s.offsetKey(g.gkey, t, p), nil)
-		}
-	}
-}
-
-// deleteTopics tombstones every group's offsets of the deleted topics, so
-// that a topic created again under the same name starts with none.
-func (s *Shard) deleteTopics(tenant string, topics []string) {
-	for _, g := range s.sortedGroups() {
-		if g.tenant != tenant {
-			continue
-		}
-		for _, t := range topics {
-			for _, p := range sortedKeys(g.offsets[t]) {
-				s.emit(s.offsetKey(g.gkey, t, p), nil)
-			}
-		}
-	}
-}
-
-// reconcileTopics deletes the committed offsets of topics the broker no
-// longer has, or has under a new id: what a crash between a topic's
-// deletion and its offsets' tombstones (deleteTopics) leaves behind.
-// Offsets without a stamped id (committed through an embedding that gives
-// none) are kept while a topic of their name exists.
-func (s *Shard) reconcileTopics(live map[string]map[string][16]byte) {
-	for _, g := range s.sortedGroups() {
-		for _, t := range sortedKeys(g.offsets) {
-			id, ok := live[g.tenant][t]
-			for _, p := range sortedKeys(g.offsets[t]) {
-				stamped := g.offsets[t][p].TopicID
-				if !ok || (stamped != [16]byte{} && stamped != id) {
-					s.emit(s.offsetKey(g.gkey, t, p), nil)
-				}
-			}
-		}
-	}
 }

@@ -2,7 +2,8 @@ package groups
 
 // The shard's group registry: one entry per (tenant, group id), whatever
 // protocol the group speaks. An entry holds what every group has, its
-// stable cgp_ id and its committed offsets, and the part for its protocol:
+// stable cgp_ id, and the part for its protocol (its committed offsets are
+// in the shard's offsets.Book):
 // classic (classic*.go: JoinGroup and SyncGroup, and the simple groups that
 // only commit offsets) or consumer (consumer*.go: KIP-848). Once a shard
 // has loaded, exactly one part is set; a group changes protocol by having
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
 	"github.com/cohort-dev/cohort/record"
 )
 
@@ -30,28 +32,14 @@ type group struct {
 	gkey
 	// id is the stable cgp_<ULID> id minted at creation; "" while only
 	// offsets have been replayed.
-	id      string
-	offsets map[string]map[int32]*offset
+	id string
 
 	classic  *classicGroup  // nil unless a classic (or simple) group
 	consumer *consumerGroup // nil unless a KIP-848 consumer group
 }
 
-// offset is a committed offset in memory. (OffsetCommit v2–4's explicit
-// retention time is not kept: the broker's retention applies to every
-// offset, as Kafka's does for the -1 that clients send.)
-type offset struct {
-	record.Offset
-}
-
-// numOffsets counts the group's committed offsets.
-func (g *group) numOffsets() int {
-	n := 0
-	for _, ps := range g.offsets {
-		n += len(ps)
-	}
-	return n
-}
+// off is the group's name in the shard's offsets.Book.
+func (k gkey) off() offsets.Group { return offsets.Group{Tenant: k.tenant, Name: k.name} }
 
 // lookup returns the group, or nil.
 func (s *Shard) lookup(tenant, name string) *group {
@@ -63,7 +51,7 @@ func (s *Shard) lookup(tenant, name string) *group {
 func (s *Shard) entry(k gkey) *group {
 	g := s.groups[k]
 	if g == nil {
-		g = &group{gkey: k, offsets: map[string]map[int32]*offset{}}
+		g = &group{gkey: k}
 		s.groups[k] = g
 		s.countGroup(k.tenant, 1)
 	}
@@ -72,7 +60,7 @@ func (s *Shard) entry(k gkey) *group {
 
 // forget drops the entry if nothing is left in it.
 func (s *Shard) forget(g *group) {
-	if g.classic == nil && g.consumer == nil && len(g.offsets) == 0 {
+	if g.classic == nil && g.consumer == nil && !s.offs.Has(g.off()) {
 		delete(s.groups, g.gkey)
 		s.countGroup(g.tenant, -1)
 	}
@@ -110,10 +98,6 @@ func (s *Shard) sortedGroups() []*group {
 // key is the group's record key.
 func (s *Shard) key(k gkey) record.GroupKey {
 	return record.GroupKey{Shard: s.cfg.Shard, Tenant: k.tenant, Group: k.name}
-}
-
-func (s *Shard) offsetKey(k gkey, topic string, p int32) []byte {
-	return record.OffsetKey{GroupKey: s.key(k), Topic: topic, Partition: p}.Key()
 }
 
 // Timer keys: a kind byte, then the tenant and the group name each as its

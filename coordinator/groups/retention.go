@@ -3,12 +3,16 @@ package groups
 // Offset retention and the deletion of groups it leaves empty: Kafka's
 // cleanupGroupMetadata (§14), run every RetentionCheck.
 
-import "time"
+import (
+	"time"
+
+	"github.com/cohort-dev/cohort/record"
+)
 
 // sweep expires offsets, then deletes Empty groups left without offsets.
 func (s *Shard) sweep(now time.Time) {
 	for _, g := range s.sortedGroups() {
-		if s.hasPending(g.gkey) {
+		if s.offs.HasPending(g.off()) {
 			continue // as Kafka: not under a transaction's offsets
 		}
 		switch {
@@ -22,32 +26,22 @@ func (s *Shard) sweep(now time.Time) {
 
 // sweepClassic expires a classic (or simple) group's offsets.
 func (s *Shard) sweepClassic(g *classicGroup, now time.Time) {
-	nowMs := now.UnixMilli()
-	retention := s.cfg.Retention.Milliseconds()
 	// The time an offset's retention counts from, by kind of group; nil:
 	// nothing expires.
-	var base func(o *offset) int64
+	var base func(o *record.Offset) int64
 	switch {
 	case g.protocolType == "":
-		base = func(o *offset) int64 { return o.CommitTimestamp }
+		base = func(o *record.Offset) int64 { return o.CommitTimestamp }
 	case g.state == empty:
-		base = func(*offset) int64 { return g.stateTime.UnixMilli() }
+		base = func(*record.Offset) int64 { return g.stateTime.UnixMilli() }
 	case g.protocolType == "consumer" && g.state == stable && g.subscribedKnown:
-		base = func(o *offset) int64 { return o.CommitTimestamp }
+		base = func(o *record.Offset) int64 { return o.CommitTimestamp }
 	}
 	if base != nil {
-		for _, t := range sortedKeys(g.offsets) {
-			if g.protocolType != "" && g.state == stable && g.subscribed[t] {
-				continue
-			}
-			for _, p := range sortedKeys(g.offsets[t]) {
-				if nowMs-base(g.offsets[t][p]) >= retention {
-					s.emit(s.offsetKey(g.gkey, t, p), nil)
-				}
-			}
-		}
+		keep := func(t string) bool { return g.protocolType != "" && g.state == stable && g.subscribed[t] }
+		s.offs.Expire(g.off(), now.UnixMilli(), s.cfg.Retention.Milliseconds(), keep, base)
 	}
-	if g.state == empty && len(g.members) == 0 && g.numOffsets() == 0 {
+	if g.state == empty && len(g.members) == 0 && !s.offs.Has(g.off()) {
 		s.deleteClassic(g)
 	}
 }
@@ -58,17 +52,9 @@ func (s *Shard) sweepClassic(g *classicGroup, now time.Time) {
 // left without offsets is deleted.
 func (s *Shard) sweepConsumer(g *consumerGroup, now time.Time) {
 	subscribed := g.subscribedTopics(s.catalog(g.tenant))
-	for _, t := range sortedKeys(g.offsets) {
-		if subscribed[t] {
-			continue
-		}
-		for _, p := range sortedKeys(g.offsets[t]) {
-			if now.UnixMilli()-g.offsets[t][p].CommitTimestamp >= s.cfg.Retention.Milliseconds() {
-				s.emit(s.offsetKey(g.gkey, t, p), nil)
-			}
-		}
-	}
-	if len(g.members) == 0 && g.numOffsets() == 0 {
+	keep := func(t string) bool { return subscribed[t] }
+	s.offs.Expire(g.off(), now.UnixMilli(), s.cfg.Retention.Milliseconds(), keep, func(o *record.Offset) int64 { return o.CommitTimestamp })
+	if len(g.members) == 0 && !s.offs.Has(g.off()) {
 		s.emitRemoveConsumer(g)
 	}
 }

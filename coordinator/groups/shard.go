@@ -16,8 +16,10 @@
 //     LeaveGroup: the join barrier, rebalances, static members).
 //   - consumer*.go: the consumer protocol (KIP-848 ConsumerGroupHeartbeat:
 //     records, target assignment, reconciliation).
-//   - offsets.go: committed offsets; retention.go: their expiry;
-//     admin.go: the group admin APIs.
+//   - offsets.go: the offset APIs (OffsetCommit, OffsetFetch,
+//     OffsetDelete) over the committed offsets, which package offsets
+//     keeps (with the pending transactional ones); retention.go: their
+//     expiry; admin.go: the group admin APIs.
 //   - events.go: the group events (observe.GroupEvent) the handlers
 //     report, one helper per protocol.
 //
@@ -44,6 +46,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/assign"
+	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -108,9 +111,9 @@ type Shard struct {
 	// tenant: each organisation has its own topics, by the names its
 	// clients know them by.
 	catalogs map[string]*machine.Catalog
-	// pending is the transactional offsets not yet committed or
-	// aborted (txn_offsets.go).
-	pending pendingTxn
+	// offs is the committed offsets and the transactional offsets not
+	// yet committed or aborted.
+	offs *offsets.Book
 	// loaded: Loaded has run, so the shard serves and publishes its
 	// group counts (Config.Counts).
 	loaded bool
@@ -130,6 +133,7 @@ func New(cfg Config) *Shard {
 		tenantGroups: map[string]int{},
 	}
 	s.rec.Replay = s.Replay
+	s.offs = offsets.New(cfg.Shard, &s.rec)
 	return s
 }
 
@@ -155,7 +159,7 @@ func (s *Shard) Replay(r machine.Record) error {
 	case isConsumerKind(kind):
 		return s.replayConsumer(kind, key, r.Value)
 	case kind == record.KindTxnOffset:
-		return s.replayTxnOffset(key.(record.TxnOffsetKey), r.Value)
+		return s.offs.ReplayPending(key.(record.TxnOffsetKey), r.Value)
 	case kind == record.KindOffsetsTopic:
 		// The runtime's record of the shard's __consumer_offsets
 		// partition (package offsetstopic), not group state; a runtime
@@ -219,11 +223,11 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 	s.noteCatalog(req.Tenant, req.Topics)
 	switch c := req.Cmd.(type) {
 	case DeleteTopicsCmd:
-		s.deleteTopics(c.Tenant, c.Topics)
+		s.offs.DeleteTopics(c.Tenant, c.Topics)
 		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID})
 		return s.flush()
 	case ReconcileTopicsCmd:
-		s.reconcileTopics(c.Live)
+		s.offs.Reconcile(c.Live)
 		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID})
 		return s.flush()
 	case InspectCmd:
@@ -312,14 +316,7 @@ func (s *Shard) timer(key string, at time.Time) {
 func (s *Shard) DurableState() string {
 	var b strings.Builder
 	for _, g := range s.sortedGroups() {
-		var parts []string
-		if n := g.numOffsets(); n > 0 {
-			for _, t := range sortedKeys(g.offsets) {
-				for _, p := range sortedKeys(g.offsets[t]) {
-					parts = append(parts, fmt.Sprintf("  offset %s/%d %+v", t, p, g.offsets[t][p].Offset))
-				}
-			}
-		}
+		parts := s.offs.Durable(g.off())
 		if c := g.classic; c != nil && c.committed != nil {
 			parts = append(parts, renderClassic(*c.committed)...)
 		}
@@ -335,7 +332,7 @@ func (s *Shard) DurableState() string {
 			b.WriteByte('\n')
 		}
 	}
-	b.WriteString(s.pendingState())
+	b.WriteString(s.offs.PendingState())
 	return b.String()
 }
 

@@ -10,11 +10,9 @@ package groups
 // is neither deleted nor expired.
 
 import (
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,83 +42,6 @@ type TxnEndCmd struct {
 
 // TxnEnded answers a TxnEndCmd.
 type TxnEnded struct{}
-
-type tpKey struct {
-	topic     string
-	partition int32
-}
-
-// pendingTxn is the pending offsets of the shard's groups, by group and
-// producer: durable state, built by replayTxnOffset alone.
-type pendingTxn map[gkey]map[int64]map[tpKey]record.Offset
-
-func (s *Shard) replayTxnOffset(k record.TxnOffsetKey, v []byte) error {
-	gk := gkey{k.Tenant, k.Group}
-	tp := tpKey{k.Topic, k.Partition}
-	if v == nil {
-		if byPID := s.pending[gk]; byPID != nil {
-			delete(byPID[k.ProducerID], tp)
-			if len(byPID[k.ProducerID]) == 0 {
-				delete(byPID, k.ProducerID)
-			}
-			if len(byPID) == 0 {
-				delete(s.pending, gk)
-			}
-		}
-		return nil
-	}
-	o, err := record.DecodeOffset(v)
-	if err != nil {
-		return fmt.Errorf("pending offset %s/%s/%d: %w", k.Group, k.Topic, k.Partition, err)
-	}
-	if s.pending == nil {
-		s.pending = pendingTxn{}
-	}
-	byPID := s.pending[gk]
-	if byPID == nil {
-		byPID = map[int64]map[tpKey]record.Offset{}
-		s.pending[gk] = byPID
-	}
-	if byPID[k.ProducerID] == nil {
-		byPID[k.ProducerID] = map[tpKey]record.Offset{}
-	}
-	byPID[k.ProducerID][tp] = o
-	return nil
-}
-
-func (s *Shard) txnOffsetKey(k gkey, pid int64, tp tpKey) []byte {
-	return record.TxnOffsetKey{GroupKey: s.key(k), ProducerID: pid, Topic: tp.topic, Partition: tp.partition}.Key()
-}
-
-// hasPending reports whether a group has pending transactional offsets.
-func (s *Shard) hasPending(k gkey) bool { return len(s.pending[k]) > 0 }
-
-// unstable reports whether a partition of a group has a pending offset.
-func (s *Shard) unstable(k gkey, topic string, p int32) bool {
-	for _, offs := range s.pending[k] {
-		if _, ok := offs[tpKey{topic, p}]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// pendingState renders the pending offsets for DurableState.
-func (s *Shard) pendingState() string {
-	var lines []string
-	for k, byPID := range s.pending {
-		for pid, offs := range byPID {
-			for tp, o := range offs {
-				lines = append(lines, fmt.Sprintf("pending %q/%q pid=%d %s/%d %+v", k.tenant, k.name, pid, tp.topic, tp.partition, o))
-			}
-		}
-	}
-	slices.Sort(lines)
-	if len(lines) == 0 {
-		return ""
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
 
 // txnOffsetCommit is Kafka's commitTransactionalOffset: the group and
 // member are checked as for OffsetCommit (KIP-447: a zombie of an older
@@ -175,7 +96,7 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 					epoch = -1
 				}
 				o := record.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: now.UnixMilli(), TopicID: id}
-				s.emit(s.txnOffsetKey(k, r.ProducerID, tpKey{names[i], p.Partition}), o.Encode())
+				s.offs.AddPending(k.off(), r.ProducerID, offsets.TP{Topic: names[i], Partition: p.Partition}, o)
 			}
 			rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: pc})
 		}
@@ -188,49 +109,19 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 // becomes the group's offset, stamped with the commit time) or dropped.
 func (s *Shard) txnEnd(now time.Time, c TxnEndCmd) {
 	if c.AllGroups {
-		var ks []gkey
-		for k, byPID := range s.pending {
-			if _, ok := byPID[c.ProducerID]; ok {
-				ks = append(ks, k)
-			}
-		}
-		slices.SortFunc(ks, func(a, b gkey) int {
-			if c := strings.Compare(a.tenant, b.tenant); c != 0 {
-				return c
-			}
-			return strings.Compare(a.name, b.name)
-		})
-		for _, k := range ks {
-			s.txnEnd(now, TxnEndCmd{Tenant: k.tenant, Group: k.name, ProducerID: c.ProducerID, Commit: c.Commit})
+		for _, g := range s.offs.PendingGroups(c.ProducerID) {
+			s.txnEnd(now, TxnEndCmd{Tenant: g.Tenant, Group: g.Name, ProducerID: c.ProducerID, Commit: c.Commit})
 		}
 		return
 	}
 	k := gkey{c.Tenant, c.Group}
-	offs := s.pending[k][c.ProducerID]
-	tps := make([]tpKey, 0, len(offs))
-	for tp := range offs {
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, func(a, b tpKey) int {
-		if c := strings.Compare(a.topic, b.topic); c != 0 {
-			return c
-		}
-		return int(a.partition) - int(b.partition)
-	})
-	if c.Commit && len(tps) > 0 && s.lookup(k.tenant, k.name) == nil {
+	if c.Commit && s.offs.HasPendingOf(k.off(), c.ProducerID) && s.lookup(k.tenant, k.name) == nil {
 		// The group went away while the transaction held offsets for
 		// it (a simple group has no other record): as OffsetCommit, a
 		// commit makes it again.
 		s.emitClassic(s.newClassic(k, now))
 	}
-	for _, tp := range tps {
-		o := offs[tp]
-		if c.Commit {
-			o.CommitTimestamp = now.UnixMilli()
-			s.emitOffset(k, tp.topic, tp.partition, o)
-		}
-		s.emit(s.txnOffsetKey(k, c.ProducerID, tp), nil)
-	}
+	s.offs.EndTxn(k.off(), c.ProducerID, c.Commit, now.UnixMilli())
 }
 
 // offsetFetchStable is OffsetFetch with RequireStable (v7+): a partition
@@ -238,12 +129,12 @@ func (s *Shard) txnEnd(now time.Time, c TxnEndCmd) {
 // (offset -1), so that the consumer retries until the transaction ends.
 func (s *Shard) offsetFetchStable(now time.Time, req machine.Request, r *kmsg.OffsetFetchRequest) {
 	s.offsetFetch(now, req, r)
-	if !r.RequireStable || r.Version < 7 || len(s.pending) == 0 {
+	if !r.RequireStable || r.Version < 7 || !s.offs.AnyPending() {
 		return
 	}
 	resp := s.out.Replies[len(s.out.Replies)-1].Resp.(*kmsg.OffsetFetchResponse)
 	mark := func(k gkey, topic string, p *int32, code *int16, offset *int64) {
-		if *code == 0 && s.unstable(k, topic, *p) {
+		if *code == 0 && s.offs.Unstable(k.off(), topic, *p) {
 			*code, *offset = kerr.UnstableOffsetCommit.Code, -1
 		}
 	}
@@ -281,7 +172,7 @@ func (s *Shard) offsetFetchStable(now time.Time, req machine.Request, r *kmsg.Of
 func (s *Shard) deleteGroupsPending(now time.Time, req machine.Request, r *kmsg.DeleteGroupsRequest) {
 	var rest []string
 	for _, g := range r.Groups {
-		if !s.hasPending(gkey{req.Tenant, g}) {
+		if !s.offs.HasPending(gkey{req.Tenant, g}.off()) {
 			rest = append(rest, g)
 		}
 	}
@@ -304,7 +195,7 @@ func (s *Shard) deleteGroupsPending(now time.Time, req machine.Request, r *kmsg.
 			continue
 		}
 		seen[g] = true
-		if s.hasPending(gkey{req.Tenant, g}) {
+		if s.offs.HasPending(gkey{req.Tenant, g}.off()) {
 			resp.Groups = append(resp.Groups, deleteResult(r.Version, g, kerr.NonEmptyGroup.Code))
 			continue
 		}

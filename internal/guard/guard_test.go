@@ -79,6 +79,7 @@ var pure = []string{
 	"observe", // the observer's types, which machines return in their Output
 	"coordinator/machine",
 	"coordinator/groups",
+	"coordinator/groups/offsets",
 	"coordinator/handoff",
 	"coordinator/txn",
 }
