@@ -108,7 +108,8 @@ func (b *Book) apply(g Group, topic string, p int32, o record.Offset) {
 	if cur := ps[p]; cur != nil {
 		*cur = o
 	} else {
-		ps[p] = &o
+		n := o // only a new partition's offset goes to the heap
+		ps[p] = &n
 	}
 }
 
