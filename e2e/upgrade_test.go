@@ -42,8 +42,8 @@ var upgradeFixtures = []string{"single", "cluster"}
 // the single fixture it also checks that Verify reports a mismatch in
 // each of those. Then the node takes new writes of every kind (a
 // commit, a topic and records, a transaction of an old transactional id,
-// a user, an organisation, a quota, an ACL), and serves the old state
-// and the new after a restart.
+// a user, an organisation, a quota, an ACL; groups resume consuming), and
+// serves the old state and the new after a restart (of etcd too).
 func TestUpgrade(t *testing.T) {
 	for _, name := range upgradeFixtures {
 		t.Run(name, func(t *testing.T) { testUpgrade(t, name) })
@@ -79,6 +79,11 @@ func testUpgrade(t *testing.T, name string) {
 	after := writeAfterUpgrade(ctx, t, m, u.conn)
 	verifyUpgrade(ctx, t, "with the new writes", after, u.conn)
 	u.stop()
+	if u.etcd != nil {
+		// The whole cluster restarts: etcd on other ports.
+		u.etcd.Stop()
+		u.etcd.Restart()
+	}
 	u.start(ctx)
 	verifyUpgrade(ctx, t, "after a restart", after, u.conn)
 }
