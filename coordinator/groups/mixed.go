@@ -132,7 +132,7 @@ func (s *Shard) assignmentBytes(tenant string, a tps, meta []byte) []byte {
 		out.Version = min(sub.Version, 3)
 	}
 	for _, t := range a.records() {
-		name, ok := topicName(s.catalog(tenant), t.TopicID)
+		name, ok := s.catalog(tenant).Name(t.TopicID)
 		if !ok {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,32 +33,6 @@ func (s *Shard) replayOffset(k record.OffsetKey, v []byte) error {
 	return nil
 }
 
-// partition looks a topic partition up in the broker's topics: its
-// topic's id, or false if the broker does not have it. Without a catalog
-// every partition exists and has no id.
-func (s *Shard) partition(cat *machine.Catalog, topic string, p int32) ([16]byte, bool) {
-	if cat == nil {
-		return [16]byte{}, true
-	}
-	t, ok := cat.ByName[topic]
-	if !ok || p < 0 || p >= t.Partitions {
-		return [16]byte{}, false
-	}
-	return t.ID, true
-}
-
-// topicName resolves a topic id (OffsetCommit and OffsetFetch v10) to the
-// broker's name for it, or false if the broker has no topic with that id
-// (UNKNOWN_TOPIC_ID, as Kafka). Without a catalog no id is known; the zero
-// id names no topic.
-func topicName(cat *machine.Catalog, id [16]byte) (string, bool) {
-	if cat == nil || id == [16]byte{} {
-		return "", false
-	}
-	name, ok := cat.ByID[id]
-	return name, ok
-}
-
 // offsetCommit is Kafka's commitOffset path (§11). As Kafka's KafkaApis,
 // partitions the broker does not have are answered
 // UNKNOWN_TOPIC_OR_PARTITION (from v10, whose topics are ids, every
@@ -80,10 +55,10 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 	for i, t := range r.Topics {
 		names[i], resolved[i] = t.Topic, true
 		if r.Version >= 10 {
-			names[i], resolved[i] = topicName(req.Topics, t.TopicID)
+			names[i], resolved[i] = req.Topics.Name(t.TopicID)
 		}
 		for _, p := range t.Partitions {
-			if _, ok := s.partition(req.Topics, names[i], p.Partition); ok && resolved[i] {
+			if _, ok := req.Topics.Partition(names[i], p.Partition); ok && resolved[i] {
 				known++
 			}
 		}
@@ -101,7 +76,7 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 		// before v10, by id from v10 (the name is not on the wire).
 		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 		for _, p := range t.Partitions {
-			id, pc, meta := s.commitPartition(req.Topics, resolved[i], names[i], p.Partition, p.Metadata, code)
+			id, pc, meta := offsets.CheckCommit(req.Topics, resolved[i], names[i], p.Partition, p.Metadata, code, s.cfg.OffsetMetadataMaxBytes)
 			if pc == 0 {
 				ts := now.UnixMilli()
 				if r.Version == 1 && p.Timestamp != -1 {
@@ -120,28 +95,6 @@ func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetC
 		resp.Topics = append(resp.Topics, rt)
 	}
 	s.reply(req.ID, resp)
-}
-
-// commitPartition is the per-partition part of an offset commit's checks,
-// shared by OffsetCommit and TxnOffsetCommit: a topic named by an id the
-// catalog does not have (!resolved), a partition that does not exist,
-// metadata over the limit; code is the group's answer. It returns the
-// partition's topic id, its code and its metadata.
-func (s *Shard) commitPartition(cat *machine.Catalog, resolved bool, topic string, p int32, metadata *string, code int16) ([16]byte, int16, string) {
-	id, ok := s.partition(cat, topic, p)
-	meta := ""
-	if metadata != nil {
-		meta = *metadata
-	}
-	switch {
-	case !resolved:
-		code = kerr.UnknownTopicID.Code
-	case !ok:
-		code = kerr.UnknownTopicOrPartition.Code
-	case code == 0 && len(meta) > s.cfg.OffsetMetadataMaxBytes:
-		code = kerr.OffsetMetadataTooLarge.Code
-	}
-	return id, code, meta
 }
 
 // validateCommit is Kafka's validateOffsetCommit (§11.2 steps 4–6); it
@@ -240,86 +193,6 @@ func (s *Shard) offsetFetch(_ time.Time, req machine.Request, r *kmsg.OffsetFetc
 	s.reply(req.ID, resp)
 }
 
-// fetchGroup answers a fetch of topics (every committed offset if all)
-// of group g, which may be nil. ids, when not nil, is the catalog of a
-// v10 request, whose topics are named by id and answered by id (as
-// Kafka's KafkaApis since KIP-848's topic-id work, KAFKA-14691):
-//   - a requested id the broker does not have is answered
-//     UNKNOWN_TOPIC_ID in each of its partitions;
-//   - an offset stamped with another id than the one asked for is an old
-//     topic's of that name, answered -1 (KAFKA-19154);
-//   - answering every offset, a topic the broker no longer has, which has
-//     no id to answer with, is left out, as Kafka leaves it out, and so
-//     is an offset stamped with another id than the topic's.
-func (s *Shard) fetchGroup(g *group, topics []kmsg.OffsetFetchRequestGroupTopic, all bool, ids *machine.Catalog) []kmsg.OffsetFetchResponseGroupTopic {
-	if g != nil && g.classic != nil && g.classic.state == dead {
-		g = nil
-	}
-	// stored returns the committed offset of a partition of topic
-	// (whose id is id if ids is set), or nil.
-	stored := func(topic string, id [16]byte, p int32) *record.Offset {
-		if g == nil {
-			return nil
-		}
-		o := s.offs.Get(g.off(), topic, p)
-		if o != nil && ids != nil && o.TopicID != [16]byte{} && o.TopicID != id {
-			return nil
-		}
-		return o
-	}
-	answer := func(p int32, o *record.Offset) kmsg.OffsetFetchResponseGroupTopicPartition {
-		rp := kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: new(string)}
-		if o != nil {
-			meta := o.Metadata
-			rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset, o.LeaderEpoch, &meta
-		}
-		return rp
-	}
-	out := []kmsg.OffsetFetchResponseGroupTopic{}
-	if all {
-		if g == nil {
-			return out
-		}
-		for _, t := range s.offs.Topics(g.off()) {
-			rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t}
-			if ids != nil {
-				meta, ok := ids.ByName[t]
-				if !ok {
-					continue
-				}
-				rt.TopicID = meta.ID
-			}
-			for _, p := range s.offs.Partitions(g.off(), t) {
-				if o := stored(t, rt.TopicID, p); o != nil {
-					rt.Partitions = append(rt.Partitions, answer(p, o))
-				}
-			}
-			if len(rt.Partitions) > 0 {
-				out = append(out, rt)
-			}
-		}
-		return out
-	}
-	for _, t := range topics {
-		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.Topic, TopicID: t.TopicID, Partitions: []kmsg.OffsetFetchResponseGroupTopicPartition{}}
-		name, known := t.Topic, true
-		if ids != nil {
-			name, known = topicName(ids, t.TopicID)
-		}
-		for _, p := range t.Partitions {
-			if !known {
-				rp := answer(p, nil)
-				rp.ErrorCode = kerr.UnknownTopicID.Code
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
-			rt.Partitions = append(rt.Partitions, answer(p, stored(name, t.TopicID, p)))
-		}
-		out = append(out, rt)
-	}
-	return out
-}
-
 // offsetDelete is Kafka's deleteOffsets (§13). As Kafka's KafkaApis,
 // partitions the broker does not have are answered
 // UNKNOWN_TOPIC_OR_PARTITION, but the group is consulted even when
@@ -357,7 +230,7 @@ func (s *Shard) offsetDelete(_ time.Time, req machine.Request, r *kmsg.OffsetDel
 		for _, p := range t.Partitions {
 			code := int16(0)
 			switch {
-			case !s.known(req.Topics, t.Topic, p.Partition):
+			case !partitionExists(req.Topics, t.Topic, p.Partition):
 				code = kerr.UnknownTopicOrPartition.Code
 			case sub:
 				code = kerr.GroupSubscribedToTopic.Code
@@ -370,8 +243,19 @@ func (s *Shard) offsetDelete(_ time.Time, req machine.Request, r *kmsg.OffsetDel
 	}
 }
 
-// known reports whether the broker has the topic partition.
-func (s *Shard) known(cat *machine.Catalog, topic string, p int32) bool {
-	_, ok := s.partition(cat, topic, p)
+// fetchGroup answers a fetch of topics (every committed offset if all)
+// of group g, which may be nil (offsets.Book.Fetch says how). A dead
+// classic group has no offsets.
+func (s *Shard) fetchGroup(g *group, topics []kmsg.OffsetFetchRequestGroupTopic, all bool, ids *machine.Catalog) []kmsg.OffsetFetchResponseGroupTopic {
+	if g == nil || (g.classic != nil && g.classic.state == dead) {
+		return s.offs.Fetch(nil, topics, all, ids)
+	}
+	og := g.off()
+	return s.offs.Fetch(&og, topics, all, ids)
+}
+
+// partitionExists reports whether the broker has the topic partition.
+func partitionExists(cat *machine.Catalog, topic string, p int32) bool {
+	_, ok := cat.Partition(topic, p)
 	return ok
 }

@@ -63,10 +63,10 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 	for i, t := range r.Topics {
 		names[i], resolved[i] = t.Topic, true
 		if r.Version >= 6 {
-			names[i], resolved[i] = topicName(req.Topics, t.TopicID)
+			names[i], resolved[i] = req.Topics.Name(t.TopicID)
 		}
 		for _, p := range t.Partitions {
-			if resolved[i] && s.known(req.Topics, names[i], p.Partition) {
+			if _, ok := req.Topics.Partition(names[i], p.Partition); resolved[i] && ok {
 				known++
 			}
 		}
@@ -89,7 +89,7 @@ func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnO
 	for i, t := range r.Topics {
 		rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 		for _, p := range t.Partitions {
-			id, pc, meta := s.commitPartition(req.Topics, resolved[i], names[i], p.Partition, p.Metadata, code)
+			id, pc, meta := offsets.CheckCommit(req.Topics, resolved[i], names[i], p.Partition, p.Metadata, code, s.cfg.OffsetMetadataMaxBytes)
 			if pc == 0 {
 				epoch := p.LeaderEpoch
 				if r.Version < 2 {
@@ -156,7 +156,7 @@ func (s *Shard) offsetFetchStable(now time.Time, req machine.Request, r *kmsg.Of
 			t := &g.Topics[i]
 			name := t.Topic
 			if r.Version >= 10 {
-				name, _ = topicName(req.Topics, t.TopicID)
+				name, _ = req.Topics.Name(t.TopicID)
 			}
 			for j := range t.Partitions {
 				p := &t.Partitions[j]

@@ -91,6 +91,32 @@ func NewCatalog(v uint64, topics map[string]TopicMeta) *Catalog {
 	return c
 }
 
+// Partition looks a topic partition up: its topic's id, or false if the
+// broker does not have it. A nil catalog (a caller with no topic source)
+// has every partition, with no id.
+func (c *Catalog) Partition(topic string, p int32) ([16]byte, bool) {
+	if c == nil {
+		return [16]byte{}, true
+	}
+	t, ok := c.ByName[topic]
+	if !ok || p < 0 || p >= t.Partitions {
+		return [16]byte{}, false
+	}
+	return t.ID, true
+}
+
+// Name resolves a topic id (requests that name topics by id, such as
+// OffsetCommit and OffsetFetch v10) to the broker's name for it, or false
+// if the broker has no topic with that id (UNKNOWN_TOPIC_ID, as Kafka). A
+// nil catalog knows no id; the zero id names no topic.
+func (c *Catalog) Name(id [16]byte) (string, bool) {
+	if c == nil || id == [16]byte{} {
+		return "", false
+	}
+	name, ok := c.ByID[id]
+	return name, ok
+}
+
 // Record is a store write: Value nil is a tombstone.
 type Record struct {
 	Key, Value []byte
