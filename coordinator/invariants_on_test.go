@@ -41,7 +41,9 @@ func TestRuntimeStopsOnABrokenMachine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestRuntimeStopsOnABrokenMachine$", "-test.count=1")
-			cmd.Env = append(os.Environ(), brokenChild+"="+tc.name)
+			// The child dies before its own cleanup: its temporary
+			// directories go under one of ours.
+			cmd.Env = append(os.Environ(), brokenChild+"="+tc.name, "TMPDIR="+t.TempDir())
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the child lived on:\n%s", out)

@@ -20,7 +20,9 @@
 // a machine from the records written so far and compares the two
 // renderings: the guard that fails when a handler changes durable state
 // without a record. The machines' scenario, property and fuzz tests run
-// it after every step.
+// it after every step; under the invariants build tag, which the whole
+// test suite sets, the shard runtime runs it too, on every machine it
+// runs, end-to-end tests included (coordinator/invariants.go).
 //
 // It holds the contract's types and the pure functions that check it; it
 // must not do I/O, read a clock or start goroutines, so that the pure
