@@ -47,7 +47,7 @@ func init() {
 		func(_ *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse, all []kmsg.OffsetFetchResponseGroup) {
 			resp.Groups = all
 		})
-	register(a, (*Shard).offsetFetchStable, // RequireStable: txn_offsets.go
+	register(a, (*Shard).offsetFetch,
 		func(r *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse, code int16) {
 			resp.ErrorCode = code
 			if r.Version < 2 {
