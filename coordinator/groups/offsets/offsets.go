@@ -18,6 +18,7 @@ package offsets
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -146,20 +147,20 @@ func (b *Book) Count(g Group) int {
 }
 
 // Topics returns the topics g has committed offsets of, sorted.
-func (b *Book) Topics(g Group) []string { return sortedKeys(b.committed[g]) }
+func (b *Book) Topics(g Group) []string { return slices.Sorted(maps.Keys(b.committed[g])) }
 
 // Partitions returns the partitions of topic g has committed offsets of,
 // sorted.
 func (b *Book) Partitions(g Group, topic string) []int32 {
-	return sortedKeys(b.committed[g][topic])
+	return slices.Sorted(maps.Keys(b.committed[g][topic]))
 }
 
 // Each calls fn for every committed offset of g, in topic and partition
 // order.
 func (b *Book) Each(g Group, fn func(topic string, p int32, o *record.Offset)) {
 	ts := b.committed[g]
-	for _, t := range sortedKeys(ts) {
-		for _, p := range sortedKeys(ts[t]) {
+	for _, t := range slices.Sorted(maps.Keys(ts)) {
+		for _, p := range slices.Sorted(maps.Keys(ts[t])) {
 			fn(t, p, ts[t][p])
 		}
 	}
@@ -237,15 +238,4 @@ func (b *Book) Durable(g Group) []string {
 		lines = append(lines, fmt.Sprintf("  offset %s/%d %+v", t, p, *o))
 	})
 	return lines
-}
-
-// sortedKeys returns m's keys in order, so that map order never reaches
-// an output.
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
