@@ -16,9 +16,10 @@ import (
 // binary. Without the tag the runtime never makes one.
 //
 // After every event (Loaded, Handle, Fire) it calls the machine's Check,
-// if it has one. Now and then (replayShare) it rebuilds the machine: a
-// fresh one from New replays the records a load of the shard would replay
-// now, and its durable state (machine.Durable) must be the live one's.
+// if it has one. Now and then (replayShare, replayEvery) it rebuilds the
+// machine: a fresh one from New replays the records a load of the shard
+// would replay now, and its durable state (machine.Durable) must be the
+// live one's.
 // A broken invariant is an error the runtime panics with: the process
 // stops, and the test that ran it fails.
 type invariants struct {
