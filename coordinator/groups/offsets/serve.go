@@ -33,29 +33,6 @@ type Groups interface {
 	ValidateDelete(g Group) (code int16, subscribed func(topic string) bool)
 }
 
-// resolve resolves the topics of a commit into names and resolved (of
-// the topics' length, made by the caller, so that a commit of a few
-// topics keeps them on its stack): names[i] is the name of topic i
-// (byID: the request names topics by id), resolved[i] false for an id the
-// broker does not have. It returns how many partitions the broker has.
-// topic, count and partition read a topic of the request's type.
-func resolve[T any](cat *machine.Catalog, topics []T, byID bool, names []string, resolved []bool, topic func(*T) (string, [16]byte), count func(*T) int, partition func(*T, int) int32) (known int) {
-	for i := range topics {
-		t := &topics[i]
-		name, id := topic(t)
-		names[i], resolved[i] = name, true
-		if byID {
-			names[i], resolved[i] = cat.Name(id)
-		}
-		for j := range count(t) {
-			if _, ok := cat.Partition(names[i], partition(t, j)); ok && resolved[i] {
-				known++
-			}
-		}
-	}
-	return known
-}
-
 // ServeCommit is Kafka's commitOffset path (§11). As Kafka's KafkaApis,
 // partitions the broker does not have are answered
 // UNKNOWN_TOPIC_OR_PARTITION (from v10, whose topics are ids, every
@@ -71,11 +48,21 @@ func (b *Book) ServeCommit(now time.Time, req machine.Request, r *kmsg.OffsetCom
 		generation, memberID = -1, ""
 	}
 	g := Group{req.Tenant, r.Group}
+	// names[i] is the name of r.Topics[i] (v10 names topics by id);
+	// resolved[i] is false for an id the broker does not have.
 	names, resolved := make([]string, len(r.Topics)), make([]bool, len(r.Topics))
-	known := resolve(req.Topics, r.Topics, r.Version >= 10, names, resolved,
-		func(t *kmsg.OffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID },
-		func(t *kmsg.OffsetCommitRequestTopic) int { return len(t.Partitions) },
-		func(t *kmsg.OffsetCommitRequestTopic, j int) int32 { return t.Partitions[j].Partition })
+	known := 0
+	for i, t := range r.Topics {
+		names[i], resolved[i] = t.Topic, true
+		if r.Version >= 10 {
+			names[i], resolved[i] = req.Topics.Name(t.TopicID)
+		}
+		for _, p := range t.Partitions {
+			if _, ok := req.Topics.Partition(names[i], p.Partition); ok && resolved[i] {
+				known++
+			}
+		}
+	}
 	code := int16(0)
 	if known > 0 {
 		code = gs.ValidateCommit(now, g, r, generation, memberID)
@@ -119,12 +106,21 @@ func (b *Book) ServeTxnCommit(now time.Time, req machine.Request, r *kmsg.TxnOff
 	if r.Version < 3 {
 		generation, memberID, instance = -1, "", nil
 	}
-	// v6 names topics by id.
+	// names[i] is the name of r.Topics[i] (v6 names topics by id);
+	// resolved[i] is false for an id the broker does not have.
 	names, resolved := make([]string, len(r.Topics)), make([]bool, len(r.Topics))
-	known := resolve(req.Topics, r.Topics, r.Version >= 6, names, resolved,
-		func(t *kmsg.TxnOffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID },
-		func(t *kmsg.TxnOffsetCommitRequestTopic) int { return len(t.Partitions) },
-		func(t *kmsg.TxnOffsetCommitRequestTopic, j int) int32 { return t.Partitions[j].Partition })
+	known := 0
+	for i, t := range r.Topics {
+		names[i], resolved[i] = t.Topic, true
+		if r.Version >= 6 {
+			names[i], resolved[i] = req.Topics.Name(t.TopicID)
+		}
+		for _, p := range t.Partitions {
+			if _, ok := req.Topics.Partition(names[i], p.Partition); ok && resolved[i] {
+				known++
+			}
+		}
+	}
 	code := int16(0)
 	if known > 0 {
 		// The group check of OffsetCommit at v9: a consumer group's
