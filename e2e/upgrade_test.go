@@ -405,37 +405,32 @@ func resumeAfterUpgrade(ctx context.Context, t *testing.T, after *fixture.Manife
 	}
 }
 
-func topicOf(t *testing.T, m *fixture.Manifest, org, name string) *fixture.Topic {
+// entryOf returns the entry of all that match picks, failing the test
+// with what when the manifest has none.
+func entryOf[T any](t *testing.T, all []T, what string, match func(*T) bool) *T {
 	t.Helper()
-	for i := range m.Topics {
-		if m.Topics[i].Org == org && m.Topics[i].Name == name {
-			return &m.Topics[i]
+	for i := range all {
+		if match(&all[i]) {
+			return &all[i]
 		}
 	}
-	t.Fatalf("the manifest has no topic %s in %q", name, org)
+	t.Fatalf("the manifest has no %s", what)
 	return nil
+}
+
+func topicOf(t *testing.T, m *fixture.Manifest, org, name string) *fixture.Topic {
+	t.Helper()
+	return entryOf(t, m.Topics, fmt.Sprintf("topic %s in %q", name, org), func(x *fixture.Topic) bool { return x.Org == org && x.Name == name })
 }
 
 func groupOf(t *testing.T, m *fixture.Manifest, org, name string) *fixture.Group {
 	t.Helper()
-	for i := range m.Groups {
-		if m.Groups[i].Org == org && m.Groups[i].Name == name {
-			return &m.Groups[i]
-		}
-	}
-	t.Fatalf("the manifest has no group %s in %q", name, org)
-	return nil
+	return entryOf(t, m.Groups, fmt.Sprintf("group %s in %q", name, org), func(x *fixture.Group) bool { return x.Org == org && x.Name == name })
 }
 
 func txnOf(t *testing.T, m *fixture.Manifest, org, id string) *fixture.Txn {
 	t.Helper()
-	for i := range m.Transactions {
-		if m.Transactions[i].Org == org && m.Transactions[i].ID == id {
-			return &m.Transactions[i]
-		}
-	}
-	t.Fatalf("the manifest has no transactional id %s in %q", id, org)
-	return nil
+	return entryOf(t, m.Transactions, fmt.Sprintf("transactional id %s in %q", id, org), func(x *fixture.Txn) bool { return x.Org == org && x.ID == id })
 }
 
 func adminAPI(ctx context.Context, t *testing.T, conn fixture.Conn, method, path, body string, want int) {
