@@ -97,7 +97,7 @@ func (a *API) createOrg(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, err.Error())
 		return
 	}
-	if err := a.cfg.Orgs.Create(body.Name, time.Now()); err != nil {
+	if err := a.cfg.Orgs.Create(body.Name); err != nil {
 		writeError(w, orgErrorCode(err), err.Error())
 		return
 	}

@@ -109,6 +109,13 @@ type RuntimeConfig struct {
 	// writes the partition's offset reservations with the records. Nil:
 	// none (the assigner's shard, or the topic turned off).
 	Topic *offsetstopic.Partition
+	// Durable, if set, is handed every batch of records once written
+	// (durable, unless the batch was NoSync: one no reply waits on),
+	// from the goroutine that waits for the store, before the replies
+	// that wait on it are released; so a view it feeds has what a reply
+	// acknowledged by the time the reply leaves (the global unit's
+	// views, globalhost). It must not block. Nil: none.
+	Durable func(recs []Record)
 	// MaxWrites caps the store writes in flight at once: a new batch
 	// starts while earlier ones are still syncing, so a record waits for
 	// about one sync rather than the rest of the one under way and then
@@ -710,6 +717,9 @@ func (r *Runtime) waiter(syncs <-chan started, done chan<- struct{}) {
 			unsynced = 0
 		}
 		r.obs.BatchWritten(observe.Batch{Shard: r.cfg.ID, Records: st.n, Bytes: st.bytes, Latency: time.Since(st.at), Err: err})
+		if err == nil && r.cfg.Durable != nil && len(st.batch) > 0 {
+			r.cfg.Durable(st.batch)
+		}
 		r.events <- event{wrote: &writeResult{upTo: written, err: err}}
 		// After the replies' release is under way: the topic only
 		// queues the batch, and never delays a commit.

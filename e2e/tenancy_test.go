@@ -39,7 +39,7 @@ func startTenancyNode(t *testing.T, cfg node.Config) *testkit.SecureNode {
 	n := testkit.StartSecureNode(t, cfg, tenancyUsers)
 	orgs := n.Orgs()
 	for _, o := range []string{"acme", "globex"} {
-		if err := orgs.Create(o, time.Now()); err != nil {
+		if err := orgs.Create(o); err != nil {
 			t.Fatalf("create organisation %s: %v", o, err)
 		}
 	}

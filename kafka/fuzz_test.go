@@ -47,10 +47,10 @@ import (
 
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/internal/globaltest"
 	"github.com/cohort-dev/cohort/observe/observetest"
 	"github.com/cohort-dev/cohort/quota"
 	"github.com/cohort-dev/cohort/security"
-	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/cohort-dev/cohort/txncoord"
@@ -172,13 +172,13 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	rec := &observetest.Recorder{}
 	// Authorization on, every check passing (no ACL, everyone allowed),
 	// so that the ACL APIs and the checks run; a fresh store each time.
-	az, err := security.NewAuthorizer(security.AuthorizerConfig{Store: memstore.New(memstore.Options{}), AllowEveryoneIfNoACLFound: true})
+	az, err := security.NewAuthorizer(security.AuthorizerConfig{Global: globaltest.Start(t, nil), AllowEveryoneIfNoACLFound: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Quotas on a fresh store too, so that AlterClientQuotas writes and
 	// DescribeClientQuotas reads what it wrote.
-	qs, err := quota.NewRegistry(memstore.New(memstore.Options{}))
+	qs, err := quota.NewRegistry(globaltest.Start(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/internal/globaltest"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/ratelog"
 	"github.com/cohort-dev/cohort/security"
-	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -38,7 +38,7 @@ const fuzzPassword = "alice-pw"
 var fuzzPlainToken = []byte("\x00alice\x00" + fuzzPassword)
 
 func saslFuzzServer(tb testing.TB) *Server {
-	creds := security.NewCredentials(memstore.New(memstore.Options{}))
+	creds := security.NewCredentials(globaltest.Start(tb, nil))
 	var ch []security.Change
 	for _, m := range security.Mechanisms {
 		c := security.NewCredential(m, fuzzPassword, security.MinIterations)

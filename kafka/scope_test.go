@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cohort-dev/cohort/internal/globaltest"
 	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/cohort-dev/cohort/topics"
@@ -91,7 +92,7 @@ func TestScope(t *testing.T) {
 // not from a connection without it, not from another organisation's,
 // and not at all without an authorizer.
 func TestPeerTenant(t *testing.T) {
-	az, err := security.NewAuthorizer(security.AuthorizerConfig{Store: memstore.New(memstore.Options{}), SuperUsers: []string{"User:node"}})
+	az, err := security.NewAuthorizer(security.AuthorizerConfig{Global: globaltest.Start(t, nil), SuperUsers: []string{"User:node"}})
 	if err != nil {
 		t.Fatal(err)
 	}

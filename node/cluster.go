@@ -23,6 +23,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/offsetstopic"
+	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store/etcd"
 	"github.com/cohort-dev/cohort/topics"
 )
@@ -224,17 +225,8 @@ func (n *Node) internalTopics() map[string]machine.TopicMeta {
 func (n *Node) refreshCatalog(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changed := make(chan struct{}, 1)
-	go func() {
-		// The global log of the store (store/etcd's layout: P/data/g/).
-		wc := n.etcd.Watch(clientv3.WithRequireLeader(ctx), cluster.DataPrefix(n.cfg.Cluster.Prefix)+"/g/", clientv3.WithPrefix())
-		for range wc {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	// The store's global log (the topic catalog) and the global unit's.
+	changed := n.etcdStore.Changes(ctx, record.ShardPrefix(record.GlobalShard))
 	t := time.NewTicker(n.cfg.Cluster.CatalogRefresh)
 	defer t.Stop()
 	version, known := n.topics.Version(), liveTopics(n)
@@ -245,19 +237,12 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		case <-t.C:
 		case <-changed:
 		}
-		// ACLs, organisations and quotas live in the same global log:
-		// another node's CreateAcls, DeleteAcls, organisation change or
-		// AlterClientQuotas reaches this node here.
-		if n.authz != nil {
-			if err := n.authz.Reload(); err != nil {
-				n.logger.Debug("reload ACLs", "err", err)
-			}
-		}
-		if err := n.orgs.Reload(); err != nil {
-			n.logger.Debug("reload organisations", "err", err)
-		}
-		if err := n.quotas.Reload(); err != nil {
-			n.logger.Debug("reload quotas", "err", err)
+		// Credentials, ACLs, organisations and quotas are the global
+		// unit's records: another node's CreateAcls, DeleteAcls,
+		// AlterUserScramCredentials, organisation change or
+		// AlterClientQuotas reaches this node's views here.
+		if err := n.global.Refresh(); err != nil {
+			n.logger.Debug("read the global unit", "err", err)
 		}
 		if err := n.topics.Refresh(); err != nil {
 			n.logger.Debug("refresh topic catalog", "err", err)

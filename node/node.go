@@ -36,6 +36,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/coordinator/txn"
+	"github.com/cohort-dev/cohort/globalhost"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/logs"
@@ -271,6 +272,9 @@ type Node struct {
 	creds *security.Credentials
 	// quotas are the organisations' quotas.
 	quotas *quota.Registry
+	// global runs the global unit, whose views are authz, creds, orgs
+	// and quotas.
+	global *globalhost.Host
 	// lns are the Kafka listeners, in the order given, and listeners
 	// their descriptions (the advertised address filled in).
 	lns       []net.Listener
@@ -420,9 +424,16 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("open topic log: %w", err)
 	}
 	catalog := &catalogCache{log: n.topics}
+	// The global unit (credentials, ACLs, organisations, quotas), whose
+	// views the coordinator (its groups' limits), the admin API and the
+	// Kafka server read. In cluster mode every node writes it, each
+	// write fencing the last writer (globalhost).
+	if n.global, err = globalhost.Start(globalhost.Config{Store: n.store, Shared: cfg.Cluster != nil, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
 	// The organisations' quotas, before the coordinator: its groups'
 	// limits are an organisation's max_groups and max_members_per_group.
-	if n.quotas, err = quota.NewRegistry(n.store); err != nil {
+	if n.quotas, err = quota.NewRegistry(n.global); err != nil {
 		return nil, err
 	}
 	cfg.Groups.TenantLimits = func(tenant string) groups.TenantLimits {
@@ -442,7 +453,7 @@ func Start(cfg Config) (_ *Node, err error) {
 	// its groups' offsets.
 	n.groups.ReconcileTopics(liveTopics(n))
 	// Before the admin API, which manages them.
-	if n.orgs, err = security.NewOrgs(n.store); err != nil {
+	if n.orgs, err = security.NewOrgs(n.global); err != nil {
 		return nil, err
 	}
 	if n.registry != nil {
@@ -497,7 +508,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		}
 		peer = n.peers.request
 	}
-	creds := security.NewCredentials(n.store)
+	creds := security.NewCredentials(n.global)
 	n.creds = creds
 	sasl, err := security.NewSASL(creds, cfg.SASLMechanisms)
 	if err != nil {
@@ -505,7 +516,7 @@ func Start(cfg Config) (_ *Node, err error) {
 	}
 	if cfg.Authorizer {
 		if n.authz, err = security.NewAuthorizer(security.AuthorizerConfig{
-			Store: n.store, SuperUsers: cfg.SuperUsers, AllowEveryoneIfNoACLFound: cfg.AllowEveryoneIfNoACLFound,
+			Global: n.global, SuperUsers: cfg.SuperUsers, AllowEveryoneIfNoACLFound: cfg.AllowEveryoneIfNoACLFound,
 		}); err != nil {
 			return nil, err
 		}
@@ -1103,6 +1114,10 @@ func (n *Node) stop() error {
 	if n.groups != nil {
 		n.groups.Close()
 		n.groups = nil
+	}
+	if n.global != nil {
+		n.global.Close()
+		n.global = nil
 	}
 	if n.topics != nil {
 		errs = append(errs, n.topics.Close())

@@ -21,14 +21,15 @@
 package quota
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
 
+	"github.com/cohort-dev/cohort/coordinator/global"
 	"github.com/cohort-dev/cohort/record"
-	"github.com/cohort-dev/cohort/store"
 )
 
 // EntityOrg is the one entity type Cohort keeps quotas for.
@@ -133,12 +134,11 @@ func (l Limits) Rates() bool {
 	return l.ProducerByteRate > 0 || l.ConsumerByteRate > 0 || l.RequestPercentage > 0 || l.RequestRate > 0
 }
 
-// Registry holds every quota. It is safe for concurrent use; a nil
-// Registry has no quotas.
+// Registry holds every quota: a view of the global unit's quota records.
+// It is safe for concurrent use; a nil Registry has no quotas.
 type Registry struct {
-	st  store.Store
-	mu  sync.Mutex // serializes changes and reloads
-	set atomic.Pointer[quotaSet]
+	unit global.Unit
+	set  atomic.Pointer[quotaSet]
 }
 
 type quotaSet struct {
@@ -149,49 +149,28 @@ type quotaSet struct {
 	any    bool     // some quota is set
 }
 
-// NewRegistry loads the quotas kept in st.
-func NewRegistry(st store.Store) (*Registry, error) {
-	r := &Registry{st: st}
-	if err := r.Reload(); err != nil {
-		return nil, err
-	}
+// NewRegistry is a view of the quotas of unit.
+func NewRegistry(unit global.Unit) (*Registry, error) {
+	r := &Registry{unit: unit}
+	unit.Subscribe(r.update)
 	return r, nil
 }
 
-// Reload reads every quota from the store again.
-func (r *Registry) Reload() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.reloadLocked()
-}
-
-func (r *Registry) reloadLocked() error {
+// update indexes the quotas of a snapshot of the global unit.
+func (r *Registry) update(snap *global.Snapshot) {
 	s := &quotaSet{entries: map[Entity]map[string]float64{}}
-	err := r.st.Scan(record.QuotaPrefix(), func(k, v []byte) error {
-		q, err := record.ParseQuotaKey(k)
-		if err != nil {
-			return err
-		}
-		f, err := record.DecodeQuotaValue(v)
-		if err != nil {
-			return err
-		}
+	for q, v := range snap.Quotas {
 		if q.EntityType != EntityOrg {
-			return nil // a type a later version keeps: not ours to apply
+			continue // a type a later version keeps: not ours to apply
 		}
 		e := Entity{Default: q.Default, Name: q.Name}
 		if s.entries[e] == nil {
 			s.entries[e] = map[string]float64{}
 		}
-		s.entries[e][q.KeyName] = f
+		s.entries[e][q.KeyName] = v
 		s.any = true
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read quotas: %w", err)
 	}
 	r.set.Store(s)
-	return nil
 }
 
 // Entries returns every entity with its values, the default entity
@@ -219,29 +198,23 @@ func (r *Registry) Entries() []Entry {
 }
 
 // Alter applies the changes (validated by the caller) in one durable
-// batch: a value is set, a removal deletes the key's record (removing a
-// key that is not set changes nothing).
+// batch of the global unit: a value is set, a removal deletes the key's
+// record (removing a key that is not set changes nothing).
 func (r *Registry) Alter(changes map[Entity][]Op) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var b store.Batch
+	var cmd global.AlterQuotas
 	for e, ops := range changes {
 		for _, op := range ops {
-			key := record.Quota{EntityType: EntityOrg, Default: e.Default, Name: e.Name, KeyName: op.Key}.Key()
-			if op.Remove {
-				b.Delete(key)
-			} else {
-				b.Put(key, record.QuotaValue(op.Value))
-			}
+			q := record.Quota{EntityType: EntityOrg, Default: e.Default, Name: e.Name, KeyName: op.Key}
+			cmd.Changes = append(cmd.Changes, global.QuotaChange{Quota: q, Value: op.Value, Remove: op.Remove})
 		}
 	}
-	if b.Len() == 0 {
+	if len(cmd.Changes) == 0 {
 		return nil
 	}
-	if err := r.st.Apply(&b); err != nil {
+	if _, err := r.unit.Do(context.Background(), cmd); err != nil {
 		return fmt.Errorf("write quotas: %w", err)
 	}
-	return r.reloadLocked()
+	return nil
 }
 
 // Limits returns the quotas that apply to the organisation named org

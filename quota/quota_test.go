@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/internal/globaltest"
 	"github.com/cohort-dev/cohort/store/memstore"
 )
 
@@ -34,7 +35,8 @@ func TestRateThrottle(t *testing.T) {
 }
 
 func TestRegistryResolvesEachKey(t *testing.T) {
-	r, err := NewRegistry(memstore.New(memstore.Options{}))
+	st := memstore.New(memstore.Options{})
+	r, err := NewRegistry(globaltest.Start(t, st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,14 +57,12 @@ func TestRegistryResolvesEachKey(t *testing.T) {
 	if got, want := r.Limits("other"), (Limits{ProducerByteRate: 100, MaxGroups: 5}); got != want {
 		t.Fatalf("other: %+v, want %+v", got, want)
 	}
-	// A removal, seen by a registry that reloads (another node).
-	r2, _ := NewRegistry(r.st)
+	// A removal, seen by a registry of a unit that loads the store
+	// again (a restart).
 	if err := r.Alter(map[Entity][]Op{{Name: "acme"}: {{Key: MaxGroups, Remove: true}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r2.Reload(); err != nil {
-		t.Fatal(err)
-	}
+	r2, _ := NewRegistry(globaltest.Start(t, st))
 	if got := r2.Limits("acme").MaxGroups; got != 5 {
 		t.Fatalf("acme after removal: max groups %d, want the default's 5", got)
 	}

@@ -6,20 +6,20 @@ import (
 )
 
 // ACLs, like SCRAM credentials, are every node's: each node authorizes
-// every request it gets, so they live under their own namespace byte,
-// outside every shard's prefix, written through the store's global log.
-// An ACL is all key: Kafka keeps a set of bindings, so two identical
+// every request it gets, so they are records of the global unit
+// (GlobalShard, global.go), which every node's views replay. An ACL is all key: Kafka keeps a set of bindings, so two identical
 // CreateAcls leave one, and DeleteAcls deletes keys.
 
 // KindACL is one ACL binding (Kafka's AccessControlEntryRecord, a KRaft
 // metadata record of its own numbering; 21 here, after the credentials).
 const KindACL Kind = 21
 
-// aclNamespace is the first byte of every ACL key.
-const aclNamespace = 'a'
+// legacyACLNamespace is the first byte of the ACL keys written before
+// the global unit (UpgradeGlobalKey).
+const legacyACLNamespace = 'a'
 
 // ACLPrefix is the prefix of every ACL record.
-func ACLPrefix() []byte { return []byte{aclNamespace, byte(KindACL)} }
+func ACLPrefix() []byte { return KindPrefix(GlobalShard, KindACL) }
 
 // ACL is one binding in Kafka's numbering (kmsg.ACLResourceType,
 // ACLResourcePatternType, ACLOperation, ACLPermissionType): a resource
@@ -59,11 +59,12 @@ func ACLValue() []byte { return []byte{valueVersion1} }
 // ParseACLKey decodes an ACL key.
 func ParseACLKey(key []byte) (ACL, error) {
 	var a ACL
-	if !bytes.HasPrefix(key, ACLPrefix()) || len(key) < 4 {
+	n := len(ACLPrefix())
+	if !bytes.HasPrefix(key, ACLPrefix()) || len(key) < n+2 {
 		return a, fmt.Errorf("%w: key %q is not an ACL key", ErrCorrupt, key)
 	}
-	a.ResourceType, a.PatternType = int8(key[2]), int8(key[3])
-	r := keyReader{b: key[4:]}
+	a.ResourceType, a.PatternType = int8(key[n]), int8(key[n+1])
+	r := keyReader{b: key[n+2:]}
 	a.Name = r.string()
 	a.Principal = r.string()
 	a.Host = r.string()

@@ -7,23 +7,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
-// SCRAM credentials are not a coordinator shard's: every node of a
-// cluster authenticates every user, so they live under their own
-// namespace byte, outside every shard's key prefix, and are written
-// through the store's global log (store.Store.Apply) as the topic
-// catalog is: in cluster mode that log is shared by all nodes, and a Get
-// reads it linearizably.
+// SCRAM credentials are not a group shard's: every node of a cluster
+// authenticates every user, so they are records of the global unit
+// (GlobalShard, global.go), which every node's views replay.
 
 // KindScramCredential is a user's salted SCRAM credential for one
 // mechanism (Kafka's UserScramCredentialRecord, a KRaft metadata record
 // of its own numbering; 20 here, past the coordinator's kinds).
 const KindScramCredential Kind = 20
 
-// credentialNamespace is the first byte of every credential key.
-const credentialNamespace = 'u'
+// legacyCredentialNamespace is the first byte of the credential keys
+// written before the global unit (UpgradeGlobalKey).
+const legacyCredentialNamespace = 'u'
 
 // CredentialPrefix is the prefix of every credential record.
-func CredentialPrefix() []byte { return []byte{credentialNamespace, byte(KindScramCredential)} }
+func CredentialPrefix() []byte { return KindPrefix(GlobalShard, KindScramCredential) }
 
 // CredentialKey names a user's credential for one mechanism: Kafka's
 // mechanism type (1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
@@ -44,7 +42,7 @@ func ParseCredentialKey(key []byte) (CredentialKey, error) {
 	if !bytes.HasPrefix(key, CredentialPrefix()) {
 		return k, fmt.Errorf("%w: key %q is not a credential key", ErrCorrupt, key)
 	}
-	r := keyReader{b: key[2:]}
+	r := keyReader{b: key[len(CredentialPrefix()):]}
 	k.User = r.string()
 	if r.err != nil || len(r.b) != 1 {
 		return k, fmt.Errorf("%w: credential key %q", ErrCorrupt, key)

@@ -7,10 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
-// Organisations (tenants) are not a coordinator shard's either: every
-// node maps every principal to its organisation, so their records live
-// under their own namespace byte and are written through the store's
-// global log, as credentials and ACLs are.
+// Organisations (tenants) are not a group shard's either: every node
+// maps every principal to its organisation, so they are records of the
+// global unit (GlobalShard, global.go), as credentials and ACLs are.
 
 // KindOrg is an organisation: its name is the tenant every group,
 // offset, topic and ACL of its principals is scoped to.
@@ -19,14 +18,15 @@ const KindOrg Kind = 22
 // KindOrgMember puts a principal in an organisation.
 const KindOrgMember Kind = 23
 
-// orgNamespace is the first byte of every organisation key.
-const orgNamespace = 'o'
+// legacyOrgNamespace is the first byte of the organisation keys written
+// before the global unit (UpgradeGlobalKey).
+const legacyOrgNamespace = 'o'
 
 // OrgPrefix is the prefix of every organisation record.
-func OrgPrefix() []byte { return []byte{orgNamespace, byte(KindOrg)} }
+func OrgPrefix() []byte { return KindPrefix(GlobalShard, KindOrg) }
 
 // OrgMemberPrefix is the prefix of every organisation-member record.
-func OrgMemberPrefix() []byte { return []byte{orgNamespace, byte(KindOrgMember)} }
+func OrgMemberPrefix() []byte { return KindPrefix(GlobalShard, KindOrgMember) }
 
 // OrgKey is an organisation's key.
 func OrgKey(name string) []byte { return appendKeyString(OrgPrefix(), name) }

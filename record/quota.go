@@ -9,9 +9,8 @@ import (
 
 // Client quotas (KIP-546's AlterClientQuotas and DescribeClientQuotas)
 // are every node's, as ACLs and organisations are: each node enforces
-// them on the connections it serves, so they live under their own
-// namespace byte, outside every shard's prefix, written through the
-// store's global log.
+// them on the connections it serves, so they are records of the global
+// unit (GlobalShard, global.go).
 //
 // One record is one (entity, key) pair, as Kafka's QuotaRecord: removing
 // a key deletes its record, so an entity without keys has no record at
@@ -22,11 +21,12 @@ import (
 // organisations).
 const KindQuota Kind = 24
 
-// quotaNamespace is the first byte of every quota key.
-const quotaNamespace = 'q'
+// legacyQuotaNamespace is the first byte of the quota keys written
+// before the global unit (UpgradeGlobalKey).
+const legacyQuotaNamespace = 'q'
 
 // QuotaPrefix is the prefix of every quota record.
-func QuotaPrefix() []byte { return []byte{quotaNamespace, byte(KindQuota)} }
+func QuotaPrefix() []byte { return KindPrefix(GlobalShard, KindQuota) }
 
 // Quota is one quota record: the entity (a type such as "org" and a
 // name, or no name for the type's default entity) and the key its value

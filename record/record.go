@@ -99,8 +99,7 @@ func (k Kind) String() string {
 }
 
 // namespace is the first byte of every coordinator key, apart from the
-// topic log's "topic/" and "meta/" keys and the credentials' 'u' keys
-// (credential.go) in the same store.
+// topic log's "topic/" and "meta/" keys in the same store.
 const namespace = 'c'
 
 const valueVersion1 = 1

@@ -1,38 +1,37 @@
 package security
 
 // Authorization: Kafka's ACL model (KIP-11, KIP-290's prefixed patterns)
-// over the principals authentication gives. The ACLs are records in the
-// store (record.KindACL), written through its global log as credentials
-// are; an Authorizer holds every one in memory, indexed for the checks
-// every request makes, and reloads them after each change it makes
-// (Reload, for changes other nodes made).
+// over the principals authentication gives. The ACLs are records of the
+// global unit (record.KindACL, coordinator/global); an Authorizer is a
+// view of them, indexed for the checks every request makes, rebuilt from
+// each snapshot the unit hands it, and sends the unit its changes.
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 
+	"github.com/cohort-dev/cohort/coordinator/global"
 	"github.com/cohort-dev/cohort/record"
-	"github.com/cohort-dev/cohort/store"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Wildcards, as Kafka's: a literal resource name, a principal and a host
 // that match every one.
 const (
-	WildcardResource  = "*"
-	WildcardPrincipal = "User:*"
-	WildcardHost      = "*"
+	WildcardResource  = global.WildcardResource
+	WildcardPrincipal = global.WildcardPrincipal
+	WildcardHost      = global.WildcardHost
 	// ClusterName is the only name of the CLUSTER resource.
 	ClusterName = "kafka-cluster"
 )
 
 // AuthorizerConfig configures an Authorizer.
 type AuthorizerConfig struct {
-	// Store keeps the ACLs. Required.
-	Store store.Store
+	// Global is the global unit that keeps the ACLs. Required.
+	Global global.Unit
 	// SuperUsers may do everything, ACLs or not (Kafka's super.users):
 	// principals as "User:alice".
 	SuperUsers []string
@@ -51,11 +50,10 @@ type AuthorizerConfig struct {
 // ALLOW of READ, WRITE, DELETE or ALTER implies DESCRIBE and ALLOW of
 // ALTER_CONFIGS implies DESCRIBE_CONFIGS. It is safe for concurrent use.
 type Authorizer struct {
-	st          store.Store
+	unit        global.Unit
 	super       map[string]bool
 	allowIfNone bool
 
-	mu  sync.Mutex // serializes changes and reloads
 	set atomic.Pointer[aclSet]
 }
 
@@ -90,18 +88,19 @@ type resource struct {
 	name string
 }
 
-// NewAuthorizer loads the ACLs kept in cfg.Store.
+// NewAuthorizer is a view of the ACLs of cfg.Global.
 func NewAuthorizer(cfg AuthorizerConfig) (*Authorizer, error) {
-	a := &Authorizer{st: cfg.Store, super: map[string]bool{}, allowIfNone: cfg.AllowEveryoneIfNoACLFound}
+	if cfg.Global == nil {
+		return nil, fmt.Errorf("authorizer: AuthorizerConfig needs Global")
+	}
+	a := &Authorizer{unit: cfg.Global, super: map[string]bool{}, allowIfNone: cfg.AllowEveryoneIfNoACLFound}
 	for _, u := range cfg.SuperUsers {
 		if _, _, err := ParsePrincipal(u); err != nil {
 			return nil, fmt.Errorf("super user: %w", err)
 		}
 		a.super[u] = true
 	}
-	if err := a.Reload(); err != nil {
-		return nil, err
-	}
+	cfg.Global.Subscribe(a.update)
 	return a, nil
 }
 
@@ -131,20 +130,10 @@ func ParseSuperUsers(s string) ([]string, error) {
 	return out, nil
 }
 
-// Reload reads every ACL from the store again.
-func (a *Authorizer) Reload() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.reloadLocked()
-}
-
-func (a *Authorizer) reloadLocked() error {
+// update indexes the ACLs of a snapshot of the global unit.
+func (a *Authorizer) update(snap *global.Snapshot) {
 	set := &aclSet{byTenant: map[string]*tenantACLs{}}
-	err := a.st.Scan(record.ACLPrefix(), func(k, _ []byte) error {
-		acl, err := record.ParseACLKey(k)
-		if err != nil {
-			return err
-		}
+	for _, acl := range snap.ACLs {
 		set.all = append(set.all, acl)
 		t := set.byTenant[acl.Tenant]
 		if t == nil {
@@ -159,13 +148,8 @@ func (a *Authorizer) reloadLocked() error {
 			r := resource{rt, acl.Name}
 			t.literal[r] = append(t.literal[r], acl)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read ACLs: %w", err)
 	}
 	a.set.Store(set)
-	return nil
 }
 
 // Request is who asks: the principal and the client's IP address.
@@ -311,75 +295,9 @@ func (a *Authorizer) AuthorizedOperations(r Request, typ kmsg.ACLResourceType, n
 	return bits
 }
 
-// Filter selects ACLs of one tenant, as Kafka's AclBindingFilter: ANY
-// (a type, a pattern type, an operation, a permission) and nil (a name, a
-// principal, a host) match every value; pattern type MATCH matches the
-// ACLs that would apply to the resource Name names: LITERAL ones of it or
-// "*", PREFIXED ones of a prefix of it.
-type Filter struct {
-	// Tenant is the organisation whose ACLs the filter selects: always
-	// exactly one, the caller's ("" the default one).
-	Tenant       string
-	ResourceType kmsg.ACLResourceType
-	Name         *string
-	PatternType  kmsg.ACLResourcePatternType
-	Principal    *string
-	Host         *string
-	Operation    kmsg.ACLOperation
-	Permission   kmsg.ACLPermissionType
-}
-
-// Matches reports whether f selects acl.
-func (f Filter) Matches(acl record.ACL) bool {
-	if f.Tenant != acl.Tenant {
-		return false
-	}
-	if f.ResourceType != kmsg.ACLResourceTypeAny && int8(f.ResourceType) != acl.ResourceType {
-		return false
-	}
-	pt := kmsg.ACLResourcePatternType(acl.PatternType)
-	switch f.PatternType {
-	case kmsg.ACLResourcePatternTypeAny:
-		if f.Name != nil && *f.Name != acl.Name {
-			return false
-		}
-	case kmsg.ACLResourcePatternTypeMatch:
-		if f.Name != nil {
-			switch pt {
-			case kmsg.ACLResourcePatternTypeLiteral:
-				if acl.Name != *f.Name && acl.Name != WildcardResource {
-					return false
-				}
-			case kmsg.ACLResourcePatternTypePrefixed:
-				if !strings.HasPrefix(*f.Name, acl.Name) {
-					return false
-				}
-			default:
-				return false
-			}
-		}
-	default:
-		if f.PatternType != pt || (f.Name != nil && *f.Name != acl.Name) {
-			return false
-		}
-	}
-	if f.Principal != nil && *f.Principal != acl.Principal {
-		return false
-	}
-	if f.Host != nil && *f.Host != acl.Host {
-		return false
-	}
-	if f.Operation != kmsg.ACLOperationAny && int8(f.Operation) != acl.Operation {
-		return false
-	}
-	return f.Permission == kmsg.ACLPermissionTypeAny || int8(f.Permission) == acl.Permission
-}
-
-// Unknown reports whether f has an UNKNOWN element, which Kafka refuses.
-func (f Filter) Unknown() bool {
-	return f.ResourceType == kmsg.ACLResourceTypeUnknown || f.PatternType == kmsg.ACLResourcePatternTypeUnknown ||
-		f.Operation == kmsg.ACLOperationUnknown || f.Permission == kmsg.ACLPermissionTypeUnknown
-}
+// Filter selects ACLs of one tenant, as Kafka's AclBindingFilter (the
+// global unit's, which deletes by it).
+type Filter = global.ACLFilter
 
 // ACLs returns the ACLs f selects, in key order.
 func (a *Authorizer) ACLs(f Filter) []record.ACL {
@@ -426,43 +344,23 @@ func ValidateACL(acl record.ACL) string {
 	return ""
 }
 
-// CreateACLs stores acls (validated by the caller) in one durable batch.
+// CreateACLs stores acls (validated by the caller) in one durable batch
+// of the global unit.
 func (a *Authorizer) CreateACLs(acls []record.ACL) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var b store.Batch
-	for _, acl := range acls {
-		b.Put(acl.Key(), record.ACLValue())
-	}
-	if err := a.st.Apply(&b); err != nil {
+	if _, err := a.unit.Do(context.Background(), global.CreateACLs{ACLs: acls}); err != nil {
 		return fmt.Errorf("write ACLs: %w", err)
 	}
-	return a.reloadLocked()
+	return nil
 }
 
-// DeleteACLs deletes every ACL each filter selects, in one durable batch,
-// and returns each filter's.
+// DeleteACLs deletes every ACL each filter selects, in one durable batch
+// of the global unit, and returns each filter's.
 func (a *Authorizer) DeleteACLs(filters []Filter) ([][]record.ACL, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.reloadLocked(); err != nil { // another node's changes too
-		return nil, err
-	}
-	out := make([][]record.ACL, len(filters))
-	var b store.Batch
-	for i, f := range filters {
-		out[i] = a.ACLs(f)
-		for _, acl := range out[i] {
-			b.Delete(acl.Key())
-		}
-	}
-	if b.Len() == 0 {
-		return out, nil
-	}
-	if err := a.st.Apply(&b); err != nil {
+	out, err := a.unit.Do(context.Background(), global.DeleteACLs{Filters: filters})
+	if err != nil {
 		return nil, fmt.Errorf("delete ACLs: %w", err)
 	}
-	return out, a.reloadLocked()
+	return out.([][]record.ACL), nil
 }
 
 // SortACLs orders acls by resource then entry, for stable answers.

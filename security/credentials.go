@@ -1,42 +1,40 @@
 package security
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
+	"github.com/cohort-dev/cohort/coordinator/global"
 	"github.com/cohort-dev/cohort/record"
-	"github.com/cohort-dev/cohort/store"
 )
 
-// Credentials are the users' SCRAM credentials, kept as
-// record.KindScramCredential records in the store (salted: the salt, the
-// iterations, StoredKey and ServerKey; never a password). They are
-// written through the store's global log, as the topic catalog is, so in
-// cluster mode every node reads the same ones; a lookup is a store Get,
-// one per authentication (a linearizable etcd read in cluster mode), so a
-// deleted user cannot authenticate anywhere once the deletion returned.
+// Credentials are the users' SCRAM credentials (salted: the salt, the
+// iterations, StoredKey and ServerKey; never a password), records of the
+// global unit (record.KindScramCredential, coordinator/global). A
+// Credentials is a view of them: a lookup, one per authentication, reads
+// the snapshot the unit handed it last, and changes go to the unit. On
+// one node a change is in the view before its acknowledgement leaves; in
+// cluster mode another node's view has it once that node has read the
+// unit's records again (at once when the store tells it, and at least
+// every ClusterConfig.CatalogRefresh).
 type Credentials struct {
-	st store.Store
+	unit global.Unit
+	snap atomic.Pointer[global.Snapshot]
 }
 
-// NewCredentials keeps credentials in st.
-func NewCredentials(st store.Store) *Credentials { return &Credentials{st: st} }
+// NewCredentials is a view of the credentials of unit.
+func NewCredentials(unit global.Unit) *Credentials {
+	c := &Credentials{unit: unit}
+	unit.Subscribe(func(s *global.Snapshot) { c.snap.Store(s) })
+	return c
+}
 
 // Get returns user's credential for m; ok is false if there is none.
 func (c *Credentials) Get(user string, m Mechanism) (cred record.ScramCredential, ok bool, err error) {
-	v, err := c.st.Get(record.CredentialKey{User: user, Mechanism: int8(m)}.Key())
-	if errors.Is(err, store.ErrNotFound) {
-		return cred, false, nil
-	}
-	if err != nil {
-		return cred, false, fmt.Errorf("read credential of %q: %w", user, err)
-	}
-	cred, err = record.DecodeScramCredential(v)
-	if err != nil {
-		return cred, false, fmt.Errorf("credential of %q: %w", user, err)
-	}
-	return cred, true, nil
+	cred, ok = c.snap.Load().Credentials[record.CredentialKey{User: user, Mechanism: int8(m)}]
+	return cred, ok, nil
 }
 
 // CheckPassword reports whether password is user's: checked against the
@@ -63,18 +61,13 @@ type Change struct {
 	Cred      *record.ScramCredential
 }
 
-// Apply writes changes in one durable batch.
+// Apply writes changes in one durable batch of the global unit.
 func (c *Credentials) Apply(changes []Change) error {
-	var b store.Batch
-	for _, ch := range changes {
-		k := record.CredentialKey{User: ch.User, Mechanism: int8(ch.Mechanism)}.Key()
-		if ch.Cred == nil {
-			b.Delete(k)
-		} else {
-			b.Put(k, ch.Cred.Encode())
-		}
+	cmd := global.AlterCredentials{Changes: make([]global.CredentialChange, len(changes))}
+	for i, ch := range changes {
+		cmd.Changes[i] = global.CredentialChange{Key: record.CredentialKey{User: ch.User, Mechanism: int8(ch.Mechanism)}, Cred: ch.Cred}
 	}
-	if err := c.st.Apply(&b); err != nil {
+	if _, err := c.unit.Do(context.Background(), cmd); err != nil {
 		return fmt.Errorf("write credentials: %w", err)
 	}
 	return nil
@@ -90,20 +83,8 @@ type Info struct {
 // Kafka's mechanism order.
 func (c *Credentials) List() (map[string][]Info, error) {
 	out := map[string][]Info{}
-	err := c.st.Scan(record.CredentialPrefix(), func(k, v []byte) error {
-		key, err := record.ParseCredentialKey(k)
-		if err != nil {
-			return err
-		}
-		cred, err := record.DecodeScramCredential(v)
-		if err != nil {
-			return err
-		}
-		out[key.User] = append(out[key.User], Info{Mechanism: Mechanism(key.Mechanism), Iterations: cred.Iterations})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read credentials: %w", err)
+	for k, cred := range c.snap.Load().Credentials {
+		out[k.User] = append(out[k.User], Info{Mechanism: Mechanism(k.Mechanism), Iterations: cred.Iterations})
 	}
 	for _, infos := range out {
 		sort.Slice(infos, func(i, j int) bool { return infos[i].Mechanism < infos[j].Mechanism })

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/internal/globaltest"
 	"github.com/cohort-dev/cohort/security"
-	"github.com/cohort-dev/cohort/store/memstore"
 )
 
 // TestTokenHTTPBasic: the admin listener's authentication takes a SCRAM
@@ -19,7 +19,7 @@ import (
 // authentication delay while other callers are answered, and never
 // taken for an anonymous caller when no token is configured.
 func TestTokenHTTPBasic(t *testing.T) {
-	creds := security.NewCredentials(memstore.New(memstore.Options{}))
+	creds := security.NewCredentials(globaltest.Start(t, nil))
 	c := security.NewCredential(security.ScramSHA256, "alice-pw", 4096)
 	if err := creds.Apply([]security.Change{{User: "alice", Mechanism: security.ScramSHA256, Cred: &c}}); err != nil {
 		t.Fatal(err)

@@ -4,22 +4,21 @@ package security
 // group, committed offset, topic and ACL it uses is its organisation's.
 // A principal no membership names belongs to the default organisation,
 // tenant "" (named DefaultOrg), which is all the embedded default has.
-// The records (record.KindOrg, record.KindOrgMember) are written through
-// the store's global log, as credentials and ACLs are; Orgs holds them in
-// memory for the lookups each authentication makes and reloads them after
-// each change it makes (Reload, for changes other nodes made).
+// The records (record.KindOrg, record.KindOrgMember) are the global
+// unit's, as credentials and ACLs are (coordinator/global); Orgs is a view
+// of them for the lookups each authentication makes, and sends the unit
+// its changes.
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"regexp"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/global"
 	"github.com/cohort-dev/cohort/record"
-	"github.com/cohort-dev/cohort/store"
 )
 
 // DefaultOrg is the name of the default organisation, tenant "".
@@ -27,9 +26,9 @@ const DefaultOrg = "default"
 
 // Errors of the organisation changes.
 var (
-	ErrOrgExists   = errors.New("organisation already exists")
-	ErrOrgNotFound = errors.New("no such organisation")
-	ErrOrgNotEmpty = errors.New("organisation still has members")
+	ErrOrgExists   = global.ErrOrgExists
+	ErrOrgNotFound = global.ErrOrgNotFound
+	ErrOrgNotEmpty = global.ErrOrgNotEmpty
 )
 
 var orgName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -73,11 +72,11 @@ type Org struct {
 	Members []string
 }
 
-// Orgs is the organisation registry. It is safe for concurrent use.
+// Orgs is the organisation registry, a view of the global unit. It is
+// safe for concurrent use.
 type Orgs struct {
-	st  store.Store
-	mu  sync.Mutex // serializes changes and reloads
-	set atomic.Pointer[orgSet]
+	unit global.Unit
+	set  atomic.Pointer[orgSet]
 }
 
 type orgSet struct {
@@ -85,55 +84,11 @@ type orgSet struct {
 	members map[string]string     // principal → organisation
 }
 
-// NewOrgs loads the organisations kept in st.
-func NewOrgs(st store.Store) (*Orgs, error) {
-	o := &Orgs{st: st}
-	if err := o.Reload(); err != nil {
-		return nil, err
-	}
+// NewOrgs is a view of the organisations of unit.
+func NewOrgs(unit global.Unit) (*Orgs, error) {
+	o := &Orgs{unit: unit}
+	unit.Subscribe(func(s *global.Snapshot) { o.set.Store(&orgSet{orgs: s.Orgs, members: s.Members}) })
 	return o, nil
-}
-
-// Reload reads every organisation and membership from the store again.
-func (o *Orgs) Reload() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.reloadLocked()
-}
-
-func (o *Orgs) reloadLocked() error {
-	s := &orgSet{orgs: map[string]record.Org{}, members: map[string]string{}}
-	err := o.st.Scan(record.OrgPrefix(), func(k, v []byte) error {
-		name, err := record.ParseOrgKey(k)
-		if err != nil {
-			return err
-		}
-		rec, err := record.DecodeOrg(v)
-		if err != nil {
-			return err
-		}
-		s.orgs[name] = rec
-		return nil
-	})
-	if err == nil {
-		err = o.st.Scan(record.OrgMemberPrefix(), func(k, v []byte) error {
-			p, err := record.ParseOrgMemberKey(k)
-			if err != nil {
-				return err
-			}
-			m, err := record.DecodeOrgMember(v)
-			if err != nil {
-				return err
-			}
-			s.members[p] = m.Org
-			return nil
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("read organisations: %w", err)
-	}
-	o.set.Store(s)
-	return nil
 }
 
 // TenantOf is the tenant p acts for: its organisation's, "" if none.
@@ -178,39 +133,17 @@ func (o *Orgs) List() []Org {
 }
 
 // Create makes an organisation.
-func (o *Orgs) Create(name string, now time.Time) error {
+func (o *Orgs) Create(name string) error {
 	if err := ValidateOrgName(name); err != nil {
 		return err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if _, ok := o.set.Load().orgs[name]; ok {
-		return fmt.Errorf("%w: %s", ErrOrgExists, name)
-	}
-	var b store.Batch
-	b.Put(record.OrgKey(name), record.Org{CreatedMs: now.UnixMilli()}.Encode())
-	return o.applyLocked(&b)
+	return o.do(global.CreateOrg{Name: name})
 }
 
 // Delete removes an organisation that has no members left. Its groups,
 // offsets, topics and ACLs stay in the store, out of everyone's sight,
 // and are its again if it is created anew.
-func (o *Orgs) Delete(name string) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	s := o.set.Load()
-	if _, ok := s.orgs[name]; !ok {
-		return fmt.Errorf("%w: %s", ErrOrgNotFound, name)
-	}
-	for _, org := range s.members {
-		if org == name {
-			return fmt.Errorf("%w: %s", ErrOrgNotEmpty, name)
-		}
-	}
-	var b store.Batch
-	b.Delete(record.OrgKey(name))
-	return o.applyLocked(&b)
-}
+func (o *Orgs) Delete(name string) error { return o.do(global.DeleteOrg{Name: name}) }
 
 // SetMember puts principal ("User:alice") in the organisation name,
 // moving it from any other; DefaultOrg takes it out of every other.
@@ -218,23 +151,13 @@ func (o *Orgs) SetMember(name, principal string) error {
 	if _, _, err := ParsePrincipal(principal); err != nil {
 		return err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var b store.Batch
-	if name == DefaultOrg {
-		b.Delete(record.OrgMemberKey(principal))
-	} else {
-		if _, ok := o.set.Load().orgs[name]; !ok {
-			return fmt.Errorf("%w: %s", ErrOrgNotFound, name)
-		}
-		b.Put(record.OrgMemberKey(principal), record.OrgMember{Org: name}.Encode())
+	if name == "" {
+		return fmt.Errorf("%w: %q", ErrOrgNotFound, name)
 	}
-	return o.applyLocked(&b)
+	return o.do(global.SetMember{Org: TenantOfOrg(name), Principal: principal})
 }
 
-func (o *Orgs) applyLocked(b *store.Batch) error {
-	if err := o.st.Apply(b); err != nil {
-		return fmt.Errorf("write organisations: %w", err)
-	}
-	return o.reloadLocked()
+func (o *Orgs) do(cmd any) error {
+	_, err := o.unit.Do(context.Background(), cmd)
+	return err
 }

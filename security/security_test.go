@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cohort-dev/cohort/internal/globaltest"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/security"
@@ -129,7 +130,7 @@ func TestPrincipalFromCertificate(t *testing.T) {
 // derived keys, never the password; PLAIN checks a password against it.
 func TestCredentialsStoredSalted(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	creds := security.NewCredentials(st)
+	creds := security.NewCredentials(globaltest.Start(t, st))
 	const pass = "correct horse battery staple"
 	c := security.NewCredential(security.ScramSHA512, pass, 4096)
 	if err := creds.Apply([]security.Change{{User: "alice", Mechanism: security.ScramSHA512, Cred: &c}}); err != nil {
@@ -160,7 +161,7 @@ func TestCredentialsStoredSalted(t *testing.T) {
 // TestSCRAMAgainstFranzGo: the server's SCRAM exchange against franz-go's
 // client for both mechanisms, and the right failure for a wrong password.
 func TestSCRAMAgainstFranzGo(t *testing.T) {
-	creds := security.NewCredentials(memstore.New(memstore.Options{}))
+	creds := security.NewCredentials(globaltest.Start(t, nil))
 	var ch []security.Change
 	for _, m := range security.Mechanisms {
 		c := security.NewCredential(m, "pw", 4096)
@@ -217,7 +218,7 @@ func TestSCRAMAgainstFranzGo(t *testing.T) {
 // Cohort, with the proof checked over the message as sent. A nonce that
 // does not end with the server's fails, as does a wrong proof.
 func TestSCRAMDoubledNonce(t *testing.T) {
-	creds := security.NewCredentials(memstore.New(memstore.Options{}))
+	creds := security.NewCredentials(globaltest.Start(t, nil))
 	c := security.NewCredential(security.ScramSHA512, "pw", 4096)
 	if err := creds.Apply([]security.Change{{User: "alice", Mechanism: security.ScramSHA512, Cred: &c}}); err != nil {
 		t.Fatal(err)

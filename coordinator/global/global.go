@@ -1,0 +1,371 @@
+// Package global is the pure state machine of the global unit: the
+// durable state every node needs and no group shard owns, SCRAM
+// credentials, ACLs, organisations and their members, and client quotas
+// (record kinds 20 to 24, under record.GlobalShard). It runs on the same
+// runtime as the group shards, under the one record rule of
+// coordinator/machine: a command emits records, and Replay is the only
+// code that changes the state, live or at load. The authorizer, the
+// credential lookup, the organisations and the quotas that the wire
+// server and the admin API read are views of it: each gets a Snapshot of
+// the state whenever the records that change it are durable (globalhost).
+//
+// It must not do I/O, read a clock, log, start goroutines or take locks.
+package global
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/record"
+)
+
+// Errors of the organisation commands, the reply's Out.
+var (
+	ErrOrgExists   = errors.New("organisation already exists")
+	ErrOrgNotFound = errors.New("no such organisation")
+	ErrOrgNotEmpty = errors.New("organisation still has members")
+)
+
+// The commands the machine serves (machine.Request.Cmd). Each is
+// validated by the caller as Kafka validates the request it comes from;
+// the machine checks only what depends on the state.
+type (
+	// CreateACLs stores bindings (an existing one stays one). Out: nil.
+	CreateACLs struct{ ACLs []record.ACL }
+	// DeleteACLs deletes every binding each filter selects. Out:
+	// [][]record.ACL, each filter's, in key order.
+	DeleteACLs struct{ Filters []ACLFilter }
+	// AlterCredentials upserts (Cred set) or deletes (Cred nil) users'
+	// SCRAM credentials. Out: nil.
+	AlterCredentials struct{ Changes []CredentialChange }
+	// CreateOrg makes an organisation, created now. Out: nil, or
+	// ErrOrgExists.
+	CreateOrg struct{ Name string }
+	// DeleteOrg removes an organisation that has no members left. Out:
+	// nil, ErrOrgNotFound or ErrOrgNotEmpty.
+	DeleteOrg struct{ Name string }
+	// SetMember puts Principal in the organisation Org, moving it from
+	// any other; Org "" (the default organisation) takes it out of every
+	// other. Out: nil or ErrOrgNotFound.
+	SetMember struct{ Org, Principal string }
+	// AlterQuotas sets or removes quota values. Out: nil.
+	AlterQuotas struct{ Changes []QuotaChange }
+)
+
+// CredentialChange is one upsertion (Cred set) or deletion (Cred nil).
+type CredentialChange struct {
+	Key  record.CredentialKey
+	Cred *record.ScramCredential
+}
+
+// QuotaChange sets Quota's value, or removes its record.
+type QuotaChange struct {
+	Quota  record.Quota
+	Value  float64
+	Remove bool
+}
+
+// State is the global unit's state. It implements machine.Machine.
+type State struct {
+	acls    map[string]record.ACL // by key
+	creds   map[record.CredentialKey]record.ScramCredential
+	orgs    map[string]record.Org
+	members map[string]string // principal → organisation
+	quotas  map[record.Quota]float64
+	version uint64 // records replayed
+
+	rec machine.Recorder
+}
+
+// New returns an empty state.
+func New() *State {
+	s := &State{
+		acls:    map[string]record.ACL{},
+		creds:   map[record.CredentialKey]record.ScramCredential{},
+		orgs:    map[string]record.Org{},
+		members: map[string]string{},
+		quotas:  map[record.Quota]float64{},
+	}
+	s.rec.Replay = s.Replay
+	return s
+}
+
+var (
+	_ machine.Machine = (*State)(nil)
+	_ machine.Durable = (*State)(nil)
+)
+
+// Replay applies one record: the only code that changes the state.
+func (s *State) Replay(r machine.Record) error {
+	prefix := record.ShardPrefix(record.GlobalShard)
+	if len(r.Key) <= len(prefix) || string(r.Key[:len(prefix)]) != string(prefix) {
+		return fmt.Errorf("global: key %q is not the global unit's", r.Key)
+	}
+	s.version++
+	switch record.Kind(r.Key[len(prefix)]) {
+	case record.KindACL:
+		acl, err := record.ParseACLKey(r.Key)
+		if err != nil {
+			return err
+		}
+		if r.Value == nil {
+			delete(s.acls, string(r.Key))
+		} else {
+			s.acls[string(r.Key)] = acl
+		}
+	case record.KindScramCredential:
+		k, err := record.ParseCredentialKey(r.Key)
+		if err != nil {
+			return err
+		}
+		if r.Value == nil {
+			delete(s.creds, k)
+			return nil
+		}
+		c, err := record.DecodeScramCredential(r.Value)
+		if err != nil {
+			return err
+		}
+		s.creds[k] = c
+	case record.KindOrg:
+		name, err := record.ParseOrgKey(r.Key)
+		if err != nil {
+			return err
+		}
+		if r.Value == nil {
+			delete(s.orgs, name)
+			return nil
+		}
+		o, err := record.DecodeOrg(r.Value)
+		if err != nil {
+			return err
+		}
+		s.orgs[name] = o
+	case record.KindOrgMember:
+		p, err := record.ParseOrgMemberKey(r.Key)
+		if err != nil {
+			return err
+		}
+		if r.Value == nil {
+			delete(s.members, p)
+			return nil
+		}
+		m, err := record.DecodeOrgMember(r.Value)
+		if err != nil {
+			return err
+		}
+		s.members[p] = m.Org
+	case record.KindQuota:
+		q, err := record.ParseQuotaKey(r.Key)
+		if err != nil {
+			return err
+		}
+		if r.Value == nil {
+			delete(s.quotas, q)
+			return nil
+		}
+		v, err := record.DecodeQuotaValue(r.Value)
+		if err != nil {
+			return err
+		}
+		s.quotas[q] = v
+	default:
+		return fmt.Errorf("global: record kind %d is not the global unit's", r.Key[len(prefix)])
+	}
+	return nil
+}
+
+// Loaded does nothing: the global unit has no soft state and no timers.
+func (s *State) Loaded(time.Time) machine.Output { return machine.Output{} }
+
+// Fire does nothing: the global unit sets no timers.
+func (s *State) Fire(time.Time, string) machine.Output { return machine.Output{} }
+
+// Handle serves one command.
+func (s *State) Handle(now time.Time, req machine.Request) machine.Output {
+	var out any
+	switch c := req.Cmd.(type) {
+	case CreateACLs:
+		for _, acl := range c.ACLs {
+			if k := acl.Key(); !s.hasACL(k) {
+				s.rec.Emit(k, record.ACLValue())
+			}
+		}
+	case DeleteACLs:
+		// Every filter's answer is of the bindings before the request,
+		// as Kafka's: two filters selecting one binding both report it.
+		res := make([][]record.ACL, len(c.Filters))
+		for i, f := range c.Filters {
+			res[i] = s.MatchACLs(f)
+		}
+		for _, acls := range res {
+			for _, acl := range acls {
+				if k := acl.Key(); s.hasACL(k) {
+					s.rec.Emit(k, nil)
+				}
+			}
+		}
+		out = res
+	case AlterCredentials:
+		for _, ch := range c.Changes {
+			if ch.Cred == nil {
+				if _, ok := s.creds[ch.Key]; ok {
+					s.rec.Emit(ch.Key.Key(), nil)
+				}
+				continue
+			}
+			s.rec.Emit(ch.Key.Key(), ch.Cred.Encode())
+		}
+	case CreateOrg:
+		if _, ok := s.orgs[c.Name]; ok {
+			out = fmt.Errorf("%w: %s", ErrOrgExists, c.Name)
+			break
+		}
+		s.rec.Emit(record.OrgKey(c.Name), record.Org{CreatedMs: now.UnixMilli()}.Encode())
+	case DeleteOrg:
+		if _, ok := s.orgs[c.Name]; !ok {
+			out = fmt.Errorf("%w: %s", ErrOrgNotFound, c.Name)
+			break
+		}
+		if s.hasMembers(c.Name) {
+			out = fmt.Errorf("%w: %s", ErrOrgNotEmpty, c.Name)
+			break
+		}
+		s.rec.Emit(record.OrgKey(c.Name), nil)
+	case SetMember:
+		if c.Org == "" {
+			if _, ok := s.members[c.Principal]; ok {
+				s.rec.Emit(record.OrgMemberKey(c.Principal), nil)
+			}
+			break
+		}
+		if _, ok := s.orgs[c.Org]; !ok {
+			out = fmt.Errorf("%w: %s", ErrOrgNotFound, c.Org)
+			break
+		}
+		s.rec.Emit(record.OrgMemberKey(c.Principal), record.OrgMember{Org: c.Org}.Encode())
+	case AlterQuotas:
+		for _, ch := range c.Changes {
+			if ch.Remove {
+				if _, ok := s.quotas[ch.Quota]; ok {
+					s.rec.Emit(ch.Quota.Key(), nil)
+				}
+				continue
+			}
+			s.rec.Emit(ch.Quota.Key(), record.QuotaValue(ch.Value))
+		}
+	default:
+		out = fmt.Errorf("global: unknown command %T", req.Cmd)
+	}
+	return machine.Output{
+		Records: s.rec.Take(),
+		Replies: []machine.Reply{{To: req.ID, Out: out}},
+	}
+}
+
+func (s *State) hasMembers(org string) bool {
+	for _, o := range s.members {
+		if o == org {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *State) hasACL(key []byte) bool {
+	_, ok := s.acls[string(key)]
+	return ok
+}
+
+// MatchACLs returns the bindings f selects, in key order.
+func (s *State) MatchACLs(f ACLFilter) []record.ACL {
+	var out []record.ACL
+	for _, k := range slices.Sorted(maps.Keys(s.acls)) {
+		if acl := s.acls[k]; f.Matches(acl) {
+			out = append(out, acl)
+		}
+	}
+	return out
+}
+
+// Version counts the records the state has replayed: a view that saw a
+// snapshot of this version has nothing new to learn from it.
+func (s *State) Version() uint64 { return s.version }
+
+// Snapshot is a copy of the state for the views, never changed after
+// it is made.
+type Snapshot struct {
+	Version uint64
+	// ACLs are every binding, in key order.
+	ACLs        []record.ACL
+	Credentials map[record.CredentialKey]record.ScramCredential
+	Orgs        map[string]record.Org
+	// Members maps a principal ("User:alice") to its organisation.
+	Members map[string]string
+	Quotas  map[record.Quota]float64
+}
+
+// Snapshot copies the state.
+func (s *State) Snapshot() *Snapshot {
+	snap := &Snapshot{
+		Version:     s.version,
+		ACLs:        make([]record.ACL, 0, len(s.acls)),
+		Credentials: maps.Clone(s.creds),
+		Orgs:        maps.Clone(s.orgs),
+		Members:     maps.Clone(s.members),
+		Quotas:      maps.Clone(s.quotas),
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.acls)) {
+		snap.ACLs = append(snap.ACLs, s.acls[k])
+	}
+	return snap
+}
+
+// DurableState renders the state, in a stable order.
+func (s *State) DurableState() string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(s.acls)) {
+		fmt.Fprintf(&b, "acl %+v\n", s.acls[k])
+	}
+	ck := slices.SortedFunc(maps.Keys(s.creds), func(a, b record.CredentialKey) int {
+		return strings.Compare(string(a.Key()), string(b.Key()))
+	})
+	for _, k := range ck {
+		c := s.creds[k]
+		fmt.Fprintf(&b, "credential %q/%d iterations=%d salt=%x stored=%x server=%x\n", k.User, k.Mechanism, c.Iterations, c.Salt, c.StoredKey, c.ServerKey)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.orgs)) {
+		fmt.Fprintf(&b, "org %q created=%d\n", name, s.orgs[name].CreatedMs)
+	}
+	for _, p := range slices.Sorted(maps.Keys(s.members)) {
+		fmt.Fprintf(&b, "member %q org=%q\n", p, s.members[p])
+	}
+	qk := slices.SortedFunc(maps.Keys(s.quotas), func(a, b record.Quota) int {
+		return strings.Compare(string(a.Key()), string(b.Key()))
+	})
+	for _, q := range qk {
+		fmt.Fprintf(&b, "quota %+v = %v\n", q, s.quotas[q])
+	}
+	return b.String()
+}
+
+// Check has nothing to check that replay does not: the state is durable
+// only.
+func (s *State) Check() error { return nil }
+
+// Unit is the global unit as its views use it (globalhost.Host): they
+// send it commands and are handed a snapshot after every change.
+type Unit interface {
+	// Do runs a command and returns its reply's Out once its records
+	// are durable and the views have them; a refusal is the error.
+	Do(ctx context.Context, cmd any) (any, error)
+	// Subscribe calls f with the current snapshot now and with each
+	// later one.
+	Subscribe(f func(*Snapshot))
+}

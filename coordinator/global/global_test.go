@@ -1,0 +1,130 @@
+package global
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/record"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// harness drives a State as the runtime does and keeps what it wrote.
+type harness struct {
+	t       *testing.T
+	s       *State
+	written map[string][]byte
+	id      machine.RequestID
+}
+
+func newHarness(t *testing.T) *harness {
+	return &harness{t: t, s: New(), written: map[string][]byte{}}
+}
+
+// do runs cmd, checks the one record rule, and returns the reply's Out.
+func (h *harness) do(cmd any) any {
+	h.t.Helper()
+	h.id++
+	out := h.s.Handle(time.UnixMilli(5000), machine.Request{ID: h.id, Cmd: cmd})
+	for _, r := range out.Records {
+		if r.Value == nil {
+			delete(h.written, string(r.Key))
+		} else {
+			h.written[string(r.Key)] = r.Value
+		}
+	}
+	if len(out.Replies) != 1 || out.Replies[0].To != h.id {
+		h.t.Fatalf("%T: replies %+v", cmd, out.Replies)
+	}
+	if err := machine.CheckReplay(h.s, h.written, New); err != nil {
+		h.t.Fatalf("%T: %v", cmd, err)
+	}
+	return out.Replies[0].Out
+}
+
+func acl(name, principal string, op kmsg.ACLOperation, tenant string) record.ACL {
+	return record.ACL{ResourceType: int8(kmsg.ACLResourceTypeTopic), PatternType: int8(kmsg.ACLResourcePatternTypeLiteral),
+		Name: name, Principal: principal, Host: "*", Operation: int8(op), Permission: int8(kmsg.ACLPermissionTypeAllow), Tenant: tenant}
+}
+
+// TestCommands: every command's records replay to the live state, and the
+// state-dependent refusals are Kafka's and the admin API's.
+func TestCommands(t *testing.T) {
+	h := newHarness(t)
+	a, b := acl("t1", "User:a", kmsg.ACLOperationRead, ""), acl("t2", "User:b", kmsg.ACLOperationWrite, "acme")
+	h.do(CreateACLs{ACLs: []record.ACL{a, b, a}})
+	if got := h.s.Snapshot().ACLs; len(got) != 2 {
+		t.Fatalf("ACLs after create: %+v", got)
+	}
+	// Two filters selecting one binding both report it; it goes once.
+	any := ACLFilter{ResourceType: kmsg.ACLResourceTypeAny, PatternType: kmsg.ACLResourcePatternTypeAny,
+		Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}
+	res := h.do(DeleteACLs{Filters: []ACLFilter{any, any}}).([][]record.ACL)
+	if len(res) != 2 || len(res[0]) != 1 || len(res[1]) != 1 || res[0][0] != a {
+		t.Fatalf("delete: %+v", res)
+	}
+	if got := h.s.Snapshot().ACLs; len(got) != 1 || got[0] != b {
+		t.Fatalf("ACLs after delete: %+v (the other tenant's must stay)", got)
+	}
+
+	cred := record.ScramCredential{Salt: []byte("salt"), Iterations: 4096, StoredKey: []byte("st"), ServerKey: []byte("sv")}
+	k := record.CredentialKey{User: "alice", Mechanism: 2}
+	h.do(AlterCredentials{Changes: []CredentialChange{{Key: k, Cred: &cred}}})
+	if got, ok := h.s.Snapshot().Credentials[k]; !ok || got.Iterations != 4096 {
+		t.Fatalf("credential: %+v %v", got, ok)
+	}
+	h.do(AlterCredentials{Changes: []CredentialChange{{Key: k}}})
+	if _, ok := h.s.Snapshot().Credentials[k]; ok {
+		t.Fatal("a deleted credential stays")
+	}
+
+	if err, _ := h.do(SetMember{Org: "acme", Principal: "User:a"}).(error); !errors.Is(err, ErrOrgNotFound) {
+		t.Fatalf("member of a missing org: %v", err)
+	}
+	if out := h.do(CreateOrg{Name: "acme"}); out != nil {
+		t.Fatal(out)
+	}
+	if got := h.s.Snapshot().Orgs["acme"].CreatedMs; got != 5000 {
+		t.Fatalf("created %d, want the machine's now", got)
+	}
+	if err, _ := h.do(CreateOrg{Name: "acme"}).(error); !errors.Is(err, ErrOrgExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	h.do(SetMember{Org: "acme", Principal: "User:a"})
+	if err, _ := h.do(DeleteOrg{Name: "acme"}).(error); !errors.Is(err, ErrOrgNotEmpty) {
+		t.Fatalf("delete with a member: %v", err)
+	}
+	h.do(SetMember{Principal: "User:a"})
+	if out := h.do(DeleteOrg{Name: "acme"}); out != nil {
+		t.Fatal(out)
+	}
+	if err, _ := h.do(DeleteOrg{Name: "acme"}).(error); !errors.Is(err, ErrOrgNotFound) {
+		t.Fatalf("delete of a missing org: %v", err)
+	}
+
+	q := record.Quota{EntityType: "org", Name: "acme", KeyName: "max_groups"}
+	h.do(AlterQuotas{Changes: []QuotaChange{{Quota: q, Value: 3}}})
+	if got := h.s.Snapshot().Quotas[q]; got != 3 {
+		t.Fatalf("quota %v", got)
+	}
+	h.do(AlterQuotas{Changes: []QuotaChange{{Quota: q, Remove: true}, {Quota: record.Quota{EntityType: "org", Default: true, KeyName: "x"}, Remove: true}}})
+	if len(h.s.Snapshot().Quotas) != 0 {
+		t.Fatalf("quotas left: %v", h.s.Snapshot().Quotas)
+	}
+	if len(h.written) != 1 {
+		t.Fatalf("records left %d, want the other tenant's ACL only", len(h.written))
+	}
+}
+
+// TestReplayRefusesOtherKeys: a record of another shard, or of an
+// unknown kind, stops the load rather than being ignored.
+func TestReplayRefusesOtherKeys(t *testing.T) {
+	s := New()
+	if err := s.Replay(machine.Record{Key: record.GroupKey{Shard: 0, Group: "g"}.Key(), Value: []byte{1}}); err == nil {
+		t.Error("a group shard's record replayed")
+	}
+	if err := s.Replay(machine.Record{Key: append(record.ShardPrefix(record.GlobalShard), 99), Value: []byte{1}}); err == nil {
+		t.Error("an unknown kind replayed")
+	}
+}
