@@ -114,7 +114,7 @@ type RuntimeConfig struct {
 	// from the goroutine that waits for the store, before the replies
 	// that wait on it are released; so a view it feeds has what a reply
 	// acknowledged by the time the reply leaves (the global unit's
-	// views, globalhost). It must not block. Nil: none.
+	// views, GlobalUnit). It must not block. Nil: none.
 	Durable func(recs []Record)
 	// MaxWrites caps the store writes in flight at once: a new batch
 	// starts while earlier ones are still syncing, so a record waits for

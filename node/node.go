@@ -36,7 +36,6 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/coordinator/txn"
-	"github.com/cohort-dev/cohort/globalhost"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/logs"
@@ -274,7 +273,7 @@ type Node struct {
 	quotas *quota.Registry
 	// global runs the global unit, whose views are authz, creds, orgs
 	// and quotas.
-	global *globalhost.Host
+	global *coordinator.GlobalUnit
 	// lns are the Kafka listeners, in the order given, and listeners
 	// their descriptions (the advertised address filled in).
 	lns       []net.Listener
@@ -427,8 +426,8 @@ func Start(cfg Config) (_ *Node, err error) {
 	// The global unit (credentials, ACLs, organisations, quotas), whose
 	// views the coordinator (its groups' limits), the admin API and the
 	// Kafka server read. In cluster mode every node writes it, each
-	// write fencing the last writer (globalhost).
-	if n.global, err = globalhost.Start(globalhost.Config{Store: n.store, Shared: cfg.Cluster != nil, Logger: cfg.Logger}); err != nil {
+	// write fencing the last writer (coordinator.GlobalUnit).
+	if n.global, err = coordinator.StartGlobal(coordinator.GlobalConfig{Store: n.store, Shared: cfg.Cluster != nil, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	// The organisations' quotas, before the coordinator: its groups'

@@ -7,7 +7,7 @@
 // code that changes the state, live or at load. The authorizer, the
 // credential lookup, the organisations and the quotas that the wire
 // server and the admin API read are views of it: each gets a Snapshot of
-// the state whenever the records that change it are durable (globalhost).
+// the state whenever the records that change it are durable (coordinator.GlobalUnit).
 //
 // It must not do I/O, read a clock, log, start goroutines or take locks.
 package global
@@ -359,7 +359,7 @@ func (s *State) DurableState() string {
 // only.
 func (s *State) Check() error { return nil }
 
-// Unit is the global unit as its views use it (globalhost.Host): they
+// Unit is the global unit as its views use it (coordinator.GlobalUnit): they
 // send it commands and are handed a snapshot after every change.
 type Unit interface {
 	// Do runs a command and returns its reply's Out once its records

@@ -1,20 +1,20 @@
-package globalhost_test
+package coordinator_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 
+	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/global"
-	"github.com/cohort-dev/cohort/globalhost"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/memstore"
 )
 
-func start(t *testing.T, st store.Store, shared bool) *globalhost.Host {
+func startUnit(t *testing.T, st store.Store, shared bool) *coordinator.GlobalUnit {
 	t.Helper()
-	h, err := globalhost.Start(globalhost.Config{Store: st, Shared: shared})
+	h, err := coordinator.StartGlobal(coordinator.GlobalConfig{Store: st, Shared: shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,9 +24,9 @@ func start(t *testing.T, st store.Store, shared bool) *globalhost.Host {
 
 // TestViewsHaveWhatWasAcknowledged: on one node, a command's effect is in
 // the snapshot the views get before Do returns, and survives a restart.
-func TestViewsHaveWhatWasAcknowledged(t *testing.T) {
+func TestGlobalViewsHaveWhatWasAcknowledged(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	h := start(t, st, false)
+	h := startUnit(t, st, false)
 	var seen *global.Snapshot
 	h.Subscribe(func(s *global.Snapshot) { seen = s })
 	if _, err := h.Do(context.Background(), global.CreateOrg{Name: "acme"}); err != nil {
@@ -39,7 +39,7 @@ func TestViewsHaveWhatWasAcknowledged(t *testing.T) {
 		t.Fatalf("second create: %v", err)
 	}
 	h.Close()
-	if _, ok := start(t, st, false).Snapshot().Orgs["acme"]; !ok {
+	if _, ok := startUnit(t, st, false).Snapshot().Orgs["acme"]; !ok {
 		t.Fatal("a restarted unit lost the organisation")
 	}
 }
@@ -48,9 +48,9 @@ func TestViewsHaveWhatWasAcknowledged(t *testing.T) {
 // unit. Each write acquires the unit afresh, so a node decides on what
 // the other wrote (its "exists" is true), and the other's view follows
 // with Refresh.
-func TestSharedWritersFenceEachOther(t *testing.T) {
+func TestGlobalSharedWritersFenceEachOther(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	a, b := start(t, st, true), start(t, st, true)
+	a, b := startUnit(t, st, true), startUnit(t, st, true)
 	ctx := context.Background()
 	if _, err := a.Do(ctx, global.CreateOrg{Name: "acme"}); err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestSharedWritersFenceEachOther(t *testing.T) {
 
 // TestUpgradeMovesLegacyRecords: records an older version kept under
 // their own namespace bytes move under the unit, and the old keys go.
-func TestUpgradeMovesLegacyRecords(t *testing.T) {
+func TestGlobalUpgradeMovesLegacyRecords(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	legacyOrg := append([]byte{'o', byte(record.KindOrg)}, record.OrgKey("acme")[len(record.OrgPrefix()):]...)
 	var b store.Batch
@@ -87,7 +87,7 @@ func TestUpgradeMovesLegacyRecords(t *testing.T) {
 	if err := st.Apply(&b); err != nil {
 		t.Fatal(err)
 	}
-	h := start(t, st, false)
+	h := startUnit(t, st, false)
 	if got, ok := h.Snapshot().Orgs["acme"]; !ok || got.CreatedMs != 7 {
 		t.Fatalf("upgraded organisation: %+v %v", got, ok)
 	}

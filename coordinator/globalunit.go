@@ -1,4 +1,6 @@
-// Package globalhost runs the global unit: the pure machine of
+package coordinator
+
+// The global unit's host (GlobalUnit): the pure machine of
 // coordinator/global (SCRAM credentials, ACLs, organisations and their
 // members, client quotas) on a coordinator runtime of its own shard,
 // record.GlobalShard, and the feed of its views. Every change is a
@@ -9,14 +11,13 @@
 //
 // On one node the unit is loaded once and its runtime's durable batches
 // feed the replica, before the replies that acknowledge them leave. In
-// cluster mode (Config.Shared) every node may write: a command acquires
+// cluster mode (GlobalConfig.Shared) every node may write: a command acquires
 // the unit's scope afresh (store.Store.Acquire, which fences the node that
 // wrote last), so the machine decides on everything written before, and
 // the replica is rebuilt from the store's records after each write and
 // whenever the store says another node wrote (Refresh). Admin writes are
 // rare; serialising them through the store's fence costs a load of the
 // unit per write and needs no forwarding between nodes.
-package globalhost
 
 import (
 	"context"
@@ -27,7 +28,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/global"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
@@ -35,8 +35,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Config configures a Host.
-type Config struct {
+// GlobalConfig configures a GlobalUnit.
+type GlobalConfig struct {
 	// Store keeps the unit's records. Required.
 	Store store.Store
 	// Shared: other nodes write the unit too (cluster mode).
@@ -44,14 +44,14 @@ type Config struct {
 	// Timeout bounds one command. Default 30 s.
 	Timeout  time.Duration
 	Observer observe.Observer
-	Clock    coordinator.Clock
+	Clock    Clock
 	Logger   *slog.Logger
 }
 
-// Host runs the global unit. It is safe for concurrent use.
-type Host struct {
-	cfg Config
-	set *coordinator.ShardSet
+// GlobalUnit runs the global unit. It is safe for concurrent use.
+type GlobalUnit struct {
+	cfg GlobalConfig
+	set *ShardSet
 
 	closeOnce sync.Once
 	wmu       sync.Mutex // Shared: one command at a time
@@ -65,14 +65,14 @@ type Host struct {
 }
 
 // failed is the reply to a command the unit could not complete.
-type failed struct{ code int16 }
+type globalFailed struct{ code int16 }
 
-// Start moves records that an earlier version kept outside the unit into
-// it (coordinator.UpgradeGlobal), loads the unit (unless Shared: then a command loads it)
+// StartGlobal moves records that an earlier version kept outside the unit into
+// it (UpgradeGlobal), loads the unit (unless Shared: then a command loads it)
 // and builds the replica.
-func Start(cfg Config) (*Host, error) {
+func StartGlobal(cfg GlobalConfig) (*GlobalUnit, error) {
 	if cfg.Store == nil {
-		return nil, errors.New("globalhost: Config needs Store")
+		return nil, errors.New("coordinator: GlobalConfig needs Store")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
@@ -80,21 +80,21 @@ func Start(cfg Config) (*Host, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := coordinator.UpgradeGlobal(cfg.Store); err != nil {
+	if err := UpgradeGlobal(cfg.Store); err != nil {
 		return nil, err
 	}
-	h := &Host{cfg: cfg, replica: global.New()}
+	h := &GlobalUnit{cfg: cfg, replica: global.New()}
 	h.snap = h.replica.Snapshot()
-	var durable func([]coordinator.Record)
+	var durable func([]Record)
 	if !cfg.Shared {
 		durable = h.durable
 	}
-	h.set = coordinator.NewShardSet(coordinator.ShardSetConfig{
-		Runtime: func(uint16) coordinator.RuntimeConfig {
-			return coordinator.RuntimeConfig{
+	h.set = NewShardSet(ShardSetConfig{
+		Runtime: func(uint16) RuntimeConfig {
+			return RuntimeConfig{
 				Store:   cfg.Store,
-				New:     func() coordinator.Machine { return global.New() },
-				Fail:    func(_ coordinator.Request, code int16) coordinator.Reply { return coordinator.Reply{Out: failed{code}} },
+				New:     func() Machine { return global.New() },
+				Fail:    func(_ Request, code int16) Reply { return Reply{Out: globalFailed{code}} },
 				Durable: durable,
 			}
 		},
@@ -116,12 +116,12 @@ func Start(cfg Config) (*Host, error) {
 }
 
 // Close stops the unit. Calling it again does nothing.
-func (h *Host) Close() { h.closeOnce.Do(h.set.Close) }
+func (h *GlobalUnit) Close() { h.closeOnce.Do(h.set.Close) }
 
 // Do runs a command of coordinator/global and returns its answer once
 // the records it wrote are durable and the views have them. A command
 // the machine refuses returns its error (global.ErrOrgExists …).
-func (h *Host) Do(ctx context.Context, cmd any) (any, error) {
+func (h *GlobalUnit) Do(ctx context.Context, cmd any) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	if h.cfg.Shared {
@@ -146,18 +146,18 @@ func (h *Host) Do(ctx context.Context, cmd any) (any, error) {
 			last = err
 			continue
 		}
-		ch, code := h.set.Submit(ctx, record.GlobalShard, coordinator.Request{Cmd: cmd})
+		ch, code := h.set.Submit(ctx, record.GlobalShard, Request{Cmd: cmd})
 		if code != 0 {
 			last = kerr.ErrorForCode(code)
 			continue
 		}
-		var rep coordinator.Reply
+		var rep Reply
 		select {
 		case rep = <-ch:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("global unit: %w", ctx.Err())
 		}
-		if f, ok := rep.Out.(failed); ok {
+		if f, ok := rep.Out.(globalFailed); ok {
 			// Not written (fenced, or the store failed): the
 			// machine's state is gone with its runtime; try again on
 			// a fresh load.
@@ -180,7 +180,7 @@ func (h *Host) Do(ctx context.Context, cmd any) (any, error) {
 // Refresh rebuilds the replica from the unit's records in the store and
 // hands the views its snapshot: in cluster mode, after this node's writes
 // and whenever another node's may have changed them.
-func (h *Host) Refresh() error {
+func (h *GlobalUnit) Refresh() error {
 	h.rmu.Lock()
 	defer h.rmu.Unlock()
 	st := global.New()
@@ -189,7 +189,7 @@ func (h *Host) Refresh() error {
 		sum.Write(k)
 		sum.Write(v)
 		sum.Write([]byte{0xff})
-		return st.Replay(coordinator.Record{Key: k, Value: v})
+		return st.Replay(Record{Key: k, Value: v})
 	})
 	if err != nil {
 		return fmt.Errorf("global unit: read: %w", err)
@@ -208,19 +208,19 @@ func (h *Host) Refresh() error {
 
 // durable replays a batch the unit's runtime wrote into the replica (one
 // node: the runtime is the only writer).
-func (h *Host) durable(recs []coordinator.Record) {
+func (h *GlobalUnit) durable(recs []Record) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, r := range recs {
 		if err := h.replica.Replay(r); err != nil {
 			// The machine replayed this very record before emitting it.
-			panic(fmt.Sprintf("globalhost: replica cannot replay a written record: %v", err))
+			panic(fmt.Sprintf("coordinator: the global unit's replica cannot replay a written record: %v", err))
 		}
 	}
 	h.publishLocked()
 }
 
-func (h *Host) publishLocked() {
+func (h *GlobalUnit) publishLocked() {
 	h.snap = h.replica.Snapshot()
 	for _, f := range h.subs {
 		f(h.snap)
@@ -228,8 +228,8 @@ func (h *Host) publishLocked() {
 }
 
 // Subscribe calls f with the current snapshot now, and with each new one
-// after a change. f must be quick and must not call the Host.
-func (h *Host) Subscribe(f func(*global.Snapshot)) {
+// after a change. f must be quick and must not call the unit.
+func (h *GlobalUnit) Subscribe(f func(*global.Snapshot)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.subs = append(h.subs, f)
@@ -237,7 +237,7 @@ func (h *Host) Subscribe(f func(*global.Snapshot)) {
 }
 
 // Snapshot returns the current snapshot.
-func (h *Host) Snapshot() *global.Snapshot {
+func (h *GlobalUnit) Snapshot() *global.Snapshot {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.snap

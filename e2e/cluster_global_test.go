@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestClusterGlobalUnit: ACLs, SCRAM credentials and client quotas are
+// the global unit's records, which any node writes and every node's
+// views replay. franz-go, pinned to one node per request, writes on both
+// nodes in turn (each write fences the other node's hold on the unit, so
+// none is lost) and reads every change back from the other node.
+func TestClusterGlobalUnit(t *testing.T) {
+	c := startCluster(t, 1, 2, "--authorizer", "--super-users", "User:ANONYMOUS")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	on := func(node int32, req kmsg.Request) kmsg.Response {
+		t.Helper()
+		resp, err := cl.Broker(int(node)).Request(ctx, req)
+		if err != nil {
+			t.Fatalf("node %d: %v", node, err)
+		}
+		return resp
+	}
+	createACL := func(node int32, topic string) {
+		t.Helper()
+		req := kmsg.NewPtrCreateACLsRequest()
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceTypeTopic, topic, kmsg.ACLResourcePatternTypeLiteral
+		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = "User:bob", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		req.Creations = append(req.Creations, cr)
+		if r := on(node, req).(*kmsg.CreateACLsResponse).Results[0]; r.ErrorCode != 0 {
+			t.Fatalf("create ACL on node %d: %v", node, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	aclTopics := func(node int32) []string {
+		t.Helper()
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		resp := on(node, req).(*kmsg.DescribeACLsResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("describe ACLs on node %d: %v", node, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		var out []string
+		for _, r := range resp.Resources {
+			out = append(out, r.ResourceName)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	// Writes alternate between the nodes, each on the unit as the other
+	// left it; each node reads its own at once.
+	var want []string
+	for i := range 6 {
+		node := int32(i%2 + 1)
+		topic := fmt.Sprintf("t%d", i)
+		createACL(node, topic)
+		want = append(want, topic)
+		if got := aclTopics(node); !slices.Equal(got, want) {
+			t.Fatalf("node %d after its own write: ACLs of %v, want %v", node, got, want)
+		}
+	}
+	for _, node := range []int32{1, 2} {
+		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("node %d has every node's ACLs", node), func() bool {
+			return slices.Equal(aclTopics(node), want)
+		})
+	}
+
+	// A deletion on node 2 reaches node 1.
+	del := kmsg.NewPtrDeleteACLsRequest()
+	f := kmsg.NewDeleteACLsRequestFilter()
+	name := "t0"
+	f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, &name, kmsg.ACLResourcePatternTypeLiteral
+	f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	del.Filters = append(del.Filters, f)
+	if r := on(2, del).(*kmsg.DeleteACLsResponse).Results[0]; r.ErrorCode != 0 || len(r.MatchingACLs) != 1 {
+		t.Fatalf("delete on node 2: %v, %d matched", kerr.ErrorForCode(r.ErrorCode), len(r.MatchingACLs))
+	}
+	testkit.Eventually(t, 30*time.Second, "node 1 loses the deleted ACL", func() bool {
+		return slices.Equal(aclTopics(1), want[1:])
+	})
+
+	// A SCRAM user made on node 1 is listed on node 2.
+	alter := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+	up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = "alice", 2, 8192, []byte("salt-salt-salt"), make([]byte, 64)
+	alter.Upsertions = append(alter.Upsertions, up)
+	if r := on(1, alter).(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0]; r.ErrorCode != 0 {
+		t.Fatalf("alter credentials on node 1: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	testkit.Eventually(t, 30*time.Second, "node 2 lists alice's credential", func() bool {
+		resp := on(2, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		for _, r := range resp.Results {
+			if r.User == "alice" && r.ErrorCode == 0 && len(r.CredentialInfos) == 1 && r.CredentialInfos[0].Iterations == 8192 {
+				return true
+			}
+		}
+		return false
+	})
+
+	// A quota set on node 2 is described on node 1.
+	aq := kmsg.NewPtrAlterClientQuotasRequest()
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	ec := kmsg.NewAlterClientQuotasRequestEntryEntity()
+	org := "default"
+	ec.Type, ec.Name = "org", &org
+	e.Entity = append(e.Entity, ec)
+	op := kmsg.NewAlterClientQuotasRequestEntryOp()
+	op.Key, op.Value = "max_groups", 42
+	e.Ops = append(e.Ops, op)
+	aq.Entries = append(aq.Entries, e)
+	if r := on(2, aq).(*kmsg.AlterClientQuotasResponse).Entries[0]; r.ErrorCode != 0 {
+		t.Fatalf("alter quotas on node 2: %v %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	testkit.Eventually(t, 30*time.Second, "node 1 describes the quota", func() bool {
+		dq := kmsg.NewPtrDescribeClientQuotasRequest()
+		comp := kmsg.NewDescribeClientQuotasRequestComponent()
+		comp.EntityType, comp.MatchType = "org", 2 // any entity of the type
+		dq.Components = append(dq.Components, comp)
+		resp := on(1, dq).(*kmsg.DescribeClientQuotasResponse)
+		for _, en := range resp.Entries {
+			for _, v := range en.Values {
+				if v.Key == "max_groups" && v.Value == 42 {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
