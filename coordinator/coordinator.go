@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/cohort-dev/cohort/assign"
+	"github.com/cohort-dev/cohort/coordinator/global"
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/observe"
@@ -39,9 +40,6 @@ type Coordinator struct {
 	counts *groupCounts
 }
 
-// shardsKey stores the shard count a data directory was created with.
-const shardsKey = "meta/coordinator-shards"
-
 // Options are the runtime parts of a coordinator.
 type Options struct {
 	Store  store.Store
@@ -59,6 +57,10 @@ type Options struct {
 	// Standby starts the coordinator holding no shard: the caller Loads
 	// the shards it owns (cluster mode). False: every shard is loaded.
 	Standby bool
+	// Global is the global unit, whose meta keeps the shard count a data
+	// directory was created with (record.MetaCoordinatorShards). Nil:
+	// Start runs one on Store for that, and stops it.
+	Global *GlobalUnit
 }
 
 // Start loads every shard from the store and starts serving. The shard
@@ -71,7 +73,7 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	n, err := shardCount(opts.Store, cfg.Shards)
+	n, err := shardCount(opts, cfg.Shards)
 	if err != nil {
 		return nil, err
 	}
@@ -157,25 +159,25 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 }
 
 // shardCount returns the stored shard count, storing want if there is none.
-func shardCount(st store.Store, want int) (int, error) {
-	v, err := st.Get([]byte(shardsKey))
-	switch {
-	case err == nil:
-		n, perr := strconv.Atoi(string(v))
-		if perr != nil || n < 1 || n >= int(record.AssignerShard) {
-			return 0, fmt.Errorf("coordinator: corrupt %s value %q", shardsKey, v)
+func shardCount(opts Options, want int) (int, error) {
+	u := opts.Global
+	if u == nil {
+		var err error
+		if u, err = StartGlobal(GlobalConfig{Store: opts.Store, Logger: opts.Logger}); err != nil {
+			return 0, err
 		}
-		return n, nil
-	case errors.Is(err, store.ErrNotFound):
-		var b store.Batch
-		b.Put([]byte(shardsKey), []byte(strconv.Itoa(want)))
-		if err := st.Apply(&b); err != nil {
-			return 0, fmt.Errorf("coordinator: store shard count: %w", err)
-		}
-		return want, nil
-	default:
-		return 0, fmt.Errorf("coordinator: read shard count: %w", err)
+		defer u.Close()
 	}
+	out, err := u.Do(context.Background(), global.EnsureMeta{Name: record.MetaCoordinatorShards, Value: []byte(strconv.Itoa(want))})
+	if err != nil {
+		return 0, fmt.Errorf("coordinator: shard count: %w", err)
+	}
+	v := out.([]byte)
+	n, perr := strconv.Atoi(string(v))
+	if perr != nil || n < 1 || n >= int(record.AssignerShard) {
+		return 0, fmt.Errorf("coordinator: corrupt %s value %q", record.MetaCoordinatorShards, v)
+	}
+	return n, nil
 }
 
 // Close unloads every shard; requests in flight are answered

@@ -61,6 +61,7 @@ type GlobalUnit struct {
 	replica *global.State
 	snap    *global.Snapshot
 	scanned uint64 // a hash of the records the last Refresh read
+	seq     uint64 // snapshots published
 	subs    []func(*global.Snapshot)
 }
 
@@ -221,7 +222,9 @@ func (h *GlobalUnit) durable(recs []Record) {
 }
 
 func (h *GlobalUnit) publishLocked() {
+	h.seq++
 	h.snap = h.replica.Snapshot()
+	h.snap.Version = h.seq
 	for _, f := range h.subs {
 		f(h.snap)
 	}

@@ -16,11 +16,11 @@ func UpgradeGlobal(st store.Store) error {
 	var b store.Batch
 	for _, p := range record.LegacyGlobalPrefixes() {
 		err := st.Scan(p, func(k, v []byte) error {
-			nk, ok := record.UpgradeGlobalKey(k)
-			if !ok {
-				return fmt.Errorf("key %q under %q is not a global record", k, p)
+			nk, nv, err := record.UpgradeGlobal(k, v)
+			if err != nil {
+				return err
 			}
-			b.Put(nk, append([]byte(nil), v...))
+			b.Put(nk, append([]byte(nil), nv...))
 			b.Delete(append([]byte(nil), k...))
 			return nil
 		})

@@ -110,23 +110,10 @@ func startCluster(t *testing.T) (*clusterState, []*clusterNode) {
 		a := ln.Addr().(*net.TCPAddr)
 		state.brokers = append(state.brokers, kafka.Broker{NodeID: id, Host: a.IP.String(), Port: int32(a.Port)})
 	}
-	var lockMu sync.Mutex
-	locks := map[string]*sync.Mutex{}
-	lock := func(name string) (func(), error) {
-		lockMu.Lock()
-		m := locks[name]
-		if m == nil {
-			m = new(sync.Mutex)
-			locks[name] = m
-		}
-		lockMu.Unlock()
-		m.Lock()
-		return m.Unlock, nil
-	}
 	var nodes []*clusterNode
 	for i, ln := range lns {
 		c := fakeCluster{self: int32(i + 1), state: state}
-		log, err := topics.Open(topics.Config{Dir: filepath.Join(t.TempDir(), "topics"), Store: st, NodeID: c.self, Nodes: c.liveIDs, Lock: lock, ClusterID: "test-cluster"})
+		log, err := topics.Open(topics.Config{Dir: filepath.Join(t.TempDir(), "topics"), Store: st, NodeID: c.self, Nodes: c.liveIDs, ClusterID: "test-cluster"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -237,13 +237,11 @@ func (n *Node) refreshCatalog(stop <-chan struct{}) {
 		case <-t.C:
 		case <-changed:
 		}
-		// Credentials, ACLs, organisations and quotas are the global
-		// unit's records: another node's CreateAcls, DeleteAcls,
-		// AlterUserScramCredentials, organisation change or
-		// AlterClientQuotas reaches this node's views here.
-		if err := n.global.Refresh(); err != nil {
-			n.logger.Debug("read the global unit", "err", err)
-		}
+		// The topic catalog, credentials, ACLs, organisations and quotas
+		// are the global unit's records: another node's topic change,
+		// CreateAcls, DeleteAcls, AlterUserScramCredentials,
+		// organisation change or AlterClientQuotas reaches this node's
+		// views here (the topic log's Refresh reads the unit again).
 		if err := n.topics.Refresh(); err != nil {
 			n.logger.Debug("refresh topic catalog", "err", err)
 			continue
@@ -317,10 +315,4 @@ func (c clusterView) Coordinator(shard int) (kafka.Broker, bool) {
 		return kafka.Broker{}, false
 	}
 	return toBroker(nd), true
-}
-
-// topicLock is a cluster-wide lock for topic administration, so that two
-// nodes creating one topic at once do not both create it.
-func (n *Node) topicLock(name string) (func(), error) {
-	return n.member.Lock(context.Background(), "topic/"+name)
 }

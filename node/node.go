@@ -408,7 +408,6 @@ func Start(cfg Config) (_ *Node, err error) {
 		}
 		tcfg.NodeID = cfg.Cluster.NodeID
 		tcfg.Nodes = n.member.Live
-		tcfg.Lock = n.topicLock
 		tcfg.ReserveProducerIDs = n.member.ReserveProducerIDs
 		tcfg.ClusterID = n.member.Meta().ClusterID
 	} else {
@@ -418,18 +417,19 @@ func Start(cfg Config) (_ *Node, err error) {
 		}
 		n.store = ps // not a nil *pebble.Store in the interface
 	}
-	tcfg.Store = n.store
+	// The global unit (the topic catalog, credentials, ACLs,
+	// organisations, quotas, the cluster's meta), whose views the topic
+	// log, the coordinator (its groups' limits), the admin API and the
+	// Kafka server read. In cluster mode every node writes it, each write
+	// fencing the last writer (coordinator.GlobalUnit).
+	if n.global, err = coordinator.StartGlobal(coordinator.GlobalConfig{Store: n.store, Shared: cfg.Cluster != nil, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	tcfg.Unit = n.global
 	if n.topics, err = topics.Open(tcfg); err != nil {
 		return nil, fmt.Errorf("open topic log: %w", err)
 	}
 	catalog := &catalogCache{log: n.topics}
-	// The global unit (credentials, ACLs, organisations, quotas), whose
-	// views the coordinator (its groups' limits), the admin API and the
-	// Kafka server read. In cluster mode every node writes it, each
-	// write fencing the last writer (coordinator.GlobalUnit).
-	if n.global, err = coordinator.StartGlobal(coordinator.GlobalConfig{Store: n.store, Shared: cfg.Cluster != nil, Logger: cfg.Logger}); err != nil {
-		return nil, err
-	}
 	// The organisations' quotas, before the coordinator: its groups'
 	// limits are an organisation's max_groups and max_members_per_group.
 	if n.quotas, err = quota.NewRegistry(n.global); err != nil {
@@ -439,7 +439,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		l := n.quotas.Limits(security.OrgName(tenant))
 		return groups.TenantLimits{Org: security.OrgName(tenant), MaxGroups: l.MaxGroups, MaxMembersPerGroup: l.MaxMembersPerGroup}
 	}
-	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Logger: cfg.Logger, Topics: catalog.get, Observer: n.obs, Standby: cfg.Cluster != nil}); err != nil {
+	if n.groups, err = coordinator.Start(cfg.Groups, coordinator.Options{Store: n.store, Global: n.global, Logger: cfg.Logger, Topics: catalog.get, Observer: n.obs, Standby: cfg.Cluster != nil}); err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
 	// Before any request reads the catalog: no group request is served

@@ -90,6 +90,14 @@ func (k Kind) String() string {
 		return "acl"
 	case KindQuota:
 		return "quota"
+	case KindOrg:
+		return "org"
+	case KindOrgMember:
+		return "org-member"
+	case KindTopic:
+		return "topic"
+	case KindMeta:
+		return "meta"
 	case KindTxn:
 		return "txn"
 	case KindTxnOffset:

@@ -14,27 +14,6 @@ import (
 	"github.com/cohort-dev/cohort/store/memstore"
 )
 
-// nameLocks is an in-process stand-in for the cluster-wide topic lock.
-type nameLocks struct {
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-}
-
-func (n *nameLocks) lock(name string) (func(), error) {
-	n.mu.Lock()
-	if n.locks == nil {
-		n.locks = make(map[string]*sync.Mutex)
-	}
-	m := n.locks[name]
-	if m == nil {
-		m = new(sync.Mutex)
-		n.locks[name] = m
-	}
-	n.mu.Unlock()
-	m.Lock()
-	return m.Unlock, nil
-}
-
 // clusterNode is one node of a test cluster: its own Dir, the shared store.
 type clusterNode struct {
 	log *Log
@@ -42,15 +21,15 @@ type clusterNode struct {
 }
 
 // newCluster opens one Log per node id over one shared store, each with its
-// own Dir, all seeing every node as live and sharing one topic lock.
+// own Dir, all seeing every node as live; each runs a global unit of its own on
+// the store, shared, as cluster mode does.
 func newCluster(t *testing.T, ids ...int32) (store.Store, []clusterNode) {
 	t.Helper()
 	st := memstore.New(memstore.Options{})
-	locks := &nameLocks{}
 	var nodes []clusterNode
 	for _, id := range ids {
 		dir := filepath.Join(t.TempDir(), "topics")
-		l, err := Open(Config{Dir: dir, Store: st, NodeID: id, Nodes: func() []int32 { return ids }, Lock: locks.lock})
+		l, err := Open(Config{Dir: dir, Store: st, NodeID: id, Nodes: func() []int32 { return ids }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,28 +272,17 @@ func TestClusterPlacement(t *testing.T) {
 	}
 }
 
-// TestSingleNodeRecordFormat: a single node (node 0, no hooks) still
-// writes version-1 topic records, and a version-1 record means every
-// partition is node 0's: another node id opens none of them.
-func TestSingleNodeRecordFormat(t *testing.T) {
+// TestLegacyRecordFormat: a version-1 topic record of a version before
+// the global unit (JSON under "topic/", written by a single node) means
+// every partition is node 0's: after the upgrade another node id opens
+// none of them, and node 0 opens both.
+func TestLegacyRecordFormat(t *testing.T) {
 	st := memstore.New(memstore.Options{})
-	dir := filepath.Join(t.TempDir(), "single")
-	l, err := Open(Config{Dir: dir, Store: st})
-	if err != nil {
+	id := [16]byte{1, 2, 3}
+	var b store.Batch
+	b.Put([]byte("topic/t"), []byte(`{"v":1,"name":"t","id":"`+hex.EncodeToString(id[:])+`","partitions":2}`))
+	if err := st.Apply(&b); err != nil {
 		t.Fatal(err)
-	}
-	defer l.Close()
-	tp, err := l.Create("t", 2, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := st.Get([]byte("topic/t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"v":1,"name":"t","id":"` + hex.EncodeToString(tp.ID[:]) + `","partitions":2}`
-	if string(raw) != want {
-		t.Errorf("record %s, want %s", raw, want)
 	}
 	other, err := Open(Config{Dir: filepath.Join(t.TempDir(), "other"), Store: st, NodeID: 1, Nodes: func() []int32 { return []int32{0, 1} }})
 	if err != nil {
@@ -322,8 +290,16 @@ func TestSingleNodeRecordFormat(t *testing.T) {
 	}
 	defer other.Close()
 	seen := other.Topic("t")
-	if seen == nil || !slices.Equal(seen.Leaders, []int32{0, 0}) || seen.Partitions[0] != nil || seen.Partitions[1] != nil {
+	if seen == nil || seen.ID != id || !slices.Equal(seen.Leaders, []int32{0, 0}) || seen.Partitions[0] != nil || seen.Partitions[1] != nil {
 		t.Fatalf("node 1 reads the v1 record as %+v", seen)
+	}
+	single, err := Open(Config{Dir: filepath.Join(t.TempDir(), "single"), Store: st, Nodes: func() []int32 { return []int32{0, 1} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	if tp := single.Topic("t"); tp == nil || tp.Partitions[0] == nil || tp.Partitions[1] == nil {
+		t.Fatalf("node 0 does not open its partitions: %+v", tp)
 	}
 }
 
@@ -408,24 +384,6 @@ func TestClusterRefreshRetriesFailedOpen(t *testing.T) {
 	mustRefresh(t, b.log)
 	if b.log.Version() != v {
 		t.Error("Refresh after a successful retry changed the log")
-	}
-}
-
-// TestClusterLockError: a cluster lock that cannot be taken fails the
-// change and writes nothing.
-func TestClusterLockError(t *testing.T) {
-	st := memstore.New(memstore.Options{})
-	errNoQuorum := errors.New("no quorum")
-	l, err := Open(Config{Dir: t.TempDir(), Store: st, NodeID: 1, Lock: func(string) (func(), error) { return nil, errNoQuorum }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if _, err := l.Create("t", 1, nil, false); !errors.Is(err, errNoQuorum) {
-		t.Errorf("Create: %v, want the lock's error", err)
-	}
-	if _, err := st.Get([]byte("topic/t")); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("topic stored without the lock: %v", err)
 	}
 }
 

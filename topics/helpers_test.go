@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cohort-dev/cohort/store"
+	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/cohort-dev/cohort/store/pebble"
 )
 
@@ -247,56 +249,50 @@ func readAll(t testing.TB, p *Partition, from int64) []readBatch {
 	}
 }
 
-// memStore is an in-memory store.Store, for tests that need to inject
-// failures or inspect keys.
+// memStore is an in-memory store.Store whose writes can be made to fail,
+// through the store and through write handles (the global unit's).
 type memStore struct {
-	m        map[string][]byte
-	failPuts bool
-
-	store.Store // nil: only to have Acquire, which Log never calls
+	*memstore.Store
+	failPuts atomic.Bool
 }
 
-func newMemStore() *memStore { return &memStore{m: make(map[string][]byte)} }
+func newMemStore() *memStore { return &memStore{Store: memstore.New(memstore.Options{})} }
+
+var errInjected = errors.New("injected store failure")
 
 func (s *memStore) Apply(b *store.Batch) error {
-	if s.failPuts {
-		return errors.New("injected store failure")
+	if s.failPuts.Load() {
+		return errInjected
 	}
-	for _, op := range b.Ops {
-		if op.Delete {
-			delete(s.m, string(op.Key))
-		} else {
-			s.m[string(op.Key)] = bytes.Clone(op.Value)
-		}
-	}
-	return nil
+	return s.Store.Apply(b)
 }
 
-func (s *memStore) Get(key []byte) ([]byte, error) {
-	v, ok := s.m[string(key)]
-	if !ok {
-		return nil, store.ErrNotFound
+func (s *memStore) Acquire(scope []byte) (store.Handle, error) {
+	h, err := s.Store.Acquire(scope)
+	if err != nil {
+		return nil, err
 	}
-	return bytes.Clone(v), nil
+	return &failingHandle{Handle: h, s: s}, nil
 }
 
-func (s *memStore) Scan(prefix []byte, fn func(k, v []byte) error) error {
-	var keys []string
-	for k := range s.m {
-		if bytes.HasPrefix([]byte(k), prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := fn([]byte(k), s.m[k]); err != nil {
-			return err
-		}
-	}
-	return nil
+type failingHandle struct {
+	store.Handle
+	s *memStore
 }
 
-func (s *memStore) Close() error { return nil }
+func (h *failingHandle) Apply(b *store.Batch) error {
+	if h.s.failPuts.Load() {
+		return errInjected
+	}
+	return h.Handle.Apply(b)
+}
+
+func (h *failingHandle) ApplyAsync(b *store.Batch) (func() error, error) {
+	if h.s.failPuts.Load() {
+		return nil, errInjected
+	}
+	return h.Handle.ApplyAsync(b)
+}
 
 // env is a Log on a Pebble store in a temporary directory, reopenable.
 type env struct {

@@ -3,25 +3,27 @@
 // `cohort serve` with nothing else installed.
 //
 // Topic metadata (name, id, partition count, configs, each partition's
-// leader) is a record in the store. Partition data lives beside the store
+// leader) is a record of the global unit (record.KindTopic,
+// coordinator/global): a Log changes it by commands to the unit and is a
+// view of it, opening and closing partitions as the snapshots it is
+// handed say. Partition data lives beside the store
 // in segment files that hold record batches exactly as Kafka writes them;
 // they are append-only and read sequentially, which plain files do best (a
 // key-value store would write every byte at least twice).
 //
 // In cluster mode the store is shared and each node opens the partitions
-// it leads, the one copy of each (no replication); Refresh applies the
-// changes other nodes made, and the Config hooks (Lock, Nodes,
+// it leads, the one copy of each (no replication); the unit's snapshots
+// bring the changes other nodes made, and the Config hooks (Nodes,
 // ReserveProducerIDs) are the cluster's. Nothing here knows about the
 // Kafka wire protocol, consumer groups or how nodes find each other.
 package topics
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,83 +36,25 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/global"
+	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 )
 
 // Errors from topic administration, mapped to Kafka error codes by the wire
 // layer.
+// layer. The global unit decides ErrTopicExists, ErrUnknownTopic and
+// ErrInvalidPartitions, and these are its.
 var (
-	ErrTopicExists       = errors.New("topic already exists")
-	ErrUnknownTopic      = errors.New("unknown topic")
+	ErrTopicExists       = global.ErrTopicExists
+	ErrUnknownTopic      = global.ErrUnknownTopic
 	ErrInvalidTopic      = errors.New("invalid topic name")
-	ErrInvalidPartitions = errors.New("invalid partition count")
+	ErrInvalidPartitions = global.ErrInvalidPartitions
 	ErrInvalidConfig     = errors.New("invalid topic config")
 )
-
-// Store keys. Topic records are "topic/<name>" → JSON topicRecord; the
-// cluster id and the producer-id reservation live under "meta/".
-var (
-	topicPrefix    = []byte("topic/")
-	clusterIDKey   = []byte("meta/cluster-id")
-	nextProducerID = []byte("meta/next-producer-id")
-)
-
-// topicRecord is the stored form of a topic.
-//
-// Version 1 has no leaders: every partition is led by node 0, which is
-// what a single node (node id 0) means. Version 2 adds Leaders, the node
-// that hosts each partition (cluster mode; there is one copy of each
-// partition). A record whose leaders are all node 0 is still written as
-// version 1, so that a single node's records read the same by any Cohort;
-// decode reads both. A future version adds fields and bumps V, and decode
-// keeps reading the older ones.
-type topicRecord struct {
-	V          int               `json:"v"`
-	Name       string            `json:"name"`
-	ID         string            `json:"id"` // 32 hex digits
-	Partitions int32             `json:"partitions"`
-	Configs    map[string]string `json:"configs,omitempty"`
-	Leaders    []int32           `json:"leaders,omitempty"` // v2: one per partition
-}
-
-// decodeTopic parses a stored topic record into a Topic without
-// partitions.
-func decodeTopic(v []byte) (*Topic, int32, error) {
-	var rec topicRecord
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return nil, 0, fmt.Errorf("corrupt topic record %q: %w", v, err)
-	}
-	t := &Topic{Name: rec.Name, Configs: rec.Configs}
-	var ok bool
-	if t.ID, ok = parseTopicID(rec.ID); !ok {
-		return nil, 0, fmt.Errorf("corrupt topic id %q", rec.ID)
-	}
-	if rec.Partitions <= 0 || rec.Partitions > MaxPartitions {
-		return nil, 0, fmt.Errorf("corrupt topic record %q: %d partitions", v, rec.Partitions)
-	}
-	switch {
-	case rec.V == 1 && rec.Leaders == nil:
-		t.Leaders = make([]int32, rec.Partitions)
-	case rec.V == 2 && len(rec.Leaders) == int(rec.Partitions):
-		t.Leaders = rec.Leaders
-	default:
-		return nil, 0, fmt.Errorf("corrupt topic record %q: version %d with %d leaders", v, rec.V, len(rec.Leaders))
-	}
-	return t, rec.Partitions, nil
-}
-
-// encodeTopic is the stored form of t with its leaders.
-func encodeTopic(t *Topic) ([]byte, error) {
-	rec := topicRecord{V: 1, Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Partitions: int32(len(t.Leaders)), Configs: t.Configs}
-	for _, n := range t.Leaders {
-		if n != 0 {
-			rec.V, rec.Leaders = 2, t.Leaders
-			break
-		}
-	}
-	return json.Marshal(rec)
-}
 
 // Topic is an immutable view of a topic. Growing a topic publishes a new
 // Topic that shares the existing partitions.
@@ -140,8 +84,12 @@ func (t *Topic) Config(name string) (string, bool) {
 type Config struct {
 	// Dir holds the partition data. Required.
 	Dir string
-	// Store holds topic metadata. Required. In cluster mode it is shared by
-	// every node; Dir is each node's own.
+	// Unit is the global unit whose topic records the log is a view of
+	// (coordinator.GlobalUnit). Nil: the log runs one of its own on
+	// Store, shared (cluster mode) when NodeID or Nodes is set.
+	Unit global.Unit
+	// Store holds the unit's records when Unit is nil. In cluster mode it
+	// is shared by every node; Dir is each node's own.
 	Store store.Store
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -161,44 +109,42 @@ type Config struct {
 	// log's lock and must not call back into the Log. Nil (or an empty
 	// answer): this node alone.
 	Nodes func() []int32
-	// Lock takes a cluster-wide lock on a topic name and returns its
-	// release; Create, Delete and Grow hold it while they re-read the
-	// topic's record and write it, so that two nodes creating one topic at
-	// once end with one topic id. Nil: the Log's own mutex alone, enough
-	// when no other node writes the store.
-	Lock func(name string) (unlock func(), err error)
 	// ReserveProducerIDs reserves n producer ids never handed out before
-	// by any node and returns the first. Nil: reserved in blocks under a
-	// key of the store, which is safe only if one node writes it.
+	// by any node and returns the first. Nil: reserved in blocks by the
+	// global unit (record.MetaNextProducerID).
 	ReserveProducerIDs func(n int64) (first int64, err error)
 	// ClusterID, if set, is the cluster id; else one is minted at first
-	// start and kept in the store.
+	// start and kept by the global unit (record.MetaClusterID).
 	ClusterID string
 }
 
 // Log is the set of topics. It is safe for concurrent use.
 type Log struct {
 	dir      string
-	st       store.Store
+	unit     global.Unit
+	ownUnit  *coordinator.GlobalUnit // the unit the log started, if it did
 	logger   *slog.Logger
 	syncFile func(*os.File) error
 	nodeID   int32
 	nodes    func() []int32
-	lock     func(string) (func(), error)
 	reserve  func(int64) (int64, error)
 
-	// admin serializes the changes to the set of topics (Create, Delete,
-	// Grow, Refresh), so that a Refresh applying an older read of the store
-	// cannot undo a change made meanwhile. Taken after a Config.Lock and
-	// before mu.
+	// admin serializes the applications of the unit's snapshots, so that
+	// an older one applied late cannot undo a newer one. Taken before mu.
 	admin sync.Mutex
+	// lastSnap is the snapshot last applied.
+	lastSnap *global.Snapshot
 
 	mu     sync.RWMutex
 	byName map[string]*Topic
 	byID   map[[16]byte]*Topic
-	// raw is the stored record each topic in byName was last built from
-	// and fully opened; Refresh skips topics whose record is unchanged.
-	raw       map[string][]byte
+	// raw is the encoded record each topic in byName was last built
+	// from and fully opened; a snapshot whose record of the topic is the
+	// same changes nothing.
+	raw map[string][]byte
+	// openErr is why a topic's partitions did not all open, until one
+	// snapshot opens them.
+	openErr   map[string]error
 	closed    bool
 	clusterID string
 	// version counts changes to the set of topics and their partition
@@ -209,8 +155,11 @@ type Log struct {
 	pidNext, pidLimit int64
 }
 
-// Open loads every topic from the store and recovers the partitions this
-// node leads.
+// timeout bounds a command to the unit.
+const timeout = 30 * time.Second
+
+// Open applies the unit's topics and recovers the partitions this node
+// leads.
 func Open(cfg Config) (*Log, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -220,32 +169,39 @@ func Open(cfg Config) (*Log, error) {
 	}
 	l := &Log{
 		dir:       cfg.Dir,
-		st:        cfg.Store,
+		unit:      cfg.Unit,
 		logger:    cfg.Logger,
 		syncFile:  cfg.SyncFile,
 		nodeID:    cfg.NodeID,
 		nodes:     cfg.Nodes,
-		lock:      cfg.Lock,
 		reserve:   cfg.ReserveProducerIDs,
 		byName:    make(map[string]*Topic),
 		byID:      make(map[[16]byte]*Topic),
 		raw:       make(map[string][]byte),
+		openErr:   make(map[string]error),
 		clusterID: cfg.ClusterID,
 	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create topic dir: %w", err)
 	}
+	if l.unit == nil {
+		if cfg.Store == nil {
+			return nil, errors.New("topics: Config needs Unit or Store")
+		}
+		u, err := coordinator.StartGlobal(coordinator.GlobalConfig{Store: cfg.Store, Shared: cfg.NodeID != 0 || cfg.Nodes != nil, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		l.unit, l.ownUnit = u, u
+	}
 	if l.clusterID == "" {
 		if err := l.loadClusterID(); err != nil {
+			l.Close()
 			return nil, err
 		}
 	}
-	if l.reserve == nil {
-		if err := l.loadProducerIDs(); err != nil {
-			return nil, err
-		}
-	}
-	if err := l.Refresh(); err != nil {
+	l.unit.Subscribe(l.apply)
+	if err := l.openErrs(); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("load topics: %w", err)
 	}
@@ -253,45 +209,74 @@ func Open(cfg Config) (*Log, error) {
 	return l, nil
 }
 
-// Refresh re-reads every topic record from the store and applies what
-// other nodes changed: topics created or grown elsewhere (opening the new
-// partitions this node leads) and topics deleted elsewhere (closing them
-// and removing their data here). A topic whose record is unchanged costs a
-// comparison. Version grows if anything changed. An error opening one
-// partition does not stop the others; the next Refresh retries it.
+// do sends the unit a command.
+func (l *Log) do(cmd any) (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return l.unit.Do(ctx, cmd)
+}
+
+// Refresh has the unit read its records again (in cluster mode, the
+// changes other nodes made) and applies them: topics created or grown
+// elsewhere (opening the new partitions this node leads) and topics
+// deleted elsewhere (closing them and removing their data here). It also
+// retries the partitions an earlier snapshot could not open. Version
+// grows if anything changed.
 func (l *Log) Refresh() error {
+	if err := l.unit.Refresh(); err != nil {
+		return err
+	}
+	l.apply(l.unit.Snapshot())
+	return l.openErrs()
+}
+
+// openErrs is why some topics' partitions are not open.
+func (l *Log) openErrs() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(l.openErr)) {
+		errs = append(errs, l.openErr[name])
+	}
+	return errors.Join(errs...)
+}
+
+// apply makes the log what a snapshot of the unit says. The unit calls it
+// after every change, before the reply that acknowledges the change
+// leaves; Refresh calls it too, to retry what did not open.
+func (l *Log) apply(snap *global.Snapshot) {
 	l.admin.Lock()
 	defer l.admin.Unlock()
-	recs := make(map[string][]byte)
-	err := l.st.Scan(topicPrefix, func(k, v []byte) error {
-		recs[string(k[len(topicPrefix):])] = bytes.Clone(v)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read topics: %w", err)
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return store.ErrClosed
+		return
 	}
-	names := make([]string, 0, len(recs))
-	for name := range recs {
-		names = append(names, name)
+	if l.lastSnap != nil && snap.Version < l.lastSnap.Version {
+		// An older snapshot than one applied already (a Refresh racing
+		// the unit's own publication): the newer one stands.
+		return
 	}
+	l.lastSnap = snap
+	names := slices.Collect(maps.Keys(snap.Topics))
 	for name := range l.byName {
-		if _, ok := recs[name]; !ok {
+		if _, ok := snap.Topics[name]; !ok {
 			names = append(names, name)
 		}
 	}
 	sort.Strings(names)
-	var errs []error
 	for _, name := range names {
-		if err := l.syncLocked(name, recs[name]); err != nil {
-			errs = append(errs, err)
+		var raw []byte
+		if t, ok := snap.Topics[name]; ok {
+			raw = t.Encode()
+		}
+		if err := l.syncLocked(name, raw); err != nil {
+			l.openErr[name] = err
+			l.logger.Warn("opening topic", "topic", name, "err", err)
+		} else {
+			delete(l.openErr, name)
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // syncLocked makes the named topic what its stored record raw says (nil:
@@ -308,13 +293,12 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 	if old != nil && bytes.Equal(l.raw[name], raw) {
 		return nil
 	}
-	t, count, err := decodeTopic(raw)
+	rec, err := record.DecodeTopic(raw)
 	if err != nil {
 		return err
 	}
-	if t.Name != name {
-		return fmt.Errorf("corrupt topic record: %q stored as %q", t.Name, name)
-	}
+	t := &Topic{Name: name, ID: rec.ID, Configs: rec.Configs, Leaders: rec.Leaders}
+	count := len(rec.Leaders)
 	if other := l.byID[t.ID]; other != nil && other.Name != name {
 		return fmt.Errorf("corrupt topic record: %s has the id of %s", name, other.Name)
 	}
@@ -353,6 +337,7 @@ func (l *Log) dropLocked(t *Topic) {
 	delete(l.byName, t.Name)
 	delete(l.byID, t.ID)
 	delete(l.raw, t.Name)
+	delete(l.openErr, t.Name)
 	l.version.Add(1)
 	for _, p := range t.Partitions {
 		if p != nil {
@@ -437,66 +422,40 @@ func (l *Log) ClusterID() string { return l.clusterID }
 func (l *Log) NodeID() int32 { return l.nodeID }
 
 func (l *Log) loadClusterID() error {
-	v, err := l.st.Get(clusterIDKey)
-	if err == nil {
-		l.clusterID = string(v)
-		return nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("load cluster id: %w", err)
-	}
 	var raw [16]byte
 	rand.Read(raw[:])
-	id := base64.RawURLEncoding.EncodeToString(raw[:])
-	var b store.Batch
-	b.Put(clusterIDKey, []byte(id))
-	if err := l.st.Apply(&b); err != nil {
-		return fmt.Errorf("store cluster id: %w", err)
+	out, err := l.do(global.EnsureMeta{Name: record.MetaClusterID, Value: []byte(base64.RawURLEncoding.EncodeToString(raw[:]))})
+	if err != nil {
+		return fmt.Errorf("cluster id: %w", err)
 	}
-	l.clusterID = id
+	l.clusterID = string(out.([]byte))
 	return nil
 }
 
-// producerIDBlock is how many producer ids one store write reserves.
+// producerIDBlock is how many producer ids one reservation takes.
 const producerIDBlock = 1000
-
-func (l *Log) loadProducerIDs() error {
-	v, err := l.st.Get(nextProducerID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return fmt.Errorf("load producer ids: %w", err)
-	case len(v) != 8:
-		return fmt.Errorf("corrupt producer id reservation %x", v)
-	default:
-		l.pidNext = int64(binary.BigEndian.Uint64(v))
-	}
-	l.pidLimit = l.pidNext
-	return nil
-}
 
 // NextProducerID hands out a producer id never handed out before, even
 // across restarts: ids are reserved in durable blocks, through
-// Config.ReserveProducerIDs if set.
+// Config.ReserveProducerIDs if set, else by the global unit.
 func (l *Log) NextProducerID() (int64, error) {
 	l.pidMu.Lock()
 	defer l.pidMu.Unlock()
 	if l.pidNext == l.pidLimit {
+		var first int64
 		if l.reserve != nil {
-			first, err := l.reserve(producerIDBlock)
+			var err error
+			if first, err = l.reserve(producerIDBlock); err != nil {
+				return 0, fmt.Errorf("reserve producer ids: %w", err)
+			}
+		} else {
+			out, err := l.do(global.ReserveIDs{Name: record.MetaNextProducerID, N: producerIDBlock})
 			if err != nil {
 				return 0, fmt.Errorf("reserve producer ids: %w", err)
 			}
-			l.pidNext, l.pidLimit = first, first+producerIDBlock
-		} else {
-			limit := l.pidNext + producerIDBlock
-			var b store.Batch
-			b.Put(nextProducerID, binary.BigEndian.AppendUint64(nil, uint64(limit)))
-			if err := l.st.Apply(&b); err != nil {
-				return 0, fmt.Errorf("reserve producer ids: %w", err)
-			}
-			l.pidLimit = limit
+			first = out.(int64)
 		}
+		l.pidNext, l.pidLimit = first, first+producerIDBlock
 	}
 	id := l.pidNext
 	l.pidNext++
@@ -585,200 +544,82 @@ func (l *Log) create(name string, partitions int32, leaders []int32, configs map
 	if err := ValidateTopicConfigs(configs); err != nil {
 		return nil, err
 	}
-	unlock, err := l.lockTopic(name)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if _, err := l.topicLocked(name); err == nil {
-		return nil, ErrTopicExists
-	} else if err != ErrUnknownTopic {
+	if err := l.open(); err != nil {
 		return nil, err
 	}
 	t := &Topic{Name: name, Configs: maps.Clone(configs)}
 	rand.Read(t.ID[:])
 	if validateOnly {
+		// On this node's view: a topic another node created a moment
+		// ago may still validate.
+		if l.Topic(name) != nil {
+			return nil, ErrTopicExists
+		}
 		return t, nil
 	}
-	if leaders == nil {
-		leaders = l.placeLocked(int(partitions))
-	}
-	t.Leaders = slices.Clone(leaders)
-	t.Partitions = make([]*Partition, partitions)
-	raw, err := l.put(t)
-	if err != nil {
+	if _, err := l.do(global.CreateTopic{Name: name, ID: t.ID, Partitions: partitions, Leaders: leaders, Configs: configs, Placement: l.placement()}); err != nil {
 		return nil, err
 	}
-	if err := l.openPartitions(t); err != nil {
-		// The record is stored: the next Open or Refresh retries these
-		// partitions.
-		for _, p := range t.Partitions {
-			if p != nil {
-				p.close()
-			}
-		}
+	return l.applied(name, t.ID)
+}
+
+// open reports ErrClosed once the log is closed.
+func (l *Log) open() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// placement is what the unit needs to place new partitions.
+func (l *Log) placement() global.Placement {
+	p := global.Placement{Self: l.nodeID}
+	if l.nodes != nil {
+		p.Live = l.nodes()
+	}
+	return p
+}
+
+// applied returns the topic the unit just changed, once applied here
+// (the unit applies a change to its views before its reply leaves): the
+// error of its partitions that did not open, if any.
+func (l *Log) applied(name string, id [16]byte) (*Topic, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	t := l.byName[name]
+	if t == nil || t.ID != id {
+		return nil, fmt.Errorf("topic %s changed while it was written: %w", name, ErrUnknownTopic)
+	}
+	if err := l.openErr[name]; err != nil {
 		return nil, err
 	}
-	l.byName[name] = t
-	l.byID[t.ID] = t
-	l.raw[name] = raw
-	l.version.Add(1)
 	return t, nil
 }
 
-// lockTopic takes the cluster-wide lock on name (Config.Lock), then
-// syncTopic's locks, so that the caller decides on what every node last
-// wrote. The returned func releases them all.
-func (l *Log) lockTopic(name string) (func(), error) {
-	if l.lock == nil {
-		return l.syncTopic(name)
-	}
-	release, err := l.lock(name)
-	if err != nil {
-		return nil, fmt.Errorf("lock topic %s: %w", name, err)
-	}
-	unlock, err := l.syncTopic(name)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return func() {
-		unlock()
-		release()
-	}, nil
-}
-
-// syncTopic takes admin and mu and brings the named topic up to date with
-// its stored record. The returned func releases both.
-func (l *Log) syncTopic(name string) (func(), error) {
-	l.mu.RLock()
-	closed := l.closed
-	l.mu.RUnlock()
-	if closed {
-		return nil, store.ErrClosed
-	}
-	l.admin.Lock()
-	raw, err := l.st.Get(append(bytes.Clone(topicPrefix), name...))
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		raw = nil
-	case err != nil:
-		l.admin.Unlock()
-		return nil, fmt.Errorf("read topic %s: %w", name, err)
-	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		l.admin.Unlock()
-		return nil, store.ErrClosed
-	}
-	if err := l.syncLocked(name, raw); err != nil {
-		l.logger.Warn("opening topic", "topic", name, "err", err)
-	}
-	return func() {
-		l.mu.Unlock()
-		l.admin.Unlock()
-	}, nil
-}
-
-// Sync re-reads the named topic's record from the store, applies it as
-// Refresh would, and returns the topic, nil if there is none. Admin
-// requests use it to act on what every node last wrote rather than on this
-// node's last Refresh.
+// Sync applies what every node last wrote (Refresh) and returns the
+// named topic, nil if there is none.
 func (l *Log) Sync(name string) (*Topic, error) {
-	unlock, err := l.syncTopic(name)
-	if err != nil {
+	if err := l.unit.Refresh(); err != nil {
 		return nil, err
 	}
-	defer unlock()
-	return l.byName[name], nil
-}
-
-// placeLocked chooses leaders for n new partitions: each goes to the live
-// node that leads the fewest partitions so far, ties going round robin
-// (in node id order) from after the previous choice. Callers hold mu.
-func (l *Log) placeLocked(n int) []int32 {
-	var nodes []int32
-	if l.nodes != nil {
-		nodes = slices.Clone(l.nodes())
-		slices.Sort(nodes)
-		nodes = slices.Compact(nodes)
-	}
-	if len(nodes) == 0 {
-		nodes = []int32{l.nodeID}
-	}
-	counts := make(map[int32]int, len(nodes))
-	for _, t := range l.byName {
-		for _, id := range t.Leaders {
-			counts[id]++
-		}
-	}
-	out := make([]int32, n)
-	next := 0
-	for i := range out {
-		best := next % len(nodes)
-		for k := 1; k < len(nodes); k++ {
-			j := (next + k) % len(nodes)
-			if counts[nodes[j]] < counts[nodes[best]] {
-				best = j
-			}
-		}
-		out[i] = nodes[best]
-		counts[nodes[best]]++
-		next = best + 1
-	}
-	return out
+	l.apply(l.unit.Snapshot())
+	return l.Topic(name), nil
 }
 
 // Version returns a number that grows whenever a topic is created,
 // deleted or grown.
 func (l *Log) Version() uint64 { return l.version.Load() }
 
-// put stores t's record and returns it.
-func (l *Log) put(t *Topic) ([]byte, error) {
-	rec, err := encodeTopic(t)
-	if err != nil {
-		return nil, err
-	}
-	var b store.Batch
-	b.Put(append(bytes.Clone(topicPrefix), t.Name...), rec)
-	if err := l.st.Apply(&b); err != nil {
-		return nil, fmt.Errorf("store topic %s: %w", t.Name, err)
-	}
-	return rec, nil
-}
-
-// topicLocked returns the named topic of an open log. Callers hold mu.
-func (l *Log) topicLocked(name string) (*Topic, error) {
-	if l.closed {
-		return nil, store.ErrClosed
-	}
-	t, ok := l.byName[name]
-	if !ok {
-		return nil, ErrUnknownTopic
-	}
-	return t, nil
-}
-
 // Delete removes a topic and this node's data of it; the other nodes
-// remove theirs when they Refresh.
+// remove theirs when the unit's snapshot reaches them.
 func (l *Log) Delete(name string) error {
-	unlock, err := l.lockTopic(name)
-	if err != nil {
+	if err := l.open(); err != nil {
 		return err
 	}
-	defer unlock()
-	t, err := l.topicLocked(name)
-	if err != nil {
-		return err
-	}
-	var b store.Batch
-	b.Delete(append(bytes.Clone(topicPrefix), name...))
-	if err := l.st.Apply(&b); err != nil {
-		return fmt.Errorf("delete topic %s: %w", name, err)
-	}
-	l.dropLocked(t)
-	return nil
+	_, err := l.do(global.DeleteTopic{Name: name})
+	return err
 }
 
 // Grow raises a topic's partition count; partitions are never removed, as
@@ -797,46 +638,36 @@ func (l *Log) GrowAssigned(name string, count int32, leaders []int32, validateOn
 }
 
 func (l *Log) grow(name string, count int32, leaders []int32, validateOnly bool) error {
-	unlock, err := l.lockTopic(name)
-	if err != nil {
+	if err := l.open(); err != nil {
 		return err
 	}
-	defer unlock()
-	t, err := l.topicLocked(name)
-	if err != nil {
-		return err
-	}
-	have := int32(len(t.Partitions))
-	if count <= have || count > MaxPartitions || leaders != nil && int32(len(leaders)) != count-have {
+	if count > MaxPartitions {
 		return ErrInvalidPartitions
 	}
 	if validateOnly {
+		t := l.Topic(name)
+		if t == nil {
+			return ErrUnknownTopic
+		}
+		if have := int32(len(t.Partitions)); count <= have || leaders != nil && int32(len(leaders)) != count-have {
+			return ErrInvalidPartitions
+		}
 		return nil
 	}
-	if leaders == nil {
-		leaders = l.placeLocked(int(count - have))
-	}
-	grown := &Topic{Name: t.Name, ID: t.ID, Configs: t.Configs,
-		Partitions: append(slices.Clone(t.Partitions), make([]*Partition, count-have)...),
-		Leaders:    append(slices.Clone(t.Leaders), leaders...)}
-	raw, err := l.put(grown)
+	out, err := l.do(global.GrowTopic{Name: name, Count: count, Leaders: leaders, Placement: l.placement()})
 	if err != nil {
 		return err
 	}
-	err = l.openPartitions(grown)
-	l.byName[name] = grown
-	l.byID[t.ID] = grown
-	if err == nil {
-		l.raw[name] = raw
-	} else {
-		delete(l.raw, name) // the next Refresh retries
-	}
-	l.version.Add(1)
+	_, err = l.applied(name, out.(record.Topic).ID)
 	return err
 }
 
-// Close syncs and closes every partition. The store is the caller's.
+// Close syncs and closes every partition, and stops the unit if the log
+// started it. The store is the caller's.
 func (l *Log) Close() error {
+	if l.ownUnit != nil {
+		defer l.ownUnit.Close()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true

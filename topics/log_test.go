@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 )
 
@@ -368,15 +369,15 @@ func TestNextProducerIDStoreFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	st.failPuts = true
+	st.failPuts.Store(true)
 	if _, err := l.NextProducerID(); err == nil {
 		t.Fatal("NextProducerID without a durable reservation succeeded")
 	}
-	st.failPuts = false
+	st.failPuts.Store(false)
 	if id, err := l.NextProducerID(); err != nil || id != 0 {
 		t.Fatalf("after recovery: %d %v", id, err)
 	}
-	if v, _ := st.Get(nextProducerID); len(v) != 8 {
+	if v, _ := st.Get(record.MetaKey(record.MetaNextProducerID)); len(v) != 1+1+8 {
 		t.Fatalf("reservation record %x", v)
 	}
 }
@@ -400,7 +401,11 @@ func TestOrphanTopicDirsRemoved(t *testing.T) {
 	mustAppend(t, keep.Partitions[0], plainBatch(t, 1, "k"))
 	l.Close()
 	// A crash after the record was deleted and before the files were.
-	delete(st.m, "topic/orphan")
+	var del store.Batch
+	del.Delete(record.TopicKey("orphan"))
+	if err := st.Apply(&del); err != nil {
+		t.Fatal(err)
+	}
 	orphan := filepath.Join(dir, hex.EncodeToString(tp.ID[:]))
 	// Entries that are not topic ids are left alone.
 	others := []string{"lost+found", "abcd", strings.Repeat("ab", 17), strings.Repeat("zz", 16)}
@@ -437,7 +442,13 @@ func TestOpenCorruptTopicRecord(t *testing.T) {
 		`{"v":1,"name":"x","id":"` + strings.Repeat("ab", 17) + `","partitions":1}`,
 	} {
 		st := newMemStore()
-		st.m["topic/x"] = []byte(rec)
+		// As an older version wrote it: the upgrade into the global
+		// unit refuses it, and the log does not open.
+		var b store.Batch
+		b.Put([]byte("topic/x"), []byte(rec))
+		if err := st.Apply(&b); err != nil {
+			t.Fatal(err)
+		}
 		l, err := Open(Config{Dir: t.TempDir(), Store: st})
 		if err == nil {
 			l.Close()
@@ -472,14 +483,14 @@ func TestCreateStoreFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	st.failPuts = true
+	st.failPuts.Store(true)
 	if _, err := l.Create("t", 1, nil, false); err == nil {
 		t.Fatal("Create without a durable record succeeded")
 	}
 	if l.Topic("t") != nil {
 		t.Fatal("topic visible after a failed Create")
 	}
-	st.failPuts = false
+	st.failPuts.Store(false)
 	if _, err := l.Create("t", 1, nil, false); err != nil {
 		t.Fatal(err)
 	}
@@ -487,9 +498,19 @@ func TestCreateStoreFailure(t *testing.T) {
 
 func TestOpenCorruptProducerIDReservation(t *testing.T) {
 	st := newMemStore()
-	st.m[string(nextProducerID)] = []byte{1, 2, 3}
-	if l, err := Open(Config{Dir: t.TempDir(), Store: st}); err == nil {
-		l.Close()
-		t.Fatal("Open accepted a 3-byte producer id reservation")
+	// As an older version kept it: upgraded into the global unit as
+	// it is, and refused when a reservation reads it.
+	var b store.Batch
+	b.Put([]byte("meta/next-producer-id"), []byte{1, 2, 3})
+	if err := st.Apply(&b); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(Config{Dir: t.TempDir(), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if id, err := l.NextProducerID(); err == nil {
+		t.Fatalf("a 3-byte producer id reservation gave id %d", id)
 	}
 }

@@ -1,7 +1,8 @@
 // Package global is the pure state machine of the global unit: the
 // durable state every node needs and no group shard owns, SCRAM
-// credentials, ACLs, organisations and their members, and client quotas
-// (record kinds 20 to 24, under record.GlobalShard). It runs on the same
+// credentials, ACLs, organisations and their members, client quotas, the
+// topic catalog and the cluster's meta (record kinds 20 to 26, under
+// record.GlobalShard). It runs on the same
 // runtime as the group shards, under the one record rule of
 // coordinator/machine: a command emits records, and Replay is the only
 // code that changes the state, live or at load. The authorizer, the
@@ -56,6 +57,43 @@ type (
 	SetMember struct{ Org, Principal string }
 	// AlterQuotas sets or removes quota values. Out: nil.
 	AlterQuotas struct{ Changes []QuotaChange }
+	// EnsureMeta stores Value as the meta value Name unless it has one.
+	// Out: the value stored ([]byte).
+	EnsureMeta struct {
+		Name  string
+		Value []byte
+	}
+	// ReserveIDs reserves N ids of the counter Name (a meta value, the
+	// next id never handed out, as 8 bytes big-endian). Out: the first
+	// (int64).
+	ReserveIDs struct {
+		Name string
+		N    int64
+	}
+	// CreateTopic makes a topic (topics.go). Out: record.Topic, or
+	// ErrTopicExists.
+	CreateTopic struct {
+		Name       string
+		ID         [16]byte
+		Partitions int32
+		// Leaders, if set, leads each partition; else they are spread
+		// over Live (Place).
+		Leaders []int32
+		Configs map[string]string
+		Placement
+	}
+	// DeleteTopic deletes a topic. Out: the record.Topic deleted, or
+	// ErrUnknownTopic.
+	DeleteTopic struct{ Name string }
+	// GrowTopic raises a topic's partition count to Count. Out:
+	// record.Topic, ErrUnknownTopic or ErrInvalidPartitions.
+	GrowTopic struct {
+		Name  string
+		Count int32
+		// Leaders, if set, leads each new partition, in order.
+		Leaders []int32
+		Placement
+	}
 )
 
 // CredentialChange is one upsertion (Cred set) or deletion (Cred nil).
@@ -78,6 +116,8 @@ type State struct {
 	orgs    map[string]record.Org
 	members map[string]string // principal → organisation
 	quotas  map[record.Quota]float64
+	topics  map[string]record.Topic
+	meta    map[string][]byte
 	version uint64 // records replayed
 
 	rec machine.Recorder
@@ -91,6 +131,8 @@ func New() *State {
 		orgs:    map[string]record.Org{},
 		members: map[string]string{},
 		quotas:  map[record.Quota]float64{},
+		topics:  map[string]record.Topic{},
+		meta:    map[string][]byte{},
 	}
 	s.rec.Replay = s.Replay
 	return s
@@ -175,6 +217,34 @@ func (s *State) Replay(r machine.Record) error {
 			return err
 		}
 		s.quotas[q] = v
+	case record.KindTopic:
+		name, err := record.ParseTopicKey(r.Key)
+		if err != nil {
+			return err
+		}
+		if r.Value == nil {
+			delete(s.topics, name)
+			return nil
+		}
+		t, err := record.DecodeTopic(r.Value)
+		if err != nil {
+			return err
+		}
+		s.topics[name] = t
+	case record.KindMeta:
+		name, err := record.ParseMetaKey(r.Key)
+		if err != nil {
+			return err
+		}
+		if r.Value == nil {
+			delete(s.meta, name)
+			return nil
+		}
+		v, err := record.DecodeMetaValue(r.Value)
+		if err != nil {
+			return err
+		}
+		s.meta[name] = v
 	default:
 		return fmt.Errorf("global: record kind %d is not the global unit's", r.Key[len(prefix)])
 	}
@@ -260,6 +330,25 @@ func (s *State) Handle(now time.Time, req machine.Request) machine.Output {
 			}
 			s.rec.Emit(ch.Quota.Key(), record.QuotaValue(ch.Value))
 		}
+	case EnsureMeta:
+		if _, ok := s.meta[c.Name]; !ok {
+			s.rec.Emit(record.MetaKey(c.Name), record.MetaValue(c.Value))
+		}
+		out = slices.Clone(s.meta[c.Name])
+	case ReserveIDs:
+		out = s.reserveIDs(c)
+	case CreateTopic:
+		out = s.createTopic(c)
+	case DeleteTopic:
+		t, ok := s.topics[c.Name]
+		if !ok {
+			out = ErrUnknownTopic
+			break
+		}
+		s.rec.Emit(record.TopicKey(c.Name), nil)
+		out = t
+	case GrowTopic:
+		out = s.growTopic(c)
 	default:
 		out = fmt.Errorf("global: unknown command %T", req.Cmd)
 	}
@@ -301,6 +390,9 @@ func (s *State) Version() uint64 { return s.version }
 // Snapshot is a copy of the state for the views, never changed after
 // it is made.
 type Snapshot struct {
+	// Version orders the snapshots a host publishes: a later one has a
+	// higher Version (the host numbers them; State.Snapshot gives the
+	// number of records replayed).
 	Version uint64
 	// ACLs are every binding, in key order.
 	ACLs        []record.ACL
@@ -309,6 +401,10 @@ type Snapshot struct {
 	// Members maps a principal ("User:alice") to its organisation.
 	Members map[string]string
 	Quotas  map[record.Quota]float64
+	// Topics are the topic log's topics, by name.
+	Topics map[string]record.Topic
+	// Meta are the cluster's meta values, by name.
+	Meta map[string][]byte
 }
 
 // Snapshot copies the state.
@@ -320,6 +416,8 @@ func (s *State) Snapshot() *Snapshot {
 		Orgs:        maps.Clone(s.orgs),
 		Members:     maps.Clone(s.members),
 		Quotas:      maps.Clone(s.quotas),
+		Topics:      maps.Clone(s.topics),
+		Meta:        maps.Clone(s.meta),
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.acls)) {
 		snap.ACLs = append(snap.ACLs, s.acls[k])
@@ -352,6 +450,13 @@ func (s *State) DurableState() string {
 	for _, q := range qk {
 		fmt.Fprintf(&b, "quota %+v = %v\n", q, s.quotas[q])
 	}
+	for _, name := range slices.Sorted(maps.Keys(s.topics)) {
+		t := s.topics[name]
+		fmt.Fprintf(&b, "topic %q id=%x leaders=%v configs=%v\n", name, t.ID, t.Leaders, t.Configs)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.meta)) {
+		fmt.Fprintf(&b, "meta %q = %x\n", name, s.meta[name])
+	}
 	return b.String()
 }
 
@@ -368,4 +473,9 @@ type Unit interface {
 	// Subscribe calls f with the current snapshot now and with each
 	// later one.
 	Subscribe(f func(*Snapshot))
+	// Refresh reads the unit's records again (in cluster mode, what other
+	// nodes wrote) and hands the views a new snapshot if they changed.
+	Refresh() error
+	// Snapshot returns the current snapshot.
+	Snapshot() *Snapshot
 }
