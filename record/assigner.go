@@ -111,7 +111,7 @@ func DecodeAssignerHandoff(v []byte) (AssignerHandoff, error) {
 	}
 	h.From = r.CompactString()
 	h.To = r.CompactString()
-	h.Complete = r.Bool()
+	h.Complete = readBool(r)
 	return h, complete(r, "assigner handoff")
 }
 

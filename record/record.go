@@ -409,6 +409,18 @@ func valueReader(v []byte) (*kbin.Reader, error) {
 	return &kbin.Reader{Src: v[1:]}, nil
 }
 
+// readBool reads a boolean byte, which must be 0 or 1: any other byte
+// would read as true and be written back as 1, so that a value's bytes
+// would not be its only encoding.
+func readBool(r *kbin.Reader) bool {
+	if len(r.Src) > 0 && r.Src[0] > 1 {
+		r.Src = nil // too short for what follows: complete reports it
+		r.Int8()
+		return false
+	}
+	return r.Bool()
+}
+
 func complete(r *kbin.Reader, what string) error {
 	if err := r.Complete(); err != nil {
 		return fmt.Errorf("%w: %s value: %v", ErrCorrupt, what, err)

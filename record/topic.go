@@ -120,7 +120,13 @@ func DecodeMetaValue(v []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(v) > 1 && v[1] == 0 {
+		return nil, fmt.Errorf("%w: null meta value", ErrCorrupt) // compact null: never written
+	}
 	out := slices.Clone(r.CompactBytes())
+	if out == nil {
+		out = []byte{}
+	}
 	return out, complete(r, "meta")
 }
 

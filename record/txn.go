@@ -199,7 +199,7 @@ func DecodeTxn(v []byte) (Txn, error) {
 	}
 	t.StartTimestamp = r.Int64()
 	t.UpdateTimestamp = r.Int64()
-	t.Bumped = r.Bool()
+	t.Bumped = readBool(r)
 	if err := complete(r, "transaction"); err != nil {
 		return t, err
 	}

@@ -2,6 +2,7 @@ package global
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -126,5 +127,60 @@ func TestReplayRefusesOtherKeys(t *testing.T) {
 	}
 	if err := s.Replay(machine.Record{Key: append(record.ShardPrefix(record.GlobalShard), 99), Value: []byte{1}}); err == nil {
 		t.Error("an unknown kind replayed")
+	}
+}
+
+// TestTopicsAndMeta: the topic catalog's and the meta's commands replay
+// to the live state; placement spreads partitions over the live nodes by
+// load; ids are reserved in blocks that never overlap.
+func TestTopicsAndMeta(t *testing.T) {
+	h := newHarness(t)
+	live := Placement{Live: []int32{2, 1, 3}, Self: 1}
+	t1 := h.do(CreateTopic{Name: "a", ID: [16]byte{1}, Partitions: 4, Configs: map[string]string{"cleanup.policy": "compact"}, Placement: live}).(record.Topic)
+	if want := []int32{1, 2, 3, 1}; !slices.Equal(t1.Leaders, want) {
+		t.Fatalf("leaders of a: %v, want %v", t1.Leaders, want)
+	}
+	// b's first partitions go to the nodes leading fewest (2 and 3).
+	t2 := h.do(CreateTopic{Name: "b", ID: [16]byte{2}, Partitions: 2, Placement: live}).(record.Topic)
+	if want := []int32{2, 3}; !slices.Equal(t2.Leaders, want) {
+		t.Fatalf("leaders of b: %v, want %v", t2.Leaders, want)
+	}
+	if err, _ := h.do(CreateTopic{Name: "a", ID: [16]byte{9}, Partitions: 1, Placement: live}).(error); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	if err, _ := h.do(GrowTopic{Name: "a", Count: 4, Placement: live}).(error); !errors.Is(err, ErrInvalidPartitions) {
+		t.Fatalf("grow to the same count: %v", err)
+	}
+	if err, _ := h.do(GrowTopic{Name: "a", Count: 7, Leaders: []int32{1}, Placement: live}).(error); !errors.Is(err, ErrInvalidPartitions) {
+		t.Fatalf("grow by 3 with one leader: %v", err)
+	}
+	g := h.do(GrowTopic{Name: "a", Count: 6, Leaders: []int32{3, 3}, Placement: live}).(record.Topic)
+	if !slices.Equal(g.Leaders, []int32{1, 2, 3, 1, 3, 3}) || g.ID != t1.ID || g.Configs["cleanup.policy"] != "compact" {
+		t.Fatalf("grown: %+v", g)
+	}
+	if err, _ := h.do(GrowTopic{Name: "nope", Count: 2, Placement: live}).(error); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("grow of a missing topic: %v", err)
+	}
+	if d := h.do(DeleteTopic{Name: "b"}).(record.Topic); d.ID != t2.ID {
+		t.Fatalf("deleted %+v", d)
+	}
+	if err, _ := h.do(DeleteTopic{Name: "b"}).(error); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if got := h.s.Snapshot().Topics; len(got) != 1 || got["a"].ID != t1.ID {
+		t.Fatalf("topics: %+v", got)
+	}
+
+	if v := h.do(EnsureMeta{Name: record.MetaClusterID, Value: []byte("first")}).([]byte); string(v) != "first" {
+		t.Fatalf("cluster id %q", v)
+	}
+	if v := h.do(EnsureMeta{Name: record.MetaClusterID, Value: []byte("second")}).([]byte); string(v) != "first" {
+		t.Fatalf("cluster id after a second ensure %q, want the first kept", v)
+	}
+	if first := h.do(ReserveIDs{Name: record.MetaNextProducerID, N: 1000}).(int64); first != 0 {
+		t.Fatalf("first block at %d", first)
+	}
+	if first := h.do(ReserveIDs{Name: record.MetaNextProducerID, N: 1000}).(int64); first != 1000 {
+		t.Fatalf("second block at %d", first)
 	}
 }
