@@ -117,7 +117,7 @@ func TestStartupFailures(t *testing.T) {
 				return nil
 			},
 			code: 1,
-			line: []string{`msg="cohort could not start" err="open topic log: load cluster id: pebble store: get \"meta/cluster-id\": pebble: backing file `},
+			line: []string{`msg="cohort could not start" err="global unit: upgrade: pebble store: scan `, `pebble: backing file `},
 		},
 		{
 			what: "corrupt coordinator record",
