@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,39 +29,18 @@ func (s *Shard) describeGroups(_ time.Time, req machine.Request, r *kmsg.Describ
 	for _, name := range r.Groups {
 		d := kmsg.DescribeGroupsResponseGroup{Group: name, State: "Dead", AuthorizedOperations: -2147483648}
 		e := s.lookup(req.Tenant, name)
-		var g *classicGroup
-		if e != nil {
-			g = e.classic
-		}
-		switch {
-		case g == nil || g.state == dead:
-			// As Kafka, a consumer group is no classic group here.
+		switch g := classic.Of(e); {
+		case g == nil || g.State == classic.Dead:
 			if r.Version >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "Group " + name + " not found."
-				if e != nil && e.consumer != nil {
+				if consumerOf(e) != nil {
 					msg = "Group " + name + " is not a classic group."
 				}
 				d.ErrorMessage = &msg
 			}
 		default:
-			d.State, d.ProtocolType = g.state.String(), g.protocolType
-			if g.state == stable {
-				d.Protocol = g.protocol
-			}
-			for _, m := range g.sortedMembers() {
-				dm := kmsg.DescribeGroupsResponseGroupMember{
-					MemberID: m.id, InstanceID: m.instance, ClientID: m.clientID, ClientHost: m.clientHost,
-					ProtocolMetadata: []byte{}, MemberAssignment: m.assignment,
-				}
-				if g.state == stable {
-					dm.ProtocolMetadata = m.metadataFor(g.protocol)
-				}
-				if dm.MemberAssignment == nil {
-					dm.MemberAssignment = []byte{}
-				}
-				d.Members = append(d.Members, dm)
-			}
+			g.Describe(&d)
 		}
 		if r.IncludeAuthorizedOperations && d.ErrorCode == 0 {
 			d.AuthorizedOperations = allGroupOperations
@@ -77,11 +57,11 @@ func (s *Shard) listGroups(_ time.Time, req machine.Request, r *kmsg.ListGroupsR
 	// As Kafka: filters match case-insensitively, trimmed.
 	states, types := filterSet(r.StatesFilter), filterSet(r.TypesFilter)
 	for _, e := range s.sortedGroups() {
-		if e.tenant != req.Tenant {
+		if e.Tenant != req.Tenant {
 			continue // organisations never see each other's groups
 		}
-		name := e.name
-		if g := e.consumer; g != nil {
+		name := e.Name
+		if g := consumerOf(e); g != nil {
 			state := g.state()
 			if (len(states) > 0 && !states[strings.ToLower(state)]) || (len(types) > 0 && !types["consumer"]) {
 				continue
@@ -91,18 +71,18 @@ func (s *Shard) listGroups(_ time.Time, req machine.Request, r *kmsg.ListGroupsR
 			})
 			continue
 		}
-		g := e.classic
-		if g == nil || g.state == dead {
+		g := classic.Of(e)
+		if g == nil || g.State == classic.Dead {
 			continue
 		}
-		if len(states) > 0 && !states[strings.ToLower(g.state.String())] {
+		if len(states) > 0 && !states[strings.ToLower(g.State.String())] {
 			continue
 		}
 		if len(types) > 0 && !types["classic"] {
 			continue
 		}
 		resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
-			Group: name, ProtocolType: g.protocolType, GroupState: g.state.String(), GroupType: "classic",
+			Group: name, ProtocolType: g.ProtocolType, GroupState: g.State.String(), GroupType: "classic",
 		})
 	}
 	s.reply(req.ID, resp)
@@ -120,21 +100,22 @@ func (s *Shard) deleteGroups(_ time.Time, req machine.Request, r *kmsg.DeleteGro
 		seen[name] = true
 		var code int16
 		e := s.lookup(req.Tenant, name)
+		c, cg := classic.Of(e), consumerOf(e)
 		switch {
-		case e == nil || (e.classic != nil && e.classic.state == dead):
+		case e == nil || (c != nil && c.State == classic.Dead):
 			code = kerr.GroupIDNotFound.Code
-		case e.consumer != nil:
-			if len(e.consumer.members) > 0 {
+		case cg != nil:
+			if len(cg.members) > 0 {
 				code = kerr.NonEmptyGroup.Code
 			} else {
-				s.offs.DeleteGroup(e.off())
-				s.emitRemoveConsumer(e.consumer)
+				s.offs.DeleteGroup(e.Off())
+				s.emitRemoveConsumer(cg)
 			}
-		case e.classic.state != empty:
+		case c.State != classic.Empty:
 			code = kerr.NonEmptyGroup.Code
 		default:
-			s.offs.DeleteGroup(e.off())
-			s.deleteClassic(e.classic)
+			s.offs.DeleteGroup(e.Off())
+			s.classic.Delete(c)
 		}
 		resp.Groups = append(resp.Groups, deleteResult(r.Version, name, code))
 	}
@@ -149,19 +130,6 @@ func filterSet(filter []string) map[string]bool {
 	return set
 }
 
-// deleteClassic removes an Empty classic group (its offsets must be gone
-// already, or go with it elsewhere): its timers, then its record's
-// tombstone, whose replay takes the group away.
-func (s *Shard) deleteClassic(g *classicGroup) {
-	for _, id := range sortedKeys(g.pendingJoin) {
-		s.timer(memberTimer(timerMember, g.gkey, id), time.Time{})
-	}
-	s.timer(groupTimer(timerJoin, g.gkey), time.Time{})
-	s.timer(groupTimer(timerSync, g.gkey), time.Time{})
-	g.state = dead
-	s.emit(s.key(g.gkey).Key(), nil)
-}
-
 // consumerDescribe is Kafka's consumerGroupDescribe: a group that does not
 // exist or is not a consumer group is GROUP_ID_NOT_FOUND.
 func (s *Shard) consumerDescribe(_ time.Time, req machine.Request, r *kmsg.ConsumerGroupDescribeRequest) {
@@ -171,7 +139,8 @@ func (s *Shard) consumerDescribe(_ time.Time, req machine.Request, r *kmsg.Consu
 		d := kmsg.NewConsumerGroupDescribeResponseGroup()
 		d.Group = name
 		e := s.lookup(req.Tenant, name)
-		if e == nil || e.consumer == nil {
+		g := consumerOf(e)
+		if g == nil {
 			d.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := fmt.Sprintf("Group %s not found.", name)
 			if e != nil {
@@ -181,7 +150,6 @@ func (s *Shard) consumerDescribe(_ time.Time, req machine.Request, r *kmsg.Consu
 			resp.Groups = append(resp.Groups, d)
 			continue
 		}
-		g := e.consumer
 		d.State, d.Epoch, d.AssignmentEpoch = g.state(), g.epoch, g.targetEpoch
 		d.AssignorName = s.groupAssignor(g).Name()
 		if r.IncludeAuthorizedOperations {
@@ -198,8 +166,8 @@ func (s *Shard) consumerDescribe(_ time.Time, req machine.Request, r *kmsg.Consu
 			if m.regex != "" {
 				dm.SubscribedTopicRegex = &m.regex
 			}
-			dm.Assignment.TopicPartitions = s.describeAssignment(g.tenant, m.assigned)
-			dm.TargetAssignment.TopicPartitions = s.describeAssignment(g.tenant, g.target[m.id])
+			dm.Assignment.TopicPartitions = s.describeAssignment(g.Tenant, m.assigned)
+			dm.TargetAssignment.TopicPartitions = s.describeAssignment(g.Tenant, g.target[m.id])
 			dm.MemberType = 1 // a consumer-protocol member
 			if m.classic != nil {
 				dm.MemberType = 0 // a classic member of a mixed group

@@ -11,9 +11,6 @@ package groups
 import (
 	"bytes"
 	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"hash/fnv"
 	"regexp"
 	"slices"
@@ -21,6 +18,8 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // memberState is a consumer group member's reconciliation state, as
@@ -200,12 +199,12 @@ func newConsumerGroup(g *group) *consumerGroup {
 		target:  map[string]tps{},
 		owners:  map[tp]int32{},
 	}
-	g.consumer = c
+	g.Part = c
 	return c
 }
 
-// durableState renders what the group's records hold.
-func (g *consumerGroup) durableState() []string {
+// DurableState renders what the group's records hold.
+func (g *consumerGroup) DurableState() []string {
 	out := []string{fmt.Sprintf("  consumer epoch=%d hash=%x target=%d@%d", g.epoch, g.metaHash, g.targetEpoch, g.targetTime)}
 	for _, m := range g.sortedMembers() {
 		out = append(out, fmt.Sprintf("  member %s inst=%v rack=%v client=%s/%s topics=%v regex=%q rt=%d assignor=%q epoch=%d/%d state=%v assigned=%v revoking=%v",
@@ -340,8 +339,8 @@ func (s *Shard) memberKey(kind record.Kind, k gkey, member string) []byte {
 }
 
 func (s *Shard) emitGroupEpoch(g *consumerGroup, epoch int32, hash uint64) {
-	v := record.ConsumerGroup{ID: g.id, Epoch: epoch, MetadataHash: hash}
-	s.emit(s.key(g.gkey).KindKey(record.KindConsumerGroup), v.Encode())
+	v := record.ConsumerGroup{ID: g.ID, Epoch: epoch, MetadataHash: hash}
+	s.emit(s.key(g.Key).KindKey(record.KindConsumerGroup), v.Encode())
 }
 
 func (s *Shard) emitMember(g *consumerGroup, m *consumerMember) {
@@ -350,24 +349,24 @@ func (s *Shard) emitMember(g *consumerGroup, m *consumerMember) {
 		Topics: m.topics, Regex: m.regex, RebalanceTimeout: m.rebalanceTimeout, Assignor: m.assignor,
 		Classic: m.classic.record(),
 	}
-	s.emit(s.memberKey(record.KindConsumerMember, g.gkey, m.id), v.Encode())
+	s.emit(s.memberKey(record.KindConsumerMember, g.Key, m.id), v.Encode())
 }
 
 func (s *Shard) emitTarget(g *consumerGroup, id string, a tps) {
-	s.emit(s.memberKey(record.KindConsumerTarget, g.gkey, id), record.ConsumerTarget{Topics: a.records()}.Encode())
+	s.emit(s.memberKey(record.KindConsumerTarget, g.Key, id), record.ConsumerTarget{Topics: a.records()}.Encode())
 }
 
 func (s *Shard) emitTargetEpoch(g *consumerGroup, epoch int32, at int64) {
 	v := record.ConsumerTargetEpoch{Epoch: epoch, Timestamp: at}
-	s.emit(s.key(g.gkey).KindKey(record.KindConsumerTargetEpoch), v.Encode())
+	s.emit(s.key(g.Key).KindKey(record.KindConsumerTargetEpoch), v.Encode())
 }
 
 // emitRemoveMember writes a member's tombstones in Kafka's order: current
 // assignment, target, metadata.
 func (s *Shard) emitRemoveMember(g *consumerGroup, id string) {
-	s.emit(s.memberKey(record.KindConsumerCurrent, g.gkey, id), nil)
-	s.emit(s.memberKey(record.KindConsumerTarget, g.gkey, id), nil)
-	s.emit(s.memberKey(record.KindConsumerMember, g.gkey, id), nil)
+	s.emit(s.memberKey(record.KindConsumerCurrent, g.Key, id), nil)
+	s.emit(s.memberKey(record.KindConsumerTarget, g.Key, id), nil)
+	s.emit(s.memberKey(record.KindConsumerMember, g.Key, id), nil)
 }
 
 // emitRemoveConsumer writes the tombstones of the whole consumer group (not
@@ -378,10 +377,10 @@ func (s *Shard) emitRemoveConsumer(g *consumerGroup) {
 		s.emitRemoveMember(g, id)
 	}
 	for _, id := range sortedKeys(g.target) {
-		s.emit(s.memberKey(record.KindConsumerTarget, g.gkey, id), nil)
+		s.emit(s.memberKey(record.KindConsumerTarget, g.Key, id), nil)
 	}
-	s.emit(s.key(g.gkey).KindKey(record.KindConsumerTargetEpoch), nil)
-	s.emit(s.key(g.gkey).KindKey(record.KindConsumerGroup), nil)
+	s.emit(s.key(g.Key).KindKey(record.KindConsumerTargetEpoch), nil)
+	s.emit(s.key(g.Key).KindKey(record.KindConsumerGroup), nil)
 }
 
 // isConsumerKind reports whether kind is a KIP-848 record.
@@ -399,10 +398,10 @@ func (s *Shard) replayConsumer(kind record.Kind, k any, value []byte) error {
 	switch kind {
 	case record.KindConsumerGroup:
 		gk := k.(record.GroupKey)
-		key := gkey{gk.Tenant, gk.Group}
+		key := gkey{Tenant: gk.Tenant, Name: gk.Group}
 		if value == nil {
-			if g := s.groups[key]; g != nil && g.consumer != nil {
-				g.consumer = nil
+			if g := s.h.Groups[key]; consumerOf(g) != nil {
+				g.Part = nil
 				s.forget(g)
 			}
 			return nil
@@ -412,11 +411,12 @@ func (s *Shard) replayConsumer(kind record.Kind, k any, value []byte) error {
 			return fmt.Errorf("consumer group %q: %w", gk.Group, err)
 		}
 		g := s.entry(key)
-		g.id = v.ID
-		if g.consumer == nil {
-			newConsumerGroup(g)
+		g.ID = v.ID
+		c := consumerOf(g)
+		if c == nil {
+			c = newConsumerGroup(g)
 		}
-		g.consumer.epoch, g.consumer.metaHash = v.Epoch, v.MetadataHash
+		c.epoch, c.metaHash = v.Epoch, v.MetadataHash
 		return nil
 	case record.KindConsumerTargetEpoch:
 		gk := k.(record.GroupKey)

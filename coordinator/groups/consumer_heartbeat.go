@@ -8,7 +8,6 @@ package groups
 // this member one step toward its target (reconcile.go).
 
 import (
-	"encoding/base64"
 	"fmt"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/assign"
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -103,7 +103,7 @@ func hbError(resp *kmsg.ConsumerGroupHeartbeatResponse, code int16, msg string) 
 
 // consumerHeartbeat serves ConsumerGroupHeartbeat.
 func (s *Shard) consumerHeartbeat(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest) {
-	s.noteCatalog(req.Tenant, req.Topics)
+	s.h.NoteCatalog(req.Tenant, req.Topics)
 	resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.Version = r.Version
 	if code, msg := s.validateHeartbeat(r); code != 0 {
@@ -123,42 +123,42 @@ func (s *Shard) consumerHeartbeat(now time.Time, req machine.Request, r *kmsg.Co
 // classic group with members online for a join when it can (mixed.go).
 func (s *Shard) heartbeatGroup(now time.Time, k gkey, r *kmsg.ConsumerGroupHeartbeatRequest) (*consumerGroup, int16, string) {
 	join := r.MemberEpoch == 0
-	e := s.lookup(k.tenant, k.name)
-	if e != nil && e.consumer != nil {
-		return e.consumer, 0, ""
+	e := s.lookup(k.Tenant, k.Name)
+	if c := consumerOf(e); c != nil {
+		return c, 0, ""
 	}
-	if e != nil && e.classic != nil && (len(e.classic.members) > 0 || e.classic.state != empty) {
+	if c := classic.Of(e); c != nil && (len(c.Members) > 0 || c.State != classic.Empty) {
 		if !join {
-			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", k.name)
+			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", k.Name)
 		}
-		return s.upgrade(now, e.classic, r.MemberID, r.InstanceID)
+		return s.upgrade(now, c, r.MemberID, r.InstanceID)
 	}
 	if !join {
-		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", k.name)
+		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", k.Name)
 	}
 	if e == nil {
-		if msg := s.newGroupRefused(k.tenant); msg != "" {
+		if msg := s.newGroupRefused(k.Tenant); msg != "" {
 			return nil, kerr.GroupMaxSizeReached.Code, msg
 		}
 	}
-	id := s.newGroupID(now)
+	id := s.h.NewGroupID(now)
 	if e != nil {
 		// An empty classic (or simple) group becomes a consumer group,
 		// keeping its offsets and its id: its classic record goes, as
 		// Kafka's conversion writes a GroupMetadata tombstone.
-		id = e.id
-		if e.classic.committed != nil {
+		id = e.ID
+		if classic.Of(e).Committed != nil {
 			s.emit(s.key(k).Key(), nil)
 		}
-		e.classic = nil
+		e.Part = nil
 	}
 	e = s.entry(k)
-	e.id = id
+	e.ID = id
 	return newConsumerGroup(e), 0, ""
 }
 
 func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
-	g, code, msg := s.heartbeatGroup(now, gkey{req.Tenant, r.Group}, r)
+	g, code, msg := s.heartbeatGroup(now, gkey{Tenant: req.Tenant, Name: r.Group}, r)
 	if code != 0 {
 		return hbError(resp, code, msg)
 	}
@@ -196,8 +196,8 @@ func (s *Shard) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.C
 			}
 		}
 		if m == nil {
-			if max, _ := s.maxMembers(g.tenant, s.cfg.ConsumerMaxSize); max > 0 && len(g.members) >= max {
-				return hbError(resp, kerr.GroupMaxSizeReached.Code, s.fullMessage(g.tenant, s.cfg.ConsumerMaxSize))
+			if max, _ := s.maxMembers(g.Tenant, s.cfg.ConsumerMaxSize); max > 0 && len(g.members) >= max {
+				return hbError(resp, kerr.GroupMaxSizeReached.Code, s.fullMessage(g.Tenant, s.cfg.ConsumerMaxSize))
 			}
 			isNew = true
 			m = &consumerMember{id: id} // a template: the record makes the member
@@ -302,14 +302,14 @@ func (s *Shard) advanceMember(now time.Time, g *consumerGroup, m, next *consumer
 		s.consumerEvent(g, observe.MemberJoined, now, m, "")
 	}
 	hash := g.metaHash
-	if cat := s.catalog(g.tenant); bump || cat == nil || g.hashAt != cat.Version {
+	if cat := s.catalog(g.Tenant); bump || cat == nil || g.hashAt != cat.Version {
 		hash = metadataHash(g.subscribedTopics(cat), cat)
 		if cat != nil {
 			g.hashAt = cat.Version
 		}
 	}
 	if bump || hash != g.metaHash {
-		t := trigger{cause: cause}
+		t := trigger{Cause: cause}
 		if bump {
 			t = consumerTrigger(cause, m)
 		}
@@ -407,7 +407,7 @@ func (s *Shard) replaceStaticConsumer(now time.Time, g *consumerGroup, old *cons
 // the members whose target changed, then the target epoch (Kafka's
 // TargetAssignmentBuilder).
 func (s *Shard) computeTarget(g *consumerGroup, now time.Time) {
-	cat := s.catalog(g.tenant)
+	cat := s.catalog(g.Tenant)
 	in := assign.Group{Topics: map[string]assign.Topic{}}
 	for _, m := range g.sortedMembers() {
 		am := assign.Member{ID: m.id, Topics: m.subscription(cat)}
@@ -472,7 +472,7 @@ func (s *Shard) groupAssignor(g *consumerGroup) assign.Assignor {
 // member leaves for a while, keeping its assignment until its session
 // expires), as Kafka's consumerGroupLeave.
 func (s *Shard) consumerLeave(now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
-	g, code, msg := s.heartbeatGroup(now, gkey{req.Tenant, r.Group}, r)
+	g, code, msg := s.heartbeatGroup(now, gkey{Tenant: req.Tenant, Name: r.Group}, r)
 	if code != 0 {
 		return hbError(resp, code, msg)
 	}
@@ -526,7 +526,7 @@ func (s *Shard) removeConsumerMember(g *consumerGroup, m *consumerMember, now ti
 	if !gone {
 		s.consumerEvent(g, kind, now, m, reason)
 	}
-	s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog(g.tenant)), s.catalog(g.tenant)))
+	s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog(g.Tenant)), s.catalog(g.Tenant)))
 	s.consumerStarted(g, now, t, why, before)
 	if len(g.members) == 0 {
 		s.emitTargetEpoch(g, g.epoch, 0)
@@ -546,7 +546,7 @@ func (s *Shard) armConsumerSession(g *consumerGroup, m *consumerMember, now time
 	m.expireAt = deadlineAt(now.Add(d))
 	if m.armedAt.IsZero() || m.armedAt.After(m.expireAt) {
 		m.armedAt = m.expireAt
-		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt.time())
+		s.timer(memberTimer(timerConsumerSession, g.Key, m.id), m.expireAt.Time())
 	}
 }
 
@@ -561,7 +561,7 @@ func (s *Shard) armRevocation(g *consumerGroup, m *consumerMember, now time.Time
 		// report what it revoked, mixed §4.6.)
 		m.revokeBy = now.Add(time.Duration(m.rebalanceTimeout) * time.Millisecond)
 		m.revokeEpoch = m.epoch
-		s.timer(memberTimer(timerConsumerRevoke, g.gkey, m.id), m.revokeBy)
+		s.timer(memberTimer(timerConsumerRevoke, g.Key, m.id), m.revokeBy)
 		return
 	}
 	s.cancelRevocation(g, m)
@@ -570,7 +570,7 @@ func (s *Shard) armRevocation(g *consumerGroup, m *consumerMember, now time.Time
 func (s *Shard) cancelRevocation(g *consumerGroup, m *consumerMember) {
 	if !m.revokeBy.IsZero() {
 		m.revokeBy = time.Time{}
-		s.timer(memberTimer(timerConsumerRevoke, g.gkey, m.id), time.Time{})
+		s.timer(memberTimer(timerConsumerRevoke, g.Key, m.id), time.Time{})
 	}
 }
 
@@ -586,9 +586,9 @@ func (s *Shard) consumerTimer(g *consumerGroup, kind byte, id string, now time.T
 	switch kind {
 	case timerConsumerSession:
 		m.armedAt = 0
-		if now.Before(m.expireAt.time()) {
+		if now.Before(m.expireAt.Time()) {
 			m.armedAt = m.expireAt
-			s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), m.expireAt.time())
+			s.timer(memberTimer(timerConsumerSession, g.Key, m.id), m.expireAt.Time())
 			return
 		}
 		why := fmt.Sprintf("member %s's session expired", m.id)
@@ -621,15 +621,6 @@ func (s *Shard) consumerTimer(g *consumerGroup, kind byte, id string, now time.T
 	s.settleConsumer(g, now)
 }
 
-// uuid returns a random id in Kafka's Uuid.toString form (22 characters
-// of unpadded URL-safe base64), as Kafka's v0 member ids.
-func (s *Shard) uuid() string {
-	var u [16]byte
-	for i := 0; i < 16; i += 8 {
-		v := s.rng.Uint64()
-		for j := range 8 {
-			u[i+j] = byte(v >> (8 * j))
-		}
-	}
-	return base64.RawURLEncoding.EncodeToString(u[:])
-}
+// uuid returns a random id in Kafka's Uuid.toString form (grouptype's
+// Host.UUID).
+func (s *Shard) uuid() string { return s.h.UUID() }

@@ -34,7 +34,7 @@ func (s *Shard) emitCurrent(g *consumerGroup, id string, c current) {
 		MemberEpoch: c.epoch, PreviousMemberEpoch: c.prevEpoch, State: int8(c.state),
 		Assigned: c.assigned.records(), Revoking: c.revoking.records(),
 	}
-	s.emit(s.memberKey(record.KindConsumerCurrent, g.gkey, id), v.Encode())
+	s.emit(s.memberKey(record.KindConsumerCurrent, g.Key, id), v.Encode())
 }
 
 // reconcile computes m's next state from its target; nil if nothing
@@ -43,7 +43,7 @@ func (s *Shard) emitCurrent(g *consumerGroup, id string, c current) {
 func (s *Shard) reconcile(g *consumerGroup, m *consumerMember, owned tps) (*current, int16, string) {
 	target := g.target[m.id]
 	subscribed := map[[16]byte]bool{}
-	if cat := s.catalog(g.tenant); cat != nil {
+	if cat := s.catalog(g.Tenant); cat != nil {
 		for _, t := range m.subscription(cat) {
 			if meta, ok := cat.ByName[t]; ok {
 				subscribed[meta.ID] = true

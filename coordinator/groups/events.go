@@ -63,217 +63,37 @@ package groups
 import (
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
 	"github.com/cohort-dev/cohort/observe"
-	"github.com/cohort-dev/cohort/record"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The protocols, as GroupEvent.Protocol names them.
-const (
-	protoClassic  = "classic"
-	protoConsumer = "consumer"
+// The shared parts of a rebalance's story (grouptype's events.go).
+type (
+	phase   = grouptype.Phase
+	trigger = grouptype.Trigger
+	owner   = grouptype.Owner
 )
-
-// phase is a phase of a rebalance, as observe.Phases names them.
-type phase uint8
 
 const (
-	phaseJoin       phase = iota // classic: PreparingRebalance
-	phaseSync                    // classic: CompletingRebalance; consumer: reconciliation
-	phaseAssignment              // consumer: the target lags the group epoch
-	phaseRevocation              // consumer: a member still owns what its target moved
-	phases
+	protoConsumer   = grouptype.ProtoConsumer
+	protoClassic    = grouptype.ProtoClassic
+	phaseSync       = grouptype.PhaseSync
+	phaseAssignment = grouptype.PhaseAssignment
+	phaseRevocation = grouptype.PhaseRevocation
 )
 
-// trigger is why a rebalance starts, and which member (if one) made it.
-type trigger struct {
-	cause            observe.Cause
-	member, instance string
-}
+var ownerOf = grouptype.OwnerOf
 
-func classicTrigger(c observe.Cause, m *member) trigger {
-	t := trigger{cause: c}
-	if m != nil {
-		t.member, t.instance = m.id, orEmpty(m.instance)
-	}
-	return t
-}
+// rebalance is a consumer group's rebalance story: its Before is the
+// targets by owner when it started.
+type rebalance = grouptype.Rebalance[map[owner]tps]
 
 func consumerTrigger(c observe.Cause, m *consumerMember) trigger {
-	t := trigger{cause: c}
+	t := trigger{Cause: c}
 	if m != nil {
-		t.member, t.instance = m.id, orEmpty(m.instance)
+		t.Member, t.Instance = m.id, orEmpty(m.instance)
 	}
 	return t
-}
-
-// owner names who owns a partition across a rebalance: a static member by
-// its instance id, which a new instance keeps, others by member id.
-type owner struct {
-	static bool
-	id     string
-}
-
-func ownerOf(instance *string, memberID string) owner {
-	if instance != nil {
-		return owner{true, *instance}
-	}
-	return owner{false, memberID}
-}
-
-// rebalance is a group's soft record of the rebalance under way (nil when
-// none): when it started, why, the time spent in each phase, and the
-// assignment before it. Memory only (see the top of this file).
-type rebalance struct {
-	since time.Time // the first start; zero: before the shard loaded, and nothing else is known
-	why   trigger   // the first start's
-	// phase is the phase the group is in since phaseAt; spent the time
-	// of the phases before.
-	phase   phase
-	phaseAt time.Time
-	spent   [phases]time.Duration
-	// The assignment before the rebalance: a classic group's record at
-	// the first start (nil: none yet), a consumer group's targets by
-	// owner (nil: not known).
-	classicBefore  *record.ClassicGroup
-	consumerBefore map[owner]tps
-}
-
-// enter notes the group entering phase p at now.
-func (r *rebalance) enter(p phase, now time.Time) {
-	if r == nil || r.since.IsZero() {
-		return
-	}
-	r.spent[r.phase] += now.Sub(r.phaseAt)
-	r.phase, r.phaseAt = p, now
-}
-
-// complete fills in a completion's duration, phases, cause and who, and
-// reports whether they are known: not for a rebalance that began before
-// the shard loaded (Duration 0, PartitionsMoved -1).
-func (r *rebalance) complete(e *observe.GroupEvent, now time.Time) bool {
-	if r == nil || r.since.IsZero() {
-		e.PartitionsMoved = -1
-		return false
-	}
-	r.enter(r.phase, now)
-	e.Duration = now.Sub(r.since)
-	e.Phases = observe.Phases{
-		Join: r.spent[phaseJoin], Sync: r.spent[phaseSync],
-		Assignment: r.spent[phaseAssignment], Revocation: r.spent[phaseRevocation],
-	}
-	e.Cause, e.Member, e.InstanceID = r.why.cause, r.why.member, r.why.instance
-	return true
-}
-
-// report adds an event to the output.
-func (s *Shard) report(e observe.GroupEvent) {
-	s.out.Events = append(s.out.Events, e)
-}
-
-// classicEvent reports what happened to classic group g at now: about
-// member m (nil for a completion), for reason. A completion carries the
-// rebalance's story and ends it.
-func (s *Shard) classicEvent(g *classicGroup, kind observe.GroupEventKind, now time.Time, m *member, reason string) {
-	e := observe.GroupEvent{
-		Kind: kind, Tenant: g.tenant, Group: g.name, Protocol: protoClassic,
-		Generation: g.generation, Members: len(g.members), Reason: reason, At: now,
-	}
-	if m != nil {
-		e.Member, e.InstanceID = m.id, orEmpty(m.instance)
-	}
-	if kind == observe.RebalanceCompleted {
-		r := g.rebalance
-		g.rebalance = nil
-		if r.complete(&e, now) {
-			e.PartitionsMoved = classicMoved(r.classicBefore, g)
-		}
-		e.Leader = g.leader
-	}
-	s.report(e)
-}
-
-// classicStarted reports that classic group g started a rebalance at now
-// (it has just entered PreparingRebalance), naming the generation being
-// formed; a rebalance already under way goes on, keeping its story.
-func (s *Shard) classicStarted(g *classicGroup, now time.Time, t trigger, reason string) {
-	if g.rebalance == nil {
-		g.rebalance = &rebalance{since: now, why: t, phase: phaseJoin, phaseAt: now, classicBefore: g.committed}
-	}
-	s.report(observe.GroupEvent{
-		Kind: observe.RebalanceStarted, Tenant: g.tenant, Group: g.name, Protocol: protoClassic,
-		Generation: g.generation + 1, Members: len(g.members), Reason: reason, At: now,
-		Cause: t.cause, Member: t.member, InstanceID: t.instance,
-	})
-}
-
-// classicPhase is the phase of a rebalance a classic group in state st is
-// in.
-func classicPhase(st state) phase {
-	if st == preparingRebalance {
-		return phaseJoin
-	}
-	return phaseSync
-}
-
-// classicMoved counts the partitions moved (see the top of this file)
-// from before, the group's record when the rebalance started, to the
-// members' assignments now.
-func classicMoved(before *record.ClassicGroup, g *classicGroup) int {
-	if len(g.members) == 0 {
-		return 0
-	}
-	if g.protocolType != "consumer" {
-		return -1
-	}
-	prev := map[assigned]owner{}
-	if before != nil && len(before.Members) > 0 {
-		if before.ProtocolType != "consumer" {
-			return -1
-		}
-		for _, m := range before.Members {
-			o := ownerOf(m.InstanceID, m.MemberID)
-			if !eachAssigned(m.Assignment, func(a assigned) { prev[a] = o }) {
-				return -1
-			}
-		}
-	}
-	n := 0
-	for _, m := range g.members { // a count: the order does not matter
-		o := ownerOf(m.instance, m.id)
-		if !eachAssigned(m.assignment, func(a assigned) {
-			if prev[a] != o {
-				n++
-			}
-		}) {
-			return -1
-		}
-	}
-	return n
-}
-
-// assigned names a partition in a classic consumer-protocol assignment.
-type assigned struct {
-	topic string
-	p     int32
-}
-
-// eachAssigned calls f for each partition of a consumer protocol
-// assignment (empty bytes: none), and reports whether it decoded.
-func eachAssigned(b []byte, f func(assigned)) bool {
-	if len(b) == 0 {
-		return true
-	}
-	var a kmsg.ConsumerMemberAssignment
-	if err := a.ReadFrom(b); err != nil {
-		return false
-	}
-	for _, t := range a.Topics {
-		for _, p := range t.Partitions {
-			f(assigned{t.Topic, p})
-		}
-	}
-	return true
 }
 
 // consumerEvent reports what happened to consumer group g at now: about
@@ -281,7 +101,7 @@ func eachAssigned(b []byte, f func(assigned)) bool {
 // rebalance's story and ends it.
 func (s *Shard) consumerEvent(g *consumerGroup, kind observe.GroupEventKind, now time.Time, m *consumerMember, reason string) {
 	e := observe.GroupEvent{
-		Kind: kind, Tenant: g.tenant, Group: g.name, Protocol: protoConsumer,
+		Kind: kind, Tenant: g.Tenant, Group: g.Name, Protocol: protoConsumer,
 		Generation: g.epoch, Members: g.present(), Reason: reason, At: now,
 	}
 	if m != nil {
@@ -290,8 +110,8 @@ func (s *Shard) consumerEvent(g *consumerGroup, kind observe.GroupEventKind, now
 	if kind == observe.RebalanceCompleted {
 		r := g.rebalance
 		g.rebalance = nil
-		if r.complete(&e, now) {
-			e.PartitionsMoved = consumerMoved(r.consumerBefore, g)
+		if r.Complete(&e, now) {
+			e.PartitionsMoved = consumerMoved(r.Before, g)
 		}
 	}
 	s.report(e)
@@ -303,12 +123,12 @@ func (s *Shard) consumerEvent(g *consumerGroup, kind observe.GroupEventKind, now
 // rebalance (consumerBefore), for a new one.
 func (s *Shard) consumerStarted(g *consumerGroup, now time.Time, t trigger, reason string, before map[owner]tps) {
 	if g.rebalance == nil {
-		g.rebalance = &rebalance{since: now, why: t, phase: phaseAssignment, phaseAt: now, consumerBefore: before}
+		g.rebalance = &rebalance{Since: now, Why: t, Phase: phaseAssignment, PhaseAt: now, Before: before}
 	}
 	s.report(observe.GroupEvent{
-		Kind: observe.RebalanceStarted, Tenant: g.tenant, Group: g.name, Protocol: protoConsumer,
+		Kind: observe.RebalanceStarted, Tenant: g.Tenant, Group: g.Name, Protocol: protoConsumer,
 		Generation: g.epoch, Members: g.present(), Reason: reason, At: now,
-		Cause: t.cause, Member: t.member, InstanceID: t.instance,
+		Cause: t.Cause, Member: t.Member, InstanceID: t.Instance,
 	})
 }
 
@@ -332,7 +152,7 @@ func (g *consumerGroup) owner(id string) owner {
 	if m := g.members[id]; m != nil {
 		return ownerOf(m.instance, id)
 	}
-	return owner{false, id}
+	return owner{ID: id}
 }
 
 // consumerMoved counts the partitions moved (see the top of this file)
@@ -427,7 +247,7 @@ func (s *Shard) settleConsumer(g *consumerGroup, now time.Time) {
 	if g == nil || g.rebalance == nil {
 		return
 	}
-	g.rebalance.enter(g.consumerPhase(), now)
+	g.rebalance.Enter(g.consumerPhase(), now)
 	if !g.reconciling() {
 		s.consumerEvent(g, observe.RebalanceCompleted, now, nil, "")
 	}

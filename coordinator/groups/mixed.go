@@ -27,44 +27,31 @@ package groups
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// MigrationPolicy is Kafka's group.consumer.migration.policy: which
-// online conversions of a group that has members are allowed. Empty
-// groups convert either way whatever the policy, and a classic member may
-// always join a consumer group that has members (mixed §2).
-type MigrationPolicy string
+// MigrationPolicy is Kafka's group.consumer.migration.policy
+// (grouptype.MigrationPolicy).
+type MigrationPolicy = grouptype.MigrationPolicy
 
 // The policies.
 const (
-	MigrateBidirectional MigrationPolicy = "bidirectional"
-	MigrateUpgrade       MigrationPolicy = "upgrade"
-	MigrateDowngrade     MigrationPolicy = "downgrade"
-	MigrateDisabled      MigrationPolicy = "disabled"
+	MigrateBidirectional = grouptype.MigrateBidirectional
+	MigrateUpgrade       = grouptype.MigrateUpgrade
+	MigrateDowngrade     = grouptype.MigrateDowngrade
+	MigrateDisabled      = grouptype.MigrateDisabled
 )
 
 // ParseMigrationPolicy parses a policy, case-insensitively as Kafka.
 func ParseMigrationPolicy(s string) (MigrationPolicy, error) {
-	switch p := MigrationPolicy(strings.ToLower(s)); p {
-	case MigrateBidirectional, MigrateUpgrade, MigrateDowngrade, MigrateDisabled:
-		return p, nil
-	}
-	return "", fmt.Errorf("group consumer migration policy %q: must be bidirectional, upgrade, downgrade or disabled", s)
-}
-
-func (p MigrationPolicy) upgrades() bool {
-	return p == "" || p == MigrateBidirectional || p == MigrateUpgrade
-}
-
-func (p MigrationPolicy) downgrades() bool {
-	return p == "" || p == MigrateBidirectional || p == MigrateDowngrade
+	return grouptype.ParseMigrationPolicy(s)
 }
 
 // classicMeta is a classic member's part of a consumer group member
@@ -72,7 +59,7 @@ func (p MigrationPolicy) downgrades() bool {
 // protocols, all of them, in its order.
 type classicMeta struct {
 	sessionTimeout int32 // ms
-	protocols      []protocol
+	protocols      []classic.Protocol
 }
 
 func (c *classicMeta) record() *record.ClassicMeta {
@@ -81,7 +68,7 @@ func (c *classicMeta) record() *record.ClassicMeta {
 	}
 	out := &record.ClassicMeta{SessionTimeout: c.sessionTimeout, Protocols: make([]record.ClassicProtocol, len(c.protocols))}
 	for i, p := range c.protocols {
-		out.Protocols[i] = record.ClassicProtocol{Name: p.name, Metadata: p.meta}
+		out.Protocols[i] = record.ClassicProtocol{Name: p.Name, Metadata: p.Meta}
 	}
 	return out
 }
@@ -90,9 +77,9 @@ func classicMetaOf(r *record.ClassicMeta) *classicMeta {
 	if r == nil {
 		return nil
 	}
-	out := &classicMeta{sessionTimeout: r.SessionTimeout, protocols: make([]protocol, len(r.Protocols))}
+	out := &classicMeta{sessionTimeout: r.SessionTimeout, protocols: make([]classic.Protocol, len(r.Protocols))}
 	for i, p := range r.Protocols {
-		out.protocols[i] = protocol{name: p.Name, meta: p.Metadata}
+		out.protocols[i] = classic.Protocol{Name: p.Name, Meta: p.Metadata}
 	}
 	return out
 }
@@ -101,15 +88,15 @@ func (c *classicMeta) equal(d *classicMeta) bool {
 	if c == nil || d == nil {
 		return c == d
 	}
-	m := member{protocols: c.protocols}
-	return c.sessionTimeout == d.sessionTimeout && m.sameProtocols(d.protocols)
+	m := classic.Member{Protocols: c.protocols}
+	return c.sessionTimeout == d.sessionTimeout && m.SameProtocols(d.protocols)
 }
 
 // first is the member's first protocol: the one it is told it got, and
 // whose metadata version its assignment is written at (mixed §1.1).
-func (c *classicMeta) first() protocol {
+func (c *classicMeta) first() classic.Protocol {
 	if len(c.protocols) == 0 {
-		return protocol{}
+		return classic.Protocol{}
 	}
 	return c.protocols[0]
 }
@@ -170,71 +157,71 @@ func (s *Shard) byName(tenant string, topics map[string][]int32) tps {
 // afterwards (Kafka converts and then drops the batch; the result is the
 // same). joiningStatic is the joiner's instance id, if any: taking a
 // classic static member's place adds no member.
-func (s *Shard) upgrade(now time.Time, c *classicGroup, joining string, joiningStatic *string) (*consumerGroup, int16, string) {
-	notConsumer := fmt.Sprintf("Group %s is not a consumer group.", c.name)
+func (s *Shard) upgrade(now time.Time, c *classic.Group, joining string, joiningStatic *string) (*consumerGroup, int16, string) {
+	notConsumer := fmt.Sprintf("Group %s is not a consumer group.", c.Name)
 	switch {
-	case !s.cfg.MigrationPolicy.upgrades(), c.protocolType != "consumer":
+	case !s.cfg.MigrationPolicy.Upgrades(), c.ProtocolType != "consumer":
 		return nil, kerr.GroupIDNotFound.Code, notConsumer
-	case s.cfg.ConsumerMaxSize > 0 && len(c.members) > s.cfg.ConsumerMaxSize:
+	case s.cfg.ConsumerMaxSize > 0 && len(c.Members) > s.cfg.ConsumerMaxSize:
 		return nil, kerr.GroupIDNotFound.Code, notConsumer
 	}
 	type carried struct {
-		m        *member
+		m        *classic.Member
 		sub      *kmsg.ConsumerMemberMetadata
 		assigned tps
 	}
 	var ms []carried
-	for _, m := range c.sortedMembers() {
-		sub, ok := subscription(m.metadataFor(c.protocol))
+	for _, m := range c.SortedMembers() {
+		sub, ok := subscription(m.MetadataFor(c.Protocol))
 		var a kmsg.ConsumerMemberAssignment
-		if !ok || len(m.assignment) < 2 || a.ReadFrom(m.assignment) != nil {
+		if !ok || len(m.Assignment) < 2 || a.ReadFrom(m.Assignment) != nil {
 			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf(
-				"Cannot upgrade the classic group %s to consumer group because the embedded consumer protocol is malformed.", c.name)
+				"Cannot upgrade the classic group %s to consumer group because the embedded consumer protocol is malformed.", c.Name)
 		}
 		byTopic := map[string][]int32{}
 		for _, t := range a.Topics {
 			byTopic[t.Topic] = append(byTopic[t.Topic], t.Partitions...)
 		}
-		ms = append(ms, carried{m, sub, s.byName(c.tenant, byTopic)})
+		ms = append(ms, carried{m, sub, s.byName(c.Tenant, byTopic)})
 	}
-	replaces := joiningStatic != nil && c.static[*joiningStatic] != ""
-	if max, _ := s.maxMembers(c.tenant, s.cfg.ConsumerMaxSize); max > 0 {
-		if _, known := c.members[joining]; !known && !replaces && len(c.members) >= max {
-			return nil, kerr.GroupMaxSizeReached.Code, s.fullMessage(c.tenant, s.cfg.ConsumerMaxSize)
+	replaces := joiningStatic != nil && c.Static[*joiningStatic] != ""
+	if max, _ := s.maxMembers(c.Tenant, s.cfg.ConsumerMaxSize); max > 0 {
+		if _, known := c.Members[joining]; !known && !replaces && len(c.Members) >= max {
+			return nil, kerr.GroupMaxSizeReached.Code, s.fullMessage(c.Tenant, s.cfg.ConsumerMaxSize)
 		}
 	}
 
 	// Parked requests are told to rejoin: they will find a consumer group.
 	for _, cm := range ms {
 		m := cm.m
-		if m.join != nil {
-			s.reply(m.join.id, joinError(m.join.version, kerr.RebalanceInProgress.Code, m.id))
-			m.join = nil
+		if m.Join != nil {
+			s.reply(m.Join.ID, classic.JoinError(m.Join.Version, kerr.RebalanceInProgress.Code, m.ID))
+			m.Join = nil
 		}
-		if m.sync != nil {
-			s.reply(m.sync.id, syncError(m.sync.version, kerr.RebalanceInProgress.Code))
-			m.sync = nil
+		if m.Sync != nil {
+			s.reply(m.Sync.ID, classic.SyncError(m.Sync.Version, kerr.RebalanceInProgress.Code))
+			m.Sync = nil
 		}
-		s.cancelSession(c, m)
+		s.classic.CancelSession(c, m)
 	}
-	for id := range c.pendingJoin {
-		s.dropPending(c, id)
+	for id := range c.PendingJoin {
+		s.classic.DropPending(c, id)
 	}
-	s.timer(groupTimer(timerJoin, c.gkey), time.Time{})
-	s.timer(groupTimer(timerSync, c.gkey), time.Time{})
+	s.timer(groupTimer(classic.TimerJoin, c.Key), time.Time{})
+	s.timer(groupTimer(classic.TimerSync, c.Key), time.Time{})
 
-	k, id, gen := c.gkey, c.id, c.generation
+	k, id, gen := c.Key, c.ID, c.Generation
 	s.emit(s.key(k).Key(), nil) // the classic record goes
 	s.emit(s.key(k).KindKey(record.KindConsumerGroup), record.ConsumerGroup{ID: id, Epoch: gen}.Encode())
-	g := s.consumerGroup(k.tenant, k.name)
+	g := s.consumerGroup(k.Tenant, k.Name)
 	for _, cm := range ms {
 		m, sub := cm.m, cm.sub
 		topics := slices.Clone(sub.Topics)
 		slices.Sort(topics)
 		next := &consumerMember{
-			id: m.id, instance: m.instance, rack: sub.Rack, clientID: m.clientID, clientHost: m.clientHost,
-			topics: slices.Compact(topics), rebalanceTimeout: m.rebalanceTimeout,
-			classic: &classicMeta{sessionTimeout: m.sessionTimeout, protocols: m.protocols},
+			id: m.ID, instance: m.Instance, rack: sub.Rack, clientID: m.ClientID, clientHost: m.ClientHost,
+			topics: slices.Compact(topics), rebalanceTimeout: m.RebalanceTimeout,
+			classic: &classicMeta{sessionTimeout: m.SessionTimeout, protocols: m.Protocols},
 		}
 		if next.rack != nil && *next.rack == "" {
 			next.rack = nil
@@ -242,17 +229,17 @@ func (s *Shard) upgrade(now time.Time, c *classicGroup, joining string, joiningS
 		s.emitMember(g, next)
 	}
 	for _, cm := range ms {
-		s.emitTarget(g, cm.m.id, cm.assigned)
+		s.emitTarget(g, cm.m.ID, cm.assigned)
 	}
 	// Time 0: the joining heartbeat may compute the next target at once.
 	s.emitTargetEpoch(g, gen, 0)
 	for _, cm := range ms {
-		s.emitCurrent(g, cm.m.id, current{epoch: gen, prevEpoch: gen, state: memberStable, assigned: cm.assigned, revoking: tps{}})
+		s.emitCurrent(g, cm.m.ID, current{epoch: gen, prevEpoch: gen, state: memberStable, assigned: cm.assigned, revoking: tps{}})
 	}
 	for _, m := range g.sortedMembers() {
 		s.armConsumerSession(g, m, now)
 	}
-	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.tenant, Group: k.name, Protocol: protoConsumer,
+	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.Tenant, Group: k.Name, Protocol: protoConsumer,
 		Generation: gen, Members: len(g.members), Member: joining, InstanceID: orEmpty(joiningStatic), At: now,
 		Reason: fmt.Sprintf("upgraded from a classic group: member %s joined with the consumer protocol", joining)})
 	return g, 0, ""
@@ -262,7 +249,7 @@ func (s *Shard) upgrade(now time.Time, c *classicGroup, joining string, joiningS
 // converts g back to a classic group (Kafka's
 // validateOnlineDowngradeWithFencedMember, mixed §5.1 A).
 func (s *Shard) mayDowngrade(g *consumerGroup, m *consumerMember) bool {
-	if m.classic != nil || len(g.members) <= 1 || !s.cfg.MigrationPolicy.downgrades() || len(g.members)-1 > s.cfg.MaxSize {
+	if m.classic != nil || len(g.members) <= 1 || !s.cfg.MigrationPolicy.Downgrades() || len(g.members)-1 > s.cfg.MaxSize {
 		return false
 	}
 	for _, o := range g.members {
@@ -280,7 +267,7 @@ func (s *Shard) mayDowngrade(g *consumerGroup, m *consumerMember) bool {
 // their target assignments, and a rebalance, so that they rejoin it.
 func (s *Shard) downgrade(now time.Time, g *consumerGroup, leaving *consumerMember, kind observe.GroupEventKind, reason string, t trigger, why string) {
 	c := s.toClassic(now, g, leaving, kind, reason, nil, why)
-	s.prepareRebalance(c, now, t, fmt.Sprintf("Downgrade to a classic group: %s", why))
+	s.classic.PrepareRebalance(c, now, t, fmt.Sprintf("Downgrade to a classic group: %s", why))
 }
 
 // mayDowngradeReplacing reports whether a classic static member taking
@@ -288,7 +275,7 @@ func (s *Shard) downgrade(now time.Time, g *consumerGroup, leaving *consumerMemb
 // group (Kafka's validateOnlineDowngradeWithReplacedMemberId, mixed §5.1
 // B).
 func (s *Shard) mayDowngradeReplacing(g *consumerGroup, old *consumerMember) bool {
-	if old.classic != nil || !s.cfg.MigrationPolicy.downgrades() || len(g.members) > s.cfg.MaxSize {
+	if old.classic != nil || !s.cfg.MigrationPolicy.Downgrades() || len(g.members) > s.cfg.MaxSize {
 		return false
 	}
 	for _, o := range g.members {
@@ -305,7 +292,7 @@ func (s *Shard) mayDowngradeReplacing(g *consumerGroup, old *consumerMember) boo
 // g's others, each holding its target assignment, and joiner, if set (a
 // classic static member that takes leaving's instance: trigger B), holding
 // leaving's. The group is Stable; the caller decides what follows.
-func (s *Shard) toClassic(now time.Time, g *consumerGroup, leaving *consumerMember, kind observe.GroupEventKind, reason string, joiner *consumerMember, why string) *classicGroup {
+func (s *Shard) toClassic(now time.Time, g *consumerGroup, leaving *consumerMember, kind observe.GroupEventKind, reason string, joiner *consumerMember, why string) *classic.Group {
 	type kept struct {
 		m      consumerMember
 		target tps
@@ -320,7 +307,7 @@ func (s *Shard) toClassic(now time.Time, g *consumerGroup, leaving *consumerMemb
 	if joiner != nil {
 		ms = append(ms, kept{*joiner, g.target[leaving.id]})
 	}
-	k, id, epoch := g.gkey, g.id, g.epoch
+	k, id, epoch := g.Key, g.ID, g.epoch
 	g.rebalance = nil // the classic group's rebalance takes over
 	s.emitRemoveMember(g, leaving.id)
 	if leaving.epoch != leaveStaticEpoch {
@@ -328,43 +315,43 @@ func (s *Shard) toClassic(now time.Time, g *consumerGroup, leaving *consumerMemb
 	}
 	s.emitRemoveConsumer(g)
 
-	c := newClassicGroup(s.entry(k), now)
-	c.id, c.protocolType, c.generation = id, "consumer", epoch
+	c := classic.NewGroup(s.entry(k), now)
+	c.ID, c.ProtocolType, c.Generation = id, "consumer", epoch
 	for _, km := range ms {
-		m := &member{
-			id: km.m.id, instance: km.m.instance, clientID: km.m.clientID, clientHost: km.m.clientHost,
-			rebalanceTimeout: km.m.rebalanceTimeout, sessionTimeout: km.m.classic.sessionTimeout,
-			protocols: km.m.classic.protocols,
+		m := &classic.Member{
+			ID: km.m.id, Instance: km.m.instance, ClientID: km.m.clientID, ClientHost: km.m.clientHost,
+			RebalanceTimeout: km.m.rebalanceTimeout, SessionTimeout: km.m.classic.sessionTimeout,
+			Protocols: km.m.classic.protocols,
 		}
-		c.members[m.id] = m
-		if m.instance != nil {
-			c.static[*m.instance] = m.id
+		c.Members[m.ID] = m
+		if m.Instance != nil {
+			c.Static[*m.Instance] = m.ID
 		}
-		c.countProtocols(m, 1)
+		c.CountProtocols(m, 1)
 	}
-	c.protocol = c.selectProtocol()
+	c.Protocol = c.SelectProtocol()
 	for _, km := range ms {
-		m := c.members[km.m.id]
-		m.assignment = s.assignmentBytes(c.tenant, km.target, m.metadataFor(c.protocol))
+		m := c.Members[km.m.id]
+		m.Assignment = s.assignmentBytes(c.Tenant, km.target, m.MetadataFor(c.Protocol))
 	}
-	if ms := c.sortedMembers(); len(ms) > 0 {
-		c.leader = ms[0].id
+	if ms := c.SortedMembers(); len(ms) > 0 {
+		c.Leader = ms[0].ID
 	}
-	c.state, c.prevState = stable, empty
-	c.computeSubscribed()
-	s.emitClassic(c)
-	for _, m := range c.sortedMembers() {
-		s.armSession(c, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
+	c.State, c.PrevState = classic.Stable, classic.Empty
+	c.ComputeSubscribed()
+	s.classic.EmitRecord(c)
+	for _, m := range c.SortedMembers() {
+		s.classic.ArmSession(c, m, now, time.Duration(m.SessionTimeout)*time.Millisecond)
 	}
-	n := len(c.members)
+	n := len(c.Members)
 	if joiner != nil {
 		n-- // reported joining below
 	}
-	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.tenant, Group: k.name, Protocol: protoClassic,
+	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.Tenant, Group: k.Name, Protocol: protoClassic,
 		Generation: epoch, Members: n, Member: leaving.id, InstanceID: orEmpty(leaving.instance), At: now,
 		Reason: fmt.Sprintf("downgraded to a classic group: %s", why)})
 	if joiner != nil {
-		s.classicEvent(c, observe.MemberJoined, now, c.members[joiner.id], "")
+		s.classic.Event(c, observe.MemberJoined, now, c.Members[joiner.id], "")
 	}
 	return c
 }

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,7 +37,7 @@ const (
 // classicJoinToConsumer serves a JoinGroup to consumer group g, which has
 // members (mixed §4.2). The session timeout was checked by joinGroup.
 func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kmsg.JoinGroupRequest, g *consumerGroup) {
-	fail := func(code int16, id string) { s.reply(req.ID, joinError(r.Version, code, id)) }
+	fail := func(code int16, id string) { s.reply(req.ID, classic.JoinError(r.Version, code, id)) }
 	id := r.MemberID
 	if id == "" {
 		// Kafka mints a bare Uuid here; Cohort keeps the classic form
@@ -48,7 +49,7 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 		}
 		id = s.memberID(prefix)
 	}
-	if max, _ := s.maxMembers(g.tenant, s.cfg.ConsumerMaxSize); max > 0 && len(g.members) >= max && g.members[id] == nil {
+	if max, _ := s.maxMembers(g.Tenant, s.cfg.ConsumerMaxSize); max > 0 && len(g.members) >= max && g.members[id] == nil {
 		fail(kerr.GroupMaxSizeReached.Code, "")
 		return
 	}
@@ -114,11 +115,11 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 	slices.Sort(topics)
 	next.topics, next.regex = slices.Compact(topics), ""
 	next.clientID, next.clientHost = req.ClientID, req.ClientHost
-	next.classic = &classicMeta{sessionTimeout: r.SessionTimeoutMillis, protocols: make([]protocol, len(r.Protocols))}
+	next.classic = &classicMeta{sessionTimeout: r.SessionTimeoutMillis, protocols: make([]classic.Protocol, len(r.Protocols))}
 	for i, p := range r.Protocols {
-		next.classic.protocols[i] = protocol{name: p.Name, meta: bytes.Clone(p.Metadata)}
+		next.classic.protocols[i] = classic.Protocol{Name: p.Name, Meta: bytes.Clone(p.Metadata)}
 	}
-	m, code, _ := s.advanceMember(now, g, m, &next, isNew, isNew || replaced, s.byName(g.tenant, owned))
+	m, code, _ := s.advanceMember(now, g, m, &next, isNew, isNew || replaced, s.byName(g.Tenant, owned))
 	defer s.settleConsumer(g, now)
 	if code != 0 {
 		fail(code, r.MemberID)
@@ -127,11 +128,11 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 	s.cancelClassicTimer(g, m, timerClassicJoin)
 	s.armConsumerSession(g, m, now)
 	m.syncBy = now.Add(time.Duration(next.rebalanceTimeout) * time.Millisecond)
-	s.timer(memberTimer(timerClassicSync, g.gkey, m.id), m.syncBy)
+	s.timer(memberTimer(timerClassicSync, g.Key, m.id), m.syncBy)
 
 	resp := kmsg.NewPtrJoinGroupResponse()
 	resp.Version, resp.Generation, resp.MemberID = r.Version, m.epoch, m.id
-	typ, proto := "consumer", m.classic.first().name
+	typ, proto := "consumer", m.classic.first().Name
 	resp.ProtocolType, resp.Protocol = &typ, &proto
 	resp.Members = []kmsg.JoinGroupResponseMember{}
 	s.reply(req.ID, resp)
@@ -147,18 +148,18 @@ func (s *Shard) classicJoinToConsumer(now time.Time, req machine.Request, r *kms
 func (s *Shard) classicReplacesLast(now time.Time, req machine.Request, r *kmsg.JoinGroupRequest, g *consumerGroup, old *consumerMember, id string, sub *kmsg.ConsumerMemberMetadata) {
 	joiner := &consumerMember{id: id, instance: r.InstanceID, clientID: req.ClientID, clientHost: req.ClientHost,
 		rebalanceTimeout: r.RebalanceTimeoutMillis, topics: sub.Topics,
-		classic: &classicMeta{sessionTimeout: r.SessionTimeoutMillis, protocols: make([]protocol, len(r.Protocols))}}
+		classic: &classicMeta{sessionTimeout: r.SessionTimeoutMillis, protocols: make([]classic.Protocol, len(r.Protocols))}}
 	if r.Version == 0 {
 		joiner.rebalanceTimeout = r.SessionTimeoutMillis
 	}
 	for i, p := range r.Protocols {
-		joiner.classic.protocols[i] = protocol{name: p.Name, meta: bytes.Clone(p.Metadata)}
+		joiner.classic.protocols[i] = classic.Protocol{Name: p.Name, Meta: bytes.Clone(p.Metadata)}
 	}
 	why := fmt.Sprintf("the last consumer-protocol member %s was replaced by classic static member %s", old.id, id)
 	c := s.toClassic(now, g, old, observe.MemberFenced, "replaced by a new instance of the static member: "+id, joiner, why)
 	resp := kmsg.NewPtrJoinGroupResponse()
-	resp.Version, resp.Generation, resp.MemberID = r.Version, c.generation, id
-	typ, proto := "consumer", joiner.classic.first().name
+	resp.Version, resp.Generation, resp.MemberID = r.Version, c.Generation, id
+	typ, proto := "consumer", joiner.classic.first().Name
 	resp.ProtocolType, resp.Protocol = &typ, &proto
 	resp.Members = []kmsg.JoinGroupResponseMember{}
 	s.reply(req.ID, resp)
@@ -178,7 +179,7 @@ func (g *consumerGroup) supportsClassic(typ string, ps []kmsg.JoinGroupRequestPr
 		}
 		classic++
 		for _, p := range m.classic.protocols {
-			count[p.name]++
+			count[p.Name]++
 		}
 	}
 	for _, p := range ps {
@@ -237,7 +238,7 @@ func (g *consumerGroup) mustRejoin(m *consumerMember) bool {
 func (s *Shard) armClassicJoin(g *consumerGroup, m *consumerMember, now time.Time) {
 	if m.joinBy.IsZero() {
 		m.joinBy = now.Add(time.Duration(m.rebalanceTimeout) * time.Millisecond)
-		s.timer(memberTimer(timerClassicJoin, g.gkey, m.id), m.joinBy)
+		s.timer(memberTimer(timerClassicJoin, g.Key, m.id), m.joinBy)
 	}
 }
 
@@ -248,7 +249,7 @@ func (s *Shard) cancelClassicTimer(g *consumerGroup, m *consumerMember, kind byt
 	}
 	if !at.IsZero() {
 		*at = time.Time{}
-		s.timer(memberTimer(kind, g.gkey, m.id), time.Time{})
+		s.timer(memberTimer(kind, g.Key, m.id), time.Time{})
 	}
 }
 
@@ -261,7 +262,7 @@ func (s *Shard) cancelClassicTimers(g *consumerGroup, m *consumerMember) {
 // §4.4): no records; the member's current assignment, at its first
 // protocol's version.
 func (s *Shard) classicSyncToConsumer(now time.Time, req machine.Request, r *kmsg.SyncGroupRequest, g *consumerGroup) {
-	fail := func(code int16) { s.reply(req.ID, syncError(r.Version, code)) }
+	fail := func(code int16) { s.reply(req.ID, classic.SyncError(r.Version, code)) }
 	if len(g.members) == 0 {
 		fail(kerr.UnknownMemberID.Code)
 		return
@@ -274,7 +275,7 @@ func (s *Shard) classicSyncToConsumer(now time.Time, req machine.Request, r *kms
 	case r.Generation != m.epoch:
 		fail(kerr.IllegalGeneration.Code)
 		return
-	case (r.ProtocolType != nil && *r.ProtocolType != "consumer") || (r.Protocol != nil && *r.Protocol != m.classic.first().name):
+	case (r.ProtocolType != nil && *r.ProtocolType != "consumer") || (r.Protocol != nil && *r.Protocol != m.classic.first().Name):
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	case g.epoch > m.epoch && m.state != memberUnrevoked:
@@ -287,7 +288,7 @@ func (s *Shard) classicSyncToConsumer(now time.Time, req machine.Request, r *kms
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.Version = r.Version
 	resp.ProtocolType, resp.Protocol = r.ProtocolType, r.Protocol
-	resp.MemberAssignment = s.assignmentBytes(g.tenant, m.assigned, m.classic.first().meta)
+	resp.MemberAssignment = s.assignmentBytes(g.Tenant, m.assigned, m.classic.first().Meta)
 	s.reply(req.ID, resp)
 }
 
@@ -340,7 +341,7 @@ func (s *Shard) classicLeaveToConsumer(now time.Time, r *kmsg.LeaveGroupRequest,
 		if code == 0 {
 			out.MemberID = m.id
 			if first == nil {
-				first, why = m, fmt.Sprintf("member %s left; client reason: %s", m.id, clientReason(l.Reason))
+				first, why = m, fmt.Sprintf("member %s left; client reason: %s", m.id, classic.ClientReason(l.Reason))
 				if l.MemberID == "" {
 					cause = observe.CauseAdminAction
 				}
@@ -352,7 +353,7 @@ func (s *Shard) classicLeaveToConsumer(now time.Time, r *kmsg.LeaveGroupRequest,
 		resp.Members = append(resp.Members, out)
 	}
 	if first != nil {
-		s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog(g.tenant)), s.catalog(g.tenant)))
+		s.emitGroupEpoch(g, g.epoch+1, metadataHash(g.subscribedTopics(s.catalog(g.Tenant)), s.catalog(g.Tenant)))
 		s.consumerStarted(g, now, consumerTrigger(cause, first), why, before)
 		if len(g.members) == 0 {
 			s.emitTargetEpoch(g, g.epoch, 0)
@@ -370,6 +371,6 @@ func (s *Shard) consumerLeaving(g *consumerGroup, m *consumerMember) {
 	s.cancelClassicTimers(g, m)
 	if !m.armedAt.IsZero() {
 		m.armedAt = 0
-		s.timer(memberTimer(timerConsumerSession, g.gkey, m.id), time.Time{})
+		s.timer(memberTimer(timerConsumerSession, g.Key, m.id), time.Time{})
 	}
 }

@@ -79,6 +79,8 @@ var pure = []string{
 	"observe", // the observer's types, which machines return in their Output
 	"coordinator/machine",
 	"coordinator/groups",
+	"coordinator/groups/classic",
+	"coordinator/groups/grouptype",
 	"coordinator/groups/offsets",
 	"coordinator/handoff",
 	"coordinator/txn",
