@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -48,18 +49,12 @@ func joinGroup(s *Shard, now time.Time, req machine.Request, r *kmsg.JoinGroupRe
 	k := gkey{Tenant: req.Tenant, Name: r.Group}
 	e := s.lookup(k.Tenant, k.Name)
 	g := classic.Of(e)
-	if cg := consumerOf(e); cg != nil {
-		if len(cg.members) > 0 {
-			s.classicJoinToConsumer(now, req, r, cg)
+	if cg := consumer.Of(e); cg != nil {
+		if len(cg.Members) > 0 {
+			s.migration.JoinGroup(now, req, r, cg)
 			return
 		}
-		// An empty consumer group becomes a classic group, keeping its
-		// offsets and id (Kafka converts it the same way).
-		id := e.ID
-		s.emitRemoveConsumer(cg)
-		g = classic.NewGroup(s.entry(k), now)
-		g.ID = id
-		s.classic.EmitRecord(g)
+		g = s.migration.EmptyToClassic(now, cg)
 	}
 	s.classic.JoinGroup(now, req, r, g)
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,10 +44,10 @@ func init() {
 // heartbeat routes a Heartbeat: to the consumer group it names (a classic
 // member inside a mixed group), else to the classic type.
 func heartbeat(s *Shard, now time.Time, req machine.Request, r *kmsg.HeartbeatRequest) {
-	if cg := s.consumerGroup(req.Tenant, r.Group); r.Group != "" && cg != nil {
+	if cg := consumer.Of(s.lookup(req.Tenant, r.Group)); r.Group != "" && cg != nil {
 		resp := kmsg.NewPtrHeartbeatResponse()
 		resp.Version = r.Version
-		resp.ErrorCode = s.classicHeartbeatToConsumer(now, r, cg)
+		resp.ErrorCode = s.migration.Heartbeat(now, r, cg)
 		s.reply(req.ID, resp)
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -29,10 +30,10 @@ func init() {
 // leaveGroup routes a LeaveGroup: to the consumer group it names (classic
 // members inside a mixed group), else to the classic type.
 func leaveGroup(s *Shard, now time.Time, req machine.Request, r *kmsg.LeaveGroupRequest) {
-	if cg := s.consumerGroup(req.Tenant, r.Group); r.Group != "" && cg != nil {
+	if cg := consumer.Of(s.lookup(req.Tenant, r.Group)); r.Group != "" && cg != nil {
 		resp := kmsg.NewPtrLeaveGroupResponse()
 		resp.Version = r.Version
-		s.classicLeaveToConsumer(now, r, resp, classic.Leaving(r), cg)
+		s.migration.LeaveGroup(now, r, resp, classic.Leaving(r), cg)
 		s.reply(req.ID, resp)
 		return
 	}

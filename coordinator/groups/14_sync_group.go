@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,8 +37,8 @@ func syncGroup(s *Shard, now time.Time, req machine.Request, r *kmsg.SyncGroupRe
 	if s.classic.SyncRefused(req, r) {
 		return
 	}
-	if cg := s.consumerGroup(req.Tenant, r.Group); cg != nil {
-		s.classicSyncToConsumer(now, req, r, cg)
+	if cg := consumer.Of(s.lookup(req.Tenant, r.Group)); cg != nil {
+		s.migration.SyncGroup(now, req, r, cg)
 		return
 	}
 	s.classic.SyncGroup(now, req, r, classic.Of(s.lookup(req.Tenant, r.Group)))

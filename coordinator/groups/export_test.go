@@ -1,6 +1,10 @@
 package groups
 
-import "github.com/cohort-dev/cohort/coordinator/groups/classic"
+import (
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
+)
 
 // Test-only views of a Shard, for the harness's check of the events
 // (harness_test.go): what the events must add up to.
@@ -27,12 +31,12 @@ func EventViews(s *Shard) map[EventKey]EventView {
 			if c.State == classic.Dead {
 				continue
 			}
-			out[EventKey{g.Tenant, g.Name, protoClassic}] = EventView{
+			out[EventKey{g.Tenant, g.Name, grouptype.ProtoClassic}] = EventView{
 				Members:     len(c.Members),
 				Rebalancing: c.State == classic.PreparingRebalance || c.State == classic.CompletingRebalance,
 			}
-		case *consumerGroup:
-			out[EventKey{g.Tenant, g.Name, protoConsumer}] = EventView{Members: c.present(), Rebalancing: c.reconciling()}
+		case *consumer.Group:
+			out[EventKey{g.Tenant, g.Name, grouptype.ProtoConsumer}] = EventView{Members: c.Present(), Rebalancing: c.Reconciling()}
 		}
 	}
 	return out
@@ -50,14 +54,14 @@ func EventMembers(s *Shard) map[EventKey]map[string]bool {
 			if c.State == classic.Dead {
 				continue
 			}
-			k = EventKey{g.Tenant, g.Name, protoClassic}
+			k = EventKey{g.Tenant, g.Name, grouptype.ProtoClassic}
 			for id := range c.Members {
 				ids[id] = true
 			}
-		case *consumerGroup:
-			k = EventKey{g.Tenant, g.Name, protoConsumer}
-			for id, m := range c.members {
-				if m.epoch != leaveStaticEpoch {
+		case *consumer.Group:
+			k = EventKey{g.Tenant, g.Name, grouptype.ProtoConsumer}
+			for id, m := range c.Members {
+				if m.Epoch != consumer.LeaveStaticEpoch {
 					ids[id] = true
 				}
 			}

@@ -8,6 +8,7 @@ package groups
 
 import (
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/record"
 )
 
@@ -64,9 +65,9 @@ func (s *Shard) inspect(only *GroupRef) []Summary {
 	for _, e := range entries() {
 		sum := Summary{Tenant: e.Tenant, Group: e.Name, ID: e.ID}
 		switch g := e.Part.(type) {
-		case *consumerGroup:
+		case *consumer.Group:
 			c := g
-			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", c.state(), len(c.members), c.epoch
+			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", c.State(), len(c.Members), c.Epoch
 		case *classic.Group:
 			if g.State == classic.Dead {
 				continue

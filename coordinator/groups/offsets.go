@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
@@ -68,8 +69,8 @@ func (o *offsetGroups) ValidateDelete(g offsets.Group) (int16, func(topic string
 			return kerr.GroupIDNotFound.Code, nil
 		}
 		return p.ValidateDelete()
-	case *consumerGroup:
-		topics := p.subscribedTopics(s.catalog(e.Tenant))
+	case *consumer.Group:
+		topics := p.SubscribedTopics(s.catalog(e.Tenant))
 		return 0, func(t string) bool { return topics[t] }
 	}
 	panic("groups: a group of no known type")
@@ -86,9 +87,9 @@ func (o *offsetGroups) ValidateFetch(g offsets.Group, member bool, memberID *str
 		if p.State == classic.Dead {
 			return false, 0
 		}
-	case *consumerGroup:
+	case *consumer.Group:
 		if member {
-			return true, validateConsumerFetch(p, memberID, epoch)
+			return true, p.ValidateFetch(memberID, epoch)
 		}
 	}
 	return true, 0
@@ -102,8 +103,8 @@ func (s *Shard) validateCommit(now time.Time, k gkey, r *kmsg.OffsetCommitReques
 	switch p := partOf(e).(type) {
 	case *classic.Group:
 		return s.classic.ValidateCommit(now, p, r, generation, memberID)
-	case *consumerGroup:
-		return validateConsumerCommit(p, r)
+	case *consumer.Group:
+		return p.ValidateCommit(r)
 	}
 	if generation >= 0 {
 		if r.Version >= 9 {
@@ -113,7 +114,7 @@ func (s *Shard) validateCommit(now time.Time, k gkey, r *kmsg.OffsetCommitReques
 	}
 	// A simple consumer's commit creates a group too: it counts against
 	// the organisation's max_groups like any other.
-	if s.newGroupRefused(k.Tenant) != "" {
+	if s.h.NewGroupRefused(k.Tenant) != "" {
 		return kerr.GroupMaxSizeReached.Code
 	}
 	s.classic.EmitRecord(s.classic.Create(k, now))

@@ -52,10 +52,11 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
+	"github.com/cohort-dev/cohort/coordinator/groups/migration"
 	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
 	"github.com/cohort-dev/cohort/coordinator/machine"
-	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,6 +65,23 @@ import (
 // Config configures a Shard (grouptype.Config: every group type reads
 // it).
 type Config = grouptype.Config
+
+// MigrationPolicy is Kafka's group.consumer.migration.policy
+// (grouptype.MigrationPolicy; package migration applies it).
+type MigrationPolicy = grouptype.MigrationPolicy
+
+// The policies.
+const (
+	MigrateBidirectional = grouptype.MigrateBidirectional
+	MigrateUpgrade       = grouptype.MigrateUpgrade
+	MigrateDowngrade     = grouptype.MigrateDowngrade
+	MigrateDisabled      = grouptype.MigrateDisabled
+)
+
+// ParseMigrationPolicy parses a policy, case-insensitively as Kafka.
+func ParseMigrationPolicy(s string) (MigrationPolicy, error) {
+	return grouptype.ParseMigrationPolicy(s)
+}
 
 // Shard is one shard's groups. It implements machine.Machine.
 type Shard struct {
@@ -74,8 +92,10 @@ type Shard struct {
 	cfg  *Config
 	offs *offsets.Book
 
-	// The group types.
-	classic *classic.Type
+	// The group types, and the migration between them.
+	classic   *classic.Type
+	consumer  *consumer.Type
+	migration *migration.Type
 }
 
 // New returns an empty shard.
@@ -84,6 +104,8 @@ func New(cfg Config) *Shard {
 	s.h = grouptype.NewHost(cfg, s.Replay)
 	s.cfg, s.offs = &s.h.Cfg, s.h.Offs
 	s.classic = classic.New(s.h)
+	s.migration = migration.New(s.h, s.classic)
+	s.consumer = s.migration.Consumer()
 	return s
 }
 
@@ -106,8 +128,8 @@ func (s *Shard) Replay(r machine.Record) error {
 		return s.replayOffset(key.(record.OffsetKey), r.Value)
 	case kind == record.KindClassicGroup:
 		return s.classic.Replay(key.(record.GroupKey), r.Value)
-	case isConsumerKind(kind):
-		return s.replayConsumer(kind, key, r.Value)
+	case consumer.IsKind(kind):
+		return s.consumer.Replay(kind, key, r.Value)
 	case kind == record.KindTxnOffset:
 		return s.offs.ReplayPending(key.(record.TxnOffsetKey), r.Value)
 	case kind == record.KindOffsetsTopic:
@@ -127,8 +149,8 @@ func (s *Shard) Replay(r machine.Record) error {
 func (s *Shard) Loaded(now time.Time) machine.Output {
 	for _, g := range s.sortedGroups() {
 		switch p := g.Part.(type) {
-		case *consumerGroup:
-			s.loadedConsumer(p, now)
+		case *consumer.Group:
+			s.consumer.Loaded(p, now)
 		case *classic.Group:
 			s.classic.Loaded(p, now)
 		case nil:
@@ -218,9 +240,9 @@ func (s *Shard) Fire(now time.Time, key string) machine.Output {
 		if c := classic.Of(g); c != nil {
 			s.classic.Fire(c, kind, mid, now)
 		}
-	case timerConsumerSession, timerConsumerRevoke, timerClassicJoin, timerClassicSync:
-		if c := consumerOf(g); c != nil {
-			s.consumerTimer(c, kind, mid, now)
+	case consumer.TimerSession, consumer.TimerRevoke, consumer.TimerClassicJoin, consumer.TimerClassicSync:
+		if c := consumer.Of(g); c != nil {
+			s.consumer.Fire(c, kind, mid, now)
 		}
 	}
 	return s.flush()
@@ -231,13 +253,7 @@ func (s *Shard) flush() machine.Output { return s.h.Flush() }
 
 func (s *Shard) reply(to machine.RequestID, resp kmsg.Response) { s.h.Reply(to, resp) }
 
-// emit writes a record and applies it through Replay.
-func (s *Shard) emit(key, value []byte) { s.h.Emit(key, value) }
-
 func (s *Shard) timer(key string, at time.Time) { s.h.Timer(key, at) }
-
-// report adds an event to the output.
-func (s *Shard) report(e observe.GroupEvent) { s.h.Report(e) }
 
 // DurableState renders everything replay builds, in a stable order: each
 // group's id, offsets, committed classic record and consumer records.

@@ -40,7 +40,7 @@ const (
 	TimerMember = 'm'
 )
 
-// state is a classic group's state, as Kafka's ClassicGroupState.
+// State is a classic group's state, as Kafka's ClassicGroupState.
 type State int8
 
 const (
@@ -68,10 +68,7 @@ func (s State) String() string {
 
 // Protocol is one (name, metadata) entry of a member's JoinGroup, in the
 // member's order of preference.
-type Protocol struct {
-	Name string
-	Meta []byte
-}
+type Protocol = grouptype.Protocol
 
 // Parked is a request the group answers later.
 type Parked struct {
@@ -115,11 +112,7 @@ func (m *Member) MetadataFor(name string) []byte {
 
 // SameProtocols is Kafka's ClassicGroupMember.matches: the same protocols,
 // in the same order, with byte-equal metadata.
-func (m *Member) SameProtocols(ps []Protocol) bool {
-	return slices.EqualFunc(m.Protocols, ps, func(a, b Protocol) bool {
-		return a.Name == b.Name && bytes.Equal(a.Meta, b.Meta)
-	})
-}
+func (m *Member) SameProtocols(ps []Protocol) bool { return grouptype.SameProtocols(m.Protocols, ps) }
 
 // Group is a classic group, or a simple group (one that only
 // commits offsets: no protocol type, always Empty).
@@ -410,7 +403,7 @@ func (g *Group) allJoined() bool {
 	return g.awaiting == len(g.Members) && len(g.PendingJoin) == 0
 }
 
-// rebalanceTimeout is the largest of the members' (ms).
+// RebalanceTimeout is the largest of the members' (ms).
 func (g *Group) RebalanceTimeout() time.Duration {
 	var max int32
 	for _, m := range g.Members {

@@ -25,6 +25,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// AllGroupOperations is the authorized-operations bit field of a group
+// with no authorizer: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS and
+// ALTER_CONFIGS (§15), as DescribeGroups and ConsumerGroupDescribe report
+// it.
+const AllGroupOperations = 1<<3 | 1<<6 | 1<<8 | 1<<10 | 1<<11
+
 // Host is one shard's state that is no group type's own, and the output
 // of the event being handled. The shard (package groups) owns it; each
 // group type holds a pointer to it.

@@ -11,6 +11,7 @@ package grouptype
 // register and forget entries; the shard routes each request by them.
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"strconv"
@@ -164,4 +165,20 @@ func Deref(p *string) string {
 		return "<nil>"
 	}
 	return *p
+}
+
+// Protocol is one (name, metadata) entry of a classic member's JoinGroup,
+// in the member's order of preference: a classic group's member has them,
+// and so has a classic member inside a consumer group.
+type Protocol struct {
+	Name string
+	Meta []byte
+}
+
+// SameProtocols is Kafka's ClassicGroupMember.matches: the same
+// protocols, in the same order, with byte-equal metadata.
+func SameProtocols(a, b []Protocol) bool {
+	return slices.EqualFunc(a, b, func(x, y Protocol) bool {
+		return x.Name == y.Name && bytes.Equal(x.Meta, y.Meta)
+	})
 }

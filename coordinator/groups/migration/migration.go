@@ -1,4 +1,4 @@
-package groups
+package migration
 
 // Mixed groups: the online migration of a group with members between the
 // classic protocol and the consumer protocol (KIP-848), as Apache Kafka 4
@@ -12,7 +12,7 @@ package groups
 //     with its current assignment as both its assigned partitions and its
 //     target. The heartbeat then runs against the converted group.
 //   - Classic members inside a consumer group (mixed §4,
-//     mixed_classic.go): their JoinGroup, SyncGroup, Heartbeat and
+//     classic.go): their JoinGroup, SyncGroup, Heartbeat and
 //     LeaveGroup are served by the consumer group's machinery; the
 //     server-side assignor decides their partitions.
 //   - Downgrade (mixed §5): when the last consumer-protocol member leaves
@@ -30,76 +30,13 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// MigrationPolicy is Kafka's group.consumer.migration.policy
-// (grouptype.MigrationPolicy).
-type MigrationPolicy = grouptype.MigrationPolicy
-
-// The policies.
-const (
-	MigrateBidirectional = grouptype.MigrateBidirectional
-	MigrateUpgrade       = grouptype.MigrateUpgrade
-	MigrateDowngrade     = grouptype.MigrateDowngrade
-	MigrateDisabled      = grouptype.MigrateDisabled
-)
-
-// ParseMigrationPolicy parses a policy, case-insensitively as Kafka.
-func ParseMigrationPolicy(s string) (MigrationPolicy, error) {
-	return grouptype.ParseMigrationPolicy(s)
-}
-
-// classicMeta is a classic member's part of a consumer group member
-// (Kafka's ClassicMemberMetadata): its session timeout and its JoinGroup's
-// protocols, all of them, in its order.
-type classicMeta struct {
-	sessionTimeout int32 // ms
-	protocols      []classic.Protocol
-}
-
-func (c *classicMeta) record() *record.ClassicMeta {
-	if c == nil {
-		return nil
-	}
-	out := &record.ClassicMeta{SessionTimeout: c.sessionTimeout, Protocols: make([]record.ClassicProtocol, len(c.protocols))}
-	for i, p := range c.protocols {
-		out.Protocols[i] = record.ClassicProtocol{Name: p.Name, Metadata: p.Meta}
-	}
-	return out
-}
-
-func classicMetaOf(r *record.ClassicMeta) *classicMeta {
-	if r == nil {
-		return nil
-	}
-	out := &classicMeta{sessionTimeout: r.SessionTimeout, protocols: make([]classic.Protocol, len(r.Protocols))}
-	for i, p := range r.Protocols {
-		out.protocols[i] = classic.Protocol{Name: p.Name, Meta: p.Metadata}
-	}
-	return out
-}
-
-func (c *classicMeta) equal(d *classicMeta) bool {
-	if c == nil || d == nil {
-		return c == d
-	}
-	m := classic.Member{Protocols: c.protocols}
-	return c.sessionTimeout == d.sessionTimeout && m.SameProtocols(d.protocols)
-}
-
-// first is the member's first protocol: the one it is told it got, and
-// whose metadata version its assignment is written at (mixed §1.1).
-func (c *classicMeta) first() classic.Protocol {
-	if len(c.protocols) == 0 {
-		return classic.Protocol{}
-	}
-	return c.protocols[0]
-}
 
 // subscription parses a consumer protocol Subscription.
 func subscription(meta []byte) (*kmsg.ConsumerMemberMetadata, bool) {
@@ -113,13 +50,13 @@ func subscription(meta []byte) (*kmsg.ConsumerMemberMetadata, bool) {
 // assignmentBytes writes a as a consumer protocol Assignment at the
 // version of metadata meta (at most 3, the highest there is), by topic
 // name; topics the catalog does not know are left out.
-func (s *Shard) assignmentBytes(tenant string, a tps, meta []byte) []byte {
+func (s *Type) assignmentBytes(tenant string, a consumer.Assignment, meta []byte) []byte {
 	out := kmsg.NewConsumerMemberAssignment()
 	if sub, ok := subscription(meta); ok {
 		out.Version = min(sub.Version, 3)
 	}
-	for _, t := range a.records() {
-		name, ok := s.catalog(tenant).Name(t.TopicID)
+	for _, t := range a.Records() {
+		name, ok := s.h.Catalog(tenant).Name(t.TopicID)
 		if !ok {
 			continue
 		}
@@ -130,9 +67,9 @@ func (s *Shard) assignmentBytes(tenant string, a tps, meta []byte) []byte {
 
 // byName maps partitions named by topic to topic ids through the catalog,
 // leaving out topics it does not know; never nil.
-func (s *Shard) byName(tenant string, topics map[string][]int32) tps {
+func (s *Type) byName(tenant string, topics map[string][]int32) consumer.Assignment {
 	out := map[[16]byte][]int32{}
-	cat := s.catalog(tenant)
+	cat := s.h.Catalog(tenant)
 	for name, ps := range topics {
 		if cat == nil {
 			break
@@ -145,7 +82,7 @@ func (s *Shard) byName(tenant string, topics map[string][]int32) tps {
 		slices.Sort(ps)
 		out[t.ID] = append(out[t.ID], slices.Compact(ps)...)
 	}
-	return tpsFrom(out)
+	return consumer.AssignmentFrom(out)
 }
 
 // upgrade converts classic group c, which has members, into a consumer
@@ -157,7 +94,7 @@ func (s *Shard) byName(tenant string, topics map[string][]int32) tps {
 // afterwards (Kafka converts and then drops the batch; the result is the
 // same). joiningStatic is the joiner's instance id, if any: taking a
 // classic static member's place adds no member.
-func (s *Shard) upgrade(now time.Time, c *classic.Group, joining string, joiningStatic *string) (*consumerGroup, int16, string) {
+func (s *Type) upgrade(now time.Time, c *classic.Group, joining string, joiningStatic *string) (*consumer.Group, int16, string) {
 	notConsumer := fmt.Sprintf("Group %s is not a consumer group.", c.Name)
 	switch {
 	case !s.cfg.MigrationPolicy.Upgrades(), c.ProtocolType != "consumer":
@@ -168,7 +105,7 @@ func (s *Shard) upgrade(now time.Time, c *classic.Group, joining string, joining
 	type carried struct {
 		m        *classic.Member
 		sub      *kmsg.ConsumerMemberMetadata
-		assigned tps
+		assigned consumer.Assignment
 	}
 	var ms []carried
 	for _, m := range c.SortedMembers() {
@@ -185,9 +122,9 @@ func (s *Shard) upgrade(now time.Time, c *classic.Group, joining string, joining
 		ms = append(ms, carried{m, sub, s.byName(c.Tenant, byTopic)})
 	}
 	replaces := joiningStatic != nil && c.Static[*joiningStatic] != ""
-	if max, _ := s.maxMembers(c.Tenant, s.cfg.ConsumerMaxSize); max > 0 {
+	if max, _ := s.h.MaxMembers(c.Tenant, s.cfg.ConsumerMaxSize); max > 0 {
 		if _, known := c.Members[joining]; !known && !replaces && len(c.Members) >= max {
-			return nil, kerr.GroupMaxSizeReached.Code, s.fullMessage(c.Tenant, s.cfg.ConsumerMaxSize)
+			return nil, kerr.GroupMaxSizeReached.Code, s.h.FullMessage(c.Tenant, s.cfg.ConsumerMaxSize)
 		}
 	}
 
@@ -207,53 +144,106 @@ func (s *Shard) upgrade(now time.Time, c *classic.Group, joining string, joining
 	for id := range c.PendingJoin {
 		s.classic.DropPending(c, id)
 	}
-	s.timer(groupTimer(classic.TimerJoin, c.Key), time.Time{})
-	s.timer(groupTimer(classic.TimerSync, c.Key), time.Time{})
+	s.timer(grouptype.GroupTimer(classic.TimerJoin, c.Key), time.Time{})
+	s.timer(grouptype.GroupTimer(classic.TimerSync, c.Key), time.Time{})
 
 	k, id, gen := c.Key, c.ID, c.Generation
 	s.emit(s.key(k).Key(), nil) // the classic record goes
 	s.emit(s.key(k).KindKey(record.KindConsumerGroup), record.ConsumerGroup{ID: id, Epoch: gen}.Encode())
-	g := s.consumerGroup(k.Tenant, k.Name)
+	g := s.group(k.Tenant, k.Name)
 	for _, cm := range ms {
 		m, sub := cm.m, cm.sub
 		topics := slices.Clone(sub.Topics)
 		slices.Sort(topics)
-		next := &consumerMember{
-			id: m.ID, instance: m.Instance, rack: sub.Rack, clientID: m.ClientID, clientHost: m.ClientHost,
-			topics: slices.Compact(topics), rebalanceTimeout: m.RebalanceTimeout,
-			classic: &classicMeta{sessionTimeout: m.SessionTimeout, protocols: m.Protocols},
+		next := &consumer.Member{
+			ID: m.ID, Instance: m.Instance, Rack: sub.Rack, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			Topics: slices.Compact(topics), RebalanceTimeout: m.RebalanceTimeout,
+			Classic: &consumer.ClassicMeta{SessionTimeout: m.SessionTimeout, Protocols: m.Protocols},
 		}
-		if next.rack != nil && *next.rack == "" {
-			next.rack = nil
+		if next.Rack != nil && *next.Rack == "" {
+			next.Rack = nil
 		}
-		s.emitMember(g, next)
+		s.consumer.EmitMember(g, next)
 	}
 	for _, cm := range ms {
-		s.emitTarget(g, cm.m.ID, cm.assigned)
+		s.consumer.EmitTarget(g, cm.m.ID, cm.assigned)
 	}
 	// Time 0: the joining heartbeat may compute the next target at once.
-	s.emitTargetEpoch(g, gen, 0)
+	s.consumer.EmitTargetEpoch(g, gen, 0)
 	for _, cm := range ms {
-		s.emitCurrent(g, cm.m.ID, current{epoch: gen, prevEpoch: gen, state: memberStable, assigned: cm.assigned, revoking: tps{}})
+		s.consumer.EmitCurrent(g, cm.m.ID, consumer.Current{Epoch: gen, PrevEpoch: gen, State: consumer.MemberStable, Assigned: cm.assigned, Revoking: consumer.Assignment{}})
 	}
-	for _, m := range g.sortedMembers() {
-		s.armConsumerSession(g, m, now)
+	for _, m := range g.SortedMembers() {
+		s.consumer.ArmSession(g, m, now)
 	}
-	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.Tenant, Group: k.Name, Protocol: protoConsumer,
-		Generation: gen, Members: len(g.members), Member: joining, InstanceID: orEmpty(joiningStatic), At: now,
+	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.Tenant, Group: k.Name, Protocol: grouptype.ProtoConsumer,
+		Generation: gen, Members: len(g.Members), Member: joining, InstanceID: grouptype.OrEmpty(joiningStatic), At: now,
 		Reason: fmt.Sprintf("upgraded from a classic group: member %s joined with the consumer protocol", joining)})
 	return g, 0, ""
+}
+
+// Join answers a ConsumerGroupHeartbeat to e, a group of another type
+// (consumer.Migration): a classic group with members is upgraded for a
+// join when it can be (upgrade); an empty classic (or simple) group
+// becomes a consumer group for a join, keeping its offsets and its id:
+// its classic record goes, as Kafka's conversion writes a GroupMetadata
+// tombstone.
+func (s *Type) Join(now time.Time, e *grouptype.Entry, r *kmsg.ConsumerGroupHeartbeatRequest) (*consumer.Group, int16, string) {
+	join := r.MemberEpoch == 0
+	c := classic.Of(e)
+	if c == nil || len(c.Members) > 0 || c.State != classic.Empty {
+		if !join || c == nil {
+			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", e.Name)
+		}
+		return s.upgrade(now, c, r.MemberID, r.InstanceID)
+	}
+	if !join {
+		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", e.Name)
+	}
+	// Drawn as for a new group, and not used: the generator's sequence,
+	// and so every id after it, stays what it was before the group
+	// types had packages of their own.
+	s.h.NewGroupID(now)
+	k, id := e.Key, e.ID
+	if c.Committed != nil {
+		s.emit(s.key(k).Key(), nil)
+	}
+	e.Part = nil
+	return s.consumer.Create(k, id), 0, ""
+}
+
+// Leave converts g back to a classic group if consumer-protocol member m
+// leaving or fenced is its last one and the policy allows it
+// (consumer.Migration; mayDowngrade, downgrade).
+func (s *Type) Leave(now time.Time, g *consumer.Group, m *consumer.Member, kind observe.GroupEventKind, reason string, t grouptype.Trigger, why string) bool {
+	if !s.mayDowngrade(g, m) {
+		return false
+	}
+	s.downgrade(now, g, m, kind, reason, t, why)
+	return true
+}
+
+// EmptyToClassic makes empty consumer group g a classic group for a
+// JoinGroup, keeping its offsets and id (Kafka converts it the same way):
+// the consumer records' tombstones, then the classic record.
+func (s *Type) EmptyToClassic(now time.Time, g *consumer.Group) *classic.Group {
+	k, id := g.Key, g.ID
+	s.consumer.EmitRemove(g)
+	c := classic.NewGroup(s.h.Register(k), now)
+	c.ID = id
+	s.classic.EmitRecord(c)
+	return c
 }
 
 // mayDowngrade reports whether removing consumer-protocol member m from g
 // converts g back to a classic group (Kafka's
 // validateOnlineDowngradeWithFencedMember, mixed §5.1 A).
-func (s *Shard) mayDowngrade(g *consumerGroup, m *consumerMember) bool {
-	if m.classic != nil || len(g.members) <= 1 || !s.cfg.MigrationPolicy.Downgrades() || len(g.members)-1 > s.cfg.MaxSize {
+func (s *Type) mayDowngrade(g *consumer.Group, m *consumer.Member) bool {
+	if m.Classic != nil || len(g.Members) <= 1 || !s.cfg.MigrationPolicy.Downgrades() || len(g.Members)-1 > s.cfg.MaxSize {
 		return false
 	}
-	for _, o := range g.members {
-		if o != m && o.classic == nil {
+	for _, o := range g.Members {
+		if o != m && o.Classic == nil {
 			return false
 		}
 	}
@@ -265,7 +255,7 @@ func (s *Shard) mayDowngrade(g *consumerGroup, m *consumerMember) bool {
 // convertToClassicGroup, mixed §5.2–5.3, trigger A): the consumer records'
 // tombstones, then a classic record at the group epoch whose members hold
 // their target assignments, and a rebalance, so that they rejoin it.
-func (s *Shard) downgrade(now time.Time, g *consumerGroup, leaving *consumerMember, kind observe.GroupEventKind, reason string, t trigger, why string) {
+func (s *Type) downgrade(now time.Time, g *consumer.Group, leaving *consumer.Member, kind observe.GroupEventKind, reason string, t grouptype.Trigger, why string) {
 	c := s.toClassic(now, g, leaving, kind, reason, nil, why)
 	s.classic.PrepareRebalance(c, now, t, fmt.Sprintf("Downgrade to a classic group: %s", why))
 }
@@ -274,12 +264,12 @@ func (s *Shard) downgrade(now time.Time, g *consumerGroup, leaving *consumerMemb
 // consumer-protocol member old's instance converts g back to a classic
 // group (Kafka's validateOnlineDowngradeWithReplacedMemberId, mixed §5.1
 // B).
-func (s *Shard) mayDowngradeReplacing(g *consumerGroup, old *consumerMember) bool {
-	if old.classic != nil || !s.cfg.MigrationPolicy.Downgrades() || len(g.members) > s.cfg.MaxSize {
+func (s *Type) mayDowngradeReplacing(g *consumer.Group, old *consumer.Member) bool {
+	if old.Classic != nil || !s.cfg.MigrationPolicy.Downgrades() || len(g.Members) > s.cfg.MaxSize {
 		return false
 	}
-	for _, o := range g.members {
-		if o != old && o.classic == nil {
+	for _, o := range g.Members {
+		if o != old && o.Classic == nil {
 			return false
 		}
 	}
@@ -292,36 +282,36 @@ func (s *Shard) mayDowngradeReplacing(g *consumerGroup, old *consumerMember) boo
 // g's others, each holding its target assignment, and joiner, if set (a
 // classic static member that takes leaving's instance: trigger B), holding
 // leaving's. The group is Stable; the caller decides what follows.
-func (s *Shard) toClassic(now time.Time, g *consumerGroup, leaving *consumerMember, kind observe.GroupEventKind, reason string, joiner *consumerMember, why string) *classic.Group {
+func (s *Type) toClassic(now time.Time, g *consumer.Group, leaving *consumer.Member, kind observe.GroupEventKind, reason string, joiner *consumer.Member, why string) *classic.Group {
 	type kept struct {
-		m      consumerMember
-		target tps
+		m      consumer.Member
+		target consumer.Assignment
 	}
 	var ms []kept
-	for _, m := range g.sortedMembers() {
+	for _, m := range g.SortedMembers() {
 		if m != leaving {
-			ms = append(ms, kept{*m, g.target[m.id]})
+			ms = append(ms, kept{*m, g.Target[m.ID]})
 		}
-		s.consumerLeaving(g, m)
+		s.consumer.StopTimers(g, m)
 	}
 	if joiner != nil {
-		ms = append(ms, kept{*joiner, g.target[leaving.id]})
+		ms = append(ms, kept{*joiner, g.Target[leaving.ID]})
 	}
-	k, id, epoch := g.Key, g.ID, g.epoch
-	g.rebalance = nil // the classic group's rebalance takes over
-	s.emitRemoveMember(g, leaving.id)
-	if leaving.epoch != leaveStaticEpoch {
-		s.consumerEvent(g, kind, now, leaving, reason)
+	k, id, epoch := g.Key, g.ID, g.Epoch
+	g.Rebalance = nil // the classic group's rebalance takes over
+	s.consumer.EmitRemoveMember(g, leaving.ID)
+	if leaving.Epoch != consumer.LeaveStaticEpoch {
+		s.consumer.Event(g, kind, now, leaving, reason)
 	}
-	s.emitRemoveConsumer(g)
+	s.consumer.EmitRemove(g)
 
-	c := classic.NewGroup(s.entry(k), now)
+	c := classic.NewGroup(s.h.Register(k), now)
 	c.ID, c.ProtocolType, c.Generation = id, "consumer", epoch
 	for _, km := range ms {
 		m := &classic.Member{
-			ID: km.m.id, Instance: km.m.instance, ClientID: km.m.clientID, ClientHost: km.m.clientHost,
-			RebalanceTimeout: km.m.rebalanceTimeout, SessionTimeout: km.m.classic.sessionTimeout,
-			Protocols: km.m.classic.protocols,
+			ID: km.m.ID, Instance: km.m.Instance, ClientID: km.m.ClientID, ClientHost: km.m.ClientHost,
+			RebalanceTimeout: km.m.RebalanceTimeout, SessionTimeout: km.m.Classic.SessionTimeout,
+			Protocols: km.m.Classic.Protocols,
 		}
 		c.Members[m.ID] = m
 		if m.Instance != nil {
@@ -331,7 +321,7 @@ func (s *Shard) toClassic(now time.Time, g *consumerGroup, leaving *consumerMemb
 	}
 	c.Protocol = c.SelectProtocol()
 	for _, km := range ms {
-		m := c.Members[km.m.id]
+		m := c.Members[km.m.ID]
 		m.Assignment = s.assignmentBytes(c.Tenant, km.target, m.MetadataFor(c.Protocol))
 	}
 	if ms := c.SortedMembers(); len(ms) > 0 {
@@ -347,11 +337,11 @@ func (s *Shard) toClassic(now time.Time, g *consumerGroup, leaving *consumerMemb
 	if joiner != nil {
 		n-- // reported joining below
 	}
-	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.Tenant, Group: k.Name, Protocol: protoClassic,
-		Generation: epoch, Members: n, Member: leaving.id, InstanceID: orEmpty(leaving.instance), At: now,
+	s.report(observe.GroupEvent{Kind: observe.GroupConverted, Tenant: k.Tenant, Group: k.Name, Protocol: grouptype.ProtoClassic,
+		Generation: epoch, Members: n, Member: leaving.ID, InstanceID: grouptype.OrEmpty(leaving.Instance), At: now,
 		Reason: fmt.Sprintf("downgraded to a classic group: %s", why)})
 	if joiner != nil {
-		s.classic.Event(c, observe.MemberJoined, now, c.Members[joiner.id], "")
+		s.classic.Event(c, observe.MemberJoined, now, c.Members[joiner.ID], "")
 	}
 	return c
 }
