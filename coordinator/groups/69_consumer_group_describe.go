@@ -1,8 +1,8 @@
 package groups
 
-// ConsumerGroupDescribe, key 69 (KIP-848; admin.go): epochs, members,
-// their current and target assignments, the assignor and the derived
-// state. Split by shard, merged in request order.
+// ConsumerGroupDescribe, key 69 (KIP-848; consumer.Type.Describe):
+// epochs, members, their current and target assignments, the assignor and
+// the derived state. Split by shard, merged in request order.
 //
 // Version notes:
 //   - v1: member MemberType (0 classic, 1 consumer; KIP-1099).

@@ -14,7 +14,6 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
-	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,16 +35,6 @@ func (s *Shard) replayOffset(k record.OffsetKey, v []byte) error {
 		s.forget(g)
 	}
 	return nil
-}
-
-// offsetCommit is OffsetCommit (offsets.Book.ServeCommit).
-func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetCommitRequest) {
-	s.reply(req.ID, s.offs.ServeCommit(now, req, r, (*offsetGroups)(s), s.cfg.OffsetMetadataMaxBytes))
-}
-
-// offsetFetch is OffsetFetch (offsets.Book.ServeFetch).
-func (s *Shard) offsetFetch(_ time.Time, req machine.Request, r *kmsg.OffsetFetchRequest) {
-	s.reply(req.ID, s.offs.ServeFetch(req, r, (*offsetGroups)(s)))
 }
 
 // offsetGroups is the shard as the offset APIs see it (offsets.Groups):
@@ -119,9 +108,4 @@ func (s *Shard) validateCommit(now time.Time, k gkey, r *kmsg.OffsetCommitReques
 	}
 	s.classic.EmitRecord(s.classic.Create(k, now))
 	return 0
-}
-
-// offsetDelete is OffsetDelete (offsets.Book.ServeDelete).
-func (s *Shard) offsetDelete(_ time.Time, req machine.Request, r *kmsg.OffsetDeleteRequest) {
-	s.reply(req.ID, s.offs.ServeDelete(req, r, (*offsetGroups)(s)))
 }

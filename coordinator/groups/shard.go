@@ -1,41 +1,46 @@
 // Package groups is the pure state machine of one group-coordinator shard
 // (Kafka's GroupCoordinatorShard): the groups whose ids hash to the shard,
-// whatever their protocol, with their committed offsets, as Apache Kafka's
-// GroupMetadataManager, ClassicGroup, ConsumerGroup and
-// OffsetMetadataManager implement them. docs/kafka-classic-groups.md is the
-// reference for the classic protocol; its section numbers (§) are cited in
-// comments.
+// whatever their type, with their committed offsets. It is a dispatcher:
+// it keeps the registry by (tenant, group) of each group's type and cgp_
+// id, and routes every record, timer and request to the type that owns the
+// group; the rules of each type are in a package of their own.
+// docs/kafka-classic-groups.md is the reference for the classic protocol;
+// its section numbers (§) are cited in comments.
 //
 // Where to find what:
-//   - shard.go: the Shard, its replay, load, dispatch and output, routed
-//     by the group's type; registry.go: its view of the group registry,
-//     which package grouptype keeps with the Host that every group type
-//     shares (records, timers, replies, events, catalogs, ids, limits).
+//   - shard.go: the Shard, its replay, load, timers, dispatch and output,
+//     each routed by record kind, timer kind or the group's type;
+//     registry.go: its view of the registry, which package grouptype keeps
+//     with the Host every type shares (records, timers, replies, events,
+//     catalogs, ids, tenant limits).
 //   - api.go and one file per Kafka API key (08_offset_commit.go …
 //     69_consumer_group_describe.go): each API's versions, routing,
-//     splitting and merging, error response and handler, in one place;
-//     the classic APIs' files route a request to the type that owns the
-//     group.
+//     splitting and merging, error response, and handler, which routes
+//     the request to the type that owns the group.
 //   - package classic: the classic protocol (JoinGroup, SyncGroup,
 //     Heartbeat, LeaveGroup: the join barrier, rebalances, static
 //     members; simple groups; the classic record).
-//   - consumer*.go: the consumer protocol (KIP-848 ConsumerGroupHeartbeat:
-//     records, target assignment, reconciliation).
-//   - mixed.go, mixed_classic.go: the online migration between the two,
-//     and classic members inside a consumer group.
-//   - offsets.go: the offset APIs (OffsetCommit, OffsetFetch,
-//     OffsetDelete) over the committed offsets, which package offsets
-//     keeps (with the pending transactional ones), asking the group's
-//     type; retention.go: their expiry; admin.go: the group admin APIs.
-//   - events.go: the consumer group's events (observe.GroupEvent);
-//     grouptype's events.go says where every type's come from.
+//   - package consumer: the consumer protocol (KIP-848: its records,
+//     ConsumerGroupHeartbeat, target assignment, reconciliation).
+//   - package migration: the online conversions between the two, and the
+//     classic members inside a consumer group.
+//   - package offsets: the committed and transactional offsets and their
+//     APIs; offsets.go answers offsets.Groups from the group's type;
+//     txn_offsets.go ends transactions; retention.go runs the expiry
+//     sweep, each type deciding what expires; inspect.go: the summaries
+//     the admin views read.
+//
+// Adding a group type is a package beside classic and consumer (importing
+// grouptype only) and its registrations here: its record kinds in Replay,
+// its part in Loaded, Check, the sweep, inspect, offsets.go and the admin
+// APIs, its timer kinds in Fire, its APIs' files.
 //
 // A Shard is driven by the coordinator runtime one event at a time:
 // (state, request, now) in; records, replies, timer changes and group
-// events out. It
-// must not do I/O, read a clock, log, start goroutines or take locks;
-// randomness (member and group ids) comes from a generator seeded through
-// Config, so a run is reproducible from its seed.
+// events out. It, and every group type's package, must not do I/O, read
+// a clock, log, start goroutines or take locks; randomness (member and
+// group ids) comes from a generator seeded through Config, so a run is
+// reproducible from its seed.
 //
 // Durable state is records (package record) and follows the one record
 // rule of coordinator/machine: Replay is the only code that changes it,

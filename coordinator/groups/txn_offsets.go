@@ -42,11 +42,6 @@ type TxnEndCmd struct {
 // TxnEnded answers a TxnEndCmd.
 type TxnEnded struct{}
 
-// txnOffsetCommit is TxnOffsetCommit (offsets.Book.ServeTxnCommit).
-func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnOffsetCommitRequest) {
-	s.reply(req.ID, s.offs.ServeTxnCommit(now, req, r, (*offsetGroups)(s), s.cfg.OffsetMetadataMaxBytes))
-}
-
 // txnEnd ends a producer's pending offsets of a group: committed (each
 // becomes the group's offset, stamped with the commit time) or dropped.
 func (s *Shard) txnEnd(now time.Time, c TxnEndCmd) {

@@ -78,13 +78,13 @@ func (s *Type) LeaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGroup
 	removed, droppedPending := false, false
 	reason := "" // for the rebalance: the first member removed's, as Kafka's
 	var why grouptype.Trigger
-	leave := func(m *Member, client *string, Cause observe.Cause) {
+	leave := func(m *Member, client *string, cause observe.Cause) {
 		s.removeMember(g, m, kerr.UnknownMemberID.Code)
 		removed = true
 		s.Event(g, observe.MemberLeft, now, m, grouptype.OrEmpty(client))
 		if reason == "" {
 			reason = fmt.Sprintf("Removing member %s on LeaveGroup; client reason: %s", m.ID, ClientReason(client))
-			why = Trigger(Cause, m)
+			why = Trigger(cause, m)
 		}
 	}
 	for _, l := range leaving {

@@ -110,7 +110,7 @@ func (s *Type) JoinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupRe
 	if v == 0 {
 		rebalance = r.SessionTimeoutMillis
 	}
-	j := joinReq{req: req, r: r, Protocols: ps, rebalance: rebalance, Parked: &Parked{ID: req.ID, Version: v}}
+	j := joinReq{req: req, r: r, protocols: ps, rebalance: rebalance, parked: &Parked{ID: req.ID, Version: v}}
 	if g.State == Dead {
 		fail(kerr.CoordinatorNotAvailable.Code, r.MemberID)
 		return
@@ -126,9 +126,9 @@ func (s *Type) JoinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupRe
 type joinReq struct {
 	req       machine.Request
 	r         *kmsg.JoinGroupRequest
-	Protocols []Protocol
+	protocols []Protocol
 	rebalance int32
-	Parked    *Parked
+	parked    *Parked
 }
 
 func (j joinReq) fail(s *Type, code int16, memberID string) {
@@ -151,7 +151,7 @@ func (s *Type) acceptJoining(g *Group, memberID string) bool {
 
 func (s *Type) joinNewMember(now time.Time, g *Group, j joinReq) {
 	r := j.r
-	if !g.acceptsProtocols(r.ProtocolType, j.Protocols) {
+	if !g.acceptsProtocols(r.ProtocolType, j.protocols) {
 		j.fail(s, kerr.InconsistentGroupProtocol.Code, "")
 		return
 	}
@@ -192,7 +192,7 @@ func (s *Type) joinNewMember(now time.Time, g *Group, j joinReq) {
 
 func (s *Type) joinExistingMember(now time.Time, g *Group, j joinReq) {
 	r := j.r
-	if !g.acceptsProtocols(r.ProtocolType, j.Protocols) {
+	if !g.acceptsProtocols(r.ProtocolType, j.protocols) {
 		j.fail(s, kerr.InconsistentGroupProtocol.Code, r.MemberID)
 		return
 	}
@@ -213,7 +213,7 @@ func (s *Type) joinExistingMember(now time.Time, g *Group, j joinReq) {
 	m := g.Members[r.MemberID]
 	// Why the rebalance (before the member changes): Kafka's reason,
 	// and its cause.
-	why := rejoinTrigger(g, m, j.Protocols)
+	why := rejoinTrigger(g, m, j.protocols)
 	updating := func() string {
 		if g.State == Stable && m.ID == g.Leader {
 			return fmt.Sprintf("Leader %s re-joining group during %v; client reason: %s", m.ID, g.State, ClientReason(r.Reason))
@@ -225,7 +225,7 @@ func (s *Type) joinExistingMember(now time.Time, g *Group, j joinReq) {
 		s.updateMember(g, m, j)
 		s.maybeCompleteJoin(g, now)
 	case CompletingRebalance:
-		if m.SameProtocols(j.Protocols) {
+		if m.SameProtocols(j.protocols) {
 			// The member lost its JoinGroup response: send it again.
 			s.reply(j.req.ID, g.joinSuccess(r.Version, m))
 			return
@@ -233,7 +233,7 @@ func (s *Type) joinExistingMember(now time.Time, g *Group, j joinReq) {
 		s.updateMember(g, m, j)
 		s.PrepareRebalance(g, now, why, updating())
 	case Stable:
-		if m.ID != g.Leader && m.SameProtocols(j.Protocols) {
+		if m.ID != g.Leader && m.SameProtocols(j.protocols) {
 			// As Kafka: a follower's rejoin with unchanged metadata
 			// returns the current generation without a rebalance.
 			s.reply(j.req.ID, g.joinSuccess(r.Version, m))
@@ -273,9 +273,9 @@ func rejoinTrigger(g *Group, m *Member, ps []Protocol) grouptype.Trigger {
 }
 
 // validateMember is Kafka's ClassicGroup.validateMember.
-func (g *Group) validateMember(memberID string, Instance *string) int16 {
-	if Instance != nil {
-		holder, ok := g.Static[*Instance]
+func (g *Group) validateMember(memberID string, instance *string) int16 {
+	if instance != nil {
+		holder, ok := g.Static[*instance]
 		switch {
 		case !ok:
 			return kerr.UnknownMemberID.Code
@@ -304,10 +304,10 @@ func (s *Type) park(g *Group, m *Member, p *Parked) {
 // updateMember is Kafka's ClassicGroup.updateMember.
 func (s *Type) updateMember(g *Group, m *Member, j joinReq) {
 	g.CountProtocols(m, -1)
-	m.Protocols = j.Protocols
+	m.Protocols = j.protocols
 	g.CountProtocols(m, 1)
 	m.RebalanceTimeout, m.SessionTimeout = j.rebalance, j.r.SessionTimeoutMillis
-	s.park(g, m, j.Parked)
+	s.park(g, m, j.parked)
 }
 
 // addMember is Kafka's addMemberThenRebalanceOrCompleteJoin (§5.1).
@@ -320,7 +320,7 @@ func (s *Type) addMember(now time.Time, g *Group, j joinReq, id string) {
 		ClientHost:       j.req.ClientHost,
 		RebalanceTimeout: j.rebalance,
 		SessionTimeout:   r.SessionTimeoutMillis,
-		Protocols:        j.Protocols,
+		Protocols:        j.protocols,
 		isNew:            true,
 	}
 	if g.State == PreparingRebalance && g.PrevState == Empty {
@@ -342,7 +342,7 @@ func (s *Type) addMember(now time.Time, g *Group, j joinReq, id string) {
 		g.Leader = id
 	}
 	g.CountProtocols(m, 1)
-	s.park(g, m, j.Parked)
+	s.park(g, m, j.parked)
 	delete(g.PendingJoin, id)
 	// A new member cannot heartbeat while its join is parked; this
 	// bounds how long a member whose client gave up can linger.
