@@ -13,30 +13,13 @@ import (
 	"github.com/cohort-dev/cohort/observe"
 )
 
-// The shared parts of a rebalance's story (grouptype's events.go).
-type (
-	phase   = grouptype.Phase
-	trigger = grouptype.Trigger
-	owner   = grouptype.Owner
-)
-
-const (
-	protoConsumer   = grouptype.ProtoConsumer
-	protoClassic    = grouptype.ProtoClassic
-	phaseSync       = grouptype.PhaseSync
-	phaseAssignment = grouptype.PhaseAssignment
-	phaseRevocation = grouptype.PhaseRevocation
-)
-
-var ownerOf = grouptype.OwnerOf
-
 // rebalance is a consumer group's rebalance story: its Before is the
 // targets by owner when it started.
-type rebalance = grouptype.Rebalance[map[owner]Assignment]
+type rebalance = grouptype.Rebalance[map[grouptype.Owner]Assignment]
 
 // Trigger is a rebalance's trigger by member m (nil: none).
-func Trigger(c observe.Cause, m *Member) trigger {
-	t := trigger{Cause: c}
+func Trigger(c observe.Cause, m *Member) grouptype.Trigger {
+	t := grouptype.Trigger{Cause: c}
 	if m != nil {
 		t.Member, t.Instance = m.ID, grouptype.OrEmpty(m.Instance)
 	}
@@ -48,7 +31,7 @@ func Trigger(c observe.Cause, m *Member) trigger {
 // rebalance's story and ends it.
 func (s *Type) Event(g *Group, kind observe.GroupEventKind, now time.Time, m *Member, reason string) {
 	e := observe.GroupEvent{
-		Kind: kind, Tenant: g.Tenant, Group: g.Name, Protocol: protoConsumer,
+		Kind: kind, Tenant: g.Tenant, Group: g.Name, Protocol: grouptype.ProtoConsumer,
 		Generation: g.Epoch, Members: g.Present(), Reason: reason, At: now,
 	}
 	if m != nil {
@@ -68,12 +51,12 @@ func (s *Type) Event(g *Group, kind observe.GroupEventKind, now time.Time, m *Me
 // now (its epoch was just bumped); a rebalance already under way goes on,
 // keeping its story. before is the target assignment before the
 // rebalance (consumerBefore), for a new one.
-func (s *Type) Started(g *Group, now time.Time, t trigger, reason string, before map[owner]Assignment) {
+func (s *Type) Started(g *Group, now time.Time, t grouptype.Trigger, reason string, before map[grouptype.Owner]Assignment) {
 	if g.Rebalance == nil {
-		g.Rebalance = &rebalance{Since: now, Why: t, Phase: phaseAssignment, PhaseAt: now, Before: before}
+		g.Rebalance = &rebalance{Since: now, Why: t, Phase: grouptype.PhaseAssignment, PhaseAt: now, Before: before}
 	}
 	s.report(observe.GroupEvent{
-		Kind: observe.RebalanceStarted, Tenant: g.Tenant, Group: g.Name, Protocol: protoConsumer,
+		Kind: observe.RebalanceStarted, Tenant: g.Tenant, Group: g.Name, Protocol: grouptype.ProtoConsumer,
 		Generation: g.Epoch, Members: g.Present(), Reason: reason, At: now,
 		Cause: t.Cause, Member: t.Member, InstanceID: t.Instance,
 	})
@@ -83,32 +66,32 @@ func (s *Type) Started(g *Group, now time.Time, t trigger, reason string, before
 // partitions a rebalance about to start moves; nil if one is under way
 // already (it keeps its own). Call it before changing the targets: a
 // member's removal takes its target with it.
-func (g *Group) TargetsBefore() map[owner]Assignment {
+func (g *Group) TargetsBefore() map[grouptype.Owner]Assignment {
 	if g.Rebalance != nil {
 		return nil
 	}
-	out := make(map[owner]Assignment, len(g.Target))
+	out := make(map[grouptype.Owner]Assignment, len(g.Target))
 	for id, a := range g.Target {
 		out[g.owner(id)] = a // targets are replaced, never changed in place
 	}
 	return out
 }
 
-// owner names member id's owner (see owner).
-func (g *Group) owner(id string) owner {
+// owner names member id's owner (grouptype.Owner).
+func (g *Group) owner(id string) grouptype.Owner {
 	if m := g.Members[id]; m != nil {
-		return ownerOf(m.Instance, id)
+		return grouptype.OwnerOf(m.Instance, id)
 	}
-	return owner{ID: id}
+	return grouptype.Owner{ID: id}
 }
 
 // consumerMoved counts the partitions moved (see the top of this file)
 // from before to g's targets now.
-func consumerMoved(before map[owner]Assignment, g *Group) int {
+func consumerMoved(before map[grouptype.Owner]Assignment, g *Group) int {
 	if before == nil {
 		return -1
 	}
-	prev := map[tp]owner{}
+	prev := map[tp]grouptype.Owner{}
 	for o, a := range before {
 		for _, at := range a {
 			id, ps := at.TopicID, at.Partitions
@@ -135,25 +118,25 @@ func consumerMoved(before map[owner]Assignment, g *Group) int {
 // consumerPhase is the phase of its rebalance consumer group g is in:
 // assignment while the target lags the group epoch, revocation while a
 // member (not one away with epoch -2) still owns a partition its target
-// does not give it, else reconciliation (phaseSync).
-func (g *Group) consumerPhase() phase {
+// does not give it, else reconciliation (grouptype.PhaseSync).
+func (g *Group) consumerPhase() grouptype.Phase {
 	if g.TargetEpoch != g.Epoch {
-		return phaseAssignment
+		return grouptype.PhaseAssignment
 	}
 	for _, m := range g.Members { // any member will do: the order does not matter
 		if m.Epoch == LeaveStaticEpoch {
 			continue
 		}
 		if m.Revoking.count() > 0 {
-			return phaseRevocation
+			return grouptype.PhaseRevocation
 		}
 		// A member at the target epoch holds only its target's
 		// partitions; one behind may hold partitions moved away.
 		if m.Epoch != g.TargetEpoch && !subset(m.Assigned, g.Target[m.ID]) {
-			return phaseRevocation
+			return grouptype.PhaseRevocation
 		}
 	}
-	return phaseSync
+	return grouptype.PhaseSync
 }
 
 // Present counts the consumer group's members as events report them: a

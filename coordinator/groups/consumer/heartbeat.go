@@ -304,7 +304,7 @@ func (s *Type) AdvanceMember(now time.Time, g *Group, m, next *Member, isNew, jo
 		}
 	}
 	if bump || hash != g.metaHash {
-		t := trigger{Cause: cause}
+		t := grouptype.Trigger{Cause: cause}
 		if bump {
 			t = Trigger(cause, m)
 		}
@@ -509,7 +509,7 @@ func (s *Type) consumerLeave(now time.Time, req machine.Request, r *kmsg.Consume
 // that the next computation is not held back. The removal is reported as
 // kind, for reason (unless the member had already left with epoch -2),
 // and the rebalance it starts for t and why.
-func (s *Type) removeConsumerMember(g *Group, m *Member, now time.Time, kind observe.GroupEventKind, reason string, t trigger, why string) {
+func (s *Type) removeConsumerMember(g *Group, m *Member, now time.Time, kind observe.GroupEventKind, reason string, t grouptype.Trigger, why string) {
 	if m.Classic == nil && s.mig.Leave(now, g, m, kind, reason, t, why) {
 		return // the group is a classic group now
 	}
