@@ -46,8 +46,7 @@ func joinGroup(s *Shard, now time.Time, req machine.Request, r *kmsg.JoinGroupRe
 	if s.classic.JoinRefused(req, r) {
 		return
 	}
-	k := gkey{Tenant: req.Tenant, Name: r.Group}
-	e := s.lookup(k.Tenant, k.Name)
+	e := s.lookup(req.Tenant, r.Group)
 	g := classic.Of(e)
 	if cg := consumer.Of(e); cg != nil {
 		if len(cg.Members) > 0 {

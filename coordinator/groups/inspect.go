@@ -66,8 +66,7 @@ func (s *Shard) inspect(only *GroupRef) []Summary {
 		sum := Summary{Tenant: e.Tenant, Group: e.Name, ID: e.ID}
 		switch g := e.Part.(type) {
 		case *consumer.Group:
-			c := g
-			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", c.State(), len(c.Members), c.Epoch
+			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", g.State(), len(g.Members), g.Epoch
 		case *classic.Group:
 			if g.State == classic.Dead {
 				continue
