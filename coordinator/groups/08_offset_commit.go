@@ -28,7 +28,12 @@ package groups
 // left the group is not consulted at all (no group is created). The shard
 // checks them against the topic catalog the request carries.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(&API{Key: kmsg.OffsetCommit, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 10,
@@ -43,4 +48,9 @@ func init() {
 				resp.Topics = append(resp.Topics, rt)
 			}
 		})
+}
+
+// offsetCommit is OffsetCommit (offsets.Book.ServeCommit).
+func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetCommitRequest) {
+	s.reply(req.ID, s.offs.ServeCommit(now, req, r, (*offsetGroups)(s), s.cfg.OffsetMetadataMaxBytes))
 }

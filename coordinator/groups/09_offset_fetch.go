@@ -23,7 +23,12 @@ package groups
 //     asked for every offset, topics the broker no longer has (no id to
 //     answer with) are left out, as Kafka leaves them out.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	a := &API{Key: kmsg.OffsetFetch, GroupACL: kmsg.ACLOperationDescribe, MinVersion: 0, MaxVersion: 10}
@@ -64,4 +69,9 @@ func init() {
 				resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: g.Group, ErrorCode: code})
 			}
 		})
+}
+
+// offsetFetch is OffsetFetch (offsets.Book.ServeFetch).
+func (s *Shard) offsetFetch(_ time.Time, req machine.Request, r *kmsg.OffsetFetchRequest) {
+	s.reply(req.ID, s.offs.ServeFetch(req, r, (*offsetGroups)(s)))
 }

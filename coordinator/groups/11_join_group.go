@@ -20,13 +20,40 @@ package groups
 // timeout (plus the initial delay): the response waits on the connection's
 // writer, so the connection keeps reading.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(&API{Key: kmsg.JoinGroup, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 9,
 		Groups: oneGroup(func(r *kmsg.JoinGroupRequest) string { return r.Group })},
-		(*Shard).joinGroup,
+		joinGroup,
 		func(r *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse, code int16) {
-			*resp = *joinError(r.Version, code, r.MemberID)
+			*resp = *classic.JoinError(r.Version, code, r.MemberID)
 		})
+}
+
+// joinGroup routes a JoinGroup: to the consumer group it names (a classic
+// member inside a mixed group, whatever the migration policy, as Kafka;
+// an empty consumer group becomes a classic group first), else to the
+// classic type.
+func joinGroup(s *Shard, now time.Time, req machine.Request, r *kmsg.JoinGroupRequest) {
+	if s.classic.JoinRefused(req, r) {
+		return
+	}
+	e := s.lookup(req.Tenant, r.Group)
+	g := classic.Of(e)
+	if cg := consumer.Of(e); cg != nil {
+		if len(cg.Members) > 0 {
+			s.migration.JoinGroup(now, req, r, cg)
+			return
+		}
+		g = s.migration.EmptyToClassic(now, cg)
+	}
+	s.classic.JoinGroup(now, req, r, g)
 }

@@ -20,6 +20,11 @@ package groups
 // heartbeat once the shard serves.
 
 import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -27,11 +32,24 @@ import (
 func init() {
 	register(&API{Key: kmsg.Heartbeat, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 4,
 		Groups: oneGroup(func(r *kmsg.HeartbeatRequest) string { return r.Group })},
-		(*Shard).heartbeat,
+		heartbeat,
 		func(_ *kmsg.HeartbeatRequest, resp *kmsg.HeartbeatResponse, code int16) {
 			if code == kerr.CoordinatorLoadInProgress.Code {
 				code = 0 // the group is still loading: see above
 			}
 			resp.ErrorCode = code
 		})
+}
+
+// heartbeat routes a Heartbeat: to the consumer group it names (a classic
+// member inside a mixed group), else to the classic type.
+func heartbeat(s *Shard, now time.Time, req machine.Request, r *kmsg.HeartbeatRequest) {
+	if cg := consumer.Of(s.lookup(req.Tenant, r.Group)); r.Group != "" && cg != nil {
+		resp := kmsg.NewPtrHeartbeatResponse()
+		resp.Version = r.Version
+		resp.ErrorCode = s.migration.Heartbeat(now, r, cg)
+		s.reply(req.ID, resp)
+		return
+	}
+	s.classic.Heartbeat(now, req, r, classic.Of(s.lookup(req.Tenant, r.Group)))
 }

@@ -15,11 +15,31 @@ package groups
 // A follower's SyncGroup is parked until the leader's arrives; the
 // leader's is answered after the generation's record is durable.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(&API{Key: kmsg.SyncGroup, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 5,
 		Groups: oneGroup(func(r *kmsg.SyncGroupRequest) string { return r.Group })},
-		(*Shard).syncGroup,
+		syncGroup,
 		func(_ *kmsg.SyncGroupRequest, resp *kmsg.SyncGroupResponse, code int16) { resp.ErrorCode = code })
+}
+
+// syncGroup routes a SyncGroup: to the consumer group it names (a classic
+// member inside a mixed group), else to the classic type.
+func syncGroup(s *Shard, now time.Time, req machine.Request, r *kmsg.SyncGroupRequest) {
+	if s.classic.SyncRefused(req, r) {
+		return
+	}
+	if cg := consumer.Of(s.lookup(req.Tenant, r.Group)); cg != nil {
+		s.migration.SyncGroup(now, req, r, cg)
+		return
+	}
+	s.classic.SyncGroup(now, req, r, classic.Of(s.lookup(req.Tenant, r.Group)))
 }

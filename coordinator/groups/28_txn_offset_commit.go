@@ -26,7 +26,12 @@ package groups
 // TxnEndCmd for the producer ends them, and a transaction that never
 // added the group never ends them, as in Kafka.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(&API{Key: kmsg.TxnOffsetCommit, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 6,
@@ -41,4 +46,9 @@ func init() {
 				resp.Topics = append(resp.Topics, rt)
 			}
 		})
+}
+
+// txnOffsetCommit is TxnOffsetCommit (offsets.Book.ServeTxnCommit).
+func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnOffsetCommitRequest) {
+	s.reply(req.ID, s.offs.ServeTxnCommit(now, req, r, (*offsetGroups)(s), s.cfg.OffsetMetadataMaxBytes))
 }

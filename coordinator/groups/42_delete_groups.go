@@ -1,6 +1,6 @@
 package groups
 
-// DeleteGroups, key 42 (admin.go, docs/kafka-classic-groups.md §17): an
+// DeleteGroups, key 42 (docs/kafka-classic-groups.md §17): an
 // Empty group is deleted with its offsets; a group with members is
 // NON_EMPTY_GROUP. Duplicates are answered once, as Kafka collapses them.
 //
@@ -11,6 +11,11 @@ package groups
 //     error's description (null when it was deleted).
 
 import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -58,4 +63,38 @@ func distinct(r *kmsg.DeleteGroupsRequest) []string {
 		}
 	}
 	return names
+}
+
+// deleteGroups is Kafka's deleteGroups (§17) for this shard's groups.
+func (s *Shard) deleteGroups(_ time.Time, req machine.Request, r *kmsg.DeleteGroupsRequest) {
+	resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	resp.Version = r.Version
+	seen := map[string]bool{}
+	for _, name := range r.Groups {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		var code int16
+		e := s.lookup(req.Tenant, name)
+		c, cg := classic.Of(e), consumer.Of(e)
+		switch {
+		case e == nil || (c != nil && c.State == classic.Dead):
+			code = kerr.GroupIDNotFound.Code
+		case cg != nil:
+			if len(cg.Members) > 0 {
+				code = kerr.NonEmptyGroup.Code
+			} else {
+				s.offs.DeleteGroup(e.Off())
+				s.consumer.EmitRemove(cg)
+			}
+		case c.State != classic.Empty:
+			code = kerr.NonEmptyGroup.Code
+		default:
+			s.offs.DeleteGroup(e.Off())
+			s.classic.Delete(c)
+		}
+		resp.Groups = append(resp.Groups, deleteResult(r.Version, name, code))
+	}
+	s.reply(req.ID, resp)
 }

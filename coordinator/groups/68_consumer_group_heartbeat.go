@@ -9,12 +9,19 @@ package groups
 //   - v1: the client mints it (KIP-1082), so MemberId is never empty; and
 //     SubscribedTopicRegex (RE2, KIP-848's regex subscription).
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(&API{Key: kmsg.ConsumerGroupHeartbeat, GroupACL: kmsg.ACLOperationRead, MinVersion: 0, MaxVersion: 1,
 		Groups: oneGroup(func(r *kmsg.ConsumerGroupHeartbeatRequest) string { return r.Group })},
-		(*Shard).consumerHeartbeat,
+		func(s *Shard, now time.Time, req machine.Request, r *kmsg.ConsumerGroupHeartbeatRequest) {
+			s.consumer.Heartbeat(now, req, r)
+		},
 		func(_ *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, code int16) {
 			resp.ErrorCode = code
 		})

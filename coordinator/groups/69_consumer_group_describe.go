@@ -1,13 +1,18 @@
 package groups
 
-// ConsumerGroupDescribe, key 69 (KIP-848; admin.go): epochs, members,
-// their current and target assignments, the assignor and the derived
-// state. Split by shard, merged in request order.
+// ConsumerGroupDescribe, key 69 (KIP-848; consumer.Type.Describe):
+// epochs, members, their current and target assignments, the assignor and
+// the derived state. Split by shard, merged in request order.
 //
 // Version notes:
 //   - v1: member MemberType (0 classic, 1 consumer; KIP-1099).
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	a := &API{Key: kmsg.ConsumerGroupDescribe, GroupACL: kmsg.ACLOperationDescribe, MinVersion: 0, MaxVersion: 1}
@@ -24,7 +29,9 @@ func init() {
 		func(_ *kmsg.ConsumerGroupDescribeRequest, resp *kmsg.ConsumerGroupDescribeResponse, all []kmsg.ConsumerGroupDescribeResponseGroup) {
 			resp.Groups = all
 		})
-	register(a, (*Shard).consumerDescribe,
+	register(a, func(s *Shard, now time.Time, req machine.Request, r *kmsg.ConsumerGroupDescribeRequest) {
+		s.consumer.Describe(now, req, r)
+	},
 		func(r *kmsg.ConsumerGroupDescribeRequest, resp *kmsg.ConsumerGroupDescribeResponse, code int16) {
 			for _, g := range r.Groups {
 				d := kmsg.NewConsumerGroupDescribeResponseGroup()

@@ -1,5 +1,11 @@
 package groups
 
+import (
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
+)
+
 // Test-only views of a Shard, for the harness's check of the events
 // (harness_test.go): what the events must add up to.
 
@@ -19,17 +25,18 @@ type EventView struct {
 // EventViews returns every classic or consumer group's view.
 func EventViews(s *Shard) map[EventKey]EventView {
 	out := map[EventKey]EventView{}
-	for _, g := range s.groups {
-		switch {
-		case g.classic != nil && g.classic.state != dead:
-			c := g.classic
-			out[EventKey{g.tenant, g.name, protoClassic}] = EventView{
-				Members:     len(c.members),
-				Rebalancing: c.state == preparingRebalance || c.state == completingRebalance,
+	for _, g := range s.h.Groups {
+		switch c := g.Part.(type) {
+		case *classic.Group:
+			if c.State == classic.Dead {
+				continue
 			}
-		case g.consumer != nil:
-			c := g.consumer
-			out[EventKey{g.tenant, g.name, protoConsumer}] = EventView{Members: c.present(), Rebalancing: c.reconciling()}
+			out[EventKey{g.Tenant, g.Name, grouptype.ProtoClassic}] = EventView{
+				Members:     len(c.Members),
+				Rebalancing: c.State == classic.PreparingRebalance || c.State == classic.CompletingRebalance,
+			}
+		case *consumer.Group:
+			out[EventKey{g.Tenant, g.Name, grouptype.ProtoConsumer}] = EventView{Members: c.Present(), Rebalancing: c.Reconciling()}
 		}
 	}
 	return out
@@ -39,19 +46,22 @@ func EventViews(s *Shard) map[EventKey]EventView {
 // members, the ids of those events report present.
 func EventMembers(s *Shard) map[EventKey]map[string]bool {
 	out := map[EventKey]map[string]bool{}
-	for _, g := range s.groups {
+	for _, g := range s.h.Groups {
 		ids := map[string]bool{}
 		var k EventKey
-		switch {
-		case g.classic != nil && g.classic.state != dead:
-			k = EventKey{g.tenant, g.name, protoClassic}
-			for id := range g.classic.members {
+		switch c := g.Part.(type) {
+		case *classic.Group:
+			if c.State == classic.Dead {
+				continue
+			}
+			k = EventKey{g.Tenant, g.Name, grouptype.ProtoClassic}
+			for id := range c.Members {
 				ids[id] = true
 			}
-		case g.consumer != nil:
-			k = EventKey{g.tenant, g.name, protoConsumer}
-			for id, m := range g.consumer.members {
-				if m.epoch != leaveStaticEpoch {
+		case *consumer.Group:
+			k = EventKey{g.Tenant, g.Name, grouptype.ProtoConsumer}
+			for id, m := range c.Members {
+				if m.Epoch != consumer.LeaveStaticEpoch {
 					ids[id] = true
 				}
 			}

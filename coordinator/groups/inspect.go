@@ -6,7 +6,11 @@ package groups
 // committed (Burrow-like lag status tells "commits stopped" from "commits
 // repeat the same offset" by it).
 
-import "github.com/cohort-dev/cohort/record"
+import (
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/record"
+)
 
 // InspectCmd asks for a Summary of every group of the shard, all tenants,
 // or, with Only set, of that one group; its Reply's Out is a []Summary
@@ -59,19 +63,20 @@ func (s *Shard) inspect(only *GroupRef) []Summary {
 		}
 	}
 	for _, e := range entries() {
-		sum := Summary{Tenant: e.tenant, Group: e.name, ID: e.id}
-		switch {
-		case e.consumer != nil:
-			c := e.consumer
-			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", c.state(), len(c.members), c.epoch
-		case e.classic != nil && e.classic.state != dead:
-			g := e.classic
-			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.protocolType, g.state.String(), len(g.members), g.generation
-			sum.PendingMembers = len(g.pendingJoin)
+		sum := Summary{Tenant: e.Tenant, Group: e.Name, ID: e.ID}
+		switch g := e.Part.(type) {
+		case *consumer.Group:
+			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", g.State(), len(g.Members), g.Epoch
+		case *classic.Group:
+			if g.State == classic.Dead {
+				continue
+			}
+			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.ProtocolType, g.State.String(), len(g.Members), g.Generation
+			sum.PendingMembers = len(g.PendingJoin)
 		default:
 			continue
 		}
-		s.offs.Each(e.off(), func(topic string, p int32, o *record.Offset) {
+		s.offs.Each(e.Off(), func(topic string, p int32, o *record.Offset) {
 			sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset, CommitTimestamp: o.CommitTimestamp})
 		})
 		out = append(out, sum)

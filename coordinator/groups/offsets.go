@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
-	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,23 +28,13 @@ func (s *Shard) replayOffset(k record.OffsetKey, v []byte) error {
 	if err := s.offs.ReplayOffset(k, v); err != nil {
 		return err
 	}
-	gk := gkey{k.Tenant, k.Group}
-	if g := s.groups[gk]; g == nil && v != nil {
-		s.entry(gkey{strings.Clone(k.Tenant), strings.Clone(k.Group)})
+	gk := gkey{Tenant: k.Tenant, Name: k.Group}
+	if g := s.h.Groups[gk]; g == nil && v != nil {
+		s.entry(gkey{Tenant: strings.Clone(k.Tenant), Name: strings.Clone(k.Group)})
 	} else if g != nil && v == nil {
 		s.forget(g)
 	}
 	return nil
-}
-
-// offsetCommit is OffsetCommit (offsets.Book.ServeCommit).
-func (s *Shard) offsetCommit(now time.Time, req machine.Request, r *kmsg.OffsetCommitRequest) {
-	s.reply(req.ID, s.offs.ServeCommit(now, req, r, (*offsetGroups)(s), s.cfg.OffsetMetadataMaxBytes))
-}
-
-// offsetFetch is OffsetFetch (offsets.Book.ServeFetch).
-func (s *Shard) offsetFetch(_ time.Time, req machine.Request, r *kmsg.OffsetFetchRequest) {
-	s.reply(req.ID, s.offs.ServeFetch(req, r, (*offsetGroups)(s)))
 }
 
 // offsetGroups is the shard as the offset APIs see it (offsets.Groups):
@@ -51,88 +42,70 @@ func (s *Shard) offsetFetch(_ time.Time, req machine.Request, r *kmsg.OffsetFetc
 type offsetGroups Shard
 
 func (o *offsetGroups) ValidateCommit(now time.Time, g offsets.Group, r *kmsg.OffsetCommitRequest, generation int32, member string) int16 {
-	return (*Shard)(o).validateCommit(now, gkey{g.Tenant, g.Name}, r, generation, member)
+	return (*Shard)(o).validateCommit(now, gkey{Tenant: g.Tenant, Name: g.Name}, r, generation, member)
 }
 
 // ValidateDelete is Kafka's deleteOffsets group checks (§13): the group
-// must exist, and a classic group not using the consumer protocol must
-// be Empty; offsets of topics the group subscribes to stay.
+// must exist, and its type decides what may go.
 func (o *offsetGroups) ValidateDelete(g offsets.Group) (int16, func(topic string) bool) {
 	s := (*Shard)(o)
 	e := s.lookup(g.Tenant, g.Name)
-	switch {
-	case e == nil || (e.classic != nil && e.classic.state == dead):
+	switch p := partOf(e).(type) {
+	case nil:
 		return kerr.GroupIDNotFound.Code, nil
-	case e.classic != nil && e.classic.state != empty && e.classic.protocolType != "consumer":
-		return kerr.NonEmptyGroup.Code, nil
-	case e.consumer != nil:
-		topics := e.consumer.subscribedTopics(s.catalog(e.tenant))
+	case *classic.Group:
+		if p.State == classic.Dead {
+			return kerr.GroupIDNotFound.Code, nil
+		}
+		return p.ValidateDelete()
+	case *consumer.Group:
+		topics := p.SubscribedTopics(s.catalog(e.Tenant))
 		return 0, func(t string) bool { return topics[t] }
 	}
-	c := e.classic
-	return 0, func(t string) bool { return c.state != empty && c.subscribedTo(t) }
+	panic("groups: a group of no known type")
 }
 
 func (o *offsetGroups) ValidateFetch(g offsets.Group, member bool, memberID *string, epoch int32) (bool, int16) {
 	e := (*Shard)(o).lookup(g.Tenant, g.Name)
-	switch {
-	case e == nil || (e.classic != nil && e.classic.state == dead):
-		return false, 0
-	case member && e.consumer != nil:
-		return true, validateConsumerFetch(e.consumer, memberID, epoch)
+	switch p := partOf(e).(type) {
+	case nil:
+		if e == nil {
+			return false, 0
+		}
+	case *classic.Group:
+		if p.State == classic.Dead {
+			return false, 0
+		}
+	case *consumer.Group:
+		if member {
+			return true, p.ValidateFetch(memberID, epoch)
+		}
 	}
 	return true, 0
 }
 
-// validateCommit is Kafka's validateOffsetCommit (§11.2 steps 4–6); it
-// creates a simple group for a simple commit to a group that does not
-// exist.
+// validateCommit is Kafka's validateOffsetCommit (§11.2 steps 4–6) by
+// the group's type; it creates a simple group for a simple commit to a
+// group that does not exist.
 func (s *Shard) validateCommit(now time.Time, k gkey, r *kmsg.OffsetCommitRequest, generation int32, memberID string) int16 {
-	e := s.lookup(k.tenant, k.name)
-	if e == nil {
-		if generation >= 0 {
-			if r.Version >= 9 {
-				return kerr.GroupIDNotFound.Code
-			}
-			return kerr.IllegalGeneration.Code
+	e := s.lookup(k.Tenant, k.Name)
+	switch p := partOf(e).(type) {
+	case *classic.Group:
+		return s.classic.ValidateCommit(now, p, r, generation, memberID)
+	case *consumer.Group:
+		return p.ValidateCommit(r)
+	}
+	if generation >= 0 {
+		if r.Version >= 9 {
+			return kerr.GroupIDNotFound.Code
 		}
-		// A simple consumer's commit creates a group too: it counts
-		// against the organisation's max_groups like any other.
-		if s.newGroupRefused(k.tenant) != "" {
-			return kerr.GroupMaxSizeReached.Code
-		}
-		s.emitClassic(s.newClassic(k, now))
-		return 0
+		return kerr.IllegalGeneration.Code
 	}
-	if e.consumer != nil {
-		return validateConsumerCommit(e.consumer, r)
+	// A simple consumer's commit creates a group too: it counts against
+	// the organisation's max_groups like any other.
+	if s.h.NewGroupRefused(k.Tenant) != "" {
+		return kerr.GroupMaxSizeReached.Code
 	}
-	g := e.classic
-	switch {
-	case g.state == dead:
-		return kerr.CoordinatorNotAvailable.Code
-	case generation < 0 && g.state == empty:
-		return 0
-	case generation >= 0 || memberID != "" || r.InstanceID != nil:
-		if code := g.validateMember(memberID, r.InstanceID); code != 0 {
-			return code
-		}
-		if generation != g.generation {
-			return kerr.IllegalGeneration.Code
-		}
-	default:
-		return kerr.UnknownMemberID.Code
-	}
-	if g.state == completingRebalance {
-		return kerr.RebalanceInProgress.Code
-	}
-	if m := g.members[memberID]; m != nil {
-		s.armSession(g, m, now, time.Duration(m.sessionTimeout)*time.Millisecond)
-	}
+	s.classic.EmitRecord(s.classic.Create(k, now))
 	return 0
-}
-
-// offsetDelete is OffsetDelete (offsets.Book.ServeDelete).
-func (s *Shard) offsetDelete(_ time.Time, req machine.Request, r *kmsg.OffsetDeleteRequest) {
-	s.reply(req.ID, s.offs.ServeDelete(req, r, (*offsetGroups)(s)))
 }

@@ -1,34 +1,46 @@
 // Package groups is the pure state machine of one group-coordinator shard
 // (Kafka's GroupCoordinatorShard): the groups whose ids hash to the shard,
-// whatever their protocol, with their committed offsets, as Apache Kafka's
-// GroupMetadataManager, ClassicGroup, ConsumerGroup and
-// OffsetMetadataManager implement them. docs/kafka-classic-groups.md is the
-// reference for the classic protocol; its section numbers (§) are cited in
-// comments.
+// whatever their type, with their committed offsets. It is a dispatcher:
+// it keeps the registry by (tenant, group) of each group's type and cgp_
+// id, and routes every record, timer and request to the type that owns the
+// group; the rules of each type are in a package of their own.
+// docs/kafka-classic-groups.md is the reference for the classic protocol;
+// its section numbers (§) are cited in comments.
 //
 // Where to find what:
-//   - shard.go: the Shard, its replay, load, dispatch and output;
-//     registry.go: the group registry shared by every protocol.
+//   - shard.go: the Shard, its replay, load, timers, dispatch and output,
+//     each routed by record kind, timer kind or the group's type;
+//     registry.go: its view of the registry, which package grouptype keeps
+//     with the Host every type shares (records, timers, replies, events,
+//     catalogs, ids, tenant limits).
 //   - api.go and one file per Kafka API key (08_offset_commit.go …
 //     69_consumer_group_describe.go): each API's versions, routing,
-//     splitting and merging, error response and handler, in one place.
-//   - classic*.go: the classic protocol (JoinGroup, SyncGroup, Heartbeat,
-//     LeaveGroup: the join barrier, rebalances, static members).
-//   - consumer*.go: the consumer protocol (KIP-848 ConsumerGroupHeartbeat:
-//     records, target assignment, reconciliation).
-//   - offsets.go: the offset APIs (OffsetCommit, OffsetFetch,
-//     OffsetDelete) over the committed offsets, which package offsets
-//     keeps (with the pending transactional ones); retention.go: their
-//     expiry; admin.go: the group admin APIs.
-//   - events.go: the group events (observe.GroupEvent) the handlers
-//     report, one helper per protocol.
+//     splitting and merging, error response, and handler, which routes
+//     the request to the type that owns the group.
+//   - package classic: the classic protocol (JoinGroup, SyncGroup,
+//     Heartbeat, LeaveGroup: the join barrier, rebalances, static
+//     members; simple groups; the classic record).
+//   - package consumer: the consumer protocol (KIP-848: its records,
+//     ConsumerGroupHeartbeat, target assignment, reconciliation).
+//   - package migration: the online conversions between the two, and the
+//     classic members inside a consumer group.
+//   - package offsets: the committed and transactional offsets and their
+//     APIs; offsets.go answers offsets.Groups from the group's type;
+//     txn_offsets.go ends transactions; retention.go runs the expiry
+//     sweep, each type deciding what expires; inspect.go: the summaries
+//     the admin views read.
+//
+// Adding a group type is a package beside classic and consumer (importing
+// grouptype only) and its registrations here: its record kinds in Replay,
+// its part in Loaded, Check, the sweep, inspect, offsets.go and the admin
+// APIs, its timer kinds in Fire, its APIs' files.
 //
 // A Shard is driven by the coordinator runtime one event at a time:
 // (state, request, now) in; records, replies, timer changes and group
-// events out. It
-// must not do I/O, read a clock, log, start goroutines or take locks;
-// randomness (member and group ids) comes from a generator seeded through
-// Config, so a run is reproducible from its seed.
+// events out. It, and every group type's package, must not do I/O, read
+// a clock, log, start goroutines or take locks; randomness (member and
+// group ids) comes from a generator seeded through Config, so a run is
+// reproducible from its seed.
 //
 // Durable state is records (package record) and follows the one record
 // rule of coordinator/machine: Replay is the only code that changes it,
@@ -41,11 +53,13 @@ package groups
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
-	"github.com/cohort-dev/cohort/assign"
+	"github.com/cohort-dev/cohort/coordinator/groups/classic"
+	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
+	"github.com/cohort-dev/cohort/coordinator/groups/migration"
 	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
@@ -53,87 +67,50 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Config configures a Shard. All fields are required (the coordinator
-// fills Kafka's defaults).
-type Config struct {
-	Shard uint16
-	// Seed seeds the generator of member and group ids.
-	Seed [32]byte
+// Config configures a Shard (grouptype.Config: every group type reads
+// it).
+type Config = grouptype.Config
 
-	MinSessionTimeout, MaxSessionTimeout time.Duration
-	MaxSize                              int
-	// MaxPendingMembers caps the ids handed out with MEMBER_ID_REQUIRED
-	// and not yet used, per group (0: no cap); see coordinator.Config.
-	MaxPendingMembers int
-	// InitialDelay and InitialQuiet: see coordinator.Config. Quiet is at
-	// most Delay.
-	InitialDelay, InitialQuiet time.Duration
-	// InitialAdaptive closes the initial barrier after a few times the
-	// observed gap between arrivals instead of the whole quiet window
-	// (classic_join.go, initialWait); see coordinator.Config.
-	InitialAdaptive           bool
-	OffsetMetadataMaxBytes    int
-	Retention, RetentionCheck time.Duration
+// MigrationPolicy is Kafka's group.consumer.migration.policy
+// (grouptype.MigrationPolicy; package migration applies it).
+type MigrationPolicy = grouptype.MigrationPolicy
 
-	// KIP-848 consumer groups: the session timeout and heartbeat interval
-	// the coordinator gives members, the least time between two target
-	// assignment computations, the most members (0: no limit), and the
-	// server assignors (the first is the default).
-	ConsumerSessionTimeout    time.Duration
-	ConsumerHeartbeatInterval time.Duration
-	AssignmentInterval        time.Duration
-	ConsumerMaxSize           int
-	Assignors                 []assign.Assignor
-	// MigrationPolicy: which online conversions of a group with members
-	// are allowed (mixed.go); "" is bidirectional.
-	MigrationPolicy MigrationPolicy
+// The policies.
+const (
+	MigrateBidirectional = grouptype.MigrateBidirectional
+	MigrateUpgrade       = grouptype.MigrateUpgrade
+	MigrateDowngrade     = grouptype.MigrateDowngrade
+	MigrateDisabled      = grouptype.MigrateDisabled
+)
 
-	// Limits, if set, gives each tenant's limits (its organisation's
-	// quotas, limits.go). It is configuration, consulted only for new
-	// requests, never on replay. Nil: no per-tenant limits.
-	Limits func(tenant string) TenantLimits
-	// Counts, if set, is the count of each tenant's groups shared with
-	// the coordinator's other shards, for TenantLimits.MaxGroups. Nil:
-	// this shard's groups only. The shard publishes to it from Loaded
-	// on: a machine that is only replayed (a load under way, or the
-	// runtime's invariant check rebuilding one) publishes nothing.
-	Counts GroupCounter
+// ParseMigrationPolicy parses a policy, case-insensitively as Kafka.
+func ParseMigrationPolicy(s string) (MigrationPolicy, error) {
+	return grouptype.ParseMigrationPolicy(s)
 }
 
 // Shard is one shard's groups. It implements machine.Machine.
 type Shard struct {
-	cfg    Config
-	rng    *rand.ChaCha8
-	groups map[gkey]*group
-	// tenantGroups counts each tenant's entries in groups (limits.go).
-	tenantGroups map[string]int
-	// catalogs are the newest topic catalog a request brought, by
-	// tenant: each organisation has its own topics, by the names its
-	// clients know them by.
-	catalogs map[string]*machine.Catalog
-	// offs is the committed offsets and the transactional offsets not
-	// yet committed or aborted.
+	// h is the shard's state that is no group type's own (the registry,
+	// the catalogs, the id generator, the offsets) and the output of the
+	// event being handled; every group type shares it.
+	h    *grouptype.Host
+	cfg  *Config
 	offs *offsets.Book
-	// loaded: Loaded has run, so the shard serves and publishes its
-	// group counts (Config.Counts).
-	loaded bool
 
-	// The output of the event being handled.
-	rec machine.Recorder
-	out machine.Output
+	// The group types, and the migration between them.
+	classic   *classic.Type
+	consumer  *consumer.Type
+	migration *migration.Type
 }
 
 // New returns an empty shard.
 func New(cfg Config) *Shard {
-	s := &Shard{
-		cfg:    cfg,
-		rng:    rand.NewChaCha8(cfg.Seed),
-		groups: map[gkey]*group{},
-
-		tenantGroups: map[string]int{},
-	}
-	s.rec.Replay = s.Replay
-	s.offs = offsets.New(cfg.Shard, &s.rec)
+	s := &Shard{}
+	s.h = grouptype.NewHost(cfg, s.Replay)
+	s.cfg, s.offs = &s.h.Cfg, s.h.Offs
+	s.classic = classic.New(s.h)
+	s.migration = migration.New(s.h, s.classic)
+	s.consumer = s.migration.Consumer()
 	return s
 }
 
@@ -155,9 +132,9 @@ func (s *Shard) Replay(r machine.Record) error {
 	case kind == record.KindOffset:
 		return s.replayOffset(key.(record.OffsetKey), r.Value)
 	case kind == record.KindClassicGroup:
-		return s.replayClassic(key.(record.GroupKey), r.Value)
-	case isConsumerKind(kind):
-		return s.replayConsumer(kind, key, r.Value)
+		return s.classic.Replay(key.(record.GroupKey), r.Value)
+	case consumer.IsKind(kind):
+		return s.consumer.Replay(kind, key, r.Value)
 	case kind == record.KindTxnOffset:
 		return s.offs.ReplayPending(key.(record.TxnOffsetKey), r.Value)
 	case kind == record.KindOffsetsTopic:
@@ -176,23 +153,18 @@ func (s *Shard) Replay(r machine.Record) error {
 // groups; and the retention sweep is scheduled.
 func (s *Shard) Loaded(now time.Time) machine.Output {
 	for _, g := range s.sortedGroups() {
-		switch {
-		case g.consumer != nil:
-			s.loadedConsumer(g.consumer, now)
-		case g.classic != nil:
-			s.loadedClassic(g.classic, now)
-		default:
+		switch p := g.Part.(type) {
+		case *consumer.Group:
+			s.consumer.Loaded(p, now)
+		case *classic.Group:
+			s.classic.Loaded(p, now)
+		case nil:
 			// As Kafka's OffsetMetadataManager.replay: offsets of a group
 			// with no record make a simple group.
-			g.classic = newClassicGroup(g, now)
+			classic.NewGroup(g, now)
 		}
 	}
-	s.loaded = true
-	if s.cfg.Counts != nil {
-		for tenant, n := range s.tenantGroups {
-			s.cfg.Counts.Set(s.cfg.Shard, tenant, n)
-		}
-	}
+	s.h.SetLoaded()
 	s.timer(timerRetention, now.Add(s.cfg.RetentionCheck))
 	return s.flush()
 }
@@ -220,22 +192,22 @@ type (
 
 // Handle serves one request.
 func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
-	s.noteCatalog(req.Tenant, req.Topics)
+	s.h.NoteCatalog(req.Tenant, req.Topics)
 	switch c := req.Cmd.(type) {
 	case DeleteTopicsCmd:
 		s.offs.DeleteTopics(c.Tenant, c.Topics)
-		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID})
+		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID})
 		return s.flush()
 	case ReconcileTopicsCmd:
 		s.offs.Reconcile(c.Live)
-		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID})
+		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID})
 		return s.flush()
 	case InspectCmd:
-		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: s.inspect(c.Only)})
+		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID, Out: s.inspect(c.Only)})
 		return s.flush()
 	case TxnEndCmd:
 		s.txnEnd(now, c)
-		s.out.Replies = append(s.out.Replies, machine.Reply{To: req.ID, Out: TxnEnded{}, Early: c.Early})
+		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID, Out: TxnEnded{}, Early: c.Early})
 		return s.flush()
 	}
 	api, ok := apis[kmsg.Key(req.Msg.Key())]
@@ -252,20 +224,9 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 	return s.flush()
 }
 
-// noteCatalog keeps the newest topic catalog of tenant a request
-// brought.
-func (s *Shard) noteCatalog(tenant string, c *machine.Catalog) {
-	if cur := s.catalogs[tenant]; c != nil && (cur == nil || c.Version >= cur.Version) {
-		if s.catalogs == nil {
-			s.catalogs = map[string]*machine.Catalog{}
-		}
-		s.catalogs[tenant] = c
-	}
-}
-
 // catalog is the newest topic catalog of tenant, nil if no request of
 // the tenant brought one.
-func (s *Shard) catalog(tenant string) *machine.Catalog { return s.catalogs[tenant] }
+func (s *Shard) catalog(tenant string) *machine.Catalog { return s.h.Catalog(tenant) }
 
 // Fire runs a timer.
 func (s *Shard) Fire(now time.Time, key string) machine.Output {
@@ -274,59 +235,44 @@ func (s *Shard) Fire(now time.Time, key string) machine.Output {
 		s.timer(timerRetention, now.Add(s.cfg.RetentionCheck))
 		return s.flush()
 	}
-	kind, k, mid, ok := parseTimer(key)
-	g := s.groups[k]
+	kind, k, mid, ok := grouptype.ParseTimer(key)
+	g := s.h.Groups[k]
 	if !ok || g == nil {
 		return s.flush()
 	}
 	switch kind {
-	case timerJoin, timerSync, timerMember:
-		if g.classic != nil {
-			s.classicTimer(g.classic, kind, mid, now)
+	case classic.TimerJoin, classic.TimerSync, classic.TimerMember:
+		if c := classic.Of(g); c != nil {
+			s.classic.Fire(c, kind, mid, now)
 		}
-	case timerConsumerSession, timerConsumerRevoke, timerClassicJoin, timerClassicSync:
-		if g.consumer != nil {
-			s.consumerTimer(g.consumer, kind, mid, now)
+	case consumer.TimerSession, consumer.TimerRevoke, consumer.TimerClassicJoin, consumer.TimerClassicSync:
+		if c := consumer.Of(g); c != nil {
+			s.consumer.Fire(c, kind, mid, now)
 		}
 	}
 	return s.flush()
 }
 
 // flush returns the output gathered for the current event.
-func (s *Shard) flush() machine.Output {
-	out := s.out
-	out.Records = s.rec.Take()
-	s.out = machine.Output{}
-	return out
-}
+func (s *Shard) flush() machine.Output { return s.h.Flush() }
 
-func (s *Shard) reply(to machine.RequestID, resp kmsg.Response) {
-	s.out.Replies = append(s.out.Replies, machine.Reply{To: to, Resp: resp})
-}
+func (s *Shard) reply(to machine.RequestID, resp kmsg.Response) { s.h.Reply(to, resp) }
 
-// emit writes a record and applies it through Replay.
-func (s *Shard) emit(key, value []byte) { s.rec.Emit(key, value) }
-
-func (s *Shard) timer(key string, at time.Time) {
-	s.out.Timers = append(s.out.Timers, machine.Timer{Key: key, At: at})
-}
+func (s *Shard) timer(key string, at time.Time) { s.h.Timer(key, at) }
 
 // DurableState renders everything replay builds, in a stable order: each
 // group's id, offsets, committed classic record and consumer records.
 func (s *Shard) DurableState() string {
 	var b strings.Builder
 	for _, g := range s.sortedGroups() {
-		parts := s.offs.Durable(g.off())
-		if c := g.classic; c != nil && c.committed != nil {
-			parts = append(parts, renderClassic(*c.committed)...)
-		}
-		if c := g.consumer; c != nil {
-			parts = append(parts, c.durableState()...)
+		parts := s.offs.Durable(g.Off())
+		if g.Part != nil {
+			parts = append(parts, g.Part.DurableState()...)
 		}
 		if len(parts) == 0 {
 			continue // soft only: not durably there
 		}
-		fmt.Fprintf(&b, "group %q/%q id=%s\n", g.tenant, g.name, g.id)
+		fmt.Fprintf(&b, "group %q/%q id=%s\n", g.Tenant, g.Name, g.ID)
 		for _, p := range parts {
 			b.WriteString(p)
 			b.WriteByte('\n')
@@ -343,9 +289,9 @@ func (s *Shard) DurableState() string {
 // writing the record. Tests call it after every step.
 func (s *Shard) Check() error {
 	for _, g := range s.sortedGroups() {
-		if c := g.classic; c != nil {
-			if err := c.checkAtRest(); err != nil {
-				return fmt.Errorf("group %q/%q: %w", g.tenant, g.name, err)
+		if c := classic.Of(g); c != nil {
+			if err := c.CheckAtRest(); err != nil {
+				return fmt.Errorf("group %q/%q: %w", g.Tenant, g.Name, err)
 			}
 		}
 	}

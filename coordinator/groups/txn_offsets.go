@@ -42,11 +42,6 @@ type TxnEndCmd struct {
 // TxnEnded answers a TxnEndCmd.
 type TxnEnded struct{}
 
-// txnOffsetCommit is TxnOffsetCommit (offsets.Book.ServeTxnCommit).
-func (s *Shard) txnOffsetCommit(now time.Time, req machine.Request, r *kmsg.TxnOffsetCommitRequest) {
-	s.reply(req.ID, s.offs.ServeTxnCommit(now, req, r, (*offsetGroups)(s), s.cfg.OffsetMetadataMaxBytes))
-}
-
 // txnEnd ends a producer's pending offsets of a group: committed (each
 // becomes the group's offset, stamped with the commit time) or dropped.
 func (s *Shard) txnEnd(now time.Time, c TxnEndCmd) {
@@ -56,14 +51,14 @@ func (s *Shard) txnEnd(now time.Time, c TxnEndCmd) {
 		}
 		return
 	}
-	k := gkey{c.Tenant, c.Group}
-	if c.Commit && s.offs.HasPendingOf(k.off(), c.ProducerID) && s.lookup(k.tenant, k.name) == nil {
+	k := gkey{Tenant: c.Tenant, Name: c.Group}
+	if c.Commit && s.offs.HasPendingOf(k.Off(), c.ProducerID) && s.lookup(k.Tenant, k.Name) == nil {
 		// The group went away while the transaction held offsets for
 		// it (a simple group has no other record): as OffsetCommit, a
 		// commit makes it again.
-		s.emitClassic(s.newClassic(k, now))
+		s.classic.EmitRecord(s.classic.Create(k, now))
 	}
-	s.offs.EndTxn(k.off(), c.ProducerID, c.Commit, now.UnixMilli())
+	s.offs.EndTxn(k.Off(), c.ProducerID, c.Commit, now.UnixMilli())
 }
 
 // deleteGroupsPending is DeleteGroups that keeps groups with pending
@@ -72,7 +67,7 @@ func (s *Shard) txnEnd(now time.Time, c TxnEndCmd) {
 func (s *Shard) deleteGroupsPending(now time.Time, req machine.Request, r *kmsg.DeleteGroupsRequest) {
 	var rest []string
 	for _, g := range r.Groups {
-		if !s.offs.HasPending(gkey{req.Tenant, g}.off()) {
+		if !s.offs.HasPending(gkey{Tenant: req.Tenant, Name: g}.Off()) {
 			rest = append(rest, g)
 		}
 	}
@@ -83,7 +78,7 @@ func (s *Shard) deleteGroupsPending(now time.Time, req machine.Request, r *kmsg.
 	part := *r
 	part.Groups = rest
 	s.deleteGroups(now, req, &part)
-	reply := &s.out.Replies[len(s.out.Replies)-1]
+	reply := &s.h.Out.Replies[len(s.h.Out.Replies)-1]
 	done := reply.Resp.(*kmsg.DeleteGroupsResponse)
 	resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	resp.Version = r.Version
@@ -95,7 +90,7 @@ func (s *Shard) deleteGroupsPending(now time.Time, req machine.Request, r *kmsg.
 			continue
 		}
 		seen[g] = true
-		if s.offs.HasPending(gkey{req.Tenant, g}.off()) {
+		if s.offs.HasPending(gkey{Tenant: req.Tenant, Name: g}.Off()) {
 			resp.Groups = append(resp.Groups, deleteResult(r.Version, g, kerr.NonEmptyGroup.Code))
 			continue
 		}

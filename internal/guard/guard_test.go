@@ -79,6 +79,10 @@ var pure = []string{
 	"observe", // the observer's types, which machines return in their Output
 	"coordinator/machine",
 	"coordinator/groups",
+	"coordinator/groups/classic",
+	"coordinator/groups/consumer",
+	"coordinator/groups/grouptype",
+	"coordinator/groups/migration",
 	"coordinator/groups/offsets",
 	"coordinator/global",
 	"coordinator/handoff",
@@ -219,6 +223,48 @@ func TestPureCoreDeps(t *testing.T) {
 			}
 			if why != "" {
 				t.Errorf("pure %s reaches %s (%s): %s", p, dep, why, chain(graph, root, dep))
+			}
+		}
+	}
+}
+
+// groupLayers is the import direction of the group coordinator's
+// packages (docs/ARCHITECTURE.md, "The group machines"): each may reach,
+// directly or not, only the group packages listed for it, so that the
+// classic and consumer rules each stand alone, the migration is the one
+// package that knows both, and a new group type is a package beside them
+// that touches neither.
+var groupLayers = map[string][]string{
+	"coordinator/groups":           {"classic", "consumer", "migration", "grouptype", "offsets"},
+	"coordinator/groups/migration": {"classic", "consumer", "grouptype", "offsets"},
+	"coordinator/groups/classic":   {"grouptype", "offsets"},
+	"coordinator/groups/consumer":  {"grouptype", "offsets"},
+	"coordinator/groups/grouptype": {"offsets"},
+	"coordinator/groups/offsets":   {},
+}
+
+// TestGroupPackagesLayered: no group package reaches a group package
+// above or beside it (groupLayers).
+func TestGroupPackagesLayered(t *testing.T) {
+	var roots []string
+	for p := range groupLayers {
+		roots = append(roots, "./"+p)
+	}
+	slices.Sort(roots)
+	graph := depGraph(t, roots)
+	const prefix = module + "/coordinator/groups"
+	for p, allowed := range groupLayers {
+		root := module + "/" + p
+		if _, ok := graph[root]; !ok {
+			t.Fatalf("group package %s not found: the list is stale", p)
+		}
+		ok := map[string]bool{}
+		for _, a := range allowed {
+			ok[prefix+"/"+a] = true
+		}
+		for dep := range reach(graph, root) {
+			if (dep == prefix || strings.HasPrefix(dep, prefix+"/")) && !ok[dep] {
+				t.Errorf("%s reaches %s, which it must not: %s", p, strings.TrimPrefix(dep, module+"/"), chain(graph, root, dep))
 			}
 		}
 	}

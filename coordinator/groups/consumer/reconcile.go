@@ -1,4 +1,4 @@
-package groups
+package consumer
 
 // Reconciliation: how one member moves toward its target assignment, one
 // heartbeat at a time, as Kafka's CurrentAssignmentBuilder. Two rules make
@@ -20,51 +20,51 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// current is a member's reconciliation state: what its current-assignment
+// Current is a member's reconciliation state: what its current-assignment
 // record holds.
-type current struct {
-	epoch, prevEpoch int32
-	state            memberState
-	assigned         tps
-	revoking         tps
+type Current struct {
+	Epoch, PrevEpoch int32
+	State            MemberState
+	Assigned         Assignment
+	Revoking         Assignment
 }
 
-func (s *Shard) emitCurrent(g *consumerGroup, id string, c current) {
+func (s *Type) EmitCurrent(g *Group, id string, c Current) {
 	v := record.ConsumerCurrent{
-		MemberEpoch: c.epoch, PreviousMemberEpoch: c.prevEpoch, State: int8(c.state),
-		Assigned: c.assigned.records(), Revoking: c.revoking.records(),
+		MemberEpoch: c.Epoch, PreviousMemberEpoch: c.PrevEpoch, State: int8(c.State),
+		Assigned: c.Assigned.Records(), Revoking: c.Revoking.Records(),
 	}
-	s.emit(s.memberKey(record.KindConsumerCurrent, g.gkey, id), v.Encode())
+	s.emit(s.memberKey(record.KindConsumerCurrent, g.Key, id), v.Encode())
 }
 
 // reconcile computes m's next state from its target; nil if nothing
 // changes. owned is what the member says it owns (nil: not sent, which
 // counts as still owning everything it must revoke).
-func (s *Shard) reconcile(g *consumerGroup, m *consumerMember, owned tps) (*current, int16, string) {
-	target := g.target[m.id]
+func (s *Type) reconcile(g *Group, m *Member, owned Assignment) (*Current, int16, string) {
+	target := g.Target[m.ID]
 	subscribed := map[[16]byte]bool{}
-	if cat := s.catalog(g.tenant); cat != nil {
+	if cat := s.catalog(g.Tenant); cat != nil {
 		for _, t := range m.subscription(cat) {
 			if meta, ok := cat.ByName[t]; ok {
 				subscribed[meta.ID] = true
 			}
 		}
 	}
-	switch m.state {
-	case memberStable:
-		if m.epoch == g.targetEpoch && !ownsUnsubscribed(m.assigned, subscribed) {
+	switch m.State {
+	case MemberStable:
+		if m.Epoch == g.TargetEpoch && !ownsUnsubscribed(m.Assigned, subscribed) {
 			return nil, 0, ""
 		}
-	case memberUnrevoked:
-		if ownsAny(owned, m.revoking) {
-			if !ownsUnsubscribed(m.assigned, subscribed) {
+	case MemberUnrevoked:
+		if ownsAny(owned, m.Revoking) {
+			if !ownsUnsubscribed(m.Assigned, subscribed) {
 				return nil, 0, ""
 			}
 			// Still revoking, and unsubscribed from a topic it
 			// keeps: those partitions join the ones to revoke at
 			// once (Kafka's updateCurrentAssignment).
-			var keep, drop tps
-			for _, t := range m.assigned {
+			var keep, drop Assignment
+			for _, t := range m.Assigned {
 				if subscribed[t.TopicID] {
 					keep = append(keep, t)
 				} else {
@@ -72,33 +72,33 @@ func (s *Shard) reconcile(g *consumerGroup, m *consumerMember, owned tps) (*curr
 				}
 			}
 			if keep == nil {
-				keep = tps{}
+				keep = Assignment{}
 			}
-			return &current{epoch: m.epoch, prevEpoch: m.epoch, state: memberUnrevoked, assigned: keep, revoking: union(m.revoking, drop)}, 0, ""
+			return &Current{Epoch: m.Epoch, PrevEpoch: m.Epoch, State: MemberUnrevoked, Assigned: keep, Revoking: union(m.Revoking, drop)}, 0, ""
 		}
-	case memberUnreleased:
+	case MemberUnreleased:
 	default:
 		if owned == nil || owned.count() > 0 {
-			return nil, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member %s is in an unknown state and must rejoin.", m.id)
+			return nil, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member %s is in an unknown state and must rejoin.", m.ID)
 		}
 	}
 	next := s.nextAssignment(g, m, target, subscribed, owned)
-	if next.epoch == m.epoch && next.prevEpoch == m.prevEpoch && next.state == m.state &&
-		next.assigned.equal(m.assigned) && next.revoking.equal(m.revoking) {
+	if next.Epoch == m.Epoch && next.PrevEpoch == m.PrevEpoch && next.State == m.State &&
+		next.Assigned.equal(m.Assigned) && next.Revoking.equal(m.Revoking) {
 		return nil, 0, ""
 	}
 	return &next, 0, ""
 }
 
 // nextAssignment is Kafka's computeNextAssignment.
-func (s *Shard) nextAssignment(g *consumerGroup, m *consumerMember, target tps, subscribed map[[16]byte]bool, owned tps) current {
+func (s *Type) nextAssignment(g *Group, m *Member, target Assignment, subscribed map[[16]byte]bool, owned Assignment) Current {
 	keepM, revokeM, addM := map[[16]byte][]int32{}, map[[16]byte][]int32{}, map[[16]byte][]int32{}
 	unreleased := false
 	ids := map[[16]byte]bool{}
 	for _, t := range target {
 		ids[t.TopicID] = true
 	}
-	for _, t := range m.assigned {
+	for _, t := range m.Assigned {
 		ids[t.TopicID] = true
 	}
 	for id := range ids {
@@ -106,7 +106,7 @@ func (s *Shard) nextAssignment(g *consumerGroup, m *consumerMember, target tps, 
 		if subscribed[id] {
 			want = target.get(id)
 		}
-		have := m.assigned.get(id)
+		have := m.Assigned.get(id)
 		for _, p := range have {
 			if _, ok := slices.BinarySearch(want, p); ok {
 				keepM[id] = append(keepM[id], p)
@@ -118,41 +118,41 @@ func (s *Shard) nextAssignment(g *consumerGroup, m *consumerMember, target tps, 
 			if _, ok := slices.BinarySearch(have, p); ok {
 				continue
 			}
-			if _, busy := g.owners[tp{id, p}]; busy && !m.revoking.has(id, p) {
+			if _, busy := g.owners[tp{id, p}]; busy && !m.Revoking.Has(id, p) {
 				unreleased = true
 				continue
 			}
 			addM[id] = append(addM[id], p)
 		}
 	}
-	keep, revoke, add := tpsFrom(keepM), tpsFrom(revokeM), tpsFrom(addM)
-	withEpoch := func(e int32) current { return current{epoch: e, prevEpoch: m.epoch, revoking: tps{}} }
+	keep, revoke, add := AssignmentFrom(keepM), AssignmentFrom(revokeM), AssignmentFrom(addM)
+	withEpoch := func(e int32) Current { return Current{Epoch: e, PrevEpoch: m.Epoch, Revoking: Assignment{}} }
 	switch {
 	case revoke.count() > 0 && ownsAny(owned, revoke):
-		c := withEpoch(m.epoch)
-		c.state, c.assigned, c.revoking = memberUnrevoked, keep, revoke
+		c := withEpoch(m.Epoch)
+		c.State, c.Assigned, c.Revoking = MemberUnrevoked, keep, revoke
 		return c
 	case add.count() > 0:
-		c := withEpoch(g.targetEpoch)
-		c.assigned = union(keep, add)
-		c.state = memberStable
+		c := withEpoch(g.TargetEpoch)
+		c.Assigned = union(keep, add)
+		c.State = MemberStable
 		if unreleased {
-			c.state = memberUnreleased
+			c.State = MemberUnreleased
 		}
 		return c
 	case unreleased:
-		c := withEpoch(g.targetEpoch)
-		c.state, c.assigned = memberUnreleased, keep
+		c := withEpoch(g.TargetEpoch)
+		c.State, c.Assigned = MemberUnreleased, keep
 		return c
 	}
-	c := withEpoch(g.targetEpoch)
-	c.state, c.assigned = memberStable, keep
+	c := withEpoch(g.TargetEpoch)
+	c.State, c.Assigned = MemberStable, keep
 	return c
 }
 
 // ownsAny reports whether owned overlaps set; a nil owned (the member did
 // not say) counts as owning all of it.
-func ownsAny(owned, set tps) bool {
+func ownsAny(owned, set Assignment) bool {
 	if set.count() == 0 {
 		return false
 	}
@@ -161,7 +161,7 @@ func ownsAny(owned, set tps) bool {
 	}
 	for _, t := range set {
 		for _, p := range t.Partitions {
-			if owned.has(t.TopicID, p) {
+			if owned.Has(t.TopicID, p) {
 				return true
 			}
 		}
@@ -169,7 +169,7 @@ func ownsAny(owned, set tps) bool {
 	return false
 }
 
-func ownsUnsubscribed(a tps, subscribed map[[16]byte]bool) bool {
+func ownsUnsubscribed(a Assignment, subscribed map[[16]byte]bool) bool {
 	for _, t := range a {
 		if !subscribed[t.TopicID] {
 			return true
@@ -178,9 +178,9 @@ func ownsUnsubscribed(a tps, subscribed map[[16]byte]bool) bool {
 	return false
 }
 
-func union(a, b tps) tps {
+func union(a, b Assignment) Assignment {
 	out := map[[16]byte][]int32{}
-	for _, x := range []tps{a, b} {
+	for _, x := range []Assignment{a, b} {
 		for _, t := range x {
 			out[t.TopicID] = append(out[t.TopicID], t.Partitions...)
 		}
@@ -189,5 +189,5 @@ func union(a, b tps) tps {
 		slices.Sort(out[id])
 		out[id] = slices.Compact(out[id])
 	}
-	return tpsFrom(out)
+	return AssignmentFrom(out)
 }

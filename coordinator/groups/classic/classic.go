@@ -1,0 +1,557 @@
+package classic
+
+// The classic protocol's group (Kafka's ClassicGroup) and its record.
+//
+// Durable: the group's committed record (Kafka's GroupMetadata), written
+// when a JoinGroup or a simple commit creates the group, when the leader's
+// SyncGroup stores a generation's assignment, when a static member
+// replaces itself in a Stable group, and when the group empties; replay
+// sets committed and nothing else. Soft: everything a rebalance in
+// progress holds (who has joined, the generation being formed, parked
+// requests, deadlines). Loaded derives it from committed: a group with
+// members is Stable, one without is Empty.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/record"
+)
+
+// newMemberJoinTimeout is how long a new member has to complete its
+// first join (Kafka's fixed CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS).
+const newMemberJoinTimeout = 5 * time.Minute
+
+// Timer kinds of classic groups (grouptype.GroupTimer): the join and
+// sync phases, and a member's (or pending member id's) deadline. The shard
+// routes a timer of these kinds to Fire.
+const (
+	TimerJoin   = 'j'
+	TimerSync   = 's'
+	TimerMember = 'm'
+)
+
+// State is a classic group's state, as Kafka's ClassicGroupState.
+type State int8
+
+const (
+	Empty State = iota
+	PreparingRebalance
+	CompletingRebalance
+	Stable
+	Dead
+)
+
+// String is the state as DescribeGroups and ListGroups spell it.
+func (s State) String() string {
+	switch s {
+	case Empty:
+		return "Empty"
+	case PreparingRebalance:
+		return "PreparingRebalance"
+	case CompletingRebalance:
+		return "CompletingRebalance"
+	case Stable:
+		return "Stable"
+	}
+	return "Dead"
+}
+
+// Protocol is one (name, metadata) entry of a member's JoinGroup, in the
+// member's order of preference.
+type Protocol = grouptype.Protocol
+
+// Parked is a request the group answers later.
+type Parked struct {
+	ID      machine.RequestID
+	Version int16
+}
+
+// Member is a classic group member (Kafka's ClassicGroupMember).
+type Member struct {
+	ID         string
+	Instance   *string // group.instance.id; nil for a dynamic member
+	ClientID   string
+	ClientHost string
+	// rebalanceTimeout and sessionTimeout as the member asked (ms).
+	RebalanceTimeout, SessionTimeout int32
+	Protocols                        []Protocol
+	Assignment                       []byte
+
+	Join, Sync *Parked
+	// isNew is set from the member's addition until the join phase it
+	// was added in completes.
+	isNew bool
+
+	// expireAt is the member's deadline (session, or the new-member join
+	// timeout); armedAt the deadline its timer is armed for (zero: not
+	// armed). A heartbeat only moves expireAt; the timer, when it fires
+	// early, re-arms itself for expireAt. So a heartbeat costs no timer
+	// operation.
+	expireAt, armedAt grouptype.Deadline
+}
+
+// MetadataFor returns the member's metadata for protocol name.
+func (m *Member) MetadataFor(name string) []byte {
+	for _, p := range m.Protocols {
+		if p.Name == name {
+			return p.Meta
+		}
+	}
+	return nil
+}
+
+// SameProtocols is Kafka's ClassicGroupMember.matches: the same protocols,
+// in the same order, with byte-equal metadata.
+func (m *Member) SameProtocols(ps []Protocol) bool { return grouptype.SameProtocols(m.Protocols, ps) }
+
+// Group is a classic group, or a simple group (one that only
+// commits offsets: no protocol type, always Empty).
+type Group struct {
+	*grouptype.Entry
+
+	// committed is the group's last record: the durable part, set only
+	// by replay. Nil until the group's existence is written.
+	Committed *record.ClassicGroup
+
+	State, PrevState State
+	StateTime        time.Time
+	ProtocolType     string
+	Protocol         string // chosen protocol; "" when none
+	Generation       int32
+	Leader           string // "" when none
+
+	Members     map[string]*Member
+	Static      map[string]string    // instance id → member id
+	PendingJoin map[string]time.Time // ids handed out with MEMBER_ID_REQUIRED → deadline
+	pendingSync map[string]bool
+	awaiting    int // members with a parked JoinGroup
+	supported   map[string]int
+
+	// subscribed is the set of topics the members of the last completed
+	// generation subscribe to, when known (a "consumer" group whose
+	// subscriptions parse); see Kafka's ClassicGroup.computeSubscribedTopics.
+	subscribed      map[string]bool
+	subscribedKnown bool
+
+	// The initial rebalance (from Empty): newMemberAdded is Kafka's flag;
+	// initialLeft is how long the barrier may still be extended (Kafka's
+	// rule); lastNew is when the last new member came and initialEnd the
+	// latest the barrier may close (the quiet window's rule).
+	newMemberAdded      bool
+	initialLeft         time.Duration
+	lastNew, initialEnd time.Time
+	// firstNew and arrivals: when the initial rebalance began and how many
+	// members have come since (its first included), for the adaptive
+	// barrier's mean gap.
+	firstNew time.Time
+	arrivals int
+
+	// rebalance is the rebalance under way, for events (events.go); nil
+	// when none.
+	rebalance *rebalance
+}
+
+// NewGroup gives g an Empty classic part.
+func NewGroup(g *grouptype.Entry, now time.Time) *Group {
+	c := &Group{
+		Entry:       g,
+		State:       Empty,
+		PrevState:   Dead,
+		StateTime:   now,
+		Members:     map[string]*Member{},
+		Static:      map[string]string{},
+		PendingJoin: map[string]time.Time{},
+		pendingSync: map[string]bool{},
+		supported:   map[string]int{},
+	}
+	g.Part = c
+	return c
+}
+
+// Create registers a new classic group with a fresh id (soft until
+// its record is emitted).
+func (s *Type) Create(k grouptype.Key, now time.Time) *Group {
+	g := s.h.Register(k)
+	g.ID = s.h.NewGroupID(now)
+	return NewGroup(g, now)
+}
+
+// Of returns the classic part of a group, or nil.
+func Of(g *grouptype.Entry) *Group {
+	if g == nil {
+		return nil
+	}
+	c, _ := g.Part.(*Group)
+	return c
+}
+
+// Replay applies a classic group record: a put sets the committed
+// record (creating the part at load); a tombstone removes the classic
+// part, and the group with it unless offsets or another part remain (a
+// group converted to the consumer protocol keeps its offsets).
+func (s *Type) Replay(k record.GroupKey, value []byte) error {
+	gk := grouptype.Key{Tenant: k.Tenant, Name: k.Group}
+	if value == nil {
+		if g := s.h.Groups[gk]; Of(g) != nil {
+			g.Part = nil
+			s.h.Forget(g)
+		}
+		return nil
+	}
+	v, err := record.DecodeClassicGroup(value)
+	if err != nil {
+		return fmt.Errorf("group %q: %w", k.Group, err)
+	}
+	g := s.h.Register(gk)
+	g.ID = v.ID
+	c := Of(g)
+	if c == nil {
+		c = NewGroup(g, time.UnixMilli(v.StateTimestamp))
+	}
+	c.shareLive(&v)
+	c.Committed = &v
+	return nil
+}
+
+// shareLive makes a freshly decoded record use the live group's copies of
+// what both hold, so that a group keeps one copy of each member's ids,
+// metadata and assignment rather than two (the record's own, decoded from
+// its value, would otherwise stay beside the live member's for as long as
+// the group is stable: about 300 B a member). At load there are no live
+// members yet and the record's copies become the live ones (Loaded).
+// Neither side changes these values in place: a change replaces them.
+func (c *Group) shareLive(v *record.ClassicGroup) {
+	if len(c.Members) == 0 {
+		return
+	}
+	for i := range v.Members {
+		rm := &v.Members[i]
+		m := c.Members[rm.MemberID]
+		if m == nil {
+			continue
+		}
+		rm.MemberID = m.ID
+		if rm.ClientID == m.ClientID {
+			rm.ClientID = m.ClientID
+		}
+		if rm.ClientHost == m.ClientHost {
+			rm.ClientHost = m.ClientHost
+		}
+		if rm.InstanceID != nil && m.Instance != nil && *rm.InstanceID == *m.Instance {
+			rm.InstanceID = m.Instance
+		}
+		if v.Protocol != nil {
+			if meta := m.MetadataFor(*v.Protocol); bytes.Equal(meta, rm.Subscription) {
+				rm.Subscription = meta
+			}
+		}
+		if bytes.Equal(m.Assignment, rm.Assignment) {
+			rm.Assignment = m.Assignment
+		}
+	}
+}
+
+// EmitRecord writes the group's record from its live state.
+func (s *Type) EmitRecord(g *Group) {
+	s.emit(s.key(g.Key).Key(), g.snapshot().Encode())
+}
+
+// Loaded derives a loaded group's soft state from its committed
+// record (§18.3): with members it is Stable, without it is Empty; every
+// member gets a fresh session timer, and a group over the size limit
+// rebalances.
+func (s *Type) Loaded(g *Group, now time.Time) {
+	if v := g.Committed; v != nil {
+		g.StateTime = time.UnixMilli(v.StateTimestamp)
+		g.ProtocolType, g.Generation = v.ProtocolType, v.Generation
+		if v.Protocol != nil {
+			g.Protocol = *v.Protocol
+		}
+		if v.Leader != nil {
+			g.Leader = *v.Leader
+		}
+		for _, rm := range v.Members {
+			m := &Member{
+				ID:               rm.MemberID,
+				Instance:         rm.InstanceID,
+				ClientID:         rm.ClientID,
+				ClientHost:       rm.ClientHost,
+				RebalanceTimeout: rm.RebalanceTimeout,
+				SessionTimeout:   rm.SessionTimeout,
+				Protocols:        []Protocol{{Name: g.Protocol, Meta: rm.Subscription}},
+				Assignment:       rm.Assignment,
+			}
+			if m.RebalanceTimeout < 0 {
+				m.RebalanceTimeout = m.SessionTimeout
+			}
+			g.Members[m.ID] = m
+			if m.Instance != nil {
+				g.Static[*m.Instance] = m.ID
+			}
+			g.CountProtocols(m, 1)
+		}
+		if len(g.Members) > 0 {
+			g.State, g.PrevState = Stable, Empty
+		}
+		g.ComputeSubscribed()
+	}
+	for _, m := range g.SortedMembers() {
+		s.ArmSession(g, m, now, time.Duration(m.SessionTimeout)*time.Millisecond)
+	}
+	if len(g.Members) > s.cfg.MaxSize {
+		s.PrepareRebalance(g, now, grouptype.Trigger{Cause: observe.CauseOther}, fmt.Sprintf("Freshly-loaded group is over capacity (%d). Rebalancing in order to give a chance for consumers to commit offsets", s.cfg.MaxSize))
+	}
+}
+
+// CheckAtRest: a group that is Stable or Empty holds exactly what its
+// record says (but the state time, which a Stable group's record takes
+// from CompletingRebalance, as Kafka's does).
+func (g *Group) CheckAtRest() error {
+	if g.State != Stable && g.State != Empty {
+		return nil
+	}
+	if g.Committed == nil {
+		if len(g.Members) > 0 {
+			return errors.New("classic group with members but no record")
+		}
+		return nil
+	}
+	live, rec := g.snapshot(), *g.Committed
+	if g.State == Stable {
+		live.StateTimestamp, rec.StateTimestamp = 0, 0
+	}
+	rec.Members = slices.Clone(rec.Members)
+	for i, m := range rec.Members {
+		if m.RebalanceTimeout < 0 { // as Loaded reads an old record
+			rec.Members[i].RebalanceTimeout = m.SessionTimeout
+		}
+	}
+	if !bytes.Equal(live.Encode(), rec.Encode()) {
+		return fmt.Errorf("classic group at rest (%v) differs from its record:\nlive\n%s\nrecord\n%s", g.State,
+			strings.Join(renderClassic(live), "\n"), strings.Join(renderClassic(rec), "\n"))
+	}
+	return nil
+}
+
+// DurableState renders what the group's record holds: nil before it is
+// written.
+func (g *Group) DurableState() []string {
+	if g.Committed == nil {
+		return nil
+	}
+	return renderClassic(*g.Committed)
+}
+
+// renderClassic renders a classic record for DurableState.
+func renderClassic(v record.ClassicGroup) []string {
+	out := []string{fmt.Sprintf("  classic type=%q generation=%d protocol=%s leader=%s time=%d",
+		v.ProtocolType, v.Generation, grouptype.Deref(v.Protocol), grouptype.Deref(v.Leader), v.StateTimestamp)}
+	for _, m := range v.Members {
+		out = append(out, fmt.Sprintf("  classic member %s inst=%s client=%s/%s rt=%d st=%d sub=%x assignment=%x",
+			m.MemberID, grouptype.Deref(m.InstanceID), m.ClientID, m.ClientHost, m.RebalanceTimeout, m.SessionTimeout, m.Subscription, m.Assignment))
+	}
+	return out
+}
+
+// ArmSession sets member m's deadline to now+d and makes sure a timer
+// will fire by then.
+func (s *Type) ArmSession(g *Group, m *Member, now time.Time, d time.Duration) {
+	m.expireAt = grouptype.DeadlineAt(now.Add(d))
+	if m.armedAt.IsZero() || m.armedAt.After(m.expireAt) {
+		m.armedAt = m.expireAt
+		s.timer(grouptype.MemberTimer(TimerMember, g.Key, m.ID), m.expireAt.Time())
+	}
+}
+
+// CancelSession forgets member m's deadline.
+func (s *Type) CancelSession(g *Group, m *Member) {
+	m.expireAt = 0
+	if !m.armedAt.IsZero() {
+		m.armedAt = 0
+		s.timer(grouptype.MemberTimer(TimerMember, g.Key, m.ID), time.Time{})
+	}
+}
+
+func (g *Group) transition(to State, now time.Time) {
+	g.PrevState, g.State, g.StateTime = g.State, to, now
+	g.rebalance.Enter(classicPhase(to), now)
+}
+
+// SortedMembers returns the members ordered by id, so that nothing that
+// reaches a client or the store depends on map order.
+func (g *Group) SortedMembers() []*Member {
+	ms := make([]*Member, 0, len(g.Members))
+	for _, m := range g.Members {
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
+	return ms
+}
+
+// allJoined is Kafka's hasAllMembersJoined.
+func (g *Group) allJoined() bool {
+	return g.awaiting == len(g.Members) && len(g.PendingJoin) == 0
+}
+
+// RebalanceTimeout is the largest of the members' (ms).
+func (g *Group) RebalanceTimeout() time.Duration {
+	var max int32
+	for _, m := range g.Members {
+		if m.RebalanceTimeout > max {
+			max = m.RebalanceTimeout
+		}
+	}
+	return time.Duration(max) * time.Millisecond
+}
+
+// acceptsProtocols is Kafka's ClassicGroup.supportsProtocols.
+func (g *Group) acceptsProtocols(typ string, ps []Protocol) bool {
+	if typ == "" || len(ps) == 0 {
+		return false
+	}
+	if g.State == Empty {
+		return true
+	}
+	if typ != g.ProtocolType {
+		return false
+	}
+	for _, p := range ps {
+		if g.supported[p.Name] == len(g.Members) {
+			return true
+		}
+	}
+	return false
+}
+
+// CountProtocols counts member m's protocols (delta 1) or uncounts them
+// (delta -1) in the protocols every member supports.
+func (g *Group) CountProtocols(m *Member, delta int) {
+	for _, p := range m.Protocols {
+		g.supported[p.Name] += delta
+		if g.supported[p.Name] <= 0 {
+			delete(g.supported, p.Name)
+		}
+	}
+}
+
+// SelectProtocol is Kafka's ClassicGroup.selectProtocol: the candidates
+// every member supports, each member voting for its first candidate. Ties
+// go to the candidate earliest in the preference of the member with the
+// smallest id, so the choice is deterministic.
+func (g *Group) SelectProtocol() string {
+	ms := g.SortedMembers()
+	votes := map[string]int{}
+	for _, m := range ms {
+		for _, p := range m.Protocols {
+			if g.supported[p.Name] == len(g.Members) {
+				votes[p.Name]++
+				break
+			}
+		}
+	}
+	best, bestVotes := "", -1
+	if len(ms) > 0 {
+		for _, p := range ms[0].Protocols {
+			if v, ok := votes[p.Name]; ok && v > bestVotes {
+				best, bestVotes = p.Name, v
+			}
+		}
+	}
+	// A candidate the first member lists after its own vote can still
+	// win on votes; the loop above saw every candidate, since a candidate
+	// is supported by every member, the first included.
+	return best
+}
+
+// ComputeSubscribed recomputes the topics the group subscribes to, from
+// each member's metadata for the chosen protocol read as a consumer
+// protocol Subscription (only its v0 prefix: version, topics).
+func (g *Group) ComputeSubscribed() {
+	g.subscribed, g.subscribedKnown = nil, false
+	if g.ProtocolType != "consumer" {
+		return
+	}
+	set := map[string]bool{}
+	for _, m := range g.Members {
+		topics, ok := subscriptionTopics(m.MetadataFor(g.Protocol))
+		if !ok {
+			return
+		}
+		for _, t := range topics {
+			set[t] = true
+		}
+	}
+	g.subscribed, g.subscribedKnown = set, true
+}
+
+// subscribedTo is Kafka's isSubscribedToTopic.
+func (g *Group) subscribedTo(topic string) bool {
+	if g.subscribedKnown {
+		return g.subscribed[topic]
+	}
+	return g.ProtocolType == "consumer"
+}
+
+// subscriptionTopics parses the topics of a consumer protocol
+// Subscription: int16 version, int32 count, count × (int16 len, bytes).
+func subscriptionTopics(b []byte) ([]string, bool) {
+	if len(b) < 6 {
+		return nil, false
+	}
+	n := int32(binary.BigEndian.Uint32(b[2:]))
+	b = b[6:]
+	if n < 0 || int(n) > len(b)/2 {
+		return nil, false
+	}
+	out := make([]string, 0, n)
+	for range n {
+		if len(b) < 2 {
+			return nil, false
+		}
+		l := int(int16(binary.BigEndian.Uint16(b)))
+		b = b[2:]
+		if l < 0 || l > len(b) {
+			return nil, false
+		}
+		out = append(out, string(b[:l]))
+		b = b[l:]
+	}
+	return out, true
+}
+
+// snapshot is the group's record value.
+func (g *Group) snapshot() record.ClassicGroup {
+	v := record.ClassicGroup{
+		ID:             g.ID,
+		ProtocolType:   g.ProtocolType,
+		Generation:     g.Generation,
+		StateTimestamp: g.StateTime.UnixMilli(),
+	}
+	if len(g.Members) > 0 {
+		p, l := g.Protocol, g.Leader
+		v.Protocol, v.Leader = &p, &l
+	}
+	for _, m := range g.SortedMembers() {
+		v.Members = append(v.Members, record.ClassicMember{
+			MemberID:         m.ID,
+			InstanceID:       m.Instance,
+			ClientID:         m.ClientID,
+			ClientHost:       m.ClientHost,
+			RebalanceTimeout: m.RebalanceTimeout,
+			SessionTimeout:   m.SessionTimeout,
+			Subscription:     m.MetadataFor(g.Protocol),
+			Assignment:       m.Assignment,
+		})
+	}
+	return v
+}

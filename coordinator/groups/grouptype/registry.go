@@ -1,0 +1,184 @@
+package grouptype
+
+// The shard's group registry: one entry per (tenant, group id), whatever
+// type the group is. An entry holds what every group has, its stable cgp_
+// id, and its type's part (its committed offsets are in the Host's
+// offsets.Book): a classic.Group (JoinGroup and SyncGroup, and the simple
+// groups that only commit offsets) or a KIP-848 consumer group (classic
+// members inside it included). Once a shard has loaded, every entry has a
+// part; a group changes type by having its part replaced (package
+// migration; an empty group converts either way). The types' replays
+// register and forget entries; the shard routes each request by them.
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
+)
+
+// Key names a group: two tenants' groups of the same name are two groups.
+type Key struct {
+	Tenant, Name string
+}
+
+// Off is the group's name in the shard's offsets.Book.
+func (k Key) Off() offsets.Group { return offsets.Group{Tenant: k.Tenant, Name: k.Name} }
+
+// Entry is a registry entry.
+type Entry struct {
+	Key
+	// ID is the stable cgp_<ULID> id minted at creation; "" while only
+	// offsets have been replayed.
+	ID string
+	// Part is the group type's state; nil while only offsets have been
+	// replayed (Loaded makes such a group a simple classic group) or
+	// between a conversion's tombstone and its new type's first record.
+	Part Part
+}
+
+// Part is a group type's state of one group, as the shard sees it.
+type Part interface {
+	// DurableState renders what the group's records hold (nil: nothing
+	// durable), in a stable order.
+	DurableState() []string
+}
+
+// Lookup returns the group, or nil.
+func (h *Host) Lookup(tenant, name string) *Entry {
+	return h.Groups[Key{tenant, name}]
+}
+
+// Register returns the group, registering an empty entry (no part, no
+// id) if there is none.
+func (h *Host) Register(k Key) *Entry {
+	g := h.Groups[k]
+	if g == nil {
+		g = &Entry{Key: k}
+		h.Groups[k] = g
+		h.countGroup(k.Tenant, 1)
+	}
+	return g
+}
+
+// Forget drops the entry if nothing is left in it.
+func (h *Host) Forget(g *Entry) {
+	if g.Part == nil && !h.Offs.Has(g.Off()) {
+		delete(h.Groups, g.Key)
+		h.countGroup(g.Tenant, -1)
+	}
+}
+
+// Sorted returns every group in (tenant, name) order, so that map order
+// never reaches an output.
+func (h *Host) Sorted() []*Entry {
+	out := make([]*Entry, 0, len(h.Groups))
+	for _, g := range h.Groups {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *Entry) int {
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// Timer keys: a kind byte, then the tenant and the group name each as its
+// length, ":" and the bytes, then (for a member's timer) the member id, so
+// that any tenant and group name parse back. Each group type has its own
+// kind bytes, by which the shard routes a timer to the type.
+
+// GroupTimer is the key of a group's timer of kind.
+func GroupTimer(kind byte, k Key) string {
+	var b strings.Builder
+	b.WriteByte(kind)
+	for _, part := range []string{k.Tenant, k.Name} {
+		b.WriteString(strconv.Itoa(len(part)))
+		b.WriteByte(':')
+		b.WriteString(part)
+	}
+	return b.String()
+}
+
+// MemberTimer is the key of member m's timer of kind.
+func MemberTimer(kind byte, k Key, m string) string { return GroupTimer(kind, k) + m }
+
+// ParseTimer splits a group or member timer key.
+func ParseTimer(key string) (kind byte, k Key, m string, ok bool) {
+	if len(key) < 5 {
+		return 0, Key{}, "", false
+	}
+	kind, rest := key[0], key[1:]
+	var parts [2]string
+	for i := range parts {
+		n, tail, found := strings.Cut(rest, ":")
+		l, err := strconv.Atoi(n)
+		if !found || err != nil || l < 0 || l > len(tail) {
+			return 0, Key{}, "", false
+		}
+		parts[i], rest = tail[:l], tail[l:]
+	}
+	return kind, Key{parts[0], parts[1]}, rest, true
+}
+
+// SortedKeys returns m's keys in order, so that map order never reaches
+// an output.
+func SortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Deadline is a member's deadline in Unix nanoseconds, 0 for none: a
+// third of a time.Time's size, and a member has two.
+type Deadline int64
+
+// DeadlineAt is t as a Deadline.
+func DeadlineAt(t time.Time) Deadline { return Deadline(t.UnixNano()) }
+
+// IsZero reports whether d is none.
+func (d Deadline) IsZero() bool { return d == 0 }
+
+// After reports whether d is after e.
+func (d Deadline) After(e Deadline) bool { return d > e }
+
+// Time is d as a time.Time.
+func (d Deadline) Time() time.Time { return time.Unix(0, int64(d)) }
+
+// OrEmpty is *p, or "" for nil.
+func OrEmpty(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// Deref is *p for a rendering, "<nil>" for nil.
+func Deref(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}
+
+// Protocol is one (name, metadata) entry of a classic member's JoinGroup,
+// in the member's order of preference: a classic group's member has them,
+// and so has a classic member inside a consumer group.
+type Protocol struct {
+	Name string
+	Meta []byte
+}
+
+// SameProtocols is Kafka's ClassicGroupMember.matches: the same
+// protocols, in the same order, with byte-equal metadata.
+func SameProtocols(a, b []Protocol) bool {
+	return slices.EqualFunc(a, b, func(x, y Protocol) bool {
+		return x.Name == y.Name && bytes.Equal(x.Meta, y.Meta)
+	})
+}
