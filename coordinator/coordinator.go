@@ -132,6 +132,7 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				Fail:  failReply,
 			}
 			if !cfg.NoOffsetsTopic {
+				mcfg.OffsetsTopicBlock = offsetstopic.ReserveBlock
 				// A new partition for every load: a reload starts
 				// over from the store.
 				rc.Topic = offsetstopic.NewPartition(id, offsetstopic.Options{TombstoneRetention: cfg.OffsetsTopicTombstoneRetention})

@@ -27,9 +27,7 @@ type invariants struct {
 	fresh func() Machine
 	// mirror is what a load of the shard would replay now (key →
 	// value): the records the load replayed and every record the
-	// machine emitted since, a tombstone deleting its key. The runtime's
-	// own records (the offsets topic's reservations), which a load keeps
-	// from the machine, are not in it.
+	// machine emitted since, a tombstone deleting its key.
 	mirror map[string][]byte
 	// since counts the events since the last replay check.
 	since int

@@ -105,8 +105,8 @@ type RuntimeConfig struct {
 	// MaxBatch caps the records in one store write. Default 4096.
 	MaxBatch int
 	// Topic is the shard's __consumer_offsets partition, fed with the
-	// records the load finds and every batch once durable; the runtime
-	// writes the partition's offset reservations with the records. Nil:
+	// records the load finds and every batch once durable (the machine
+	// emits the reservations of its offsets, groups' Reserver). Nil:
 	// none (the assigner's shard, or the topic turned off).
 	Topic *offsetstopic.Partition
 	// Durable, if set, is handed every batch of records once written
@@ -315,7 +315,7 @@ func (r *Runtime) load() error {
 	t := r.cfg.Topic
 	err := r.cfg.Store.Scan(record.ShardPrefix(r.cfg.ID), func(k, v []byte) error {
 		if t != nil {
-			if own, err := t.Load(k, v); own || err != nil {
+			if err := t.Load(k, v); err != nil {
 				return err
 			}
 		}
@@ -333,19 +333,9 @@ func (r *Runtime) load() error {
 	r.logger.Debug("shard loaded", "records", n, "took", r.loadTook)
 	if t != nil {
 		t.Loaded(r.cfg.Clock.Now())
-		r.reserve(0) // the first reservation, covering the prefix
 	}
 	r.apply(context.Background(), m.Loaded(r.cfg.Clock.Now()))
 	return nil
-}
-
-// reserve adds the topic's offset reservation to the records to write,
-// if it asks for one before n more records go to the store.
-func (r *Runtime) reserve(n int) {
-	if rec, ok := r.cfg.Topic.Reserve(n); ok {
-		r.seq++
-		r.pending = append(r.pending, rec)
-	}
 }
 
 // Loaded returns the number of records the runtime replayed at start and
@@ -609,9 +599,6 @@ func (r *Runtime) releaseEarly() {
 }
 
 func (r *Runtime) flush() {
-	if r.cfg.Topic != nil {
-		r.reserve(min(len(r.pending), r.cfg.MaxBatch))
-	}
 	n := min(len(r.pending), r.cfg.MaxBatch)
 	batch := r.pending[:n:n]
 	r.pending = r.pending[n:]

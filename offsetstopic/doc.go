@@ -35,8 +35,8 @@
 // # Offsets across restarts and failovers
 //
 // Offsets only grow. The shard's KindOffsetsTopic record reserves them a
-// block ahead (ReserveBlock): the runtime writes a new reservation with
-// its records once half of the last one is used, and the partition shows
+// block ahead (ReserveBlock): the shard's machine emits a new reservation
+// with its records once half of the last one is used, and the partition shows
 // an offset only once a reservation above it is durable. A load starts
 // at the stored reservation, above every offset ever shown, and re-emits
 // the shard's whole state there as a compacted prefix. A reader resuming

@@ -30,11 +30,11 @@ func TopicID(clusterID string) [16]byte {
 	return id
 }
 
-// ReserveBlock is how far ahead of the offsets it shows a partition
-// reserves offsets in its shard's KindOffsetsTopic record: a new
-// reservation is written with the records once half of the last one is
-// used, so about once every 512 Ki records, and a restart skips at most
-// this many offsets.
+// ReserveBlock is how far ahead of the records it emits a group shard
+// reserves offsets of its partition in its KindOffsetsTopic record
+// (groups' grouptype.Reserver): a new reservation is written with the
+// records once half of the last one is used, so about once every 512 Ki
+// records, and a restart skips at most this many offsets.
 const ReserveBlock = 1 << 20
 
 // DefaultTombstoneRetention is how long a tombstone stays readable after
@@ -70,15 +70,10 @@ type Options struct {
 type Partition struct {
 	shard     uint16
 	retention int64 // ms
-	block     int64 // ReserveBlock; smaller in tests
 
 	// Load: the runtime's goroutine, before Loaded.
 	loading []entry
 	base    int64
-
-	// Reserve: the runtime's loop only.
-	upper int64 // the offsets the records handed to the store may take, at most
-	asked int64 // the largest reservation asked for
 
 	// Durable hands batches to the maintainer goroutine through queue.
 	qmu     sync.Mutex
@@ -127,7 +122,6 @@ func NewPartition(shard uint16, opts Options) *Partition {
 	return &Partition{
 		shard:     shard,
 		retention: opts.TombstoneRetention.Milliseconds(),
-		block:     ReserveBlock,
 		index:     map[string]int64{},
 		notify:    make(chan struct{}),
 		wake:      make(chan struct{}, 1),
@@ -136,22 +130,22 @@ func NewPartition(shard uint16, opts Options) *Partition {
 }
 
 // Load is handed every record of the shard as the runtime's load scans
-// them, before Loaded. It reports whether the record is the partition's
-// own (the shard's KindOffsetsTopic record), which the machine must not
-// replay. The bytes may be reused after it returns.
-func (p *Partition) Load(key, value []byte) (own bool, err error) {
+// them, before Loaded: the shard's reservation (KindOffsetsTopic, which
+// the machine replays too) sets where its records' offsets start. The
+// bytes may be reused after it returns.
+func (p *Partition) Load(key, value []byte) error {
 	if record.IsOffsetsTopicKey(key) {
 		o, err := record.DecodeOffsetsTopic(value)
 		if err != nil {
-			return true, fmt.Errorf("shard %d: %w", p.shard, err)
+			return fmt.Errorf("shard %d: %w", p.shard, err)
 		}
 		p.base = max(p.base, o.Reserved)
-		return true, nil
+		return nil
 	}
 	if shown(key) {
 		p.loading = append(p.loading, entry{key: string(key), value: bytes.Clone(value)})
 	}
-	return false, nil
+	return nil
 }
 
 // Loaded ends the load: the shard's records, as the load found them,
@@ -172,29 +166,9 @@ func (p *Partition) Loaded(now time.Time) {
 	p.next = p.base + int64(len(p.entries))
 	p.limit, p.hw, p.lastTS = p.base, p.base, ts
 	p.sweepAt = ts + p.retention
-	p.upper, p.asked = p.next, p.base
 	p.done = make(chan struct{})
 	p.mu.Unlock()
 	go p.maintain()
-}
-
-// Reserve is called by the runtime's loop before it hands n more records
-// to the store. When the offsets they may take come within half a block
-// of the reservation asked for, it returns a record reserving a block
-// beyond them, for the runtime to write with the records: the partition
-// shows an offset only once a reservation above it is durable, so a
-// shard loaded after a crash never hands an offset out twice. Right
-// after Loaded it always asks (the prefix needs covering).
-func (p *Partition) Reserve(n int) (machine.Record, bool) {
-	p.upper += int64(n)
-	if p.upper < p.asked-p.block/2 {
-		return machine.Record{}, false
-	}
-	p.asked = p.upper + p.block
-	return machine.Record{
-		Key:   record.OffsetsTopicKey{Shard: p.shard}.Key(),
-		Value: record.OffsetsTopic{Reserved: p.asked}.Encode(),
-	}, true
 }
 
 // Durable is called by the runtime, in order, for every batch of records

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -78,11 +79,13 @@ func offsetRec(group, topic string, p int32, offset int64) machine.Record {
 	}
 }
 
-// rig drives a Partition as the runtime does: Reserve before every batch
-// (writing what it asks with the batch), Durable after.
+// rig drives a Partition as the runtime and a group shard do: the
+// shard's reservation policy (grouptype.Reserver) before every batch,
+// written with it, Durable after.
 type rig struct {
 	t   *testing.T
 	p   *Partition
+	res grouptype.Reserver
 	now time.Time
 	// store is what a restart would load: the latest value of every key.
 	store map[string][]byte
@@ -99,7 +102,7 @@ func (r *rig) start(opts Options) { r.startBlock(opts, ReserveBlock) }
 
 func (r *rig) startBlock(opts Options, block int64) {
 	r.p = NewPartition(0, opts)
-	r.p.block = block
+	r.res = grouptype.Reserver{Block: block}
 	r.t.Cleanup(r.p.Close)
 	// The store's order: by key.
 	keys := make([]string, 0, len(r.store))
@@ -107,22 +110,37 @@ func (r *rig) startBlock(opts Options, block int64) {
 		keys = append(keys, k)
 	}
 	sortStrings(keys)
+	others := int64(0)
 	for _, k := range keys {
-		if _, err := r.p.Load([]byte(k), r.store[k]); err != nil {
+		if err := r.p.Load([]byte(k), r.store[k]); err != nil {
 			r.t.Fatal(err)
+		}
+		if record.IsOffsetsTopicKey([]byte(k)) {
+			if err := r.res.Replay(r.store[k]); err != nil {
+				r.t.Fatal(err)
+			}
+		} else {
+			others++
 		}
 	}
 	r.p.Loaded(r.now)
-	if rec, ok := r.p.Reserve(0); ok {
-		r.durable(rec) // the runtime writes it first thing
+	r.res.Start(others)
+	if rec, ok := r.reserve(0); ok {
+		r.durable(rec) // the shard emits it first thing
 	} else {
 		r.t.Fatal("no reservation at load")
 	}
 }
 
+// reserve is the shard's reservation for n more records, if one is due.
+func (r *rig) reserve(n int) (machine.Record, bool) {
+	at, ok := r.res.Next(n)
+	return machine.Record{Key: record.OffsetsTopicKey{Shard: 0}.Key(), Value: record.OffsetsTopic{Reserved: at}.Encode()}, ok
+}
+
 // write hands recs to the store and the partition, as one durable batch.
 func (r *rig) write(recs ...machine.Record) {
-	if rec, ok := r.p.Reserve(len(recs)); ok {
+	if rec, ok := r.reserve(len(recs)); ok {
 		recs = append(recs, rec)
 	}
 	r.durable(recs...)
@@ -273,7 +291,7 @@ func TestPartitionShowsOnlyReserved(t *testing.T) {
 	for i := range 110 {
 		recs = append(recs, offsetRec("g", "t", int32(i), 1))
 	}
-	rec, ok := r.p.Reserve(len(recs))
+	rec, ok := r.reserve(len(recs))
 	if !ok {
 		t.Fatal("no reservation asked for 110 records")
 	}
@@ -293,12 +311,11 @@ func TestPartitionShowsOnlyReserved(t *testing.T) {
 // TestPartitionReserveCadence: with records flowing, a reservation is
 // asked for about once every half block.
 func TestPartitionReserveCadence(t *testing.T) {
-	p := NewPartition(0, Options{})
-	p.Loaded(time.Now())
-	defer p.Close()
+	res := grouptype.Reserver{Block: ReserveBlock}
+	res.Start(0)
 	asks := 0
 	for range 4 * ReserveBlock / 1000 {
-		if _, ok := p.Reserve(1000); ok {
+		if _, ok := res.Next(1000); ok {
 			asks++
 		}
 	}

@@ -128,6 +128,15 @@ func (s *Shard) Replay(r machine.Record) error {
 	if err != nil {
 		return err
 	}
+	if kind == record.KindOffsetsTopic {
+		// The reservation of the shard's __consumer_offsets offsets
+		// (grouptype.Reserver).
+		if r.Value == nil {
+			return fmt.Errorf("groups: a tombstone of the offsets topic's reservation")
+		}
+		return s.h.Reserve.Replay(r.Value)
+	}
+	s.h.Replayed()
 	switch {
 	case kind == record.KindOffset:
 		return s.replayOffset(key.(record.OffsetKey), r.Value)
@@ -137,11 +146,6 @@ func (s *Shard) Replay(r machine.Record) error {
 		return s.consumer.Replay(kind, key, r.Value)
 	case kind == record.KindTxnOffset:
 		return s.offs.ReplayPending(key.(record.TxnOffsetKey), r.Value)
-	case kind == record.KindOffsetsTopic:
-		// The runtime's record of the shard's __consumer_offsets
-		// partition (package offsetstopic), not group state; a runtime
-		// serving the partition never hands it over.
-		return nil
 	}
 	return fmt.Errorf("groups: record kind %d is not a group coordinator's", kind)
 }
@@ -279,6 +283,9 @@ func (s *Shard) DurableState() string {
 		}
 	}
 	b.WriteString(s.offs.PendingState())
+	if r := s.h.Reserve.Reserved; r != 0 {
+		fmt.Fprintf(&b, "offsets topic reserved=%d\n", r)
+	}
 	return b.String()
 }
 

@@ -56,6 +56,11 @@ type Config struct {
 	// on: a machine that is only replayed (a load under way, or the
 	// runtime's invariant check rebuilding one) publishes nothing.
 	Counts GroupCounter
+	// OffsetsTopicBlock is how far ahead of its records the shard
+	// reserves offsets of its __consumer_offsets partition
+	// (offsetstopic.ReserveBlock; reserve.go). 0: the coordinator does
+	// not serve the topic, and the shard writes no reservation.
+	OffsetsTopicBlock int64
 }
 
 // MigrationPolicy is Kafka's group.consumer.migration.policy: which

@@ -55,6 +55,12 @@ type Host struct {
 	// counts (Config.Counts).
 	loaded bool
 
+	// Reserve reserves the offsets of the shard's __consumer_offsets
+	// partition (reserve.go); replayed counts the records a load
+	// replayed besides reservations.
+	Reserve  Reserver
+	replayed int64
+
 	// The output of the event being handled: Rec's Replay is the shard's.
 	Rec machine.Recorder
 	Out machine.Output
@@ -67,6 +73,7 @@ func NewHost(cfg Config, replay func(machine.Record) error) *Host {
 		Rng:          rand.NewChaCha8(cfg.Seed),
 		Groups:       map[Key]*Entry{},
 		tenantGroups: map[string]int{},
+		Reserve:      Reserver{Block: cfg.OffsetsTopicBlock},
 	}
 	h.Rec.Replay = replay
 	h.Offs = offsets.New(cfg.Shard, &h.Rec)
@@ -77,6 +84,7 @@ func NewHost(cfg Config, replay func(machine.Record) error) *Host {
 // counts (Config.Counts) from then on.
 func (h *Host) SetLoaded() {
 	h.loaded = true
+	h.Reserve.Start(h.replayed)
 	if h.Cfg.Counts != nil {
 		for tenant, n := range h.tenantGroups {
 			h.Cfg.Counts.Set(h.Cfg.Shard, tenant, n)
@@ -84,10 +92,25 @@ func (h *Host) SetLoaded() {
 	}
 }
 
-// Flush returns the output gathered for the current event.
+// Replayed counts a record a load replayed (none once loaded): the
+// offsets they may take are what the load's reservation covers.
+func (h *Host) Replayed() {
+	if !h.loaded {
+		h.replayed++
+	}
+}
+
+// Flush returns the output gathered for the current event, led by a
+// reservation of __consumer_offsets offsets if one is due (Reserver).
 func (h *Host) Flush() machine.Output {
 	out := h.Out
 	out.Records = h.Rec.Take()
+	if h.loaded {
+		if at, ok := h.Reserve.Next(len(out.Records)); ok {
+			h.Rec.Emit(record.OffsetsTopicKey{Shard: h.Cfg.Shard}.Key(), record.OffsetsTopic{Reserved: at}.Encode())
+			out.Records = append(h.Rec.Take(), out.Records...)
+		}
+	}
 	h.Out = machine.Output{}
 	return out
 }
