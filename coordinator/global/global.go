@@ -156,98 +156,47 @@ func (s *State) Replay(r machine.Record) error {
 		if err != nil {
 			return err
 		}
-		if r.Value == nil {
-			delete(s.acls, string(r.Key))
-		} else {
-			s.acls[string(r.Key)] = acl
-		}
+		return set(s.acls, string(r.Key), r.Value, func([]byte) (record.ACL, error) { return acl, nil })
 	case record.KindScramCredential:
-		k, err := record.ParseCredentialKey(r.Key)
-		if err != nil {
-			return err
-		}
-		if r.Value == nil {
-			delete(s.creds, k)
-			return nil
-		}
-		c, err := record.DecodeScramCredential(r.Value)
-		if err != nil {
-			return err
-		}
-		s.creds[k] = c
+		return replayKind(s.creds, r, record.ParseCredentialKey, record.DecodeScramCredential)
 	case record.KindOrg:
-		name, err := record.ParseOrgKey(r.Key)
-		if err != nil {
-			return err
-		}
-		if r.Value == nil {
-			delete(s.orgs, name)
-			return nil
-		}
-		o, err := record.DecodeOrg(r.Value)
-		if err != nil {
-			return err
-		}
-		s.orgs[name] = o
+		return replayKind(s.orgs, r, record.ParseOrgKey, record.DecodeOrg)
 	case record.KindOrgMember:
-		p, err := record.ParseOrgMemberKey(r.Key)
-		if err != nil {
-			return err
-		}
-		if r.Value == nil {
-			delete(s.members, p)
-			return nil
-		}
-		m, err := record.DecodeOrgMember(r.Value)
-		if err != nil {
-			return err
-		}
-		s.members[p] = m.Org
+		return replayKind(s.members, r, record.ParseOrgMemberKey, func(v []byte) (string, error) {
+			m, err := record.DecodeOrgMember(v)
+			return m.Org, err
+		})
 	case record.KindQuota:
-		q, err := record.ParseQuotaKey(r.Key)
-		if err != nil {
-			return err
-		}
-		if r.Value == nil {
-			delete(s.quotas, q)
-			return nil
-		}
-		v, err := record.DecodeQuotaValue(r.Value)
-		if err != nil {
-			return err
-		}
-		s.quotas[q] = v
+		return replayKind(s.quotas, r, record.ParseQuotaKey, record.DecodeQuotaValue)
 	case record.KindTopic:
-		name, err := record.ParseTopicKey(r.Key)
-		if err != nil {
-			return err
-		}
-		if r.Value == nil {
-			delete(s.topics, name)
-			return nil
-		}
-		t, err := record.DecodeTopic(r.Value)
-		if err != nil {
-			return err
-		}
-		s.topics[name] = t
+		return replayKind(s.topics, r, record.ParseTopicKey, record.DecodeTopic)
 	case record.KindMeta:
-		name, err := record.ParseMetaKey(r.Key)
-		if err != nil {
-			return err
-		}
-		if r.Value == nil {
-			delete(s.meta, name)
-			return nil
-		}
-		v, err := record.DecodeMetaValue(r.Value)
-		if err != nil {
-			return err
-		}
-		s.meta[name] = v
-	default:
-		return fmt.Errorf("global: record kind %d is not the global unit's", r.Key[len(prefix)])
+		return replayKind(s.meta, r, record.ParseMetaKey, record.DecodeMetaValue)
 	}
+	return fmt.Errorf("global: record kind %d is not the global unit's", r.Key[len(prefix)])
+}
+
+// replayKind applies a record of one kind to its map: the key parsed, a
+// tombstone deleting it, a value decoded and set.
+func replayKind[K comparable, V any](m map[K]V, r machine.Record, parse func([]byte) (K, error), decode func([]byte) (V, error)) error {
+	k, err := parse(r.Key)
+	if err != nil {
+		return err
+	}
+	return set(m, k, r.Value, decode)
+}
+
+// set deletes k for a tombstone (v nil), else sets it to v decoded.
+func set[K comparable, V any](m map[K]V, k K, v []byte, decode func([]byte) (V, error)) error {
+	if v == nil {
+		delete(m, k)
+		return nil
+	}
+	d, err := decode(v)
+	if err != nil {
+		return err
+	}
+	m[k] = d
 	return nil
 }
 
