@@ -239,6 +239,18 @@ func (h *GlobalUnit) Subscribe(f func(*global.Snapshot)) {
 	f(h.snap)
 }
 
+// Fresh reads one of the unit's records from the store (global.Unit).
+func (h *GlobalUnit) Fresh(key []byte) ([]byte, bool, error) {
+	v, err := h.cfg.Store.Get(key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("global unit: read: %w", err)
+	}
+	return v, true, nil
+}
+
 // Snapshot returns the current snapshot.
 func (h *GlobalUnit) Snapshot() *global.Snapshot {
 	h.mu.Lock()

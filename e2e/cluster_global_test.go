@@ -3,23 +3,28 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // TestClusterGlobalUnit: ACLs, SCRAM credentials and client quotas are
 // the global unit's records, which any node writes and every node's
 // views replay. franz-go, pinned to one node per request, writes on both
 // nodes in turn (each write fences the other node's hold on the unit, so
-// none is lost) and reads every change back from the other node.
+// none is lost) and reads every change back from the other node; a user
+// deleted on one node no longer authenticates on the other.
 func TestClusterGlobalUnit(t *testing.T) {
-	c := startCluster(t, 1, 2, "--authorizer", "--super-users", "User:ANONYMOUS")
+	c := startCluster(t, 1, 2, "--authorizer", "--super-users", "User:ANONYMOUS;User:alice",
+		"--kafka-listen", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
@@ -82,13 +87,13 @@ func TestClusterGlobalUnit(t *testing.T) {
 	}
 
 	// A deletion on node 2 reaches node 1.
-	del := kmsg.NewPtrDeleteACLsRequest()
+	delACL := kmsg.NewPtrDeleteACLsRequest()
 	f := kmsg.NewDeleteACLsRequestFilter()
 	name := "t0"
 	f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, &name, kmsg.ACLResourcePatternTypeLiteral
 	f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	del.Filters = append(del.Filters, f)
-	if r := on(2, del).(*kmsg.DeleteACLsResponse).Results[0]; r.ErrorCode != 0 || len(r.MatchingACLs) != 1 {
+	delACL.Filters = append(delACL.Filters, f)
+	if r := on(2, delACL).(*kmsg.DeleteACLsResponse).Results[0]; r.ErrorCode != 0 || len(r.MatchingACLs) != 1 {
 		t.Fatalf("delete on node 2: %v, %d matched", kerr.ErrorForCode(r.ErrorCode), len(r.MatchingACLs))
 	}
 	testkit.Eventually(t, 30*time.Second, "node 1 loses the deleted ACL", func() bool {
@@ -112,6 +117,41 @@ func TestClusterGlobalUnit(t *testing.T) {
 		}
 		return false
 	})
+
+	// alice, made on node 1 with a password, authenticates on node 2's
+	// SASL listener; deleted on node 1, she cannot, at once: a lookup
+	// reads the store, not a view that may lag.
+	adm := kadm.NewClient(cl)
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-pw"}}); err != nil {
+		t.Fatal(err)
+	}
+	saslListener := regexp.MustCompile(`msg="cohort listening" kafka=(\S+) listener=SASL_PLAINTEXT`)
+	m := saslListener.FindStringSubmatch(c.node(2).Log())
+	if m == nil {
+		t.Fatalf("node 2 logged no SASL_PLAINTEXT listener:\n%s", c.node(2).Log())
+	}
+	authenticates := func() error {
+		sc, err := kgo.NewClient(kgo.SeedBrokers(m[1]), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha256Mechanism()))
+		if err != nil {
+			return err
+		}
+		defer sc.Close()
+		_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, sc)
+		return err
+	}
+	if err := authenticates(); err != nil {
+		t.Fatalf("alice on node 2: %v", err)
+	}
+	del := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+	d.Name, d.Mechanism = "alice", 1
+	del.Deletions = append(del.Deletions, d)
+	if r := on(1, del).(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0]; r.ErrorCode != 0 {
+		t.Fatalf("delete alice on node 1: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if err := authenticates(); err == nil {
+		t.Fatal("alice, deleted on node 1, still authenticates on node 2")
+	}
 
 	// A quota set on node 2 is described on node 1.
 	aq := kmsg.NewPtrAlterClientQuotasRequest()

@@ -12,13 +12,12 @@ import (
 
 // Credentials are the users' SCRAM credentials (salted: the salt, the
 // iterations, StoredKey and ServerKey; never a password), records of the
-// global unit (record.KindScramCredential, coordinator/global). A
-// Credentials is a view of them: a lookup, one per authentication, reads
-// the snapshot the unit handed it last, and changes go to the unit. On
-// one node a change is in the view before its acknowledgement leaves; in
-// cluster mode another node's view has it once that node has read the
-// unit's records again (at once when the store tells it, and at least
-// every ClusterConfig.CatalogRefresh).
+// global unit (record.KindScramCredential, coordinator/global). Changes go
+// to the unit; the list (DescribeUserScramCredentials) is a view of its
+// snapshots; a lookup, one per authentication, reads the user's record
+// from the store (global.Unit.Fresh: linearizable in cluster mode), so
+// that a user deleted on any node cannot authenticate on any other once
+// the deletion returned.
 type Credentials struct {
 	unit global.Unit
 	snap atomic.Pointer[global.Snapshot]
@@ -33,8 +32,14 @@ func NewCredentials(unit global.Unit) *Credentials {
 
 // Get returns user's credential for m; ok is false if there is none.
 func (c *Credentials) Get(user string, m Mechanism) (cred record.ScramCredential, ok bool, err error) {
-	cred, ok = c.snap.Load().Credentials[record.CredentialKey{User: user, Mechanism: int8(m)}]
-	return cred, ok, nil
+	v, ok, err := c.unit.Fresh(record.CredentialKey{User: user, Mechanism: int8(m)}.Key())
+	if err != nil || !ok {
+		return cred, false, err
+	}
+	if cred, err = record.DecodeScramCredential(v); err != nil {
+		return cred, false, fmt.Errorf("credential of %q: %w", user, err)
+	}
+	return cred, true, nil
 }
 
 // CheckPassword reports whether password is user's: checked against the

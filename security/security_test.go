@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/internal/globaltest"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/record"
@@ -280,5 +281,36 @@ func TestSCRAMDoubledNonce(t *testing.T) {
 	ex.Step([]byte("n,,n=alice,r=abc"))
 	if _, err := ex.Step([]byte("c=biws,r=xyz,p=AAAA")); err == nil || ex.Done() {
 		t.Error("a foreign nonce was accepted")
+	}
+}
+
+// TestCredentialLookupReadsTheStore: in cluster mode two nodes' global
+// units share a store, and the second's views follow the first's changes
+// only when it reads the unit again. An authentication must not wait for
+// that: a user the first node deleted no longer authenticates on the
+// second the moment the deletion returned, and one it created does.
+func TestCredentialLookupReadsTheStore(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	start := func() *coordinator.GlobalUnit {
+		u, err := coordinator.StartGlobal(coordinator.GlobalConfig{Store: st, Shared: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(u.Close)
+		return u
+	}
+	a, b := security.NewCredentials(start()), security.NewCredentials(start())
+	c := security.NewCredential(security.ScramSHA256, "pw", 4096)
+	if err := a.Apply([]security.Change{{User: "alice", Mechanism: security.ScramSHA256, Cred: &c}}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.CheckPassword("alice", "pw"); err != nil || !ok {
+		t.Fatalf("alice made on node a does not authenticate on node b: %v %v", ok, err)
+	}
+	if err := a.Apply([]security.Change{{User: "alice", Mechanism: security.ScramSHA256}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := b.Get("alice", security.ScramSHA256); err != nil || ok {
+		t.Fatalf("alice deleted on node a is still found on node b: %v %v", ok, err)
 	}
 }

@@ -427,4 +427,9 @@ type Unit interface {
 	Refresh() error
 	// Snapshot returns the current snapshot.
 	Snapshot() *Snapshot
+	// Fresh reads one of the unit's records as the store has it now (a
+	// linearizable read in cluster mode): for a lookup that must see
+	// another node's change the moment it returned, such as a deleted
+	// user's authentication. ok is false when there is none.
+	Fresh(key []byte) (value []byte, ok bool, err error)
 }
