@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -544,6 +545,35 @@ func TestVersionSweep(t *testing.T) {
 				if resp.ProducerID < 0 || resp.ProducerEpoch != 0 {
 					t.Errorf("producer id %d epoch %d", resp.ProducerID, resp.ProducerEpoch)
 				}
+			}
+		},
+		kmsg.AlterConfigs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrAlterConfigsRequest()
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+			cfg := kmsg.NewAlterConfigsRequestResourceConfig()
+			cfg.Name, cfg.Value = "retention.ms", kmsg.StringPtr(strconv.Itoa(1000+int(v)))
+			rr.Configs = append(rr.Configs, cfg)
+			req.Resources = append(req.Resources, rr)
+			return req, func(r kmsg.Response) {
+				sr := r.(*kmsg.AlterConfigsResponse).Resources[0]
+				wantCode(t, "alter configs", sr.ErrorCode, nil)
+				if sr.ResourceName != topic || sr.ResourceType != kmsg.ConfigResourceTypeTopic {
+					t.Errorf("resource %v %q", sr.ResourceType, sr.ResourceName)
+				}
+			}
+		},
+		kmsg.IncrementalAlterConfigs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+			cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			cfg.Name, cfg.Op, cfg.Value = "segment.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(strconv.Itoa(60000+int(v)))
+			rr.Configs = append(rr.Configs, cfg)
+			req.Resources = append(req.Resources, rr)
+			return req, func(r kmsg.Response) {
+				sr := r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+				wantCode(t, "incremental alter configs", sr.ErrorCode, nil)
 			}
 		},
 		kmsg.DescribeConfigs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {

@@ -492,6 +492,31 @@ func seedRequest(key int16) kmsg.Request {
 		broker.ResourceType, broker.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
 		req.Resources = append(req.Resources, topic, broker)
 		return req
+	case kmsg.AlterConfigs:
+		req := kmsg.NewPtrAlterConfigsRequest()
+		topic := kmsg.NewAlterConfigsRequestResource()
+		topic.ResourceType, topic.ResourceName = kmsg.ConfigResourceTypeTopic, *name
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "retention.ms", kmsg.StringPtr("3600000")
+		topic.Configs = append(topic.Configs, c)
+		broker := kmsg.NewAlterConfigsRequestResource()
+		broker.ResourceType, broker.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
+		req.Resources = append(req.Resources, topic, broker)
+		return req
+	case kmsg.IncrementalAlterConfigs:
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		topic := kmsg.NewIncrementalAlterConfigsRequestResource()
+		topic.ResourceType, topic.ResourceName = kmsg.ConfigResourceTypeTopic, *name
+		for _, op := range []struct {
+			name, value string
+			op          kmsg.IncrementalAlterConfigOp
+		}{{"cleanup.policy", "compact", kmsg.IncrementalAlterConfigOpAppend}, {"retention.ms", "", kmsg.IncrementalAlterConfigOpDelete}, {"segment.bytes", "1048576", kmsg.IncrementalAlterConfigOpSet}} {
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Op, c.Value = op.name, op.op, kmsg.StringPtr(op.value)
+			topic.Configs = append(topic.Configs, c)
+		}
+		req.Resources = append(req.Resources, topic)
+		return req
 	case kmsg.CreatePartitions:
 		req := kmsg.NewPtrCreatePartitionsRequest()
 		rt := kmsg.NewCreatePartitionsRequestTopic()

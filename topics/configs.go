@@ -3,6 +3,7 @@ package topics
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // ConfigType is the type DescribeConfigs reports for a config (v3+), with
@@ -87,6 +88,13 @@ func ValidateTopicConfigs(configs map[string]string) error {
 			// consumers producer times under a topic that promises the
 			// broker's.
 			return fmt.Errorf("%w: message.timestamp.type=%s is not supported; Cohort keeps CreateTime", ErrInvalidConfig, v)
+		}
+		if name == "cleanup.policy" {
+			for _, x := range strings.Split(v, ",") {
+				if x = strings.TrimSpace(x); x != "compact" && x != "delete" && x != "" {
+					return fmt.Errorf("%w: Invalid value %s for configuration cleanup.policy: String must be one of: compact, delete", ErrInvalidConfig, x)
+				}
+			}
 		}
 		if name == "segment.bytes" || name == "max.message.bytes" {
 			if n, _ := strconv.ParseInt(v, 10, 64); n < 14 {

@@ -309,11 +309,13 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 	}
 	t.Partitions = make([]*Partition, count)
 	if old != nil {
+		segBytes := t.int64Config("segment.bytes")
 		for i, p := range old.Partitions {
 			switch {
 			case p == nil:
 			case i < len(t.Partitions) && t.Leaders[i] == l.nodeID:
 				t.Partitions[i] = p
+				p.setSegmentBytes(segBytes) // the configs may have changed
 			default:
 				p.close()
 			}
@@ -611,6 +613,32 @@ func (l *Log) Sync(name string) (*Topic, error) {
 // Version returns a number that grows whenever a topic is created,
 // deleted or grown.
 func (l *Log) Version() uint64 { return l.version.Load() }
+
+// AlterConfigs makes configs (validated here, as CreateTopics validates
+// them) the topic's explicit configs; the others go back to their
+// defaults. The partitions act on the ones they enforce at once
+// (max.message.bytes on the next produce, segment.bytes at the next
+// roll). With validateOnly it checks and changes nothing.
+func (l *Log) AlterConfigs(name string, configs map[string]string, validateOnly bool) error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	if err := ValidateTopicConfigs(configs); err != nil {
+		return err
+	}
+	if validateOnly {
+		if l.Topic(name) == nil {
+			return ErrUnknownTopic
+		}
+		return nil
+	}
+	out, err := l.do(global.AlterTopicConfigs{Name: name, Configs: configs})
+	if err != nil {
+		return err
+	}
+	_, err = l.applied(name, out.(record.Topic).ID)
+	return err
+}
 
 // Delete removes a topic and this node's data of it; the other nodes
 // remove theirs when the unit's snapshot reaches them.

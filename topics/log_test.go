@@ -514,3 +514,42 @@ func TestOpenCorruptProducerIDReservation(t *testing.T) {
 		t.Fatalf("a 3-byte producer id reservation gave id %d", id)
 	}
 }
+
+// TestAlterConfigs: a topic's configs change through the global unit and
+// the partitions act on the new ones at once: a smaller segment.bytes
+// rolls the next append into a new segment file; the configs survive a
+// reopen, and an invalid or unknown config changes nothing.
+func TestAlterConfigs(t *testing.T) {
+	e := newEnv(t)
+	tp, err := e.log.Create("t", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tp.Partitions[0]
+	mustAppend(t, p, plainBatch(t, 4, "a"))
+	if err := e.log.AlterConfigs("t", map[string]string{"segment.bytes": "100"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.log.Topic("t"); got.Partitions[0] != p || got.Configs["segment.bytes"] != "100" {
+		t.Fatalf("after the change: partition kept %v, configs %v", got.Partitions[0] == p, got.Configs)
+	}
+	mustAppend(t, p, plainBatch(t, 4, "b"))
+	p.mu.Lock()
+	segs := len(p.segs)
+	p.mu.Unlock()
+	if segs != 2 {
+		t.Fatalf("%d segments after an append past the new segment.bytes, want 2", segs)
+	}
+	for _, bad := range []map[string]string{{"segment.bytes": "x"}, {"no.such": "1"}} {
+		if err := e.log.AlterConfigs("t", bad, false); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("configs %v: %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+	if err := e.log.AlterConfigs("nope", nil, false); !errors.Is(err, ErrUnknownTopic) {
+		t.Errorf("an unknown topic: %v", err)
+	}
+	e.reopen()
+	if got := e.log.Topic("t").Configs; got["segment.bytes"] != "100" || len(got) != 1 {
+		t.Fatalf("configs after reopen %v", got)
+	}
+}

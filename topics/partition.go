@@ -361,6 +361,14 @@ func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
 	return AppendResult{BaseOffset: base, End: p.end, LogStart: p.logStart}, nil
 }
 
+// setSegmentBytes changes the size at which the partition rolls a new
+// segment (the topic's segment.bytes changed).
+func (p *Partition) setSegmentBytes(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.segmentBytes = n
+}
+
 // appendLocked writes a checked batch at the log end and indexes it.
 // Callers hold mu.
 func (p *Partition) appendLocked(b []byte, h header, ctrl int16) error {

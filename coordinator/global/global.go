@@ -85,6 +85,12 @@ type (
 	// DeleteTopic deletes a topic. Out: the record.Topic deleted, or
 	// ErrUnknownTopic.
 	DeleteTopic struct{ Name string }
+	// AlterTopicConfigs makes Configs a topic's explicit configs (the
+	// others are the defaults). Out: record.Topic, or ErrUnknownTopic.
+	AlterTopicConfigs struct {
+		Name    string
+		Configs map[string]string
+	}
 	// GrowTopic raises a topic's partition count to Count. Out:
 	// record.Topic, ErrUnknownTopic or ErrInvalidPartitions.
 	GrowTopic struct {
@@ -298,6 +304,8 @@ func (s *State) Handle(now time.Time, req machine.Request) machine.Output {
 		out = t
 	case GrowTopic:
 		out = s.growTopic(c)
+	case AlterTopicConfigs:
+		out = s.alterTopicConfigs(c)
 	default:
 		out = fmt.Errorf("global: unknown command %T", req.Cmd)
 	}

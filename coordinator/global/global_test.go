@@ -161,6 +161,12 @@ func TestTopicsAndMeta(t *testing.T) {
 	if err, _ := h.do(GrowTopic{Name: "nope", Count: 2, Placement: live}).(error); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatalf("grow of a missing topic: %v", err)
 	}
+	if a := h.do(AlterTopicConfigs{Name: "a", Configs: map[string]string{"retention.ms": "1"}}).(record.Topic); a.ID != t1.ID || len(a.Configs) != 1 || a.Configs["retention.ms"] != "1" || len(a.Leaders) != 6 {
+		t.Fatalf("altered: %+v", a)
+	}
+	if err, _ := h.do(AlterTopicConfigs{Name: "nope"}).(error); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("configs of a missing topic: %v", err)
+	}
 	if d := h.do(DeleteTopic{Name: "b"}).(record.Topic); d.ID != t2.ID {
 		t.Fatalf("deleted %+v", d)
 	}

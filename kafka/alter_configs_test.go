@@ -1,0 +1,140 @@
+package kafka_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestAlterConfigs: AlterConfigs replaces a topic's explicit configs and
+// IncrementalAlterConfigs changes them by operation (SET, DELETE, APPEND
+// and SUBTRACT of a list), each answered with Kafka's codes for what it
+// refuses; validate_only changes nothing, an enforced config takes effect
+// at once (max.message.bytes bounds the next produce), and a broker's
+// configs are not dynamic.
+func TestAlterConfigs(t *testing.T) {
+	addr := startNode(t, false)
+	c := dial(t, addr)
+	createTopic(c, "ac", 1, map[string]string{"retention.ms": "1000"})
+	configs := func() map[string]string {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "ac"
+		req.Resources = append(req.Resources, rr)
+		out := map[string]string{}
+		for _, e := range roundTrip[*kmsg.DescribeConfigsResponse](c, 4, req).Resources[0].Configs {
+			if e.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				out[e.Name] = *e.Value
+			}
+		}
+		return out
+	}
+	type op struct {
+		name, value string
+		op          kmsg.IncrementalAlterConfigOp
+	}
+	incremental := func(validateOnly bool, typ kmsg.ConfigResourceType, name string, ops ...op) (int16, string) {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.ValidateOnly = validateOnly
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = typ, name
+		for _, o := range ops {
+			e := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			e.Name, e.Op, e.Value = o.name, o.op, kmsg.StringPtr(o.value)
+			rr.Configs = append(rr.Configs, e)
+		}
+		req.Resources = append(req.Resources, rr)
+		sr := roundTrip[*kmsg.IncrementalAlterConfigsResponse](c, 1, req).Resources[0]
+		msg := ""
+		if sr.ErrorMessage != nil {
+			msg = *sr.ErrorMessage
+		}
+		return sr.ErrorCode, msg
+	}
+	want := func(what string, got map[string]string, w map[string]string) {
+		t.Helper()
+		if len(got) != len(w) {
+			t.Fatalf("%s: configs %v, want %v", what, got, w)
+		}
+		for k, v := range w {
+			if got[k] != v {
+				t.Fatalf("%s: configs %v, want %v", what, got, w)
+			}
+		}
+	}
+
+	// Incremental: SET keeps the others, APPEND adds to the default list.
+	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
+	app, sub := kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract
+	if code, msg := incremental(false, kmsg.ConfigResourceTypeTopic, "ac", op{"segment.ms", "60000", set}, op{"cleanup.policy", "compact", app}); code != 0 {
+		t.Fatalf("set and append: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	want("after set and append", configs(), map[string]string{"retention.ms": "1000", "segment.ms": "60000", "cleanup.policy": "delete,compact"})
+	if code, _ := incremental(false, kmsg.ConfigResourceTypeTopic, "ac", op{"cleanup.policy", "delete", sub}, op{"retention.ms", "", del}); code != 0 {
+		t.Fatalf("subtract and delete: %v", kerr.ErrorForCode(code))
+	}
+	want("after subtract and delete", configs(), map[string]string{"segment.ms": "60000", "cleanup.policy": "compact"})
+
+	// Validate only: checked, not written.
+	if code, _ := incremental(true, kmsg.ConfigResourceTypeTopic, "ac", op{"segment.ms", "1", set}); code != 0 {
+		t.Fatalf("validate only: %v", kerr.ErrorForCode(code))
+	}
+	want("after validate only", configs(), map[string]string{"segment.ms": "60000", "cleanup.policy": "compact"})
+
+	// What Kafka refuses.
+	for _, tc := range []struct {
+		what string
+		typ  kmsg.ConfigResourceType
+		name string
+		ops  []op
+		code int16
+		msg  string
+	}{
+		{"unknown topic", kmsg.ConfigResourceTypeTopic, "nope", []op{{"segment.ms", "1", set}}, kerr.UnknownTopicOrPartition.Code, "does not exist"},
+		{"unknown config", kmsg.ConfigResourceTypeTopic, "ac", []op{{"no.such.config", "1", set}}, kerr.InvalidConfig.Code, "Unknown topic config name"},
+		{"bad value", kmsg.ConfigResourceTypeTopic, "ac", []op{{"retention.ms", "soon", set}}, kerr.InvalidConfig.Code, "retention.ms"},
+		{"bad list item", kmsg.ConfigResourceTypeTopic, "ac", []op{{"cleanup.policy", "shred", app}}, kerr.InvalidConfig.Code, "cleanup.policy"},
+		{"append to a non-list", kmsg.ConfigResourceTypeTopic, "ac", []op{{"retention.ms", "5", app}}, kerr.InvalidConfig.Code, "append is not allowed"},
+		{"a key twice", kmsg.ConfigResourceTypeTopic, "ac", []op{{"segment.ms", "1", set}, {"segment.ms", "2", set}}, kerr.InvalidRequest.Code, "duplicate config keys"},
+		{"a broker config", kmsg.ConfigResourceTypeBroker, "0", []op{{"log.retention.ms", "1", set}}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically"},
+		{"another broker", kmsg.ConfigResourceTypeBroker, "7", []op{{"log.retention.ms", "1", set}}, kerr.InvalidRequest.Code, "Unexpected broker id"},
+		{"a group", kmsg.ConfigResourceType(32), "g", []op{{"consumer.session.timeout.ms", "1", set}}, kerr.InvalidRequest.Code, "Unsupported resource type"},
+	} {
+		code, msg := incremental(false, tc.typ, tc.name, tc.ops...)
+		if code != tc.code || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%s: %v %q, want %v with %q", tc.what, kerr.ErrorForCode(code), msg, kerr.ErrorForCode(tc.code), tc.msg)
+		}
+	}
+	want("after the refusals", configs(), map[string]string{"segment.ms": "60000", "cleanup.policy": "compact"})
+
+	// AlterConfigs replaces every explicit config; the resource named
+	// twice is refused.
+	legacy := func(v int16, resources ...string) []kmsg.AlterConfigsResponseResource {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		for _, name := range resources {
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, name
+			e := kmsg.NewAlterConfigsRequestResourceConfig()
+			e.Name, e.Value = "max.message.bytes", kmsg.StringPtr("200")
+			rr.Configs = append(rr.Configs, e)
+			req.Resources = append(req.Resources, rr)
+		}
+		return roundTrip[*kmsg.AlterConfigsResponse](c, v, req).Resources
+	}
+	if rs := legacy(0, "ac", "ac"); rs[0].ErrorCode != kerr.InvalidRequest.Code || rs[1].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("a topic twice: %v, %v", kerr.ErrorForCode(rs[0].ErrorCode), kerr.ErrorForCode(rs[1].ErrorCode))
+	}
+	if rs := legacy(2, "ac"); rs[0].ErrorCode != 0 {
+		t.Fatalf("alter configs: %v", kerr.ErrorForCode(rs[0].ErrorCode))
+	}
+	want("after AlterConfigs", configs(), map[string]string{"max.message.bytes": "200"})
+
+	// max.message.bytes is enforced at once: a batch over 200 bytes is
+	// refused.
+	resp := roundTrip[*kmsg.ProduceResponse](c, 9, produceReq("ac", [16]byte{}, 0, -1, plain(4, 100).encode()))
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.MessageTooLarge.Code {
+		t.Fatalf("produce over the new max.message.bytes: %v", kerr.ErrorForCode(code))
+	}
+}
