@@ -138,3 +138,66 @@ func TestAlterConfigs(t *testing.T) {
 		t.Fatalf("produce over the new max.message.bytes: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// TestDeleteRecords: the log start moves to the offset asked (-1: the
+// high watermark); Fetch below it is OFFSET_OUT_OF_RANGE, ListOffsets'
+// earliest is it; an offset past the high watermark, an unknown
+// partition and __consumer_offsets get Kafka's codes.
+func TestDeleteRecords(t *testing.T) {
+	addr := startNode(t, false)
+	c := dial(t, addr)
+	id := createTopic(c, "dr", 2, nil)
+	for range 3 {
+		mustProduce(c, "dr", 0, plain(2, 16).encode()) // offsets 0-5
+	}
+	mustProduce(c, "dr", 1, plain(2, 16).encode())
+	del := func(topic string, parts map[int32]int64) map[int32]kmsg.DeleteRecordsResponseTopicPartition {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = topic
+		for p, off := range parts {
+			rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+			rp.Partition, rp.Offset = p, off
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		out := map[int32]kmsg.DeleteRecordsResponseTopicPartition{}
+		for _, sp := range roundTrip[*kmsg.DeleteRecordsResponse](c, 2, req).Topics[0].Partitions {
+			out[sp.Partition] = sp
+		}
+		return out
+	}
+	got := del("dr", map[int32]int64{0: 3, 1: -1, 2: 0})
+	if got[0].ErrorCode != 0 || got[0].LowWatermark != 3 {
+		t.Fatalf("partition 0: %v, low watermark %d, want 3", kerr.ErrorForCode(got[0].ErrorCode), got[0].LowWatermark)
+	}
+	if got[1].ErrorCode != 0 || got[1].LowWatermark != 2 {
+		t.Fatalf("partition 1 to the high watermark: %v, low watermark %d, want 2", kerr.ErrorForCode(got[1].ErrorCode), got[1].LowWatermark)
+	}
+	if got[2].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("partition 2: %v", kerr.ErrorForCode(got[2].ErrorCode))
+	}
+	if got := del("dr", map[int32]int64{0: 99}); got[0].ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("past the high watermark: %v", kerr.ErrorForCode(got[0].ErrorCode))
+	}
+	if got := del("dr", map[int32]int64{0: 1}); got[0].ErrorCode != 0 || got[0].LowWatermark != 3 {
+		t.Fatalf("below the log start: %v, low watermark %d, want 3 kept", kerr.ErrorForCode(got[0].ErrorCode), got[0].LowWatermark)
+	}
+	if got := del("__consumer_offsets", map[int32]int64{0: 0}); got[0].ErrorCode != kerr.InvalidTopicException.Code {
+		t.Fatalf("__consumer_offsets: %v", kerr.ErrorForCode(got[0].ErrorCode))
+	}
+	fr := roundTrip[*kmsg.FetchResponse](c, 12, fetchReq("dr", id, 0, 1, 0, 1))
+	if code := fr.Topics[0].Partitions[0].ErrorCode; code != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("fetch at 1: %v, want OFFSET_OUT_OF_RANGE", kerr.ErrorForCode(code))
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "dr"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -2
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	if sp := roundTrip[*kmsg.ListOffsetsResponse](c, 7, lo).Topics[0].Partitions[0]; sp.ErrorCode != 0 || sp.Offset != 3 {
+		t.Fatalf("earliest: %v %d, want 3", kerr.ErrorForCode(sp.ErrorCode), sp.Offset)
+	}
+}

@@ -547,6 +547,23 @@ func TestVersionSweep(t *testing.T) {
 				}
 			}
 		},
+		kmsg.DeleteRecords.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			// Offset 0: the log start already, so the other cases still
+			// read from it.
+			req := kmsg.NewPtrDeleteRecordsRequest()
+			rt := kmsg.NewDeleteRecordsRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			return req, func(r kmsg.Response) {
+				sp := r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
+				wantCode(t, "delete records", sp.ErrorCode, nil)
+				if sp.LowWatermark != 0 {
+					t.Errorf("low watermark %d, want 0", sp.LowWatermark)
+				}
+			}
+		},
 		kmsg.AlterConfigs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			req := kmsg.NewPtrAlterConfigsRequest()
 			rr := kmsg.NewAlterConfigsRequestResource()
@@ -2035,7 +2052,7 @@ func TestBadFrames(t *testing.T) {
 		{"unterminated tag count", rawFrame(3, 12, 1, []byte{0x80}), `bad tag count`},
 		{"tag past the frame", rawFrame(3, 12, 1, []byte{1, 0, 5, 'x'}), `bad tag size`},
 		{"body's tag count past the frame", rawFrame(3, 12, 1, hostileMetadataBody), `decode Metadata v12: `},
-		{"unserved key", frame(requestBytes(1, kmsg.NewPtrDeleteRecordsRequest())), `unsupported api key 21 version 1`},
+		{"unserved key", frame(requestBytes(1, kmsg.NewPtrLeaderAndISRRequest())), `unsupported api key 4 version 1`},
 		{"unknown key", rawFrame(1000, 0, 1, nil), `unsupported api key 1000 version 0`},
 		{"produce v2", frame(requestBytes(2, produceReq("w", [16]byte{}, 0, 1, nil))), `unsupported api key 0 version 2"`},
 		{"produce v14", rawFrame(0, 14, 1, []byte{0}), `unsupported api key 0 version 14"`},

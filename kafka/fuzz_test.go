@@ -492,6 +492,17 @@ func seedRequest(key int16) kmsg.Request {
 		broker.ResourceType, broker.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
 		req.Resources = append(req.Resources, topic, broker)
 		return req
+	case kmsg.DeleteRecords:
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = fuzzTopic
+		for p, off := range []int64{1, -1} {
+			rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+			rp.Partition, rp.Offset = int32(p), off
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		return req
 	case kmsg.AlterConfigs:
 		req := kmsg.NewPtrAlterConfigsRequest()
 		topic := kmsg.NewAlterConfigsRequestResource()

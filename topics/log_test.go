@@ -553,3 +553,42 @@ func TestAlterConfigs(t *testing.T) {
 		t.Fatalf("configs after reopen %v", got)
 	}
 }
+
+// TestDeleteRecordsBefore: the log start moves durably (it survives a
+// reopen), reads below it are out of range, a timestamp search never
+// answers below it, and an offset past the end changes nothing.
+func TestDeleteRecordsBefore(t *testing.T) {
+	e := newEnv(t)
+	e.create("t", 1, nil)
+	p := e.part("t", 0)
+	for range 3 {
+		mustAppend(t, p, plainBatch(t, 2, "x")) // offsets 0-5
+	}
+	if _, err := p.DeleteRecordsBefore(7); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("past the end: %v", err)
+	}
+	if low, err := p.DeleteRecordsBefore(3); err != nil || low != 3 {
+		t.Fatalf("delete before 3: %d %v", low, err)
+	}
+	check := func(when string, p *Partition) {
+		t.Helper()
+		if start, hw := p.Offsets(); start != 3 || hw != 6 {
+			t.Fatalf("%s: offsets %d-%d, want 3-6", when, start, hw)
+		}
+		if _, err := p.Read(2, 1<<20, true); !errors.Is(err, ErrOffsetOutOfRange) {
+			t.Fatalf("%s: read at 2: %v", when, err)
+		}
+		if _, err := p.Read(3, 1<<20, true); err != nil {
+			t.Fatalf("%s: read at 3: %v", when, err)
+		}
+		if off, _, found, err := p.OffsetForTimestamp(0); err != nil || !found || off < 3 {
+			t.Fatalf("%s: first record at or after time 0: %d %v %v, want at or above the log start", when, off, found, err)
+		}
+	}
+	check("live", p)
+	if low, err := p.DeleteRecordsBefore(1); err != nil || low != 3 {
+		t.Fatalf("below the start: %d %v", low, err)
+	}
+	e.reopen()
+	check("after a reopen", e.part("t", 0))
+}

@@ -173,6 +173,12 @@ func (p *Partition) recover() error {
 			return p.dropSegmentsFrom(i+1, bases)
 		}
 	}
+	// A log start DeleteRecords moved past the first segment's base.
+	if start, err := readLogStart(p.dir); err != nil {
+		return err
+	} else if start > p.logStart {
+		p.logStart = min(start, p.end)
+	}
 	// Whatever is on disk now counts as durable: make it so.
 	if err := p.syncFile(p.active().f); err != nil {
 		return err
@@ -359,6 +365,75 @@ func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	return AppendResult{BaseOffset: base, End: p.end, LogStart: p.logStart}, nil
+}
+
+// logStartFile holds the log start offset DeleteRecords set, in decimal;
+// without it the log starts at its first segment's base (Kafka's
+// log-start-offset-checkpoint, one file per partition here).
+const logStartFile = "log-start"
+
+// readLogStart reads the log start DeleteRecords stored in dir, 0 if none.
+func readLogStart(dir string) (int64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, logStartFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s holds %q", ErrCorrupt, logStartFile, b)
+	}
+	return n, nil
+}
+
+// DeleteRecordsBefore moves the log start to offset (-1: the high
+// watermark), as Kafka's DeleteRecords: records below it are no longer
+// read, listed or counted; the new start is durable (written and synced,
+// then renamed into place) before it returns. An offset at or below the
+// log start changes nothing; one above the high watermark is
+// ErrOffsetOutOfRange. It returns the log start (the low watermark).
+// The segments wholly below it stay on disk until retention removes
+// segments (not done yet).
+func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrDeleted
+	}
+	if offset == -1 {
+		offset = p.end
+	}
+	if offset < 0 || offset > p.end {
+		return p.logStart, ErrOffsetOutOfRange
+	}
+	if offset <= p.logStart {
+		return p.logStart, nil
+	}
+	tmp := filepath.Join(p.dir, logStartFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return p.logStart, err
+	}
+	_, err = f.WriteString(strconv.FormatInt(offset, 10))
+	if err == nil {
+		err = p.syncFile(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(p.dir, logStartFile))
+	}
+	if err == nil {
+		err = syncDir(p.dir)
+	}
+	if err != nil {
+		return p.logStart, fmt.Errorf("store the log start of %s-%d: %w", p.Topic, p.Index, err)
+	}
+	p.logStart = offset
+	return offset, nil
 }
 
 // setSegmentBytes changes the size at which the partition rolls a new

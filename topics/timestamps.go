@@ -2,6 +2,7 @@ package topics
 
 import (
 	"encoding/binary"
+	"sort"
 )
 
 // recordTimes calls fn with the offset and timestamp of every record in
@@ -23,7 +24,10 @@ func recordTimes(batch []byte, fn func(offset, ts int64) bool) error {
 // query, and false if no record is that late.
 func (p *Partition) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
 	p.mu.Lock()
-	i := 0
+	start := p.logStart
+	// Records below the log start (DeleteRecords) are gone: the search
+	// starts at the batch that holds it.
+	i := sort.Search(len(p.batches), func(i int) bool { return p.batches[i].last >= start })
 	for i < len(p.batches) && p.batches[i].maxTS < ts {
 		i++
 	}
@@ -41,8 +45,9 @@ func (p *Partition) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
 	}
 	// The batch's max timestamp is at least ts, so some record qualifies.
 	off, found := e.last, e.maxTS
+	// (e.last is at or above the log start, so the fallback is too.)
 	err = recordTimes(b, func(o, t int64) bool {
-		if t >= ts {
+		if o >= start && t >= ts {
 			off, found = o, t
 			return false
 		}

@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestDeleteRecordsClients: kadm's DeleteRecords moves a partition's log
+// start, which ListOffsets (kadm's ListStartOffsets) and a franz-go
+// consumer starting at the earliest offset see; Sarama's ClusterAdmin
+// moves another's; both survive a kill -9 and a restart of the binary.
+func TestDeleteRecordsClients(t *testing.T) {
+	dir := t.TempDir()
+	p := testkit.StartBinary(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "dr"); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for part := range int32(2) {
+		for i := range 10 {
+			recs = append(recs, &kgo.Record{Topic: "dr", Partition: part, Value: fmt.Appendf(nil, "%d-%d", part, i)})
+		}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "dr", Partition: 0, At: 4})
+	dres, err := adm.DeleteRecords(ctx, offs)
+	if err != nil || dres.Error() != nil {
+		t.Fatalf("kadm delete records: %v %v", err, dres.Error())
+	}
+	if r, _ := dres.Lookup("dr", 0); r.LowWatermark != 4 {
+		t.Fatalf("low watermark %d, want 4", r.LowWatermark)
+	}
+	cl.Close()
+
+	sadm, err := sarama.NewClusterAdmin([]string{p.Addr}, saramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sadm.DeleteRecords("dr", map[int32]int64{1: 7}); err != nil {
+		t.Fatalf("sarama delete records: %v", err)
+	}
+	sadm.Close()
+
+	p.Kill()
+	p = testkit.StartBinary(t, dir)
+	cl, err = kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.ConsumeTopics("dr"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, "dr")
+	if err != nil || starts.Error() != nil {
+		t.Fatalf("list start offsets: %v %v", err, starts.Error())
+	}
+	for part, want := range map[int32]int64{0: 4, 1: 7} {
+		if o, _ := starts.Lookup("dr", part); o.Offset != want {
+			t.Fatalf("partition %d starts at %d after a restart, want %d", part, o.Offset, want)
+		}
+	}
+	// A consumer from the start reads the 6 + 3 records left, none below.
+	got := map[int32][]int64{}
+	for n := 0; n < 9; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("poll: %v (%d records so far)", err, n)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], r.Offset)
+			n++
+		})
+	}
+	if len(got[0]) != 6 || got[0][0] != 4 || len(got[1]) != 3 || got[1][0] != 7 {
+		t.Fatalf("consumed offsets %v, want 4-9 and 7-9", got)
+	}
+}
