@@ -131,6 +131,8 @@ func (s *Server) brokerConfigEntries() []configEntry {
 		{name: "advertised.listeners", value: s.advertisedListeners(), source: static, typ: str, readOnly: true},
 		{name: "auto.create.topics.enable", value: strconv.FormatBool(s.cfg.AutoCreateTopics), source: static, typ: b, readOnly: true},
 		{name: "broker.id", value: itoa(nodeID), source: static, typ: i32, readOnly: true},
+		// KIP-368: 0 is no re-authentication (--sasl-session-lifetime).
+		{name: "connections.max.reauth.ms", value: itoa(s.cfg.SessionLifetime.Milliseconds()), source: static, typ: l, readOnly: true},
 		{name: "default.replication.factor", value: "1", source: def, typ: i32, readOnly: true},
 		{name: "log.retention.ms", value: topics.TopicConfigDefault("retention.ms"), source: def, typ: l, readOnly: true},
 		{name: "log.segment.bytes", value: topics.TopicConfigDefault("segment.bytes"), source: def, typ: i32, readOnly: true},

@@ -547,6 +547,23 @@ func TestVersionSweep(t *testing.T) {
 				}
 			}
 		},
+		kmsg.DescribeLogDirs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrDescribeLogDirsRequest()
+			rt := kmsg.NewDescribeLogDirsRequestTopic()
+			rt.Topic, rt.Partitions = topic, []int32{0}
+			req.Topics = append(req.Topics, rt)
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.DescribeLogDirsResponse)
+				wantCode(t, "describe log dirs", resp.ErrorCode, nil)
+				if len(resp.Dirs) != 1 || len(resp.Dirs[0].Topics) != 1 || resp.Dirs[0].Topics[0].Topic != topic ||
+					len(resp.Dirs[0].Topics[0].Partitions) != 1 || resp.Dirs[0].Topics[0].Partitions[0].Size <= 0 {
+					t.Errorf("dirs %+v", resp.Dirs)
+				}
+				if v >= 4 && (resp.Dirs[0].TotalBytes <= 0 || resp.Dirs[0].UsableBytes <= 0) {
+					t.Errorf("total %d, usable %d bytes", resp.Dirs[0].TotalBytes, resp.Dirs[0].UsableBytes)
+				}
+			}
+		},
 		kmsg.DeleteRecords.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			// Offset 0: the log start already, so the other cases still
 			// read from it.
@@ -1825,6 +1842,9 @@ func TestDescribeConfigs(t *testing.T) {
 	}
 	if v := find(sr, "advertised.listeners"); *v.Value != "PLAINTEXT://"+addr {
 		t.Errorf("advertised.listeners=%s, want PLAINTEXT://%s", *v.Value, addr)
+	}
+	if v := find(sr, "connections.max.reauth.ms"); *v.Value != "0" {
+		t.Errorf("connections.max.reauth.ms=%s, want 0 (no --sasl-session-lifetime)", *v.Value)
 	}
 	sr = describe(4, kmsg.ConfigResourceTypeBroker, "")
 	wantCode(t, "cluster defaults", sr.ErrorCode, nil)

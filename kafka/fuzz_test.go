@@ -492,6 +492,12 @@ func seedRequest(key int16) kmsg.Request {
 		broker.ResourceType, broker.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
 		req.Resources = append(req.Resources, topic, broker)
 		return req
+	case kmsg.DescribeLogDirs:
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		rt := kmsg.NewDescribeLogDirsRequestTopic()
+		rt.Topic, rt.Partitions = fuzzTopic, []int32{0, 1}
+		req.Topics = append(req.Topics, rt)
+		return req
 	case kmsg.DeleteRecords:
 		req := kmsg.NewPtrDeleteRecordsRequest()
 		rt := kmsg.NewDeleteRecordsRequestTopic()

@@ -416,6 +416,9 @@ func (t *Topic) int64Config(name string) int64 {
 // producer may append.
 func (t *Topic) MaxBatchBytes() int { return int(t.int64Config("max.message.bytes")) }
 
+// Dir is the directory that holds the partitions' data (Config.Dir).
+func (l *Log) Dir() string { return l.dir }
+
 // ClusterID is the stable cluster id: Config.ClusterID, or the one minted
 // at first start.
 func (l *Log) ClusterID() string { return l.clusterID }

@@ -436,6 +436,18 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	return offset, nil
 }
 
+// Size is the bytes of the partition's record batches on disk, every
+// segment's (DescribeLogDirs).
+func (p *Partition) Size() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, seg := range p.segs {
+		n += seg.size
+	}
+	return n
+}
+
 // setSegmentBytes changes the size at which the partition rolls a new
 // segment (the topic's segment.bytes changed).
 func (p *Partition) setSegmentBytes(n int64) {
