@@ -547,6 +547,28 @@ func TestVersionSweep(t *testing.T) {
 				}
 			}
 		},
+		kmsg.OffsetForLeaderEpoch.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			req.ReplicaID = -1
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = topic
+			for _, e := range []int32{0, 1} {
+				rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+				rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, e
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+			return req, func(r kmsg.Response) {
+				ps := r.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions
+				wantCode(t, "offset for epoch 0", ps[0].ErrorCode, nil)
+				if ps[0].EndOffset < 2 || v >= 1 && ps[0].LeaderEpoch != 0 {
+					t.Errorf("epoch 0: end %d, epoch %d", ps[0].EndOffset, ps[0].LeaderEpoch)
+				}
+				if ps[1].EndOffset != -1 || v >= 1 && ps[1].LeaderEpoch != -1 {
+					t.Errorf("epoch 1: end %d, epoch %d, want undefined", ps[1].EndOffset, ps[1].LeaderEpoch)
+				}
+			}
+		},
 		kmsg.DescribeLogDirs.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			req := kmsg.NewPtrDescribeLogDirsRequest()
 			rt := kmsg.NewDescribeLogDirsRequestTopic()

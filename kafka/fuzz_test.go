@@ -492,6 +492,18 @@ func seedRequest(key int16) kmsg.Request {
 		broker.ResourceType, broker.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
 		req.Resources = append(req.Resources, topic, broker)
 		return req
+	case kmsg.OffsetForLeaderEpoch:
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = fuzzTopic
+		for p := range int32(2) {
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p, 0, 0
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		return req
 	case kmsg.DescribeLogDirs:
 		req := kmsg.NewPtrDescribeLogDirsRequest()
 		rt := kmsg.NewDescribeLogDirsRequestTopic()

@@ -201,3 +201,33 @@ func TestDeleteRecords(t *testing.T) {
 		t.Fatalf("earliest: %v %d, want 3", kerr.ErrorForCode(sp.ErrorCode), sp.Offset)
 	}
 }
+
+// TestOffsetForLeaderEpoch: epoch 0 ends at the log end offset, a
+// current epoch above ours is UNKNOWN_LEADER_EPOCH, an unknown partition
+// UNKNOWN_TOPIC_OR_PARTITION.
+func TestOffsetForLeaderEpoch(t *testing.T) {
+	addr := startNode(t, false)
+	c := dial(t, addr)
+	createTopic(c, "ep", 1, nil)
+	mustProduce(c, "ep", 0, plain(3, 16).encode())
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	rt.Topic = "ep"
+	for _, p := range []struct{ part, current, epoch int32 }{{0, 0, 0}, {0, 1, 0}, {5, -1, 0}} {
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.part, p.current, p.epoch
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	ps := roundTrip[*kmsg.OffsetForLeaderEpochResponse](c, 4, req).Topics[0].Partitions
+	if ps[0].ErrorCode != 0 || ps[0].EndOffset != 3 || ps[0].LeaderEpoch != 0 {
+		t.Errorf("epoch 0: %v end %d epoch %d, want end 3", kerr.ErrorForCode(ps[0].ErrorCode), ps[0].EndOffset, ps[0].LeaderEpoch)
+	}
+	if ps[1].ErrorCode != kerr.UnknownLeaderEpoch.Code {
+		t.Errorf("current epoch 1: %v", kerr.ErrorForCode(ps[1].ErrorCode))
+	}
+	if ps[2].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("partition 5: %v", kerr.ErrorForCode(ps[2].ErrorCode))
+	}
+}
