@@ -95,7 +95,7 @@ func TestAlterConfigsKadm(t *testing.T) {
 
 // TestAlterConfigsSarama: Sarama's ClusterAdmin (AlterConfig is
 // AlterConfigs, IncrementalAlterConfig IncrementalAlterConfigs) and its
-// DescribeConfig read back what it set.
+// DescribeConfigs read back what it set.
 func TestAlterConfigsSarama(t *testing.T) {
 	n := testkit.StartNode(t, node.Config{})
 	adm, err := sarama.NewClusterAdmin([]string{n.KafkaAddr()}, saramaConfig())
@@ -116,12 +116,12 @@ func TestAlterConfigsSarama(t *testing.T) {
 	}, false); err != nil {
 		t.Fatalf("incremental alter config: %v", err)
 	}
-	entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "sarama-cfg"})
-	if err != nil {
-		t.Fatal(err)
+	results, err := adm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: "sarama-cfg"}}, sarama.DescribeConfigsOptions{})
+	if err != nil || len(results) != 1 || results[0].ErrorCode != sarama.ErrNoError {
+		t.Fatalf("describe configs: %v %+v", err, results)
 	}
 	got := map[string]string{}
-	for _, e := range entries {
+	for _, e := range results[0].Configs {
 		if !e.Default {
 			got[e.Name] = e.Value
 		}
