@@ -165,3 +165,41 @@ func TestAlterConfigsConfluent(t *testing.T) {
 	sameConfigs(t, "librdkafka", topicConfigs(t, kadm.NewClient(cl), "rd-cfg"), map[string]string{"retention.ms": "123456", "cleanup.policy": "delete,compact"})
 	logs.reportProblems(t)
 }
+
+// TestLogAppendTimeFranz: a topic with message.timestamp.type set to
+// LogAppendTime (by IncrementalAlterConfigs) hands franz-go consumers the
+// broker's append time, marked as such, whatever the producer stamped.
+func TestLogAppendTimeFranz(t *testing.T) {
+	n := testkit.StartNode(t, node.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.ConsumeTopics("stamped"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "stamped"); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "message.timestamp.type", Value: kadm.StringPtr("LogAppendTime")}}, "stamped")
+	if err != nil || rs[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, rs)
+	}
+	before := time.Now().Add(-time.Second)
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "stamped", Value: []byte("v"), Timestamp: old}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fs := cl.PollFetches(ctx)
+	if err := fs.Err0(); err != nil {
+		t.Fatal(err)
+	}
+	recs := fs.Records()
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	if r := recs[0]; r.Attrs.TimestampType() != 1 || r.Timestamp.Before(before) || r.Timestamp.After(time.Now().Add(time.Second)) {
+		t.Fatalf("timestamp %v (type %d), want the append time, after %v", r.Timestamp, r.Attrs.TimestampType(), before)
+	}
+}

@@ -188,3 +188,20 @@ func walkRecords(b []byte, h header, full bool, fn func(offsetDelta int32, tsDel
 	}
 	return nil
 }
+
+// timestampTypeLogAppend is the attributes bit of a batch whose
+// timestamps are the broker's append time (Kafka's TimestampType
+// LOG_APPEND_TIME).
+const timestampTypeLogAppend = 0x08
+
+// stampAppendTime makes batch b's timestamp the append time now, as
+// Kafka's LogValidator does for a LogAppendTime topic: the attributes'
+// timestamp type and the max timestamp set (consumers take every
+// record's timestamp from it), the CRC computed again. It returns now.
+func stampAppendTime(b []byte, now int64) int64 {
+	attrs := binary.BigEndian.Uint16(b[offAttributes:])
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs|timestampTypeLogAppend)
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(now))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crc32c))
+	return now
+}

@@ -38,7 +38,7 @@ var TopicConfigs = []TopicConfig{
 	{Name: "compression.type", Default: "producer", Type: ConfigString, Doc: "Batches are kept as the producer compressed them."},
 	{Name: "delete.retention.ms", Default: "86400000", Type: ConfigLong, Doc: "Stored and reported."},
 	{Name: "max.message.bytes", Default: "1048588", Type: ConfigInt, Enforced: true, Doc: "Largest record batch a producer may append."},
-	{Name: "message.timestamp.type", Default: "CreateTime", Type: ConfigString, Enforced: true, Doc: "Record timestamps are the producer's (CreateTime); LogAppendTime is refused."},
+	{Name: "message.timestamp.type", Default: "CreateTime", Type: ConfigString, Enforced: true, Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the time it is appended."},
 	{Name: "min.insync.replicas", Default: "1", Type: ConfigInt, Doc: "One node, one replica."},
 	{Name: "retention.bytes", Default: "-1", Type: ConfigLong, Doc: "Stored and reported; Cohort does not yet delete old segments."},
 	{Name: "retention.ms", Default: "604800000", Type: ConfigLong, Doc: "Stored and reported; Cohort does not yet delete old segments."},
@@ -83,11 +83,8 @@ func ValidateTopicConfigs(configs map[string]string) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s=%q is not a valid %s", ErrInvalidConfig, name, v, typeName(c.Type))
 		}
-		if name == "message.timestamp.type" && v != "CreateTime" {
-			// Accepting LogAppendTime without stamping batches would hand
-			// consumers producer times under a topic that promises the
-			// broker's.
-			return fmt.Errorf("%w: message.timestamp.type=%s is not supported; Cohort keeps CreateTime", ErrInvalidConfig, v)
+		if name == "message.timestamp.type" && v != "CreateTime" && v != "LogAppendTime" {
+			return fmt.Errorf("%w: Invalid value %s for configuration message.timestamp.type: String must be one of: CreateTime, LogAppendTime", ErrInvalidConfig, v)
 		}
 		if name == "cleanup.policy" {
 			for _, x := range strings.Split(v, ",") {

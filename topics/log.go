@@ -309,13 +309,13 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 	}
 	t.Partitions = make([]*Partition, count)
 	if old != nil {
-		segBytes := t.int64Config("segment.bytes")
+		segBytes, appendTime := t.int64Config("segment.bytes"), t.logAppendTime()
 		for i, p := range old.Partitions {
 			switch {
 			case p == nil:
 			case i < len(t.Partitions) && t.Leaders[i] == l.nodeID:
 				t.Partitions[i] = p
-				p.setSegmentBytes(segBytes) // the configs may have changed
+				p.setConfigs(segBytes, appendTime) // the configs may have changed
 			default:
 				p.close()
 			}
@@ -401,9 +401,17 @@ func (l *Log) openPartitions(t *Topic) error {
 			errs = append(errs, err)
 			continue
 		}
+		p.setConfigs(segBytes, t.logAppendTime())
 		t.Partitions[i] = p
 	}
 	return errors.Join(errs...)
+}
+
+// logAppendTime reports whether the topic's batches carry the append
+// time (message.timestamp.type=LogAppendTime).
+func (t *Topic) logAppendTime() bool {
+	v, _ := t.Config("message.timestamp.type")
+	return v == "LogAppendTime"
 }
 
 func (t *Topic) int64Config(name string) int64 {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Partition errors, mapped to Kafka error codes by the wire layer.
@@ -82,8 +83,11 @@ type Partition struct {
 
 	dir          string
 	segmentBytes int64
-	logger       *slog.Logger
-	syncFile     func(*os.File) error
+	// logAppendTime: the topic's message.timestamp.type is LogAppendTime,
+	// so appended batches carry the append time (under mu).
+	logAppendTime bool
+	logger        *slog.Logger
+	syncFile      func(*os.File) error
 
 	mu        sync.Mutex
 	segs      []*segment
@@ -448,12 +452,13 @@ func (p *Partition) Size() int64 {
 	return n
 }
 
-// setSegmentBytes changes the size at which the partition rolls a new
-// segment (the topic's segment.bytes changed).
-func (p *Partition) setSegmentBytes(n int64) {
+// setConfigs applies the topic configs a partition acts on as it
+// appends: segment.bytes, the size at which it rolls a new segment, and
+// message.timestamp.type.
+func (p *Partition) setConfigs(segmentBytes int64, logAppendTime bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.segmentBytes = n
+	p.segmentBytes, p.logAppendTime = segmentBytes, logAppendTime
 }
 
 // appendLocked writes a checked batch at the log end and indexes it.
@@ -469,6 +474,9 @@ func (p *Partition) appendLocked(b []byte, h header, ctrl int16) error {
 	base := p.end
 	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(base))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], 0)
+	if ctrl < 0 && p.logAppendTime {
+		h.maxTimestamp = stampAppendTime(b, time.Now().UnixMilli())
+	}
 	if err := p.zeroAhead(seg, int64(len(b))); err != nil {
 		return fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}

@@ -6,7 +6,9 @@ import (
 )
 
 // recordTimes calls fn with the offset and timestamp of every record in
-// batch, decompressing it if needed, until fn returns false.
+// batch, decompressing it if needed, until fn returns false. In a batch
+// stamped with its append time (LogAppendTime) every record's timestamp
+// is the batch's max timestamp, as consumers read it.
 func recordTimes(batch []byte, fn func(offset, ts int64) bool) error {
 	h, err := parseHeader(batch)
 	if err != nil {
@@ -14,7 +16,11 @@ func recordTimes(batch []byte, fn func(offset, ts int64) bool) error {
 	}
 	base := int64(binary.BigEndian.Uint64(batch[offBaseOffset:]))
 	baseTS := int64(binary.BigEndian.Uint64(batch[offBaseTimestamp:]))
+	appendTime := h.attributes&timestampTypeLogAppend != 0
 	return walkRecords(batch, h, false, func(offDelta int32, tsDelta int64) bool {
+		if appendTime {
+			return fn(base+int64(offDelta), h.maxTimestamp)
+		}
 		return fn(base+int64(offDelta), baseTS+tsDelta)
 	})
 }
