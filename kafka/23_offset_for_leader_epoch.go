@@ -42,29 +42,26 @@ func handleOffsetForLeaderEpoch(_ context.Context, s *Server, hdr *reqHeader, kr
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
-			var end func() int64
+			var part interface {
+				Offsets() (logStart, highWatermark int64)
+			}
 			switch {
 			case clusterDenied:
 				sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			case denied:
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case internal:
-				p, code := s.offsetsPartition(rp.Partition)
-				if sp.ErrorCode = code; code == 0 {
-					end = func() int64 { _, hw := p.Offsets(); return hw }
-				}
+				part, sp.ErrorCode = s.offsetsPartition(rp.Partition)
 			default:
-				p, code := s.partitionOf(t, rp.Partition, false)
-				if sp.ErrorCode = code; code == 0 {
-					end = func() int64 { _, hw := p.Offsets(); return hw }
-				}
+				part, sp.ErrorCode = s.partitionOf(t, rp.Partition, false)
 			}
 			switch {
 			case sp.ErrorCode != 0:
 			case rp.CurrentLeaderEpoch > 0:
 				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			case rp.LeaderEpoch == 0:
-				sp.LeaderEpoch, sp.EndOffset = 0, end()
+				_, end := part.Offsets()
+				sp.LeaderEpoch, sp.EndOffset = 0, end
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

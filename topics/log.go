@@ -223,11 +223,19 @@ func (l *Log) do(cmd any) (any, error) {
 // retries the partitions an earlier snapshot could not open. Version
 // grows if anything changed.
 func (l *Log) Refresh() error {
+	if err := l.reread(); err != nil {
+		return err
+	}
+	return l.openErrs()
+}
+
+// reread has the unit read its records again and applies its snapshot.
+func (l *Log) reread() error {
 	if err := l.unit.Refresh(); err != nil {
 		return err
 	}
 	l.apply(l.unit.Snapshot())
-	return l.openErrs()
+	return nil
 }
 
 // openErrs is why some topics' partitions are not open.
@@ -614,10 +622,9 @@ func (l *Log) applied(name string, id [16]byte) (*Topic, error) {
 // Sync applies what every node last wrote (Refresh) and returns the
 // named topic, nil if there is none.
 func (l *Log) Sync(name string) (*Topic, error) {
-	if err := l.unit.Refresh(); err != nil {
+	if err := l.reread(); err != nil {
 		return nil, err
 	}
-	l.apply(l.unit.Snapshot())
 	return l.Topic(name), nil
 }
 

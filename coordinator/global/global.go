@@ -124,7 +124,6 @@ type State struct {
 	quotas  map[record.Quota]float64
 	topics  map[string]record.Topic
 	meta    map[string][]byte
-	version uint64 // records replayed
 
 	rec machine.Recorder
 }
@@ -155,7 +154,6 @@ func (s *State) Replay(r machine.Record) error {
 	if len(r.Key) <= len(prefix) || string(r.Key[:len(prefix)]) != string(prefix) {
 		return fmt.Errorf("global: key %q is not the global unit's", r.Key)
 	}
-	s.version++
 	switch record.Kind(r.Key[len(prefix)]) {
 	case record.KindACL:
 		acl, err := record.ParseACLKey(r.Key)
@@ -340,16 +338,11 @@ func (s *State) MatchACLs(f ACLFilter) []record.ACL {
 	return out
 }
 
-// Version counts the records the state has replayed: a view that saw a
-// snapshot of this version has nothing new to learn from it.
-func (s *State) Version() uint64 { return s.version }
-
 // Snapshot is a copy of the state for the views, never changed after
 // it is made.
 type Snapshot struct {
 	// Version orders the snapshots a host publishes: a later one has a
-	// higher Version (the host numbers them; State.Snapshot gives the
-	// number of records replayed).
+	// higher Version. The host numbers them; State.Snapshot leaves it 0.
 	Version uint64
 	// ACLs are every binding, in key order.
 	ACLs        []record.ACL
@@ -367,7 +360,6 @@ type Snapshot struct {
 // Snapshot copies the state.
 func (s *State) Snapshot() *Snapshot {
 	snap := &Snapshot{
-		Version:     s.version,
 		ACLs:        make([]record.ACL, 0, len(s.acls)),
 		Credentials: maps.Clone(s.creds),
 		Orgs:        maps.Clone(s.orgs),
