@@ -8,15 +8,23 @@ package kafka
 //     ConfigType. v4: flexible.
 //
 // Topics report every config Cohort knows (topics.TopicConfigs), DYNAMIC
-// when set at creation, DEFAULT otherwise. This broker (resource name its
-// node id, "0" when single, or "" for cluster defaults) reports the
-// settings clients and admin tools read; another broker's id gets
-// INVALID_REQUEST, as Kafka (each broker answers for itself). Other
-// resource types get INVALID_REQUEST.
+// when set, DEFAULT otherwise. This broker (resource name its node id,
+// "0" when single) reports the settings clients and admin tools read,
+// the dynamic ones (dynamic_configs.go) with where each is set as
+// synonyms; "" reports the cluster-wide dynamic defaults that are set;
+// another broker's id gets INVALID_REQUEST, as Kafka (each broker answers
+// for itself). A group (any name, existing or not, as Kafka) reports its
+// configs, GROUP_CONFIG where it sets them. BROKER_LOGGER reports the
+// root logger's level. Other resource types get INVALID_REQUEST. With
+// authorization on: DESCRIBE_CONFIGS on the topic, the group, or the
+// cluster for a broker and its loggers.
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,6 +39,9 @@ type configEntry struct {
 	source           kmsg.ConfigSource
 	typ              kmsg.ConfigType
 	readOnly         bool
+	// synonyms, if not nil, are where the value is set, the one in force
+	// first; nil: the entry itself.
+	synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 }
 
 func handleDescribeConfigs(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
@@ -70,11 +81,45 @@ func handleDescribeConfigs(_ context.Context, s *Server, hdr *reqHeader, kreq km
 				}
 				if rr.ResourceName != "" {
 					entries = s.brokerConfigEntries()
+					break
 				}
-				// "": cluster-wide dynamic defaults: Cohort has none.
+				// "": the cluster-wide dynamic defaults set, as Kafka.
+				d := s.dyn.Load()
+				for _, name := range slices.Sorted(maps.Keys(d.cluster)) {
+					c, _ := lookupDyn(brokerDynamicConfigs, name)
+					src := kmsg.ConfigSourceDynamicDefaultBrokerConfig
+					entries = append(entries, configEntry{name: name, value: d.cluster[name], doc: c.doc, source: src, typ: c.typ(),
+						synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{synonym(name, d.cluster[name], src)}})
+				}
 			default:
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				sr.ErrorMessage = errPtr("Unexpected broker id, expected " + strconv.Itoa(int(s.cluster.Self())) + " or empty string, but received " + rr.ResourceName)
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if !s.authorize(hdr, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeGroup, rr.ResourceName) {
+				sr.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				break
+			}
+			if rr.ResourceName == "" {
+				sr.ErrorCode = kerr.InvalidRequest.Code
+				sr.ErrorMessage = errPtr("Group name must not be empty")
+				break
+			}
+			// Every group has configs, as Kafka's: its own or the
+			// defaults, whether or not it exists yet.
+			entries = s.groupConfigEntries(sc.in(rr.ResourceName))
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			self := strconv.Itoa(int(s.cluster.Self()))
+			switch {
+			case !s.authorizeCluster(hdr, kmsg.ACLOperationDescribeConfigs):
+				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			case rr.ResourceName == "":
+				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, errPtr("Broker id must not be empty")
+			case rr.ResourceName != self:
+				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, errPtr("Unexpected broker id, expected "+self+" but received "+rr.ResourceName)
+			default:
+				entries = []configEntry{{name: rootLogger, value: s.rootLevel(), source: kmsg.ConfigSourceDynamicBrokerLoggerConfig, typ: kmsg.ConfigTypeString,
+					synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}}}
 			}
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
@@ -98,9 +143,10 @@ func describeEntry(e configEntry, version int16, synonyms, docs bool) kmsg.Descr
 	c.Source = e.source
 	c.ConfigType = e.typ
 	if synonyms && version >= 1 {
-		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-		syn.Name, syn.Value, syn.Source = e.name, errPtr(e.value), e.source
-		c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn}
+		c.ConfigSynonyms = e.synonyms
+		if c.ConfigSynonyms == nil {
+			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{synonym(e.name, e.value, e.source)}
+		}
 	}
 	if docs && e.doc != "" {
 		c.Documentation = errPtr(e.doc)
@@ -121,12 +167,44 @@ func topicConfigEntries(t *topics.Topic) []configEntry {
 	return out
 }
 
+// brokerConfigEntries are this broker's configs: the dynamic ones as they
+// resolve, and the static ones, sorted by name.
 func (s *Server) brokerConfigEntries() []configEntry {
+	out := s.staticBrokerConfigEntries()
+	for _, c := range brokerDynamicConfigs {
+		r := s.brokerValue(c.name)
+		out = append(out, configEntry{name: c.name, value: r.value, doc: c.doc, source: r.source, typ: c.typ(), synonyms: r.synonyms})
+	}
+	slices.SortFunc(out, func(a, b configEntry) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// isBrokerConfig says whether name is a broker config Cohort reports.
+func (s *Server) isBrokerConfig(name string) bool {
+	return slices.ContainsFunc(s.brokerConfigEntries(), func(e configEntry) bool { return e.name == name })
+}
+
+// groupConfigEntries are the configs of the group with internal name
+// group, as they resolve.
+func (s *Server) groupConfigEntries(group string) []configEntry {
+	var out []configEntry
+	for _, c := range groupConfigs {
+		r := s.groupValue(group, c.name)
+		out = append(out, configEntry{name: c.name, value: r.value, doc: c.doc, source: r.source, typ: c.typ(), synonyms: r.synonyms})
+	}
+	return out
+}
+
+// staticBrokerConfigEntries are the broker configs that do not change
+// while Cohort runs.
+func (s *Server) staticBrokerConfigEntries() []configEntry {
 	static := kmsg.ConfigSourceStaticBrokerConfig
 	def := kmsg.ConfigSourceDefaultConfig
 	str, i32, b, l := kmsg.ConfigTypeString, kmsg.ConfigTypeInt, kmsg.ConfigTypeBoolean, kmsg.ConfigTypeLong
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	nodeID := int64(s.cluster.Self())
+	sessLo, sessHi := s.sessionBounds()
+	hbLo, hbHi := s.heartbeatBounds()
 	return []configEntry{
 		{name: "advertised.listeners", value: s.advertisedListeners(), source: static, typ: str, readOnly: true},
 		{name: "auto.create.topics.enable", value: strconv.FormatBool(s.cfg.AutoCreateTopics), source: static, typ: b, readOnly: true},
@@ -134,6 +212,10 @@ func (s *Server) brokerConfigEntries() []configEntry {
 		// KIP-368: 0 is no re-authentication (--sasl-session-lifetime).
 		{name: "connections.max.reauth.ms", value: itoa(s.cfg.SessionLifetime.Milliseconds()), source: static, typ: l, readOnly: true},
 		{name: "default.replication.factor", value: "1", source: def, typ: i32, readOnly: true},
+		{name: "group.consumer.max.heartbeat.interval.ms", value: itoa(hbHi), source: def, typ: i32, readOnly: true},
+		{name: "group.consumer.max.session.timeout.ms", value: itoa(sessHi), source: def, typ: i32, readOnly: true},
+		{name: "group.consumer.min.heartbeat.interval.ms", value: itoa(hbLo), source: def, typ: i32, readOnly: true},
+		{name: "group.consumer.min.session.timeout.ms", value: itoa(sessLo), source: def, typ: i32, readOnly: true},
 		{name: "log.retention.ms", value: topics.TopicConfigDefault("retention.ms"), source: def, typ: l, readOnly: true},
 		{name: "log.segment.bytes", value: topics.TopicConfigDefault("segment.bytes"), source: def, typ: i32, readOnly: true},
 		{name: "message.max.bytes", value: topics.TopicConfigDefault("max.message.bytes"), source: def, typ: i32, readOnly: true},

@@ -6,16 +6,17 @@ package kafka
 //   - v0: resources with their configs (a name and a nullable value) and
 //     ValidateOnly. v1: no change. v2: flexible.
 //
-// A topic's configs become exactly those given (Kafka's legacy
+// A resource's configs become exactly those given (Kafka's legacy
 // AlterConfigs: any config not named goes back to its default), checked
-// as CreateTopics checks them; the topic log acts at once on those it
-// enforces. A broker (this node's id, or "" for the cluster's defaults)
-// has no config Cohort changes while running yet: every one named gets
-// Kafka's answer for a config that is not dynamic. Other resource types
-// get INVALID_REQUEST, as do a resource named twice and a config named
-// twice. With authorization on: ALTER_CONFIGS on the topic, else
-// TOPIC_AUTHORIZATION_FAILED; on the cluster for a broker, else
-// CLUSTER_AUTHORIZATION_FAILED.
+// as IncrementalAlterConfigs checks them (44_incremental_alter_configs.go)
+// for a topic, a broker (this node's id, or "" for the cluster's
+// defaults) or a group. BROKER_LOGGER is IncrementalAlterConfigs' only,
+// as Kafka's: INVALID_REQUEST. Other resource types get INVALID_REQUEST,
+// as do a resource named twice and a config named twice. With
+// authorization on: ALTER_CONFIGS on the topic (else
+// TOPIC_AUTHORIZATION_FAILED), on the group (else
+// GROUP_AUTHORIZATION_FAILED), on the cluster for a broker (else
+// CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"

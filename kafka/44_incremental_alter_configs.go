@@ -7,11 +7,19 @@ package kafka
 //     the default), APPEND and SUBTRACT (list configs only), and
 //     ValidateOnly. v1: flexible.
 //
-// A topic's explicit configs change by the operations, checked as
-// CreateTopics checks them (INVALID_CONFIG with the reason; APPEND or
-// SUBTRACT on a config that is not a list too); the topic log acts at
-// once on those it enforces. Brokers, other resource types, resources and
-// configs named twice, and authorization: as AlterConfigs
+// A resource's explicit configs change by the operations, applied by the
+// global unit to the configs it has (so concurrent changes on two nodes
+// both stay) and checked as Kafka checks them: INVALID_CONFIG with the
+// reason for an unknown config, a bad value, APPEND or SUBTRACT on a
+// config that is not a list. A topic's are checked as CreateTopics
+// checks them, and the topic log acts at once on those it enforces. A
+// broker's (this node's id, or "" for the cluster's defaults): the
+// dynamic ones of dynamic_configs.go, durable and on every node; the
+// others get Kafka's answer for a config that is not dynamic
+// (INVALID_REQUEST). A group's (it need not exist): consumer.* and
+// share.*, within the broker's bounds, applied at each member's next
+// heartbeat. BROKER_LOGGER: this node's root logger's level, at once.
+// Resources and configs named twice, and authorization: as AlterConfigs
 // (33_alter_configs.go).
 
 import (

@@ -100,7 +100,8 @@ func TestAlterConfigs(t *testing.T) {
 		{"a key twice", kmsg.ConfigResourceTypeTopic, "ac", []op{{"segment.ms", "1", set}, {"segment.ms", "2", set}}, kerr.InvalidRequest.Code, "duplicate config keys"},
 		{"a broker config", kmsg.ConfigResourceTypeBroker, "0", []op{{"log.retention.ms", "1", set}}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically"},
 		{"another broker", kmsg.ConfigResourceTypeBroker, "7", []op{{"log.retention.ms", "1", set}}, kerr.InvalidRequest.Code, "Unexpected broker id"},
-		{"a group", kmsg.ConfigResourceType(32), "g", []op{{"consumer.session.timeout.ms", "1", set}}, kerr.InvalidRequest.Code, "Unsupported resource type"},
+		{"a group's session below the bound", kmsg.ConfigResourceTypeGroupConfig, "g", []op{{"consumer.session.timeout.ms", "1", set}}, kerr.InvalidConfig.Code, "must be greater than or equal to group.consumer.min.session.timeout.ms"},
+		{"client metrics", kmsg.ConfigResourceTypeClientMetrics, "m", []op{{"interval.ms", "1", set}}, kerr.InvalidRequest.Code, "Unsupported resource type"},
 	} {
 		code, msg := incremental(false, tc.typ, tc.name, tc.ops...)
 		if code != tc.code || !strings.Contains(msg, tc.msg) {

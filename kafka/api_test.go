@@ -1874,7 +1874,12 @@ func TestDescribeConfigs(t *testing.T) {
 		t.Errorf("cluster defaults: %d configs, want none", len(sr.Configs))
 	}
 	wantCode(t, "broker 7", describe(4, kmsg.ConfigResourceTypeBroker, "7").ErrorCode, kerr.InvalidRequest)
-	wantCode(t, "broker logger", describe(4, kmsg.ConfigResourceTypeBrokerLogger, "0").ErrorCode, kerr.InvalidRequest)
+	sr = describe(4, kmsg.ConfigResourceTypeBrokerLogger, "0")
+	if wantCode(t, "broker logger", sr.ErrorCode, nil); len(sr.Configs) != 1 || sr.Configs[0].Name != "root" {
+		t.Errorf("broker logger: %+v, want the root logger", sr.Configs)
+	}
+	wantCode(t, "broker logger of broker 7", describe(4, kmsg.ConfigResourceTypeBrokerLogger, "7").ErrorCode, kerr.InvalidRequest)
+	wantCode(t, "client metrics", describe(4, kmsg.ConfigResourceTypeClientMetrics, "x").ErrorCode, kerr.InvalidRequest)
 }
 
 func TestDescribeCluster(t *testing.T) {

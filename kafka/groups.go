@@ -29,6 +29,9 @@ func init() {
 // organisations' groups of one name are two groups.
 func groupHandler(ctx context.Context, s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response {
 	creq := coordinator.Request{Msg: req, Tenant: hdr.tenant(), ClientID: hdr.clientID, ClientHost: hdr.host}
+	if r, ok := req.(*kmsg.ConsumerGroupHeartbeatRequest); ok {
+		creq.GroupConfig = s.groupConfigFor(creq.Tenant, r.Group)
+	}
 	if r, ok := req.(*kmsg.TxnOffsetCommitRequest); ok {
 		if resp := s.txnOffsetCommitAdd(ctx, hdr, r); resp != nil {
 			return done(resp) // KIP-890 part 2: the group is not in the transaction

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cohort-dev/cohort/observe/ratelog"
 	"log/slog"
 	"net"
 	"strconv"
@@ -23,7 +22,9 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/global"
 	"github.com/cohort-dev/cohort/observe"
+	"github.com/cohort-dev/cohort/observe/ratelog"
 	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/quota"
 	"github.com/cohort-dev/cohort/security"
@@ -177,8 +178,20 @@ type Config struct {
 	// most the whole window.
 	QuotaWindow quota.Window
 
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are the
+	// coordinator's defaults for KIP-848 consumer groups
+	// (coordinator.Config's): the static values of the dynamic broker
+	// configs group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms, and within the bounds of the
+	// groups' own. Default 45 s and 5 s, Kafka's.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// LogLevel is the level of Logger's handler, which the broker logger
+	// "root" (IncrementalAlterConfigs on BROKER_LOGGER) changes. Nil: a
+	// level of the server's own, at info, that changes nothing else.
+	LogLevel *slog.LevelVar
 	// Observer is told of every request that decodes: RequestReceived
 	// before its handler runs (the context it returns travels with the
 	// request, to the coordinator too) and RequestAnswered exactly once
@@ -254,6 +267,15 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.LogLevel == nil {
+		c.LogLevel = new(slog.LevelVar)
+	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = 45 * time.Second
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = 5 * time.Second
+	}
 	if c.Observer == nil {
 		c.Observer = observe.Nop{}
 	}
@@ -298,6 +320,18 @@ type Server struct {
 	conns     map[*conn]struct{}
 	perIP     map[string]int // open connections by peer IP
 	wg        sync.WaitGroup // one per connection
+	// maxConns and maxConnsPerIP are the connection limits in force:
+	// Config's, or the dynamic configs' (dynamic_configs.go); 0 per IP
+	// is none.
+	maxConns, maxConnsPerIP int
+	// logLevelName is the root logger's level as last set by
+	// IncrementalAlterConfigs, as Kafka names it; "" before.
+	logLevelName string
+
+	// unit is the global unit (the topic log's), whose config records
+	// dyn is this node's reading of.
+	unit global.Unit
+	dyn  atomic.Pointer[dynamicConfigs]
 
 	// refused counts connections closed at once by MaxConnections and
 	// by MaxConnectionsPerIP.
@@ -364,6 +398,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.unit = cfg.Topics.Unit()
+	s.unit.Subscribe(s.applyConfigs)
 	return s, nil
 }
 
@@ -451,17 +487,17 @@ func (s *Server) admit(nc net.Conn, l *listener) {
 	}
 	// Refused: the line is logged before the close, so that a client
 	// (or a test) that sees the close finds it.
-	if len(s.conns) >= s.cfg.MaxConnections {
+	if max := s.maxConns; len(s.conns) >= max {
 		s.mu.Unlock()
 		s.refusedMax.Add(1)
-		s.warn.Warn("closing new connection: max connections reached", "remote", nc.RemoteAddr().String(), "max_connections", s.cfg.MaxConnections)
+		s.warn.Warn("closing new connection: max connections reached", "remote", nc.RemoteAddr().String(), "max_connections", max)
 		nc.Close()
 		return
 	}
-	if s.cfg.MaxConnectionsPerIP > 0 && s.perIP[ip] >= s.cfg.MaxConnectionsPerIP {
+	if max := s.maxConnsPerIP; max > 0 && s.perIP[ip] >= max {
 		s.mu.Unlock()
 		s.refusedPerIP.Add(1)
-		s.warn.Warn("closing new connection: max connections per IP reached", "remote", nc.RemoteAddr().String(), "max_connections_per_ip", s.cfg.MaxConnectionsPerIP)
+		s.warn.Warn("closing new connection: max connections per IP reached", "remote", nc.RemoteAddr().String(), "max_connections_per_ip", max)
 		nc.Close()
 		return
 	}

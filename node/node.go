@@ -198,6 +198,10 @@ type Config struct {
 	Version string
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// LogLevel is the level of Logger's handler: the broker logger
+	// "root" changes it (IncrementalAlterConfigs on BROKER_LOGGER). Nil:
+	// that changes nothing.
+	LogLevel *slog.LevelVar
 	// Cluster, if set, runs the node in cluster mode on etcd (see
 	// ClusterConfig); nil: a single node on the embedded store.
 	Cluster *ClusterConfig
@@ -547,6 +551,9 @@ func Start(cfg Config) (_ *Node, err error) {
 		RequestReadTimeout:        cfg.RequestReadTimeout,
 		ResponseWriteTimeout:      cfg.ResponseWriteTimeout,
 		Logger:                    cfg.Logger,
+		LogLevel:                  cfg.LogLevel,
+		ConsumerSessionTimeout:    cfg.Groups.WithDefaults().ConsumerSessionTimeout,
+		ConsumerHeartbeatInterval: cfg.Groups.WithDefaults().ConsumerHeartbeatInterval,
 		Observer:                  n.obs,
 	})
 	if err != nil {

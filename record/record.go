@@ -98,6 +98,8 @@ func (k Kind) String() string {
 		return "topic"
 	case KindMeta:
 		return "meta"
+	case KindConfig:
+		return "config"
 	case KindTxn:
 		return "txn"
 	case KindTxnOffset:

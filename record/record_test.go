@@ -250,6 +250,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(OffsetsTopic{Reserved: 1 << 20}.Encode())
 	f.Add(Topic{ID: [16]byte{1}, Leaders: []int32{0, 1}, Configs: map[string]string{"a": "b"}}.Encode())
 	f.Add(MetaValue([]byte("cluster")))
+	f.Add(EncodeConfigs(map[string]string{"consumer.session.timeout.ms": "50000"}))
+	f.Add(ConfigResource{Type: 32, Name: "g"}.Key())
 	f.Add([]byte(`{"v":2,"name":"t","id":"0102030405060708090a0b0c0d0e0f10","partitions":1,"leaders":[1]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if tp, err := DecodeTopic(b); err == nil {
@@ -257,6 +259,14 @@ func FuzzDecode(f *testing.F) {
 			if again, err := DecodeTopic(tp.Encode()); err != nil || !reflect.DeepEqual(again, tp) {
 				t.Fatalf("topic %x decodes as %+v, re-encoded as %+v (%v)", b, tp, again, err)
 			}
+		}
+		if c, err := DecodeConfigs(b); err == nil {
+			if again, err := DecodeConfigs(EncodeConfigs(c)); err != nil || !reflect.DeepEqual(again, c) {
+				t.Fatalf("configs %x decode as %v, re-encoded as %v (%v)", b, c, again, err)
+			}
+		}
+		if c, err := ParseConfigKey(b); err == nil && !bytes.Equal(c.Key(), b) {
+			t.Fatalf("config key %x parses as %+v, encodes as %x", b, c, c.Key())
 		}
 		if m, err := DecodeMetaValue(b); err == nil {
 			if again, err := DecodeMetaValue(MetaValue(m)); err != nil || !bytes.Equal(again, m) {
@@ -538,5 +548,25 @@ func TestQuotaRecordRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeQuotaValue([]byte{1, 0}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("short value: %v", err)
+	}
+}
+
+// TestConfigRecord: a config record's key and value round-trip, and what
+// is not one is refused.
+func TestConfigRecord(t *testing.T) {
+	for _, c := range []ConfigResource{{Type: 4}, {Type: 4, Name: "1"}, {Type: 32, Name: "org/group"}, {Type: 8, Name: "0"}} {
+		if got, err := ParseConfigKey(c.Key()); err != nil || got != c {
+			t.Errorf("ParseConfigKey(%+v.Key()) = %+v, %v", c, got, err)
+		}
+	}
+	if _, err := ParseConfigKey(TopicKey("t")); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a topic key parsed as a config key: %v", err)
+	}
+	want := map[string]string{"b": "2", "a": "1"}
+	if got, err := DecodeConfigs(EncodeConfigs(want)); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("configs round trip: %v, %v", got, err)
+	}
+	if _, err := DecodeConfigs(EncodeConfigs(nil)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("an empty config value decoded: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -68,12 +67,7 @@ func (t Topic) Encode() []byte {
 	for _, l := range t.Leaders {
 		b = kbin.AppendInt32(b, l)
 	}
-	b = kbin.AppendUvarint(b, uint32(len(t.Configs)))
-	for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
-		b = kbin.AppendCompactString(b, k)
-		b = kbin.AppendCompactString(b, t.Configs[k])
-	}
-	return b
+	return appendConfigs(b, t.Configs)
 }
 
 // DecodeTopic decodes a Topic value.
@@ -92,15 +86,8 @@ func DecodeTopic(v []byte) (Topic, error) {
 	for i := range t.Leaders {
 		t.Leaders[i] = r.Int32()
 	}
-	if n := r.Uvarint(); n > 0 {
-		if n > uint32(len(r.Src)) {
-			return t, fmt.Errorf("%w: topic value: %d configs", ErrCorrupt, n)
-		}
-		t.Configs = make(map[string]string, n)
-		for range n {
-			k := r.CompactString()
-			t.Configs[k] = r.CompactString()
-		}
+	if t.Configs, err = readConfigs(r, "topic"); err != nil {
+		return t, err
 	}
 	if err := complete(r, "topic"); err != nil {
 		return t, err

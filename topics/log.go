@@ -209,6 +209,10 @@ func Open(cfg Config) (*Log, error) {
 	return l, nil
 }
 
+// Unit is the global unit the log is a view of: the wire server's dynamic
+// configs are its records too.
+func (l *Log) Unit() global.Unit { return l.unit }
+
 // do sends the unit a command.
 func (l *Log) do(cmd any) (any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -634,28 +638,45 @@ func (l *Log) Version() uint64 { return l.version.Load() }
 
 // AlterConfigs makes configs (validated here, as CreateTopics validates
 // them) the topic's explicit configs; the others go back to their
-// defaults. The partitions act on the ones they enforce at once
+// defaults (Kafka's AlterConfigs). With validateOnly it checks and
+// changes nothing.
+func (l *Log) AlterConfigs(name string, configs map[string]string, validateOnly bool) error {
+	ops := make([]global.ConfigOp, 0, len(configs))
+	for k, v := range configs {
+		ops = append(ops, global.ConfigOp{Name: k, Value: v})
+	}
+	_, err := l.ChangeConfigs(name, ops, true, validateOnly)
+	return err
+}
+
+// ChangeConfigs applies ops to the topic's explicit configs (to none with
+// replace) in the global unit, so that concurrent changes on other nodes
+// are not lost, validates the result as CreateTopics validates configs,
+// and returns it. The partitions act on the configs they enforce at once
 // (max.message.bytes on the next produce, segment.bytes at the next
 // roll). With validateOnly it checks and changes nothing.
-func (l *Log) AlterConfigs(name string, configs map[string]string, validateOnly bool) error {
+func (l *Log) ChangeConfigs(name string, ops []global.ConfigOp, replace, validateOnly bool) (map[string]string, error) {
 	if err := l.open(); err != nil {
-		return err
+		return nil, err
 	}
-	if err := ValidateTopicConfigs(configs); err != nil {
-		return err
-	}
-	if validateOnly {
-		if l.Topic(name) == nil {
-			return ErrUnknownTopic
-		}
-		return nil
-	}
-	out, err := l.do(global.AlterTopicConfigs{Name: name, Configs: configs})
+	out, err := l.do(global.AlterConfigs{
+		Resource: record.ConfigResource{Type: record.ConfigTopic, Name: name},
+		Ops:      ops, Replace: replace, ValidateOnly: validateOnly,
+		Default: TopicConfigDefault, Validate: ValidateTopicConfigs,
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = l.applied(name, out.(record.Topic).ID)
-	return err
+	configs, _ := out.(map[string]string)
+	if validateOnly {
+		return configs, nil
+	}
+	t := l.Topic(name)
+	if t == nil {
+		return nil, fmt.Errorf("topic %s deleted while it was written: %w", name, ErrUnknownTopic)
+	}
+	_, err = l.applied(name, t.ID)
+	return configs, err
 }
 
 // Delete removes a topic and this node's data of it; the other nodes

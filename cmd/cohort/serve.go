@@ -224,7 +224,9 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cohort serve: %v\n", err)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.LogLevel = new(slog.LevelVar)
+	cfg.LogLevel.Set(level)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	cfg.Logger = logger
 	cfg.Groups.NoOffsetsTopic = !*offsetsTopic
 	cfg.Version = versionString()

@@ -1,9 +1,9 @@
 // Package global is the pure state machine of the global unit: the
 // durable state every node needs and no group shard owns, SCRAM
 // credentials, ACLs, organisations and their members, client quotas, the
-// topic catalog and the cluster's meta (record kinds 20 to 26, under
-// record.GlobalShard). It runs on the same
-// runtime as the group shards, under the one record rule of
+// topic catalog, the cluster's meta and the dynamic configs (record
+// kinds 20 to 27, under record.GlobalShard). It runs on the same runtime
+// as the group shards, under the one record rule of
 // coordinator/machine: a command emits records, and Replay is the only
 // code that changes the state, live or at load. The authorizer, the
 // credential lookup, the organisations and the quotas that the wire
@@ -85,12 +85,6 @@ type (
 	// DeleteTopic deletes a topic. Out: the record.Topic deleted, or
 	// ErrUnknownTopic.
 	DeleteTopic struct{ Name string }
-	// AlterTopicConfigs makes Configs a topic's explicit configs (the
-	// others are the defaults). Out: record.Topic, or ErrUnknownTopic.
-	AlterTopicConfigs struct {
-		Name    string
-		Configs map[string]string
-	}
 	// GrowTopic raises a topic's partition count to Count. Out:
 	// record.Topic, ErrUnknownTopic or ErrInvalidPartitions.
 	GrowTopic struct {
@@ -124,6 +118,7 @@ type State struct {
 	quotas  map[record.Quota]float64
 	topics  map[string]record.Topic
 	meta    map[string][]byte
+	configs map[record.ConfigResource]map[string]string
 
 	rec machine.Recorder
 }
@@ -138,6 +133,7 @@ func New() *State {
 		quotas:  map[record.Quota]float64{},
 		topics:  map[string]record.Topic{},
 		meta:    map[string][]byte{},
+		configs: map[record.ConfigResource]map[string]string{},
 	}
 	s.rec.Replay = s.Replay
 	return s
@@ -176,6 +172,8 @@ func (s *State) Replay(r machine.Record) error {
 		return replayKind(s.topics, r, record.ParseTopicKey, record.DecodeTopic)
 	case record.KindMeta:
 		return replayKind(s.meta, r, record.ParseMetaKey, record.DecodeMetaValue)
+	case record.KindConfig:
+		return replayKind(s.configs, r, record.ParseConfigKey, record.DecodeConfigs)
 	}
 	return fmt.Errorf("global: record kind %d is not the global unit's", r.Key[len(prefix)])
 }
@@ -302,8 +300,8 @@ func (s *State) Handle(now time.Time, req machine.Request) machine.Output {
 		out = t
 	case GrowTopic:
 		out = s.growTopic(c)
-	case AlterTopicConfigs:
-		out = s.alterTopicConfigs(c)
+	case AlterConfigs:
+		out = s.alterConfigs(c)
 	default:
 		out = fmt.Errorf("global: unknown command %T", req.Cmd)
 	}
@@ -355,6 +353,9 @@ type Snapshot struct {
 	Topics map[string]record.Topic
 	// Meta are the cluster's meta values, by name.
 	Meta map[string][]byte
+	// Configs are the dynamic configs of the resources other than
+	// topics (a topic's are in Topics), never nil or empty.
+	Configs map[record.ConfigResource]map[string]string
 }
 
 // Snapshot copies the state.
@@ -367,6 +368,7 @@ func (s *State) Snapshot() *Snapshot {
 		Quotas:      maps.Clone(s.quotas),
 		Topics:      maps.Clone(s.topics),
 		Meta:        maps.Clone(s.meta),
+		Configs:     maps.Clone(s.configs),
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.acls)) {
 		snap.ACLs = append(snap.ACLs, s.acls[k])
@@ -405,6 +407,12 @@ func (s *State) DurableState() string {
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.meta)) {
 		fmt.Fprintf(&b, "meta %q = %x\n", name, s.meta[name])
+	}
+	ck2 := slices.SortedFunc(maps.Keys(s.configs), func(a, b record.ConfigResource) int {
+		return strings.Compare(string(a.Key()), string(b.Key()))
+	})
+	for _, r := range ck2 {
+		fmt.Fprintf(&b, "config %d/%q %v\n", r.Type, r.Name, s.configs[r])
 	}
 	return b.String()
 }

@@ -161,10 +161,12 @@ func TestTopicsAndMeta(t *testing.T) {
 	if err, _ := h.do(GrowTopic{Name: "nope", Count: 2, Placement: live}).(error); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatalf("grow of a missing topic: %v", err)
 	}
-	if a := h.do(AlterTopicConfigs{Name: "a", Configs: map[string]string{"retention.ms": "1"}}).(record.Topic); a.ID != t1.ID || len(a.Configs) != 1 || a.Configs["retention.ms"] != "1" || len(a.Leaders) != 6 {
+	topicA := record.ConfigResource{Type: record.ConfigTopic, Name: "a"}
+	h.do(AlterConfigs{Resource: topicA, Replace: true, Ops: []ConfigOp{{Name: "retention.ms", Value: "1"}}})
+	if a := h.s.Snapshot().Topics["a"]; a.ID != t1.ID || len(a.Configs) != 1 || a.Configs["retention.ms"] != "1" || len(a.Leaders) != 6 {
 		t.Fatalf("altered: %+v", a)
 	}
-	if err, _ := h.do(AlterTopicConfigs{Name: "nope"}).(error); !errors.Is(err, ErrUnknownTopic) {
+	if err, _ := h.do(AlterConfigs{Resource: record.ConfigResource{Type: record.ConfigTopic, Name: "nope"}}).(error); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatalf("configs of a missing topic: %v", err)
 	}
 	if d := h.do(DeleteTopic{Name: "b"}).(record.Topic); d.ID != t2.ID {
@@ -188,5 +190,59 @@ func TestTopicsAndMeta(t *testing.T) {
 	}
 	if first := h.do(ReserveIDs{Name: record.MetaNextProducerID, N: 1000}).(int64); first != 1000 {
 		t.Fatalf("second block at %d", first)
+	}
+}
+
+// TestConfigs: AlterConfigs applies its operations to the configs the unit
+// has (so two writers cannot lose each other's change), validates the
+// result, keeps a topic's in its topic record and every other resource's
+// in a config record that goes when its last config does.
+func TestConfigs(t *testing.T) {
+	h := newHarness(t)
+	h.do(CreateTopic{Name: "t", Partitions: 1, Configs: map[string]string{"retention.ms": "5"}})
+	group := record.ConfigResource{Type: record.ConfigGroup, Name: "g"}
+	set := func(r record.ConfigResource, ops ...ConfigOp) any {
+		return h.do(AlterConfigs{Resource: r, Ops: ops, Default: func(name string) string {
+			if name == "cleanup.policy" {
+				return "delete"
+			}
+			return ""
+		}})
+	}
+	// Two incremental changes, as two nodes would send them: both stay.
+	set(group, ConfigOp{Name: "consumer.session.timeout.ms", Value: "50000"})
+	set(group, ConfigOp{Name: "consumer.heartbeat.interval.ms", Value: "6000"})
+	if got := h.s.Snapshot().Configs[group]; len(got) != 2 || got["consumer.session.timeout.ms"] != "50000" {
+		t.Fatalf("group configs %v", got)
+	}
+	// A list appended to starts from its default; subtract removes.
+	topic := record.ConfigResource{Type: record.ConfigTopic, Name: "t"}
+	if got := set(topic, ConfigOp{Name: "cleanup.policy", Value: "compact", Op: ConfigAppend}).(map[string]string); got["cleanup.policy"] != "delete,compact" || got["retention.ms"] != "5" {
+		t.Fatalf("appended: %v", got)
+	}
+	set(topic, ConfigOp{Name: "cleanup.policy", Value: "delete", Op: ConfigSubtract})
+	if got := h.s.Snapshot().Topics["t"].Configs; got["cleanup.policy"] != "compact" {
+		t.Fatalf("subtracted: %v", got)
+	}
+	// Refused by Validate, or validate only: nothing changes.
+	refuse := errors.New("no")
+	if err, _ := h.do(AlterConfigs{Resource: group, Ops: []ConfigOp{{Name: "x", Value: "1"}}, Validate: func(map[string]string) error { return refuse }}).(error); err != refuse {
+		t.Fatalf("refused: %v", err)
+	}
+	if got := h.do(AlterConfigs{Resource: group, Replace: true, ValidateOnly: true}); got != nil && len(got.(map[string]string)) != 0 {
+		t.Fatalf("validate only replace: %v", got)
+	}
+	if got := h.s.Snapshot().Configs[group]; len(got) != 2 {
+		t.Fatalf("group configs after a refusal and a validation %v", got)
+	}
+	// Deleting the last config deletes the record.
+	set(group, ConfigOp{Name: "consumer.session.timeout.ms", Op: ConfigDelete}, ConfigOp{Name: "consumer.heartbeat.interval.ms", Op: ConfigDelete})
+	if _, ok := h.s.Snapshot().Configs[group]; ok || len(h.written) != 1 {
+		t.Fatalf("after deleting every config: %v, written %d", h.s.Snapshot().Configs, len(h.written))
+	}
+	broker := record.ConfigResource{Type: record.ConfigBroker}
+	set(broker, ConfigOp{Name: "max.connections", Value: "10"})
+	if got := h.s.Snapshot().Configs[broker]; got["max.connections"] != "10" {
+		t.Fatalf("cluster default %v", got)
 	}
 }

@@ -60,19 +60,6 @@ func (s *State) growTopic(c GrowTopic) any {
 	return s.topics[c.Name]
 }
 
-func (s *State) alterTopicConfigs(c AlterTopicConfigs) any {
-	t, ok := s.topics[c.Name]
-	if !ok {
-		return ErrUnknownTopic
-	}
-	t.Configs = maps.Clone(c.Configs)
-	if len(t.Configs) == 0 {
-		t.Configs = nil
-	}
-	s.rec.Emit(record.TopicKey(c.Name), t.Encode())
-	return s.topics[c.Name]
-}
-
 // place chooses leaders for n new partitions: each goes to the live node
 // that leads the fewest partitions so far, ties going round robin (in
 // node id order) from after the previous choice.

@@ -363,6 +363,37 @@ func TestConsumerTimeouts(t *testing.T) {
 	}
 }
 
+// TestConsumerGroupConfig: a group's dynamic configs (the broker resolves
+// them and sends them with each heartbeat) set the heartbeat interval the
+// member is told and its session timeout from that heartbeat on; without
+// them the shard's defaults hold.
+func TestConsumerGroupConfig(t *testing.T) {
+	h := cgHarness(t, nil)
+	if r := h.hb(hb{member: "a"}); r.HeartbeatIntervalMillis != int32(h.cfg.ConsumerHeartbeatInterval.Milliseconds()) {
+		t.Fatalf("default interval %d", r.HeartbeatIntervalMillis)
+	}
+	h.groupConfig = machine.GroupConfig{SessionTimeout: 50 * time.Second, HeartbeatInterval: 7 * time.Second}
+	if r := h.hb(hb{member: "a", epoch: 1}); r.HeartbeatIntervalMillis != 7000 {
+		t.Fatalf("interval with the group's config %d, want 7000", r.HeartbeatIntervalMillis)
+	}
+	// 45 s (the default) would have fenced a by now; 50 s has not.
+	h.advance(48 * time.Second)
+	if d := h.cdescribe("g"); len(d.Members) != 1 {
+		t.Fatalf("a fenced before its group's session timeout: %+v", d.Members)
+	}
+	h.advance(3 * time.Second)
+	if d := h.cdescribe("g"); len(d.Members) != 0 {
+		t.Fatalf("a kept past its group's session timeout: %+v", d.Members)
+	}
+	// The config gone, the next heartbeat gets the defaults again.
+	h.groupConfig = machine.GroupConfig{}
+	h.hb(hb{member: "b"})
+	h.advance(46 * time.Second)
+	if d := h.cdescribe("g"); len(d.Members) != 0 {
+		t.Fatalf("b kept past the default session timeout: %+v", d.Members)
+	}
+}
+
 func TestConsumerLeaveAndStatic(t *testing.T) {
 	h := cgHarness(t, nil)
 	h.hb(hb{member: "a", instance: "i1"})

@@ -44,6 +44,9 @@ type harness struct {
 	ev     evCheck
 	// catalog is the broker's topics, sent with every request.
 	catalog *machine.Catalog
+	// groupConfig is the groups' dynamic configs, sent with every
+	// request.
+	groupConfig machine.GroupConfig
 }
 
 // propGuardEvery thins the guard out in the property tests, which take
@@ -155,7 +158,7 @@ func (h *harness) sendAs(req kmsg.Request, tenant, clientID string) machine.Requ
 	h.t.Helper()
 	h.nextID++
 	id := h.nextID
-	h.apply(h.m.Handle(h.now, machine.Request{ID: id, Msg: req, Tenant: tenant, ClientID: clientID, ClientHost: "/127.0.0.1", Topics: h.catalog}))
+	h.apply(h.m.Handle(h.now, machine.Request{ID: id, Msg: req, Tenant: tenant, ClientID: clientID, ClientHost: "/127.0.0.1", Topics: h.catalog, GroupConfig: h.groupConfig}))
 	return id
 }
 

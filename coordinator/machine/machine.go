@@ -64,6 +64,21 @@ type Request struct {
 	// subscriptions against it. Nil when the caller has no topic source
 	// (then every topic is taken to exist).
 	Topics *Catalog
+	// GroupConfig is the group's dynamic configs as the broker resolved
+	// them when it handed the request over (a group's own, set with
+	// IncrementalAlterConfigs, else the cluster's dynamic defaults):
+	// ConsumerGroupHeartbeat applies them. A zero field is the shard's
+	// own default.
+	GroupConfig GroupConfig
+}
+
+// GroupConfig is what a group's dynamic configs change in its machine.
+type GroupConfig struct {
+	// SessionTimeout and HeartbeatInterval are a consumer group's
+	// (KIP-848: consumer.session.timeout.ms,
+	// consumer.heartbeat.interval.ms), applied to each member at its
+	// next heartbeat.
+	SessionTimeout, HeartbeatInterval time.Duration
 }
 
 // Catalog is a snapshot of the broker's topics. It is never modified

@@ -162,8 +162,12 @@ type Member struct {
 	// Soft state: the session deadline (and the deadline its timer is
 	// armed for), and the revocation deadline with the epoch it is for.
 	expireAt, armedAt grouptype.Deadline
-	revokeBy          time.Time
-	revokeEpoch       int32
+	// session is the session timeout of the group's config at the
+	// member's last heartbeat; 0 for the shard's default (after a load,
+	// until the next heartbeat).
+	session     time.Duration
+	revokeBy    time.Time
+	revokeEpoch int32
 	// A classic member's join and sync deadlines (package migration);
 	// zero when not armed.
 	JoinBy, SyncBy time.Time

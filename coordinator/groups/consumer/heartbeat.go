@@ -244,11 +244,16 @@ func (s *Type) consumerJoinOrBeat(now time.Time, req machine.Request, r *kmsg.Co
 		// Reported once its epoch counts it in again.
 		s.Event(g, observe.MemberJoined, now, m, "")
 	}
+	m.session = req.GroupConfig.SessionTimeout
 	s.ArmSession(g, m, now)
 
 	resp.MemberID = &m.ID
 	resp.MemberEpoch = m.Epoch
-	resp.HeartbeatIntervalMillis = int32(s.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	interval := s.cfg.ConsumerHeartbeatInterval
+	if req.GroupConfig.HeartbeatInterval > 0 {
+		interval = req.GroupConfig.HeartbeatInterval
+	}
+	resp.HeartbeatIntervalMillis = int32(interval.Milliseconds())
 	full := r.MemberEpoch == 0 || (r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil)
 	if full || !before.equal(m.Assigned) {
 		a := &kmsg.ConsumerGroupHeartbeatResponseAssignment{}
@@ -531,6 +536,9 @@ func (s *Type) removeConsumerMember(g *Group, m *Member, now time.Time, kind obs
 // most once and re-arms itself (as the classic members' sessions).
 func (s *Type) ArmSession(g *Group, m *Member, now time.Time) {
 	d := s.cfg.ConsumerSessionTimeout
+	if m.session > 0 {
+		d = m.session // the group's config (its last heartbeat's)
+	}
 	if m.Classic != nil {
 		// A classic member keeps the session timeout its JoinGroup asked
 		// for (after a load too: Kafka then uses the consumer groups'

@@ -1,0 +1,394 @@
+package kafka
+
+// Dynamic configs: the broker configs Cohort changes while it runs
+// (KIP-226: per broker, or the cluster-wide default with an empty broker
+// name), the groups' configs (KIP-848's consumer.*, and KIP-932's share.*
+// for share groups) and the broker's loggers. Broker and group configs
+// are records of the global unit (record.KindConfig), so they are
+// durable and the same on every node: each node applies the snapshot it
+// is handed (applyConfigs). A broker config resolves as Kafka's: this
+// broker's own value, else the cluster default, else the node's flag.
+// A group config resolves to the group's own value, else the broker's
+// group.* default; ConsumerGroupHeartbeat carries the result to the
+// group's shard (machine.Request.GroupConfig), so a change applies to
+// each member at its next heartbeat.
+//
+// Loggers are as Kafka's: this node's, changed at once and not kept
+// across a restart (--log-level is the level a node starts with).
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/global"
+	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/topics"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// dynConfig is one config that can change while Cohort runs: an int
+// within bounds, or a string out of enum.
+type dynConfig struct {
+	name, doc string
+	enum      []string
+	// bounds are the least and greatest value, and the names of the
+	// broker configs that set them (for Kafka's message).
+	bounds func(s *Server) (lo, hi int64, loName, hiName string)
+}
+
+func (c dynConfig) typ() kmsg.ConfigType {
+	if c.enum != nil {
+		return kmsg.ConfigTypeString
+	}
+	return kmsg.ConfigTypeInt
+}
+
+// check returns Kafka's INVALID_CONFIG message for a value of c, "" if it
+// is valid.
+func (c dynConfig) check(s *Server, v string) string {
+	if c.enum != nil {
+		if !slices.Contains(c.enum, strings.ToLower(v)) {
+			return fmt.Sprintf("Invalid value %s for configuration %s: String must be one of: %s", v, c.name, strings.Join(c.enum, ", "))
+		}
+		return ""
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil {
+		return fmt.Sprintf("Invalid value %s for configuration %s: Not a number of type INT", v, c.name)
+	}
+	lo, hi, loName, hiName := c.bounds(s)
+	switch {
+	case n < lo && loName == "":
+		return fmt.Sprintf("Invalid value %d for configuration %s: Value must be at least %d", n, c.name, lo)
+	case n < lo:
+		return fmt.Sprintf("%s must be greater than or equal to %s (%d)", c.name, loName, lo)
+	case n > hi:
+		return fmt.Sprintf("%s must be less than or equal to %s (%d)", c.name, hiName, hi)
+	}
+	return ""
+}
+
+// Kafka's bounds of the consumer and share groups' session timeouts and
+// heartbeat intervals (group.consumer.min.session.timeout.ms …), widened
+// to take in the node's own defaults when those are set outside them.
+const (
+	kafkaMinSessionMs, kafkaMaxSessionMs     = 45000, 60000
+	kafkaMinHeartbeatMs, kafkaMaxHeartbeatMs = 5000, 15000
+)
+
+func (s *Server) sessionBounds() (lo, hi int64) {
+	d := s.cfg.ConsumerSessionTimeout.Milliseconds()
+	return min(kafkaMinSessionMs, d), max(kafkaMaxSessionMs, d)
+}
+
+func (s *Server) heartbeatBounds() (lo, hi int64) {
+	d := s.cfg.ConsumerHeartbeatInterval.Milliseconds()
+	return min(kafkaMinHeartbeatMs, d), max(kafkaMaxHeartbeatMs, d)
+}
+
+func consumerSession(s *Server) (int64, int64, string, string) {
+	lo, hi := s.sessionBounds()
+	return lo, hi, "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"
+}
+
+func consumerHeartbeat(s *Server) (int64, int64, string, string) {
+	lo, hi := s.heartbeatBounds()
+	return lo, hi, "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"
+}
+
+func fixed(lo, hi int64, loName, hiName string) func(*Server) (int64, int64, string, string) {
+	return func(*Server) (int64, int64, string, string) { return lo, hi, loName, hiName }
+}
+
+// brokerDynamicConfigs are the broker configs that change while Cohort
+// runs, sorted by name.
+var brokerDynamicConfigs = []dynConfig{
+	{name: "group.consumer.heartbeat.interval.ms", bounds: consumerHeartbeat, doc: "The heartbeat interval given to consumer group members (KIP-848) whose group sets none; applies at each member's next heartbeat."},
+	{name: "group.consumer.session.timeout.ms", bounds: consumerSession, doc: "How long a consumer group member (KIP-848) may go without a heartbeat, for groups that set none; applies at each member's next heartbeat."},
+	{name: "max.connections", bounds: fixed(1, math.MaxInt32, "", ""), doc: "Most open Kafka connections of a node; applies to new connections."},
+	{name: "max.connections.per.ip", bounds: fixed(1, math.MaxInt32, "", ""), doc: "Most open Kafka connections from one IP address; applies to new connections."},
+}
+
+// groupConfigs are the configs a group can set (Kafka's GroupConfig),
+// sorted by name.
+var groupConfigs = []dynConfig{
+	{name: "consumer.heartbeat.interval.ms", bounds: consumerHeartbeat, doc: "The heartbeat interval given to the group's members; applies at each member's next heartbeat."},
+	{name: "consumer.session.timeout.ms", bounds: consumerSession, doc: "How long a member of the group may go without a heartbeat before it is fenced; applies at each member's next heartbeat."},
+	{name: "share.auto.offset.reset", enum: []string{"latest", "earliest"}, doc: "Where a share group starts on a partition it has no position in."},
+	{name: "share.heartbeat.interval.ms", bounds: fixed(kafkaMinHeartbeatMs, kafkaMaxHeartbeatMs, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"), doc: "The heartbeat interval given to a share group's members."},
+	{name: "share.record.lock.duration.ms", bounds: fixed(15000, 60000, "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"), doc: "How long a share group member holds the records it was given before they go to another."},
+	{name: "share.session.timeout.ms", bounds: fixed(kafkaMinSessionMs, kafkaMaxSessionMs, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"), doc: "How long a share group member may go without a heartbeat."},
+}
+
+// groupConfigDefaults are the share groups' defaults (Kafka's); the
+// consumer groups' are the broker's group.consumer.* values.
+var groupConfigDefaults = map[string]string{
+	"share.auto.offset.reset":       "latest",
+	"share.heartbeat.interval.ms":   "5000",
+	"share.record.lock.duration.ms": "30000",
+	"share.session.timeout.ms":      "45000",
+}
+
+func lookupDyn(list []dynConfig, name string) (dynConfig, bool) {
+	i, ok := slices.BinarySearchFunc(list, name, func(c dynConfig, n string) int { return cmp.Compare(c.name, n) })
+	if !ok {
+		return dynConfig{}, false
+	}
+	return list[i], true
+}
+
+// configError is a change Kafka refuses with INVALID_CONFIG; its text is
+// Kafka's message.
+type configError string
+
+func (e configError) Error() string { return string(e) }
+
+// dynamicConfigs is what this node applies of the unit's config records.
+type dynamicConfigs struct {
+	// node and cluster are this broker's own dynamic configs and the
+	// cluster-wide defaults.
+	node, cluster map[string]string
+	// groups are the groups' configs, by internal name
+	// (topics.Internal(tenant, group)).
+	groups map[string]map[string]string
+}
+
+// applyConfigs takes a snapshot of the global unit: the configs it
+// resolves to, and the connection limits at once.
+func (s *Server) applyConfigs(snap *global.Snapshot) {
+	d := &dynamicConfigs{groups: map[string]map[string]string{}}
+	self := strconv.Itoa(int(s.cluster.Self()))
+	for r, c := range snap.Configs {
+		switch {
+		case r.Type == record.ConfigBroker && r.Name == "":
+			d.cluster = c
+		case r.Type == record.ConfigBroker && r.Name == self:
+			d.node = c
+		case r.Type == record.ConfigGroup:
+			d.groups[r.Name] = c
+		}
+	}
+	s.dyn.Store(d)
+	maxConns, _ := strconv.Atoi(s.brokerValue("max.connections").value)
+	perIP, _ := strconv.Atoi(s.brokerValue("max.connections.per.ip").value)
+	if perIP == math.MaxInt32 {
+		perIP = 0 // Kafka's "no limit"
+	}
+	s.mu.Lock()
+	s.maxConns, s.maxConnsPerIP = maxConns, perIP
+	s.mu.Unlock()
+}
+
+// resolved is a config's value and where it came from.
+type resolved struct {
+	value  string
+	source kmsg.ConfigSource
+	// synonyms are the places it is set, the one in force first
+	// (DescribeConfigs' synonyms).
+	synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+}
+
+func synonym(name, value string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	syn.Name, syn.Value, syn.Source = name, errPtr(value), src
+	return syn
+}
+
+// brokerValue resolves a dynamic broker config on this node.
+func (s *Server) brokerValue(name string) resolved {
+	var r resolved
+	d := s.dyn.Load()
+	if v, ok := d.node[name]; ok {
+		r.synonyms = append(r.synonyms, synonym(name, v, kmsg.ConfigSourceDynamicBrokerConfig))
+	}
+	if v, ok := d.cluster[name]; ok {
+		r.synonyms = append(r.synonyms, synonym(name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig))
+	}
+	r.synonyms = append(r.synonyms, synonym(name, s.staticBrokerValue(name), kmsg.ConfigSourceStaticBrokerConfig))
+	r.value, r.source = *r.synonyms[0].Value, r.synonyms[0].Source
+	return r
+}
+
+// staticBrokerValue is a dynamic broker config's value from the node's
+// own configuration.
+func (s *Server) staticBrokerValue(name string) string {
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	switch name {
+	case "group.consumer.heartbeat.interval.ms":
+		return itoa(s.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	case "group.consumer.session.timeout.ms":
+		return itoa(s.cfg.ConsumerSessionTimeout.Milliseconds())
+	case "max.connections":
+		return itoa(int64(s.cfg.MaxConnections))
+	case "max.connections.per.ip":
+		if s.cfg.MaxConnectionsPerIP <= 0 {
+			return itoa(math.MaxInt32)
+		}
+		return itoa(int64(s.cfg.MaxConnectionsPerIP))
+	}
+	return ""
+}
+
+// groupValue resolves a group config of the group with internal name
+// group.
+func (s *Server) groupValue(group, name string) resolved {
+	var r resolved
+	if v, ok := s.dyn.Load().groups[group][name]; ok {
+		r.synonyms = append(r.synonyms, synonym(name, v, kmsg.ConfigSourceGroupConfig))
+	}
+	if strings.HasPrefix(name, "consumer.") {
+		b := s.brokerValue("group." + name)
+		for _, syn := range b.synonyms {
+			syn.Name = "group." + name
+			r.synonyms = append(r.synonyms, syn)
+		}
+	} else {
+		r.synonyms = append(r.synonyms, synonym(name, groupConfigDefaults[name], kmsg.ConfigSourceDefaultConfig))
+	}
+	r.value, r.source = *r.synonyms[0].Value, r.synonyms[0].Source
+	return r
+}
+
+// groupConfigFor is what a group's configs change in its machine: zero
+// where neither the group nor the cluster sets one (the shard's
+// defaults are the node's flags).
+func (s *Server) groupConfigFor(tenant, group string) machine.GroupConfig {
+	ms := func(name string) time.Duration {
+		r := s.groupValue(topics.Internal(tenant, group), name)
+		if r.source == kmsg.ConfigSourceStaticBrokerConfig {
+			return 0
+		}
+		n, _ := strconv.ParseInt(r.value, 10, 64)
+		return time.Duration(n) * time.Millisecond
+	}
+	return machine.GroupConfig{
+		SessionTimeout:    ms("consumer.session.timeout.ms"),
+		HeartbeatInterval: ms("consumer.heartbeat.interval.ms"),
+	}
+}
+
+// validateBroker checks a broker resource's configs as they would be.
+func (s *Server) validateBroker(configs map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		c, _ := lookupDyn(brokerDynamicConfigs, name)
+		if msg := c.check(s, configs[name]); msg != "" {
+			return configError(msg)
+		}
+	}
+	return nil
+}
+
+// validateGroup checks a group's configs as they would be, each and
+// together (Kafka's GroupConfig.validate): a session timeout above the
+// heartbeat interval, the broker's defaults filling in what the group
+// does not set.
+func (s *Server) validateGroup(group string) func(map[string]string) error {
+	return func(configs map[string]string) error {
+		for _, name := range slices.Sorted(maps.Keys(configs)) {
+			c, _ := lookupDyn(groupConfigs, name)
+			if msg := c.check(s, configs[name]); msg != "" {
+				return configError(msg)
+			}
+		}
+		value := func(name string) int64 {
+			v, ok := configs[name]
+			if !ok {
+				v = s.groupValue("", name).value // the defaults
+			}
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+		for _, kind := range []string{"consumer", "share"} {
+			if value(kind+".session.timeout.ms") <= value(kind+".heartbeat.interval.ms") {
+				return configError(kind + ".session.timeout.ms must be greater than " + kind + ".heartbeat.interval.ms")
+			}
+		}
+		return nil
+	}
+}
+
+// Loggers: Cohort logs through one logger, Kafka's "root".
+
+const rootLogger = "root"
+
+// kafkaLogLevels are the levels Kafka's loggers take, and slog's for
+// each.
+var kafkaLogLevels = map[string]slog.Level{
+	"TRACE": slog.LevelDebug, "DEBUG": slog.LevelDebug, "INFO": slog.LevelInfo,
+	"WARN": slog.LevelWarn, "ERROR": slog.LevelError, "FATAL": slog.LevelError,
+}
+
+// rootLevel is the root logger's level as Kafka names it.
+func (s *Server) rootLevel() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.logLevelName != "" {
+		return s.logLevelName
+	}
+	switch l := s.cfg.LogLevel.Level(); {
+	case l < slog.LevelInfo:
+		return "DEBUG"
+	case l < slog.LevelWarn:
+		return "INFO"
+	case l < slog.LevelError:
+		return "WARN"
+	}
+	return "ERROR"
+}
+
+// alterLoggers applies IncrementalAlterConfigs operations to this node's
+// loggers, as Kafka's: SET a known level; DELETE and list operations are
+// refused for the root logger (the only one).
+func (s *Server) alterLoggers(c configChange, validateOnly bool) (int16, string) {
+	level := ""
+	for _, o := range c.ops {
+		if o.name != rootLogger {
+			return kerr.InvalidConfig.Code, "Logger " + o.name + " does not exist!"
+		}
+		switch o.op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if o.value == nil {
+				return kerr.InvalidRequest.Code, "Null value not supported for : " + o.name
+			}
+			v := strings.ToUpper(*o.value)
+			if _, ok := kafkaLogLevels[v]; !ok {
+				levels := slices.Sorted(maps.Keys(kafkaLogLevels))
+				return kerr.InvalidConfig.Code, fmt.Sprintf("Cannot set the log level of %s to %s as it is not a supported log level. Valid log levels are %s", o.name, *o.value, strings.Join(levels, ", "))
+			}
+			level = v
+		case kmsg.IncrementalAlterConfigOpDelete:
+			return kerr.InvalidRequest.Code, "Removing the log level of the root logger is not allowed"
+		default:
+			return kerr.InvalidRequest.Code, fmt.Sprintf("%s operation is not allowed for the BROKER_LOGGER resource", o.op)
+		}
+	}
+	if level == "" || validateOnly {
+		return 0, ""
+	}
+	s.mu.Lock()
+	s.logLevelName = level
+	s.mu.Unlock()
+	s.cfg.LogLevel.Set(kafkaLogLevels[level])
+	s.logger.Warn("log level changed", "logger", rootLogger, "level", level)
+	return 0, ""
+}
+
+// errConfigs maps an AlterConfigs error of the unit to Kafka's code and
+// message.
+func errConfigs(err error) (int16, string) {
+	var ce configError
+	if errors.As(err, &ce) {
+		return kerr.InvalidConfig.Code, string(ce)
+	}
+	return errorCode(err), err.Error()
+}
