@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +12,9 @@ import (
 	"github.com/cohort-dev/cohort/node"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // topicConfigs are a topic's explicit configs as kadm describes them.
@@ -201,5 +205,155 @@ func TestLogAppendTimeFranz(t *testing.T) {
 	}
 	if r := recs[0]; r.Attrs.TimestampType() != 1 || r.Timestamp.Before(before) || r.Timestamp.After(time.Now().Add(time.Second)) {
 		t.Fatalf("timestamp %v (type %d), want the append time, after %v", r.Timestamp, r.Attrs.TimestampType(), before)
+	}
+}
+
+// TestDynamicConfigsKadm: broker and group configs changed while the real
+// binary runs. kadm sets the cluster-wide default and broker 0's own
+// (IncrementalAlterConfigs) and reads them back with their sources;
+// librdkafka (confluent-kafka-go's admin) sets another; franz-go sends a
+// group's configs (kadm has no group helper) and the root logger's level,
+// which turns the debug lines on at once. After a kill -9 and a restart
+// the broker and group configs are all there and in force (a heartbeat is
+// told the group's interval), and the logger is back at --log-level, as
+// Kafka's.
+func TestDynamicConfigsKadm(t *testing.T) {
+	dir := t.TempDir()
+	p := testkit.StartBinary(t, dir, "--group-consumer-heartbeat-interval", "2s")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	connect := func() (*kgo.Client, *kadm.Client) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl, kadm.NewClient(cl)
+	}
+	cl, adm := connect()
+	set := func(name, value string) []kadm.AlterConfig {
+		return []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: kadm.StringPtr(value)}}
+	}
+	if rs, err := adm.AlterBrokerConfigs(ctx, set("group.consumer.heartbeat.interval.ms", "6000")); err != nil || rs[0].Err != nil {
+		t.Fatalf("cluster default: %v %+v", err, rs)
+	}
+	if rs, err := adm.AlterBrokerConfigs(ctx, set("max.connections.per.ip", "500"), 0); err != nil || rs[0].Err != nil {
+		t.Fatalf("broker 0: %v %+v", err, rs)
+	}
+	if rs, err := adm.AlterBrokerConfigs(ctx, set("log.retention.ms", "1"), 0); err == nil && rs[0].Err == nil {
+		t.Fatal("a static broker config was changed")
+	}
+
+	logs := newRdLog()
+	defer logs.close()
+	rd, err := kafka.NewAdminClient(rdConfig(p.Addr, "cohort-e2e-dyn", logs, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ares, err := rd.IncrementalAlterConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: "0", Config: []kafka.ConfigEntry{
+		{Name: "max.connections", Value: "900", IncrementalOperation: kafka.AlterConfigOpTypeSet},
+	}}})
+	if err != nil || ares[0].Error.Code() != kafka.ErrNoError {
+		t.Fatalf("librdkafka: %v %v", err, ares)
+	}
+	rd.Close()
+	logs.reportProblems(t)
+
+	incremental := func(typ kmsg.ConfigResourceType, name string, configs map[string]string) {
+		t.Helper()
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = typ, name
+		for k, v := range configs {
+			e := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			e.Name, e.Value = k, kmsg.StringPtr(v)
+			rr.Configs = append(rr.Configs, e)
+		}
+		req.Resources = append(req.Resources, rr)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.Resources[0].ErrorCode != 0 {
+			t.Fatalf("alter %v %s: %v %+v", typ, name, err, resp)
+		}
+	}
+	incremental(kmsg.ConfigResourceTypeGroupConfig, "dyn", map[string]string{"consumer.heartbeat.interval.ms": "7000", "consumer.session.timeout.ms": "50000"})
+
+	// The root logger: a connection reset is a debug line.
+	reset := func() {
+		nc, err := net.Dial("tcp", p.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Write([]byte{0, 0}) // half a size: the server is reading
+		nc.(*net.TCPConn).SetLinger(0)
+		nc.Close()
+	}
+	incremental(kmsg.ConfigResourceTypeBrokerLogger, "0", map[string]string{"root": "DEBUG"})
+	testkit.Eventually(t, 30*time.Second, "a debug line after root=DEBUG", func() bool {
+		reset()
+		return strings.Contains(p.Log(), "level=DEBUG")
+	})
+
+	check := func(when string) {
+		t.Helper()
+		want := map[string][2]string{
+			"group.consumer.heartbeat.interval.ms": {"6000", "DYNAMIC_DEFAULT_BROKER_CONFIG"},
+			"max.connections.per.ip":               {"500", "DYNAMIC_BROKER_CONFIG"},
+			"max.connections":                      {"900", "DYNAMIC_BROKER_CONFIG"},
+			"group.consumer.session.timeout.ms":    {"45000", "STATIC_BROKER_CONFIG"},
+		}
+		rcs, err := adm.DescribeBrokerConfigs(ctx, 0)
+		if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
+			t.Fatalf("%s: describe broker 0: %v %+v", when, err, rcs)
+		}
+		for _, c := range rcs[0].Configs {
+			if w, ok := want[c.Key]; ok {
+				if c.MaybeValue() != w[0] || c.Source.String() != w[1] {
+					t.Errorf("%s: %s=%s from %v, want %s from %s", when, c.Key, c.MaybeValue(), c.Source, w[0], w[1])
+				}
+				delete(want, c.Key)
+			}
+		}
+		if len(want) > 0 {
+			t.Errorf("%s: not described: %v", when, want)
+		}
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "dyn"
+		req.Resources = append(req.Resources, rr)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.Resources[0].ErrorCode != 0 {
+			t.Fatalf("%s: describe group: %v %+v", when, err, resp)
+		}
+		got := map[string]string{}
+		for _, c := range resp.Resources[0].Configs {
+			if c.Source == kmsg.ConfigSourceGroupConfig {
+				got[c.Name] = *c.Value
+			}
+		}
+		sameConfigs(t, when+": group dyn", got, map[string]string{"consumer.heartbeat.interval.ms": "7000", "consumer.session.timeout.ms": "50000"})
+		// In force: a member of dyn is told its group's interval, one of
+		// another group the cluster default.
+		for group, interval := range map[string]int32{"dyn": 7000, "other": 6000} {
+			hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = group, "m-"+when, 30000
+			hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			r, err := hb.RequestWith(ctx, cl)
+			if err != nil || r.ErrorCode != 0 || r.HeartbeatIntervalMillis != interval {
+				t.Errorf("%s: heartbeat of %s: %v %v interval %d, want %d", when, group, err, kerr.ErrorForCode(r.ErrorCode), r.HeartbeatIntervalMillis, interval)
+			}
+		}
+	}
+	check("while running")
+
+	p.Kill()
+	p = testkit.StartBinary(t, dir, "--group-consumer-heartbeat-interval", "2s")
+	cl, adm = connect()
+	check("after kill -9 and a restart")
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "0"
+	req.Resources = append(req.Resources, rr)
+	if resp, err := req.RequestWith(ctx, cl); err != nil || len(resp.Resources[0].Configs) != 1 || *resp.Resources[0].Configs[0].Value != "INFO" {
+		t.Fatalf("the root logger after a restart: %v %+v, want INFO", err, resp)
 	}
 }
