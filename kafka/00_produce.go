@@ -7,7 +7,10 @@ package kafka
 //     4 serves (KIP-896), and the oldest here.
 //   - v4–v6: no request change (v5 LogStartOffset in the response).
 //   - v7 (KIP-110): zstd; below v7 a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
-//   - v8 (KIP-467): per-record errors and an error message.
+//   - v8 (KIP-467): per-record errors and an error message: a batch
+//     with records a compacted topic refuses (no key) is not appended,
+//     and each of them is named by its index; below v8 the partition's
+//     INVALID_RECORD alone, as Kafka.
 //   - v9: flexible.
 //   - v10–v11 (KIP-951): CurrentLeader and NodeEndpoints, tagged: with
 //     NOT_LEADER_OR_FOLLOWER (a partition another node leads, cluster
@@ -33,6 +36,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/cohort-dev/cohort/topics"
@@ -110,11 +114,19 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 				// zstd needs Produce v7 (KIP-110), as Kafka checks.
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			default:
-				res, err := p.Append(rp.Records, t.MaxBatchBytes())
+				var res topics.AppendResult
+				err := t.CheckRecords(rp.Partition, rp.Records)
+				if err == nil {
+					res, err = p.Append(rp.Records, t.MaxBatchBytes())
+				}
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
 					if sp.ErrorCode == kerr.KafkaStorageError.Code {
 						s.logger.Error("append failed", "topic", p.Topic, "partition", p.Index, "err", err)
+					}
+					var re *topics.RecordsError
+					if errors.As(err, &re) {
+						recordErrors(&sp, p, re)
 					}
 					break
 				}
@@ -159,6 +171,24 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 		wg.Wait()
 		return resp
 	}
+}
+
+// recordErrors answers a batch refused for some of its records as Kafka's
+// ReplicaManager answers a RecordValidationException: INVALID_RECORD (set
+// by the caller), each refused record by its index in the batch with its
+// message, the summary as the ErrorMessage (both v8+, KIP-467; older
+// versions carry the code alone), and the log start offset. librdkafka
+// and the Java producer fail the indexed records with INVALID_RECORD and
+// the batch's others with a client-side error of their own
+// (_INVALID_DIFFERENT_RECORD, a KafkaException); neither retries them.
+func recordErrors(sp *kmsg.ProduceResponseTopicPartition, p *topics.Partition, re *topics.RecordsError) {
+	for _, r := range re.Records {
+		er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		er.RelativeOffset, er.ErrorMessage = r.Index, kmsg.StringPtr(r.Message)
+		sp.ErrorRecords = append(sp.ErrorRecords, er)
+	}
+	sp.ErrorMessage = kmsg.StringPtr(re.Error())
+	sp.LogStartOffset, _ = p.Offsets()
 }
 
 // isZstd reports whether a v2 batch's attributes name zstd (codec 4).

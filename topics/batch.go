@@ -138,13 +138,28 @@ var decompressor = kgo.DefaultDecompressor()
 // parse, offset deltas that do not count up from 0, or bytes left over are
 // refused, so that nothing stored breaks a consumer later.
 func validateRecords(b []byte, h header) error {
-	return walkRecords(b, h, true, nil)
+	return walk(b, h, true, nil)
+}
+
+// recordInfo is what a walk reads of each record.
+type recordInfo struct {
+	offsetDelta int32
+	tsDelta     int64
+	// keyLen is the key's length, -1 for a null key: Kafka's
+	// Record.hasKey is false only then (an empty key is a key).
+	keyLen int64
 }
 
 // walkRecords calls fn with each record's offset delta and timestamp delta
-// until fn returns false. With full set it parses every field of every
-// record and checks the batch's framing; otherwise only what fn needs.
+// until fn returns false; it is walk for the callers that need no more.
 func walkRecords(b []byte, h header, full bool, fn func(offsetDelta int32, tsDelta int64) bool) error {
+	return walk(b, h, full, func(r recordInfo) bool { return fn(r.offsetDelta, r.tsDelta) })
+}
+
+// walk calls fn with what it reads of each record until fn returns false.
+// With full set it parses every field of every record and checks the
+// batch's framing; otherwise only the fields up to the key's length.
+func walk(b []byte, h header, full bool, fn func(recordInfo) bool) error {
 	data := b[batchHeaderSize:h.size]
 	if codec := kgo.CompressionCodecType(h.attributes & 0x07); codec != kgo.CodecNone {
 		if codec > kgo.CodecZstd {
@@ -168,18 +183,25 @@ func walkRecords(b []byte, h header, full bool, fn func(offsetDelta int32, tsDel
 			}
 		}
 		data = data[n+int(length):]
-		tsDelta, n1 := binary.Varint(rec[1:]) // after the attributes byte
+		at := 1 // after the attributes byte
+		tsDelta, n1 := binary.Varint(rec[at:])
 		if n1 <= 0 {
 			return fmt.Errorf("%w: record %d: bad timestamp", ErrCorrupt, i)
 		}
-		offDelta, n2 := binary.Varint(rec[1+n1:])
+		at += n1
+		offDelta, n2 := binary.Varint(rec[at:])
 		if n2 <= 0 {
 			return fmt.Errorf("%w: record %d: bad offset delta", ErrCorrupt, i)
 		}
+		at += n2
 		if offDelta != int64(i) {
 			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, offDelta)
 		}
-		if fn != nil && !fn(int32(offDelta), tsDelta) {
+		keyLen, n3 := binary.Varint(rec[at:])
+		if n3 <= 0 || keyLen < -1 {
+			return fmt.Errorf("%w: record %d: bad key length", ErrCorrupt, i)
+		}
+		if fn != nil && !fn(recordInfo{offsetDelta: int32(offDelta), tsDelta: tsDelta, keyLen: keyLen}) {
 			return nil
 		}
 	}

@@ -34,7 +34,7 @@ type TopicConfig struct {
 
 // TopicConfigs lists the topic configs Cohort accepts, sorted by name.
 var TopicConfigs = []TopicConfig{
-	{Name: "cleanup.policy", Default: "delete", Type: ConfigList, Doc: "Stored and reported; Cohort neither compacts nor deletes yet, so nothing is lost (Kafka Connect and Streams create compacted topics)."},
+	{Name: "cleanup.policy", Default: "delete", Type: ConfigList, Enforced: true, Doc: "With compact, a produced batch with records without a key is refused whole, INVALID_RECORD with each keyless record named (KIP-467), as Kafka; old records are neither compacted nor deleted yet, so nothing is lost (Kafka Connect and Streams create compacted topics)."},
 	{Name: "compression.type", Default: "producer", Type: ConfigString, Doc: "Batches are kept as the producer compressed them."},
 	{Name: "delete.retention.ms", Default: "86400000", Type: ConfigLong, Doc: "Stored and reported."},
 	{Name: "max.message.bytes", Default: "1048588", Type: ConfigInt, Enforced: true, Doc: "Largest record batch a producer may append."},
