@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -182,4 +183,47 @@ func TestClusterGlobalUnit(t *testing.T) {
 		}
 		return false
 	})
+
+	// Configs: one group's configs set on both nodes, each one key on the
+	// unit as the other left it, so both stay; a cluster-wide broker
+	// default set on node 1 is in force on node 2.
+	groupConfig := func(node int32, name, value string) {
+		t.Helper()
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "shared"
+		if name == "max.connections.per.ip" {
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, ""
+		}
+		e := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		e.Name, e.Value = name, kmsg.StringPtr(value)
+		rr.Configs = append(rr.Configs, e)
+		req.Resources = append(req.Resources, rr)
+		if r := on(node, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != 0 {
+			t.Fatalf("alter %s on node %d: %v", name, node, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	groupConfig(1, "consumer.session.timeout.ms", "55000")
+	groupConfig(2, "consumer.heartbeat.interval.ms", "6000")
+	groupConfig(1, "max.connections.per.ip", "777")
+	describe := func(node int32, typ kmsg.ConfigResourceType, name string) map[string]string {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = typ, name
+		req.Resources = append(req.Resources, rr)
+		out := map[string]string{}
+		for _, c := range on(node, req).(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+			if c.Source != kmsg.ConfigSourceDefaultConfig && c.Source != kmsg.ConfigSourceStaticBrokerConfig && c.Value != nil {
+				out[c.Name] = *c.Value
+			}
+		}
+		return out
+	}
+	for _, node := range []int32{1, 2} {
+		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("node %d has both nodes' group configs and the broker default", node), func() bool {
+			g := describe(node, kmsg.ConfigResourceTypeGroupConfig, "shared")
+			b := describe(node, kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(node)))
+			return g["consumer.session.timeout.ms"] == "55000" && g["consumer.heartbeat.interval.ms"] == "6000" && b["max.connections.per.ip"] == "777"
+		})
+	}
 }
