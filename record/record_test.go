@@ -250,6 +250,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(OffsetsTopic{Reserved: 1 << 20}.Encode())
 	f.Add(Topic{ID: [16]byte{1}, Leaders: []int32{0, 1}, Configs: map[string]string{"a": "b"}}.Encode())
 	f.Add(MetaValue([]byte("cluster")))
+	f.Add(Topic{ID: [16]byte{2}, Leaders: []int32{0, 1}, Epochs: []int32{0, 3}}.Encode())
 	f.Add(EncodeConfigs(map[string]string{"consumer.session.timeout.ms": "50000"}))
 	f.Add(ConfigResource{Type: 32, Name: "g"}.Key())
 	f.Add([]byte(`{"v":2,"name":"t","id":"0102030405060708090a0b0c0d0e0f10","partitions":1,"leaders":[1]}`))
@@ -548,6 +549,21 @@ func TestQuotaRecordRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeQuotaValue([]byte{1, 0}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("short value: %v", err)
+	}
+}
+
+// TestTopicEpochs: a topic whose leader epochs are all 0 keeps version
+// 1's bytes (so older versions read it); one with an epoch above 0 is
+// version 2 and round-trips, partitions grown since reading epoch 0.
+func TestTopicEpochs(t *testing.T) {
+	v1 := Topic{ID: [16]byte{1}, Leaders: []int32{0, 1}}
+	if b := (Topic{ID: v1.ID, Leaders: v1.Leaders, Epochs: []int32{0, 0}}).Encode(); !bytes.Equal(b, v1.Encode()) || b[0] != 1 {
+		t.Fatalf("zero epochs changed the encoding: %x vs %x", b, v1.Encode())
+	}
+	v2 := Topic{ID: [16]byte{1}, Leaders: []int32{0, 1, 1}, Epochs: []int32{2}}
+	got, err := DecodeTopic(v2.Encode())
+	if err != nil || got.Epoch(0) != 2 || got.Epoch(1) != 0 || got.Epoch(2) != 0 || len(got.Epochs) != 3 {
+		t.Fatalf("version 2: %+v, %v", got, err)
 	}
 }
 

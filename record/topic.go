@@ -57,26 +57,48 @@ type Topic struct {
 	Leaders []int32
 	// Configs are the configs set explicitly at creation.
 	Configs map[string]string
+	// Epochs are each partition's leader epoch (Kafka's), raised each
+	// time its leader starts serving it again; nil while every one is 0.
+	Epochs []int32
+}
+
+// Epoch is partition p's leader epoch.
+func (t Topic) Epoch(p int32) int32 {
+	if int(p) < len(t.Epochs) {
+		return t.Epochs[p]
+	}
+	return 0
 }
 
 // Encode returns the value's bytes: the id, the leaders, then the configs
-// in key order.
+// in key order; then, in version 2 (once a leader epoch is above 0),
+// every partition's leader epoch.
 func (t Topic) Encode() []byte {
-	b := append([]byte{valueVersion1}, t.ID[:]...)
+	version := byte(valueVersion1)
+	if slices.ContainsFunc(t.Epochs, func(e int32) bool { return e != 0 }) {
+		version = valueVersion2
+	}
+	b := append([]byte{version}, t.ID[:]...)
 	b = kbin.AppendUvarint(b, uint32(len(t.Leaders)))
 	for _, l := range t.Leaders {
 		b = kbin.AppendInt32(b, l)
 	}
-	return appendConfigs(b, t.Configs)
+	b = appendConfigs(b, t.Configs)
+	if version == valueVersion2 {
+		for i := range t.Leaders {
+			b = kbin.AppendInt32(b, t.Epoch(int32(i)))
+		}
+	}
+	return b
 }
 
 // DecodeTopic decodes a Topic value.
 func DecodeTopic(v []byte) (Topic, error) {
 	var t Topic
-	r, err := valueReader(v)
-	if err != nil {
-		return t, err
+	if len(v) == 0 || v[0] != valueVersion1 && v[0] != valueVersion2 {
+		return t, fmt.Errorf("%w: topic value version", ErrCorrupt)
 	}
+	r := &kbin.Reader{Src: v[1:]}
 	copy(t.ID[:], r.Span(16))
 	n := r.Uvarint()
 	if n > uint32(len(r.Src))/4 {
@@ -86,8 +108,18 @@ func DecodeTopic(v []byte) (Topic, error) {
 	for i := range t.Leaders {
 		t.Leaders[i] = r.Int32()
 	}
+	var err error
 	if t.Configs, err = readConfigs(r, "topic"); err != nil {
 		return t, err
+	}
+	if v[0] == valueVersion2 {
+		t.Epochs = make([]int32, len(t.Leaders))
+		for i := range t.Epochs {
+			t.Epochs[i] = r.Int32()
+		}
+		if !slices.ContainsFunc(t.Epochs, func(e int32) bool { return e != 0 }) {
+			return t, fmt.Errorf("%w: topic value version 2 without a leader epoch", ErrCorrupt)
+		}
 	}
 	if err := complete(r, "topic"); err != nil {
 		return t, err

@@ -85,6 +85,11 @@ type (
 	// DeleteTopic deletes a topic. Out: the record.Topic deleted, or
 	// ErrUnknownTopic.
 	DeleteTopic struct{ Name string }
+	// BumpLeaderEpochs raises the leader epoch of every partition Node
+	// leads: it starts serving them again (after a start, in cluster mode
+	// after it was taken for dead), so clients validate their positions
+	// (KIP-320). Out: nil.
+	BumpLeaderEpochs struct{ Node int32 }
 	// GrowTopic raises a topic's partition count to Count. Out:
 	// record.Topic, ErrUnknownTopic or ErrInvalidPartitions.
 	GrowTopic struct {
@@ -300,6 +305,8 @@ func (s *State) Handle(now time.Time, req machine.Request) machine.Output {
 		out = t
 	case GrowTopic:
 		out = s.growTopic(c)
+	case BumpLeaderEpochs:
+		s.bumpLeaderEpochs(c.Node)
 	case AlterConfigs:
 		out = s.alterConfigs(c)
 	default:
@@ -403,7 +410,7 @@ func (s *State) DurableState() string {
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.topics)) {
 		t := s.topics[name]
-		fmt.Fprintf(&b, "topic %q id=%x leaders=%v configs=%v\n", name, t.ID, t.Leaders, t.Configs)
+		fmt.Fprintf(&b, "topic %q id=%x leaders=%v epochs=%v configs=%v\n", name, t.ID, t.Leaders, t.Epochs, t.Configs)
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.meta)) {
 		fmt.Fprintf(&b, "meta %q = %x\n", name, s.meta[name])

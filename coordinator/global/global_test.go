@@ -161,6 +161,11 @@ func TestTopicsAndMeta(t *testing.T) {
 	if err, _ := h.do(GrowTopic{Name: "nope", Count: 2, Placement: live}).(error); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatalf("grow of a missing topic: %v", err)
 	}
+	h.do(BumpLeaderEpochs{Node: 3})
+	h.do(BumpLeaderEpochs{Node: 3})
+	if a := h.s.Snapshot().Topics["a"]; !slices.Equal(a.Epochs, []int32{0, 0, 2, 0, 2, 2}) || a.Configs["cleanup.policy"] != "compact" {
+		t.Fatalf("node 3's partitions' epochs twice raised: %+v", a)
+	}
 	topicA := record.ConfigResource{Type: record.ConfigTopic, Name: "a"}
 	h.do(AlterConfigs{Resource: topicA, Replace: true, Ops: []ConfigOp{{Name: "retention.ms", Value: "1"}}})
 	if a := h.s.Snapshot().Topics["a"]; a.ID != t1.ID || len(a.Configs) != 1 || a.Configs["retention.ms"] != "1" || len(a.Leaders) != 6 {

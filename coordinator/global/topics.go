@@ -60,6 +60,24 @@ func (s *State) growTopic(c GrowTopic) any {
 	return s.topics[c.Name]
 }
 
+func (s *State) bumpLeaderEpochs(node int32) {
+	for _, name := range slices.Sorted(maps.Keys(s.topics)) {
+		t := s.topics[name]
+		if !slices.Contains(t.Leaders, node) {
+			continue
+		}
+		epochs := make([]int32, len(t.Leaders))
+		for i, l := range t.Leaders {
+			epochs[i] = t.Epoch(int32(i))
+			if l == node {
+				epochs[i]++
+			}
+		}
+		t.Epochs = epochs
+		s.rec.Emit(record.TopicKey(name), t.Encode())
+	}
+}
+
 // place chooses leaders for n new partitions: each goes to the live node
 // that leads the fewest partitions so far, ties going round robin (in
 // node id order) from after the previous choice.
