@@ -103,7 +103,7 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 				sp.ErrorCode = code
 				if code == kerr.NotLeaderForPartition.Code && hdr.version >= 10 {
 					if b, ok := hints.of(t, rp.Partition); ok {
-						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = b.NodeID, 0
+						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = b.NodeID, t.LeaderEpoch(rp.Partition)
 					}
 				}
 			case req.TransactionID == nil && isTransactional(rp.Records):

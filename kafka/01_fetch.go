@@ -13,7 +13,8 @@ package kafka
 //     when its session cache is full, and clients then keep sending full
 //     requests. An incremental request for a session we never gave gets
 //     FETCH_SESSION_ID_NOT_FOUND.
-//   - v9 (KIP-320): CurrentLeaderEpoch; ours is always 0.
+//   - v9 (KIP-320): CurrentLeaderEpoch, checked against the partition's
+//     (leaderEpochCode).
 //   - v11 (KIP-392): Rack and PreferredReadReplica (-1: read from us).
 //   - v12: flexible; LastFetchedEpoch, DivergingEpoch; CurrentLeader
 //     (tagged), set with NOT_LEADER_OR_FOLLOWER for a partition another
@@ -149,13 +150,11 @@ func (s *Server) fetchOnce(sc scope, version int16, req *kmsg.FetchRequest, deni
 				sp.ErrorCode = code
 				if code == kerr.NotLeaderForPartition.Code && version >= 12 {
 					if b, ok := hints.of(t, rp.Partition); ok {
-						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = b.NodeID, 0
+						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = b.NodeID, t.LeaderEpoch(rp.Partition)
 					}
 				}
-			case rp.CurrentLeaderEpoch > 0:
-				// Our leader epoch is always 0: a larger one comes from
-				// metadata we never gave out.
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case leaderEpochCode(rp.CurrentLeaderEpoch, p.LeaderEpoch()) != 0:
+				sp.ErrorCode = leaderEpochCode(rp.CurrentLeaderEpoch, p.LeaderEpoch())
 			default:
 				waits = append(waits, waitTarget{p.Wait()})
 				limit := int(rp.PartitionMaxBytes)

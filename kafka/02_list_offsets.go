@@ -7,7 +7,9 @@ package kafka
 //     oldest, and ours.
 //   - v2: IsolationLevel: latest is the last stable offset for
 //     read_committed (1), the high watermark for read_uncommitted.
-//   - v4 (KIP-320): CurrentLeaderEpoch and LeaderEpoch (always 0 here).
+//   - v4 (KIP-320): CurrentLeaderEpoch, checked against the partition's
+//     (leaderEpochCode), and LeaderEpoch, the epoch the offset answered
+//     was written in.
 //   - v6: flexible.
 //   - v7 (KIP-734): timestamp -3, the record with the largest timestamp.
 //   - v8 (KIP-405): -4, earliest local offset (the log start here).
@@ -67,11 +69,12 @@ func handleListOffsets(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.R
 					s.listOffsetsOffsets(rp, &sp) // consumer_offsets.go
 				case code != 0:
 					sp.ErrorCode = code
-				case rp.CurrentLeaderEpoch > 0:
-					sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+				case leaderEpochCode(rp.CurrentLeaderEpoch, p.LeaderEpoch()) != 0:
+					sp.ErrorCode = leaderEpochCode(rp.CurrentLeaderEpoch, p.LeaderEpoch())
 				case req.IsolationLevel == 1 && rp.Timestamp == tsLatest:
 					// read_committed: the last stable offset, as Kafka.
-					sp.Offset, sp.LeaderEpoch = p.LastStable(), 0
+					sp.Offset = p.LastStable()
+					sp.LeaderEpoch = p.EpochAt(sp.Offset)
 				default:
 					s.listOffset(p, rp.Timestamp, &sp)
 				}
@@ -96,6 +99,7 @@ type offsetLog interface {
 	Offsets() (logStart, highWatermark int64)
 	MaxTimestamp() (offset, at int64, found bool, err error)
 	OffsetForTimestamp(ts int64) (offset, at int64, found bool, err error)
+	EpochAt(offset int64) int32
 }
 
 // answerListOffset fills sp with p's offset for the request's timestamp
@@ -121,9 +125,8 @@ func answerListOffset(p offsetLog, ts int64, sp *kmsg.ListOffsetsResponseTopicPa
 	if err != nil {
 		return err
 	}
-	sp.LeaderEpoch = 0
 	if found {
-		sp.Offset, sp.Timestamp = off, -1
+		sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, -1, p.EpochAt(off)
 		if ts == tsMax || ts >= 0 {
 			sp.Timestamp = at
 		}

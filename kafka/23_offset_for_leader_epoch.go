@@ -7,13 +7,16 @@ package kafka
 //     v1: the answer's LeaderEpoch. v2: CurrentLeaderEpoch, to fence a
 //     stale client. v3: ReplicaID (-1 for consumers). v4: flexible.
 //
-// Every partition has had one leader epoch, 0, from offset 0 on: each
-// partition has one copy, on the node that leads it for ever. So, as
-// Kafka's LeaderEpochFileCache.endOffsetFor: epoch 0 ends at the log end
-// offset (the high watermark here), any other epoch is UNDEFINED (-1,
-// -1); a CurrentLeaderEpoch above 0 is UNKNOWN_LEADER_EPOCH, as Fetch
-// answers it. __consumer_offsets' partitions answer alike on the node that
-// coordinates their shard. Unknown topics and partitions, another node's
+// A partition's leader epoch rises each time its node starts serving it
+// (topics/epochs.go), and the partition keeps where each epoch began. So,
+// as Kafka's LeaderEpochFileCache.endOffsetFor: the current epoch ends at
+// the log end offset (the high watermark here), an earlier one where the
+// next began (an epoch with no records of its own answers the one
+// before), an epoch above every one known is UNDEFINED (-1, -1). The
+// request's CurrentLeaderEpoch is checked as Fetch checks it
+// (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH). __consumer_offsets'
+// partitions have one epoch, 0, and answer on the node that coordinates
+// their shard. Unknown topics and partitions, another node's
 // partitions: as Fetch. With authorization on: DESCRIBE on the topic for
 // a consumer (ReplicaID -1), CLUSTER_ACTION on the cluster for a replica;
 // else TOPIC_AUTHORIZATION_FAILED or CLUSTER_AUTHORIZATION_FAILED.
@@ -43,7 +46,8 @@ func handleOffsetForLeaderEpoch(_ context.Context, s *Server, hdr *reqHeader, kr
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
 			var part interface {
-				Offsets() (logStart, highWatermark int64)
+				LeaderEpoch() int32
+				EndOffsetFor(epoch int32) (int32, int64)
 			}
 			switch {
 			case clusterDenied:
@@ -57,11 +61,10 @@ func handleOffsetForLeaderEpoch(_ context.Context, s *Server, hdr *reqHeader, kr
 			}
 			switch {
 			case sp.ErrorCode != 0:
-			case rp.CurrentLeaderEpoch > 0:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			case rp.LeaderEpoch == 0:
-				_, end := part.Offsets()
-				sp.LeaderEpoch, sp.EndOffset = 0, end
+			case leaderEpochCode(rp.CurrentLeaderEpoch, part.LeaderEpoch()) != 0:
+				sp.ErrorCode = leaderEpochCode(rp.CurrentLeaderEpoch, part.LeaderEpoch())
+			default:
+				sp.LeaderEpoch, sp.EndOffset = part.EndOffsetFor(rp.LeaderEpoch)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

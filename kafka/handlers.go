@@ -78,6 +78,22 @@ func (s *Server) partitionOf(t *topics.Topic, p int32, byID bool) (*topics.Parti
 	return t.Partitions[p], 0
 }
 
+// leaderEpochCode checks a request's CurrentLeaderEpoch against the
+// partition's, as Kafka's Partition.checkCurrentLeaderEpoch: -1 (none)
+// passes; an older one is FENCED_LEADER_EPOCH (the client's metadata is
+// stale); a newer one UNKNOWN_LEADER_EPOCH (we have not caught up).
+func leaderEpochCode(requested, current int32) int16 {
+	switch {
+	case requested < 0:
+		return 0
+	case requested < current:
+		return kerr.FencedLeaderEpoch.Code
+	case requested > current:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
+}
+
 // leaders collects the brokers named in CurrentLeader hints (KIP-951): a
 // NOT_LEADER_OR_FOLLOWER answer names the partition's live leader, and the
 // response lists its endpoint, so that the client need not refresh its

@@ -402,6 +402,24 @@ func (p *Partition) Offsets() (logStart, highWatermark int64) {
 	return 0, p.hw
 }
 
+// LeaderEpoch is the partition's leader epoch: always 0, as its records
+// are the coordinator's and carry no epoch of their own.
+func (p *Partition) LeaderEpoch() int32 { return 0 }
+
+// EpochAt is the epoch an offset was written in: 0.
+func (p *Partition) EpochAt(int64) int32 { return 0 }
+
+// EndOffsetFor answers OffsetForLeaderEpoch: epoch 0 ends at the high
+// watermark; any other is undefined (-1, -1), as Kafka's
+// LeaderEpochFileCache answers an epoch above every one it has.
+func (p *Partition) EndOffsetFor(epoch int32) (int32, int64) {
+	if epoch != 0 {
+		return -1, -1
+	}
+	_, hw := p.Offsets()
+	return 0, hw
+}
+
 // Wait returns a channel closed when the high watermark next moves, or
 // the partition closes. Take it before reading, so that a move between
 // the read and the wait is not missed.

@@ -141,3 +141,55 @@ func assignEpoch(entries []epochEntry, epoch int32, start int64) ([]epochEntry, 
 	}
 	return append(entries, epochEntry{epoch, start}), true
 }
+
+// openEpochs reads the partition's epochs once its log is recovered: an
+// epoch that began past the recovered end (its records torn off by a
+// crash, never acknowledged) is dropped.
+func (p *Partition) openEpochs() error {
+	entries, err := loadEpochs(p.dir)
+	if err != nil {
+		return err
+	}
+	for len(entries) > 1 && entries[len(entries)-1].start > p.end {
+		entries = entries[:len(entries)-1]
+	}
+	p.epochs = entries
+	return nil
+}
+
+// setEpoch makes epoch the partition's leader epoch from its log end on,
+// durably, if it is above the current one.
+func (p *Partition) setEpoch(epoch int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	entries, ok := assignEpoch(p.epochs, epoch, p.end)
+	if !ok {
+		return nil
+	}
+	if err := saveEpochs(p.dir, entries, p.syncFile); err != nil {
+		return fmt.Errorf("leader epoch %d of %s-%d: %w", epoch, p.Topic, p.Index, err)
+	}
+	p.epochs = entries
+	return nil
+}
+
+// LeaderEpoch is the partition's current leader epoch.
+func (p *Partition) LeaderEpoch() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epochs[len(p.epochs)-1].epoch
+}
+
+// EndOffsetFor answers OffsetForLeaderEpoch for an epoch (endOffsetFor).
+func (p *Partition) EndOffsetFor(epoch int32) (int32, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return endOffsetFor(p.epochs, epoch, p.end)
+}
+
+// EpochAt is the leader epoch offset off was appended in.
+func (p *Partition) EpochAt(off int64) int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return epochAt(p.epochs, off)
+}

@@ -66,3 +66,39 @@ func TestEpochsFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaderEpochsAcrossReopens: each open of the log raises the epoch of
+// the partitions it serves; a batch carries the epoch it was appended in;
+// OffsetForLeaderEpoch's answer for an earlier epoch is where the next
+// began, and the topic's catalog epoch is the partition's.
+func TestLeaderEpochsAcrossReopens(t *testing.T) {
+	e := newEnv(t)
+	e.create("t", 1, nil)
+	e.reopen() // the topic now exists at an open: epoch 1
+	p := e.part("t", 0)
+	first := p.LeaderEpoch()
+	if first < 1 || e.log.Topic("t").LeaderEpoch(0) != first {
+		t.Fatalf("after a reopen: partition epoch %d, catalog %d", first, e.log.Topic("t").LeaderEpoch(0))
+	}
+	mustAppend(t, p, plainBatch(t, 3, "a")) // 0-2
+	e.reopen()
+	p = e.part("t", 0)
+	mustAppend(t, p, plainBatch(t, 2, "b")) // 3-4
+	second := p.LeaderEpoch()
+	if second != first+1 {
+		t.Fatalf("epoch after a second reopen %d, want %d", second, first+1)
+	}
+	batches := readAll(t, p, 0)
+	if len(batches) != 2 || batches[0].Header.PartitionLeaderEpoch != first || batches[1].Header.PartitionLeaderEpoch != second {
+		t.Fatalf("batches' epochs %+v, want %d then %d", batches, first, second)
+	}
+	if ep, end := p.EndOffsetFor(first); ep != first || end != 3 {
+		t.Fatalf("end of epoch %d: (%d, %d), want (%d, 3)", first, ep, end, first)
+	}
+	if ep, end := p.EndOffsetFor(second); ep != second || end != 5 {
+		t.Fatalf("end of the current epoch: (%d, %d), want (%d, 5)", ep, end, second)
+	}
+	if got := p.EpochAt(1); got != first {
+		t.Fatalf("epoch of offset 1: %d, want %d", got, first)
+	}
+}

@@ -69,6 +69,18 @@ type Topic struct {
 	// Leaders is the node that leads (and alone stores) each partition,
 	// chosen when the partition was created; as long as Partitions.
 	Leaders []int32
+	// epochs are the partitions' leader epochs (record.Topic.Epochs).
+	epochs []int32
+}
+
+// LeaderEpoch is partition p's leader epoch as the catalog has it (what
+// Metadata reports; the partition takes it on when this node's snapshot
+// reaches it).
+func (t *Topic) LeaderEpoch(p int32) int32 {
+	if int(p) < len(t.epochs) {
+		return t.epochs[p]
+	}
+	return 0
 }
 
 // Config returns the value of a topic config and whether it is the default.
@@ -205,6 +217,13 @@ func Open(cfg Config) (*Log, error) {
 		l.Close()
 		return nil, fmt.Errorf("load topics: %w", err)
 	}
+	// This node serves its partitions again: a new leader epoch each, as
+	// Kafka's controller gives a partition whose leader came back, so
+	// that clients check their positions (KIP-320).
+	if _, err := l.do(global.BumpLeaderEpochs{Node: l.nodeID}); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("raise leader epochs: %w", err)
+	}
 	l.removeOrphans()
 	return l, nil
 }
@@ -309,7 +328,7 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 	if err != nil {
 		return err
 	}
-	t := &Topic{Name: name, ID: rec.ID, Configs: rec.Configs, Leaders: rec.Leaders}
+	t := &Topic{Name: name, ID: rec.ID, Configs: rec.Configs, Leaders: rec.Leaders, epochs: rec.Epochs}
 	count := len(rec.Leaders)
 	if other := l.byID[t.ID]; other != nil && other.Name != name {
 		return fmt.Errorf("corrupt topic record: %s has the id of %s", name, other.Name)
@@ -320,6 +339,7 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 		old = nil
 	}
 	t.Partitions = make([]*Partition, count)
+	var epochErrs []error
 	if old != nil {
 		segBytes, appendTime := t.int64Config("segment.bytes"), t.logAppendTime()
 		for i, p := range old.Partitions {
@@ -328,12 +348,13 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 			case i < len(t.Partitions) && t.Leaders[i] == l.nodeID:
 				t.Partitions[i] = p
 				p.setConfigs(segBytes, appendTime) // the configs may have changed
+				epochErrs = append(epochErrs, p.setEpoch(t.LeaderEpoch(int32(i))))
 			default:
 				p.close()
 			}
 		}
 	}
-	err = l.openPartitions(t)
+	err = errors.Join(append(epochErrs, l.openPartitions(t))...)
 	l.byName[name] = t
 	l.byID[t.ID] = t
 	if err == nil {
@@ -414,6 +435,11 @@ func (l *Log) openPartitions(t *Topic) error {
 			continue
 		}
 		p.setConfigs(segBytes, t.logAppendTime())
+		if err := p.setEpoch(t.LeaderEpoch(int32(i))); err != nil {
+			p.close()
+			errs = append(errs, err)
+			continue
+		}
 		t.Partitions[i] = p
 	}
 	return errors.Join(errs...)

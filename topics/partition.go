@@ -89,7 +89,10 @@ type Partition struct {
 	logger        *slog.Logger
 	syncFile      func(*os.File) error
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// epochs are the leader epochs and where each began (epochs.go),
+	// the current one last.
+	epochs    []epochEntry
 	segs      []*segment
 	batches   []batchEntry
 	logStart  int64
@@ -125,6 +128,10 @@ func openPartition(dir, topic string, index int32, segmentBytes int64, logger *s
 	if err := p.recover(); err != nil {
 		p.closeFiles()
 		return nil, fmt.Errorf("recover %s-%d: %w", topic, index, err)
+	}
+	if err := p.openEpochs(); err != nil {
+		p.closeFiles()
+		return nil, fmt.Errorf("open %s-%d: %w", topic, index, err)
 	}
 	return p, nil
 }
@@ -473,7 +480,7 @@ func (p *Partition) appendLocked(b []byte, h header, ctrl int16) error {
 	}
 	base := p.end
 	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(base))
-	binary.BigEndian.PutUint32(b[offLeaderEpoch:], 0)
+	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(p.epochs[len(p.epochs)-1].epoch))
 	if ctrl < 0 && p.logAppendTime {
 		h.maxTimestamp = stampAppendTime(b, time.Now().UnixMilli())
 	}
