@@ -116,6 +116,16 @@ type Config struct {
 	// ClusterID, if set, is the cluster id; else one is minted at first
 	// start and kept by the global unit (record.MetaClusterID).
 	ClusterID string
+
+	// Clock gives the time retention.ms and segment.ms are measured
+	// against and LogAppendTime stamps, and arms the retention check.
+	// Nil: the system clock. Tests pass a fake one.
+	Clock coordinator.Clock
+	// RetentionCheckInterval is how often the log deletes the segments
+	// retention no longer keeps (Kafka's log.retention.check.interval.ms).
+	// A change of a topic's configs runs a check at once as well. Zero:
+	// DefaultRetentionCheckInterval (5 min); it must not be negative.
+	RetentionCheckInterval time.Duration
 }
 
 // Log is the set of topics. It is safe for concurrent use.
@@ -128,6 +138,16 @@ type Log struct {
 	nodeID   int32
 	nodes    func() []int32
 	reserve  func(int64) (int64, error)
+	clock    coordinator.Clock
+
+	// The retention loop (retention.go): wake asks it for a pass,
+	// stopLoop ends it, loopDone is closed when it has ended (nil if it
+	// never started).
+	retentionEvery time.Duration
+	wake           chan struct{}
+	stopLoop       chan struct{}
+	stopOnce       sync.Once
+	loopDone       chan struct{}
 
 	// admin serializes the applications of the unit's snapshots, so that
 	// an older one applied late cannot undo a newer one. Taken before mu.
@@ -167,19 +187,32 @@ func Open(cfg Config) (*Log, error) {
 	if cfg.SyncFile == nil {
 		cfg.SyncFile = dataSync
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = coordinator.SystemClock{}
+	}
+	if cfg.RetentionCheckInterval < 0 {
+		return nil, fmt.Errorf("topics: negative RetentionCheckInterval %v", cfg.RetentionCheckInterval)
+	}
+	if cfg.RetentionCheckInterval == 0 {
+		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
 	l := &Log{
-		dir:       cfg.Dir,
-		unit:      cfg.Unit,
-		logger:    cfg.Logger,
-		syncFile:  cfg.SyncFile,
-		nodeID:    cfg.NodeID,
-		nodes:     cfg.Nodes,
-		reserve:   cfg.ReserveProducerIDs,
-		byName:    make(map[string]*Topic),
-		byID:      make(map[[16]byte]*Topic),
-		raw:       make(map[string][]byte),
-		openErr:   make(map[string]error),
-		clusterID: cfg.ClusterID,
+		dir:            cfg.Dir,
+		unit:           cfg.Unit,
+		logger:         cfg.Logger,
+		syncFile:       cfg.SyncFile,
+		nodeID:         cfg.NodeID,
+		nodes:          cfg.Nodes,
+		reserve:        cfg.ReserveProducerIDs,
+		clock:          cfg.Clock,
+		retentionEvery: cfg.RetentionCheckInterval,
+		wake:           make(chan struct{}, 1),
+		stopLoop:       make(chan struct{}),
+		byName:         make(map[string]*Topic),
+		byID:           make(map[[16]byte]*Topic),
+		raw:            make(map[string][]byte),
+		openErr:        make(map[string]error),
+		clusterID:      cfg.ClusterID,
 	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create topic dir: %w", err)
@@ -206,6 +239,8 @@ func Open(cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("load topics: %w", err)
 	}
 	l.removeOrphans()
+	l.loopDone = make(chan struct{})
+	go l.retainLoop(l.clock.At(l.clock.Now().Add(l.retentionEvery), l.kick))
 	return l, nil
 }
 
@@ -317,16 +352,19 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 	}
 	t.Partitions = make([]*Partition, count)
 	if old != nil {
-		segBytes, appendTime := t.int64Config("segment.bytes"), t.logAppendTime()
+		cfg := t.partConfig()
 		for i, p := range old.Partitions {
 			switch {
 			case p == nil:
 			case i < len(t.Partitions) && t.Leaders[i] == l.nodeID:
 				t.Partitions[i] = p
-				p.setConfigs(segBytes, appendTime) // the configs may have changed
+				p.setConfigs(cfg) // the configs may have changed
 			default:
 				p.close()
 			}
+		}
+		if !maps.Equal(old.Configs, t.Configs) {
+			l.kick() // retention may now delete more
 		}
 	}
 	err = l.openPartitions(t)
@@ -397,29 +435,46 @@ func (l *Log) topicDir(id [16]byte) string { return filepath.Join(l.dir, hex.Enc
 // not opened yet. One that fails to open is left nil, and the others are
 // still opened.
 func (l *Log) openPartitions(t *Topic) error {
-	segBytes := t.int64Config("segment.bytes")
+	cfg := t.partConfig()
 	var errs []error
 	for i, p := range t.Partitions {
 		if p != nil || t.Leaders[i] != l.nodeID {
 			continue
 		}
 		dir := filepath.Join(l.topicDir(t.ID), strconv.Itoa(i))
-		p, err := openPartition(dir, t.Name, int32(i), segBytes, l.logger, l.syncFile)
+		p, err := openPartition(dir, t.Name, int32(i), cfg, l.logger, l.syncFile, l.clock.Now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		p.setConfigs(segBytes, t.logAppendTime())
 		t.Partitions[i] = p
 	}
 	return errors.Join(errs...)
 }
 
-// logAppendTime reports whether the topic's batches carry the append
-// time (message.timestamp.type=LogAppendTime).
-func (t *Topic) logAppendTime() bool {
-	v, _ := t.Config("message.timestamp.type")
-	return v == "LogAppendTime"
+// partConfig is what the topic's partitions act on of its configs.
+func (t *Topic) partConfig() partConfig {
+	ts, _ := t.Config("message.timestamp.type")
+	policy, _ := t.Config("cleanup.policy")
+	return partConfig{
+		segmentBytes:    t.int64Config("segment.bytes"),
+		segmentMs:       t.int64Config("segment.ms"),
+		retentionMs:     t.int64Config("retention.ms"),
+		retentionBytes:  t.int64Config("retention.bytes"),
+		deleteRetention: slices.Contains(policyList(policy), "delete"),
+		logAppendTime:   ts == "LogAppendTime",
+	}
+}
+
+// policyList splits a cleanup.policy value into its policies.
+func policyList(v string) []string {
+	var out []string
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func (t *Topic) int64Config(name string) int64 {
@@ -708,11 +763,15 @@ func (l *Log) grow(name string, count int32, leaders []int32, validateOnly bool)
 	return err
 }
 
-// Close syncs and closes every partition, and stops the unit if the log
-// started it. The store is the caller's.
+// Close stops the retention loop, syncs and closes every partition, and
+// stops the unit if the log started it. The store is the caller's.
 func (l *Log) Close() error {
 	if l.ownUnit != nil {
 		defer l.ownUnit.Close()
+	}
+	l.stopOnce.Do(func() { close(l.stopLoop) })
+	if l.loopDone != nil {
+		<-l.loopDone
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
