@@ -11,6 +11,9 @@
 // they are append-only and read sequentially, which plain files do best (a
 // key-value store would write every byte at least twice).
 //
+// One goroutine per Log deletes the segments retention no longer keeps
+// (retention.go); nothing else runs in the background.
+//
 // In cluster mode the store is shared and each node opens the partitions
 // it leads, the one copy of each (no replication); the unit's snapshots
 // bring the changes other nodes made, and the Config hooks (Nodes,
@@ -690,8 +693,9 @@ func (l *Log) Version() uint64 { return l.version.Load() }
 // AlterConfigs makes configs (validated here, as CreateTopics validates
 // them) the topic's explicit configs; the others go back to their
 // defaults. The partitions act on the ones they enforce at once
-// (max.message.bytes on the next produce, segment.bytes at the next
-// roll). With validateOnly it checks and changes nothing.
+// (max.message.bytes on the next produce, segment.bytes and segment.ms at
+// the next append, retention.ms and retention.bytes at a retention check
+// the change starts). With validateOnly it checks and changes nothing.
 func (l *Log) AlterConfigs(name string, configs map[string]string, validateOnly bool) error {
 	if err := l.open(); err != nil {
 		return err
