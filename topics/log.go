@@ -12,7 +12,7 @@
 // key-value store would write every byte at least twice).
 //
 // One goroutine per Log deletes the segments retention no longer keeps
-// (retention.go); nothing else runs in the background.
+// (retention.go); partitions run none of their own.
 //
 // In cluster mode the store is shared and each node opens the partitions
 // it leads, the one copy of each (no replication); the unit's snapshots
