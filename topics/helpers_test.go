@@ -12,10 +12,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -300,6 +302,10 @@ type env struct {
 	dir string
 	st  store.Store
 	log *Log
+	// clock and every, if set, are the next open's Clock and
+	// RetentionCheckInterval.
+	clock coordinator.Clock
+	every time.Duration
 }
 
 func newEnv(t testing.TB) *env {
@@ -324,7 +330,7 @@ func (e *env) dataDir() string { return filepath.Join(e.dir, "topics") }
 
 func (e *env) open() {
 	e.t.Helper()
-	l, err := Open(Config{Dir: e.dataDir(), Store: e.st})
+	l, err := Open(Config{Dir: e.dataDir(), Store: e.st, Clock: e.clock, RetentionCheckInterval: e.every})
 	if err != nil {
 		e.t.Fatalf("Open: %v", err)
 	}

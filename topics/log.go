@@ -11,6 +11,9 @@
 // they are append-only and read sequentially, which plain files do best (a
 // key-value store would write every byte at least twice).
 //
+// One goroutine per Log deletes the segments retention no longer keeps
+// (retention.go); partitions run none of their own.
+//
 // In cluster mode the store is shared and each node opens the partitions
 // it leads, the one copy of each (no replication); the unit's snapshots
 // bring the changes other nodes made, and the Config hooks (Nodes,
@@ -128,6 +131,16 @@ type Config struct {
 	// ClusterID, if set, is the cluster id; else one is minted at first
 	// start and kept by the global unit (record.MetaClusterID).
 	ClusterID string
+
+	// Clock gives the time retention.ms and segment.ms are measured
+	// against and LogAppendTime stamps, and arms the retention check.
+	// Nil: the system clock. Tests pass a fake one.
+	Clock coordinator.Clock
+	// RetentionCheckInterval is how often the log deletes the segments
+	// retention no longer keeps (Kafka's log.retention.check.interval.ms).
+	// A change of a topic's configs runs a check at once as well. Zero:
+	// DefaultRetentionCheckInterval (5 min); it must not be negative.
+	RetentionCheckInterval time.Duration
 }
 
 // Log is the set of topics. It is safe for concurrent use.
@@ -140,6 +153,16 @@ type Log struct {
 	nodeID   int32
 	nodes    func() []int32
 	reserve  func(int64) (int64, error)
+	clock    coordinator.Clock
+
+	// The retention loop (retention.go): wake asks it for a pass,
+	// stopLoop ends it, loopDone is closed when it has ended (nil if it
+	// never started).
+	retentionEvery time.Duration
+	wake           chan struct{}
+	stopLoop       chan struct{}
+	stopOnce       sync.Once
+	loopDone       chan struct{}
 
 	// admin serializes the applications of the unit's snapshots, so that
 	// an older one applied late cannot undo a newer one. Taken before mu.
@@ -179,19 +202,32 @@ func Open(cfg Config) (*Log, error) {
 	if cfg.SyncFile == nil {
 		cfg.SyncFile = dataSync
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = coordinator.SystemClock{}
+	}
+	if cfg.RetentionCheckInterval < 0 {
+		return nil, fmt.Errorf("topics: negative RetentionCheckInterval %v", cfg.RetentionCheckInterval)
+	}
+	if cfg.RetentionCheckInterval == 0 {
+		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
 	l := &Log{
-		dir:       cfg.Dir,
-		unit:      cfg.Unit,
-		logger:    cfg.Logger,
-		syncFile:  cfg.SyncFile,
-		nodeID:    cfg.NodeID,
-		nodes:     cfg.Nodes,
-		reserve:   cfg.ReserveProducerIDs,
-		byName:    make(map[string]*Topic),
-		byID:      make(map[[16]byte]*Topic),
-		raw:       make(map[string][]byte),
-		openErr:   make(map[string]error),
-		clusterID: cfg.ClusterID,
+		dir:            cfg.Dir,
+		unit:           cfg.Unit,
+		logger:         cfg.Logger,
+		syncFile:       cfg.SyncFile,
+		nodeID:         cfg.NodeID,
+		nodes:          cfg.Nodes,
+		reserve:        cfg.ReserveProducerIDs,
+		clock:          cfg.Clock,
+		retentionEvery: cfg.RetentionCheckInterval,
+		wake:           make(chan struct{}, 1),
+		stopLoop:       make(chan struct{}),
+		byName:         make(map[string]*Topic),
+		byID:           make(map[[16]byte]*Topic),
+		raw:            make(map[string][]byte),
+		openErr:        make(map[string]error),
+		clusterID:      cfg.ClusterID,
 	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create topic dir: %w", err)
@@ -225,6 +261,8 @@ func Open(cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("raise leader epochs: %w", err)
 	}
 	l.removeOrphans()
+	l.loopDone = make(chan struct{})
+	go l.retainLoop(l.clock.At(l.clock.Now().Add(l.retentionEvery), l.kick))
 	return l, nil
 }
 
@@ -341,17 +379,20 @@ func (l *Log) syncLocked(name string, raw []byte) error {
 	t.Partitions = make([]*Partition, count)
 	var epochErrs []error
 	if old != nil {
-		segBytes, appendTime := t.int64Config("segment.bytes"), t.logAppendTime()
+		cfg := t.partConfig()
 		for i, p := range old.Partitions {
 			switch {
 			case p == nil:
 			case i < len(t.Partitions) && t.Leaders[i] == l.nodeID:
 				t.Partitions[i] = p
-				p.setConfigs(segBytes, appendTime) // the configs may have changed
+				p.setConfigs(cfg) // the configs may have changed
 				epochErrs = append(epochErrs, p.setEpoch(t.LeaderEpoch(int32(i))))
 			default:
 				p.close()
 			}
+		}
+		if !maps.Equal(old.Configs, t.Configs) {
+			l.kick() // retention may now delete more
 		}
 	}
 	err = errors.Join(append(epochErrs, l.openPartitions(t))...)
@@ -422,19 +463,18 @@ func (l *Log) topicDir(id [16]byte) string { return filepath.Join(l.dir, hex.Enc
 // not opened yet. One that fails to open is left nil, and the others are
 // still opened.
 func (l *Log) openPartitions(t *Topic) error {
-	segBytes := t.int64Config("segment.bytes")
+	cfg := t.partConfig()
 	var errs []error
 	for i, p := range t.Partitions {
 		if p != nil || t.Leaders[i] != l.nodeID {
 			continue
 		}
 		dir := filepath.Join(l.topicDir(t.ID), strconv.Itoa(i))
-		p, err := openPartition(dir, t.Name, int32(i), segBytes, l.logger, l.syncFile)
+		p, err := openPartition(dir, t.Name, int32(i), cfg, l.logger, l.syncFile, l.clock.Now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		p.setConfigs(segBytes, t.logAppendTime())
 		if err := p.setEpoch(t.LeaderEpoch(int32(i))); err != nil {
 			p.close()
 			errs = append(errs, err)
@@ -445,11 +485,29 @@ func (l *Log) openPartitions(t *Topic) error {
 	return errors.Join(errs...)
 }
 
-// logAppendTime reports whether the topic's batches carry the append
-// time (message.timestamp.type=LogAppendTime).
-func (t *Topic) logAppendTime() bool {
-	v, _ := t.Config("message.timestamp.type")
-	return v == "LogAppendTime"
+// partConfig is what the topic's partitions act on of its configs.
+func (t *Topic) partConfig() partConfig {
+	ts, _ := t.Config("message.timestamp.type")
+	policy, _ := t.Config("cleanup.policy")
+	return partConfig{
+		segmentBytes:    t.int64Config("segment.bytes"),
+		segmentMs:       t.int64Config("segment.ms"),
+		retentionMs:     t.int64Config("retention.ms"),
+		retentionBytes:  t.int64Config("retention.bytes"),
+		deleteRetention: slices.Contains(policyList(policy), "delete"),
+		logAppendTime:   ts == "LogAppendTime",
+	}
+}
+
+// policyList splits a cleanup.policy value into its policies.
+func policyList(v string) []string {
+	var out []string
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func (t *Topic) int64Config(name string) int64 {
@@ -679,8 +737,9 @@ func (l *Log) AlterConfigs(name string, configs map[string]string, validateOnly 
 // replace) in the global unit, so that concurrent changes on other nodes
 // are not lost, validates the result as CreateTopics validates configs,
 // and returns it. The partitions act on the configs they enforce at once
-// (max.message.bytes on the next produce, segment.bytes at the next
-// roll). With validateOnly it checks and changes nothing.
+// (max.message.bytes on the next produce, segment.bytes and segment.ms at
+// the next append, retention.ms and retention.bytes at a retention check
+// the change starts). With validateOnly it checks and changes nothing.
 func (l *Log) ChangeConfigs(name string, ops []global.ConfigOp, replace, validateOnly bool) (map[string]string, error) {
 	if err := l.open(); err != nil {
 		return nil, err
@@ -755,11 +814,15 @@ func (l *Log) grow(name string, count int32, leaders []int32, validateOnly bool)
 	return err
 }
 
-// Close syncs and closes every partition, and stops the unit if the log
-// started it. The store is the caller's.
+// Close stops the retention loop, syncs and closes every partition, and
+// stops the unit if the log started it. The store is the caller's.
 func (l *Log) Close() error {
 	if l.ownUnit != nil {
 		defer l.ownUnit.Close()
+	}
+	l.stopOnce.Do(func() { close(l.stopLoop) })
+	if l.loopDone != nil {
+		<-l.loopDone
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

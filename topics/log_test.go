@@ -253,8 +253,8 @@ func TestGrow(t *testing.T) {
 		}
 	}
 	// New partitions take the topic's configs.
-	if grown.Partitions[4].segmentBytes != 1024 {
-		t.Fatalf("new partition segment.bytes %d", grown.Partitions[4].segmentBytes)
+	if grown.Partitions[4].cfg.segmentBytes != 1024 {
+		t.Fatalf("new partition segment.bytes %d", grown.Partitions[4].cfg.segmentBytes)
 	}
 	mustAppend(t, grown.Partitions[4], plainBatch(t, 1, "new"))
 	e.reopen()

@@ -37,6 +37,25 @@ type segment struct {
 	// alloc is the file's length: size, then zeros written ahead of the
 	// batches (zeroAhead).
 	alloc int64
+	// firstTS is the max timestamp of the segment's first batch, -1
+	// before it has one or if that batch has none: segment.ms counts from
+	// it (Kafka's LogSegment.rollingBasedTimestamp). maxTS is the largest
+	// timestamp of its batches, -1 if none: retention.ms counts from it
+	// (Kafka's largestTimestamp).
+	firstTS, maxTS int64
+	// created is when the segment was created or opened: segment.ms
+	// counts from it when the first batch has no timestamp, as Kafka's
+	// LogSegment.created.
+	created time.Time
+	// refs counts the reads using f outside the partition's lock; dead
+	// says retention has removed the segment, and then the last of those
+	// reads closes f (release). Both under mu.
+	refs int
+	dead bool
+}
+
+func newSegment(base int64, f *os.File, created time.Time) *segment {
+	return &segment{base: base, f: f, firstTS: -1, maxTS: -1, created: created}
 }
 
 // trim cuts the file back to its batches: the zeros ahead of them, and
@@ -81,15 +100,14 @@ type Partition struct {
 	Topic string
 	Index int32
 
-	dir          string
-	segmentBytes int64
-	// logAppendTime: the topic's message.timestamp.type is LogAppendTime,
-	// so appended batches carry the append time (under mu).
-	logAppendTime bool
-	logger        *slog.Logger
-	syncFile      func(*os.File) error
+	dir      string
+	logger   *slog.Logger
+	syncFile func(*os.File) error
+	now      func() time.Time
 
 	mu sync.Mutex
+	// cfg is what the partition acts on of its topic's configs.
+	cfg partConfig
 	// epochs are the leader epochs and where each began (epochs.go),
 	// the current one last.
 	epochs    []epochEntry
@@ -110,17 +128,35 @@ type Partition struct {
 	synced atomic.Int64
 }
 
-func openPartition(dir, topic string, index int32, segmentBytes int64, logger *slog.Logger, syncFile func(*os.File) error) (*Partition, error) {
+// partConfig is what a partition acts on of its topic's configs; the
+// Log hands it over whole (setConfigs) when the configs change.
+type partConfig struct {
+	// segmentBytes is segment.bytes: the size at which the partition
+	// rolls a new segment. segmentMs is segment.ms: the time after which
+	// it does (rollDue).
+	segmentBytes, segmentMs int64
+	// retentionMs and retentionBytes are retention.ms and retention.bytes
+	// (-1: no limit), which apply when deleteRetention says that
+	// cleanup.policy includes delete (expired).
+	retentionMs, retentionBytes int64
+	deleteRetention             bool
+	// logAppendTime: message.timestamp.type is LogAppendTime, so appended
+	// batches carry the append time.
+	logAppendTime bool
+}
+
+func openPartition(dir, topic string, index int32, cfg partConfig, logger *slog.Logger, syncFile func(*os.File) error, now func() time.Time) (*Partition, error) {
 	p := &Partition{
-		Topic:        topic,
-		Index:        index,
-		dir:          dir,
-		segmentBytes: segmentBytes,
-		logger:       logger,
-		syncFile:     syncFile,
-		producers:    make(map[int64]*producerState),
-		ongoing:      make(map[int64]int64),
-		notify:       make(chan struct{}),
+		Topic:     topic,
+		Index:     index,
+		dir:       dir,
+		cfg:       cfg,
+		logger:    logger,
+		syncFile:  syncFile,
+		now:       now,
+		producers: make(map[int64]*producerState),
+		ongoing:   make(map[int64]int64),
+		notify:    make(chan struct{}),
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partition dir: %w", err)
@@ -159,6 +195,29 @@ func (p *Partition) recover() error {
 		bases = append(bases, base)
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	// The log start DeleteRecords or retention stored (retain stores it
+	// before it removes a file). The segments wholly below it, those
+	// followed by one that starts at or below it, are what retention was
+	// removing when the process stopped, in whatever order the file
+	// system kept the removals: finish the job, so that a gap among them
+	// is not taken for damage, which would cut off the log above it.
+	stored, err := readLogStart(p.dir)
+	if err != nil {
+		return err
+	}
+	below := 0
+	for below+1 < len(bases) && bases[below+1] <= stored {
+		below++
+	}
+	for _, base := range bases[:below] {
+		if err := os.Remove(p.segPath(base)); err != nil {
+			return err
+		}
+	}
+	if below > 0 {
+		p.logger.Info("removed segments below the log start", "topic", p.Topic, "partition", p.Index, "segments", below, "log_start", stored)
+	}
+	bases = bases[below:]
 	if len(bases) == 0 {
 		bases = []int64{0}
 	}
@@ -169,26 +228,38 @@ func (p *Partition) recover() error {
 		if err != nil {
 			return err
 		}
-		seg := &segment{base: base, f: f}
+		seg := newSegment(base, f, p.now())
 		p.segs = append(p.segs, seg)
 		if base != p.end {
 			// A gap between segments: everything from here on is suspect.
 			p.logger.Warn("log segment does not follow the previous one; truncating", "topic", p.Topic, "partition", p.Index, "segment", base, "expected", p.end)
-			return p.dropSegmentsFrom(i, bases)
+			if err := p.dropSegmentsFrom(i, bases); err != nil {
+				return err
+			}
+			break
 		}
 		truncated, err := p.scanSegment(seg)
 		if err != nil {
 			return err
 		}
 		if truncated && i < len(bases)-1 {
-			return p.dropSegmentsFrom(i+1, bases)
+			if err := p.dropSegmentsFrom(i+1, bases); err != nil {
+				return err
+			}
+			break
 		}
 	}
-	// A log start DeleteRecords moved past the first segment's base.
-	if start, err := readLogStart(p.dir); err != nil {
-		return err
-	} else if start > p.logStart {
-		p.logStart = min(start, p.end)
+	if stored > p.logStart {
+		p.logStart = min(stored, p.end)
+	}
+	if stored > p.end {
+		// DeleteRecords moved the start to a log end whose tail was never
+		// synced, and the crash took that tail: the start comes down to
+		// the end, durably, or the records appended there from now on
+		// would be hidden by the next restart.
+		if err := p.storeLogStart(p.end); err != nil {
+			return err
+		}
 	}
 	// Whatever is on disk now counts as durable: make it so.
 	if err := p.syncFile(p.active().f); err != nil {
@@ -289,13 +360,9 @@ func (p *Partition) dropSegmentsFrom(i int, bases []int64) error {
 		if err != nil {
 			return err
 		}
-		p.segs = append(p.segs, &segment{base: p.end, f: f})
+		p.segs = append(p.segs, newSegment(p.end, f, p.now()))
 	}
-	if err := p.syncFile(p.active().f); err != nil {
-		return err
-	}
-	p.synced.Store(p.end)
-	return syncDir(p.dir)
+	return nil // recover syncs the active segment and the directory
 }
 
 // index records a batch that is in seg at pos, and folds it into the
@@ -303,6 +370,10 @@ func (p *Partition) dropSegmentsFrom(i int, bases []int64) error {
 // Callers hold mu (or own p exclusively).
 func (p *Partition) index(seg *segment, pos, base int64, h header, ctrl int16) {
 	last := base + int64(h.lastOffsetDelta)
+	if pos == 0 {
+		seg.firstTS = h.maxTimestamp
+	}
+	seg.maxTS = max(seg.maxTS, h.maxTimestamp)
 	p.batches = append(p.batches, batchEntry{seg: seg, pos: pos, base: base, last: last, maxTS: h.maxTimestamp, size: h.size})
 	p.end = last + 1
 	p.indexTxn(base, h, ctrl)
@@ -378,12 +449,14 @@ func (p *Partition) Append(b []byte, maxBatchBytes int) (AppendResult, error) {
 	return AppendResult{BaseOffset: base, End: p.end, LogStart: p.logStart}, nil
 }
 
-// logStartFile holds the log start offset DeleteRecords set, in decimal;
-// without it the log starts at its first segment's base (Kafka's
-// log-start-offset-checkpoint, one file per partition here).
+// logStartFile holds the log start offset DeleteRecords or retention
+// set, in decimal; without it, or below the first segment's base, the
+// log starts at that base (Kafka's log-start-offset-checkpoint, one file
+// per partition here). Format: one decimal number, no version; a change
+// would take a new file name, the old one read when the new is missing.
 const logStartFile = "log-start"
 
-// readLogStart reads the log start DeleteRecords stored in dir, 0 if none.
+// readLogStart reads the log start stored in dir, 0 if none.
 func readLogStart(dir string) (int64, error) {
 	b, err := os.ReadFile(filepath.Join(dir, logStartFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -401,12 +474,11 @@ func readLogStart(dir string) (int64, error) {
 
 // DeleteRecordsBefore moves the log start to offset (-1: the high
 // watermark), as Kafka's DeleteRecords: records below it are no longer
-// read, listed or counted; the new start is durable (written and synced,
-// then renamed into place) before it returns. An offset at or below the
-// log start changes nothing; one above the high watermark is
-// ErrOffsetOutOfRange. It returns the log start (the low watermark).
-// The segments wholly below it stay on disk until retention removes
-// segments (not done yet).
+// read, listed or counted; the new start is durable before it returns. An
+// offset at or below the log start changes nothing; one above the high
+// watermark is ErrOffsetOutOfRange. It returns the log start (the low
+// watermark). The segments wholly below it go at the next retention pass,
+// as in Kafka.
 func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -422,10 +494,21 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	if offset <= p.logStart {
 		return p.logStart, nil
 	}
+	if err := p.storeLogStart(offset); err != nil {
+		return p.logStart, err
+	}
+	p.logStart = offset
+	return offset, nil
+}
+
+// storeLogStart makes offset the stored log start: written and synced,
+// then renamed into place and the directory synced. Callers hold mu (or
+// own p exclusively).
+func (p *Partition) storeLogStart(offset int64) error {
 	tmp := filepath.Join(p.dir, logStartFile+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return p.logStart, err
+		return fmt.Errorf("store the log start of %s-%d: %w", p.Topic, p.Index, err)
 	}
 	_, err = f.WriteString(strconv.FormatInt(offset, 10))
 	if err == nil {
@@ -441,10 +524,9 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 		err = syncDir(p.dir)
 	}
 	if err != nil {
-		return p.logStart, fmt.Errorf("store the log start of %s-%d: %w", p.Topic, p.Index, err)
+		return fmt.Errorf("store the log start of %s-%d: %w", p.Topic, p.Index, err)
 	}
-	p.logStart = offset
-	return offset, nil
+	return nil
 }
 
 // Size is the bytes of the partition's record batches on disk, every
@@ -459,20 +541,23 @@ func (p *Partition) Size() int64 {
 	return n
 }
 
-// setConfigs applies the topic configs a partition acts on as it
-// appends: segment.bytes, the size at which it rolls a new segment, and
-// message.timestamp.type.
-func (p *Partition) setConfigs(segmentBytes int64, logAppendTime bool) {
+// setConfigs applies the topic configs the partition acts on: those it
+// appends by at the next append, those of retention at the next pass.
+func (p *Partition) setConfigs(cfg partConfig) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.segmentBytes, p.logAppendTime = segmentBytes, logAppendTime
+	p.cfg = cfg
 }
 
 // appendLocked writes a checked batch at the log end and indexes it.
 // Callers hold mu.
 func (p *Partition) appendLocked(b []byte, h header, ctrl int16) error {
+	if ctrl < 0 && p.cfg.logAppendTime {
+		// Before the roll decision, which reads the batch's timestamp.
+		h.maxTimestamp = stampAppendTime(b, p.now().UnixMilli())
+	}
 	seg := p.active()
-	if seg.size > 0 && seg.size+int64(len(b)) > p.segmentBytes {
+	if seg.size > 0 && (seg.size+int64(len(b)) > p.cfg.segmentBytes || p.rollDue(seg, h.maxTimestamp)) {
 		var err error
 		if seg, err = p.roll(); err != nil {
 			return err
@@ -481,9 +566,6 @@ func (p *Partition) appendLocked(b []byte, h header, ctrl int16) error {
 	base := p.end
 	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(base))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(p.epochs[len(p.epochs)-1].epoch))
-	if ctrl < 0 && p.logAppendTime {
-		h.maxTimestamp = stampAppendTime(b, time.Now().UnixMilli())
-	}
 	if err := p.zeroAhead(seg, int64(len(b))); err != nil {
 		return fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
@@ -510,7 +592,7 @@ func (p *Partition) zeroAhead(seg *segment, n int64) error {
 		return nil
 	}
 	step := min(max(seg.size, zeroAheadMin), zeroAheadMax)
-	to := max(seg.size+n, min(seg.alloc+step, p.segmentBytes))
+	to := max(seg.size+n, min(seg.alloc+step, p.cfg.segmentBytes))
 	for at := seg.alloc; at < to; {
 		k := min(to-at, zeroAheadMax)
 		if _, err := seg.f.WriteAt(zeros[:k], at); err != nil {
@@ -543,7 +625,7 @@ func (p *Partition) roll() (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	seg := &segment{base: p.end, f: f}
+	seg := newSegment(p.end, f, p.now())
 	p.segs = append(p.segs, seg)
 	if p.synced.Load() < p.end {
 		p.synced.Store(p.end)
@@ -653,12 +735,14 @@ func (p *Partition) read(offset int64, maxBytes int, atLeastOne, committed bool)
 		n = int64(first.size)
 		res.upper = first.last + 1
 	}
-	p.mu.Unlock()
 	if n == 0 {
+		p.mu.Unlock()
 		return res, nil
 	}
+	first.seg.refs++ // released by readAt
+	p.mu.Unlock()
 	buf := make([]byte, n)
-	if _, err := first.seg.f.ReadAt(buf, first.pos); err != nil {
+	if err := p.readAt(first.seg, buf, first.pos); err != nil {
 		if p.isClosed() {
 			return res, ErrDeleted
 		}
@@ -674,13 +758,36 @@ func (p *Partition) isClosed() bool {
 	return p.closed
 }
 
-// readBatch returns the bytes of one indexed batch. Callers hold no lock.
+// readBatch returns the bytes of one indexed batch. Callers hold no lock,
+// and took a hold on e.seg (e.seg.refs++) under mu when they found e,
+// which readBatch ends.
 func (p *Partition) readBatch(e batchEntry) ([]byte, error) {
 	buf := make([]byte, e.size)
-	if _, err := e.seg.f.ReadAt(buf, e.pos); err != nil {
+	if err := p.readAt(e.seg, buf, e.pos); err != nil {
 		return nil, fmt.Errorf("read %s-%d: %w", p.Topic, p.Index, err)
 	}
 	return buf, nil
+}
+
+// readAt fills buf from seg at pos, then ends the caller's hold on seg:
+// a read takes one (seg.refs++) under mu where it finds the segment, so
+// that retention, which may remove the segment in between, leaves the
+// file open until the read is done (release).
+func (p *Partition) readAt(seg *segment, buf []byte, pos int64) error {
+	_, err := seg.f.ReadAt(buf, pos)
+	p.release(seg)
+	return err
+}
+
+// release ends a hold on seg; the last one out of a segment retention
+// removed closes its file.
+func (p *Partition) release(seg *segment) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seg.refs--
+	if seg.refs == 0 && seg.dead {
+		seg.f.Close()
+	}
 }
 
 // close trims the active segment to its batches, syncs and closes the

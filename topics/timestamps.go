@@ -40,6 +40,7 @@ func (p *Partition) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
 	var e batchEntry
 	if i < len(p.batches) {
 		e = p.batches[i]
+		e.seg.refs++ // released by readBatch
 	}
 	p.mu.Unlock()
 	if e.seg == nil {
@@ -76,6 +77,7 @@ func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
 	var e batchEntry
 	if best >= 0 {
 		e = p.batches[best]
+		e.seg.refs++ // released by readBatch
 	}
 	p.mu.Unlock()
 	if best < 0 {

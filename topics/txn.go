@@ -121,13 +121,15 @@ func (p *Partition) indexTxn(base int64, h header, ctrl int16) {
 	ps.marker, ps.committed = h.producerEpoch, ctrl == controlCommit
 }
 
-// lastStable is the LSO. Callers hold mu.
+// lastStable is the LSO. Callers hold mu. It is never below the log
+// start, which may have passed an open transaction's first offset
+// (DeleteRecords, retention), as Kafka's UnifiedLog.updateFirstUnstableOffset.
 func (p *Partition) lastStable() int64 {
 	lso := p.end
 	for _, first := range p.ongoing {
 		lso = min(lso, first)
 	}
-	return lso
+	return max(lso, p.logStart)
 }
 
 // LastStable returns the partition's last stable offset: the first offset
