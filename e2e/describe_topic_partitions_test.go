@@ -1,13 +1,21 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/node"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -184,4 +192,106 @@ func TestDescribeTopicPartitionsFranz(t *testing.T) {
 		}
 		return true, ""
 	})
+}
+
+// jsPage is one page the platformatic script printed.
+type jsPage struct {
+	Kind      string `json:"kind"`
+	Described []struct {
+		Topic        string  `json:"topic"`
+		ID           string  `json:"id"`
+		Internal     bool    `json:"internal"`
+		Ops          int32   `json:"ops"`
+		P            int32   `json:"p"`
+		Leader       int32   `json:"leader"`
+		Epoch        int32   `json:"epoch"`
+		Replicas     []int32 `json:"replicas"`
+		ISR          []int32 `json:"isr"`
+		ELR          []int32 `json:"elr"`
+		LastKnownELR []int32 `json:"last_known_elr"`
+		Offline      []int32 `json:"offline"`
+	} `json:"described"`
+	Next *struct {
+		TopicName      string `json:"topicName"`
+		PartitionIndex int32  `json:"partitionIndex"`
+	} `json:"next"`
+}
+
+// TestDescribeTopicPartitionsPlatformatic: @platformatic/kafka 1.35.0's
+// own encoder and decoder of DescribeTopicPartitions v0 (Node.js, its
+// low-level describeTopicPartitionsV0) page through two topics of 5 and 2
+// partitions two at a time against the real server, following
+// nextCursor: the pages are Kafka's (the cursor at the first partition
+// left out, crossing from one topic to the next), every partition appears
+// once, led by node 0, with the topic's id.
+func TestDescribeTopicPartitionsPlatformatic(t *testing.T) {
+	dir := jsDir(t)
+	n := testkit.StartNode(t, node.Config{})
+	extCreateTopic(t, n.KafkaAddr(), "js-a", 5)
+	extCreateTopic(t, n.KafkaAddr(), "js-b", 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, "js-a", "js-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	spec := map[string]any{"bootstrap": n.KafkaAddr(), "topics": []string{"js-b", "js-a"}, "limit": 2}
+	outb := extRun(t, nil, "node", filepath.Join(dir, "describe_topic_partitions.mjs"), writeSpec(t, "describe_topic_partitions", spec))
+	var pages []string
+	seen := map[string]bool{}
+	done := false
+	for _, l := range bytes.Split(bytes.TrimSpace(outb), []byte("\n")) {
+		var pg jsPage
+		if err := json.Unmarshal(l, &pg); err != nil {
+			t.Fatalf("output line %q: %v", l, err)
+		}
+		if pg.Kind == "done" {
+			done = true
+			continue
+		}
+		var parts []string
+		for _, d := range pg.Described {
+			key := fmt.Sprintf("%s/%d", d.Topic, d.P)
+			parts = append(parts, key)
+			if seen[key] {
+				t.Errorf("%s described twice", key)
+			}
+			seen[key] = true
+			id := uuid(topics[d.Topic].ID)
+			if d.ID != id || d.Internal || d.Ops == -2147483648 || d.Leader != 0 || d.Epoch != 0 ||
+				!slices.Equal(d.Replicas, []int32{0}) || !slices.Equal(d.ISR, []int32{0}) ||
+				len(d.ELR) != 0 || len(d.LastKnownELR) != 0 || len(d.Offline) != 0 {
+				t.Errorf("%s: %+v (topic id %s)", key, d, id)
+			}
+		}
+		if pg.Next != nil {
+			parts = append(parts, fmt.Sprintf("next=%s/%d", pg.Next.TopicName, pg.Next.PartitionIndex))
+		}
+		pages = append(pages, strings.Join(parts, " "))
+	}
+	if !done {
+		t.Fatalf("the script did not finish:\n%s", outb)
+	}
+	want := []string{
+		"js-a/0 js-a/1 next=js-a/2",
+		"js-a/2 js-a/3 next=js-a/4",
+		"js-a/4 js-b/0 next=js-b/1",
+		"js-b/1",
+	}
+	if !slices.Equal(pages, want) {
+		t.Errorf("pages:\n%s\nwant:\n%s", strings.Join(pages, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// uuid formats a topic id as the Java client and @platformatic/kafka
+// print it.
+func uuid(id [16]byte) string {
+	h := hex.EncodeToString(id[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
