@@ -52,13 +52,12 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	brokers := s.cluster.Brokers()
-	live := make(map[int32]bool, len(brokers))
+	live := liveNodes(brokers)
 	for _, b := range brokers {
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.Host, mb.Port = b.at(hdr.listenerName())
 		mb.NodeID, mb.Rack = b.NodeID, b.Rack
 		resp.Brokers = append(resp.Brokers, mb)
-		live[b.NodeID] = true
 	}
 	clusterID := s.topics.ClusterID()
 	resp.ClusterID = &clusterID
@@ -90,15 +89,8 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 	all := req.Topics == nil || (hdr.version == 0 && len(req.Topics) == 0)
 	autoCreate := s.cfg.AutoCreateTopics && (hdr.version < 4 || req.AllowAutoTopicCreation)
 	if all {
-		for _, t := range sc.all() {
-			if describable(sc.name(t)) {
-				resp.Topics = append(resp.Topics, metadataTopic(sc.name(t), t, req.IncludeTopicAuthorizedOperations, live))
-			}
-		}
-		if sc.tenant == "" && s.groups.OffsetsTopic() && describable(offsetstopic.Name) {
-			// Internal topics are listed too, as Kafka does
-			// (consumer_offsets.go).
-			resp.Topics = append(resp.Topics, s.offsetsMetadata(req.IncludeTopicAuthorizedOperations))
+		for _, v := range s.describableTopics(hdr) {
+			resp.Topics = append(resp.Topics, s.metadataTopic(v, req.IncludeTopicAuthorizedOperations, live))
 		}
 		return done(resp)
 	}
@@ -118,7 +110,7 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 		}
 		switch {
 		case sc.isOffsets(derefName(rt.Topic), rt.TopicID, rt.Topic == nil):
-			resp.Topics = append(resp.Topics, s.offsetsMetadata(req.IncludeTopicAuthorizedOperations))
+			resp.Topics = append(resp.Topics, s.metadataTopic(offsetsView, req.IncludeTopicAuthorizedOperations, live))
 			continue
 		case rt.Topic == nil && rt.TopicID != [16]byte{}:
 			if t = sc.topicByID(rt.TopicID); t == nil {
@@ -153,7 +145,7 @@ func handleMetadata(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Requ
 			}
 		}
 		if t != nil {
-			st = metadataTopic(sc.name(t), t, req.IncludeTopicAuthorizedOperations, live)
+			st = s.metadataTopic(topicView{sc.name(t), t}, req.IncludeTopicAuthorizedOperations, live)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -168,24 +160,105 @@ func derefName(name *string) string {
 	return *name
 }
 
-// metadataTopic describes t, which its owner's clients know as name.
-func metadataTopic(name string, t *topics.Topic, ops bool, live map[int32]bool) kmsg.MetadataResponseTopic {
+// metadataTopic is v's Metadata entry: a partition no live node serves
+// is LEADER_NOT_AVAILABLE.
+func (s *Server) metadataTopic(v topicView, ops bool, live map[int32]bool) kmsg.MetadataResponseTopic {
 	st := kmsg.NewMetadataResponseTopic()
-	st.Topic, st.TopicID = &name, t.ID
+	st.Topic, st.TopicID, st.IsInternal = &v.name, v.id(s), v.internal()
 	st.AuthorizedOperations = unrequestedOps
 	if ops {
 		st.AuthorizedOperations = topicOps
 	}
-	for i, leader := range t.Leaders {
+	for p := range v.partitions(s) {
+		pl := v.place(s, p, live)
 		sp := kmsg.NewMetadataResponseTopicPartition()
-		sp.Partition = int32(i)
-		sp.Leader, sp.LeaderEpoch = leader, 0
-		sp.Replicas, sp.ISR = []int32{leader}, []int32{leader}
-		if !live[leader] {
-			sp.ErrorCode, sp.Leader = kerr.LeaderNotAvailable.Code, -1
-			sp.OfflineReplicas = []int32{leader}
+		sp.Partition, sp.LeaderEpoch = int32(p), 0
+		sp.Leader, sp.Replicas, sp.ISR, sp.OfflineReplicas = pl.leader, pl.replicas, pl.isr, pl.offline
+		if pl.leader == -1 {
+			sp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		st.Partitions = append(st.Partitions, sp)
 	}
 	return st
+}
+
+// topicView is a topic as the APIs that describe topics (Metadata,
+// DescribeTopicPartitions) show it: one of a scope's topics of the log,
+// known to its clients as name, or __consumer_offsets (offsetsView).
+type topicView struct {
+	name string
+	t    *topics.Topic // nil: __consumer_offsets
+}
+
+// offsetsView is __consumer_offsets.
+var offsetsView = topicView{name: offsetstopic.Name}
+
+func (v topicView) internal() bool { return v.t == nil }
+
+func (v topicView) id(s *Server) [16]byte {
+	if v.t == nil {
+		return s.offsetsID
+	}
+	return v.t.ID
+}
+
+// partitions is the topic's partition count.
+func (v topicView) partitions(s *Server) int {
+	if v.t == nil {
+		return s.groups.Shards()
+	}
+	return len(v.t.Leaders)
+}
+
+// place is where partition p is served: a log topic's by the node
+// recorded when it was created, its only replica, offline (see above)
+// when that node is not live; __consumer_offsets' as offsetsPlace says.
+func (v topicView) place(s *Server, p int, live map[int32]bool) placement {
+	if v.t == nil {
+		return s.offsetsPlace(p)
+	}
+	leader := v.t.Leaders[p]
+	if !live[leader] {
+		return placement{leader: -1, replicas: []int32{leader}, isr: []int32{leader}, offline: []int32{leader}}
+	}
+	return placement{leader: leader, replicas: []int32{leader}, isr: []int32{leader}}
+}
+
+// placement is where one partition is served: its leader (-1 when no live
+// node serves it), replicas, in-sync replicas and offline replicas. Leader
+// epochs are always 0: a partition never changes leader.
+type placement struct {
+	leader                 int32
+	replicas, isr, offline []int32
+}
+
+// liveNodes is the set of the ids of brokers.
+func liveNodes(brokers []Broker) map[int32]bool {
+	live := make(map[int32]bool, len(brokers))
+	for _, b := range brokers {
+		live[b.NodeID] = true
+	}
+	return live
+}
+
+// describableTopics is what a request for every topic describes: the
+// scope's topics the principal may DESCRIBE (as Kafka, with authorization
+// on, lists only those), by name, then __consumer_offsets for the default
+// organisation: internal topics are listed too, as Kafka does
+// (consumer_offsets.go).
+func (s *Server) describableTopics(hdr *reqHeader) []topicView {
+	describable := func(name string) bool {
+		return s.authorize(hdr, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name)
+	}
+	sc := s.scope(hdr)
+	var out []topicView
+	for _, t := range sc.all() {
+		if name := sc.name(t); describable(name) {
+			out = append(out, topicView{name, t})
+		}
+	}
+	if sc.tenant == "" && s.groups.OffsetsTopic() && describable(offsetstopic.Name) {
+		out = append(out, offsetsView)
+	}
+	return out
 }

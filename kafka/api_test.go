@@ -792,6 +792,21 @@ func TestVersionSweep(t *testing.T) {
 				}
 			}
 		},
+		kmsg.DescribeTopicPartitions.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: topic}}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.DescribeTopicPartitionsResponse)
+				if len(resp.Topics) != 1 || resp.NextCursor != nil {
+					t.Fatalf("topics %+v, next cursor %+v", resp.Topics, resp.NextCursor)
+				}
+				st := resp.Topics[0]
+				wantCode(t, "describe topic partitions", st.ErrorCode, nil)
+				if st.TopicID != topicID || len(st.Partitions) != 1 || st.Partitions[0].LeaderID != 0 {
+					t.Errorf("topic %+v", st)
+				}
+			}
+		},
 	}
 
 	for k, c := range txnSweepCases(topic, topicID) {

@@ -83,30 +83,14 @@ func offsetsErrorCode(err error) int16 {
 	return kerr.KafkaStorageError.Code
 }
 
-// offsetsMetadata is the topic's Metadata entry: each partition led by
-// its shard's coordinator, LEADER_NOT_AVAILABLE while the shard has none
+// offsetsPlace is where partition p is served: by its shard's
+// coordinator, no leader and no replicas while the shard has none
 // (cluster mode, between owners).
-func (s *Server) offsetsMetadata(ops bool) kmsg.MetadataResponseTopic {
-	st := kmsg.NewMetadataResponseTopic()
-	name := offsetstopic.Name
-	st.Topic, st.TopicID, st.IsInternal = &name, s.offsetsID, true
-	st.AuthorizedOperations = unrequestedOps
-	if ops {
-		st.AuthorizedOperations = topicOps
+func (s *Server) offsetsPlace(p int) placement {
+	if b, ok := s.cluster.Coordinator(p); ok {
+		return placement{leader: b.NodeID, replicas: []int32{b.NodeID}, isr: []int32{b.NodeID}}
 	}
-	for p := range s.groups.Shards() {
-		sp := kmsg.NewMetadataResponseTopicPartition()
-		sp.Partition, sp.LeaderEpoch = int32(p), 0
-		if b, ok := s.cluster.Coordinator(p); ok {
-			sp.Leader = b.NodeID
-			sp.Replicas, sp.ISR = []int32{b.NodeID}, []int32{b.NodeID}
-		} else {
-			sp.ErrorCode, sp.Leader = kerr.LeaderNotAvailable.Code, -1
-			sp.Replicas, sp.ISR = []int32{}, []int32{}
-		}
-		st.Partitions = append(st.Partitions, sp)
-	}
-	return st
+	return placement{leader: -1, replicas: []int32{}, isr: []int32{}}
 }
 
 // fetchOffsets reads partition rp of __consumer_offsets into sp as

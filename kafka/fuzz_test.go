@@ -724,6 +724,12 @@ func seedRequest(key int16) kmsg.Request {
 		req := kmsg.NewPtrDescribeProducersRequest()
 		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: fuzzTopic, Partitions: []int32{0, 9}}}
 		return req
+	case kmsg.DescribeTopicPartitions:
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: fuzzTopic}, {Topic: "__consumer_offsets"}, {Topic: "nope"}, {Topic: fuzzTopic}}
+		req.ResponsePartitionLimit = 1
+		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "nope", Partition: 1}
+		return req
 	}
 	return nil
 }
