@@ -17,7 +17,8 @@ package kafka
 //   - v12–v13: no change for us (v13 adds a top-level ErrorCode).
 //
 // A single Cohort is one broker, node 0, at the advertised address; it
-// leads every partition at leader epoch 0 and is the controller. In
+// leads every partition and is the controller. A partition's leader epoch
+// rises each time its node starts serving it (topics/epochs.go). In
 // cluster mode (Config.Cluster) every live node is listed, the controller
 // is the cluster's, and each partition's leader is the node recorded when
 // the partition was created, its only replica. A partition whose leader is
@@ -172,7 +173,7 @@ func (s *Server) metadataTopic(v topicView, ops bool, live map[int32]bool) kmsg.
 	for p := range v.partitions(s) {
 		pl := v.place(s, p, live)
 		sp := kmsg.NewMetadataResponseTopicPartition()
-		sp.Partition, sp.LeaderEpoch = int32(p), 0
+		sp.Partition, sp.LeaderEpoch = int32(p), pl.epoch
 		sp.Leader, sp.Replicas, sp.ISR, sp.OfflineReplicas = pl.leader, pl.replicas, pl.isr, pl.offline
 		if pl.leader == -1 {
 			sp.ErrorCode = kerr.LeaderNotAvailable.Code
@@ -217,18 +218,20 @@ func (v topicView) place(s *Server, p int, live map[int32]bool) placement {
 	if v.t == nil {
 		return s.offsetsPlace(p)
 	}
-	leader := v.t.Leaders[p]
+	leader, epoch := v.t.Leaders[p], v.t.LeaderEpoch(int32(p))
 	if !live[leader] {
-		return placement{leader: -1, replicas: []int32{leader}, isr: []int32{leader}, offline: []int32{leader}}
+		return placement{leader: -1, epoch: epoch, replicas: []int32{leader}, isr: []int32{leader}, offline: []int32{leader}}
 	}
-	return placement{leader: leader, replicas: []int32{leader}, isr: []int32{leader}}
+	return placement{leader: leader, epoch: epoch, replicas: []int32{leader}, isr: []int32{leader}}
 }
 
 // placement is where one partition is served: its leader (-1 when no live
-// node serves it), replicas, in-sync replicas and offline replicas. Leader
-// epochs are always 0: a partition never changes leader.
+// node serves it), leader epoch (raised each time the leader starts
+// serving it again; always 0 for __consumer_offsets), replicas, in-sync
+// replicas and offline replicas.
 type placement struct {
 	leader                 int32
+	epoch                  int32
 	replicas, isr, offline []int32
 }
 

@@ -160,7 +160,7 @@ func (sc scope) view(name string) (topicView, bool) {
 // always 0 (see placement).
 func describedPartition(p int, pl placement) kmsg.DescribeTopicPartitionsResponseTopicPartition {
 	sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
-	sp.Partition, sp.LeaderID, sp.LeaderEpoch = int32(p), pl.leader, 0
+	sp.Partition, sp.LeaderID, sp.LeaderEpoch = int32(p), pl.leader, pl.epoch
 	sp.Replicas, sp.ISR, sp.OfflineReplicas = pl.replicas, pl.isr, pl.offline
 	sp.EligibleLeaderReplicas, sp.LastKnownELR = []int32{}, []int32{}
 	return sp

@@ -108,8 +108,8 @@ func (s *Server) fetchOffsets(version int16, rp kmsg.FetchRequestTopicPartition,
 			}
 		}
 		return nil
-	case rp.CurrentLeaderEpoch > 0:
-		sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+	case leaderEpochCode(rp.CurrentLeaderEpoch, 0) != 0:
+		sp.ErrorCode = leaderEpochCode(rp.CurrentLeaderEpoch, 0)
 		return nil
 	}
 	wait := p.Wait()
@@ -137,8 +137,8 @@ func (s *Server) listOffsetsOffsets(rp kmsg.ListOffsetsRequestTopicPartition, sp
 	case code != 0:
 		sp.ErrorCode = code
 		return
-	case rp.CurrentLeaderEpoch > 0:
-		sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+	case leaderEpochCode(rp.CurrentLeaderEpoch, 0) != 0:
+		sp.ErrorCode = leaderEpochCode(rp.CurrentLeaderEpoch, 0)
 		return
 	}
 	if err := answerListOffset(p, rp.Timestamp, sp); err != nil {
