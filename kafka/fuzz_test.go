@@ -490,7 +490,11 @@ func seedRequest(key int16) kmsg.Request {
 		topic.ResourceType, topic.ResourceName = kmsg.ConfigResourceTypeTopic, *name
 		broker := kmsg.NewDescribeConfigsRequestResource()
 		broker.ResourceType, broker.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
-		req.Resources = append(req.Resources, topic, broker)
+		group := kmsg.NewDescribeConfigsRequestResource()
+		group.ResourceType, group.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "fuzz-group"
+		logger := kmsg.NewDescribeConfigsRequestResource()
+		logger.ResourceType, logger.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "0"
+		req.Resources = append(req.Resources, topic, broker, group, logger)
 		return req
 	case kmsg.OffsetForLeaderEpoch:
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
@@ -544,7 +548,23 @@ func seedRequest(key int16) kmsg.Request {
 			c.Name, c.Op, c.Value = op.name, op.op, kmsg.StringPtr(op.value)
 			topic.Configs = append(topic.Configs, c)
 		}
-		req.Resources = append(req.Resources, topic)
+		// A broker's dynamic config, a group's, and the root logger.
+		for _, r := range []struct {
+			typ            kmsg.ConfigResourceType
+			resource, k, v string
+		}{
+			{kmsg.ConfigResourceTypeBroker, "", "max.connections.per.ip", "100"},
+			{kmsg.ConfigResourceTypeGroupConfig, "fuzz-group", "consumer.session.timeout.ms", "50000"},
+			{kmsg.ConfigResourceTypeBrokerLogger, "0", "root", "INFO"},
+		} {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.resource
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = r.k, kmsg.StringPtr(r.v)
+			rr.Configs = append(rr.Configs, c)
+			req.Resources = append(req.Resources, rr)
+		}
+		req.Resources = append([]kmsg.IncrementalAlterConfigsRequestResource{topic}, req.Resources...)
 		return req
 	case kmsg.CreatePartitions:
 		req := kmsg.NewPtrCreatePartitionsRequest()
