@@ -191,3 +191,64 @@ func TestDynamicConfigs(t *testing.T) {
 		t.Fatalf("AlterConfigs on a broker logger: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// TestGroupConfigsAuthorization: with authorization on, a group's configs
+// need ALTER_CONFIGS or DESCRIBE_CONFIGS on the group
+// (GROUP_AUTHORIZATION_FAILED otherwise), the broker's and its loggers'
+// on the cluster (CLUSTER_AUTHORIZATION_FAILED), as Kafka.
+func TestGroupConfigsAuthorization(t *testing.T) {
+	n := testkit.StartNode(t, node.Config{Groups: coordinator.Config{InitialRebalanceDelay: -1}, Authorizer: true, AllowEveryoneIfNoACLFound: true})
+	c := dial(t, n.KafkaAddr())
+	acls := kmsg.NewPtrCreateACLsRequest()
+	deny, allow := kmsg.ACLPermissionTypeDeny, kmsg.ACLPermissionTypeAllow
+	for _, a := range []struct {
+		typ  kmsg.ACLResourceType
+		name string
+		op   kmsg.ACLOperation
+		perm kmsg.ACLPermissionType
+	}{
+		// locked: described, not altered.
+		{kmsg.ACLResourceTypeGroup, "locked", kmsg.ACLOperationAlterConfigs, deny},
+		{kmsg.ACLResourceTypeGroup, "locked", kmsg.ACLOperationDescribeConfigs, allow},
+		// hidden: altered (ALTER_CONFIGS would imply DESCRIBE_CONFIGS),
+		// not described: a DENY wins.
+		{kmsg.ACLResourceTypeGroup, "hidden", kmsg.ACLOperationAlterConfigs, allow},
+		{kmsg.ACLResourceTypeGroup, "hidden", kmsg.ACLOperationDescribeConfigs, deny},
+		{kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLOperationAlterConfigs, deny},
+	} {
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = a.typ, a.name, kmsg.ACLResourcePatternTypeLiteral
+		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = "User:ANONYMOUS", "*", a.op, a.perm
+		acls.Creations = append(acls.Creations, cr)
+	}
+	for _, r := range roundTrip[*kmsg.CreateACLsResponse](c, 3, acls).Results {
+		wantCode(t, "create acl", r.ErrorCode, nil)
+	}
+	group := kmsg.ConfigResourceTypeGroupConfig
+	session := setOp("consumer.session.timeout.ms", "50000")
+	for _, tc := range []struct {
+		what string
+		typ  kmsg.ConfigResourceType
+		name string
+		op   configOp
+		want *kerr.Error
+	}{
+		{"an open group", group, "open", session, nil},
+		{"a group denied ALTER_CONFIGS", group, "locked", session, kerr.GroupAuthorizationFailed},
+		{"a group allowed ALTER_CONFIGS, denied DESCRIBE_CONFIGS", group, "hidden", session, nil},
+		{"the cluster default, denied", kmsg.ConfigResourceTypeBroker, "", setOp("max.connections", "100"), kerr.ClusterAuthorizationFailed},
+		{"the root logger, denied", kmsg.ConfigResourceTypeBrokerLogger, "0", setOp("root", "DEBUG"), kerr.ClusterAuthorizationFailed},
+	} {
+		code, _ := alterIncremental(c, false, tc.typ, tc.name, tc.op)
+		wantCode(t, tc.what, code, tc.want)
+	}
+	describe := func(name string) int16 {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = group, name
+		req.Resources = append(req.Resources, rr)
+		return roundTrip[*kmsg.DescribeConfigsResponse](c, 4, req).Resources[0].ErrorCode
+	}
+	wantCode(t, "describe a group allowed DESCRIBE_CONFIGS, denied ALTER_CONFIGS", describe("locked"), nil)
+	wantCode(t, "describe a group denied DESCRIBE_CONFIGS", describe("hidden"), kerr.GroupAuthorizationFailed)
+}
