@@ -2,6 +2,7 @@ package topics
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -30,20 +31,31 @@ type TopicConfig struct {
 	// stored and reported so that tools which set them keep working.
 	Enforced bool
 	Doc      string
+	// AtLeast is the least value of a number, as Kafka's atLeast
+	// validator (LogConfig's ConfigDef); nil for any.
+	AtLeast *int64
+	// OneOf is the values a string, or each item of a list, may take, as
+	// Kafka's ValidString.in and ValidList.in; nil for any.
+	OneOf []string
 }
+
+func atLeast(n int64) *int64 { return &n }
 
 // TopicConfigs lists the topic configs Cohort accepts, sorted by name.
 var TopicConfigs = []TopicConfig{
-	{Name: "cleanup.policy", Default: "delete", Type: ConfigList, Doc: "Stored and reported; Cohort neither compacts nor deletes yet, so nothing is lost (Kafka Connect and Streams create compacted topics)."},
-	{Name: "compression.type", Default: "producer", Type: ConfigString, Doc: "Batches are kept as the producer compressed them."},
-	{Name: "delete.retention.ms", Default: "86400000", Type: ConfigLong, Doc: "Stored and reported."},
-	{Name: "max.message.bytes", Default: "1048588", Type: ConfigInt, Enforced: true, Doc: "Largest record batch a producer may append."},
-	{Name: "message.timestamp.type", Default: "CreateTime", Type: ConfigString, Enforced: true, Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the time it is appended."},
-	{Name: "min.insync.replicas", Default: "1", Type: ConfigInt, Doc: "One node, one replica."},
+	{Name: "cleanup.policy", Default: "delete", Type: ConfigList, OneOf: []string{"compact", "delete"}, Doc: "Stored and reported; Cohort neither compacts nor deletes yet, so nothing is lost (Kafka Connect and Streams create compacted topics)."},
+	{Name: "compression.type", Default: "producer", Type: ConfigString, OneOf: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}, Doc: "Batches are kept as the producer compressed them."},
+	{Name: "delete.retention.ms", Default: "86400000", Type: ConfigLong, AtLeast: atLeast(0), Doc: "Stored and reported."},
+	// Kafka's floor is 0; Cohort's is 14 bytes, as segment.bytes', the
+	// smallest record (Kafka 3's LegacyRecord.RECORD_OVERHEAD_V0).
+	{Name: "max.message.bytes", Default: "1048588", Type: ConfigInt, AtLeast: atLeast(14), Enforced: true, Doc: "Largest record batch a producer may append."},
+	{Name: "message.timestamp.type", Default: "CreateTime", Type: ConfigString, OneOf: []string{"CreateTime", "LogAppendTime"}, Enforced: true, Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the time it is appended."},
+	{Name: "min.insync.replicas", Default: "1", Type: ConfigInt, AtLeast: atLeast(1), Doc: "One node, one replica."},
 	{Name: "retention.bytes", Default: "-1", Type: ConfigLong, Doc: "Stored and reported; Cohort does not yet delete old segments."},
-	{Name: "retention.ms", Default: "604800000", Type: ConfigLong, Doc: "Stored and reported; Cohort does not yet delete old segments."},
-	{Name: "segment.bytes", Default: "268435456", Type: ConfigInt, Enforced: true, Doc: "Size at which a partition starts a new segment file."},
-	{Name: "segment.ms", Default: "604800000", Type: ConfigLong, Doc: "Stored and reported."},
+	{Name: "retention.ms", Default: "604800000", Type: ConfigLong, AtLeast: atLeast(-1), Doc: "Stored and reported; Cohort does not yet delete old segments."},
+	// Kafka 3's floor (Kafka 4 asks for 1 MiB, KIP-1030).
+	{Name: "segment.bytes", Default: "268435456", Type: ConfigInt, AtLeast: atLeast(14), Enforced: true, Doc: "Size at which a partition starts a new segment file."},
+	{Name: "segment.ms", Default: "604800000", Type: ConfigLong, AtLeast: atLeast(1), Doc: "Stored and reported."},
 	{Name: "unclean.leader.election.enable", Default: "false", Type: ConfigBoolean, Doc: "One node: never applies."},
 }
 
@@ -64,38 +76,51 @@ func TopicConfigDefault(name string) string {
 }
 
 // ValidateTopicConfigs checks that every config is known and its value
-// parses as its type, as Kafka's CreateTopics does (INVALID_CONFIG).
+// parses as its type and passes its validator, as Kafka's CreateTopics
+// and AlterConfigs do (INVALID_CONFIG, with Kafka's messages).
 func ValidateTopicConfigs(configs map[string]string) error {
 	for name, v := range configs {
 		c, ok := LookupTopicConfig(name)
 		if !ok {
 			return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, name)
 		}
+		var n int64
 		var err error
 		switch c.Type {
 		case ConfigInt:
-			_, err = strconv.ParseInt(v, 10, 32)
+			n, err = strconv.ParseInt(v, 10, 32)
 		case ConfigLong:
-			_, err = strconv.ParseInt(v, 10, 64)
+			n, err = strconv.ParseInt(v, 10, 64)
 		case ConfigBoolean:
-			_, err = strconv.ParseBool(v)
+			// As Kafka's ConfigDef: true or false in any case, not
+			// strconv's 1, t and the like.
+			if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+				return fmt.Errorf("%w: Invalid value %s for configuration %s: Expected value to be either true or false", ErrInvalidConfig, v, name)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %s=%q is not a valid %s", ErrInvalidConfig, name, v, typeName(c.Type))
 		}
-		if name == "message.timestamp.type" && v != "CreateTime" && v != "LogAppendTime" {
-			return fmt.Errorf("%w: Invalid value %s for configuration message.timestamp.type: String must be one of: CreateTime, LogAppendTime", ErrInvalidConfig, v)
+		if c.AtLeast != nil && n < *c.AtLeast {
+			return fmt.Errorf("%w: Invalid value %s for configuration %s: Value must be at least %d", ErrInvalidConfig, v, name, *c.AtLeast)
 		}
-		if name == "cleanup.policy" {
+		if c.OneOf == nil {
+			continue
+		}
+		items := []string{v}
+		if c.Type == ConfigList {
+			// A list's items are trimmed, and may be empty, as Kafka
+			// parses lists.
+			items = nil
 			for _, x := range strings.Split(v, ",") {
-				if x = strings.TrimSpace(x); x != "compact" && x != "delete" && x != "" {
-					return fmt.Errorf("%w: Invalid value %s for configuration cleanup.policy: String must be one of: compact, delete", ErrInvalidConfig, x)
+				if x = strings.TrimSpace(x); x != "" {
+					items = append(items, x)
 				}
 			}
 		}
-		if name == "segment.bytes" || name == "max.message.bytes" {
-			if n, _ := strconv.ParseInt(v, 10, 64); n < 14 {
-				return fmt.Errorf("%w: %s=%s is too small", ErrInvalidConfig, name, v)
+		for _, x := range items {
+			if !slices.Contains(c.OneOf, x) {
+				return fmt.Errorf("%w: Invalid value %s for configuration %s: String must be one of: %s", ErrInvalidConfig, x, name, strings.Join(c.OneOf, ", "))
 			}
 		}
 	}
