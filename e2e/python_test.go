@@ -467,8 +467,9 @@ func TestPythonAdmin(t *testing.T) {
 
 // TestPythonAlterConfigs: kafka-python's alter_configs (AlterConfigs,
 // which replaces a topic's whole set of configs) then describe_configs
-// reads each set back, as franz-go does; an invalid value, an unknown
-// config and an unknown topic are refused, changing nothing; and
+// reads each set back, as franz-go does; a malformed value, one below
+// Kafka's least, an unknown config and an unknown topic are refused,
+// changing nothing; and
 // describe_configs of named configs answers those alone, a set one with
 // itself first among its synonyms.
 //
@@ -503,6 +504,7 @@ func TestPythonAlterConfigs(t *testing.T) {
 		"sets":      sets,
 		"refused": [][2]any{
 			{topic, map[string]string{"retention.ms": "soon"}},
+			{topic, map[string]string{"retention.ms": "-2"}},
 			{topic, map[string]string{"no.such.config": "1"}},
 			{"pycfg-missing", map[string]string{"retention.ms": "1"}},
 		},
@@ -542,6 +544,7 @@ func TestPythonAlterConfigs(t *testing.T) {
 			want := []string{
 				fmt.Sprintf("[[%s 40]]", topic), // INVALID_CONFIG
 				fmt.Sprintf("[[%s 40]]", topic),
+				fmt.Sprintf("[[%s 40]]", topic),
 				"[[pycfg-missing 3]]", // UNKNOWN_TOPIC_OR_PARTITION
 			}[l.I]
 			if fmt.Sprint(l.Errors) != want || len(l.Messages) != 1 || l.Messages[0] == nil || *l.Messages[0] == "" {
@@ -567,8 +570,8 @@ func TestPythonAlterConfigs(t *testing.T) {
 			t.Fatalf("kafka-python admin-configs: unexpected %+v", l)
 		}
 	}
-	if altered != len(sets) || refused != 3 {
-		t.Fatalf("kafka-python admin-configs: %d alterations and %d refusals reported, want %d and 3", altered, refused, len(sets))
+	if altered != len(sets) || refused != 4 {
+		t.Fatalf("kafka-python admin-configs: %d alterations and %d refusals reported, want %d and 4", altered, refused, len(sets))
 	}
 	sameConfigs(t, "franz-go after kafka-python's alter_configs", topicConfigs(t, adm, topic), sets[len(sets)-1])
 }
