@@ -49,6 +49,44 @@ if [ ! -f e2e/js/node_modules/.package-lock.json ] || [ e2e/js/package-lock.json
 	step "installing JavaScript test clients (npm ci --prefix e2e/js)"
 	npm ci --prefix e2e/js --no-audit --no-fund --loglevel=error >/dev/null
 fi
+# kafkactl, an operator CLI built on Sarama (e2e/kafkactl_test.go), at
+# the pinned version, built from its module: `go install` fails on the
+# module proxy's version list here, so a writable copy of the downloaded
+# module is built in place, stamped with its version as its releases are.
+# The binary is kept in the user cache directory under its version's
+# name, shared by every checkout, and rebuilt only when it is missing or
+# reports another version; the tests find it through COHORT_KAFKACTL.
+KAFKACTL_MOD=github.com/deviceinsight/kafkactl/v5
+KAFKACTL_VERSION=v5.4.0
+export COHORT_KAFKACTL="${XDG_CACHE_HOME:-$HOME/.cache}/cohort/kafkactl-$KAFKACTL_VERSION/kafkactl"
+# build_kafkactl builds it in the directory $1, beside its destination,
+# and renames it into place, so that a concurrent run (another checkout)
+# never sees half a binary. One && chain: set -e does not hold inside a
+# function whose status an `if` tests.
+build_kafkactl() {
+	# The module's directory in the module cache: its path has no capital
+	# letters, which the cache would escape.
+	local src
+	src="$(go env GOMODCACHE)/$KAFKACTL_MOD@$KAFKACTL_VERSION"
+	(cd "$1" && GOWORK=off go mod download "$KAFKACTL_MOD@$KAFKACTL_VERSION") &&
+		cp -R "$src" "$1/src" && chmod -R u+w "$1/src" &&
+		(cd "$1/src" && GOWORK=off GOFLAGS=-buildvcs=false go build -trimpath \
+			-ldflags "-s -w -X $KAFKACTL_MOD/cmd.Version=$KAFKACTL_VERSION" -o "$1/kafkactl" .) &&
+		mv -f "$1/kafkactl" "$COHORT_KAFKACTL"
+}
+if [[ "$("$COHORT_KAFKACTL" version 2>/dev/null)" != *"version:\"$KAFKACTL_VERSION\""* ]]; then
+	step "building kafkactl $KAFKACTL_VERSION into $COHORT_KAFKACTL"
+	mkdir -p "$(dirname "$COHORT_KAFKACTL")"
+	kbuild=$(mktemp -d "$(dirname "$COHORT_KAFKACTL")/build.XXXXXX")
+	if ! build_kafkactl "$kbuild" >"$kbuild/log" 2>&1; then
+		cat "$kbuild/log" >&2
+		chmod -R u+w "$kbuild" # a copy of the read-only module cache
+		rm -rf "$kbuild"
+		echo "building kafkactl $KAFKACTL_VERSION failed" >&2
+		exit 1
+	fi
+	rm -rf "$kbuild"
+fi
 
 # The project's module and its two test modules (e2e/, bench/: the real
 # clients, kfake and etcd's server, kept out of the module an embedder

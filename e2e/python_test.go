@@ -69,6 +69,8 @@ type pyLine struct {
 	Error      *string            `json:"error"`
 	Topics     any                `json:"topics"`
 	Resources  []pyConfigResource `json:"resources"`
+	Messages   []*string          `json:"messages"`
+	Named      []pyNamedResource  `json:"named"`
 }
 
 // pyConfigResource is one resource of a describe_configs answer.
@@ -76,6 +78,14 @@ type pyConfigResource struct {
 	Name    string            `json:"name"`
 	Error   int               `json:"error"`
 	Configs map[string][2]any `json:"configs"` // name: [value, source]
+}
+
+// pyNamedResource is one resource of a describe_configs answer for named
+// configs, with synonyms.
+type pyNamedResource struct {
+	Name    string            `json:"name"`
+	Error   int               `json:"error"`
+	Configs map[string][3]any `json:"configs"` // name: [value, source, [[name, value, source]...]]
 }
 
 // runPython runs kafka_python.py in mode with spec, and returns its output
@@ -453,4 +463,115 @@ func TestPythonAdmin(t *testing.T) {
 	if got, want := fmt.Sprint(topicParts()), fmt.Sprint(map[string]int{"pyadm-other": 2}); got != want {
 		t.Errorf("after kafka-python's delete_topics: topics %s, want %s", got, want)
 	}
+}
+
+// TestPythonAlterConfigs: kafka-python's alter_configs (AlterConfigs,
+// which replaces a topic's whole set of configs) then describe_configs
+// reads each set back, as franz-go does; a malformed value, one below
+// Kafka's least, an unknown config and an unknown topic are refused,
+// changing nothing; and
+// describe_configs of named configs answers those alone, a set one with
+// itself first among its synonyms.
+//
+// kafka-python 2.0.2 has no delete_records (DeleteRecords is only a name
+// in its table of API keys: no request class, no admin method); kadm,
+// Sarama (delete_records_test.go) and kafkactl (kafkactl_test.go) delete
+// records instead.
+func TestPythonAlterConfigs(t *testing.T) {
+	pythonKafka(t)
+	n := testkit.StartNode(t, node.Config{})
+	addr := n.KafkaAddr()
+	const topic = "pycfg"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), extTimeout)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": kadm.StringPtr("1000")}, topic); err != nil {
+		t.Fatal(err)
+	}
+
+	sets := []map[string]string{
+		{"retention.ms": "7200000", "cleanup.policy": "compact"},
+		{"segment.ms": "60000"}, // the others go back to their defaults
+	}
+	spec := map[string]any{
+		"bootstrap": addr,
+		"topic":     topic,
+		"sets":      sets,
+		"refused": [][2]any{
+			{topic, map[string]string{"retention.ms": "soon"}},
+			{topic, map[string]string{"retention.ms": "-2"}},
+			{topic, map[string]string{"no.such.config": "1"}},
+			{"pycfg-missing", map[string]string{"retention.ms": "1"}},
+		},
+		"named": []string{"segment.ms", "retention.ms"},
+	}
+	lines := runPython(t, "admin-configs", spec)
+	// dynamic is a describe_configs answer's DYNAMIC_TOPIC_CONFIG (source
+	// 1) configs; every other must be a DEFAULT_CONFIG (5).
+	dynamic := func(what string, res []pyConfigResource) map[string]string {
+		t.Helper()
+		if len(res) != 1 || res[0].Name != topic || res[0].Error != 0 {
+			t.Fatalf("kafka-python describe_configs %s: %+v, want %s without an error", what, res, topic)
+		}
+		m := map[string]string{}
+		for name, c := range res[0].Configs {
+			switch c[1] {
+			case 1.0:
+				m[name], _ = c[0].(string)
+			case 5.0:
+			default:
+				t.Errorf("kafka-python describe_configs %s: %s = %v, source neither 1 nor 5", what, name, c)
+			}
+		}
+		return m
+	}
+	var altered, refused int
+	for _, l := range lines {
+		switch l.Kind {
+		case "altered":
+			if l.Version != 1 || fmt.Sprint(l.Errors) != fmt.Sprintf("[[%s 0]]", topic) {
+				t.Fatalf("kafka-python alter_configs %d: AlterConfigs v%d, errors %v; want v1 and none", l.I, l.Version, l.Errors)
+			}
+			altered++
+		case "configs":
+			sameConfigs(t, fmt.Sprintf("kafka-python describe_configs after alter_configs %d", l.I), dynamic("after alter_configs", l.Resources), sets[l.I])
+		case "refused":
+			want := []string{
+				fmt.Sprintf("[[%s 40]]", topic), // INVALID_CONFIG
+				fmt.Sprintf("[[%s 40]]", topic),
+				fmt.Sprintf("[[%s 40]]", topic),
+				"[[pycfg-missing 3]]", // UNKNOWN_TOPIC_OR_PARTITION
+			}[l.I]
+			if fmt.Sprint(l.Errors) != want || len(l.Messages) != 1 || l.Messages[0] == nil || *l.Messages[0] == "" {
+				t.Errorf("kafka-python alter_configs refusal %d: errors %v, messages %v; want %s with a message", l.I, l.Errors, l.Messages, want)
+			}
+			refused++
+		case "after_refused":
+			sameConfigs(t, "kafka-python describe_configs after the refusals", dynamic("after the refusals", l.Resources), sets[1])
+		case "named":
+			t.Logf("kafka-python chose DescribeConfigs v%d", l.Version)
+			if len(l.Named) != 1 || l.Named[0].Name != topic || l.Named[0].Error != 0 || len(l.Named[0].Configs) != 2 {
+				t.Fatalf("kafka-python describe_configs of segment.ms and retention.ms: %+v, want those two alone", l.Named)
+			}
+			seg, ret := l.Named[0].Configs["segment.ms"], l.Named[0].Configs["retention.ms"]
+			if seg[0] != "60000" || seg[1] != 1.0 || ret[0] != "604800000" || ret[1] != 5.0 {
+				t.Errorf("kafka-python describe_configs: segment.ms %v, retention.ms %v; want 60000 set on the topic and the 7-day default", seg, ret)
+			}
+			// As Kafka: the value in force first among the synonyms.
+			if syn, _ := seg[2].([]any); len(syn) == 0 || fmt.Sprint(syn[0]) != "[segment.ms 60000 1]" {
+				t.Errorf("kafka-python describe_configs segment.ms synonyms %v, want [segment.ms 60000 1] first", seg[2])
+			}
+		default:
+			t.Fatalf("kafka-python admin-configs: unexpected %+v", l)
+		}
+	}
+	if altered != len(sets) || refused != 4 {
+		t.Fatalf("kafka-python admin-configs: %d alterations and %d refusals reported, want %d and 4", altered, refused, len(sets))
+	}
+	sameConfigs(t, "franz-go after kafka-python's alter_configs", topicConfigs(t, adm, topic), sets[len(sets)-1])
 }

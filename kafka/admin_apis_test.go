@@ -96,6 +96,13 @@ func TestAlterConfigs(t *testing.T) {
 		{"unknown config", kmsg.ConfigResourceTypeTopic, "ac", []op{{"no.such.config", "1", set}}, kerr.InvalidConfig.Code, "Unknown topic config name"},
 		{"bad value", kmsg.ConfigResourceTypeTopic, "ac", []op{{"retention.ms", "soon", set}}, kerr.InvalidConfig.Code, "retention.ms"},
 		{"bad list item", kmsg.ConfigResourceTypeTopic, "ac", []op{{"cleanup.policy", "shred", app}}, kerr.InvalidConfig.Code, "cleanup.policy"},
+		// Kafka's validators, which kafkactl's alter topic met.
+		{"unknown compression", kmsg.ConfigResourceTypeTopic, "ac", []op{{"compression.type", "brotli", set}}, kerr.InvalidConfig.Code, "Invalid value brotli for configuration compression.type: String must be one of"},
+		{"retention.ms below -1", kmsg.ConfigResourceTypeTopic, "ac", []op{{"retention.ms", "-2", set}}, kerr.InvalidConfig.Code, "Value must be at least -1"},
+		{"segment.ms 0", kmsg.ConfigResourceTypeTopic, "ac", []op{{"segment.ms", "0", set}}, kerr.InvalidConfig.Code, "Value must be at least 1"},
+		{"min.insync.replicas 0", kmsg.ConfigResourceTypeTopic, "ac", []op{{"min.insync.replicas", "0", set}}, kerr.InvalidConfig.Code, "Value must be at least 1"},
+		{"delete.retention.ms below 0", kmsg.ConfigResourceTypeTopic, "ac", []op{{"delete.retention.ms", "-1", set}}, kerr.InvalidConfig.Code, "Value must be at least 0"},
+		{"a boolean of 1", kmsg.ConfigResourceTypeTopic, "ac", []op{{"unclean.leader.election.enable", "1", set}}, kerr.InvalidConfig.Code, "Expected value to be either true or false"},
 		{"append to a non-list", kmsg.ConfigResourceTypeTopic, "ac", []op{{"retention.ms", "5", app}}, kerr.InvalidConfig.Code, "append is not allowed"},
 		{"a key twice", kmsg.ConfigResourceTypeTopic, "ac", []op{{"segment.ms", "1", set}, {"segment.ms", "2", set}}, kerr.InvalidRequest.Code, "duplicate config keys"},
 		{"a broker config", kmsg.ConfigResourceTypeBroker, "0", []op{{"log.retention.ms", "1", set}}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically"},

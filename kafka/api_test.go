@@ -888,6 +888,8 @@ func TestCreateTopics(t *testing.T) {
 		{"malformed config", "cfg-bad", 1, 1, config("retention.ms", kmsg.StringPtr("soon")), kerr.InvalidConfig},
 		{"null config", "cfg-null", 1, 1, config("retention.ms", nil), kerr.InvalidConfig},
 		{"too small segment.bytes", "cfg-small", 1, 1, config("segment.bytes", kmsg.StringPtr("1")), kerr.InvalidConfig},
+		{"unknown compression.type", "cfg-brotli", 1, 1, config("compression.type", kmsg.StringPtr("brotli")), kerr.InvalidConfig},
+		{"retention.ms below -1", "cfg-retention", 1, 1, config("retention.ms", kmsg.StringPtr("-2")), kerr.InvalidConfig},
 	}
 	for _, tc := range cases {
 		req, rt := createReq(tc.topic, tc.partitions, tc.rf)

@@ -104,6 +104,18 @@ func TestCreate(t *testing.T) {
 		{"retention.ms": "99999999999999999999"},
 		{"unclean.leader.election.enable": "maybe"},
 		{"retention.ms": "1", "bogus": "x"},
+		// Kafka's validators (LogConfig's ConfigDef), which kafkactl's
+		// alter topic met: values Kafka refuses with INVALID_CONFIG.
+		{"compression.type": "brotli"},
+		{"compression.type": " gzip"},
+		{"retention.ms": "-2"},
+		{"segment.ms": "0"},
+		{"delete.retention.ms": "-1"},
+		{"min.insync.replicas": "0"},
+		{"unclean.leader.election.enable": "1"},
+		{"unclean.leader.election.enable": "t"},
+		{"message.timestamp.type": "createtime"},
+		{"cleanup.policy": "compact,shred"},
 	}
 	for _, c := range badConfigs {
 		if _, err := e.log.Create("cfg", 1, c, false); !errors.Is(err, ErrInvalidConfig) {
@@ -122,6 +134,23 @@ func TestCreate(t *testing.T) {
 	}
 	if err := ValidateTopicConfigs(goodConfigs); err != nil {
 		t.Fatalf("good configs: %v", err)
+	}
+	// At each validator's edge, and its other values.
+	for _, c := range []map[string]string{
+		{"compression.type": "uncompressed"}, {"compression.type": "zstd"}, {"compression.type": "lz4"},
+		{"compression.type": "snappy"}, {"compression.type": "gzip"},
+		{"segment.ms": "1"}, {"delete.retention.ms": "0"}, {"min.insync.replicas": "1"},
+		{"retention.bytes": "-5"}, // Kafka checks retention.bytes for nothing but a long
+		{"unclean.leader.election.enable": "TRUE"}, {"unclean.leader.election.enable": "False"},
+		{"cleanup.policy": "compact, delete"}, {"cleanup.policy": ""},
+	} {
+		if err := ValidateTopicConfigs(c); err != nil {
+			t.Errorf("%v: %v", c, err)
+		}
+	}
+	if err := ValidateTopicConfigs(map[string]string{"retention.ms": "-2"}); err == nil ||
+		!strings.Contains(err.Error(), "Invalid value -2 for configuration retention.ms: Value must be at least -1") {
+		t.Errorf("retention.ms=-2: %v, want Kafka's message", err)
 	}
 	if e.log.Topic("cfg") != nil {
 		t.Fatal("a refused Create left a topic")

@@ -3,7 +3,8 @@ node for e2e/python_test.go.
 
 Usage: /usr/bin/python3 kafka_python.py MODE SPEC.json
 
-MODE is produce, consume, admin-create or admin-delete; SPEC.json is
+MODE is produce, consume, admin-create, admin-delete or admin-configs;
+SPEC.json is
 written by the Go test. Results go to stdout as JSON lines, one object each,
 with "kind" saying what it is; bytes are base64. Any failure raises, which
 exits non-zero with a traceback on stderr. The Go test checks everything:
@@ -120,7 +121,7 @@ def error_name(fn):
 
 
 def describe_topic_configs(adm, names):
-    res = []
+    res, version = [], None
     for resp in adm.describe_configs(
             [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]):
         for r in resp.resources:
@@ -173,12 +174,49 @@ def admin_delete(spec):
     adm.close()
 
 
+def admin_configs(spec):
+    """alter_configs (AlterConfigs: the resource's whole set of configs)
+    then describe_configs, twice; alterations that must be refused; and a
+    describe_configs of named configs, with synonyms."""
+    adm = KafkaAdminClient(bootstrap_servers=[spec["bootstrap"]],
+                           client_id="cohort-e2e-admin",
+                           request_timeout_ms=TIMEOUT_S * 1000)
+    topic = spec["topic"]
+
+    def alter(kind, i, name, configs):
+        resp = adm.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name, configs=configs)])
+        out(kind=kind, i=i, version=resp.API_VERSION,
+            errors=[[r[3], r[0]] for r in resp.resources],
+            messages=[r[1] for r in resp.resources])
+
+    for i, configs in enumerate(spec["sets"]):
+        alter("altered", i, topic, configs)
+        out(kind="configs", i=i,
+            resources=describe_topic_configs(adm, [topic]))
+    for i, (name, configs) in enumerate(spec["refused"]):
+        alter("refused", i, name, configs)
+    out(kind="after_refused", resources=describe_topic_configs(adm, [topic]))
+    res, version = [], None
+    for resp in adm.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic,
+                            configs={n: None for n in spec["named"]})],
+            include_synonyms=True):
+        version = resp.API_VERSION
+        for r in resp.resources:
+            res.append({"name": r[3], "error": r[0], "configs": {
+                e[0]: [e[1], e[3], [[s[0], s[1], s[2]] for s in e[5]]]
+                for e in r[4]}})
+    out(kind="named", version=version, named=res)
+    adm.close()
+
+
 def main():
     mode, path = sys.argv[1], sys.argv[2]
     with open(path) as f:
         spec = json.load(f)
     {"produce": produce, "consume": consume, "admin-create": admin_create,
-     "admin-delete": admin_delete}[mode](spec)
+     "admin-delete": admin_delete, "admin-configs": admin_configs}[mode](spec)
     out(kind="done")
 
 
