@@ -89,36 +89,14 @@ func TestConfigsInAPI(t *testing.T) {
 	}
 
 	// A group: its configs as they resolve, after each change.
-	groupConfigs := func(query string) map[string]string {
+	wantGroup := func(what, query string, want map[string]string) {
 		t.Helper()
 		var d struct{ Configs []admin.GroupConfig }
 		getJSON(t, n.HTTPAddr(), "/api/v1/groups/orders"+query, &d)
-		out := map[string]string{}
+		got := map[string]string{}
 		for _, c := range d.Configs {
-			out[c.Name] = c.Value + " " + c.Source
+			got[c.Name] = c.Value + " " + c.Source
 		}
-		return out
-	}
-	alter := func(typ kmsg.ConfigResourceType, name, config, value string) {
-		t.Helper()
-		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-		res := kmsg.NewIncrementalAlterConfigsRequestResource()
-		res.ResourceType, res.ResourceName = typ, name
-		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		c.Name, c.Value = config, &value
-		res.Configs = append(res.Configs, c)
-		req.Resources = append(req.Resources, res)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := resp.Resources[0]; r.ErrorCode != 0 {
-			t.Fatalf("set %s of %s: %v %v", config, name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
-		}
-	}
-	wantGroup := func(what, query string, want map[string]string) {
-		t.Helper()
-		got := groupConfigs(query)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: configs %v, want %v", what, got, want)
 		}
@@ -138,11 +116,11 @@ func TestConfigsInAPI(t *testing.T) {
 	wantGroup("as started", "", with(map[string]string{
 		"consumer.heartbeat.interval.ms": "3000 node", "consumer.session.timeout.ms": "45000 node"}))
 
-	alter(kmsg.ConfigResourceTypeGroupConfig, "orders", "consumer.session.timeout.ms", "50000")
-	alter(kmsg.ConfigResourceTypeBroker, "", "group.consumer.heartbeat.interval.ms", "6000")
+	testkit.SetConfig(t, n.KafkaAddr(), kmsg.ConfigResourceTypeGroupConfig, "orders", "consumer.session.timeout.ms", "50000")
+	testkit.SetConfig(t, n.KafkaAddr(), kmsg.ConfigResourceTypeBroker, "", "group.consumer.heartbeat.interval.ms", "6000")
 	wantGroup("the group's own and the cluster's", "", with(map[string]string{
 		"consumer.heartbeat.interval.ms": "6000 cluster", "consumer.session.timeout.ms": "50000 group"}))
-	alter(kmsg.ConfigResourceTypeBroker, "0", "group.consumer.heartbeat.interval.ms", "7000")
+	testkit.SetConfig(t, n.KafkaAddr(), kmsg.ConfigResourceTypeBroker, "0", "group.consumer.heartbeat.interval.ms", "7000")
 	wantGroup("this broker's", "", with(map[string]string{
 		"consumer.heartbeat.interval.ms": "7000 broker", "consumer.session.timeout.ms": "50000 group"}))
 	// acme's orders is another group: the default organisation's

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -120,7 +119,7 @@ func testWebPage(t *testing.T, proto string) {
 	// set while the page is open, without a reload.
 	sessionRow := `document.querySelector('[data-testid=config][data-config="consumer.session.timeout.ms"]')`
 	b.Wait("the group's session timeout, the node's", sessionRow+` && `+sessionRow+`.dataset.source === 'node'`)
-	alterConfig(ctx, t, n.KafkaAddr(), kmsg.ConfigResourceTypeGroupConfig, group, "consumer.session.timeout.ms", "50000")
+	testkit.SetConfig(t, n.KafkaAddr(), kmsg.ConfigResourceTypeGroupConfig, group, "consumer.session.timeout.ms", "50000")
 	b.Wait("the group's own session timeout", sessionRow+`.dataset.source === 'group' && `+sessionRow+`.classList.contains('explicit') && `+
 		sessionRow+`.querySelector('[data-testid=config-value]').textContent === '50000'`)
 	// The rebalances that formed the group, then one more: a fourth
@@ -145,7 +144,7 @@ func testWebPage(t *testing.T, proto string) {
 
 	// The topic's configs: one set while the page is open, highlighted
 	// and marked enforced.
-	alterConfig(ctx, t, n.KafkaAddr(), kmsg.ConfigResourceTypeTopic, topic, "max.message.bytes", "2000000")
+	testkit.SetConfig(t, n.KafkaAddr(), kmsg.ConfigResourceTypeTopic, topic, "max.message.bytes", "2000000")
 	b.Click(`[data-nav=topics]`)
 	maxRow := fmt.Sprintf(`document.querySelector('[data-topic=%q] [data-testid=config][data-config="max.message.bytes"]')`, topic)
 	b.Wait("the topic's max.message.bytes, set", maxRow+` && `+maxRow+`.dataset.source === 'topic' && `+maxRow+`.classList.contains('explicit') && `+
@@ -156,28 +155,4 @@ func testWebPage(t *testing.T, proto string) {
 	b.Click(fmt.Sprintf(`[data-topic=%q] [data-testid=topic-configs] summary`, topic))
 	b.Screenshot("topics")
 	b.NoProblems()
-}
-
-// alterConfig sets one config of a resource with IncrementalAlterConfigs.
-func alterConfig(ctx context.Context, t *testing.T, addr string, typ kmsg.ConfigResourceType, name, config, value string) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = typ, name
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = config, &value
-	res.Configs = append(res.Configs, c)
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("set %s of %s: %v", config, name, err)
-	}
-	if r := resp.Resources[0]; r.ErrorCode != 0 {
-		t.Fatalf("set %s of %s: %v %v", config, name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
-	}
 }
