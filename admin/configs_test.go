@@ -67,19 +67,20 @@ func TestConfigsInAPI(t *testing.T) {
 			configs[ti.Name][c.Name] = c
 		}
 	}
-	for _, want := range []struct {
-		topic string
-		admin.TopicConfig
-	}{
-		{"events", admin.TopicConfig{Name: "max.message.bytes", Value: "2000000", Source: "topic", Enforced: true}},
-		{"events", admin.TopicConfig{Name: "retention.ms", Value: "3600000", Source: "topic", Enforced: false}},
-		{"events", admin.TopicConfig{Name: "segment.bytes", Value: "268435456", Source: "default", Enforced: true}},
-		{"plain", admin.TopicConfig{Name: "max.message.bytes", Value: "1048588", Source: "default", Enforced: true}},
-		{"plain", admin.TopicConfig{Name: "retention.ms", Value: "604800000", Source: "default", Enforced: false}},
-		{"__consumer_offsets", admin.TopicConfig{Name: "cleanup.policy", Value: "compact", Source: "topic", Enforced: false}},
+	// Whether Cohort enforces a config is the catalog's word.
+	enforced := func(name string) bool { c, _ := topics.LookupTopicConfig(name); return c.Enforced }
+	for _, want := range []struct{ topic, name, value, source string }{
+		{"events", "max.message.bytes", "2000000", "topic"},
+		{"events", "retention.ms", "3600000", "topic"},
+		{"events", "segment.bytes", "268435456", "default"},
+		{"events", "unclean.leader.election.enable", "false", "default"},
+		{"plain", "max.message.bytes", "1048588", "default"},
+		{"plain", "retention.ms", "604800000", "default"},
+		{"__consumer_offsets", "cleanup.policy", "compact", "topic"},
 	} {
-		if got := configs[want.topic][want.Name]; got != want.TopicConfig {
-			t.Errorf("topic %s's %s: %+v, want %+v", want.topic, want.Name, got, want.TopicConfig)
+		w := admin.TopicConfig{Name: want.name, Value: want.value, Source: want.source, Enforced: enforced(want.name)}
+		if got := configs[want.topic][want.name]; got != w {
+			t.Errorf("topic %s's %s: %+v, want %+v", want.topic, want.name, got, w)
 		}
 	}
 	for name, cs := range configs {
