@@ -2,8 +2,8 @@ package admin
 
 // The admin JSON API (/api/v1/...): groups with their members,
 // assignments, offsets, lag, lag status, rebalance timeline and configs;
-// topics with their partitions' offsets and configs; the node. openapi.json describes it and
-// is served at /api/v1/openapi.json.
+// topics with their partitions' offsets and configs; the node.
+// openapi.json describes it and is served at /api/v1/openapi.json.
 //
 // It reads the coordinator through the same group APIs a client uses
 // (DescribeGroups, ConsumerGroupDescribe), and through Inspect for what no
