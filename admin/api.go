@@ -1,9 +1,9 @@
 package admin
 
 // The admin JSON API (/api/v1/...): groups with their members,
-// assignments, offsets, lag, lag status and rebalance timeline; topics
-// with their partitions' offsets; the node. openapi.json describes it and
-// is served at /api/v1/openapi.json.
+// assignments, offsets, lag, lag status, rebalance timeline and configs;
+// topics with their partitions' offsets and configs; the node.
+// openapi.json describes it and is served at /api/v1/openapi.json.
 //
 // It reads the coordinator through the same group APIs a client uses
 // (DescribeGroups, ConsumerGroupDescribe), and through Inspect for what no
@@ -50,6 +50,9 @@ type APISource interface {
 	Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response
 	// Topics lists the topics, sorted by name.
 	Topics() []TopicInfo
+	// GroupConfigs are the configs of group of tenant as they resolve
+	// (kafka.Server.GroupConfigs), sorted by name.
+	GroupConfigs(tenant, group string) []GroupConfig
 }
 
 // NodeInfo is GET /api/v1/node.
@@ -81,6 +84,8 @@ type TopicInfo struct {
 	Name       string          `json:"name"`
 	Internal   bool            `json:"internal"`
 	Partitions []PartitionInfo `json:"partitions"`
+	// Configs are every topic config, as TopicConfigs resolves them.
+	Configs []TopicConfig `json:"configs"`
 }
 
 // PartitionInfo is a partition's leader and, when this node leads it,
@@ -319,6 +324,7 @@ type GroupDetail struct {
 	MemberList      []MemberDetail    `json:"members"` // shadows the count
 	Partitions      []PartitionDetail `json:"partitions"`
 	Timeline        any               `json:"timeline"`
+	Configs         []GroupConfig     `json:"configs"`
 }
 
 // MemberDetail is a member of a group.
@@ -498,6 +504,12 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	d.Timeline = a.timeline(s.Tenant, s.Group)
+	// The group's own tenant: find answers only within the caller's
+	// organisation.
+	d.Configs = a.cfg.Source.GroupConfigs(s.Tenant, s.Group)
+	if d.Configs == nil {
+		d.Configs = []GroupConfig{}
+	}
 	writeJSON(w, http.StatusOK, d)
 }
 

@@ -49,6 +49,7 @@ func (s tenantsSource) InspectGroup(context.Context, string, string) (groups.Sum
 	return groups.Summary{}, false, nil
 }
 func (s tenantsSource) Handle(context.Context, string, kmsg.Request) kmsg.Response { return nil }
+func (s tenantsSource) GroupConfigs(string, string) []admin.GroupConfig            { return nil }
 func (s tenantsSource) Topics() []admin.TopicInfo {
 	var out []admin.TopicInfo
 	for _, tenant := range []string{"", "acme", "globex"} {

@@ -3,7 +3,8 @@ package e2e
 // The web page served by a real node, in headless Chromium, while a
 // franz-go group of 3 consumes with a lag: the page shows the group, its
 // members and its lag, and a rebalance appears in its timeline without a
-// reload.
+// reload; configs set through IncrementalAlterConfigs while the page is
+// open show on the group's and the topic's views.
 
 import (
 	"context"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cohort-dev/cohort/e2e/webtest"
 	"github.com/cohort-dev/cohort/internal/testkit"
@@ -113,6 +115,13 @@ func testWebPage(t *testing.T, proto string) {
 	if fmt.Sprint(clients) != "[web-consumer-1 web-consumer-2 web-consumer-3]" {
 		t.Errorf("member client ids %q", clients)
 	}
+	// The group's configs: the node's flag, then the group's own value,
+	// set while the page is open, without a reload.
+	sessionRow := `document.querySelector('[data-testid=config][data-config="consumer.session.timeout.ms"]')`
+	b.Wait("the group's session timeout, the node's", sessionRow+` && `+sessionRow+`.dataset.source === 'node'`)
+	testkit.SetConfig(t, n.KafkaAddr(), kmsg.ConfigResourceTypeGroupConfig, group, "consumer.session.timeout.ms", "50000")
+	b.Wait("the group's own session timeout", sessionRow+`.dataset.source === 'group' && `+sessionRow+`.classList.contains('explicit') && `+
+		sessionRow+`.querySelector('[data-testid=config-value]').textContent === '50000'`)
 	// The rebalances that formed the group, then one more: a fourth
 	// member joins, and the page shows it without a reload.
 	// Waiting for the group to settle first: a member joining a
@@ -132,5 +141,18 @@ func testWebPage(t *testing.T, proto string) {
 		t.Errorf("causes of the new rebalances %q, want one member-joined", causes)
 	}
 	b.Screenshot("group")
+
+	// The topic's configs: one set while the page is open, highlighted
+	// and marked enforced.
+	testkit.SetConfig(t, n.KafkaAddr(), kmsg.ConfigResourceTypeTopic, topic, "max.message.bytes", "2000000")
+	b.Click(`[data-nav=topics]`)
+	maxRow := fmt.Sprintf(`document.querySelector('[data-topic=%q] [data-testid=config][data-config="max.message.bytes"]')`, topic)
+	b.Wait("the topic's max.message.bytes, set", maxRow+` && `+maxRow+`.dataset.source === 'topic' && `+maxRow+`.classList.contains('explicit') && `+
+		maxRow+`.querySelector('[data-testid=config-value]').textContent === '2000000' && `+maxRow+`.querySelector('[data-testid=enforced]').dataset.value === 'true'`)
+	if got := webtest.Eval[int](b, fmt.Sprintf(`document.querySelectorAll('[data-topic=%q] [data-testid=config][data-source=default]').length`, topic)); got < 5 {
+		t.Errorf("%d default configs shown, want every other topic config", got)
+	}
+	b.Click(fmt.Sprintf(`[data-topic=%q] [data-testid=topic-configs] summary`, topic))
+	b.Screenshot("topics")
 	b.NoProblems()
 }

@@ -259,6 +259,28 @@ func (s *Server) groupValue(group, name string) resolved {
 	return r
 }
 
+// ConfigValue is a config as it resolves: its value and where that is
+// set.
+type ConfigValue struct {
+	Name, Value string
+	// Source is where Value is set: kmsg.ConfigSourceGroupConfig (the
+	// group's own), DynamicBrokerConfig or DynamicDefaultBrokerConfig (a
+	// group.* broker config of this broker or the cluster),
+	// StaticBrokerConfig (the node's flag) or DefaultConfig (Kafka's).
+	Source kmsg.ConfigSource
+}
+
+// GroupConfigs are the configs of group of tenant as DescribeConfigs
+// reports them (groupConfigEntries), sorted by name: for the admin API.
+// The group need not exist.
+func (s *Server) GroupConfigs(tenant, group string) []ConfigValue {
+	var out []ConfigValue
+	for _, e := range s.groupConfigEntries(topics.Internal(tenant, group)) {
+		out = append(out, ConfigValue{Name: e.name, Value: e.value, Source: e.source})
+	}
+	return out
+}
+
 // groupConfigFor is what a group's configs change in its machine: zero
 // where neither the group nor the cluster sets one (the shard's
 // defaults are the node's flags).

@@ -15,6 +15,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/offsetstopic"
+	"github.com/cohort-dev/cohort/topics"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -22,11 +23,15 @@ import (
 type apiSource struct {
 	n       *Node
 	started time.Time
+	// kafka is the node's Kafka server, set once it exists and before
+	// the admin listener serves (the API is made before it); held here
+	// because stop clears n.kafka while a request may still be served.
+	kafka *kafka.Server
 }
 
-var _ admin.APISource = apiSource{}
+var _ admin.APISource = (*apiSource)(nil)
 
-func (s apiSource) Node() admin.NodeInfo {
+func (s *apiSource) Node() admin.NodeInfo {
 	n := s.n
 	info := admin.NodeInfo{
 		Version:       n.cfg.Version,
@@ -49,21 +54,21 @@ func (s apiSource) Node() admin.NodeInfo {
 	return info
 }
 
-func (s apiSource) Inspect(ctx context.Context) ([]groups.Summary, error) {
+func (s *apiSource) Inspect(ctx context.Context) ([]groups.Summary, error) {
 	return s.n.groups.Inspect(ctx)
 }
 
-func (s apiSource) InspectGroup(ctx context.Context, tenant, group string) (groups.Summary, bool, error) {
+func (s *apiSource) InspectGroup(ctx context.Context, tenant, group string) (groups.Summary, bool, error) {
 	return s.n.groups.InspectGroup(ctx, tenant, group)
 }
 
-func (s apiSource) Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response {
+func (s *apiSource) Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response {
 	return s.n.groups.Handle(ctx, coordinator.Request{Msg: req, Tenant: tenant, ClientID: "cohort-admin"})()
 }
 
 // Topics lists the topics with their partitions' offsets: those this node
 // leads as they are, those other nodes lead as last read (remoteOffsets).
-func (s apiSource) Topics() []admin.TopicInfo {
+func (s *apiSource) Topics() []admin.TopicInfo {
 	var remote map[admin.TopicPartition]admin.PartitionOffsets
 	if s.n.remote != nil {
 		remote = s.n.remote.get()
@@ -73,7 +78,7 @@ func (s apiSource) Topics() []admin.TopicInfo {
 		if t.Name == offsetstopic.Name && s.n.groups.OffsetsTopic() {
 			continue // hidden by the coordinator's (see below)
 		}
-		ti := admin.TopicInfo{Name: t.Name, Partitions: make([]admin.PartitionInfo, len(t.Partitions))}
+		ti := admin.TopicInfo{Name: t.Name, Partitions: make([]admin.PartitionInfo, len(t.Partitions)), Configs: admin.TopicConfigs(t)}
 		for i, p := range t.Partitions {
 			pi := admin.PartitionInfo{Partition: int32(i), Leader: t.Leaders[i], LogStartOffset: -1, LogEndOffset: -1}
 			if p != nil {
@@ -88,7 +93,7 @@ func (s apiSource) Topics() []admin.TopicInfo {
 	if co := s.n.groups; co.OffsetsTopic() {
 		// __consumer_offsets: a partition per coordinator shard, led by
 		// the shard's coordinator; its offsets where this node serves it.
-		ti := admin.TopicInfo{Name: offsetstopic.Name, Internal: true, Partitions: make([]admin.PartitionInfo, co.Shards())}
+		ti := admin.TopicInfo{Name: offsetstopic.Name, Internal: true, Partitions: make([]admin.PartitionInfo, co.Shards()), Configs: offsetsConfigs}
 		for i := range ti.Partitions {
 			pi := admin.PartitionInfo{Partition: int32(i), Leader: -1, LogStartOffset: -1, LogEndOffset: -1}
 			if s.n.member == nil {
@@ -104,6 +109,20 @@ func (s apiSource) Topics() []admin.TopicInfo {
 		out = append(out, ti)
 	}
 	slices.SortFunc(out, func(a, b admin.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// offsetsConfigs are the coordinator's __consumer_offsets' configs, as
+// DescribeConfigs reports them (kafka/consumer_offsets.go): the
+// defaults, but compacted, as Kafka creates it.
+var offsetsConfigs = admin.TopicConfigs(&topics.Topic{Configs: map[string]string{"cleanup.policy": "compact"}})
+
+// GroupConfigs are a group's configs as DescribeConfigs reports them.
+func (s *apiSource) GroupConfigs(tenant, group string) []admin.GroupConfig {
+	var out []admin.GroupConfig
+	for _, c := range s.kafka.GroupConfigs(tenant, group) {
+		out = append(out, admin.GroupConfig{Name: c.Name, Value: c.Value, Source: admin.ConfigSourceName(c.Source)})
+	}
 	return out
 }
 

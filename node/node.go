@@ -459,15 +459,17 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.orgs, err = security.NewOrgs(n.global); err != nil {
 		return nil, err
 	}
+	var apiSrc *apiSource // given the Kafka server below
 	if n.registry != nil {
 		if cfg.Cluster != nil {
 			n.remote = &remoteOffsets{n: n}
 		}
+		apiSrc = &apiSource{n: n, started: time.Now()}
 		// The admin API's sampler reads every group's offsets each
 		// --lag-sample-interval: for the lag status, the groups list and
 		// the lag under kafka_exporter's names.
 		n.api = admin.NewAPI(admin.APIConfig{
-			Source:         apiSource{n: n, started: time.Now()},
+			Source:         apiSrc,
 			SampleInterval: cfg.LagSampleInterval,
 			Timeline: func(tenant, group string) any {
 				if rs := n.timeline.Rebalances(tenant, group); rs != nil {
@@ -560,6 +562,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if n.registry != nil {
+		apiSrc.kafka = n.kafka
 		registerConnMetrics(n.registry, n.kafka)
 		// Bound before the assigner starts and logs, so that a port in
 		// use fails with one line and nothing else said.

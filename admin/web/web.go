@@ -1,6 +1,6 @@
 // Package web is the live web page of `cohort serve`: the groups
-// overview, one group's members, assignment, lag and rebalance timeline,
-// and the topics. It serves only static files; the page reads the admin
+// overview, one group's members, assignment, lag, rebalance timeline and
+// configs, and the topics with their configs. It serves only static files; the page reads the admin
 // JSON API (/api/v1/...) from the same origin and polls it.
 //
 // The page is hand-written ES modules, one CSS file and one HTML file,

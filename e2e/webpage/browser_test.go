@@ -68,6 +68,23 @@ func members(n int) []obj {
 	return out
 }
 
+// topicConfigs are a topic's configs as the API gives them, with those
+// in set made on the topic.
+func topicConfigs(set map[string]string) []obj {
+	var out []obj
+	for _, c := range []struct {
+		name, def string
+		enforced  bool
+	}{{"cleanup.policy", "delete", false}, {"max.message.bytes", "1048588", true}, {"retention.ms", "604800000", false}} {
+		v, src := c.def, "default"
+		if s, ok := set[c.name]; ok {
+			v, src = s, "topic"
+		}
+		out = append(out, obj{"name": c.name, "value": v, "source": src, "enforced": c.enforced})
+	}
+	return out
+}
+
 func (f *fakeAPI) groups(now time.Time) []obj {
 	return []obj{
 		{"group": "orders", "tenant": "", "cgp_id": "cgp_4f1c", "rrl": "rrl:cohort:group/orders", "type": "classic",
@@ -135,6 +152,11 @@ func (f *fakeAPI) handler() http.Handler {
 			parts = append(parts, part)
 		}
 		d["members"], d["partitions"], d["balancer"], d["generation"] = ms, parts, "cooperative-sticky", 7
+		d["configs"] = []obj{
+			{"name": "consumer.heartbeat.interval.ms", "value": "6000", "source": "cluster"},
+			{"name": "consumer.session.timeout.ms", "value": "50000", "source": "group"},
+			{"name": "share.auto.offset.reset", "value": "latest", "source": "default"},
+		}
 		f.mu.Lock()
 		d["timeline"] = append([]obj(nil), f.timeline...)
 		f.mu.Unlock()
@@ -146,8 +168,9 @@ func (f *fakeAPI) handler() http.Handler {
 			ps = append(ps, obj{"partition": p, "leader": 1, "log_start_offset": 0, "log_end_offset": 1100 + 50*p})
 		}
 		send(w, 200, obj{"topics": []obj{
-			{"name": "events", "internal": false, "partitions": ps},
-			{"name": "__consumer_offsets", "internal": true, "partitions": []obj{{"partition": 0, "leader": 1, "log_start_offset": 0, "log_end_offset": 42}}},
+			{"name": "events", "internal": false, "partitions": ps, "configs": topicConfigs(map[string]string{"retention.ms": "3600000"})},
+			{"name": "__consumer_offsets", "internal": true, "partitions": []obj{{"partition": 0, "leader": 1, "log_start_offset": 0, "log_end_offset": 42}},
+				"configs": topicConfigs(map[string]string{"cleanup.policy": "compact"})},
 		}})
 	})
 	mux.Handle("/", web.Handler())
@@ -225,6 +248,10 @@ func TestPageInBrowser(t *testing.T) {
 	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=rrl]').textContent`); got != "rrl:cohort:group/orders" {
 		t.Errorf("RRL %q", got)
 	}
+	// Its configs, with where each is set; its own highlighted.
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=config]')].map(r => r.dataset.config + '=' + r.querySelector('[data-testid=config-value]').textContent + ' ' + r.querySelector('.badge').textContent + (r.classList.contains('explicit') ? ' explicit' : ''))`); fmt.Sprint(got) != "[consumer.heartbeat.interval.ms=6000 cluster consumer.session.timeout.ms=50000 group explicit share.auto.offset.reset=latest default]" {
+		t.Errorf("group config rows %q", got)
+	}
 	b.Wait("2 rebalances", `document.querySelectorAll('[data-testid=rebalance]').length === 2`)
 	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=rebalance]').textContent`); !strings.Contains(got, "member-joined") ||
 		!strings.Contains(got, "consumer-3-5f8a9c") || !strings.Contains(got, "2 partitions moved") || !strings.Contains(got, "join 300 ms") ||
@@ -280,8 +307,21 @@ func TestPageInBrowser(t *testing.T) {
 	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=topic]').length`); got != 1 {
 		t.Errorf("%d topics shown, want 1 (internal ones hidden)", got)
 	}
+	// Its configs, folded: the summary names the one it sets; opened,
+	// every one, that one highlighted, the enforced one marked.
+	if got := webtest.Eval[string](b, `document.querySelector('[data-topic=events] [data-testid=topic-configs] summary').textContent`); got != "Configs: 1 setretention.ms=3600000" {
+		t.Errorf("events' configs summary %q", got)
+	}
+	b.Click(`[data-topic=events] [data-testid=topic-configs] summary`)
+	b.Wait("the configs opened", `document.querySelector('[data-topic=events] [data-testid=topic-configs]').open`)
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-topic=events] [data-testid=config]')].map(r => r.dataset.config + '=' + r.querySelector('[data-testid=config-value]').textContent + ' ' + r.dataset.source + ' ' + r.querySelector('[data-testid=enforced]').textContent + (r.classList.contains('explicit') ? ' explicit' : ''))`); fmt.Sprint(got) != "[cleanup.policy=delete default stored only max.message.bytes=1048588 default ✓ enforced retention.ms=3600000 topic stored only explicit]" {
+		t.Errorf("events' config rows %q", got)
+	}
 	b.Click(`[data-testid=show-internal]`)
 	b.Wait("the internal topic", `document.querySelector('[data-topic=__consumer_offsets]')`)
+	if !webtest.Eval[bool](b, `document.querySelector('[data-topic=events] [data-testid=topic-configs]').open`) {
+		t.Errorf("the opened configs closed on redraw")
+	}
 	b.Screenshot("topics")
 	b.NoProblems()
 }

@@ -114,6 +114,36 @@ export function status(s) {
   }, s || '…');
 }
 
+// Where a config's value is set (the API's source), shown as the source
+// badge's tooltip.
+const sourceHelp = {
+  topic: 'Set on this topic',
+  group: 'Set on this group',
+  broker: 'The broker config group.<name>, set on this node',
+  cluster: 'The broker config group.<name>, the cluster-wide default',
+  node: "The node's flag",
+  default: "Kafka's default",
+};
+
+// configTable lists configs with their values and where each is set,
+// those set on the topic or group itself highlighted; with enforced, a
+// column says whether Cohort acts on each.
+export function configTable(configs, enforced) {
+  return h('div', { class: 'scroll' }, h('table', { class: 'data compact', 'data-testid': 'configs' },
+    h('thead', {}, h('tr', {},
+      h('th', {}, 'Config'), h('th', {}, 'Value'), h('th', {}, 'Source'), enforced && h('th', {}, 'Cohort'))),
+    h('tbody', {}, configs.map((c) => h('tr', {
+      'data-testid': 'config', 'data-config': c.name, 'data-source': c.source,
+      class: c.source === 'topic' || c.source === 'group' ? 'explicit' : null,
+    },
+    h('td', {}, h('code', {}, c.name)),
+    h('td', { 'data-testid': 'config-value' }, h('code', {}, c.value)),
+    h('td', {}, h('span', { class: `badge source-${c.source}`, title: sourceHelp[c.source] ?? c.source }, c.source)),
+    enforced && h('td', { 'data-testid': 'enforced', 'data-value': String(c.enforced) },
+      c.enforced ? h('span', { class: 'enforced', title: 'Cohort acts on this value' }, '✓ enforced')
+        : h('span', { class: 'muted', title: 'Stored and reported, so that tools which set it keep working; Cohort does not act on it' }, 'stored only')))))));
+}
+
 // badge is a plain label.
 export function badge(text, cls) {
   return h('span', { class: `badge ${cls || ''}` }, text);

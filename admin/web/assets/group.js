@@ -1,8 +1,8 @@
 // One group's page: its summary, members, the partition × member
-// assignment grid, lag per partition with its trend, and the rebalance
-// timeline, newest first.
+// assignment grid, lag per partition with its trend, the rebalance
+// timeline, newest first, and the group's configs.
 
-import { h, int, offset, plural, seconds, ms, time, ago, ranges, status, badge } from './dom.js';
+import { h, int, offset, plural, seconds, ms, time, ago, ranges, status, badge, configTable } from './dom.js';
 import { sparkline, chart } from './chart.js';
 
 export function mount(route) {
@@ -43,6 +43,8 @@ function render(g) {
     section('Assignment', consumer ? '● owned  ○ being assigned  ◐ being revoked' : null, grid(g, members, label, consumer)),
     section('Lag per partition', null, partitionsTable(g.partitions || [], label)),
     section('Rebalances', 'newest first', timeline(g.timeline || [], consumer)),
+    section('Configs', 'consumer.* apply to consumer groups at each member’s next heartbeat (KIP-848); share.* to share groups',
+      configTable(g.configs || [], false)),
   ];
 }
 

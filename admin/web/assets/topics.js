@@ -1,6 +1,25 @@
-// The topics this node knows, with each partition's leader and offsets.
+// The topics this node knows, with each partition's leader and offsets,
+// and their configs.
 
-import { h, int, offset, badge, plural } from './dom.js';
+import { h, int, offset, badge, plural, configTable } from './dom.js';
+
+// The topics whose configs a person opened: a redraw keeps them open.
+const opened = new Set();
+
+// configs is a topic's configs, folded: the summary names those the topic
+// sets; opened, every one with its value and whether Cohort enforces it.
+function configs(t) {
+  const cs = t.configs || [];
+  if (cs.length === 0) return '';
+  const set = cs.filter((c) => c.source !== 'default');
+  return h('details', {
+    class: 'configs', 'data-testid': 'topic-configs', open: opened.has(t.name),
+    ontoggle: (e) => { if (e.target.open) opened.add(t.name); else opened.delete(t.name); },
+  },
+  h('summary', {}, 'Configs: ', set.length === 0 ? 'all defaults'
+    : [`${int(set.length)} set`, set.map((c) => h('code', { class: 'explicit', title: c.enforced ? 'enforced' : 'stored only' }, `${c.name}=${c.value}`))]),
+  configTable(cs, true));
+}
 
 export function mount() {
   const filter = h('input', { type: 'search', placeholder: 'Filter topics', 'aria-label': 'Filter topics' });
@@ -38,7 +57,8 @@ export function mount() {
             h('td', { class: 'num' }, p.leader < 0 ? 'none' : p.leader),
             h('td', { class: 'num' }, offset(p.log_start_offset)),
             h('td', { class: 'num', 'data-testid': 'log-end' }, offset(p.log_end_offset)),
-            h('td', { class: 'num' }, p.log_end_offset < 0 || p.log_start_offset < 0 ? '—' : int(p.log_end_offset - p.log_start_offset))))))));
+            h('td', { class: 'num' }, p.log_end_offset < 0 || p.log_start_offset < 0 ? '—' : int(p.log_end_offset - p.log_start_offset))))))),
+        configs(t));
     }));
   }
 
