@@ -16,7 +16,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/machine"
-	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/internal/clocktest"
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/observetest"
 	"github.com/cohort-dev/cohort/record"
@@ -323,7 +323,7 @@ func (h *holdStore) holdOn(t *testing.T, field *chan struct{}) func() {
 type env struct {
 	t     *testing.T
 	st    *holdStore
-	clock *testkit.FakeClock
+	clock *clocktest.FakeClock
 	set   *coordinator.ShardSet
 	obs   *observetest.Recorder
 	// maxWrites is the runtime's MaxWrites: 1 (one write at a time) or
@@ -388,7 +388,7 @@ func newEnvOneLog(t *testing.T, oneLog bool) *env {
 	e := &env{
 		t:      t,
 		st:     &holdStore{Store: st, entered: make(chan struct{}, 1), scanned: make(chan struct{}, 1), notOneLog: !oneLog},
-		clock:  testkit.NewFakeClock(time.Unix(1700000000, 0)),
+		clock:  clocktest.NewFakeClock(time.Unix(1700000000, 0)),
 		obs:    &observetest.Recorder{},
 		pushes: make(chan coordinator.Push, 16),
 	}

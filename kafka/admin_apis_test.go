@@ -31,27 +31,9 @@ func TestAlterConfigs(t *testing.T) {
 		}
 		return out
 	}
-	type op struct {
-		name, value string
-		op          kmsg.IncrementalAlterConfigOp
-	}
+	type op = configOp
 	incremental := func(validateOnly bool, typ kmsg.ConfigResourceType, name string, ops ...op) (int16, string) {
-		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-		req.ValidateOnly = validateOnly
-		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
-		rr.ResourceType, rr.ResourceName = typ, name
-		for _, o := range ops {
-			e := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-			e.Name, e.Op, e.Value = o.name, o.op, kmsg.StringPtr(o.value)
-			rr.Configs = append(rr.Configs, e)
-		}
-		req.Resources = append(req.Resources, rr)
-		sr := roundTrip[*kmsg.IncrementalAlterConfigsResponse](c, 1, req).Resources[0]
-		msg := ""
-		if sr.ErrorMessage != nil {
-			msg = *sr.ErrorMessage
-		}
-		return sr.ErrorCode, msg
+		return alterIncremental(c, validateOnly, typ, name, ops...)
 	}
 	want := func(what string, got map[string]string, w map[string]string) {
 		t.Helper()

@@ -166,6 +166,14 @@ func unitOps(c configChange, lookup func(string) (known, list bool), unknown str
 	return ops, 0, ""
 }
 
+// inDyn is unitOps' lookup of a list of dynamic configs (none a list).
+func inDyn(list []dynConfig) func(string) (known, isList bool) {
+	return func(name string) (bool, bool) {
+		_, ok := lookupDyn(list, name)
+		return ok, false
+	}
+}
+
 // alterTopicConfigs changes a topic's explicit configs.
 func (s *Server) alterTopicConfigs(sc scope, c configChange, validateOnly bool) (int16, string) {
 	if sc.isOffsets(c.name, [16]byte{}, false) {
@@ -208,10 +216,7 @@ func (s *Server) alterBrokerConfigs(c configChange, names map[string]bool, valid
 		slices.Sort(static)
 		return kerr.InvalidRequest.Code, "Cannot update these configs dynamically: Set(" + strings.Join(static, ", ") + ")"
 	}
-	ops, code, msg := unitOps(c, func(name string) (bool, bool) {
-		_, ok := lookupDyn(brokerDynamicConfigs, name)
-		return ok, false
-	}, "Unknown broker config name: ")
+	ops, code, msg := unitOps(c, inDyn(brokerDynamicConfigs), "Unknown broker config name: ")
 	if code != 0 {
 		return code, msg
 	}
@@ -224,10 +229,7 @@ func (s *Server) alterGroupConfigs(sc scope, c configChange, validateOnly bool) 
 	if c.name == "" {
 		return kerr.InvalidRequest.Code, "Group name must not be empty"
 	}
-	ops, code, msg := unitOps(c, func(name string) (bool, bool) {
-		_, ok := lookupDyn(groupConfigs, name)
-		return ok, false
-	}, "Unknown group config name: ")
+	ops, code, msg := unitOps(c, inDyn(groupConfigs), "Unknown group config name: ")
 	if code != 0 {
 		return code, msg
 	}

@@ -2,7 +2,10 @@ package topics
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/cohort-dev/cohort/coordinator/global"
 )
 
 // RecordError is one record of a produced batch that the topic refuses,
@@ -44,12 +47,7 @@ func (e *RecordsError) Unwrap() error { return ErrInvalidRecord }
 // records without a key (CheckRecords).
 func (t *Topic) Compacted() bool {
 	v, _ := t.Config("cleanup.policy")
-	for _, p := range strings.Split(v, ",") {
-		if strings.TrimSpace(p) == "compact" {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(global.SplitList(v), "compact")
 }
 
 // CheckRecords checks what the topic asks of each record of batch b,

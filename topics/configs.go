@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cohort-dev/cohort/coordinator/global"
 )
 
 // ConfigType is the type DescribeConfigs reports for a config (v3+), with
@@ -111,7 +113,7 @@ func ValidateTopicConfigs(configs map[string]string) error {
 		if c.Type == ConfigList {
 			// A list's items are trimmed, and may be empty, as Kafka
 			// parses lists.
-			items = policyList(v)
+			items = global.SplitList(v)
 		}
 		for _, x := range items {
 			if !slices.Contains(c.OneOf, x) {

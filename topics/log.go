@@ -494,20 +494,9 @@ func (t *Topic) partConfig() partConfig {
 		segmentMs:       t.int64Config("segment.ms"),
 		retentionMs:     t.int64Config("retention.ms"),
 		retentionBytes:  t.int64Config("retention.bytes"),
-		deleteRetention: slices.Contains(policyList(policy), "delete"),
+		deleteRetention: slices.Contains(global.SplitList(policy), "delete"),
 		logAppendTime:   ts == "LogAppendTime",
 	}
-}
-
-// policyList splits a cleanup.policy value into its policies.
-func policyList(v string) []string {
-	var out []string
-	for _, x := range strings.Split(v, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func (t *Topic) int64Config(name string) int64 {

@@ -11,72 +11,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/internal/clocktest"
 )
 
-// fakeClock is a coordinator.Clock that moves only when a test advances
-// it; timers that come due run inside Advance. (internal/testkit has one,
-// but it imports node, which imports this package.)
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	at   time.Time
-	f    func()
-	done bool
-}
-
-var _ coordinator.Clock = (*fakeClock)(nil)
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) At(at time.Time, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: at, f: f}
-	c.timers = append(c.timers, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		stopped := !t.done
-		t.done = true
-		return stopped
-	}
-}
-
-// Advance moves the clock by d and runs the timers that come due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	for _, t := range c.timers {
-		if !t.done && !t.at.After(c.now) {
-			t.done = true
-			due = append(due, t)
-		}
-	}
-	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
-	}
+func newFakeClock() *clocktest.FakeClock {
+	return clocktest.NewFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // newRetentionEnv is an env whose log runs on a fake clock, with the
 // retention check every interval of it. Tests that run passes themselves
 // pass an interval they never reach, so that no pass of the loop's runs
 // beside theirs.
-func newRetentionEnv(t *testing.T, every time.Duration) (*env, *fakeClock) {
+func newRetentionEnv(t *testing.T, every time.Duration) (*env, *clocktest.FakeClock) {
 	t.Helper()
 	e := newEnv(t)
 	clock := newFakeClock()

@@ -118,8 +118,8 @@ func (s *State) alterConfigs(c AlterConfigs) any {
 // listOp appends the items of v missing from the list cur, or removes
 // those of v from it.
 func listOp(cur, v string, add bool) string {
-	items := splitList(cur)
-	for _, x := range splitList(v) {
+	items := SplitList(cur)
+	for _, x := range SplitList(v) {
 		i := slices.Index(items, x)
 		switch {
 		case add && i < 0:
@@ -131,7 +131,9 @@ func listOp(cur, v string, add bool) string {
 	return strings.Join(items, ",")
 }
 
-func splitList(s string) []string {
+// SplitList is a list config's items, trimmed, the empty ones left out,
+// as Kafka parses a list.
+func SplitList(s string) []string {
 	var out []string
 	for _, x := range strings.Split(s, ",") {
 		if x = strings.TrimSpace(x); x != "" {
