@@ -89,4 +89,43 @@ func TestDeleteRecordsClients(t *testing.T) {
 	if len(got[0]) != 6 || got[0][0] != 4 || len(got[1]) != 3 || got[1][0] != 7 {
 		t.Fatalf("consumed offsets %v, want 4-9 and 7-9", got)
 	}
+
+	// A commit below the log start is taken, as Kafka takes it (it does
+	// not check offsets against the log), and the lag counts from it; a
+	// group consumer resuming there is told OFFSET_OUT_OF_RANGE and
+	// resets to the log start by its policy.
+	adm = kadm.NewClient(cl)
+	below := kadm.Offsets{}
+	below.Add(kadm.Offset{Topic: "dr", Partition: 0, At: 1, LeaderEpoch: -1})
+	if r, err := adm.CommitOffsets(ctx, "dr-group", below); err != nil || r.Error() != nil {
+		t.Fatalf("commit below the log start: %v %v", err, r.Error())
+	}
+	lags, err := adm.Lag(ctx, "dr-group")
+	if err != nil || lags.Error() != nil {
+		t.Fatalf("lag: %v %v", err, lags.Error())
+	}
+	if l, ok := lags["dr-group"].Lag.Lookup("dr", 0); !ok || l.Lag != 9 {
+		t.Fatalf("lag of partition 0 from offset 1: %+v, want 10-1=9", l)
+	}
+	gc, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.ConsumerGroup("dr-group"), kgo.ConsumeTopics("dr"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	first := map[int32]int64{}
+	for len(first) < 2 {
+		fs := gc.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("group poll: %v", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if _, ok := first[r.Partition]; !ok {
+				first[r.Partition] = r.Offset
+			}
+		})
+	}
+	if first[0] != 4 || first[1] != 7 {
+		t.Fatalf("the group resumed at %v, want the log starts 4 and 7", first)
+	}
 }
