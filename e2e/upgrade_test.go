@@ -240,7 +240,8 @@ func writeAfterUpgrade(ctx context.Context, t *testing.T, m *fixture.Manifest, c
 	if err := tx.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
-	rec := &kgo.Record{Topic: topic, Partition: 0, Value: []byte("transactional, after the upgrade"), Timestamp: ts}
+	// Keyed: the topic is compacted, which refuses keyless records.
+	rec := &kgo.Record{Topic: topic, Partition: 0, Key: []byte("tk"), Value: []byte("transactional, after the upgrade"), Timestamp: ts}
 	if err := tx.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		t.Fatalf("transactional produce: %v", err)
 	}
