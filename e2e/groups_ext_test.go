@@ -77,6 +77,7 @@ const (
 // auto.commit.interval.ms sets the legacy topic property of that name, not
 // the consumer's.
 func TestGroupExtKcat(t *testing.T) {
+	longTest(t)
 	runExtGroup(t, "kcat-group", nil, startKcatGroup)
 }
 

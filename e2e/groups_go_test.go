@@ -175,6 +175,7 @@ func franzGroupMember(ctx context.Context, t *testing.T, g *groupCheck, m int, b
 // TestGroupGoSarama: three Sarama ConsumerGroup members, per strategy.
 // Sarama (at sarama.MaxVersion) marks each message and autocommits.
 func TestGroupGoSarama(t *testing.T) {
+	longTest(t)
 	for _, tc := range []struct {
 		protocol string
 		strategy func() sarama.BalanceStrategy

@@ -279,6 +279,7 @@ func (g *groupClient) round(what string, n int) {
 // The server must not exit, must log the flood a bounded number of times,
 // and must serve a new client once the flood's connections close.
 func TestFloodOfIdleConnections(t *testing.T) {
+	longTest(t)
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < 20000 {
 		t.Skipf("needs an open-file limit of 20,000 (have %d)", lim.Cur)

@@ -296,6 +296,7 @@ var codecIDs = map[string]int{"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd
 // low-level Consumer.fetch (topic IDs, Fetch v13+); it finds the bounds
 // and offsets by timestamp, then lists and deletes the topic.
 func TestPlatformatic(t *testing.T) {
+	longTest(t)
 	jsDir(t)
 	codecs := runJS(t, "platformatic.mjs", "codecs", map[string]any{})["codecs"]
 	if len(codecs) != 1 {

@@ -183,6 +183,7 @@ func endOffsets(ctx context.Context, t *testing.T, adm *kadm.Client) int64 {
 // DeleteGroups and DeleteTopics of the shared names delete only the
 // caller's.
 func TestTenancyIsolation(t *testing.T) {
+	longTest(t)
 	n := startTenancyNode(t, node.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

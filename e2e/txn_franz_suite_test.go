@@ -22,6 +22,7 @@ import (
 // 500,000 records to 50,000 to keep the test under a minute; it passes
 // with the default too (about 30 s here).
 func TestFranzSuiteTxnEtl(t *testing.T) {
+	longTest(t)
 	proc := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "0s")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

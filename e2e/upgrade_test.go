@@ -45,6 +45,7 @@ var upgradeFixtures = []string{"single", "cluster"}
 // a user, an organisation, a quota, an ACL; groups resume consuming), and
 // serves the old state and the new after a restart (of etcd too).
 func TestUpgrade(t *testing.T) {
+	longTest(t)
 	for _, name := range upgradeFixtures {
 		t.Run(name, func(t *testing.T) { testUpgrade(t, name) })
 	}

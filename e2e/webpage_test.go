@@ -23,6 +23,7 @@ import (
 )
 
 func TestWebPage(t *testing.T) {
+	longTest(t)
 	for _, proto := range []string{"classic", "consumer"} {
 		t.Run(proto, func(t *testing.T) { testWebPage(t, proto) })
 	}
