@@ -181,12 +181,15 @@ func (k OffsetKey) Key() []byte {
 }
 
 // keyStringLen is the length appendKeyString adds for s.
-func keyStringLen(s string) int {
+func keyStringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// uvarintLen is the length of v's shortest uvarint encoding.
+func uvarintLen(v uint64) int {
 	n := 1
-	for v := uint64(len(s)); v >= 0x80; v >>= 7 {
+	for ; v >= 0x80; v >>= 7 {
 		n++
 	}
-	return n + len(s)
+	return n
 }
 
 func appendKeyString(b []byte, s string) []byte {
@@ -202,7 +205,9 @@ type keyReader struct {
 
 func (r *keyReader) string() string {
 	n, used := binary.Uvarint(r.b)
-	if used <= 0 || n > uint64(len(r.b)-used) {
+	// A length written longer than it needs (0x80 0x00 for 0) is not the
+	// key's encoding: the same key would have two byte strings.
+	if used <= 0 || n > uint64(len(r.b)-used) || used != uvarintLen(n) {
 		r.err = ErrCorrupt
 		r.b = nil
 		return ""

@@ -315,6 +315,10 @@ func FuzzDecode(f *testing.F) {
 				re = k.Key()
 			case OffsetsTopicKey:
 				re = k.Key()
+			case TxnKey:
+				re = k.Key()
+			case TxnOffsetKey:
+				re = k.Key()
 			}
 			if !bytes.Equal(re, b) {
 				t.Fatalf("%v key %x re-encodes as %x", kind, b, re)
