@@ -104,6 +104,10 @@ func (k Kind) String() string {
 		return "txn"
 	case KindTxnOffset:
 		return "txn-offset"
+	case KindShareSnapshot:
+		return "share-snapshot"
+	case KindShareUpdate:
+		return "share-update"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
@@ -231,7 +235,8 @@ func (r *keyReader) uint32() uint32 {
 // kinds), a MemberKey (for the member kinds, and the assigner's consumer
 // and topic kinds, whose "member" is the consumer or topic name), a
 // PartitionKey (the assigner's owner and handoff kinds), an OffsetKey,
-// an OffsetsTopicKey, a TxnKey or a TxnOffsetKey.
+// an OffsetsTopicKey, a TxnKey, a TxnOffsetKey, a ShareKey or a
+// ShareUpdateKey.
 func ParseKey(key []byte) (Kind, any, error) {
 	if len(key) < 4 || key[0] != namespace {
 		return 0, nil, fmt.Errorf("%w: key %q is not a coordinator key", ErrCorrupt, key)
@@ -265,6 +270,8 @@ func ParseKey(key []byte) (Kind, any, error) {
 		out = k
 	case KindTxn, KindTxnOffset:
 		out = parseTxnKey(kind, g, &r)
+	case KindShareSnapshot, KindShareUpdate:
+		out = parseShareKey(kind, g, &r)
 	default:
 		return kind, nil, fmt.Errorf("%w: unknown record kind %d", ErrCorrupt, kind)
 	}

@@ -254,6 +254,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add(EncodeConfigs(map[string]string{"consumer.session.timeout.ms": "50000"}))
 	f.Add(ConfigResource{Type: 32, Name: "g"}.Key())
 	f.Add([]byte(`{"v":2,"name":"t","id":"0102030405060708090a0b0c0d0e0f10","partitions":1,"leaders":[1]}`))
+	share := ShareKey{Shard: ShareStateShardBase, Group: "g", TopicID: [16]byte{7}, Partition: 1}
+	f.Add(share.Key())
+	f.Add(ShareUpdateKey{ShareKey: share, Slot: 3}.Key())
+	f.Add(ShareSnapshot{StateEpoch: 1, SnapshotEpoch: 2, StartOffset: 10, Batches: []ShareBatch{{10, 19, ShareAcknowledged, 1}, {25, 25, ShareAvailable, 3}}}.Encode())
+	f.Add(ShareUpdate{SnapshotEpoch: 2, StartOffset: -1, Batches: []ShareBatch{{20, 24, ShareArchived, 5}}}.Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if tp, err := DecodeTopic(b); err == nil {
 			// Configs re-encode sorted, so compare what decodes.
@@ -302,6 +307,16 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
+		if v, err := DecodeShareSnapshot(b); err == nil {
+			if again, err := DecodeShareSnapshot(v.Encode()); err != nil || !reflect.DeepEqual(again, v) {
+				t.Fatalf("share snapshot %x decodes as %+v, re-encoded as %+v (%v)", b, v, again, err)
+			}
+		}
+		if v, err := DecodeShareUpdate(b); err == nil {
+			if again, err := DecodeShareUpdate(v.Encode()); err != nil || !reflect.DeepEqual(again, v) {
+				t.Fatalf("share update %x decodes as %+v, re-encoded as %+v (%v)", b, v, again, err)
+			}
+		}
 		if kind, k, err := ParseKey(b); err == nil {
 			var re []byte
 			switch k := k.(type) {
@@ -314,6 +329,10 @@ func FuzzDecode(f *testing.F) {
 			case PartitionKey:
 				re = k.Key()
 			case OffsetsTopicKey:
+				re = k.Key()
+			case ShareKey:
+				re = k.Key()
+			case ShareUpdateKey:
 				re = k.Key()
 			case TxnKey:
 				re = k.Key()
