@@ -8,8 +8,8 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/coordinator/sharestate"
+	"github.com/cohort-dev/cohort/internal/machinetest"
 	"github.com/cohort-dev/cohort/record"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -17,10 +17,7 @@ var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 const shard = record.ShareStateShardBase
 
 // tb is what the harness needs of a test.
-type tb interface {
-	Helper()
-	Fatalf(format string, args ...any)
-}
+type tb = machinetest.TB
 
 // fakeLog is a topic partition's log as the host would read it: batches
 // of offsets, the log start, the batches of aborted transactions.
@@ -77,7 +74,7 @@ type harness struct {
 	m       *sharestate.Shard
 	now     time.Time
 	records map[string][]byte
-	timers  map[string]time.Time
+	timers  machinetest.Timers
 	logs    map[sharestate.Key]*fakeLog
 	nextReq machine.RequestID
 	replies map[machine.RequestID]any
@@ -92,7 +89,7 @@ func newHarness(t tb, cfg sharestate.Config) *harness {
 	h := &harness{
 		t: t, cfg: cfg, now: start,
 		records: map[string][]byte{},
-		timers:  map[string]time.Time{},
+		timers:  machinetest.Timers{},
 		logs:    map[sharestate.Key]*fakeLog{},
 		replies: map[machine.RequestID]any{},
 		guard:   true,
@@ -140,13 +137,7 @@ func (h *harness) apply(out machine.Output) {
 		}
 		h.lines = append(h.lines, renderRecord(h.t, r))
 	}
-	for _, tm := range out.Timers {
-		if tm.At.IsZero() {
-			delete(h.timers, tm.Key)
-		} else {
-			h.timers[tm.Key] = tm.At
-		}
-	}
+	h.timers.Apply(out.Timers)
 	for _, r := range out.Replies {
 		h.replies[r.To] = r.Out
 	}
@@ -260,24 +251,7 @@ func (h *harness) fetch(k sharestate.Key, member string, next sharestate.NextCmd
 // advance moves time on by d, firing the timers that come due, in order.
 func (h *harness) advance(d time.Duration) {
 	h.t.Helper()
-	end := h.now.Add(d)
-	for {
-		key, at := "", time.Time{}
-		for k, t := range h.timers {
-			if !t.After(end) && (key == "" || t.Before(at) || (t.Equal(at) && k < key)) {
-				key, at = k, t
-			}
-		}
-		if key == "" {
-			break
-		}
-		delete(h.timers, key)
-		if at.After(h.now) {
-			h.now = at
-		}
-		h.apply(h.m.Fire(h.now, key))
-	}
-	h.now = end
+	h.timers.Advance(&h.now, d, func(key string) { h.apply(h.m.Fire(h.now, key)) })
 }
 
 // restart is a crash: a fresh machine from the records; timers and
@@ -288,7 +262,7 @@ func (h *harness) restart() {
 	if err := machine.ReplaySorted(h.records, h.m.Replay); err != nil {
 		h.t.Fatalf("replay: %v", err)
 	}
-	h.timers = map[string]time.Time{}
+	h.timers = machinetest.Timers{}
 	h.apply(h.m.Loaded(h.now))
 }
 
@@ -298,12 +272,7 @@ func (h *harness) describe(k sharestate.Key) sharestate.Description {
 	return h.send(sharestate.DescribeCmd{Partitions: []sharestate.Key{k}}).([]sharestate.Description)[0]
 }
 
-func codeName(c int16) string {
-	if c == 0 {
-		return "NONE"
-	}
-	return kerr.ErrorForCode(c).(*kerr.Error).Message
-}
+var codeName = machinetest.CodeName
 
 func renderAcquired(rs []sharestate.Records) string {
 	if len(rs) == 0 {

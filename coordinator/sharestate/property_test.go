@@ -30,17 +30,12 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/sharestate"
+	"github.com/cohort-dev/cohort/internal/machinetest"
 	"github.com/cohort-dev/cohort/record"
 )
 
-type propFail struct{ msg string }
-
-type propTB struct{}
-
-func (propTB) Helper() {}
-func (propTB) Fatalf(format string, args ...any) {
-	panic(propFail{fmt.Sprintf(format, args...)})
-}
+// propTB stops a schedule at the first broken invariant.
+type propTB = machinetest.Panicking
 
 func TestProperty(t *testing.T) {
 	schedules := 200
@@ -105,21 +100,14 @@ func settle(x *offset, limit int16) {
 
 func runSchedule(ch chooser, steps int) (msg string, trace string) {
 	var log []string
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(propFail)
-			if !ok {
-				panic(r)
-			}
-			msg = f.msg
-			if len(log) > 25 {
-				log = log[len(log)-25:]
-			}
-			for _, l := range log {
-				trace += "  " + l + "\n"
-			}
-		}
-	}()
+	return machinetest.Catch(func() { schedule(ch, steps, &log) }, &log, 25)
+}
+
+// schedule runs the steps, appending each to log; a broken invariant
+// panics (machinetest.Panicking).
+func schedule(ch chooser, steps int, logp *[]string) {
+	log := *logp
+	defer func() { *logp = log }()
 	limit := []int16{2, 3, 5}[ch.IntN(3)]
 	lock := 10 * time.Second
 	cfg := sharestate.Config{
@@ -357,7 +345,6 @@ func runSchedule(ch chooser, steps int) (msg string, trace string) {
 			}
 		}
 	}
-	return "", ""
 }
 
 // ackOf picks acknowledgements for member: mostly of what it holds,

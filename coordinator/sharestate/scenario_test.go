@@ -30,75 +30,31 @@ package sharestate_test
 // every event.
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/sharestate"
+	"github.com/cohort-dev/cohort/internal/machinetest"
 )
 
-var rewrite = flag.Bool("rewrite", false, "regenerate the expected output of testdata/*.txt")
-
 func TestScenarios(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scenario files")
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runFile(t, f) })
-	}
-}
-
-func runFile(t *testing.T, path string) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	var h *harness
-	var out []string
-	for i := 0; i < len(lines); {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			out = append(out, l)
-			i++
-			continue
-		}
-		cmd := l
-		i++
-		if i >= len(lines) || lines[i] != "----" {
-			t.Fatalf("%s:%d: command %q has no ---- line", path, i, cmd)
-		}
-		i++
-		var want []string
-		for i < len(lines) && lines[i] != "" {
-			want = append(want, lines[i])
-			i++
-		}
-		if h == nil {
-			cfg := sharestate.Config{}
-			if strings.HasPrefix(cmd, "config") {
-				cfg = parseConfig(t, cmd)
+	machinetest.Scenarios(t, "testdata/*.txt", func(t *testing.T) func(string) []string {
+		var h *harness
+		return func(line string) []string {
+			if h == nil {
+				// A file's first command may configure the shard.
+				cfg := sharestate.Config{}
+				if strings.HasPrefix(line, "config") {
+					cfg = parseConfig(t, line)
+				}
+				h = newHarness(t, cfg)
 			}
-			h = newHarness(t, cfg)
+			return run(h, line)
 		}
-		got := run(h, cmd)
-		out = append(out, cmd, "----")
-		out = append(out, got...)
-		if !*rewrite && strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("%s: %s\n got:\n%s\nwant:\n%s", path, cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 func parseConfig(t *testing.T, line string) sharestate.Config {
