@@ -201,19 +201,7 @@ func TestCorruptValues(t *testing.T) {
 		"group":  func(b []byte) error { _, err := DecodeClassicGroup(b); return err },
 	}
 	for name, v := range values {
-		for n := 0; n < len(v); n++ {
-			if err := decode[name](v[:n]); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("%s truncated to %d bytes: %v, want ErrCorrupt", name, n, err)
-			}
-		}
-		if err := decode[name](append(bytes.Clone(v), 0)); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s with a trailing byte: %v", name, err)
-		}
-		bad := bytes.Clone(v)
-		bad[0] = 2
-		if err := decode[name](bad); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s version 2: %v", name, err)
-		}
+		checkCorrupt(t, name, v, decode[name])
 	}
 	huge := ClassicGroup{}.Encode()
 	huge = append(huge[:len(huge)-1], 0xff, 0xff, 0xff, 0xff, 0x07) // member count ~2^31
@@ -229,6 +217,25 @@ func TestCorruptValues(t *testing.T) {
 		if _, _, err := ParseKey(k); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("ParseKey(%x): %v, want ErrCorrupt", k, err)
 		}
+	}
+}
+
+// checkCorrupt checks that decode finds every truncation of a version 1
+// value v, v with a trailing byte, and v as version 2 corrupt.
+func checkCorrupt(t *testing.T, name string, v []byte, decode func([]byte) error) {
+	t.Helper()
+	for n := range len(v) {
+		if err := decode(v[:n]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s truncated to %d bytes: %v, want ErrCorrupt", name, n, err)
+		}
+	}
+	if err := decode(append(bytes.Clone(v), 0)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("%s with a trailing byte: %v", name, err)
+	}
+	bad := bytes.Clone(v)
+	bad[0] = 2
+	if err := decode(bad); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("%s version 2: %v", name, err)
 	}
 }
 
@@ -322,21 +329,7 @@ func FuzzDecode(f *testing.F) {
 			switch k := k.(type) {
 			case GroupKey:
 				re = k.KindKey(kind)
-			case MemberKey:
-				re = k.Key()
-			case OffsetKey:
-				re = k.Key()
-			case PartitionKey:
-				re = k.Key()
-			case OffsetsTopicKey:
-				re = k.Key()
-			case ShareKey:
-				re = k.Key()
-			case ShareUpdateKey:
-				re = k.Key()
-			case TxnKey:
-				re = k.Key()
-			case TxnOffsetKey:
+			case interface{ Key() []byte }:
 				re = k.Key()
 			}
 			if !bytes.Equal(re, b) {

@@ -108,19 +108,7 @@ func TestShareStateCorrupt(t *testing.T) {
 		"update":   func(b []byte) error { _, err := DecodeShareUpdate(b); return err },
 	}
 	for name, v := range map[string][]byte{"snapshot": snap.Encode(), "update": upd.Encode()} {
-		for n := range len(v) {
-			if err := decode[name](v[:n]); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("%s truncated to %d bytes: %v", name, n, err)
-			}
-		}
-		if err := decode[name](append(bytes.Clone(v), 0)); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s with a trailing byte: %v", name, err)
-		}
-		bad := bytes.Clone(v)
-		bad[0] = 2
-		if err := decode[name](bad); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s version 2: %v", name, err)
-		}
+		checkCorrupt(t, "share "+name, v, decode[name])
 	}
 	for _, bs := range [][]ShareBatch{
 		{{5, 4, ShareArchived, 0}},                            // last before first
