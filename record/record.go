@@ -104,6 +104,10 @@ func (k Kind) String() string {
 		return "txn"
 	case KindTxnOffset:
 		return "txn-offset"
+	case KindShareSnapshot:
+		return "share-snapshot"
+	case KindShareUpdate:
+		return "share-update"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
@@ -181,12 +185,15 @@ func (k OffsetKey) Key() []byte {
 }
 
 // keyStringLen is the length appendKeyString adds for s.
-func keyStringLen(s string) int {
+func keyStringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// uvarintLen is the length of v's shortest uvarint encoding.
+func uvarintLen(v uint64) int {
 	n := 1
-	for v := uint64(len(s)); v >= 0x80; v >>= 7 {
+	for ; v >= 0x80; v >>= 7 {
 		n++
 	}
-	return n + len(s)
+	return n
 }
 
 func appendKeyString(b []byte, s string) []byte {
@@ -202,7 +209,9 @@ type keyReader struct {
 
 func (r *keyReader) string() string {
 	n, used := binary.Uvarint(r.b)
-	if used <= 0 || n > uint64(len(r.b)-used) {
+	// A length written longer than it needs (0x80 0x00 for 0) is not the
+	// key's encoding: the same key would have two byte strings.
+	if used <= 0 || n > uint64(len(r.b)-used) || used != uvarintLen(n) {
 		r.err = ErrCorrupt
 		r.b = nil
 		return ""
@@ -226,7 +235,8 @@ func (r *keyReader) uint32() uint32 {
 // kinds), a MemberKey (for the member kinds, and the assigner's consumer
 // and topic kinds, whose "member" is the consumer or topic name), a
 // PartitionKey (the assigner's owner and handoff kinds), an OffsetKey,
-// an OffsetsTopicKey, a TxnKey or a TxnOffsetKey.
+// an OffsetsTopicKey, a TxnKey, a TxnOffsetKey, a ShareKey or a
+// ShareUpdateKey.
 func ParseKey(key []byte) (Kind, any, error) {
 	if len(key) < 4 || key[0] != namespace {
 		return 0, nil, fmt.Errorf("%w: key %q is not a coordinator key", ErrCorrupt, key)
@@ -260,6 +270,8 @@ func ParseKey(key []byte) (Kind, any, error) {
 		out = k
 	case KindTxn, KindTxnOffset:
 		out = parseTxnKey(kind, g, &r)
+	case KindShareSnapshot, KindShareUpdate:
+		out = parseShareKey(kind, g, &r)
 	default:
 		return kind, nil, fmt.Errorf("%w: unknown record kind %d", ErrCorrupt, kind)
 	}

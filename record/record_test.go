@@ -201,19 +201,7 @@ func TestCorruptValues(t *testing.T) {
 		"group":  func(b []byte) error { _, err := DecodeClassicGroup(b); return err },
 	}
 	for name, v := range values {
-		for n := 0; n < len(v); n++ {
-			if err := decode[name](v[:n]); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("%s truncated to %d bytes: %v, want ErrCorrupt", name, n, err)
-			}
-		}
-		if err := decode[name](append(bytes.Clone(v), 0)); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s with a trailing byte: %v", name, err)
-		}
-		bad := bytes.Clone(v)
-		bad[0] = 2
-		if err := decode[name](bad); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s version 2: %v", name, err)
-		}
+		checkCorrupt(t, name, v, decode[name])
 	}
 	huge := ClassicGroup{}.Encode()
 	huge = append(huge[:len(huge)-1], 0xff, 0xff, 0xff, 0xff, 0x07) // member count ~2^31
@@ -229,6 +217,25 @@ func TestCorruptValues(t *testing.T) {
 		if _, _, err := ParseKey(k); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("ParseKey(%x): %v, want ErrCorrupt", k, err)
 		}
+	}
+}
+
+// checkCorrupt checks that decode finds every truncation of a version 1
+// value v, v with a trailing byte, and v as version 2 corrupt.
+func checkCorrupt(t *testing.T, name string, v []byte, decode func([]byte) error) {
+	t.Helper()
+	for n := range len(v) {
+		if err := decode(v[:n]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s truncated to %d bytes: %v, want ErrCorrupt", name, n, err)
+		}
+	}
+	if err := decode(append(bytes.Clone(v), 0)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("%s with a trailing byte: %v", name, err)
+	}
+	bad := bytes.Clone(v)
+	bad[0] = 2
+	if err := decode(bad); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("%s version 2: %v", name, err)
 	}
 }
 
@@ -254,6 +261,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add(EncodeConfigs(map[string]string{"consumer.session.timeout.ms": "50000"}))
 	f.Add(ConfigResource{Type: 32, Name: "g"}.Key())
 	f.Add([]byte(`{"v":2,"name":"t","id":"0102030405060708090a0b0c0d0e0f10","partitions":1,"leaders":[1]}`))
+	share := ShareKey{Shard: ShareStateShardBase, Group: "g", TopicID: [16]byte{7}, Partition: 1}
+	f.Add(share.Key())
+	f.Add(ShareUpdateKey{ShareKey: share, Slot: 3}.Key())
+	f.Add(ShareSnapshot{StateEpoch: 1, SnapshotEpoch: 2, StartOffset: 10, Batches: []ShareBatch{{10, 19, ShareAcknowledged, 1}, {25, 25, ShareAvailable, 3}}}.Encode())
+	f.Add(ShareUpdate{SnapshotEpoch: 2, StartOffset: -1, Batches: []ShareBatch{{20, 24, ShareArchived, 5}}}.Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if tp, err := DecodeTopic(b); err == nil {
 			// Configs re-encode sorted, so compare what decodes.
@@ -302,18 +314,22 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
+		if v, err := DecodeShareSnapshot(b); err == nil {
+			if again, err := DecodeShareSnapshot(v.Encode()); err != nil || !reflect.DeepEqual(again, v) {
+				t.Fatalf("share snapshot %x decodes as %+v, re-encoded as %+v (%v)", b, v, again, err)
+			}
+		}
+		if v, err := DecodeShareUpdate(b); err == nil {
+			if again, err := DecodeShareUpdate(v.Encode()); err != nil || !reflect.DeepEqual(again, v) {
+				t.Fatalf("share update %x decodes as %+v, re-encoded as %+v (%v)", b, v, again, err)
+			}
+		}
 		if kind, k, err := ParseKey(b); err == nil {
 			var re []byte
 			switch k := k.(type) {
 			case GroupKey:
 				re = k.KindKey(kind)
-			case MemberKey:
-				re = k.Key()
-			case OffsetKey:
-				re = k.Key()
-			case PartitionKey:
-				re = k.Key()
-			case OffsetsTopicKey:
+			case interface{ Key() []byte }:
 				re = k.Key()
 			}
 			if !bytes.Equal(re, b) {

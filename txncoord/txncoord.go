@@ -84,7 +84,8 @@ func Start(cfg Config) (*Coordinator, error) {
 	if cfg.Shards <= 0 {
 		cfg.Shards = 1
 	}
-	if cfg.Shards > int(^uint16(0)-record.TxnShardBase) {
+	// The transaction shards end where the share-state shards begin.
+	if cfg.Shards > int(record.ShareStateShardBase-record.TxnShardBase) {
 		return nil, fmt.Errorf("txncoord: %d shards is too many", cfg.Shards)
 	}
 	if cfg.RetryBackoff <= 0 {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/coordinator/txn"
+	"github.com/cohort-dev/cohort/internal/machinetest"
 	"github.com/cohort-dev/cohort/record"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -18,10 +18,7 @@ var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 const shard = record.TxnShardBase
 
 // tb is what the harness needs of a test.
-type tb interface {
-	Helper()
-	Fatalf(format string, args ...any)
-}
+type tb = machinetest.TB
 
 // harness runs a txn.Shard the way the runtime does, in fake time: it
 // keeps the records written (the store), the timers, and the Markers
@@ -32,7 +29,7 @@ type harness struct {
 	m       *txn.Shard
 	now     time.Time
 	records map[string][]byte
-	timers  map[string]time.Time
+	timers  machinetest.Timers
 	pending []txn.Markers
 	nextReq machine.RequestID
 	nextPID int64
@@ -51,7 +48,7 @@ func newHarness(t tb) *harness {
 		cfg:     txn.Config{Shard: shard, MaxTimeout: 15 * time.Minute, IDExpiration: 24 * time.Hour, ExpirationCheck: time.Hour},
 		now:     start,
 		records: map[string][]byte{},
-		timers:  map[string]time.Time{},
+		timers:  machinetest.Timers{},
 		nextPID: 1000,
 		replies: map[machine.RequestID]any{},
 		parked:  map[machine.RequestID]bool{},
@@ -84,13 +81,7 @@ func (h *harness) apply(out machine.Output) {
 		}
 		h.log = append(h.log, "write "+id+" "+renderTxn(v))
 	}
-	for _, tm := range out.Timers {
-		if tm.At.IsZero() {
-			delete(h.timers, tm.Key)
-		} else {
-			h.timers[tm.Key] = tm.At
-		}
-	}
+	h.timers.Apply(out.Timers)
 	for _, p := range out.Pushes {
 		m := p.Msg.(txn.Markers)
 		h.pending = append(h.pending, m)
@@ -182,24 +173,7 @@ func (h *harness) completeMarkers() {
 // advance moves time on by d, firing the timers that come due, in order.
 func (h *harness) advance(d time.Duration) {
 	h.t.Helper()
-	end := h.now.Add(d)
-	for {
-		key, at := "", time.Time{}
-		for k, t := range h.timers {
-			if !t.After(end) && (key == "" || t.Before(at) || (t.Equal(at) && k < key)) {
-				key, at = k, t
-			}
-		}
-		if key == "" {
-			break
-		}
-		delete(h.timers, key)
-		if at.After(h.now) {
-			h.now = at
-		}
-		h.apply(h.m.Fire(h.now, key))
-	}
-	h.now = end
+	h.timers.Advance(&h.now, d, func(key string) { h.apply(h.m.Fire(h.now, key)) })
 }
 
 // restart is a crash: a fresh machine from the records; pushes not yet
@@ -211,7 +185,7 @@ func (h *harness) restart() {
 	if err := machine.ReplaySorted(h.records, h.m.Replay); err != nil {
 		h.t.Fatalf("replay: %v", err)
 	}
-	h.timers = map[string]time.Time{}
+	h.timers = machinetest.Timers{}
 	h.pending = nil
 	for id := range h.parked {
 		h.replies[id] = nil
@@ -233,12 +207,7 @@ func (h *harness) state(id string) (record.Txn, bool) {
 	return r, true
 }
 
-func codeName(c int16) string {
-	if c == 0 {
-		return "NONE"
-	}
-	return kerr.ErrorForCode(c).(*kerr.Error).Message
-}
+var codeName = machinetest.CodeName
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

@@ -25,17 +25,12 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/coordinator/txn"
+	"github.com/cohort-dev/cohort/internal/machinetest"
 	"github.com/cohort-dev/cohort/record"
 )
 
-type propFail struct{ msg string }
-
-type propTB struct{}
-
-func (propTB) Helper() {}
-func (propTB) Fatalf(format string, args ...any) {
-	panic(propFail{fmt.Sprintf(format, args...)})
-}
+// propTB stops a schedule at the first broken invariant.
+type propTB = machinetest.Panicking
 
 func TestProperty(t *testing.T) {
 	schedules := 300
@@ -71,22 +66,15 @@ type model struct {
 func runSchedule(seed uint64, steps int) (msg string, trace string) {
 	rng := rand.New(rand.NewPCG(seed, seed*7919))
 	var log []string
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(propFail)
-			if !ok {
-				panic(r)
-			}
-			msg = f.msg
-			if len(log) > 20 {
-				log = log[len(log)-20:]
-			}
-			for _, l := range log {
-				trace += "  " + l + "\n"
-			}
-		}
-	}()
-	h := newHarness(propTB{})
+	return machinetest.Catch(func() { schedule(rng, steps, &log) }, &log, 20)
+}
+
+// schedule runs the steps, appending each to log; a broken invariant
+// panics (machinetest.Panicking).
+func schedule(rng *rand.Rand, steps int, logp *[]string) {
+	log := *logp
+	defer func() { *logp = log }()
+	h := newHarness(machinetest.Panicking{})
 	h.guard = false
 	ids := []string{"a", "b", "c", "d", "e", "f"}
 	clients := make([]*client, 0, 2*len(ids))
@@ -241,7 +229,6 @@ func runSchedule(seed uint64, steps int) (msg string, trace string) {
 			}
 		}
 	}
-	return "", ""
 }
 
 func checkReplay(h *harness) error {

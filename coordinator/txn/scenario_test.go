@@ -23,10 +23,7 @@ package txn_test
 // The one record rule is checked after every event.
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,59 +31,15 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/coordinator/txn"
+	"github.com/cohort-dev/cohort/internal/machinetest"
 	"github.com/cohort-dev/cohort/record"
 )
 
-var rewrite = flag.Bool("rewrite", false, "regenerate the expected output of testdata/*.txt")
-
 func TestScenarios(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scenario files")
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runFile(t, f) })
-	}
-}
-
-func runFile(t *testing.T, path string) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	h := newHarness(t)
-	var out []string
-	for i := 0; i < len(lines); {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			out = append(out, l)
-			i++
-			continue
-		}
-		cmd := l
-		i++
-		if i >= len(lines) || lines[i] != "----" {
-			t.Fatalf("%s:%d: command %q has no ---- line", path, i, cmd)
-		}
-		i++
-		var want []string
-		for i < len(lines) && lines[i] != "" {
-			want = append(want, lines[i])
-			i++
-		}
-		got := run(h, cmd)
-		out = append(out, cmd, "----")
-		out = append(out, got...)
-		if !*rewrite && strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("%s: %s\n got:\n%s\nwant:\n%s", path, cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	machinetest.Scenarios(t, "testdata/*.txt", func(t *testing.T) func(string) []string {
+		h := newHarness(t)
+		return func(line string) []string { return run(h, line) }
+	})
 }
 
 func run(h *harness, line string) []string {

@@ -87,6 +87,7 @@ var pure = []string{
 	"coordinator/global",
 	"coordinator/handoff",
 	"coordinator/txn",
+	"coordinator/sharestate",
 }
 
 // pureModule is what a pure package may reach outside the standard
