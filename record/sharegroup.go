@@ -49,38 +49,12 @@ func IsShareGroupKind(kind Kind) bool {
 }
 
 // ShareGroup is a share group's epoch, as Kafka's ShareGroupMetadataValue,
-// plus Cohort's stable group id.
-type ShareGroup struct {
-	// ID is the group's stable id, cgp_<ULID>.
-	ID string
-	// Epoch is the group epoch: it advances when membership,
-	// subscriptions or the subscribed topics' partitions change.
-	Epoch int32
-	// MetadataHash summarises the subscribed topics (ids and partition
-	// counts) at Epoch, so that a change is noticed across a restart.
-	MetadataHash uint64
-}
-
-// Encode returns the value's bytes.
-func (g ShareGroup) Encode() []byte {
-	b := []byte{valueVersion1}
-	b = kbin.AppendCompactString(b, g.ID)
-	b = kbin.AppendInt32(b, g.Epoch)
-	return kbin.AppendInt64(b, int64(g.MetadataHash))
-}
+// plus Cohort's stable group id: the fields, and so the value, of a
+// consumer group's (ConsumerGroup), as Kafka's two values agree.
+type ShareGroup = ConsumerGroup
 
 // DecodeShareGroup decodes a ShareGroup value.
-func DecodeShareGroup(v []byte) (ShareGroup, error) {
-	var g ShareGroup
-	r, err := valueReader(v)
-	if err != nil {
-		return g, err
-	}
-	g.ID = r.CompactString()
-	g.Epoch = r.Int32()
-	g.MetadataHash = uint64(r.Int64())
-	return g, complete(r, "share group")
-}
+func DecodeShareGroup(v []byte) (ShareGroup, error) { return DecodeConsumerGroup(v) }
 
 // ShareMember is a share group member's metadata, as Kafka's
 // ShareGroupMemberMetadataValue.
@@ -149,28 +123,12 @@ func DecodeShareTargetEpoch(v []byte) (ShareTargetEpoch, error) {
 
 // ShareTarget is one member's target assignment, as Kafka's
 // ShareGroupTargetAssignmentMemberValue: topics by id, partitions
-// ascending.
-type ShareTarget struct {
-	Topics []TopicPartitions
-}
-
-// Encode returns the value's bytes.
-func (t ShareTarget) Encode() []byte {
-	return appendTopicPartitions([]byte{valueVersion1}, t.Topics)
-}
+// ascending; the value of a consumer group member's (ConsumerTarget), as
+// Kafka's two values agree.
+type ShareTarget = ConsumerTarget
 
 // DecodeShareTarget decodes a ShareTarget value.
-func DecodeShareTarget(v []byte) (ShareTarget, error) {
-	var t ShareTarget
-	r, err := valueReader(v)
-	if err != nil {
-		return t, err
-	}
-	if t.Topics, err = readTopicPartitions(r); err != nil {
-		return t, err
-	}
-	return t, complete(r, "share target")
-}
+func DecodeShareTarget(v []byte) (ShareTarget, error) { return DecodeConsumerTarget(v) }
 
 // ShareCurrent is a share group member's epochs and assignment, as
 // Kafka's ShareGroupCurrentMemberAssignmentValue. A share member takes its
