@@ -660,6 +660,40 @@ func TestACLEnforcement(t *testing.T) {
 	if g := aclRaw[*kmsg.ConsumerGroupDescribeResponse](t, adminCl, cgdTopics).Groups; len(g) != 2 || g[0].ErrorCode != 0 || g[1].ErrorCode != 0 {
 		t.Errorf("admin's consumer group describe: %+v", g)
 	}
+
+	// Share groups (KIP-932), as Kafka 4.2: READ on the group and
+	// DESCRIBE on every subscribed topic for ShareGroupHeartbeat, and
+	// ShareGroupDescribe hides a group with an assigned topic the caller
+	// may not describe.
+	sgh := kmsg.NewPtrShareGroupHeartbeatRequest()
+	sgh.GroupID, sgh.MemberID, sgh.SubscribedTopicNames = "app-sg", "s1", []string{"orders", "secret"}
+	wantACLCode(t, "bob share group heartbeat", aclRaw[*kmsg.ShareGroupHeartbeatResponse](t, bobCl, sgh).ErrorCode, kerr.GroupAuthorizationFailed)
+	wantACLCode(t, "alice share group heartbeat subscribing to secret", aclRaw[*kmsg.ShareGroupHeartbeatResponse](t, aliceCl, sgh).ErrorCode, kerr.TopicAuthorizationFailed)
+	sgh.SubscribedTopicNames = []string{"orders"}
+	wantACLCode(t, "alice share group heartbeat subscribing to orders", aclRaw[*kmsg.ShareGroupHeartbeatResponse](t, aliceCl, sgh).ErrorCode, nil)
+	sgh.GroupID, sgh.SubscribedTopicNames = "app-sg-secret", []string{"secret"}
+	wantACLCode(t, "admin share group heartbeat subscribing to secret", aclRaw[*kmsg.ShareGroupHeartbeatResponse](t, adminCl, sgh).ErrorCode, nil)
+	sgd := kmsg.NewPtrShareGroupDescribeRequest()
+	sgd.GroupIDs, sgd.IncludeAuthorizedOperations = []string{"app-sg", "app-sg-secret"}, true
+	for _, g := range aclRaw[*kmsg.ShareGroupDescribeResponse](t, aliceCl, sgd).Groups {
+		switch g.GroupID {
+		case "app-sg":
+			wantACLCode(t, "alice share group describe app-sg (orders)", g.ErrorCode, nil)
+			if len(g.Members) != 1 || g.AuthorizedOperations != 1<<3|1<<8 {
+				t.Errorf("alice's describe of app-sg: %d members, operations %b; want 1, READ and DESCRIBE", len(g.Members), g.AuthorizedOperations)
+			}
+		case "app-sg-secret":
+			wantACLCode(t, "alice share group describe app-sg-secret (secret)", g.ErrorCode, kerr.TopicAuthorizationFailed)
+			if len(g.Members) != 0 {
+				t.Errorf("alice's refused describe of app-sg-secret shows %d members", len(g.Members))
+			}
+		default:
+			t.Errorf("share group describe answered group %q", g.GroupID)
+		}
+	}
+	if g := aclRaw[*kmsg.ShareGroupDescribeResponse](t, adminCl, sgd).Groups; len(g) != 2 || g[0].ErrorCode != 0 || g[1].ErrorCode != 0 {
+		t.Errorf("admin's share group describe: %+v", g)
+	}
 }
 
 // TestACLAssigner: with authorization on, a caller of the warm-handoff

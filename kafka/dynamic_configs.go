@@ -9,9 +9,10 @@ package kafka
 // is handed (applyConfigs). A broker config resolves as Kafka's: this
 // broker's own value, else the cluster default, else the node's flag.
 // A group config resolves to the group's own value, else the broker's
-// group.* default; ConsumerGroupHeartbeat carries the result to the
-// group's shard (machine.Request.GroupConfig), so a change applies to
-// each member at its next heartbeat.
+// group.* default (Kafka's default for share.*); ConsumerGroupHeartbeat
+// and ShareGroupHeartbeat carry the result to the group's shard
+// (machine.Request.GroupConfig), so a change applies to each member at
+// its next heartbeat.
 //
 // Loggers are as Kafka's: this node's, changed at once and not kept
 // across a restart (--log-level is the level a node starts with).
@@ -283,11 +284,12 @@ func (s *Server) GroupConfigs(tenant, group string) []ConfigValue {
 
 // groupConfigFor is what a group's configs change in its machine: zero
 // where neither the group nor the cluster sets one (the shard's
-// defaults are the node's flags).
+// defaults are the node's flags, and for share.* Kafka's defaults, the
+// same as groupConfigDefaults').
 func (s *Server) groupConfigFor(tenant, group string) machine.GroupConfig {
 	ms := func(name string) time.Duration {
 		r := s.groupValue(topics.Internal(tenant, group), name)
-		if r.source == kmsg.ConfigSourceStaticBrokerConfig {
+		if r.source == kmsg.ConfigSourceStaticBrokerConfig || r.source == kmsg.ConfigSourceDefaultConfig {
 			return 0
 		}
 		n, _ := strconv.ParseInt(r.value, 10, 64)
@@ -296,6 +298,9 @@ func (s *Server) groupConfigFor(tenant, group string) machine.GroupConfig {
 	return machine.GroupConfig{
 		SessionTimeout:    ms("consumer.session.timeout.ms"),
 		HeartbeatInterval: ms("consumer.heartbeat.interval.ms"),
+
+		ShareSessionTimeout:    ms("share.session.timeout.ms"),
+		ShareHeartbeatInterval: ms("share.heartbeat.interval.ms"),
 	}
 }
 

@@ -176,6 +176,23 @@ func TestDynamicConfigs(t *testing.T) {
 	}
 	want("group over cluster default", describeOne(c, kmsg.ConfigResourceTypeGroupConfig, "b", "consumer.heartbeat.interval.ms"), "6000", kmsg.ConfigSourceGroupConfig, 3)
 
+	// A share group: its share.heartbeat.interval.ms reaches its
+	// members' ShareGroupHeartbeats; without one, Kafka's 5000.
+	shareBeat := func(group string) int32 {
+		t.Helper()
+		resp := roundTrip[*kmsg.ShareGroupHeartbeatResponse](c, 1, shareJoinReq(group, "m-"+group, "t"))
+		if resp.ErrorCode != 0 {
+			t.Fatalf("share heartbeat of %s: %v", group, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		return resp.HeartbeatIntervalMillis
+	}
+	if code, msg := alterIncremental(c, false, kmsg.ConfigResourceTypeGroupConfig, "s2", setOp("share.heartbeat.interval.ms", "8000")); code != 0 {
+		t.Fatalf("share group s2: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if a, b := shareBeat("s1"), shareBeat("s2"); a != 5000 || b != 8000 {
+		t.Fatalf("share intervals %d and %d, want Kafka's 5000 and group s2's 8000", a, b)
+	}
+
 	// The root logger.
 	if code, msg := alterIncremental(c, false, kmsg.ConfigResourceTypeBrokerLogger, "0", setOp("root", "debug")); code != 0 {
 		t.Fatalf("root logger: %v %s", kerr.ErrorForCode(code), msg)

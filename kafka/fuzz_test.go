@@ -704,6 +704,15 @@ func seedRequest(key int16) kmsg.Request {
 		req := kmsg.NewPtrConsumerGroupDescribeRequest()
 		req.Groups, req.IncludeAuthorizedOperations = []string{"g", "h"}, true
 		return req
+	case kmsg.ShareGroupHeartbeat:
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.RackID = "g", "m1", kmsg.StringPtr("r1")
+		req.SubscribedTopicNames = []string{fuzzTopic, "nope"}
+		return req
+	case kmsg.ShareGroupDescribe:
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs, req.IncludeAuthorizedOperations = []string{"g", "h", ""}, true
+		return req
 	// Transactions: a transactional id the fresh coordinator does not
 	// know, so the producer checks run; the fuzzer mutates the rest.
 	case kmsg.AddPartitionsToTxn:

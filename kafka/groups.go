@@ -29,8 +29,11 @@ func init() {
 // organisations' groups of one name are two groups.
 func groupHandler(ctx context.Context, s *Server, hdr *reqHeader, req kmsg.Request) func() kmsg.Response {
 	creq := coordinator.Request{Msg: req, Tenant: hdr.tenant(), ClientID: hdr.clientID, ClientHost: hdr.host}
-	if r, ok := req.(*kmsg.ConsumerGroupHeartbeatRequest); ok {
+	switch r := req.(type) {
+	case *kmsg.ConsumerGroupHeartbeatRequest:
 		creq.GroupConfig = s.groupConfigFor(creq.Tenant, r.Group)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		creq.GroupConfig = s.groupConfigFor(creq.Tenant, r.GroupID)
 	}
 	if r, ok := req.(*kmsg.TxnOffsetCommitRequest); ok {
 		if resp := s.txnOffsetCommitAdd(ctx, hdr, r); resp != nil {

@@ -143,6 +143,38 @@ func (s *Server) groupTopicsChecked(ctx context.Context, hdr *reqHeader, req coo
 			resp.ErrorMessage = errPtr(fmt.Sprintf("Not authorized to describe the subscribed topics %v.", denied))
 			return done(resp)
 		}
+	case *kmsg.ShareGroupHeartbeatRequest:
+		// As ConsumerGroupHeartbeat: Kafka's ShareGroupHeartbeat v1.
+		if denied := s.deniedTopics(hdr, r.SubscribedTopicNames); len(denied) > 0 {
+			resp := r.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.ErrorMessage = errPtr(fmt.Sprintf("Not authorized to describe the subscribed topics %v.", denied))
+			return done(resp)
+		}
+	case *kmsg.ShareGroupDescribeRequest:
+		if s.cfg.Authorizer == nil && !r.IncludeAuthorizedOperations {
+			break
+		}
+		wait, who := s.groups.Handle(ctx, req), authzRequest(hdr)
+		return func() kmsg.Response {
+			resp := wait().(*kmsg.ShareGroupDescribeResponse)
+			for i := range resp.Groups {
+				g := &resp.Groups[i]
+				if g.ErrorCode != 0 {
+					continue
+				}
+				if !s.shareTopicsDescribable(who, g) {
+					d := kmsg.NewShareGroupDescribeResponseGroup()
+					d.GroupID, d.ErrorCode, d.AuthorizedOperations = g.GroupID, kerr.TopicAuthorizationFailed.Code, g.AuthorizedOperations
+					*g = d
+					continue
+				}
+				if r.IncludeAuthorizedOperations {
+					g.AuthorizedOperations = s.authorizedOperationsAs(who, kmsg.ACLResourceTypeGroup, g.GroupID)
+				}
+			}
+			return resp
+		}
 	case *kmsg.ConsumerGroupDescribeRequest:
 		if s.cfg.Authorizer == nil && !r.IncludeAuthorizedOperations {
 			break
@@ -339,6 +371,22 @@ func (s *Server) deniedTopics(hdr *reqHeader, names []string) []string {
 		}
 	}
 	return denied
+}
+
+// shareTopicsDescribable is groupTopicsDescribable for a described share
+// group: its members' assignments (Kafka 4.2's ShareGroupDescribe v1).
+func (s *Server) shareTopicsDescribable(who security.Request, g *kmsg.ShareGroupDescribeResponseGroup) bool {
+	if s.cfg.Authorizer == nil {
+		return true
+	}
+	for _, m := range g.Members {
+		for _, t := range m.Assignment.TopicPartitions {
+			if !s.authorizeAs(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // groupTopicsDescribable reports whether who may DESCRIBE every topic in

@@ -96,6 +96,15 @@ func describeGroup(t *testing.T, c *rawClient, group string) kmsg.DescribeGroups
 	return resp.Groups[0]
 }
 
+// shareJoinReq is a share group member's first ShareGroupHeartbeat (v1:
+// the client mints its id).
+func shareJoinReq(g, member, topic string) *kmsg.ShareGroupHeartbeatRequest {
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.Version = 1
+	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = g, member, 0, []string{topic}
+	return req
+}
+
 // groupSweepCases are TestVersionSweep's cases for the group APIs; topicID
 // is topic's id (OffsetCommit and OffsetFetch v10 name topics by id).
 func groupSweepCases(topic string, topicID [16]byte) map[int16]sweepCase {
@@ -147,6 +156,42 @@ func groupSweepCases(topic string, topicID [16]byte) map[int16]sweepCase {
 				m := d.Members[0]
 				if m.MemberID != "m-"+g || m.MemberEpoch != 1 || len(m.Assignment.TopicPartitions) != 1 || m.Assignment.TopicPartitions[0].Topic != topic ||
 					len(m.TargetAssignment.TopicPartitions) != 1 || (v >= 1 && m.MemberType != 1) {
+					t.Errorf("member %+v", m)
+				}
+				wantCode(t, "unknown group", resp.Groups[1].ErrorCode, kerr.GroupIDNotFound)
+			}
+		},
+		kmsg.ShareGroupHeartbeat.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			g := name(kmsg.ShareGroupHeartbeat, v)
+			return shareJoinReq(g, "m-"+g, topic), func(r kmsg.Response) {
+				resp := r.(*kmsg.ShareGroupHeartbeatResponse)
+				wantCode(t, "share heartbeat", resp.ErrorCode, nil)
+				if resp.MemberID == nil || *resp.MemberID != "m-"+g || resp.MemberEpoch != 1 || resp.HeartbeatIntervalMillis != 5000 {
+					t.Errorf("member %v epoch %d interval %d: want the client's id, 1 and Kafka's 5000", resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis)
+				}
+				if resp.Assignment == nil || len(resp.Assignment.TopicPartitions) != 1 || resp.Assignment.TopicPartitions[0].TopicID != topicID ||
+					len(resp.Assignment.TopicPartitions[0].Partitions) == 0 {
+					t.Errorf("assignment %+v: want every partition of %s", resp.Assignment, topic)
+				}
+			}
+		},
+		kmsg.ShareGroupDescribe.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			g := name(kmsg.ShareGroupDescribe, v)
+			hb := roundTrip[*kmsg.ShareGroupHeartbeatResponse](c, 1, shareJoinReq(g, "m-"+g, topic))
+			wantCode(t, "join", hb.ErrorCode, nil)
+			req := kmsg.NewPtrShareGroupDescribeRequest()
+			req.GroupIDs = []string{g, "no-such-group"}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.ShareGroupDescribeResponse)
+				if len(resp.Groups) != 2 {
+					t.Fatalf("groups: %+v", resp.Groups)
+				}
+				d := resp.Groups[0]
+				wantCode(t, "describe", d.ErrorCode, nil)
+				if d.GroupID != g || d.GroupState != "Stable" || d.GroupEpoch != 1 || d.AssignmentEpoch != 1 || d.Assignor != "simple" || len(d.Members) != 1 {
+					t.Fatalf("described %+v", d)
+				}
+				if m := d.Members[0]; m.MemberID != "m-"+g || m.MemberEpoch != 1 || len(m.Assignment.TopicPartitions) != 1 || m.Assignment.TopicPartitions[0].Topic != topic {
 					t.Errorf("member %+v", m)
 				}
 				wantCode(t, "unknown group", resp.Groups[1].ErrorCode, kerr.GroupIDNotFound)

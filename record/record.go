@@ -108,6 +108,18 @@ func (k Kind) String() string {
 		return "share-snapshot"
 	case KindShareUpdate:
 		return "share-update"
+	case KindShareGroup:
+		return "share-group"
+	case KindShareMember:
+		return "share-member"
+	case KindShareTargetEpoch:
+		return "share-target-epoch"
+	case KindShareTarget:
+		return "share-target"
+	case KindShareCurrent:
+		return "share-current"
+	case KindShareGroupPartitions:
+		return "share-group-partitions"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
@@ -161,7 +173,7 @@ func groupKey(kind Kind, g GroupKey, extra int) []byte {
 // Key encodes the key of a group's classic-group record.
 func (g GroupKey) Key() []byte { return GroupPrefix(KindClassicGroup, g) }
 
-// MemberKey names a consumer group member's record of one kind.
+// MemberKey names a consumer or share group member's record of one kind.
 type MemberKey struct {
 	GroupKey
 	Kind   Kind
@@ -169,7 +181,8 @@ type MemberKey struct {
 }
 
 // KindKey encodes the key of a group record of kind (KindClassicGroup,
-// KindConsumerGroup, KindConsumerTargetEpoch).
+// KindConsumerGroup, KindConsumerTargetEpoch, KindShareGroup,
+// KindShareTargetEpoch, KindShareGroupPartitions).
 func (g GroupKey) KindKey(kind Kind) []byte { return GroupPrefix(kind, g) }
 
 // Key encodes the key.
@@ -254,9 +267,11 @@ func ParseKey(key []byte) (Kind, any, error) {
 	g.Group = r.string()
 	var out any
 	switch kind {
-	case KindClassicGroup, KindConsumerGroup, KindConsumerTargetEpoch:
+	case KindClassicGroup, KindConsumerGroup, KindConsumerTargetEpoch,
+		KindShareGroup, KindShareTargetEpoch, KindShareGroupPartitions:
 		out = g
-	case KindConsumerMember, KindConsumerTarget, KindConsumerCurrent, KindAssignerConsumer, KindAssignerTopic:
+	case KindConsumerMember, KindConsumerTarget, KindConsumerCurrent, KindAssignerConsumer, KindAssignerTopic,
+		KindShareMember, KindShareTarget, KindShareCurrent:
 		out = MemberKey{GroupKey: g, Kind: kind, Member: r.string()}
 	case KindAssignerOwner, KindAssignerHandoff:
 		k := PartitionKey{GroupKey: g, Kind: kind}

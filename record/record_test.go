@@ -251,6 +251,11 @@ func FuzzDecode(f *testing.F) {
 	for _, v := range consumerSamples() {
 		f.Add(v)
 	}
+	for _, v := range shareGroupSamples() {
+		f.Add(v)
+	}
+	f.Add(MemberKey{GroupKey{1, "", "g"}, KindShareCurrent, "m"}.Key())
+	f.Add(GroupKey{1, "t", "g"}.KindKey(KindShareGroupPartitions))
 	f.Add(MemberKey{GroupKey{1, "", "g"}, KindConsumerCurrent, "m"}.Key())
 	f.Add(PartitionKey{GroupKey{1, "", "g"}, KindAssignerHandoff, "t", 7}.Key())
 	f.Add(OffsetsTopicKey{Shard: 3}.Key())
@@ -307,10 +312,12 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("offsets topic %x decodes as %+v, re-encoded as %+v (%v)", b, o, again, err)
 			}
 		}
-		for name, re := range consumerReencoders {
-			if got, ok := re(b); ok {
-				if again, ok := re(got); !ok || !bytes.Equal(again, got) {
-					t.Fatalf("%s %x re-encodes as %x, then %x", name, b, got, again)
+		for _, reencoders := range []map[string]func([]byte) ([]byte, bool){consumerReencoders, shareGroupReencoders} {
+			for name, re := range reencoders {
+				if got, ok := re(b); ok {
+					if again, ok := re(got); !ok || !bytes.Equal(again, got) {
+						t.Fatalf("%s %x re-encodes as %x, then %x", name, b, got, again)
+					}
 				}
 			}
 		}

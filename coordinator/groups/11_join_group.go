@@ -25,7 +25,9 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -41,12 +43,17 @@ func init() {
 // joinGroup routes a JoinGroup: to the consumer group it names (a classic
 // member inside a mixed group, whatever the migration policy, as Kafka;
 // an empty consumer group becomes a classic group first), else to the
-// classic type.
+// classic type. A share group refuses it INCONSISTENT_GROUP_PROTOCOL with
+// no member id, as Kafka's classicGroupJoin for a group of another type.
 func joinGroup(s *Shard, now time.Time, req machine.Request, r *kmsg.JoinGroupRequest) {
 	if s.classic.JoinRefused(req, r) {
 		return
 	}
 	e := s.lookup(req.Tenant, r.Group)
+	if share.Of(e) != nil {
+		s.reply(req.ID, classic.JoinError(r.Version, kerr.InconsistentGroupProtocol.Code, ""))
+		return
+	}
 	g := classic.Of(e)
 	if cg := consumer.Of(e); cg != nil {
 		if len(cg.Members) > 0 {

@@ -11,7 +11,9 @@ package groups
 //   - v4: member InstanceID (KIP-345).
 //   - v5: flexible.
 //   - v6: GROUP_ID_NOT_FOUND and an ErrorMessage for an unknown group
-//     (KIP-1043); older versions describe it as Dead with no error.
+//     (KIP-1043); older versions describe it as Dead with no error. A
+//     consumer or share group is such a group here, "not a classic
+//     group", as Kafka's describeGroups.
 
 import (
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,7 +61,7 @@ func (s *Shard) describeGroups(_ time.Time, req machine.Request, r *kmsg.Describ
 			if r.Version >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "Group " + name + " not found."
-				if consumer.Of(e) != nil {
+				if consumer.Of(e) != nil || share.Of(e) != nil {
 					msg = "Group " + name + " is not a classic group."
 				}
 				d.ErrorMessage = &msg

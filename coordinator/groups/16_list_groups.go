@@ -7,7 +7,8 @@ package groups
 //   - v1: ThrottleMillis.
 //   - v3: flexible.
 //   - v4: StatesFilter and GroupState (KIP-518), matched case-insensitively.
-//   - v5: TypesFilter and GroupType (KIP-848): "classic" or "consumer".
+//   - v5: TypesFilter and GroupType (KIP-848): "classic", "consumer" or
+//     "share" (KIP-932: a share group's ProtocolType is "share" too).
 
 import (
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -56,6 +58,16 @@ func (s *Shard) listGroups(_ time.Time, req machine.Request, r *kmsg.ListGroupsR
 			}
 			resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
 				Group: name, ProtocolType: "consumer", GroupState: state, GroupType: "consumer",
+			})
+			continue
+		}
+		if g := share.Of(e); g != nil {
+			state := g.State()
+			if (len(states) > 0 && !states[strings.ToLower(state)]) || (len(types) > 0 && !types["share"]) {
+				continue
+			}
+			resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
+				Group: name, ProtocolType: "share", GroupState: state, GroupType: "share",
 			})
 			continue
 		}

@@ -3,6 +3,8 @@ package groups
 // DeleteGroups, key 42 (docs/kafka-classic-groups.md §17): an
 // Empty group is deleted with its offsets; a group with members is
 // NON_EMPTY_GROUP. Duplicates are answered once, as Kafka collapses them.
+// An empty share group is deleted too; the share-partition state it may
+// hold is left for the share-state host to drop (share_state.go).
 //
 // Version notes:
 //   - v1: throttling after the response (KIP-219).
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -66,7 +69,7 @@ func distinct(r *kmsg.DeleteGroupsRequest) []string {
 }
 
 // deleteGroups is Kafka's deleteGroups (§17) for this shard's groups.
-func (s *Shard) deleteGroups(_ time.Time, req machine.Request, r *kmsg.DeleteGroupsRequest) {
+func (s *Shard) deleteGroups(now time.Time, req machine.Request, r *kmsg.DeleteGroupsRequest) {
 	resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	resp.Version = r.Version
 	seen := map[string]bool{}
@@ -77,10 +80,12 @@ func (s *Shard) deleteGroups(_ time.Time, req machine.Request, r *kmsg.DeleteGro
 		seen[name] = true
 		var code int16
 		e := s.lookup(req.Tenant, name)
-		c, cg := classic.Of(e), consumer.Of(e)
+		c, cg, sg := classic.Of(e), consumer.Of(e), share.Of(e)
 		switch {
 		case e == nil || (c != nil && c.State == classic.Dead):
 			code = kerr.GroupIDNotFound.Code
+		case sg != nil:
+			code = s.share.Delete(sg, now)
 		case cg != nil:
 			if len(cg.Members) > 0 {
 				code = kerr.NonEmptyGroup.Code

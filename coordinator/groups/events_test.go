@@ -99,7 +99,7 @@ func (c *evCheck) event(e observe.GroupEvent, now time.Time) error {
 	if !e.At.Equal(now) {
 		return fmt.Errorf("event at %v, reported at %v", e.At, now)
 	}
-	if e.Protocol != "classic" && e.Protocol != "consumer" {
+	if e.Protocol != "classic" && e.Protocol != "consumer" && e.Protocol != "share" {
 		return fmt.Errorf("protocol %q", e.Protocol)
 	}
 	if e.Kind != observe.RebalanceCompleted && (e.Duration != 0 || e.Phases != (observe.Phases{}) || e.PartitionsMoved != 0) {
@@ -207,7 +207,8 @@ func checkStory(e observe.GroupEvent, g *evGroup) error {
 	if p.Join < 0 || p.Sync < 0 || p.Assignment < 0 || p.Revocation < 0 || p.Join+p.Sync+p.Assignment+p.Revocation != e.Duration {
 		return fmt.Errorf("phases %+v for a rebalance of %v", p, e.Duration)
 	}
-	if (e.Protocol == "classic" && (p.Assignment != 0 || p.Revocation != 0)) || (e.Protocol == "consumer" && p.Join != 0) {
+	if (e.Protocol == "classic" && (p.Assignment != 0 || p.Revocation != 0)) || (e.Protocol == "consumer" && p.Join != 0) ||
+		(e.Protocol == "share" && (p.Join != 0 || p.Sync != 0 || p.Revocation != 0)) {
 		return fmt.Errorf("phases %+v for a %s group", p, e.Protocol)
 	}
 	if e.PartitionsMoved < -1 || (e.Protocol == "classic" && e.Members == 0 && e.PartitionsMoved != 0) {
@@ -232,6 +233,8 @@ func (c *evCheck) record(r machine.Record) {
 		case record.KindClassicGroup:
 		case record.KindConsumerGroup:
 			k[2] = "consumer"
+		case record.KindShareGroup:
+			k[2] = "share"
 		default:
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 )
 
 // Test-only views of a Shard, for the harness's check of the events
@@ -37,6 +38,8 @@ func EventViews(s *Shard) map[EventKey]EventView {
 			}
 		case *consumer.Group:
 			out[EventKey{g.Tenant, g.Name, grouptype.ProtoConsumer}] = EventView{Members: c.Present(), Rebalancing: c.Reconciling()}
+		case *share.Group:
+			out[EventKey{g.Tenant, g.Name, grouptype.ProtoShare}] = EventView{Members: len(c.Members), Rebalancing: len(c.Members) > 0 && c.TargetEpoch != c.Epoch}
 		}
 	}
 	return out
@@ -64,6 +67,11 @@ func EventMembers(s *Shard) map[EventKey]map[string]bool {
 				if m.Epoch != consumer.LeaveStaticEpoch {
 					ids[id] = true
 				}
+			}
+		case *share.Group:
+			k = EventKey{g.Tenant, g.Name, grouptype.ProtoShare}
+			for id := range c.Members {
+				ids[id] = true
 			}
 		}
 		if len(ids) > 0 {

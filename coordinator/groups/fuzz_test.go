@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/observe"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -81,6 +83,7 @@ var fuzzKeys = []int16{
 	kmsg.OffsetCommit.Int16(), kmsg.OffsetFetch.Int16(), kmsg.OffsetDelete.Int16(),
 	kmsg.DescribeGroups.Int16(), kmsg.ListGroups.Int16(), kmsg.DeleteGroups.Int16(),
 	kmsg.ConsumerGroupHeartbeat.Int16(), kmsg.ConsumerGroupDescribe.Int16(),
+	kmsg.ShareGroupHeartbeat.Int16(), kmsg.ShareGroupDescribe.Int16(),
 }
 
 func fuzzStep(keyIndex int, req kmsg.Request, version int16, tenths byte) []byte {
@@ -130,7 +133,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		joins = append(joins, fuzzStep(0, join, 9, 0)...)
 	}
 	joins = append(joins, fuzzStep(0, join, 5, 50)...)
-	return [][]byte{one, joins, consumerSeed(), topicIDSeed(), mixedSeed(tb)}
+	return [][]byte{one, joins, consumerSeed(), topicIDSeed(), mixedSeed(tb), shareSeed()}
 }
 
 // topicIDSeed: OffsetCommit and OffsetFetch v10, which name topics by id:
@@ -260,6 +263,72 @@ func mixedSeed(tb testing.TB) []byte {
 	b = append(b, fuzzStep(cgKey, beat(-1), 1, 1)...)
 	b = append(b, fuzzStep(describeKey, describe, 5, 1)...)
 	return b
+}
+
+// shareSeed: two share group members join "s" (v1, client-minted ids)
+// and heartbeat, the group is described, a classic JoinGroup and a commit
+// to it are refused, b leaves, a deletion is refused while a is in it,
+// then a leaves and the empty group is deleted.
+func shareSeed() []byte {
+	const joinKey, commitKey, deleteKey, hbKey, describeKey = 0, 4, 9, 12, 13
+	beat := func(id string, epoch int32) *kmsg.ShareGroupHeartbeatRequest {
+		r := kmsg.NewPtrShareGroupHeartbeatRequest()
+		r.GroupID, r.MemberID, r.MemberEpoch = "s", id, epoch
+		if epoch == 0 {
+			r.SubscribedTopicNames = []string{"t", "u"}
+		}
+		return r
+	}
+	describe := kmsg.NewPtrShareGroupDescribeRequest()
+	describe.GroupIDs = []string{"s", "g"}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "s", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "s", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3}}}}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"s"}
+	var b []byte
+	b = append(b, fuzzStep(hbKey, beat("a", 0), 1, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("b", 0), 1, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("a", 1), 1, 1)...)
+	b = append(b, fuzzStep(describeKey, describe, 1, 1)...)
+	b = append(b, fuzzStep(joinKey, join, 3, 1)...)
+	b = append(b, fuzzStep(commitKey, commit, 8, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("b", -1), 1, 1)...)
+	b = append(b, fuzzStep(deleteKey, del, 2, 1)...)
+	b = append(b, fuzzStep(hbKey, beat("a", -1), 1, 1)...)
+	b = append(b, fuzzStep(deleteKey, del, 2, 1)...)
+	return b
+}
+
+// TestFuzzShareSeed checks that the share group seed does what it says:
+// the group is gone after it, and the share-partition state its members
+// were given is left for the share-state host to drop.
+func TestFuzzShareSeed(t *testing.T) {
+	h := fuzzRun(t, shareSeed())
+	d := kmsg.NewPtrShareGroupDescribeRequest()
+	d.Version, d.GroupIDs = 1, []string{"s"}
+	if r := do[*kmsg.ShareGroupDescribeResponse](h, d); len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("after the seed: %+v", r.Groups)
+	}
+	h.nextID++
+	out := h.m.Handle(h.now, machine.Request{ID: h.nextID, Cmd: groups.ShareDeletionsCmd{}})
+	dels, _ := out.Replies[0].Out.([]groups.ShareDeletion)
+	if len(dels) != 1 || dels[0].Group != "s" || len(dels[0].Topics) != 2 {
+		t.Fatalf("share-partition state left to drop: %+v", dels)
+	}
+	joined := 0
+	for _, e := range h.events {
+		if e.Protocol == "share" && e.Kind == observe.MemberJoined {
+			joined++
+		}
+	}
+	if joined != 2 {
+		t.Fatalf("%d share members joined, want 2", joined)
+	}
 }
 
 // TestFuzzMixedSeed checks that the mixed-group seed does what it says:

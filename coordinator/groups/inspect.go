@@ -9,6 +9,7 @@ package groups
 import (
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/record"
 )
 
@@ -28,12 +29,12 @@ type Summary struct {
 	// ID is the stable cgp_<ULID> id; "" for a group known only by its
 	// offsets while its shard loads (never once loaded).
 	ID           string
-	Type         string // "classic" (also simple groups) or "consumer"
+	Type         string // "classic" (also simple groups), "consumer" or "share"
 	ProtocolType string
 	State        string
 	Members      int
-	// Generation is a classic group's generation, or a consumer group's
-	// group epoch.
+	// Generation is a classic group's generation, or a consumer or share
+	// group's group epoch.
 	Generation int32
 	// PendingMembers counts a classic group's member ids handed out with
 	// MEMBER_ID_REQUIRED and not yet used to join (KIP-394).
@@ -67,6 +68,8 @@ func (s *Shard) inspect(only *GroupRef) []Summary {
 		switch g := e.Part.(type) {
 		case *consumer.Group:
 			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", g.State(), len(g.Members), g.Epoch
+		case *share.Group:
+			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "share", "share", g.State(), len(g.Members), g.Epoch
 		case *classic.Group:
 			if g.State == classic.Dead {
 				continue

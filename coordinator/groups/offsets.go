@@ -5,7 +5,9 @@ package groups
 // offsets.Book, and asks the group's type, through offsetGroups, what
 // only the group can say (Kafka's validateOffsetCommit, the KIP-848
 // member check of a fetch, whether offsets may be deleted). Their expiry,
-// whose rules are the group type's too, is in retention.go.
+// whose rules are the group type's too, is in retention.go. A share
+// group has no offsets: commits and deletions are GROUP_ID_NOT_FOUND and
+// a fetch finds none, as Kafka's ShareGroup.validateOffset*.
 
 import (
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -61,6 +64,8 @@ func (o *offsetGroups) ValidateDelete(g offsets.Group) (int16, func(topic string
 	case *consumer.Group:
 		topics := p.SubscribedTopics(s.catalog(e.Tenant))
 		return 0, func(t string) bool { return topics[t] }
+	case *share.Group:
+		return kerr.GroupIDNotFound.Code, nil
 	}
 	panic("groups: a group of no known type")
 }
@@ -80,6 +85,8 @@ func (o *offsetGroups) ValidateFetch(g offsets.Group, member bool, memberID *str
 		if member {
 			return true, p.ValidateFetch(memberID, epoch)
 		}
+	case *share.Group:
+		return false, 0
 	}
 	return true, 0
 }
@@ -94,6 +101,8 @@ func (s *Shard) validateCommit(now time.Time, k gkey, r *kmsg.OffsetCommitReques
 		return s.classic.ValidateCommit(now, p, r, generation, memberID)
 	case *consumer.Group:
 		return p.ValidateCommit(r)
+	case *share.Group:
+		return kerr.GroupIDNotFound.Code
 	}
 	if generation >= 0 {
 		if r.Version >= 9 {

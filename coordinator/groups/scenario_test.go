@@ -13,6 +13,7 @@ package groups_test
 //	scenario NAME [delay=3s] [quiet=3s] [maxsize=N] [retention=7d] [check=10m]
 //	              [minsession=6s] [maxsession=30m] [metamax=4096] [maxpending=N]
 //	              [cmaxsize=N] [policy=bidirectional|upgrade|downgrade|disabled]
+//	              [smaxsize=N] [ssession=45s] [sinterval=5s]
 //
 // and runs on a fresh machine (Kafka's defaults, overridden as given). It
 // is a subtest: TestScenarios/FILE/NAME. Inside it, lines starting with
@@ -83,6 +84,9 @@ package groups_test
 //	topics, cg, cdescribe, events
 //	                           consumer groups (KIP-848) and the group
 //	                           events: see scenario_consumer_test.go
+//	sg, sdescribe, share-member, share-deletions, share-deleted,
+//	share-config               share groups (KIP-932): see
+//	                           scenario_share_test.go
 //
 // Each command prints the records written ("write …") and the replies
 // produced (to any request, labelled "join m1", "sync m2"…), in order; a
@@ -394,6 +398,8 @@ type scnRunner struct {
 	topicIDs   map[string][16]byte
 	catVersion uint64
 	evSeen     int
+	// Share groups: each member's client state.
+	shareClients map[string]*scnShareClient
 }
 
 func newScnRunner(t testing.TB, a scnArgs) *scnRunner {
@@ -408,6 +414,8 @@ func newScnRunner(t testing.TB, a scnArgs) *scnRunner {
 		pending:  map[machine.RequestID]bool{},
 		clients:  map[string]*scnClient{},
 		topicIDs: map[string][16]byte{},
+
+		shareClients: map[string]*scnShareClient{},
 	}
 	r.h = newHarness(t, cfg)
 	return r
@@ -478,6 +486,16 @@ func scnConfigureInto(t testing.TB, cfg *groups.Config, a scnArgs) {
 				t.Fatal(err)
 			}
 			cfg.MigrationPolicy = p
+		case "smaxsize":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("bad smaxsize %q", v)
+			}
+			cfg.ShareMaxSize = n
+		case "ssession":
+			cfg.ShareSessionTimeout = scnDuration(t, v)
+		case "sinterval":
+			cfg.ShareHeartbeatInterval = scnDuration(t, v)
 		default:
 			t.Fatalf("unknown config option %s=", k)
 		}
@@ -577,6 +595,19 @@ func (r *scnRunner) run(line string) []string {
 		r.cdescribe(a)
 	case "events":
 		r.events()
+	case "sg":
+		r.sg(a)
+	case "sdescribe":
+		r.sdescribe(a)
+	case "share-member":
+		r.shareMember(a)
+	case "share-deletions":
+		r.shareCmd("share-deletions", groups.ShareDeletionsCmd{})
+	case "share-deleted":
+		r.shareDeleted(a)
+	case "share-config":
+		r.h.groupConfig.ShareSessionTimeout = time.Duration(r.ms(a, "session", 0)) * time.Millisecond
+		r.h.groupConfig.ShareHeartbeatInterval = time.Duration(r.ms(a, "interval", 0)) * time.Millisecond
 	default:
 		r.fail("unknown command %q", cmd)
 	}
@@ -1357,7 +1388,7 @@ func (r *scnRunner) printRecord(rec machine.Record) {
 		s += " members=[" + strings.Join(ms, " ") + "]"
 		r.out("%s", s)
 	default:
-		if !r.printConsumerRecord(kind, key, rec.Value) {
+		if !r.printConsumerRecord(kind, key, rec.Value) && !r.printShareRecord(kind, key, rec.Value) {
 			r.out("write %v record %x", kind, rec.Key)
 		}
 	}
@@ -1503,7 +1534,7 @@ func (r *scnRunner) printResp(label string, resp kmsg.Response) {
 		}
 		r.out("%s: %s", label, strings.Join(gs, ", "))
 	default:
-		if !r.printConsumerResp(label, resp) {
+		if !r.printConsumerResp(label, resp) && !r.printShareResp(label, resp) {
 			r.out("%s: %T", label, resp)
 		}
 	}

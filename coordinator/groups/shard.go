@@ -24,6 +24,10 @@
 //     ConsumerGroupHeartbeat, target assignment, reconciliation).
 //   - package migration: the online conversions between the two, and the
 //     classic members inside a consumer group.
+//   - package share: KIP-932 share groups (their records,
+//     ShareGroupHeartbeat, the simple assignor's target assignment,
+//     ShareGroupDescribe); share_state.go: what the share-partition
+//     state's host asks of them.
 //   - package offsets: the committed and transactional offsets and their
 //     APIs; offsets.go answers offsets.Groups from the group's type;
 //     txn_offsets.go ends transactions; retention.go runs the expiry
@@ -61,6 +65,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
 	"github.com/cohort-dev/cohort/coordinator/groups/migration"
 	"github.com/cohort-dev/cohort/coordinator/groups/offsets"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -101,6 +106,7 @@ type Shard struct {
 	classic   *classic.Type
 	consumer  *consumer.Type
 	migration *migration.Type
+	share     *share.Type
 }
 
 // New returns an empty shard.
@@ -111,6 +117,7 @@ func New(cfg Config) *Shard {
 	s.classic = classic.New(s.h)
 	s.migration = migration.New(s.h, s.classic)
 	s.consumer = s.migration.Consumer()
+	s.share = share.New(s.h)
 	return s
 }
 
@@ -144,6 +151,8 @@ func (s *Shard) Replay(r machine.Record) error {
 		return s.classic.Replay(key.(record.GroupKey), r.Value)
 	case consumer.IsKind(kind):
 		return s.consumer.Replay(kind, key, r.Value)
+	case share.IsKind(kind):
+		return s.share.Replay(kind, key, r.Value)
 	case kind == record.KindTxnOffset:
 		return s.offs.ReplayPending(key.(record.TxnOffsetKey), r.Value)
 	}
@@ -153,8 +162,9 @@ func (s *Shard) Replay(r machine.Record) error {
 // Loaded derives every group's soft state from its durable state (as
 // Kafka does on coordinator load): classic groups become Stable or Empty
 // with fresh session timers, consumer members get fresh session and
-// revocation timers, groups known only by their offsets become simple
-// groups; and the retention sweep is scheduled.
+// revocation timers, share members fresh session timers, groups known
+// only by their offsets become simple groups; and the retention sweep is
+// scheduled.
 func (s *Shard) Loaded(now time.Time) machine.Output {
 	for _, g := range s.sortedGroups() {
 		switch p := g.Part.(type) {
@@ -162,6 +172,8 @@ func (s *Shard) Loaded(now time.Time) machine.Output {
 			s.consumer.Loaded(p, now)
 		case *classic.Group:
 			s.classic.Loaded(p, now)
+		case *share.Group:
+			s.share.Loaded(p, now)
 		case nil:
 			// As Kafka's OffsetMetadataManager.replay: offsets of a group
 			// with no record make a simple group.
@@ -209,6 +221,9 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 	case InspectCmd:
 		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID, Out: s.inspect(c.Only)})
 		return s.flush()
+	case shareCmd: // share_state.go
+		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID, Out: c.serve(s, now)})
+		return s.flush()
 	case TxnEndCmd:
 		s.txnEnd(now, c)
 		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID, Out: TxnEnded{}, Early: c.Early})
@@ -253,6 +268,10 @@ func (s *Shard) Fire(now time.Time, key string) machine.Output {
 		if c := consumer.Of(g); c != nil {
 			s.consumer.Fire(c, kind, mid, now)
 		}
+	case share.TimerSession:
+		if c := share.Of(g); c != nil {
+			s.share.Fire(c, kind, mid, now)
+		}
 	}
 	return s.flush()
 }
@@ -265,7 +284,8 @@ func (s *Shard) reply(to machine.RequestID, resp kmsg.Response) { s.h.Reply(to, 
 func (s *Shard) timer(key string, at time.Time) { s.h.Timer(key, at) }
 
 // DurableState renders everything replay builds, in a stable order: each
-// group's id, offsets, committed classic record and consumer records.
+// group's id, offsets, committed classic record, consumer or share
+// records; the share-partition state each share group name may hold.
 func (s *Shard) DurableState() string {
 	var b strings.Builder
 	for _, g := range s.sortedGroups() {
@@ -283,6 +303,7 @@ func (s *Shard) DurableState() string {
 		}
 	}
 	b.WriteString(s.offs.PendingState())
+	b.WriteString(s.share.PartitionsState())
 	if r := s.h.Reserve.Reserved; r != 0 {
 		fmt.Fprintf(&b, "offsets topic reserved=%d\n", r)
 	}
@@ -293,13 +314,19 @@ func (s *Shard) DurableState() string {
 // classic group at rest (Stable or Empty, no rebalance under way) whose
 // members, generation, protocol, leader or assignments differ from its
 // committed record, which would mean a handler changed them without
-// writing the record. Tests call it after every step.
+// writing the record; a share group whose epochs or targets disagree.
+// Tests call it after every step.
 func (s *Shard) Check() error {
 	for _, g := range s.sortedGroups() {
-		if c := classic.Of(g); c != nil {
-			if err := c.CheckAtRest(); err != nil {
-				return fmt.Errorf("group %q/%q: %w", g.Tenant, g.Name, err)
-			}
+		var err error
+		switch p := g.Part.(type) {
+		case *classic.Group:
+			err = p.CheckAtRest()
+		case *share.Group:
+			err = p.Check()
+		}
+		if err != nil {
+			return fmt.Errorf("group %q/%q: %w", g.Tenant, g.Name, err)
 		}
 	}
 	return nil

@@ -67,8 +67,8 @@ type Request struct {
 	// GroupConfig is the group's dynamic configs as the broker resolved
 	// them when it handed the request over (a group's own, set with
 	// IncrementalAlterConfigs, else the cluster's dynamic defaults):
-	// ConsumerGroupHeartbeat applies them. A zero field is the shard's
-	// own default.
+	// ConsumerGroupHeartbeat and ShareGroupHeartbeat apply them. A zero
+	// field is the shard's own default.
 	GroupConfig GroupConfig
 }
 
@@ -79,6 +79,10 @@ type GroupConfig struct {
 	// consumer.heartbeat.interval.ms), applied to each member at its
 	// next heartbeat.
 	SessionTimeout, HeartbeatInterval time.Duration
+	// ShareSessionTimeout and ShareHeartbeatInterval are a share group's
+	// (KIP-932: share.session.timeout.ms, share.heartbeat.interval.ms),
+	// applied the same way.
+	ShareSessionTimeout, ShareHeartbeatInterval time.Duration
 }
 
 // Catalog is a snapshot of the broker's topics. It is never modified

@@ -84,6 +84,7 @@ var pure = []string{
 	"coordinator/groups/grouptype",
 	"coordinator/groups/migration",
 	"coordinator/groups/offsets",
+	"coordinator/groups/share",
 	"coordinator/global",
 	"coordinator/handoff",
 	"coordinator/txn",
@@ -232,14 +233,15 @@ func TestPureCoreDeps(t *testing.T) {
 // groupLayers is the import direction of the group coordinator's
 // packages (docs/ARCHITECTURE.md, "The group machines"): each may reach,
 // directly or not, only the group packages listed for it, so that the
-// classic and consumer rules each stand alone, the migration is the one
-// package that knows both, and a new group type is a package beside them
-// that touches neither.
+// classic, consumer and share rules each stand alone, the migration is
+// the one package that knows both of the first two, and a new group type
+// is a package beside them that touches none.
 var groupLayers = map[string][]string{
-	"coordinator/groups":           {"classic", "consumer", "migration", "grouptype", "offsets"},
+	"coordinator/groups":           {"classic", "consumer", "migration", "share", "grouptype", "offsets"},
 	"coordinator/groups/migration": {"classic", "consumer", "grouptype", "offsets"},
 	"coordinator/groups/classic":   {"grouptype", "offsets"},
 	"coordinator/groups/consumer":  {"grouptype", "offsets"},
+	"coordinator/groups/share":     {"grouptype", "offsets"},
 	"coordinator/groups/grouptype": {"offsets"},
 	"coordinator/groups/offsets":   {},
 }

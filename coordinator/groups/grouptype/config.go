@@ -46,6 +46,15 @@ type Config struct {
 	// are allowed (package migration); "" is bidirectional.
 	MigrationPolicy MigrationPolicy
 
+	// KIP-932 share groups (package share): the session timeout and
+	// heartbeat interval the coordinator gives members when the group's
+	// configs set none (Kafka's group.share.session.timeout.ms, 45 s,
+	// and group.share.heartbeat.interval.ms, 5 s), and the most members
+	// of a share group (group.share.max.size, 200). Zero is Kafka's
+	// default.
+	ShareSessionTimeout, ShareHeartbeatInterval time.Duration
+	ShareMaxSize                                int
+
 	// Limits, if set, gives each tenant's limits (its organisation's
 	// quotas, grouptype's limits.go). It is configuration, consulted only for new
 	// requests, never on replay. Nil: no per-tenant limits.

@@ -71,6 +71,7 @@ import (
 const (
 	ProtoClassic  = "classic"
 	ProtoConsumer = "consumer"
+	ProtoShare    = "share"
 )
 
 // Phase is a phase of a rebalance, as observe.Phases names them.
