@@ -32,10 +32,10 @@ import (
 //
 // Memory: a Watch holds one entry per partition it names, removed when
 // the partition changes or the Watch stops; nothing is kept for a
-// partition nobody watches, however many partitions there are. The
-// fetches waiting are bounded by the wire layer's request budget
-// (their request bytes stay taken while they wait), and so are these
-// entries.
+// partition nobody watches, however many partitions there are. A
+// long-polling ShareFetch waits with its request's bytes still taken
+// from the wire layer's request budget (--queued-max-request-bytes), so
+// that budget bounds the fetches waiting, and these entries.
 type Watch struct {
 	c    chan struct{}
 	keys []sharestate.Key
