@@ -14,8 +14,8 @@
 // Under Config.Prefix (P), next to the store's P/data:
 //
 //	P/cluster/meta            the cluster's unit counts and id, written once
-//	                          (txn_units added once to a cluster created
-//	                          before them)
+//	                          (txn_units and share_units each added once to
+//	                          a cluster created before them)
 //	P/cluster/nodes/<id>      a node's registration (addresses, draining),
 //	                          bound to its lease
 //	P/cluster/leader          the leader's node id and lease, bound to it
@@ -99,6 +99,12 @@ type Config struct {
 	// (Units-1, what a node configures for a new cluster), written once
 	// into its Meta by the first node that knows them.
 	TxnUnits int
+	// ShareUnits is the number of share-state shards (sharecoord), the
+	// units after the transaction coordinator's. 0: none. Fixed like
+	// the others; a cluster created before there were share-state
+	// units gets as many as it has coordinator shards, written once
+	// into its Meta by the first node that knows them, as TxnUnits.
+	ShareUnits int
 	// WarmTimeout bounds a planned move: a unit whose next owner has not
 	// warmed it up by then is moved anyway. Default 10 s.
 	WarmTimeout time.Duration
@@ -113,21 +119,29 @@ type Meta struct {
 	// TxnUnits are the transaction coordinator's units, after Units
 	// (absent in the meta of a cluster created before them: see
 	// Config.TxnUnits).
-	TxnUnits  int    `json:"txn_units,omitempty"`
-	ClusterID string `json:"cluster_id"`
+	TxnUnits int `json:"txn_units,omitempty"`
+	// ShareUnits are the share coordinator's units, after TxnUnits
+	// (absent in the meta of a cluster created before them: see
+	// Config.ShareUnits).
+	ShareUnits int    `json:"share_units,omitempty"`
+	ClusterID  string `json:"cluster_id"`
 }
 
 // Total is the number of units the leader assigns.
-func (m Meta) Total() int { return m.Units + m.TxnUnits }
+func (m Meta) Total() int { return m.Units + m.TxnUnits + m.ShareUnits }
 
 // Classes are the sizes of the classes of units the leader balances each
 // on its own (Plan): the group coordinator's shards with the assigner's,
-// then the transaction coordinator's (if any).
+// then the transaction coordinator's and the share coordinator's (each
+// if any).
 func (m Meta) Classes() []int {
-	if m.TxnUnits == 0 {
-		return []int{m.Units}
+	out := []int{m.Units}
+	for _, n := range []int{m.TxnUnits, m.ShareUnits} {
+		if n > 0 {
+			out = append(out, n)
+		}
 	}
-	return []int{m.Units, m.TxnUnits}
+	return out
 }
 
 // Node is a registered node.
@@ -299,7 +313,7 @@ func (m *Member) reqCtx(ctx context.Context) (context.Context, context.CancelFun
 
 // readMeta reads the cluster's Meta, creating it if this is the first node.
 func (m *Member) readMeta(ctx context.Context) (Meta, error) {
-	want := Meta{V: 1, Units: m.cfg.Units, TxnUnits: max(m.cfg.TxnUnits, 0), ClusterID: newClusterID()}
+	want := Meta{V: 1, Units: m.cfg.Units, TxnUnits: max(m.cfg.TxnUnits, 0), ShareUnits: max(m.cfg.ShareUnits, 0), ClusterID: newClusterID()}
 	if want.Units < 1 {
 		return Meta{}, errors.New("cluster: Config.Units must be at least 1")
 	}
@@ -314,7 +328,7 @@ func (m *Member) readMeta(ctx context.Context) (Meta, error) {
 		return Meta{}, fmt.Errorf("cluster: read cluster meta at %s: %w", m.keys.meta, err)
 	}
 	if resp.Succeeded {
-		m.logger.Info("created the cluster", "units", want.Units, "txn_units", want.TxnUnits, "cluster_id", want.ClusterID)
+		m.logger.Info("created the cluster", "units", want.Units, "txn_units", want.TxnUnits, "share_units", want.ShareUnits, "cluster_id", want.ClusterID)
 		return want, nil
 	}
 	for range 100 {
@@ -323,29 +337,42 @@ func (m *Member) readMeta(ctx context.Context) (Meta, error) {
 			return Meta{}, fmt.Errorf("cluster: %s vanished", m.keys.meta)
 		}
 		var got Meta
-		if err := json.Unmarshal(kvs[0].Value, &got); err != nil || got.V != 1 || got.Units < 1 || got.TxnUnits < 0 {
+		if err := json.Unmarshal(kvs[0].Value, &got); err != nil || got.V != 1 || got.Units < 1 || got.TxnUnits < 0 || got.ShareUnits < 0 {
 			return Meta{}, fmt.Errorf("cluster: corrupt %s: %q", m.keys.meta, kvs[0].Value)
 		}
-		if got.TxnUnits > 0 || want.TxnUnits == 0 {
-			if got.Units != want.Units || got.TxnUnits != want.TxnUnits {
-				m.logger.Info("using the cluster's unit counts, fixed when it was created", "units", got.Units, "txn_units", got.TxnUnits, "configured", want.Units, "configured_txn", want.TxnUnits)
+		// Transaction units are added only before share units: they
+		// cannot go in between (a cluster created with share units and
+		// no transaction units keeps none).
+		addTxn := got.TxnUnits == 0 && want.TxnUnits > 0 && got.ShareUnits == 0
+		addShare := got.ShareUnits == 0 && want.ShareUnits > 0
+		if !addTxn && !addShare {
+			if got.Units != want.Units || got.TxnUnits != want.TxnUnits || got.ShareUnits != want.ShareUnits {
+				m.logger.Info("using the cluster's unit counts, fixed when it was created", "units", got.Units, "txn_units", got.TxnUnits, "share_units", got.ShareUnits,
+					"configured", want.Units, "configured_txn", want.TxnUnits, "configured_share", want.ShareUnits)
 			}
 			return got, nil
 		}
-		// A cluster created before transaction units: it gets as many
-		// as it has coordinator shards, once, whichever node writes
-		// them first (the compare on the meta's revision).
-		got.TxnUnits = max(got.Units-1, 1)
+		// A cluster created before transaction (or share-state)
+		// units: it gets as many as it has coordinator shards, once,
+		// whichever node writes them first (the compare on the meta's
+		// revision). New units go after the others, so that the
+		// assignment grows and keeps its owners.
+		if addTxn {
+			got.TxnUnits = max(got.Units-1, 1)
+		}
+		if addShare {
+			got.ShareUnits = max(got.Units-1, 1)
+		}
 		b, _ := json.Marshal(got)
 		resp, err = m.cli.Txn(c).
 			If(clientv3.Compare(clientv3.ModRevision(m.keys.meta), "=", kvs[0].ModRevision)).
 			Then(clientv3.OpPut(m.keys.meta, string(b))).
 			Else(clientv3.OpGet(m.keys.meta)).Commit()
 		if err != nil {
-			return Meta{}, fmt.Errorf("cluster: add transaction units to %s: %w", m.keys.meta, err)
+			return Meta{}, fmt.Errorf("cluster: add units to %s: %w", m.keys.meta, err)
 		}
 		if resp.Succeeded {
-			m.logger.Info("added the transaction coordinator's units to the cluster", "units", got.Units, "txn_units", got.TxnUnits)
+			m.logger.Info("added units to the cluster", "units", got.Units, "txn_units", got.TxnUnits, "share_units", got.ShareUnits, "added_txn", addTxn, "added_share", addShare)
 			return got, nil
 		}
 	}

@@ -113,9 +113,12 @@ func join(t *testing.T, endpoints []string, prefix string, id int32) *node {
 // joinLogged is join with the member logging to logger (nil: nowhere).
 func joinLogged(t *testing.T, endpoints []string, prefix string, id int32, logger *slog.Logger) *node {
 	t.Helper()
-	cli := etcdtest.NewClient(t, endpoints)
-	m, err := cluster.Join(context.Background(), cluster.Config{
-		Client:    cli,
+	return joinConfig(t, endpoints, nodeConfig(prefix, id, logger))
+}
+
+// nodeConfig is node id's Config: testUnits units, no others.
+func nodeConfig(prefix string, id int32, logger *slog.Logger) cluster.Config {
+	return cluster.Config{
 		Prefix:    prefix,
 		NodeID:    id,
 		KafkaAddr: fmt.Sprintf("127.0.0.1:%d", 9000+id),
@@ -123,11 +126,19 @@ func joinLogged(t *testing.T, endpoints []string, prefix string, id int32, logge
 		LeaseTTL:  testTTL,
 		Units:     testUnits,
 		Logger:    logger,
-	})
-	if err != nil {
-		t.Fatalf("join node %d: %v", id, err)
 	}
-	n := &node{id: id, m: m, units: newUnits()}
+}
+
+// joinConfig joins a node with cfg (its Client set here) and runs it on
+// a units recorder.
+func joinConfig(t *testing.T, endpoints []string, cfg cluster.Config) *node {
+	t.Helper()
+	cfg.Client = etcdtest.NewClient(t, endpoints)
+	m, err := cluster.Join(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("join node %d: %v", cfg.NodeID, err)
+	}
+	n := &node{id: cfg.NodeID, m: m, units: newUnits()}
 	m.Run(n.units)
 	t.Cleanup(m.Close)
 	return n

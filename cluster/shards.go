@@ -18,18 +18,24 @@ type Service interface {
 	Holds() bool
 }
 
-// TxnShards is the transaction coordinator (txncoord.Coordinator):
-// its shard i is unit n+1+i of Shards.
-type TxnShards interface {
+// HostedShards is a service whose shards are cluster units of a class
+// of their own: the transaction coordinator (txncoord.Coordinator) and
+// the share coordinator (sharecoord.Host).
+type HostedShards interface {
 	Shards() int
 	Load(i int) error
 	Unload(i int)
 	Holds(i int) bool
 }
 
+// TxnShards is the transaction coordinator: its shard i is unit n+1+i of
+// Shards.
+type TxnShards = HostedShards
+
 // Shards is the Units of a group coordinator on the etcd store: units
 // 0..n-1 are the coordinator's shards, unit n the assignment service's,
-// units n+1.. the transaction coordinator's.
+// units n+1..n+T the transaction coordinator's, then the share
+// coordinator's.
 // Cohort's node runs it; so can a Go program that embeds the coordinator
 // (see examples/embedded-cluster).
 type Shards struct {
@@ -44,6 +50,14 @@ type Shards struct {
 	// nil (transactions off here: its units are owned but not served,
 	// and clients that find this node get NOT_COORDINATOR).
 	Txn TxnShards
+	// Share is the share coordinator, started standby on Store, or nil
+	// (its units, if the cluster has them, are owned but not served).
+	Share HostedShards
+	// TxnUnits is the cluster's transaction unit count
+	// (Meta.TxnUnits), after which the share coordinator's units
+	// begin: needed with Share. Without Share every unit after the
+	// assigner's is the transaction coordinator's.
+	TxnUnits int
 	// Loaded, if set, is called after a coordinator shard loads (the
 	// node removes offsets of topics deleted while it was elsewhere).
 	Loaded func(shard int)
@@ -52,6 +66,9 @@ type Shards struct {
 var _ Units = (*Shards)(nil)
 
 func (s *Shards) scope(u int) []byte {
+	if i, ok := s.shareShard(u); ok {
+		return record.ShardPrefix(record.ShareStateShardBase + uint16(i))
+	}
 	if i, ok := s.txnShard(u); ok {
 		return record.ShardPrefix(record.TxnShardBase + uint16(i))
 	}
@@ -65,16 +82,44 @@ func (s *Shards) scope(u int) []byte {
 // one.
 func (s *Shards) txnShard(u int) (int, bool) {
 	i := u - s.Coordinator.Shards() - 1
-	return i, i >= 0
+	return i, i >= 0 && (s.Share == nil || i < s.TxnUnits)
+}
+
+// shareShard returns the share coordinator shard of unit u, if it is
+// one.
+func (s *Shards) shareShard(u int) (int, bool) {
+	i := u - s.Coordinator.Shards() - 1 - s.TxnUnits
+	return i, s.Share != nil && i >= 0
+}
+
+// hosted returns the service serving unit u and its shard there, if u
+// is a transaction or share coordinator's unit; ok is false for the
+// group coordinator's and the assigner's units. A nil service (or a
+// shard beyond its count) is a unit owned but not served here.
+func (s *Shards) hosted(u int) (svc HostedShards, i int, ok bool) {
+	if i, ok := s.shareShard(u); ok {
+		svc = s.Share
+		if i >= s.Share.Shards() {
+			svc = nil
+		}
+		return svc, i, true
+	}
+	if i, ok := s.txnShard(u); ok {
+		if s.Txn != nil && i < s.Txn.Shards() {
+			svc = s.Txn
+		}
+		return svc, i, true
+	}
+	return nil, 0, false
 }
 
 // Load implements Units.
 func (s *Shards) Load(u int) error {
-	if i, ok := s.txnShard(u); ok {
-		if s.Txn == nil || i >= s.Txn.Shards() {
+	if svc, i, ok := s.hosted(u); ok {
+		if svc == nil {
 			return nil
 		}
-		return s.Txn.Load(i)
+		return svc.Load(i)
 	}
 	if u == s.Coordinator.Shards() {
 		if s.Assigner == nil {
@@ -93,9 +138,9 @@ func (s *Shards) Load(u int) error {
 
 // Unload implements Units; the store drops the shard's records.
 func (s *Shards) Unload(u int) {
-	if i, ok := s.txnShard(u); ok {
-		if s.Txn != nil {
-			s.Txn.Unload(i)
+	if svc, i, ok := s.hosted(u); ok {
+		if svc != nil {
+			svc.Unload(i)
 		}
 	} else if u == s.Coordinator.Shards() {
 		if s.Assigner != nil {
@@ -119,8 +164,8 @@ func (s *Shards) Forget(u int) { s.Store.Forget(s.scope(u)) }
 
 // Holds implements Units.
 func (s *Shards) Holds(u int) bool {
-	if i, ok := s.txnShard(u); ok {
-		return s.Txn != nil && s.Txn.Holds(i)
+	if svc, i, ok := s.hosted(u); ok {
+		return svc != nil && svc.Holds(i)
 	}
 	if u == s.Coordinator.Shards() {
 		return s.Assigner != nil && s.Assigner.Holds()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/internal/etcdtest"
+	"github.com/cohort-dev/cohort/internal/testkit"
 )
 
 // TestTxnUnitsAddedToOlderCluster: a cluster whose meta predates the
@@ -18,24 +19,62 @@ import (
 // the units it had keep their owners (the assignment grows, it is not
 // redone), and the new units are served.
 func TestTxnUnitsAddedToOlderCluster(t *testing.T) {
+	unitsAdded(t, 0, func(i int) (txn, share int) { return 5 + i, 0 }, func(m cluster.Meta) cluster.Meta {
+		m.TxnUnits = testUnits - 1
+		return m
+	})
+}
+
+// TestShareUnitsAddedToOlderCluster: the same for the share
+// coordinator's units (share_units), in a cluster that has transaction
+// units: they come after those.
+func TestShareUnitsAddedToOlderCluster(t *testing.T) {
+	unitsAdded(t, testUnits-1, func(i int) (txn, share int) { return 7, 5 + i }, func(m cluster.Meta) cluster.Meta {
+		m.ShareUnits = testUnits - 1
+		return m
+	})
+}
+
+// TestUnitsAddedToOldestCluster: a cluster older than both gets both at
+// once.
+func TestUnitsAddedToOldestCluster(t *testing.T) {
+	unitsAdded(t, 0, func(i int) (txn, share int) { return 3, 4 + i }, func(m cluster.Meta) cluster.Meta {
+		m.TxnUnits, m.ShareUnits = testUnits-1, testUnits-1
+		return m
+	})
+}
+
+// unitsAdded starts a cluster of one node with testUnits units and
+// oldTxn transaction units (an older version's layout), then two newer
+// nodes at once configuring the unit counts newer gives them: both must
+// read the meta want makes of the old one, stored once; once the old
+// node goes, the new leader plans every unit, keeping the owners of the
+// old ones.
+func unitsAdded(t *testing.T, oldTxn int, newer func(i int) (txn, share int), want func(cluster.Meta) cluster.Meta) {
 	ep := etcdtest.StartProcs(t, 1).Endpoints()
-	old := join(t, ep, "/t", 1) // testUnits units, no txn units: the older layout
-	waitSpread(t, 10*time.Second, old)
-	if m := old.m.Meta(); m.TxnUnits != 0 || m.Total() != testUnits {
-		t.Fatalf("older cluster's meta %+v", m)
+	cfg := nodeConfig("/t", 1, nil)
+	cfg.TxnUnits = oldTxn
+	old := joinConfig(t, ep, cfg)
+	oldMeta := old.m.Meta()
+	if oldMeta.TxnUnits != oldTxn || oldMeta.ShareUnits != 0 || oldMeta.Total() != testUnits+oldTxn {
+		t.Fatalf("older cluster's meta %+v", oldMeta)
 	}
+	testkit.Eventually(t, 10*time.Second, "the older cluster's units all served", func() bool {
+		return len(old.units.heldList()) == oldMeta.Total()
+	})
 	before := old.m.Assignment()
 
-	// Two newer nodes join at once: one of them writes txn_units, both
-	// read the same.
+	// Two newer nodes join at once: one of them writes the new units,
+	// both read the same.
 	var wg sync.WaitGroup
 	ms := make([]*cluster.Member, 2)
 	for i := range ms {
 		wg.Go(func() {
+			txn, share := newer(i)
 			m, err := cluster.Join(context.Background(), cluster.Config{
 				Client: etcdtest.NewClient(t, ep), Prefix: "/t", NodeID: int32(2 + i),
 				KafkaAddr: fmt.Sprintf("127.0.0.1:%d", 9002+i), DirID: fmt.Sprintf("dir-%d", 2+i),
-				LeaseTTL: testTTL, Units: 99, TxnUnits: 5 + i,
+				LeaseTTL: testTTL, Units: 99, TxnUnits: txn, ShareUnits: share,
 			})
 			if err != nil {
 				t.Errorf("join: %v", err)
@@ -48,10 +87,10 @@ func TestTxnUnitsAddedToOlderCluster(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	want := cluster.Meta{V: 1, Units: testUnits, TxnUnits: testUnits - 1, ClusterID: old.m.Meta().ClusterID}
+	wantMeta := want(oldMeta)
 	for i, m := range ms {
-		if m.Meta() != want {
-			t.Fatalf("node %d read %+v, want %+v", 2+i, m.Meta(), want)
+		if m.Meta() != wantMeta {
+			t.Fatalf("node %d read %+v, want %+v", 2+i, m.Meta(), wantMeta)
 		}
 	}
 	cli := etcdtest.NewClient(t, ep)
@@ -62,8 +101,8 @@ func TestTxnUnitsAddedToOlderCluster(t *testing.T) {
 		t.Fatalf("read meta: %v", err)
 	}
 	var stored cluster.Meta
-	if err := json.Unmarshal(resp.Kvs[0].Value, &stored); err != nil || stored != want {
-		t.Fatalf("stored meta %s, want %+v", resp.Kvs[0].Value, want)
+	if err := json.Unmarshal(resp.Kvs[0].Value, &stored); err != nil || stored != wantMeta {
+		t.Fatalf("stored meta %s, want %+v", resp.Kvs[0].Value, wantMeta)
 	}
 
 	// The new nodes lead nothing (node 1 leads, with its older view),
@@ -74,7 +113,7 @@ func TestTxnUnitsAddedToOlderCluster(t *testing.T) {
 	t.Cleanup(n2.m.Close)
 	t.Cleanup(n3.m.Close)
 	old.m.Close()
-	total := want.Total()
+	total := wantMeta.Total()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		held := map[int]int{}

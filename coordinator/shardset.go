@@ -359,3 +359,68 @@ func (s *ShardSet) String() string {
 	}
 	return out
 }
+
+// Range is the shards of a service that numbers its own from 0 on a
+// ShardSet: its shard i is the set's shard Base+i, of N (the transaction
+// coordinator's, the share coordinator's). Its methods are what cluster
+// mode asks of such a service (cluster.HostedShards).
+type Range struct {
+	Set  *ShardSet
+	Base uint16
+	N    int
+}
+
+// Shards returns N.
+func (r Range) Shards() int { return r.N }
+
+// Load loads shard i and serves it (cluster mode: this node owns it now).
+func (r Range) Load(i int) error {
+	if i < 0 || i >= r.N {
+		return fmt.Errorf("coordinator: shard %d: there are %d", i, r.N)
+	}
+	return r.Set.Load(r.Base + uint16(i))
+}
+
+// Unload stops serving shard i.
+func (r Range) Unload(i int) {
+	if i >= 0 && i < r.N {
+		r.Set.Unload(r.Base + uint16(i))
+	}
+}
+
+// Holds reports whether shard i is served (or loading) here.
+func (r Range) Holds(i int) bool {
+	return i >= 0 && i < r.N && slices.Contains(r.Set.Held(), r.Base+uint16(i))
+}
+
+// Held returns the shards held here, in order.
+func (r Range) Held() []int {
+	var out []int
+	for _, id := range r.Set.Held() {
+		if id >= r.Base && int(id-r.Base) < r.N {
+			out = append(out, int(id-r.Base))
+		}
+	}
+	return out
+}
+
+// Do runs a command (Request.Cmd) on shard i and returns its answer
+// (Reply.Out), or the code to answer with instead: NOT_COORDINATOR for a
+// shard not held here, COORDINATOR_LOAD_IN_PROGRESS for one loading,
+// REQUEST_TIMED_OUT when ctx ends first (the command may still take
+// effect).
+func (r Range) Do(ctx context.Context, i int, cmd any) (any, int16) {
+	if i < 0 || i >= r.N {
+		return nil, kerr.NotCoordinator.Code
+	}
+	ch, code := r.Set.Submit(ctx, r.Base+uint16(i), Request{Cmd: cmd})
+	if code != 0 {
+		return nil, code
+	}
+	select {
+	case rp := <-ch:
+		return rp.Out, 0
+	case <-ctx.Done():
+		return nil, kerr.RequestTimedOut.Code
+	}
+}

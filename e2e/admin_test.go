@@ -125,16 +125,16 @@ func TestAdminHTTP(t *testing.T) {
 		{"cohort_rebalances_total", map[string]string{"type": "classic", "cause": "member-joined"}, 1},
 		{"cohort_store_batches_total", map[string]string{"outcome": "ok"}, 1},
 		{"cohort_store_batch_duration_seconds", nil, 1},
-		{"cohort_shards_loaded", nil, 33},
-		{"cohort_shard_load_duration_seconds", nil, 33},
+		{"cohort_shards_loaded", nil, 49},
+		{"cohort_shard_load_duration_seconds", nil, 49},
 		{"go_goroutines", nil, 1},
 	} {
 		if got := sample(mfs, c.name, c.labels); got < c.min {
 			t.Errorf("%s%v = %v, want at least %v", c.name, c.labels, got, c.min)
 		}
 	}
-	if got := sample(mfs, "cohort_shards_loaded", nil); got != 33 {
-		t.Errorf("cohort_shards_loaded = %v, want the 16 group shards, the assigner's and the 16 transaction shards", got)
+	if got := sample(mfs, "cohort_shards_loaded", nil); got != 49 {
+		t.Errorf("cohort_shards_loaded = %v, want the 16 group shards, the assigner's, the 16 transaction shards and the 16 share-state shards", got)
 	}
 }
 

@@ -115,9 +115,9 @@ func (c *testCluster) waitBalanced(units int) map[int32]int {
 }
 
 // clusterUnits is the shards a test cluster spreads: 16 coordinator
-// shards, the assignment service's and 16 transaction coordinator
-// shards (cohort_shards_loaded counts them all).
-const clusterUnits = 33
+// shards, the assignment service's, 16 transaction coordinator shards
+// and 16 share-state shards (cohort_shards_loaded counts them all).
+const clusterUnits = 49
 
 // assignerUnit is the assignment service's unit, after the coordinator
 // shards.

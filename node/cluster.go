@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -143,7 +144,9 @@ func (n *Node) joinCluster(advertised string, endpoints map[string]string) error
 		LeaseTTL:  cc.LeaseTTL,
 		Units:     groups.Shards + 1, // the coordinator's, then the assigner's
 		TxnUnits:  groups.Shards,     // then the transaction coordinator's
-		Logger:    n.logger,
+		// then the share coordinator's
+		ShareUnits: cmp.Or(n.cfg.ShareStateShards, groups.Shards),
+		Logger:     n.logger,
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {

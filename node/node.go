@@ -35,6 +35,7 @@ import (
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/coordinator/sharestate"
 	"github.com/cohort-dev/cohort/coordinator/txn"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/observe"
@@ -44,6 +45,7 @@ import (
 	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/quota"
 	"github.com/cohort-dev/cohort/security"
+	"github.com/cohort-dev/cohort/sharecoord"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/etcd"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -160,6 +162,20 @@ type Config struct {
 	// transaction ends with an epoch bump), 1 keeps clients to the
 	// explicit AddPartitionsToTxn and AddOffsetsToTxn (kafka.Config).
 	TransactionVersion int16
+	// ShareStateShards is the number of share-state shards (the share
+	// partitions' state of KIP-932 share groups, sharecoord) a new data
+	// directory or cluster gets; an existing one keeps its count, and
+	// one created before share groups gets this at its first start.
+	// Default: the group coordinator's shard count.
+	ShareStateShards int
+	// ShareState configures the share-state machines: the defaults of
+	// the share groups' limits that a group's configs do not set
+	// (Kafka's group.share.delivery.count.limit 5,
+	// group.share.record.lock.duration.ms 30 s,
+	// group.share.partition.max.record.locks 2000), the snapshot
+	// interval (500 updates) and the partitions a shard keeps (100,000);
+	// zero fields take those defaults.
+	ShareState sharestate.Config
 	// GRPCListen is the host:port of the gRPC warm-handoff assignment
 	// service (kafka-assigner's contract, with health checking and
 	// reflection); port 0 picks a free one. Default 127.0.0.1:9095; "-"
@@ -264,6 +280,7 @@ type Node struct {
 	catalogStop chan struct{}
 	groups      *coordinator.Coordinator
 	txn         *txncoord.Coordinator
+	share       *sharecoord.Host
 	peers       *peers // cluster mode: requests to other nodes
 	kafka       *kafka.Server
 	// authz is the authorizer with Config.Authorizer, else nil.
@@ -504,6 +521,27 @@ func Start(cfg Config) (_ *Node, err error) {
 			}
 		}
 	}
+	// The share coordinator (KIP-932 share partitions' state): its
+	// shard count is the global unit's (stored at the first start that
+	// has it); in cluster mode the cluster's share units
+	// (cluster.Meta.ShareUnits), loaded as this node gets them.
+	sc := sharecoord.Config{
+		Store: n.store, Global: n.global, Shards: cmp.Or(cfg.ShareStateShards, n.groups.Shards()),
+		Machine: cfg.ShareState, Observer: n.obs, Logger: cfg.Logger,
+	}
+	if n.member != nil {
+		sc.Shards, sc.Standby = n.member.Meta().ShareUnits, true
+	}
+	if sc.Shards > 0 {
+		if n.share, err = sharecoord.Start(sc); err != nil {
+			return nil, fmt.Errorf("start share coordinator: %w", err)
+		}
+		if n.member != nil && n.share.Shards() != sc.Shards {
+			// Both were written by the cluster's first node with this
+			// count: a difference is a damaged cluster.
+			return nil, fmt.Errorf("start share coordinator: the cluster has %d share units, its global unit %d share-state shards", sc.Shards, n.share.Shards())
+		}
+	}
 	var view kafka.Cluster
 	var peer func(context.Context, int32, kmsg.Request) (kmsg.Response, error)
 	if n.member != nil {
@@ -594,11 +632,17 @@ func Start(cfg Config) (_ *Node, err error) {
 		if n.txn != nil {
 			txnShards = n.txn
 		}
+		var shareShards cluster.HostedShards
+		if n.share != nil {
+			shareShards = n.share
+		}
 		n.member.Run(&cluster.Shards{
 			Coordinator: n.groups,
 			Store:       n.etcdStore,
 			Assigner:    svc,
 			Txn:         txnShards,
+			Share:       shareShards,
+			TxnUnits:    n.member.Meta().TxnUnits,
 			// Offsets of topics deleted while another node held the
 			// shard, or nobody did, go now.
 			Loaded: func(int) { n.groups.ReconcileTopics(liveTopics(n)) },
@@ -806,7 +850,10 @@ func (n *Node) ready() error {
 	if !n.started.Load() {
 		return errors.New("starting")
 	}
-	return n.groups.Ready()
+	if err := n.groups.Ready(); err != nil || n.share == nil {
+		return err
+	}
+	return n.share.Ready()
 }
 
 // HTTPAddr is the address the admin HTTP listener is bound to ("" if off).
@@ -1017,6 +1064,11 @@ func (n *Node) KafkaAddrs() map[string]string {
 // use it to unload and load shards (Unload, Load) as cluster mode will.
 func (n *Node) Coordinator() *coordinator.Coordinator { return n.groups }
 
+// ShareCoordinator returns the node's share coordinator (the share
+// partitions' state of share groups), or nil when it has no share-state
+// shards (a cluster node whose cluster has no share units).
+func (n *Node) ShareCoordinator() *sharecoord.Host { return n.share }
+
 // Orgs is the node's organisation registry: who belongs to which
 // organisation. For tests and embedders that manage organisations
 // in-process.
@@ -1115,6 +1167,11 @@ func (n *Node) stop() error {
 		// marker writers use.
 		n.txn.Close()
 		n.txn = nil
+	}
+	if n.share != nil {
+		// Before the store: its writes under way finish.
+		n.share.Close()
+		n.share = nil
 	}
 	if n.peers != nil {
 		n.peers.close()

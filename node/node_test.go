@@ -98,3 +98,31 @@ func TestStartDropsOffsetsOfDeletedTopics(t *testing.T) {
 		t.Errorf("the other topic's offset is %+v (found %v), want 7", o, ok)
 	}
 }
+
+// The node runs the share coordinator, with as many share-state shards
+// as group shards in a new data directory; the count is the data
+// directory's from then on, whatever a later start configures.
+func TestShareCoordinatorShardsKept(t *testing.T) {
+	dir := t.TempDir()
+	cfg := node.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", DataDir: dir}
+	cfg.Groups.Shards = 3
+	n, err := node.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := n.ShareCoordinator(); sc == nil || sc.Shards() != 3 || sc.Ready() != nil {
+		t.Fatalf("share coordinator %v", sc)
+	}
+	stop(t, n)
+	cfg.ShareStateShards = 8
+	if n, err = node.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, n)
+	if got := n.ShareCoordinator().Shards(); got != 3 {
+		t.Fatalf("%d share-state shards after a start configured with 8, want the data directory's 3", got)
+	}
+	if got := len(n.ShareCoordinator().Held()); got != 3 {
+		t.Fatalf("%d share-state shards served", got)
+	}
+}

@@ -21,7 +21,8 @@ import (
 const KindTopic Kind = 25
 
 // KindMeta is one named value of the cluster's meta: "cluster-id",
-// "coordinator-shards", "next-producer-id" (MetaClusterID …).
+// "coordinator-shards", "share-state-shards", "next-producer-id"
+// (MetaClusterID …).
 const KindMeta Kind = 26
 
 // The meta names.
@@ -29,6 +30,9 @@ const (
 	MetaClusterID         = "cluster-id"
 	MetaCoordinatorShards = "coordinator-shards"
 	MetaNextProducerID    = "next-producer-id"
+	// MetaShareStateShards is the share coordinator's shard count
+	// (sharecoord), stored at the first start that has share groups.
+	MetaShareStateShards = "share-state-shards"
 )
 
 // TopicPrefix is the prefix of every topic record.

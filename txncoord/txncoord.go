@@ -67,8 +67,9 @@ type Config struct {
 
 // Coordinator is the transaction coordinator of a node.
 type Coordinator struct {
-	cfg Config
-	set *coordinator.ShardSet
+	cfg    Config
+	set    *coordinator.ShardSet
+	shards coordinator.Range // the set's shards, numbered from 0
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -122,9 +123,10 @@ func Start(cfg Config) (*Coordinator, error) {
 		Clock:    cfg.Clock,
 		Logger:   logger,
 	})
+	c.shards = coordinator.Range{Set: c.set, Base: record.TxnShardBase, N: cfg.Shards}
 	if !cfg.Standby {
 		for i := range cfg.Shards {
-			if err := c.set.Load(record.TxnShardBase + uint16(i)); err != nil {
+			if err := c.shards.Load(i); err != nil {
 				c.Close()
 				return nil, fmt.Errorf("txncoord: %w", err)
 			}
@@ -169,38 +171,16 @@ func (c *Coordinator) ShardFor(tenant, txnID string) int {
 }
 
 // Load loads shard i and serves it (cluster mode: this node owns it now).
-func (c *Coordinator) Load(i int) error {
-	if i < 0 || i >= c.cfg.Shards {
-		return fmt.Errorf("txncoord: shard %d: there are %d", i, c.cfg.Shards)
-	}
-	return c.set.Load(record.TxnShardBase + uint16(i))
-}
+func (c *Coordinator) Load(i int) error { return c.shards.Load(i) }
 
 // Unload stops serving shard i.
-func (c *Coordinator) Unload(i int) {
-	if i >= 0 && i < c.cfg.Shards {
-		c.set.Unload(record.TxnShardBase + uint16(i))
-	}
-}
+func (c *Coordinator) Unload(i int) { c.shards.Unload(i) }
 
 // Holds reports whether shard i is served (or loading) here.
-func (c *Coordinator) Holds(i int) bool {
-	for _, id := range c.set.Held() {
-		if int(id-record.TxnShardBase) == i {
-			return true
-		}
-	}
-	return false
-}
+func (c *Coordinator) Holds(i int) bool { return c.shards.Holds(i) }
 
 // Held returns the shards held here, in order.
-func (c *Coordinator) Held() []int {
-	var out []int
-	for _, id := range c.set.Held() {
-		out = append(out, int(id-record.TxnShardBase))
-	}
-	return out
-}
+func (c *Coordinator) Held() []int { return c.shards.Held() }
 
 // Close unloads every shard and stops the marker writers; transactions
 // being completed are completed by the next load.
@@ -220,19 +200,11 @@ func (c *Coordinator) Do(ctx context.Context, tenant, txnID string, cmd any) (an
 }
 
 func (c *Coordinator) do(ctx context.Context, shard int, cmd any) (any, int16) {
-	ch, code := c.set.Submit(ctx, record.TxnShardBase+uint16(shard), coordinator.Request{Cmd: cmd})
-	if code != 0 {
-		return nil, code
+	out, code := c.shards.Do(ctx, shard, cmd)
+	if res, ok := out.(txn.Result); ok && code == 0 && res.Code == kerr.NotCoordinator.Code {
+		return nil, res.Code
 	}
-	select {
-	case r := <-ch:
-		if res, ok := r.Out.(txn.Result); ok && res.Code == kerr.NotCoordinator.Code {
-			return nil, res.Code
-		}
-		return r.Out, 0
-	case <-ctx.Done():
-		return nil, kerr.RequestTimedOut.Code
-	}
+	return out, code
 }
 
 // List runs a ListCmd on every shard held here and joins the answers.

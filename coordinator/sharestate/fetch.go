@@ -15,6 +15,9 @@ import (
 func (s *Shard) next(c NextCmd) Next {
 	lim := c.Limits.or(s.cfg.Limits)
 	p := s.parts[c.Key]
+	if p == nil && s.full() {
+		return Next{Code: kerr.GroupMaxSizeReached.Code, Offset: -1}
+	}
 	if p == nil {
 		// As Kafka's startOffsetDuringInitialization: the reset
 		// policy picks the start, from the log's offsets.
@@ -253,3 +256,7 @@ func cutRanges(first, last int64, rs []Range) []piece {
 	}
 	return out
 }
+
+// full reports whether the shard holds its maximum of partitions
+// (Config.MaxPartitions): no new one gets state.
+func (s *Shard) full() bool { return len(s.parts) >= s.cfg.MaxPartitions }

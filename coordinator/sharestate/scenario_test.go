@@ -9,7 +9,7 @@ package sharestate_test
 //
 // and review the diff. The shard's defaults are Kafka's (delivery limit 5,
 // lock 30s, 2000 records in flight) unless the file's first command is
-// "config limit=N lock=D maxinflight=N snapshot=N". Partitions are
+// "config limit=N lock=D maxinflight=N snapshot=N partitions=N". Partitions are
 // topic/partition of group g, or group:topic/partition. Commands:
 //
 //	produce P N... [aborted]           the log gets batches of N records (of an aborted transaction)
@@ -75,6 +75,8 @@ func parseConfig(t *testing.T, line string) sharestate.Config {
 			cfg.Limits.MaxInFlight = n
 		case "snapshot":
 			cfg.SnapshotEvery = n
+		case "partitions":
+			cfg.MaxPartitions = n
 		default:
 			t.Fatalf("config %s?", k)
 		}

@@ -213,6 +213,9 @@ func (s *Shard) alter(c AlterCmd) Result {
 		return Result{Code: kerr.InvalidRequest.Code}
 	}
 	snap := record.ShareSnapshot{StartOffset: c.StartOffset}
+	if s.parts[c.Key] == nil && s.full() {
+		return Result{Code: kerr.GroupMaxSizeReached.Code}
+	}
 	if p := s.parts[c.Key]; p != nil {
 		snap.StateEpoch, snap.SnapshotEpoch = p.d.stateEpoch+1, p.d.snapEpoch+1
 		p.locks = nil

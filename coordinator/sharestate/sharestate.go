@@ -72,6 +72,13 @@ type Config struct {
 	// default 500). A partition also writes a snapshot when its whole
 	// state is smaller than the change.
 	SnapshotEvery int
+	// MaxPartitions caps the share partitions the shard keeps, so that
+	// its memory is bounded (each holds at most Limits.MaxInFlight
+	// records' states): a NextCmd or AlterCmd that would make one more
+	// is answered GROUP_MAX_SIZE_REACHED, Kafka's answer to a share
+	// group over one of its caps (group.share.max.groups), and the
+	// partition gets no state. Kafka sets no such cap. Default 100,000.
+	MaxPartitions int
 }
 
 // WithDefaults fills unset fields with Kafka's defaults.
@@ -79,6 +86,9 @@ func (c Config) WithDefaults() Config {
 	c.Limits = c.Limits.or(Limits{DeliveryLimit: 5, LockDuration: 30 * time.Second, MaxInFlight: 2000})
 	if c.SnapshotEvery <= 0 {
 		c.SnapshotEvery = 500
+	}
+	if c.MaxPartitions <= 0 {
+		c.MaxPartitions = 100_000
 	}
 	return c
 }
