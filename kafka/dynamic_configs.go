@@ -162,6 +162,11 @@ type dynamicConfigs struct {
 	// groups are the groups' configs, by internal name
 	// (topics.Internal(tenant, group)).
 	groups map[string]map[string]string
+	// machine is what the configs change in a group's machine, resolved
+	// once per snapshot rather than at every heartbeat: each group that
+	// sets a config by its internal name, and every other group's.
+	machine      map[string]machine.GroupConfig
+	machineOther machine.GroupConfig
 }
 
 // applyConfigs takes a snapshot of the global unit: the configs it
@@ -180,6 +185,15 @@ func (s *Server) applyConfigs(snap *global.Snapshot) {
 		}
 	}
 	s.dyn.Store(d)
+	// What the machines get follows from the configs just published
+	// (groupValue reads them): a copy with it is published next.
+	withMachine := *d
+	withMachine.machineOther = s.resolveGroupConfig("")
+	withMachine.machine = make(map[string]machine.GroupConfig, len(d.groups))
+	for name := range d.groups {
+		withMachine.machine[name] = s.resolveGroupConfig(name)
+	}
+	s.dyn.Store(&withMachine)
 	maxConns, _ := strconv.Atoi(s.brokerValue("max.connections").value)
 	perIP, _ := strconv.Atoi(s.brokerValue("max.connections.per.ip").value)
 	if perIP == math.MaxInt32 {
@@ -287,8 +301,21 @@ func (s *Server) GroupConfigs(tenant, group string) []ConfigValue {
 // defaults are the node's flags, and for share.* Kafka's defaults, the
 // same as groupConfigDefaults').
 func (s *Server) groupConfigFor(tenant, group string) machine.GroupConfig {
+	d := s.dyn.Load()
+	if len(d.machine) > 0 {
+		if gc, ok := d.machine[topics.Internal(tenant, group)]; ok {
+			return gc
+		}
+	}
+	return d.machineOther
+}
+
+// resolveGroupConfig is groupConfigFor's answer for the group with
+// internal name group ("": one that sets nothing), from the configs
+// published.
+func (s *Server) resolveGroupConfig(group string) machine.GroupConfig {
 	ms := func(name string) time.Duration {
-		r := s.groupValue(topics.Internal(tenant, group), name)
+		r := s.groupValue(group, name)
 		if r.source == kmsg.ConfigSourceStaticBrokerConfig || r.source == kmsg.ConfigSourceDefaultConfig {
 			return 0
 		}
