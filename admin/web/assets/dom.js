@@ -29,6 +29,18 @@ function build(el, attrs, children) {
   return el;
 }
 
+// folded is a <details> whose open state outlives a redraw: opened holds
+// the keys of those a person opened. A summary's click comes before the
+// toggle event, a task of its own, so the new state is noted at the click
+// too: a redraw in between (a poll, a filter) does not close what was
+// just opened.
+export function folded(opened, key, attrs, summary, ...body) {
+  const note = (open) => { if (open) opened.add(key); else opened.delete(key); };
+  return h('details', { ...attrs, open: opened.has(key), ontoggle: (e) => note(e.target.open) },
+    h('summary', { onclick: (e) => note(!e.currentTarget.parentElement.open) }, summary),
+    ...body);
+}
+
 const ints = new Intl.NumberFormat('en-US');
 
 // int formats a count with thousands separators; missing values as a dash.

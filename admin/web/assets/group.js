@@ -2,7 +2,7 @@
 // assignment grid, lag per partition with its trend, the rebalance
 // timeline, newest first, and the group's configs.
 
-import { h, int, offset, plural, seconds, ms, time, ago, ranges, status, badge, configTable } from './dom.js';
+import { h, int, offset, plural, seconds, ms, time, ago, ranges, status, badge, configTable, folded } from './dom.js';
 import { sparkline, chart } from './chart.js';
 
 export function mount(route) {
@@ -218,11 +218,7 @@ function memberEvents(r) {
   if (evs.length === 0) return '';
   const key = `${r.started_at}|${r.generation}`;
   const more = r.member_events_dropped > 0 ? ` (and ${int(r.member_events_dropped)} more)` : '';
-  return h('details', {
-    class: 'events', open: opened.has(key),
-    ontoggle: (e) => { if (e.target.open) opened.add(key); else opened.delete(key); },
-  },
-  h('summary', {}, `${plural(evs.length, 'member event')}${more}`),
+  return folded(opened, key, { class: 'events' }, `${plural(evs.length, 'member event')}${more}`,
   h('ul', {}, evs.map((e) => h('li', { 'data-testid': 'member-event', 'data-kind': e.kind },
     h('span', { class: 'muted' }, time(e.at)), ' ', e.kind, ' ',
     h('code', {}, [e.member_id, e.instance_id && `instance ${e.instance_id}`].filter(Boolean).join(', ')),

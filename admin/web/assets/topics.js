@@ -1,7 +1,7 @@
 // The topics this node knows, with each partition's leader and offsets,
 // and their configs.
 
-import { h, int, offset, badge, plural, configTable } from './dom.js';
+import { h, int, offset, badge, plural, configTable, folded } from './dom.js';
 
 // The topics whose configs a person opened: a redraw keeps them open.
 const opened = new Set();
@@ -12,13 +12,10 @@ function configs(t) {
   const cs = t.configs || [];
   if (cs.length === 0) return '';
   const set = cs.filter((c) => c.source !== 'default');
-  return h('details', {
-    class: 'configs', 'data-testid': 'topic-configs', open: opened.has(t.name),
-    ontoggle: (e) => { if (e.target.open) opened.add(t.name); else opened.delete(t.name); },
-  },
-  h('summary', {}, 'Configs: ', set.length === 0 ? 'all defaults'
-    : [`${int(set.length)} set`, set.map((c) => h('code', { class: 'explicit', title: c.enforced ? 'enforced' : 'stored only' }, `${c.name}=${c.value}`))]),
-  configTable(cs, true));
+  return folded(opened, t.name, { class: 'configs', 'data-testid': 'topic-configs' },
+    ['Configs: ', set.length === 0 ? 'all defaults'
+      : [`${int(set.length)} set`, set.map((c) => h('code', { class: 'explicit', title: c.enforced ? 'enforced' : 'stored only' }, `${c.name}=${c.value}`))]],
+    configTable(cs, true));
 }
 
 export function mount() {
