@@ -19,12 +19,18 @@ package kafka
 // known (clients retry). A transactional id's coordinator is the owner of
 // its transaction coordinator shard, likewise (package txncoord; with
 // transactions off, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
-// InitProducerId answers then); a share key gets INVALID_REQUEST, Kafka's answer on a broker without share
-// groups; any other key type makes the whole request INVALID_REQUEST.
+// InitProducerId answers then); a share key's coordinator is the owner of
+// its share-state shard (sharecoord), with CLUSTER_ACTION on the cluster
+// as Kafka asks (brokers ask for it, not clients), INVALID_REQUEST for a
+// key that is not "groupId:topicId:partition" or a version below 6; any
+// other key type makes the whole request INVALID_REQUEST.
 // v0–3 successes carry ErrorMessage "NONE", as Kafka sends them.
 
 import (
 	"context"
+
+	"github.com/cohort-dev/cohort/coordinator/sharestate"
+	"github.com/cohort-dev/cohort/sharecoord"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -83,8 +89,31 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 			c.Host, c.Port = b.at(hdr.listenerName())
 			c.NodeID = b.NodeID
 		case keyShare:
-			c.ErrorCode = kerr.InvalidRequest.Code
-			c.ErrorMessage = errPtr("Cohort has no share group coordinator.")
+			// KIP-932: the key is "groupId:topicId:partition", the
+			// share partition whose state the coordinator keeps.
+			if hdr.version < 6 || s.share == nil {
+				c.ErrorCode = kerr.InvalidRequest.Code
+				c.ErrorMessage = errPtr("Share coordinators need FindCoordinator v6 and share groups on.")
+				break
+			}
+			if !s.authorizeCluster(hdr, kmsg.ACLOperationClusterAction) {
+				c.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				break
+			}
+			k, err := sharecoord.ParseKey(hdr.tenant(), key)
+			if err != nil {
+				c.ErrorCode = kerr.InvalidRequest.Code
+				c.ErrorMessage = errPtr(err.Error())
+				break
+			}
+			b, ok := s.cluster.Coordinator(s.shareUnit(k))
+			if !ok {
+				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				c.ErrorMessage = errPtr(kerr.CoordinatorNotAvailable.Description)
+				break
+			}
+			c.Host, c.Port = b.at(hdr.listenerName())
+			c.NodeID = b.NodeID
 		default:
 			c.ErrorCode = kerr.InvalidRequest.Code
 			c.ErrorMessage = errPtr("Unknown coordinator type.")
@@ -101,4 +130,15 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 		}
 	}
 	return done(resp)
+}
+
+// shareUnit is the cluster unit of a share partition's share-state
+// shard: the units after the group coordinator's shards, the assigner's
+// and the transaction coordinator's.
+func (s *Server) shareUnit(k sharestate.Key) int {
+	txn := 0
+	if s.txn != nil {
+		txn = s.txn.Shards()
+	}
+	return s.groups.Shards() + 1 + txn + s.share.ShardFor(k)
 }

@@ -11,7 +11,8 @@ package kafka
 //     (KIP-584) as tagged fields: transaction.version, supported 0–2
 //     and finalized at Config.TransactionVersion (2 by default, as a
 //     Kafka 4 cluster formats it), which is what clients read to opt
-//     into KIP-890 part 2.
+//     into KIP-890 part 2; and with share groups on, share.version,
+//     supported 0–1 and finalized at 1 (KIP-932), as Kafka 4.2.
 //   - v4: no change (KIP-896 pairs it with the removal of old versions).
 //   - v5+: unknown to Kafka 4; a client opening with a newer version than
 //     we serve (franz-go sends v5) gets UNSUPPORTED_VERSION in v0 format
@@ -49,6 +50,10 @@ func handleApiVersions(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.R
 // by (Kafka's TransactionVersion: 1 is part 1's verification, 2 part 2).
 const transactionVersionFeature = "transaction.version"
 
+// shareVersionFeature is the feature that switches share groups on
+// (KIP-932's share.version; 1 is Kafka 4.1's and 4.2's).
+const shareVersionFeature = "share.version"
+
 // featuresEpoch is the FinalizedFeaturesEpoch: Kafka's is the metadata
 // offset of the last feature change; Cohort's features are fixed for a
 // node's lifetime by its configuration, and clients only check that it
@@ -66,6 +71,15 @@ func (s *Server) features(resp *kmsg.ApiVersionsResponse) {
 	ff := kmsg.NewApiVersionsResponseFinalizedFeature()
 	ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, s.cfg.TransactionVersion, s.cfg.TransactionVersion
 	resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	if s.share != nil {
+		// KIP-932: share groups, as a Kafka 4.2 broker with them on.
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = shareVersionFeature, 0, 1
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = shareVersionFeature, 1, 1
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	}
 	resp.FinalizedFeaturesEpoch = featuresEpoch
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"github.com/cohort-dev/cohort/sharecoord"
 	"log/slog"
 	"net"
 	"os"
@@ -2046,6 +2047,14 @@ func startKafka(t *testing.T, cfg kafka.Config) (string, *syncBuffer, *kafka.Ser
 			t.Fatal(err)
 		}
 		cfg.Groups = groups
+	}
+	if cfg.Share == nil {
+		share, err := sharecoord.Start(sharecoord.Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(share.Close)
+		cfg.Share = share
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s, err := kafka.New(cfg)

@@ -285,6 +285,18 @@ func (c *conn) serve() {
 		<-c.writerDone
 	}
 	c.close()
+	// Its share sessions go with it (KIP-932), and what their members
+	// hold goes back.
+	c.s.shareSess.closed(c)
+}
+
+// owner is the connection a request came on, which owns the share
+// sessions it opens; nil without one (tests).
+func (h *reqHeader) owner() any {
+	if h.sess == nil || h.sess.conn == nil {
+		return nil
+	}
+	return h.sess.conn
 }
 
 // read decodes frames and dispatches them until the connection ends or a

@@ -28,6 +28,7 @@ import (
 	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/quota"
 	"github.com/cohort-dev/cohort/security"
+	"github.com/cohort-dev/cohort/sharecoord"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/cohort-dev/cohort/txncoord"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -54,6 +55,13 @@ type Config struct {
 	// clients to the explicit requests (KIP-890 part 1's verification
 	// only). 0 means 2; anything else is refused by New.
 	TransactionVersion int16
+	// Share is the share coordinator (KIP-932 share partitions' state)
+	// that ShareFetch, ShareAcknowledge and the share group offset APIs
+	// are handed to. Nil: those APIs answer UNSUPPORTED_VERSION.
+	Share *sharecoord.Host
+	// MaxShareSessions caps the share sessions (Kafka's
+	// group.share.max.share.sessions). Default DefaultMaxShareSessions.
+	MaxShareSessions int
 	// Peer sends a request to another node of the cluster, as this node
 	// (cluster mode: a produce verifies its transaction with the node
 	// coordinating it, KIP-890 part 1). Nil: no other node is asked.
@@ -291,6 +299,14 @@ type Server struct {
 	topics *topics.Log
 	groups *coordinator.Coordinator
 	txn    *txncoord.Coordinator
+	// share is cfg.Share; shareSess its sessions (share_session.go).
+	share     *sharecoord.Host
+	shareSess *shareSessions
+	// shareRotation turns the partition a ShareFetch starts at;
+	// shareReleases are the releases of closed connections' share
+	// sessions under way, which Shutdown waits for.
+	shareRotation atomic.Uint64
+	shareReleases sync.WaitGroup
 	// cluster is cfg.Cluster, or single.
 	cluster Cluster
 	// offsetsID is __consumer_offsets' topic id in this cluster.
@@ -372,6 +388,7 @@ func New(cfg Config) (*Server, error) {
 		topics:  cfg.Topics,
 		groups:  cfg.Groups,
 		txn:     cfg.Txn,
+		share:   cfg.Share,
 		warn:    ratelog.New(cfg.Logger, cfg.WarnBurst, cfg.WarnInterval),
 		budget:  newBudget(cfg.QueuedMaxRequestBytes),
 		obs:     cfg.Observer,
@@ -382,6 +399,7 @@ func New(cfg Config) (*Server, error) {
 		listeners: make(map[string]*listener),
 	}
 	s.offsetsID = offsetstopic.TopicID(cfg.Topics.ClusterID())
+	s.shareSess = newShareSessions(cfg.MaxShareSessions, s.shareSessionGone)
 	s.quotas = quotas{reg: cfg.Quotas, window: cfg.QuotaWindow}
 	if s.quotas.window.Size <= 0 {
 		s.quotas.window = quota.DefaultWindow
@@ -534,7 +552,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.groups.Close()
 
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); s.shareReleases.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil

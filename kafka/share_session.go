@@ -66,7 +66,7 @@ type shareSessions struct {
 	max int
 	// onLeave is told of a member whose session went with its connection:
 	// its acquired records are to be released. Called without the lock.
-	onLeave func(shareSessionKey)
+	onLeave func(shareSessionKey, []sharePartitionID)
 
 	mu       sync.Mutex
 	sessions map[shareSessionKey]*shareSession
@@ -74,7 +74,7 @@ type shareSessions struct {
 	parts    int // partitions over every session, for the metrics
 }
 
-func newShareSessions(max int, onLeave func(shareSessionKey)) *shareSessions {
+func newShareSessions(max int, onLeave func(shareSessionKey, []sharePartitionID)) *shareSessions {
 	if max <= 0 {
 		max = DefaultMaxShareSessions
 	}
@@ -141,44 +141,46 @@ func (c *shareSessions) fetch(owner any, key shareSessionKey, epoch int32, named
 
 // acknowledge settles a ShareAcknowledge's session, as Kafka's
 // acknowledgeSessionUpdate: epoch 0 is INVALID_SHARE_SESSION_EPOCH; the
-// session must exist (SHARE_SESSION_NOT_FOUND); -1 leaves it as it is
-// (the fetch that ends it removes it); another epoch must be the
-// session's and moves it on.
-func (c *shareSessions) acknowledge(key shareSessionKey, epoch int32) int16 {
+// session must exist (SHARE_SESSION_NOT_FOUND); -1 closes it (closed, with
+// its partitions, whose records the member holds are then released,
+// after the acknowledgements); another epoch must be the session's and
+// moves it on.
+func (c *shareSessions) acknowledge(key shareSessionKey, epoch int32) (parts []sharePartitionID, closed bool, code int16) {
 	if epoch == shareInitialEpoch {
-		return kerr.InvalidShareSessionEpoch.Code
+		return nil, false, kerr.InvalidShareSessionEpoch.Code
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.sessions[key]
 	switch {
 	case s == nil:
-		return kerr.ShareSessionNotFound.Code
+		return nil, false, kerr.ShareSessionNotFound.Code
 	case epoch == shareFinalEpoch:
-		return 0
+		c.removeLocked(s)
+		return s.parts, true, 0
 	case s.epoch != epoch:
-		return kerr.InvalidShareSessionEpoch.Code
+		return nil, false, kerr.InvalidShareSessionEpoch.Code
 	}
 	s.epoch = nextShareEpoch(s.epoch)
-	return 0
+	return nil, false, 0
 }
 
 // closed drops the sessions owner opened and tells onLeave of each
 // member.
 func (c *shareSessions) closed(owner any) {
 	c.mu.Lock()
-	var gone []shareSessionKey
+	var gone []*shareSession
 	for key := range c.byOwner[owner] {
 		if s := c.sessions[key]; s != nil && s.owner == owner {
 			c.removeLocked(s)
-			gone = append(gone, key)
+			gone = append(gone, s)
 		}
 	}
 	delete(c.byOwner, owner)
 	c.mu.Unlock()
 	if c.onLeave != nil {
-		for _, key := range gone {
-			c.onLeave(key)
+		for _, s := range gone {
+			c.onLeave(s.key, s.parts)
 		}
 	}
 }

@@ -16,7 +16,12 @@ import (
 func TestShareSessions(t *testing.T) {
 	var mu sync.Mutex
 	var left []shareSessionKey
-	c := newShareSessions(2, func(k shareSessionKey) { mu.Lock(); left = append(left, k); mu.Unlock() })
+	var leftParts [][]sharePartitionID
+	c := newShareSessions(2, func(k shareSessionKey, parts []sharePartitionID) {
+		mu.Lock()
+		left, leftParts = append(left, k), append(leftParts, parts)
+		mu.Unlock()
+	})
 	a := shareSessionKey{"", "g", "a"}
 	p := func(topic byte, part int32) sharePartitionID { return sharePartitionID{[16]byte{topic}, part} }
 	want := func(what string, got shareContext, code int16, wantCode *kerr.Error, parts ...sharePartitionID) {
@@ -44,10 +49,10 @@ func TestShareSessions(t *testing.T) {
 	want("epoch 2 before 1", ctx, code, kerr.InvalidShareSessionEpoch)
 	ctx, code = c.fetch(conn1, a, 1, []sharePartitionID{p(2, 0), p(1, 0)}, []sharePartitionID{p(1, 1)}, true)
 	want("epoch 1 adds and forgets", ctx, code, nil, p(1, 0), p(2, 0))
-	if code := c.acknowledge(a, 0); code != kerr.InvalidShareSessionEpoch.Code {
+	if _, _, code := c.acknowledge(a, 0); code != kerr.InvalidShareSessionEpoch.Code {
 		t.Fatalf("acknowledge at epoch 0: %v", kerr.ErrorForCode(code))
 	}
-	if code := c.acknowledge(a, 2); code != 0 {
+	if _, _, code := c.acknowledge(a, 2); code != 0 {
 		t.Fatalf("acknowledge at epoch 2: %v", kerr.ErrorForCode(code))
 	}
 	ctx, code = c.fetch(conn1, a, 2, nil, nil, false)
@@ -73,8 +78,15 @@ func TestShareSessions(t *testing.T) {
 	if code != 0 || !ctx.final {
 		t.Fatalf("final epoch: %v, final %v", kerr.ErrorForCode(code), ctx.final)
 	}
-	if code := c.acknowledge(b, -1); code != kerr.ShareSessionNotFound.Code {
+	if _, _, code := c.acknowledge(b, -1); code != kerr.ShareSessionNotFound.Code {
 		t.Fatalf("acknowledge after the session ended: %v", kerr.ErrorForCode(code))
+	}
+	// A ShareAcknowledge with -1 closes the session too, with its
+	// partitions to release.
+	ctx, code = c.fetch(conn2, b, 0, []sharePartitionID{p(4, 0)}, nil, false)
+	want("a session again", ctx, code, nil, p(4, 0))
+	if parts, closed, code := c.acknowledge(b, -1); code != 0 || !closed || !slices.Equal(parts, []sharePartitionID{p(4, 0)}) {
+		t.Fatalf("acknowledge -1: %v %v %v", parts, closed, kerr.ErrorForCode(code))
 	}
 
 	// conn1 closes: a's session goes and a is released; conn2 had none
@@ -84,8 +96,8 @@ func TestShareSessions(t *testing.T) {
 	if s, n := c.stats(); s != 0 || n != 0 {
 		t.Fatalf("after the connections closed: %d sessions, %d partitions", s, n)
 	}
-	if !slices.Equal(left, []shareSessionKey{a}) {
-		t.Fatalf("released members %v, want a only (b ended its own)", left)
+	if !slices.Equal(left, []shareSessionKey{a}) || !slices.Equal(leftParts[0], []sharePartitionID{p(1, 0), p(2, 0)}) {
+		t.Fatalf("released members %v %v, want a with its partitions only (b ended its own)", left, leftParts)
 	}
 	if nextShareEpoch(1<<31-1) != 1 || nextShareEpoch(-1) != -1 {
 		t.Fatal("epoch wrap")

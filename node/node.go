@@ -573,6 +573,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		Topics:                    n.topics,
 		Groups:                    n.groups,
 		Txn:                       n.txn,
+		Share:                     n.share,
 		TransactionVersion:        cfg.TransactionVersion,
 		Peer:                      peer,
 		AdvertisedAddr:            advertised,

@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/global"
@@ -423,6 +424,15 @@ func (h *Host) split(keys []sharestate.Key) map[int][]sharestate.Key {
 		out[s] = append(out[s], k)
 	}
 	return out
+}
+
+// LockDuration is how long an acquisition under l holds its records:
+// l's, else the default (ShareFetch's AcquisitionLockTimeoutMs).
+func (h *Host) LockDuration(l sharestate.Limits) time.Duration {
+	if l.LockDuration > 0 {
+		return l.LockDuration
+	}
+	return h.cfg.Machine.Limits.LockDuration
 }
 
 // limits bounds a command's in-flight limit by MaxRecordLocks.
