@@ -35,6 +35,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cohort-dev/cohort/sharecoord"
 	"hash/crc32"
 	"log/slog"
 	"math"
@@ -182,7 +183,7 @@ func (e *fuzzEnv) exec(t *testing.T, frame []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Topics: e.log, Groups: groups, Txn: fuzzTxn(t, e.log, groups), AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Authorizer: az, Quotas: qs, Logger: slog.New(watch), Observer: rec})
+	s, err := New(Config{Topics: e.log, Groups: groups, Txn: fuzzTxn(t, e.log, groups), Share: fuzzShare(t), AdvertisedAddr: "127.0.0.1:9092", AutoCreateTopics: true, Authorizer: az, Quotas: qs, Logger: slog.New(watch), Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +281,22 @@ func fuzzTxn(t *testing.T, log *topics.Log, groups *coordinator.Coordinator) *tx
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// fuzzShare starts a share coordinator on an in-memory store, fresh for
+// each input.
+func fuzzShare(t *testing.T) *sharecoord.Host {
+	st, err := pebble.Open("store", pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := sharecoord.Start(sharecoord.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
 }
 
 func respondWithin(t *testing.T, respond func() kmsg.Response, d time.Duration) kmsg.Response {
@@ -712,6 +729,20 @@ func seedRequest(key int16) kmsg.Request {
 	case kmsg.ShareGroupDescribe:
 		req := kmsg.NewPtrShareGroupDescribeRequest()
 		req.GroupIDs, req.IncludeAuthorizedOperations = []string{"g", "h", ""}, true
+		return req
+	case kmsg.ShareFetch:
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("g"), kmsg.StringPtr("m1"), 0
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = 0, 1, 1<<20, 100, 10
+		req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: [16]byte{1}, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0,
+			AcknowledgementBatches: []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 3, AcknowledgeTypes: []int8{1}}}}}}}
+		req.ForgottenTopicsData = []kmsg.ShareFetchRequestForgottenTopicsData{{TopicID: [16]byte{2}, Partitions: []int32{0}}}
+		return req
+	case kmsg.ShareAcknowledge:
+		req := kmsg.NewPtrShareAcknowledgeRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("g"), kmsg.StringPtr("m1"), 1
+		req.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: [16]byte{1}, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
+			AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 1, AcknowledgeTypes: []int8{1, 3}}}}}}}
 		return req
 	// Transactions: a transactional id the fresh coordinator does not
 	// know, so the producer checks run; the fuzzer mutates the rest.
