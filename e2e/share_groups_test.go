@@ -1,9 +1,9 @@
 package e2e
 
-// KIP-932 share groups against `cohort serve`: until ShareFetch exists no
-// share consumer can run, so franz-go's client sends the share group
-// APIs as kmsg requests, as kgo's share consumer does (its member id, the
-// epoch it was last given, its topics when joining).
+// KIP-932 share groups' membership against `cohort serve`: franz-go's
+// client sends the share group APIs as kmsg requests, as kgo's share
+// consumer does (its member id, the epoch it was last given, its topics
+// when joining), so that the test sees every epoch and assignment.
 
 import (
 	"context"
@@ -66,8 +66,8 @@ func (m *shareMember) beat(t *testing.T, cl *kgo.Client, group, topic string, to
 // member's partitions go to the others, the group survives a kill -9,
 // its id refuses the classic and consumer protocols, and it is deleted
 // once empty. ApiVersions advertises ShareGroupHeartbeat and
-// ShareGroupDescribe at v1 and not ShareFetch or ShareAcknowledge, which
-// franz-go's share tests need before they run.
+// ShareGroupDescribe at v1 and ShareFetch and ShareAcknowledge at v1–v2,
+// Kafka 4.2's, which franz-go's share consumer needs.
 func TestShareGroupMembership(t *testing.T) {
 	dir := t.TempDir()
 	p := testkit.StartBinary(t, dir)
@@ -88,7 +88,7 @@ func TestShareGroupMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bv := range versions {
-		for key, want := range map[int16][2]int16{76: {1, 1}, 77: {1, 1}, 78: {-1, -1}, 79: {-1, -1}} {
+		for key, want := range map[int16][2]int16{76: {1, 1}, 77: {1, 1}, 78: {1, 2}, 79: {1, 2}} {
 			min, max, ok := bv.KeyVersions(key)
 			if !ok {
 				min, max = -1, -1
