@@ -21,16 +21,16 @@ import (
 // acceptance or rejection was confirmed (sent, answered without error,
 // and FlushAcks returned).
 type shareLedger struct {
-	mu        sync.Mutex
-	seen      map[int]int32 // key → highest delivery count
-	accepted  map[int]bool  // confirmed
-	rejected  map[int]bool  // confirmed
-	released  map[int]int32 // confirmed release: the count released at
+	mu       sync.Mutex
+	seen     map[int]int32 // key → highest delivery count
+	accepted map[int]bool  // confirmed
+	rejected map[int]bool  // confirmed
+	released map[int]int32 // confirmed release: the count released at
 	// sent are settlements sent whose answer never came (the broker
 	// was killed): the broker may have applied them or not.
-	sent map[int]bool
-	late      []string      // violations: a settled record delivered again
-	lowCounts []string      // violations: a redelivery with a lower count
+	sent      map[int]bool
+	late      []string // violations: a settled record delivered again
+	lowCounts []string // violations: a redelivery with a lower count
 }
 
 func newShareLedger() *shareLedger {
