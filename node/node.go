@@ -176,6 +176,11 @@ type Config struct {
 	// interval (500 updates) and the partitions a shard keeps (100,000);
 	// zero fields take those defaults.
 	ShareState sharestate.Config
+	// MaxShareSessions caps the share sessions this node keeps (Kafka's
+	// group.share.max.share.sessions, kafka.Config.MaxShareSessions):
+	// a ShareFetch that would open one more is answered
+	// SHARE_SESSION_LIMIT_REACHED. Default 2000.
+	MaxShareSessions int
 	// GRPCListen is the host:port of the gRPC warm-handoff assignment
 	// service (kafka-assigner's contract, with health checking and
 	// reflection); port 0 picks a free one. Default 127.0.0.1:9095; "-"
@@ -595,6 +600,10 @@ func Start(cfg Config) (_ *Node, err error) {
 		LogLevel:                  cfg.LogLevel,
 		ConsumerSessionTimeout:    cfg.Groups.WithDefaults().ConsumerSessionTimeout,
 		ConsumerHeartbeatInterval: cfg.Groups.WithDefaults().ConsumerHeartbeatInterval,
+		ShareSessionTimeout:       cfg.Groups.WithDefaults().ShareSessionTimeout,
+		ShareHeartbeatInterval:    cfg.Groups.WithDefaults().ShareHeartbeatInterval,
+		ShareMaxSize:              cfg.Groups.WithDefaults().ShareMaxSize,
+		MaxShareSessions:          cfg.MaxShareSessions,
 		Observer:                  n.obs,
 	})
 	if err != nil {
