@@ -8,6 +8,7 @@ import (
 
 	"github.com/cohort-dev/cohort/assign"
 	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/record"
 )
 
@@ -111,6 +112,22 @@ type Config struct {
 	// members between the classic and the consumer protocol are allowed
 	// (Kafka's group.consumer.migration.policy). Default bidirectional.
 	MigrationPolicy groups.MigrationPolicy
+
+	// KIP-932 share groups.
+
+	// ShareSessionTimeout fences a share group member that has not
+	// heartbeaten for this long, in groups whose share.session.timeout.ms
+	// is not set. Default 45 s (group.share.session.timeout.ms).
+	ShareSessionTimeout time.Duration
+	// ShareHeartbeatInterval is the heartbeat interval given to share
+	// group members whose group sets no share.heartbeat.interval.ms.
+	// Default 5 s (group.share.heartbeat.interval.ms); below the session
+	// timeout.
+	ShareHeartbeatInterval time.Duration
+	// ShareMaxSize caps the members of a share group
+	// (GROUP_MAX_SIZE_REACHED). Default 200 (group.share.max.size); at
+	// least 1.
+	ShareMaxSize int
 }
 
 // assignor resolves a ConsumerAssignors name.
@@ -157,6 +174,11 @@ func (c Config) WithDefaults() Config {
 	if c.ConsumerMaxSize == 0 {
 		c.ConsumerMaxSize = math.MaxInt32
 	}
+	def(&c.ShareSessionTimeout, share.DefaultSessionTimeout)
+	def(&c.ShareHeartbeatInterval, share.DefaultHeartbeatInterval)
+	if c.ShareMaxSize == 0 {
+		c.ShareMaxSize = share.DefaultMaxSize
+	}
 	if c.MigrationPolicy == "" {
 		c.MigrationPolicy = groups.MigrateBidirectional
 	}
@@ -202,6 +224,15 @@ func (c Config) Validate() error {
 	}
 	if c.ConsumerMaxSize < 1 {
 		errs = append(errs, fmt.Errorf("consumer group max size %d: must be at least 1", c.ConsumerMaxSize))
+	}
+	if c.ShareSessionTimeout <= 0 || c.ShareHeartbeatInterval <= 0 || c.ShareHeartbeatInterval >= c.ShareSessionTimeout {
+		errs = append(errs, fmt.Errorf("share heartbeat interval (%v) must be positive and below the share session timeout (%v)", c.ShareHeartbeatInterval, c.ShareSessionTimeout))
+	}
+	if c.ShareSessionTimeout > math.MaxInt32*time.Millisecond {
+		errs = append(errs, fmt.Errorf("share session timeout %v is over 2^31-1 ms", c.ShareSessionTimeout))
+	}
+	if c.ShareMaxSize < 1 {
+		errs = append(errs, fmt.Errorf("share group max size %d: must be at least 1", c.ShareMaxSize))
 	}
 	if _, err := groups.ParseMigrationPolicy(string(c.MigrationPolicy)); err != nil {
 		errs = append(errs, err)

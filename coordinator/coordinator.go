@@ -114,6 +114,10 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				Assignors:                 assignors,
 				MigrationPolicy:           cfg.MigrationPolicy,
 
+				ShareSessionTimeout:    cfg.ShareSessionTimeout,
+				ShareHeartbeatInterval: cfg.ShareHeartbeatInterval,
+				ShareMaxSize:           cfg.ShareMaxSize,
+
 				Limits: cfg.TenantLimits,
 				Counts: counts,
 			}

@@ -20,6 +20,7 @@ package kafka
 // cluster for a broker and its loggers.
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -205,6 +206,14 @@ func (s *Server) staticBrokerConfigEntries() []configEntry {
 	nodeID := int64(s.cluster.Self())
 	sessLo, sessHi := s.sessionBounds()
 	hbLo, hbHi := s.heartbeatBounds()
+	// The share groups' node-wide defaults (the node's group.share.*
+	// flags) and the bounds of the groups' own (dynamic_configs.go).
+	share := s.shareLimits()
+	shareSessLo, shareSessHi, _, _ := shareSessionBounds(s)
+	shareHbLo, shareHbHi, _, _ := shareHeartbeatBounds(s)
+	lockLo, lockHi, _, _ := shareLockBounds(s)
+	deliveryLo, deliveryHi, _, _ := shareDeliveryBounds(s)
+	locksLo, locksHi, _, _ := shareRecordLocksBounds(s)
 	return []configEntry{
 		{name: "advertised.listeners", value: s.advertisedListeners(), source: static, typ: str, readOnly: true},
 		{name: "auto.create.topics.enable", value: strconv.FormatBool(s.cfg.AutoCreateTopics), source: static, typ: b, readOnly: true},
@@ -216,6 +225,23 @@ func (s *Server) staticBrokerConfigEntries() []configEntry {
 		{name: "group.consumer.max.session.timeout.ms", value: itoa(sessHi), source: def, typ: i32, readOnly: true},
 		{name: "group.consumer.min.heartbeat.interval.ms", value: itoa(hbLo), source: def, typ: i32, readOnly: true},
 		{name: "group.consumer.min.session.timeout.ms", value: itoa(sessLo), source: def, typ: i32, readOnly: true},
+		{name: "group.share.delivery.count.limit", value: itoa(int64(share.DeliveryLimit)), source: static, typ: i32, readOnly: true},
+		{name: "group.share.heartbeat.interval.ms", value: itoa(s.cfg.ShareHeartbeatInterval.Milliseconds()), source: static, typ: i32, readOnly: true},
+		{name: "group.share.max.delivery.count.limit", value: itoa(deliveryHi), source: def, typ: i32, readOnly: true},
+		{name: "group.share.max.heartbeat.interval.ms", value: itoa(shareHbHi), source: def, typ: i32, readOnly: true},
+		{name: "group.share.max.partition.max.record.locks", value: itoa(locksHi), source: def, typ: i32, readOnly: true},
+		{name: "group.share.max.record.lock.duration.ms", value: itoa(lockHi), source: def, typ: i32, readOnly: true},
+		{name: "group.share.max.session.timeout.ms", value: itoa(shareSessHi), source: def, typ: i32, readOnly: true},
+		{name: "group.share.max.share.sessions", value: itoa(int64(cmp.Or(s.cfg.MaxShareSessions, DefaultMaxShareSessions))), source: static, typ: i32, readOnly: true},
+		{name: "group.share.max.size", value: itoa(int64(s.cfg.ShareMaxSize)), source: static, typ: i32, readOnly: true},
+		{name: "group.share.min.delivery.count.limit", value: itoa(deliveryLo), source: def, typ: i32, readOnly: true},
+		{name: "group.share.min.heartbeat.interval.ms", value: itoa(shareHbLo), source: def, typ: i32, readOnly: true},
+		{name: "group.share.min.partition.max.record.locks", value: itoa(locksLo), source: def, typ: i32, readOnly: true},
+		{name: "group.share.min.record.lock.duration.ms", value: itoa(lockLo), source: def, typ: i32, readOnly: true},
+		{name: "group.share.min.session.timeout.ms", value: itoa(shareSessLo), source: def, typ: i32, readOnly: true},
+		{name: "group.share.partition.max.record.locks", value: itoa(int64(share.MaxInFlight)), source: static, typ: i32, readOnly: true},
+		{name: "group.share.record.lock.duration.ms", value: itoa(share.LockDuration.Milliseconds()), source: static, typ: i32, readOnly: true},
+		{name: "group.share.session.timeout.ms", value: itoa(s.cfg.ShareSessionTimeout.Milliseconds()), source: static, typ: i32, readOnly: true},
 		{name: "log.retention.ms", value: topics.TopicConfigDefault("retention.ms"), source: def, typ: l, readOnly: true},
 		{name: "log.segment.bytes", value: topics.TopicConfigDefault("segment.bytes"), source: def, typ: i32, readOnly: true},
 		{name: "message.max.bytes", value: topics.TopicConfigDefault("max.message.bytes"), source: def, typ: i32, readOnly: true},

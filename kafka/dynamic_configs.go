@@ -31,6 +31,7 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/global"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/coordinator/sharestate"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/topics"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,17 +39,23 @@ import (
 )
 
 // dynConfig is one config that can change while Cohort runs: an int
-// within bounds, or a string out of enum.
+// within bounds, a string out of enum, or a string valid says is one.
 type dynConfig struct {
 	name, doc string
 	enum      []string
+	// valid, for a string that is no enum, returns Kafka's reason for
+	// refusing v, "" if it is valid.
+	valid func(v string) string
+	// atLeast is the least value Kafka's ConfigDef takes (its
+	// Range.atLeast, checked before the bounds), 0 for none.
+	atLeast int64
 	// bounds are the least and greatest value, and the names of the
 	// broker configs that set them (for Kafka's message).
 	bounds func(s *Server) (lo, hi int64, loName, hiName string)
 }
 
 func (c dynConfig) typ() kmsg.ConfigType {
-	if c.enum != nil {
+	if c.enum != nil || c.valid != nil {
 		return kmsg.ConfigTypeString
 	}
 	return kmsg.ConfigTypeInt
@@ -57,6 +64,12 @@ func (c dynConfig) typ() kmsg.ConfigType {
 // check returns Kafka's INVALID_CONFIG message for a value of c, "" if it
 // is valid.
 func (c dynConfig) check(s *Server, v string) string {
+	if c.valid != nil {
+		if why := c.valid(v); why != "" {
+			return fmt.Sprintf("Invalid value %s for configuration %s: %s", v, c.name, why)
+		}
+		return ""
+	}
 	if c.enum != nil {
 		if !slices.Contains(c.enum, strings.ToLower(v)) {
 			return fmt.Sprintf("Invalid value %s for configuration %s: String must be one of: %s", v, c.name, strings.Join(c.enum, ", "))
@@ -66,6 +79,9 @@ func (c dynConfig) check(s *Server, v string) string {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 	if err != nil {
 		return fmt.Sprintf("Invalid value %s for configuration %s: Not a number of type INT", v, c.name)
+	}
+	if n < c.atLeast {
+		return fmt.Sprintf("Invalid value %d for configuration %s: Value must be at least %d", n, c.name, c.atLeast)
 	}
 	lo, hi, loName, hiName := c.bounds(s)
 	switch {
@@ -111,6 +127,70 @@ func fixed(lo, hi int64, loName, hiName string) func(*Server) (int64, int64, str
 	return func(*Server) (int64, int64, string, string) { return lo, hi, loName, hiName }
 }
 
+// Kafka's bounds of the share groups' configs (GroupCoordinatorConfig's
+// group.share.min/max.session.timeout.ms and
+// group.share.min/max.heartbeat.interval.ms, the same as the consumer
+// groups'; ShareGroupConfig's group.share.min/max.record.lock.duration.ms
+// and, with KIP-1240, group.share.min/max.delivery.count.limit and
+// group.share.min.partition.max.record.locks; the greatest in-flight
+// limit is the share coordinator's MaxRecordLocks,
+// group.share.max.partition.max.record.locks), each widened to take in
+// the node's own default when that is set outside them.
+const (
+	kafkaMinLockMs, kafkaMaxLockMs          = 15000, 60000
+	kafkaMinDeliveryLimit, kafkaMaxDelivery = 2, 10
+	kafkaMinRecordLocks                     = 100
+	kafkaMaxRecordLocks                     = 10000
+)
+
+// widen is the bounds lo..hi taken out to def.
+func widen(lo, hi, def int64) (int64, int64) { return min(lo, def), max(hi, def) }
+
+func shareSessionBounds(s *Server) (int64, int64, string, string) {
+	lo, hi := widen(kafkaMinSessionMs, kafkaMaxSessionMs, s.cfg.ShareSessionTimeout.Milliseconds())
+	return lo, hi, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"
+}
+
+func shareHeartbeatBounds(s *Server) (int64, int64, string, string) {
+	lo, hi := widen(kafkaMinHeartbeatMs, kafkaMaxHeartbeatMs, s.cfg.ShareHeartbeatInterval.Milliseconds())
+	return lo, hi, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"
+}
+
+func shareLockBounds(s *Server) (int64, int64, string, string) {
+	lo, hi := widen(kafkaMinLockMs, kafkaMaxLockMs, s.shareLimits().LockDuration.Milliseconds())
+	return lo, hi, "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"
+}
+
+func shareDeliveryBounds(s *Server) (int64, int64, string, string) {
+	lo, hi := widen(kafkaMinDeliveryLimit, kafkaMaxDelivery, int64(s.shareLimits().DeliveryLimit))
+	return lo, hi, "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"
+}
+
+func shareRecordLocksBounds(s *Server) (int64, int64, string, string) {
+	lo := min(kafkaMinRecordLocks, int64(s.shareLimits().MaxInFlight))
+	return lo, int64(s.shareMaxRecordLocks()), "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"
+}
+
+// shareLimits are the share coordinator's defaults of a share group's
+// limits (the node's group.share.delivery.count.limit,
+// group.share.record.lock.duration.ms and
+// group.share.partition.max.record.locks); Kafka's without one.
+func (s *Server) shareLimits() sharestate.Limits {
+	if s.cfg.Share != nil {
+		return s.cfg.Share.Limits()
+	}
+	return sharestate.Config{}.WithDefaults().Limits
+}
+
+// shareMaxRecordLocks is the most a share group's
+// share.partition.max.record.locks may be.
+func (s *Server) shareMaxRecordLocks() int {
+	if s.cfg.Share != nil {
+		return s.cfg.Share.MaxRecordLocks()
+	}
+	return kafkaMaxRecordLocks
+}
+
 // brokerDynamicConfigs are the broker configs that change while Cohort
 // runs, sorted by name.
 var brokerDynamicConfigs = []dynConfig{
@@ -120,24 +200,56 @@ var brokerDynamicConfigs = []dynConfig{
 	{name: "max.connections.per.ip", bounds: fixed(1, math.MaxInt32, "", ""), doc: "Most open Kafka connections from one IP address; applies to new connections."},
 }
 
-// groupConfigs are the configs a group can set (Kafka's GroupConfig),
-// sorted by name.
+// groupConfigs are the configs a group can set (Kafka's GroupConfig, 4.2;
+// share.delivery.count.limit and share.partition.max.record.locks are
+// KIP-1240's, Kafka 4.3), sorted by name, with the types, least values
+// and bounds Kafka checks them against.
 var groupConfigs = []dynConfig{
-	{name: "consumer.heartbeat.interval.ms", bounds: consumerHeartbeat, doc: "The heartbeat interval given to the group's members; applies at each member's next heartbeat."},
-	{name: "consumer.session.timeout.ms", bounds: consumerSession, doc: "How long a member of the group may go without a heartbeat before it is fenced; applies at each member's next heartbeat."},
-	{name: "share.auto.offset.reset", enum: []string{"latest", "earliest"}, doc: "Where a share group starts on a partition it has no position in."},
-	{name: "share.heartbeat.interval.ms", bounds: fixed(kafkaMinHeartbeatMs, kafkaMaxHeartbeatMs, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"), doc: "The heartbeat interval given to a share group's members."},
-	{name: "share.record.lock.duration.ms", bounds: fixed(15000, 60000, "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"), doc: "How long a share group member holds the records it was given before they go to another."},
-	{name: "share.session.timeout.ms", bounds: fixed(kafkaMinSessionMs, kafkaMaxSessionMs, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"), doc: "How long a share group member may go without a heartbeat."},
+	{name: "consumer.heartbeat.interval.ms", atLeast: 1, bounds: consumerHeartbeat, doc: "The heartbeat interval given to the group's members; applies at each member's next heartbeat."},
+	{name: "consumer.session.timeout.ms", atLeast: 1, bounds: consumerSession, doc: "How long a member of the group may go without a heartbeat before it is fenced; applies at each member's next heartbeat."},
+	{name: "share.auto.offset.reset", valid: validShareReset, doc: "Where a share group starts on a partition it has no position in: latest, earliest, or by_duration:<ISO-8601 duration> (the first record no older than that, KIP-1106); applies to partitions the group starts on from then."},
+	{name: "share.delivery.count.limit", atLeast: 2, bounds: shareDeliveryBounds, doc: "How many times a record is delivered to a share group before it is archived; applies to records acquired from then."},
+	{name: "share.heartbeat.interval.ms", atLeast: 1, bounds: shareHeartbeatBounds, doc: "The heartbeat interval given to a share group's members; applies at each member's next heartbeat."},
+	{name: "share.isolation.level", enum: []string{"read_committed", "read_uncommitted"}, doc: "read_committed delivers transactional records only once committed (aborted ones are archived); read_uncommitted delivers every record. Applies to the group's next fetches."},
+	{name: "share.partition.max.record.locks", atLeast: kafkaMinRecordLocks, bounds: shareRecordLocksBounds, doc: "Most records of a partition a share group has in flight (acquired, or available again after a delivery); applies to the group's next fetches."},
+	{name: "share.record.lock.duration.ms", atLeast: 1000, bounds: shareLockBounds, doc: "How long a share group member holds the records it was given before they go to another; applies to records acquired from then."},
+	{name: "share.session.timeout.ms", atLeast: 1, bounds: shareSessionBounds, doc: "How long a share group member may go without a heartbeat before it is fenced; applies at each member's next heartbeat."},
 }
 
-// groupConfigDefaults are the share groups' defaults (Kafka's); the
-// consumer groups' are the broker's group.consumer.* values.
-var groupConfigDefaults = map[string]string{
-	"share.auto.offset.reset":       "latest",
-	"share.heartbeat.interval.ms":   "5000",
-	"share.record.lock.duration.ms": "30000",
-	"share.session.timeout.ms":      "45000",
+// validShareReset is Kafka's ShareGroupAutoOffsetResetStrategy.Validator
+// (KIP-1106): latest, earliest, or by_duration: and a non-negative
+// ISO-8601 duration.
+func validShareReset(v string) string {
+	if _, _, ok := parseShareReset(v); ok {
+		return ""
+	}
+	return "Invalid value `" + v + "` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+}
+
+// groupConfigDefault is a share group config's default, as Kafka's
+// GroupConfig takes it: the node's group.share.* where Kafka's follows
+// the broker's (GroupCoordinatorConfig.extractGroupConfigMap,
+// ShareGroupConfig.extractShareGroupConfigMap), else Kafka's own. The
+// consumer groups' are the broker's group.consumer.* values (groupValue).
+func (s *Server) groupConfigDefault(name string) string {
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	switch name {
+	case "share.auto.offset.reset":
+		return "latest"
+	case "share.isolation.level":
+		return "read_uncommitted"
+	case "share.heartbeat.interval.ms":
+		return itoa(s.cfg.ShareHeartbeatInterval.Milliseconds())
+	case "share.session.timeout.ms":
+		return itoa(s.cfg.ShareSessionTimeout.Milliseconds())
+	case "share.record.lock.duration.ms":
+		return itoa(s.shareLimits().LockDuration.Milliseconds())
+	case "share.delivery.count.limit":
+		return itoa(int64(s.shareLimits().DeliveryLimit))
+	case "share.partition.max.record.locks":
+		return itoa(int64(s.shareLimits().MaxInFlight))
+	}
+	return ""
 }
 
 func lookupDyn(list []dynConfig, name string) (dynConfig, bool) {
@@ -167,6 +279,10 @@ type dynamicConfigs struct {
 	// sets a config by its internal name, and every other group's.
 	machine      map[string]machine.GroupConfig
 	machineOther machine.GroupConfig
+	// share is, likewise, what they change in a share group's ShareFetch
+	// and ShareAcknowledge (share_config.go).
+	share      map[string]shareGroupConfig
+	shareOther shareGroupConfig
 }
 
 // applyConfigs takes a snapshot of the global unit: the configs it
@@ -190,8 +306,11 @@ func (s *Server) applyConfigs(snap *global.Snapshot) {
 	withMachine := *d
 	withMachine.machineOther = s.resolveGroupConfig("")
 	withMachine.machine = make(map[string]machine.GroupConfig, len(d.groups))
+	withMachine.shareOther = s.resolveShareConfig("")
+	withMachine.share = make(map[string]shareGroupConfig, len(d.groups))
 	for name := range d.groups {
 		withMachine.machine[name] = s.resolveGroupConfig(name)
+		withMachine.share[name] = s.resolveShareConfig(name)
 	}
 	s.dyn.Store(&withMachine)
 	maxConns, _ := strconv.Atoi(s.brokerValue("max.connections").value)
@@ -268,7 +387,7 @@ func (s *Server) groupValue(group, name string) resolved {
 			r.synonyms = append(r.synonyms, syn)
 		}
 	} else {
-		r.synonyms = append(r.synonyms, synonym(name, groupConfigDefaults[name], kmsg.ConfigSourceDefaultConfig))
+		r.synonyms = append(r.synonyms, synonym(name, s.groupConfigDefault(name), kmsg.ConfigSourceDefaultConfig))
 	}
 	r.value, r.source = *r.synonyms[0].Value, r.synonyms[0].Source
 	return r
@@ -298,8 +417,7 @@ func (s *Server) GroupConfigs(tenant, group string) []ConfigValue {
 
 // groupConfigFor is what a group's configs change in its machine: zero
 // where neither the group nor the cluster sets one (the shard's
-// defaults are the node's flags, and for share.* Kafka's defaults, the
-// same as groupConfigDefaults').
+// defaults are the node's flags, the same as groupConfigDefault's).
 func (s *Server) groupConfigFor(tenant, group string) machine.GroupConfig {
 	d := s.dyn.Load()
 	if len(d.machine) > 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/sharestate"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -72,8 +73,9 @@ func describeOne(c *rawClient, typ kmsg.ConfigResourceType, name, config string)
 // group's configs are checked against the broker's bounds and reach its
 // members at their next heartbeat. The root logger's level changes.
 func TestDynamicConfigs(t *testing.T) {
-	groups := coordinator.Config{InitialRebalanceDelay: -1, ConsumerHeartbeatInterval: 3 * time.Second}
-	addr := testkit.StartNode(t, node.Config{Groups: groups}).KafkaAddr()
+	groups := coordinator.Config{InitialRebalanceDelay: -1, ConsumerHeartbeatInterval: 3 * time.Second, ShareHeartbeatInterval: 6 * time.Second}
+	shareState := sharestate.Config{Limits: sharestate.Limits{DeliveryLimit: 7}}
+	addr := testkit.StartNode(t, node.Config{Groups: groups, ShareState: shareState}).KafkaAddr()
 	c := dial(t, addr)
 	broker, cluster := kmsg.ConfigResourceTypeBroker, ""
 	want := func(what string, e kmsg.DescribeConfigsResponseResourceConfig, value string, src kmsg.ConfigSource, synonyms int) {
@@ -129,7 +131,18 @@ func TestDynamicConfigs(t *testing.T) {
 		{"validate only", broker, cluster, []configOp{setOp("max.connections", "7")}, 0, "", true},
 		{"an unknown group config", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("session.timeout.ms", "1")}, kerr.InvalidConfig.Code, "Unknown group config name: session.timeout.ms", false},
 		{"a group heartbeat above the bound", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("consumer.session.timeout.ms", "45000"), setOp("consumer.heartbeat.interval.ms", "45000")}, kerr.InvalidConfig.Code, "less than or equal to group.consumer.max.heartbeat.interval.ms", false},
-		{"a bad share reset", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.auto.offset.reset", "middle")}, kerr.InvalidConfig.Code, "String must be one of: latest, earliest", false},
+		{"a bad share reset", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.auto.offset.reset", "middle")}, kerr.InvalidConfig.Code, "Invalid value middle for configuration share.auto.offset.reset: Invalid value `middle` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.", false},
+		{"a share reset by duration", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.auto.offset.reset", "by_duration:P1DT2H30M")}, 0, "", true},
+		{"a share reset by a negative duration", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.auto.offset.reset", "by_duration:-PT10S")}, kerr.InvalidConfig.Code, "The value must be either", false},
+		{"a share reset by no duration", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.auto.offset.reset", "by_duration")}, kerr.InvalidConfig.Code, "The value must be either", false},
+		{"a share delivery limit below Kafka's least", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.delivery.count.limit", "1")}, kerr.InvalidConfig.Code, "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2", false},
+		{"a share delivery limit above the bound", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.delivery.count.limit", "11")}, kerr.InvalidConfig.Code, "share.delivery.count.limit must be less than or equal to group.share.max.delivery.count.limit (10)", false},
+		{"a share delivery limit", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.delivery.count.limit", "10")}, 0, "", true},
+		{"share record locks below Kafka's least", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.partition.max.record.locks", "50")}, kerr.InvalidConfig.Code, "Value must be at least 100", false},
+		{"share record locks above the bound", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.partition.max.record.locks", "10001")}, kerr.InvalidConfig.Code, "share.partition.max.record.locks must be less than or equal to group.share.max.partition.max.record.locks (10000)", false},
+		{"a share lock below the bound", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.record.lock.duration.ms", "14999")}, kerr.InvalidConfig.Code, "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms (15000)", false},
+		{"a bad share isolation level", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.isolation.level", "read_commit")}, kerr.InvalidConfig.Code, "String must be one of: read_committed, read_uncommitted", false},
+		{"a share session within the heartbeat", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{setOp("share.session.timeout.ms", "45000"), setOp("share.heartbeat.interval.ms", "15000")}, 0, "", true},
 		{"a group with no name", kmsg.ConfigResourceTypeGroupConfig, "", []configOp{setOp("consumer.session.timeout.ms", "50000")}, kerr.InvalidRequest.Code, "Group name must not be empty", false},
 		{"append to a number", kmsg.ConfigResourceTypeGroupConfig, "g", []configOp{{"consumer.session.timeout.ms", "1", kmsg.IncrementalAlterConfigOpAppend}}, kerr.InvalidConfig.Code, "append is not allowed", false},
 		{"an unknown logger", kmsg.ConfigResourceTypeBrokerLogger, "0", []configOp{setOp("kafka.server", "DEBUG")}, kerr.InvalidConfig.Code, "does not exist", false},
@@ -189,9 +202,26 @@ func TestDynamicConfigs(t *testing.T) {
 	if code, msg := alterIncremental(c, false, kmsg.ConfigResourceTypeGroupConfig, "s2", setOp("share.heartbeat.interval.ms", "8000")); code != 0 {
 		t.Fatalf("share group s2: %v %s", kerr.ErrorForCode(code), msg)
 	}
-	if a, b := shareBeat("s1"), shareBeat("s2"); a != 5000 || b != 8000 {
-		t.Fatalf("share intervals %d and %d, want Kafka's 5000 and group s2's 8000", a, b)
+	if a, b := shareBeat("s1"), shareBeat("s2"); a != 6000 || b != 8000 {
+		t.Fatalf("share intervals %d and %d, want the flag's 6000 and group s2's 8000", a, b)
 	}
+	// The share configs' defaults that follow the node's flags, as
+	// Kafka's GroupConfig takes group.share.*; the others are Kafka's.
+	for _, d := range []struct{ name, value string }{
+		{"share.heartbeat.interval.ms", "6000"}, {"share.session.timeout.ms", "45000"},
+		{"share.delivery.count.limit", "7"}, {"share.record.lock.duration.ms", "30000"},
+		{"share.partition.max.record.locks", "2000"}, {"share.isolation.level", "read_uncommitted"},
+		{"share.auto.offset.reset", "latest"},
+	} {
+		want("share default "+d.name, describeOne(c, kmsg.ConfigResourceTypeGroupConfig, "s1", d.name), d.value, kmsg.ConfigSourceDefaultConfig, 1)
+	}
+	if code, msg := alterIncremental(c, false, kmsg.ConfigResourceTypeGroupConfig, "s2", setOp("share.delivery.count.limit", "3"), setOp("share.isolation.level", "READ_COMMITTED")); code != 0 {
+		t.Fatalf("share group s2: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if e := describeOne(c, broker, "0", "group.share.delivery.count.limit"); *e.Value != "7" || e.Source != kmsg.ConfigSourceStaticBrokerConfig || !e.ReadOnly {
+		t.Fatalf("the delivery limit's flag: %s from %v, read-only %v", *e.Value, e.Source, e.ReadOnly)
+	}
+	want("share group's own", describeOne(c, kmsg.ConfigResourceTypeGroupConfig, "s2", "share.delivery.count.limit"), "3", kmsg.ConfigSourceGroupConfig, 2)
 
 	// The root logger.
 	if code, msg := alterIncremental(c, false, kmsg.ConfigResourceTypeBrokerLogger, "0", setOp("root", "debug")); code != 0 {

@@ -193,6 +193,19 @@ type Config struct {
 	// group.consumer.heartbeat.interval.ms, and within the bounds of the
 	// groups' own. Default 45 s and 5 s, Kafka's.
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// ShareSessionTimeout, ShareHeartbeatInterval and ShareMaxSize are
+	// the coordinator's defaults for KIP-932 share groups
+	// (coordinator.Config's): the static broker configs
+	// group.share.session.timeout.ms, group.share.heartbeat.interval.ms
+	// and group.share.max.size, the defaults DescribeConfigs reports for
+	// a share group's share.session.timeout.ms and
+	// share.heartbeat.interval.ms, and within the bounds of the groups'
+	// own. Default 45 s, 5 s and 200, Kafka's. The share-partition
+	// limits' defaults (group.share.delivery.count.limit,
+	// group.share.record.lock.duration.ms,
+	// group.share.partition.max.record.locks) are Share's.
+	ShareSessionTimeout, ShareHeartbeatInterval time.Duration
+	ShareMaxSize                                int
 
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -283,6 +296,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.ConsumerHeartbeatInterval <= 0 {
 		c.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	if c.ShareSessionTimeout <= 0 {
+		c.ShareSessionTimeout = 45 * time.Second
+	}
+	if c.ShareHeartbeatInterval <= 0 {
+		c.ShareHeartbeatInterval = 5 * time.Second
+	}
+	if c.ShareMaxSize <= 0 {
+		c.ShareMaxSize = 200
 	}
 	if c.Observer == nil {
 		c.Observer = observe.Nop{}

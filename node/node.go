@@ -176,6 +176,11 @@ type Config struct {
 	// interval (500 updates) and the partitions a shard keeps (100,000);
 	// zero fields take those defaults.
 	ShareState sharestate.Config
+	// MaxShareSessions caps the share sessions this node keeps (Kafka's
+	// group.share.max.share.sessions, kafka.Config.MaxShareSessions):
+	// a ShareFetch that would open one more is answered
+	// SHARE_SESSION_LIMIT_REACHED. Default 2000.
+	MaxShareSessions int
 	// GRPCListen is the host:port of the gRPC warm-handoff assignment
 	// service (kafka-assigner's contract, with health checking and
 	// reflection); port 0 picks a free one. Default 127.0.0.1:9095; "-"
@@ -281,8 +286,11 @@ type Node struct {
 	groups      *coordinator.Coordinator
 	txn         *txncoord.Coordinator
 	share       *sharecoord.Host
-	peers       *peers // cluster mode: requests to other nodes
-	kafka       *kafka.Server
+	// shareHooks carries share groups' departures and deletions to the
+	// share coordinator (share_hooks.go).
+	shareHooks *shareHooks
+	peers      *peers // cluster mode: requests to other nodes
+	kafka      *kafka.Server
 	// authz is the authorizer with Config.Authorizer, else nil.
 	authz *security.Authorizer
 	// orgs maps principals to their organisations (tenants).
@@ -385,7 +393,8 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.timeline != nil {
 		tl = n.timeline
 	}
-	n.obs = observe.Multi(n.logObs, metrics, tl, tracer, cfg.Observer)
+	n.shareHooks = newShareHooks(cfg.Logger)
+	n.obs = observe.Multi(n.logObs, metrics, tl, tracer, n.shareHooks, cfg.Observer)
 	// Pebble logs a failure to open as well as returning it: hold its
 	// lines until start-up is over, so that a failed start says its cause
 	// once, in the error.
@@ -541,6 +550,10 @@ func Start(cfg Config) (_ *Node, err error) {
 			// count: a difference is a damaged cluster.
 			return nil, fmt.Errorf("start share coordinator: the cluster has %d share units, its global unit %d share-state shards", sc.Shards, n.share.Shards())
 		}
+		// Share members' departures release their records, and deleted
+		// share groups' state is dropped, from here on (and now, for
+		// what a crash left).
+		n.shareHooks.start(n.groups, n.share)
 	}
 	var view kafka.Cluster
 	var peer func(context.Context, int32, kmsg.Request) (kmsg.Response, error)
@@ -595,6 +608,10 @@ func Start(cfg Config) (_ *Node, err error) {
 		LogLevel:                  cfg.LogLevel,
 		ConsumerSessionTimeout:    cfg.Groups.WithDefaults().ConsumerSessionTimeout,
 		ConsumerHeartbeatInterval: cfg.Groups.WithDefaults().ConsumerHeartbeatInterval,
+		ShareSessionTimeout:       cfg.Groups.WithDefaults().ShareSessionTimeout,
+		ShareHeartbeatInterval:    cfg.Groups.WithDefaults().ShareHeartbeatInterval,
+		ShareMaxSize:              cfg.Groups.WithDefaults().ShareMaxSize,
+		MaxShareSessions:          cfg.MaxShareSessions,
 		Observer:                  n.obs,
 	})
 	if err != nil {
@@ -1168,6 +1185,10 @@ func (n *Node) stop() error {
 		// marker writers use.
 		n.txn.Close()
 		n.txn = nil
+	}
+	if n.shareHooks != nil {
+		// Before the coordinators it sends to.
+		n.shareHooks.stop()
 	}
 	if n.share != nil {
 		// Before the store: its writes under way finish.

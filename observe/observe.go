@@ -194,9 +194,14 @@ const (
 	// Member the member whose join or departure converted it, Reason
 	// says which way and why.
 	GroupConverted
+	// GroupDeleted: DeleteGroups deleted the group (it had no members;
+	// Protocol is its type). The share coordinator's host drops a
+	// deleted share group's share-partition state on it. A group that
+	// offsets retention removes is not reported.
+	GroupDeleted
 )
 
-var kindNames = [...]string{"", "rebalance-started", "rebalance-completed", "member-joined", "member-left", "member-expired", "member-fenced", "group-converted"}
+var kindNames = [...]string{"", "rebalance-started", "rebalance-completed", "member-joined", "member-left", "member-expired", "member-fenced", "group-converted", "group-deleted"}
 
 func (k GroupEventKind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
@@ -212,7 +217,7 @@ type GroupEvent struct {
 	Kind     GroupEventKind
 	Tenant   string
 	Group    string
-	Protocol string // "classic" or "consumer"
+	Protocol string // "classic", "consumer" or "share"
 	// Generation is the classic generation, or the consumer group's
 	// epoch: for RebalanceStarted the one being formed, else the current.
 	Generation int32

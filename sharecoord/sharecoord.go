@@ -435,6 +435,15 @@ func (h *Host) LockDuration(l sharestate.Limits) time.Duration {
 	return h.cfg.Machine.Limits.LockDuration
 }
 
+// Limits are the defaults of the commands' Limits: what a command that
+// leaves a field zero gets (Config.Machine's, the in-flight limit at most
+// MaxRecordLocks).
+func (h *Host) Limits() sharestate.Limits { return h.cfg.Machine.Limits }
+
+// MaxRecordLocks is the most records in flight a command may ask for per
+// partition (Config.MaxRecordLocks).
+func (h *Host) MaxRecordLocks() int { return h.cfg.MaxRecordLocks }
+
 // limits bounds a command's in-flight limit by MaxRecordLocks.
 func (h *Host) limits(l sharestate.Limits) sharestate.Limits {
 	l.MaxInFlight = min(l.MaxInFlight, h.cfg.MaxRecordLocks)

@@ -35,6 +35,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"serve", "--super-users", "User:a;bob"}, 2, "--super-users: principal \"bob\" is not of the form Type:name"},
 		{[]string{"serve", "--grpc-max-concurrent-streams", "0"}, 2, "--grpc-max-concurrent-streams must be between 1"},
 		{[]string{"serve", "--group-max-pending-members", "-1"}, 2, "group max pending members -1: must be at least 1"},
+		{[]string{"serve", "--group-share-heartbeat-interval", "50s"}, 2, "share heartbeat interval (50s) must be positive and below the share session timeout (45s)"},
+		{[]string{"serve", "--group-share-max-size", "-1"}, 2, "share group max size -1: must be at least 1"},
+		{[]string{"serve", "--group-share-delivery-count-limit", "11"}, 2, "--group-share-delivery-count-limit must be between 2 and 10, not 11"},
+		{[]string{"serve", "--group-share-record-lock-duration", "500ms"}, 2, "--group-share-record-lock-duration must be between 1s and 1h"},
+		{[]string{"serve", "--group-share-partition-max-record-locks", "99"}, 2, "--group-share-partition-max-record-locks must be between 100 and 10000"},
+		{[]string{"serve", "--group-share-max-share-sessions", "100"}, 2, "--group-share-max-share-sessions (100) must be at least --group-share-max-size (200)"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)
@@ -54,6 +60,8 @@ func TestServeHelpDescribesEveryFlag(t *testing.T) {
 		"default-partitions", "max-request-bytes", "log-level", "shutdown-timeout",
 		"max-connections", "max-connections-per-ip", "connections-max-idle", "queued-max-request-bytes",
 		"request-read-timeout", "response-write-timeout", "grpc-max-concurrent-streams", "group-max-pending-members",
+		"group-share-session-timeout", "group-share-heartbeat-interval", "group-share-max-size", "group-share-delivery-count-limit",
+		"group-share-record-lock-duration", "group-share-partition-max-record-locks", "group-share-max-share-sessions",
 		"otlp-endpoint", "trace-sample-ratio"} {
 		if !strings.Contains(stderr.String(), "-"+name+" ") && !strings.Contains(stderr.String(), "-"+name+"\n") {
 			t.Errorf("serve --help does not describe --%s", name)

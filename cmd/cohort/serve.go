@@ -107,6 +107,14 @@ func serve(args []string, stderr io.Writer) int {
 	fs.IntVar(&g.ConsumerMaxSize, "group-consumer-max-size", 1<<31-1, "most members of a consumer group (Kafka's group.consumer.max.size)")
 	fs.Var(migrationFlag{&g.MigrationPolicy}, "group-consumer-migration-policy", "which groups with members may change protocol online (Kafka's group.consumer.migration.policy): bidirectional (classic to consumer when a consumer-protocol member joins, and back when the last one leaves), upgrade, downgrade or disabled (default bidirectional)")
 	fs.StringVar(&assignors, "group-consumer-assignors", "uniform,range", "server assignors consumer groups may ask for, the default first (Kafka's group.consumer.assignors)")
+	fs.DurationVar(&g.ShareSessionTimeout, "group-share-session-timeout", 45*time.Second, "KIP-932 share groups: a member silent this long is fenced, in groups that set no share.session.timeout.ms (Kafka's group.share.session.timeout.ms)")
+	fs.DurationVar(&g.ShareHeartbeatInterval, "group-share-heartbeat-interval", 5*time.Second, "KIP-932 share groups: the heartbeat interval given to members of groups that set no share.heartbeat.interval.ms (Kafka's group.share.heartbeat.interval.ms)")
+	fs.IntVar(&g.ShareMaxSize, "group-share-max-size", 200, "most members of a share group (Kafka's group.share.max.size)")
+	var shareDeliveries int
+	fs.IntVar(&shareDeliveries, "group-share-delivery-count-limit", 5, "KIP-932 share groups: how many times a record is delivered before it is archived, in groups that set no share.delivery.count.limit, 2 to 10 (Kafka's group.share.delivery.count.limit)")
+	fs.DurationVar(&cfg.ShareState.Limits.LockDuration, "group-share-record-lock-duration", 30*time.Second, "KIP-932 share groups: how long a member holds the records it was given, in groups that set no share.record.lock.duration.ms, 1s to 1h (Kafka's group.share.record.lock.duration.ms)")
+	fs.IntVar(&cfg.ShareState.Limits.MaxInFlight, "group-share-partition-max-record-locks", 2000, "KIP-932 share groups: most records of a partition a group has in flight, in groups that set no share.partition.max.record.locks, 100 to 10000 (Kafka's group.share.partition.max.record.locks)")
+	fs.IntVar(&cfg.MaxShareSessions, "group-share-max-share-sessions", 2000, "most share sessions (one per share consumer and node) this node keeps; at least --group-share-max-size (Kafka's group.share.max.share.sessions)")
 	fs.DurationVar(&cfg.TransactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "largest transaction timeout a transactional producer may ask for (Kafka's transaction.max.timeout.ms); a transaction running longer is aborted by the coordinator; -1s turns transactions off")
 	txnVersion := fs.Int("transaction-version", 2, "transaction.version feature level finalized in ApiVersions: 2 (as Kafka 4) serves KIP-890 part 2, where clients skip AddPartitionsToTxn and AddOffsetsToTxn and bump the epoch at every transaction's end; 1 keeps clients to the explicit requests")
 	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:9644", "`host:port` of the admin HTTP listener: the web page (/), the JSON API (/api/v1/, described at /api/v1/openapi.json), /metrics (Prometheus), /healthz, /readyz; port 0 picks a free port, - turns it off")
@@ -224,6 +232,10 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cohort serve: %v\n", err)
 		return 2
 	}
+	if msg := shareLimits(&cfg, shareDeliveries); msg != "" {
+		fmt.Fprintf(stderr, "cohort serve: %s\n", msg)
+		return 2
+	}
 	cfg.LogLevel = new(slog.LevelVar)
 	cfg.LogLevel.Set(level)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
@@ -305,6 +317,26 @@ func connectionLimits(cfg *node.Config, maxConns, perIP int, queued int64, idle,
 	cfg.MaxConnections, cfg.MaxConnectionsPerIP, cfg.QueuedMaxRequestBytes = maxConns, perIP, queued
 	cfg.ConnectionsMaxIdle, cfg.RequestReadTimeout, cfg.ResponseWriteTimeout = never(idle), never(read), never(write)
 	cfg.GRPCMaxConcurrentStreams = uint32(streams)
+	return ""
+}
+
+// shareLimits checks the share groups' node-wide flags against Kafka's
+// bounds (ShareGroupConfig's ConfigDef, and its rule that
+// group.share.max.share.sessions is at least group.share.max.size) and
+// sets the delivery limit in cfg; it returns what is wrong, if anything.
+func shareLimits(cfg *node.Config, deliveries int) string {
+	l := cfg.ShareState.Limits
+	switch {
+	case deliveries < 2 || deliveries > 10:
+		return fmt.Sprintf("--group-share-delivery-count-limit must be between 2 and 10, not %d", deliveries)
+	case l.LockDuration < time.Second || l.LockDuration > time.Hour:
+		return fmt.Sprintf("--group-share-record-lock-duration must be between 1s and 1h, not %v", l.LockDuration)
+	case l.MaxInFlight < 100 || l.MaxInFlight > 10000:
+		return fmt.Sprintf("--group-share-partition-max-record-locks must be between 100 and 10000, not %d", l.MaxInFlight)
+	case cfg.MaxShareSessions < cfg.Groups.WithDefaults().ShareMaxSize:
+		return fmt.Sprintf("--group-share-max-share-sessions (%d) must be at least --group-share-max-size (%d)", cfg.MaxShareSessions, cfg.Groups.WithDefaults().ShareMaxSize)
+	}
+	cfg.ShareState.Limits.DeliveryLimit = int16(deliveries)
 	return ""
 }
 

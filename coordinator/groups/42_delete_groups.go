@@ -4,7 +4,8 @@ package groups
 // Empty group is deleted with its offsets; a group with members is
 // NON_EMPTY_GROUP. Duplicates are answered once, as Kafka collapses them.
 // An empty share group is deleted too; the share-partition state it may
-// hold is left for the share-state host to drop (share_state.go).
+// hold is left for the share-state host to drop (share_state.go). Each
+// group deleted is reported (observe.GroupDeleted).
 //
 // Version notes:
 //   - v1: throttling after the response (KIP-219).
@@ -17,8 +18,10 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
 	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -81,12 +84,15 @@ func (s *Shard) deleteGroups(now time.Time, req machine.Request, r *kmsg.DeleteG
 		var code int16
 		e := s.lookup(req.Tenant, name)
 		c, cg, sg := classic.Of(e), consumer.Of(e), share.Of(e)
+		proto := grouptype.ProtoClassic
 		switch {
 		case e == nil || (c != nil && c.State == classic.Dead):
 			code = kerr.GroupIDNotFound.Code
 		case sg != nil:
+			proto = grouptype.ProtoShare
 			code = s.share.Delete(sg, now)
 		case cg != nil:
+			proto = grouptype.ProtoConsumer
 			if len(cg.Members) > 0 {
 				code = kerr.NonEmptyGroup.Code
 			} else {
@@ -98,6 +104,12 @@ func (s *Shard) deleteGroups(now time.Time, req machine.Request, r *kmsg.DeleteG
 		default:
 			s.offs.DeleteGroup(e.Off())
 			s.classic.Delete(c)
+		}
+		if code == 0 {
+			// After its tombstones: reported once they are durable. A
+			// share group's share-partition state is dropped on it
+			// (share_state.go).
+			s.h.Report(observe.GroupEvent{Kind: observe.GroupDeleted, Tenant: req.Tenant, Group: name, Protocol: proto, At: now})
 		}
 		resp.Groups = append(resp.Groups, deleteResult(r.Version, name, code))
 	}

@@ -144,6 +144,14 @@ func (c *evCheck) event(e observe.GroupEvent, now time.Time) error {
 		} else {
 			delete(g.members, e.Member)
 		}
+	case observe.GroupDeleted:
+		// An empty group, gone: a later group of the name starts over.
+		if len(g.members) > 0 || e.Member != "" || e.Members != 0 {
+			return fmt.Errorf("a deletion of a group with members %v (the event says %d, member %q)", slices.Sorted(maps.Keys(g.members)), e.Members, e.Member)
+		}
+		delete(c.groups, k)
+		delete(c.gone, k)
+		return nil
 	case observe.RebalanceStarted:
 		if e.Reason == "" || e.Cause == observe.CauseUnknown {
 			return fmt.Errorf("a start with cause %v, reason %q", e.Cause, e.Reason)
@@ -357,6 +365,7 @@ func TestEventCheckFails(t *testing.T) {
 		{"partitions moved below -1", []observe.GroupEvent{joined, started, with(completed, func(e *observe.GroupEvent) { e.PartitionsMoved = -2 })}},
 		{"a member event with a cause", []observe.GroupEvent{with(joined, func(e *observe.GroupEvent) { e.Cause = observe.CauseMemberJoined })}},
 		{"a member event with partitions moved", []observe.GroupEvent{with(joined, func(e *observe.GroupEvent) { e.PartitionsMoved = 1 })}},
+		{"a group deleted with a member", []observe.GroupEvent{joined, with(joined, func(e *observe.GroupEvent) { e.Kind, e.Member, e.Members = observe.GroupDeleted, "", 0 })}},
 	} {
 		var c evCheck
 		var err error

@@ -121,7 +121,7 @@ func (r *scnRunner) shareCmd(label string, cmd any) {
 			for _, d := range v {
 				r.out("%s: %s/%s %s", label, d.Tenant, d.Group, r.shareTopics(d.Topics))
 			}
-		case nil:
+		case groups.ShareStateDeleted:
 			r.out("%s: done", label)
 		default:
 			r.fail("%s answered %T", label, rep.Out)

@@ -17,12 +17,13 @@ package groups
 //     reads the old group's state.
 //   - ShareStateDeletedCmd: the state of those topics is gone.
 //
-// TODO(share-state host): ask ShareDeletionsCmd of every group shard when
-// it loads and after a DeleteGroups that deleted a share group, route a
-// sharestate.DeleteCmd per partition to its share-state shard, and answer
-// with ShareStateDeletedCmd once they are durable; turn a share member's
-// leaving or expiry (the group events MemberLeft and MemberExpired of
-// protocol "share") into a sharestate.ReleaseCmd.
+// The share-state host's side is node/share_hooks.go: it asks
+// ShareDeletionsCmd of every group shard when it loads and after a
+// DeleteGroups that deleted a share group (observe.GroupDeleted), sends
+// a sharestate.DeleteCmd per partition to its share-state shard, and
+// answers with ShareStateDeletedCmd once they are durable; and it turns a
+// share member's leaving or expiry (the group events MemberLeft and
+// MemberExpired of protocol "share") into a sharestate.ReleaseCmd.
 
 import (
 	"time"
@@ -77,13 +78,18 @@ func (ShareDeletionsCmd) serve(s *Shard, _ time.Time) any {
 
 // ShareStateDeletedCmd says that the share-state shards dropped the state
 // of these topics of a group name (every partition ShareDeletionsCmd
-// listed for them); it is answered, once durable, with nil.
+// listed for them); it is answered, once durable, with
+// ShareStateDeleted.
 type ShareStateDeletedCmd struct {
 	Tenant, Group string
 	Topics        [][16]byte
 }
 
+// ShareStateDeleted answers ShareStateDeletedCmd: done (a shard that could
+// not answer replies with no Out at all).
+type ShareStateDeleted struct{}
+
 func (c ShareStateDeletedCmd) serve(s *Shard, now time.Time) any {
 	s.share.Deleted(now, c.Tenant, c.Group, c.Topics)
-	return nil
+	return ShareStateDeleted{}
 }

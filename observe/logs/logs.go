@@ -1,7 +1,7 @@
 // Package logs is the observer that writes Cohort's events to a slog
 // logger, so that an operator running `cohort serve` sees why a group
 // rebalanced: every rebalance start and completion and every member
-// expiry or fencing at INFO, members joining and leaving and shards
+// expiry or fencing and every group deleted at INFO, members joining and leaving and shards
 // loading at DEBUG, and each request's outcome at DEBUG. Lines of one kind
 // are rate-limited (observe/ratelog), so that a misbehaving client or a
 // flapping group cannot flood the log.
@@ -66,7 +66,7 @@ func (o *Observer) RequestAnswered(_ context.Context, r observe.Request, a obser
 		"host", r.Host, "bytes", r.Size, "latency", a.Latency, "error_code", a.ErrorCode(), "answered", a.Resp != nil)
 }
 
-// Group logs a group event: rebalances, expiries and conversions at INFO, the rest at
+// Group logs a group event: rebalances, expiries, conversions and deletions at INFO, the rest at
 // DEBUG. A rebalance's lines say its cause and the member that caused it;
 // a completion's also how long it took, its phases (classic: join, sync;
 // consumer: assignment, revocation, reconciliation) and how many
@@ -85,6 +85,8 @@ func (o *Observer) Group(_ context.Context, e observe.GroupEvent) {
 		level, msg = slog.LevelInfo, "member fenced"
 	case observe.GroupConverted:
 		level, msg = slog.LevelInfo, "group converted"
+	case observe.GroupDeleted:
+		level, msg = slog.LevelInfo, "group deleted"
 	case observe.MemberJoined:
 		msg = "member joined"
 	case observe.MemberLeft:
