@@ -394,7 +394,8 @@ func (a *API) summary(s groups.Summary, ends map[TopicPartition]PartitionOffsets
 		LagTrend: []LagPoint{},
 	}
 	for _, o := range s.Offsets {
-		if po, ok := ends[TopicPartition{Topic: o.Topic, Partition: o.Partition}]; ok && o.Offset >= 0 {
+		// The log's name of the group's topic (topics.Internal).
+		if po, ok := ends[TopicPartition{Topic: topics.Internal(s.Tenant, o.Topic), Partition: o.Partition}]; ok && o.Offset >= 0 {
 			g.TotalLag += max(0, po.End-o.Offset)
 		}
 	}
@@ -475,7 +476,7 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 		}
 		seen[tp] = true
 		p := PartitionDetail{Topic: tp.Topic, Partition: tp.Partition, CommittedOffset: -1, LogStartOffset: -1, LogEndOffset: -1, MemberID: owner[tp], LagHistory: []LagPoint{}}
-		po, known := ends[tp]
+		po, known := ends[TopicPartition{Topic: topics.Internal(s.Tenant, tp.Topic), Partition: tp.Partition}]
 		if known {
 			p.LogStartOffset, p.LogEndOffset = po.Start, po.End
 		}
