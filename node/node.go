@@ -476,7 +476,8 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.orgs, err = security.NewOrgs(n.global); err != nil {
 		return nil, err
 	}
-	var apiSrc *apiSource // given the Kafka server below
+	var apiSrc *apiSource          // given the Kafka server below
+	var shareHost *sharecoord.Host // the admin API's, set once below
 	if n.registry != nil {
 		if cfg.Cluster != nil {
 			n.remote = &remoteOffsets{n: n}
@@ -493,6 +494,14 @@ func Start(cfg Config) (_ *Node, err error) {
 					return rs
 				}
 				return []timeline.Rebalance{}
+			},
+			// The share coordinator starts below; the sampler and the
+			// admin listener start after it.
+			ShareState: func(ctx context.Context, tenant, group string) []sharestate.Description {
+				if shareHost == nil {
+					return nil
+				}
+				return shareHost.Describe(ctx, sharestate.DescribeCmd{Tenant: tenant, Group: group})
 			},
 			Orgs:   n.orgs,
 			Logger: cfg.Logger,
@@ -541,6 +550,7 @@ func Start(cfg Config) (_ *Node, err error) {
 			// count: a difference is a damaged cluster.
 			return nil, fmt.Errorf("start share coordinator: the cluster has %d share units, its global unit %d share-state shards", sc.Shards, n.share.Shards())
 		}
+		shareHost = n.share
 	}
 	var view kafka.Cluster
 	var peer func(context.Context, int32, kmsg.Request) (kmsg.Response, error)
