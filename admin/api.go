@@ -9,8 +9,8 @@ package admin
 // (DescribeGroups, ConsumerGroupDescribe, ShareGroupDescribe), through
 // Inspect for what no Kafka response carries (the cgp_ id, commit times,
 // every tenant's groups), and share groups' share-partition state through
-// APIConfig.ShareState (share.go). Every group read is scoped to the caller's organisation
-// (caller.go): operators see all of them. In cluster mode a node's API shows the groups it coordinates,
+// APIConfig.ShareState (share.go). Every group read is scoped to the
+// caller's organisation (caller.go): operators see all of them. In cluster mode a node's API shows the groups it coordinates,
 // with their lag on every partition (APISource.Topics gives the offsets
 // of partitions other nodes lead as last read), as its /metrics does.
 
