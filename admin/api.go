@@ -6,10 +6,11 @@ package admin
 // openapi.json describes it and is served at /api/v1/openapi.json.
 //
 // It reads the coordinator through the same group APIs a client uses
-// (DescribeGroups, ConsumerGroupDescribe), and through Inspect for what no
-// Kafka response carries (the cgp_ id, commit times, every tenant's
-// groups). Every group read is scoped to the caller's organisation
-// (caller.go): operators see all of them. In cluster mode a node's API shows the groups it coordinates,
+// (DescribeGroups, ConsumerGroupDescribe, ShareGroupDescribe), through
+// Inspect for what no Kafka response carries (the cgp_ id, commit times,
+// every tenant's groups), and share groups' share-partition state through
+// APIConfig.ShareState (share.go). Every group read is scoped to the
+// caller's organisation (caller.go): operators see all of them. In cluster mode a node's API shows the groups it coordinates,
 // with their lag on every partition (APISource.Topics gives the offsets
 // of partitions other nodes lead as last read), as its /metrics does.
 
@@ -32,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/coordinator/sharestate"
 	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/topics"
 )
@@ -81,7 +83,10 @@ type StoreInfo struct {
 
 // TopicInfo is a topic of GET /api/v1/topics.
 type TopicInfo struct {
-	Name       string          `json:"name"`
+	Name string `json:"name"`
+	// ID is the topic's id, which names a share partition's topic
+	// (sharestate.Key); not in the JSON.
+	ID         [16]byte        `json:"-"`
 	Internal   bool            `json:"internal"`
 	Partitions []PartitionInfo `json:"partitions"`
 	// Configs are every topic config, as TopicConfigs resolves them.
@@ -108,6 +113,12 @@ type APIConfig struct {
 	// Timeline returns a group's last rebalances, newest first, as a
 	// JSON-encodable value (observe/timeline); nil: none are kept.
 	Timeline func(tenant, group string) any
+	// ShareState describes a share group's share-partition state held by
+	// this node's share coordinator (KIP-932): every partition of the
+	// group on the share-state shards held here, as
+	// sharecoord.Host.Describe with no partitions named. Nil: no share
+	// coordinator, and share groups show no offsets.
+	ShareState func(ctx context.Context, tenant, group string) []sharestate.Description
 	// Orgs is the organisation registry /api/v1/orgs manages; nil: those
 	// routes answer 404.
 	Orgs   *security.Orgs
@@ -122,6 +133,10 @@ type API struct {
 	tracker *LagTracker
 	last    []groups.Summary // the last sample's groups
 	lastAt  time.Time        // when it was read
+	// shares are the last sample's share groups' partitions, and
+	// progress when each one's position last moved (share.go).
+	shares   map[groupRef]map[TopicPartition]SharePartition
+	progress map[shareRef]shareProgress
 
 	statusDesc, clearDesc                         *prometheus.Desc
 	groupsDesc, offsetsDesc, pendingDesc, genDesc *prometheus.Desc
@@ -138,12 +153,13 @@ func NewAPI(cfg APIConfig) *API {
 	return &API{
 		cfg:         cfg,
 		tracker:     NewLagTracker(cfg.Tracker),
+		progress:    map[shareRef]shareProgress{},
 		statusDesc:  prometheus.NewDesc("cohort_consumergroup_status", "A consumer group's Burrow-like lag status: 1 for its current status (OK, WARN, STALL, STOP, ERR; UNKNOWN until a full window of samples), by organisation.", []string{"org", "consumergroup", "status"}, nil),
 		clearDesc:   prometheus.NewDesc("cohort_consumergroup_time_to_clear_seconds", "Estimated time for a consumer group to consume its lag at the rates of the last window; absent when its lag is not shrinking.", []string{"org", "consumergroup"}, nil),
 		groupsDesc:  prometheus.NewDesc("cohort_groups", "Groups this node coordinates, by organisation, type and state (at the last lag sample).", []string{"org", "type", "state"}, nil),
 		offsetsDesc: prometheus.NewDesc("cohort_offsets", "Committed offsets this node holds, by organisation (at the last lag sample).", []string{"org"}, nil),
 		pendingDesc: prometheus.NewDesc("cohort_pending_members", "Member ids handed out with MEMBER_ID_REQUIRED and not yet used to join (KIP-394), by organisation (at the last lag sample).", []string{"org"}, nil),
-		genDesc:     prometheus.NewDesc("cohort_consumergroup_generation", "A group's generation (classic) or group epoch (consumer) (at the last lag sample).", []string{"org", "consumergroup", "type"}, nil),
+		genDesc:     prometheus.NewDesc("cohort_consumergroup_generation", "A group's generation (classic) or group epoch (consumer, share) (at the last lag sample).", []string{"org", "consumergroup", "type"}, nil),
 	}
 }
 
@@ -161,7 +177,8 @@ func (a *API) Run(ctx context.Context) {
 	}
 }
 
-// Sample reads every group's offsets once into the lag tracker.
+// Sample reads every group's offsets, and every share group's
+// share-partition state, once into the lag tracker.
 func (a *API) Sample(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(a.cfg.SampleInterval, time.Second))
 	defer cancel()
@@ -172,11 +189,22 @@ func (a *API) Sample(ctx context.Context) {
 		}
 		return
 	}
-	ends := endOffsets(a.cfg.Source.Topics())
+	ts := a.cfg.Source.Topics()
+	ends, names := endOffsets(ts), topicNames(ts)
+	shares := map[groupRef]map[TopicPartition]SharePartition{}
+	for _, s := range sums {
+		if sh := a.shareState(ctx, s, names); sh != nil {
+			shares[groupRef{s.Tenant, s.Group}] = sh
+		}
+	}
 	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := map[shareRef]bool{}
 	samples := make([]GroupSample, 0, len(sums))
 	for _, s := range sums {
 		gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: map[PartitionRef]LagSample{}}
+		a.shareSamples(s, shares[groupRef{s.Tenant, s.Group}], ends, now, gs, seen)
 		for _, o := range s.Offsets {
 			// The group's topic names are its organisation's; the log's
 			// are internal (topics.Internal).
@@ -187,10 +215,13 @@ func (a *API) Sample(ctx context.Context) {
 		}
 		samples = append(samples, gs)
 	}
-	a.mu.Lock()
+	for ref := range a.progress {
+		if !seen[ref] {
+			delete(a.progress, ref)
+		}
+	}
 	a.tracker.Observe(now, samples)
-	a.last, a.lastAt = sums, now
-	a.mu.Unlock()
+	a.last, a.lastAt, a.shares = sums, now, shares
 }
 
 func endOffsets(ts []TopicInfo) map[TopicPartition]PartitionOffsets {
@@ -212,7 +243,8 @@ func (a *API) Groups() []GroupOffsets {
 	defer a.mu.Unlock()
 	var out []GroupOffsets
 	for _, s := range a.last {
-		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets))}
+		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets)),
+			Share: a.shares[groupRef{s.Tenant, s.Group}]}
 		for _, o := range s.Offsets {
 			if o.Offset >= 0 {
 				g.Committed[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
@@ -223,11 +255,12 @@ func (a *API) Groups() []GroupOffsets {
 	return out
 }
 
-// lastSample returns the last sample's groups and when it was read.
-func (a *API) lastSample() ([]groups.Summary, time.Time) {
+// lastSample returns the last sample's groups, their share partitions
+// and when it was read.
+func (a *API) lastSample() ([]groups.Summary, map[groupRef]map[TopicPartition]SharePartition, time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.last, a.lastAt
+	return a.last, a.shares, a.lastAt
 }
 
 // lagOf evaluates a group (under a.mu).
@@ -305,18 +338,22 @@ type GroupSummary struct {
 	State        string `json:"state"`
 	Members      int    `json:"members"`
 	// TotalLag sums the lag of the committed partitions whose high
-	// watermark this node knows.
+	// watermark this node knows; a share group's, of its share
+	// partitions' (SharePartition.Lag).
 	TotalLag           int64      `json:"total_lag"`
 	Status             Status     `json:"status"`
 	TimeToClearSeconds *float64   `json:"time_to_clear_seconds"`
 	LagTrend           []LagPoint `json:"lag_trend"`
+	// Share sums a share group's records in flight over the partitions
+	// whose state this node holds; absent for other groups.
+	Share *ShareCounts `json:"share,omitempty"`
 }
 
 // GroupDetail is GET /api/v1/groups/{group}.
 type GroupDetail struct {
 	GroupSummary
 	// Balancer is a classic group's chosen protocol (its client-side
-	// assignor) or a consumer group's server-side assignor.
+	// assignor) or a consumer or share group's server-side assignor.
 	Balancer        string            `json:"balancer"`
 	Generation      *int32            `json:"generation,omitempty"`
 	Epoch           *int32            `json:"epoch,omitempty"`
@@ -344,7 +381,8 @@ type TopicPartitions struct {
 	Partitions []int32 `json:"partitions"`
 }
 
-// PartitionDetail is a partition a group commits to or is assigned.
+// PartitionDetail is a partition a group commits to or is assigned, or a
+// share group's share partition.
 type PartitionDetail struct {
 	Topic           string `json:"topic"`
 	Partition       int32  `json:"partition"`
@@ -354,12 +392,19 @@ type PartitionDetail struct {
 	LogStartOffset int64      `json:"log_start_offset"` // -1: unknown here
 	LogEndOffset   int64      `json:"log_end_offset"`   // -1: unknown here
 	// Lag is absent with no commit, or when this node does not lead the
-	// partition.
-	Lag                *int64     `json:"lag"`
-	MemberID           string     `json:"member_id"`
-	Status             Status     `json:"status"`
-	TimeToClearSeconds *float64   `json:"time_to_clear_seconds"`
-	LagHistory         []LagPoint `json:"lag_history"`
+	// partition; a share group's is its share partition's
+	// (SharePartition.Lag), absent with no state.
+	Lag      *int64 `json:"lag"`
+	MemberID string `json:"member_id"`
+	// MemberIDs are the members a share group assigns the partition to
+	// (it may be several); absent for other groups.
+	MemberIDs []string `json:"member_ids,omitempty"`
+	// Share is a share group's share-partition state; absent for other
+	// groups and for a partition with no state held on this node.
+	Share              *SharePartition `json:"share,omitempty"`
+	Status             Status          `json:"status"`
+	TimeToClearSeconds *float64        `json:"time_to_clear_seconds"`
+	LagHistory         []LagPoint      `json:"lag_history"`
 }
 
 // listGroups answers from the lag sampler's last reading, not a new one:
@@ -370,7 +415,7 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sums, at := a.lastSample()
+	sums, shares, at := a.lastSample()
 	ends := endOffsets(a.cfg.Source.Topics())
 	now := time.Now()
 	out := []GroupSummary{}
@@ -378,7 +423,7 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 		if !sc.has(s.Tenant) {
 			continue
 		}
-		out = append(out, a.summary(s, ends, now))
+		out = append(out, a.summary(s, shares[groupRef{s.Tenant, s.Group}], ends, now))
 	}
 	resp := map[string]any{"groups": out}
 	if !at.IsZero() {
@@ -387,15 +432,25 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (a *API) summary(s groups.Summary, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {
+// summary is s with its lag; shares are a share group's partitions.
+func (a *API) summary(s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {
 	g := GroupSummary{
 		Group: s.Group, Org: security.OrgName(s.Tenant), Tenant: s.Tenant, CgpID: s.ID, RRL: RRL(s.Tenant, s.Group),
 		Type: s.Type, ProtocolType: s.ProtocolType, State: s.State, Members: s.Members,
 		LagTrend: []LagPoint{},
 	}
 	for _, o := range s.Offsets {
-		if po, ok := ends[TopicPartition{Topic: o.Topic, Partition: o.Partition}]; ok && o.Offset >= 0 {
+		// The log's name of the group's topic (topics.Internal).
+		if po, ok := ends[TopicPartition{Topic: topics.Internal(s.Tenant, o.Topic), Partition: o.Partition}]; ok && o.Offset >= 0 {
 			g.TotalLag += max(0, po.End-o.Offset)
+		}
+	}
+	if s.Type == "share" {
+		g.Share = shareTotals(shares)
+		for tp, p := range shares {
+			if po, ok := ends[TopicPartition{Topic: topics.Internal(s.Tenant, tp.Topic), Partition: tp.Partition}]; ok {
+				g.TotalLag += p.Lag(po.End)
+			}
 		}
 	}
 	if l, ok := a.lagOf(s.Tenant, s.Group, now); ok {
@@ -452,18 +507,23 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ends := endOffsets(a.cfg.Source.Topics())
+	ts := a.cfg.Source.Topics()
+	ends := endOffsets(ts)
+	// A share group's state read now, as its members are.
+	shares := a.shareState(r.Context(), s, topicNames(ts))
 	now := time.Now()
-	d := GroupDetail{GroupSummary: a.summary(s, ends, now), MemberList: []MemberDetail{}, Partitions: []PartitionDetail{}}
+	d := GroupDetail{GroupSummary: a.summary(s, shares, ends, now), MemberList: []MemberDetail{}, Partitions: []PartitionDetail{}}
 	if err := a.describeMembers(r.Context(), s, &d); err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	owner := map[TopicPartition]string{}
+	// A share group's partitions may have several members each.
+	owners := map[TopicPartition][]string{}
 	for _, m := range d.MemberList {
 		for _, t := range m.Assignment {
 			for _, p := range t.Partitions {
-				owner[TopicPartition{Topic: t.Topic, Partition: p}] = m.MemberID
+				tp := TopicPartition{Topic: t.Topic, Partition: p}
+				owners[tp] = append(owners[tp], m.MemberID)
 			}
 		}
 	}
@@ -474,8 +534,13 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		seen[tp] = true
-		p := PartitionDetail{Topic: tp.Topic, Partition: tp.Partition, CommittedOffset: -1, LogStartOffset: -1, LogEndOffset: -1, MemberID: owner[tp], LagHistory: []LagPoint{}}
-		po, known := ends[tp]
+		p := PartitionDetail{Topic: tp.Topic, Partition: tp.Partition, CommittedOffset: -1, LogStartOffset: -1, LogEndOffset: -1, LagHistory: []LagPoint{}}
+		if s.Type == "share" {
+			p.MemberIDs = slices.Sorted(slices.Values(owners[tp]))
+		} else if ms := owners[tp]; len(ms) > 0 {
+			p.MemberID = ms[0]
+		}
+		po, known := ends[TopicPartition{Topic: topics.Internal(s.Tenant, tp.Topic), Partition: tp.Partition}]
 		if known {
 			p.LogStartOffset, p.LogEndOffset = po.Start, po.End
 		}
@@ -488,6 +553,13 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 				p.Lag = &l
 			}
 		}
+		if sp, ok := shares[tp]; ok {
+			p.Share = &sp
+			if known {
+				l := sp.Lag(po.End)
+				p.Lag = &l
+			}
+		}
 		if pl, ok := lag.Partitions[tp]; ok {
 			p.Status, p.TimeToClearSeconds, p.LagHistory = pl.Status, seconds(pl.TimeToClear), pl.History
 		}
@@ -497,7 +569,10 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 		o := &s.Offsets[i]
 		add(TopicPartition{Topic: o.Topic, Partition: o.Partition}, o)
 	}
-	for tp := range owner {
+	for tp := range shares {
+		add(tp, nil)
+	}
+	for tp := range owners {
 		add(tp, nil)
 	}
 	slices.SortFunc(d.Partitions, func(a, b PartitionDetail) int {
@@ -514,8 +589,32 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 // describeMembers fills the members and the protocol's part of d through
-// DescribeGroups (classic) or ConsumerGroupDescribe (consumer).
+// DescribeGroups (classic), ConsumerGroupDescribe (consumer) or
+// ShareGroupDescribe (share).
 func (a *API) describeMembers(ctx context.Context, s groups.Summary, d *GroupDetail) error {
+	if s.Type == "share" {
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs = []string{s.Group}
+		resp, ok := a.cfg.Source.Handle(ctx, s.Tenant, req).(*kmsg.ShareGroupDescribeResponse)
+		if !ok || len(resp.Groups) != 1 {
+			return errUnexpected
+		}
+		g := resp.Groups[0]
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return err
+		}
+		d.Balancer = g.Assignor
+		d.Epoch, d.AssignmentEpoch = &g.GroupEpoch, &g.AssignmentEpoch
+		for _, m := range g.Members {
+			md := MemberDetail{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, MemberEpoch: &m.MemberEpoch, Assignment: []TopicPartitions{}}
+			for _, t := range m.Assignment.TopicPartitions {
+				md.Assignment = append(md.Assignment, TopicPartitions{Topic: t.Topic, Partitions: sorted(t.Partitions)})
+			}
+			sortTopics(md.Assignment)
+			d.MemberList = append(d.MemberList, md)
+		}
+		return nil
+	}
 	if s.Type == "consumer" {
 		req := kmsg.NewPtrConsumerGroupDescribeRequest()
 		req.Groups = []string{s.Group}

@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -220,5 +221,25 @@ func BenchmarkScrape(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestGroupLagByOrg: a group's lag in the JSON API is against its own
+// organisation's topic, not the topic of that name of another.
+func TestGroupLagByOrg(t *testing.T) {
+	h := tenantsHandler(tenantsSource{groups: 1, parts: 2})
+	for _, c := range []struct {
+		org  string
+		want int64
+	}{{"default", 2 * 9}, {"acme", 2 * 19}, {"globex", 2 * 29}} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/groups?org="+c.org, nil))
+		var list struct{ Groups []admin.GroupSummary }
+		if err := json.NewDecoder(rec.Body).Decode(&list); err != nil || len(list.Groups) != 1 {
+			t.Fatalf("%s's groups: %v %+v", c.org, err, list)
+		}
+		if g := list.Groups[0]; g.TotalLag != c.want {
+			t.Errorf("%s's %s: total lag %d, want %d", c.org, g.Group, g.TotalLag, c.want)
+		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/cohort-dev/cohort/topics"
 )
 
-// GroupOffsets is one consumer group as the lag metrics see it.
+// GroupOffsets is one group as the lag metrics see it.
 type GroupOffsets struct {
 	// Org is the group's organisation (security.DefaultOrg for the
 	// default tenant): two organisations may have a group of one name.
@@ -20,6 +20,9 @@ type GroupOffsets struct {
 	Members int
 	// Committed holds the group's committed offset of each partition.
 	Committed map[TopicPartition]int64
+	// Share holds a share group's share partitions (KIP-932) whose state
+	// this node holds; nil for other groups.
+	Share map[TopicPartition]SharePartition
 }
 
 // TopicPartition names a partition.
@@ -54,10 +57,12 @@ type LagConfig struct {
 	Source LagSource
 	// MaxPartitionSeries caps the per-partition series of one scrape
 	// (kafka_consumergroup_current_offset and _lag count one each per
-	// group and partition, kafka_topic_partition_* one each per
-	// partition): beyond it per-partition series are left out, and the
-	// per-group sums (_lag_sum, _current_offset_sum) still cover every
-	// partition. Default 10,000; negative: no per-partition series.
+	// group and partition, cohort_sharegroup_start_offset and _lag one
+	// each per share group and partition, kafka_topic_partition_* one
+	// each per partition): beyond it per-partition series are left out,
+	// and the per-topic sums (_lag_sum, _current_offset_sum, the share
+	// groups' records in flight) still cover every partition. Default
+	// 10,000; negative: no per-partition series.
 	MaxPartitionSeries int
 	Logger             *slog.Logger
 }
@@ -76,12 +81,32 @@ type LagConfig struct {
 // scrape time. As kafka_exporter, a partition with no commit has no
 // current-offset or lag series; lag is the high watermark less the
 // committed offset, never below 0.
+//
+// Share groups (KIP-932), which commit no offsets, have series of their
+// own, from the share-partition state the lag sampler last read (the
+// share-state shards this node holds) and each partition's high watermark
+// at scrape time, with the labels org, sharegroup and topic:
+//
+//	cohort_sharegroup_start_offset (and partition)  the share-partition start offset (SPSO)
+//	cohort_sharegroup_lag (and partition)           KIP-1226's lag (SharePartition.Lag)
+//	cohort_sharegroup_lag_sum                       the lag of all the topic's partitions
+//	cohort_sharegroup_records_in_flight (and state) records from the SPSO to the end
+//	                                                offset (SPEO) by state: available, acquired,
+//	                                                acknowledged, archived; their sum is the
+//	                                                records in flight
+//	cohort_sharegroup_records_redelivered           records in flight delivered more than
+//	                                                once (delivery count above 1)
+//
+// All are gauges of the state at the last sample: the records in flight
+// come and go as they are delivered and finished.
 type Lag struct {
 	cfg     LagConfig
 	dropped atomic.Int64
 
 	currentOffset, lag, lagSum, offsetSum, members *prometheus.Desc
 	topicCurrent, topicOldest, droppedDesc         *prometheus.Desc
+	shareStart, shareLag, shareLagSum              *prometheus.Desc
+	shareInFlight, shareRedelivered                *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Lag)(nil)
@@ -96,21 +121,27 @@ func NewLag(cfg LagConfig) *Lag {
 	}
 	gtp := []string{"org", "consumergroup", "topic", "partition"}
 	return &Lag{
-		cfg:           cfg,
-		currentOffset: prometheus.NewDesc("kafka_consumergroup_current_offset", "Current offset of a consumer group at a topic partition.", gtp, nil),
-		lag:           prometheus.NewDesc("kafka_consumergroup_lag", "Current approximate lag of a consumer group at a topic partition.", gtp, nil),
-		lagSum:        prometheus.NewDesc("kafka_consumergroup_lag_sum", "Current approximate lag of a consumer group at a topic, all partitions.", []string{"org", "consumergroup", "topic"}, nil),
-		offsetSum:     prometheus.NewDesc("kafka_consumergroup_current_offset_sum", "Current offset of a consumer group at a topic, all partitions.", []string{"org", "consumergroup", "topic"}, nil),
-		members:       prometheus.NewDesc("kafka_consumergroup_members", "Amount of members in a consumer group.", []string{"org", "consumergroup"}, nil),
-		topicCurrent:  prometheus.NewDesc("kafka_topic_partition_current_offset", "Current offset (high watermark) of a topic partition; topic is the name its organisation's clients know.", []string{"topic", "partition", "org"}, nil),
-		topicOldest:   prometheus.NewDesc("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a topic partition; topic is the name its organisation's clients know.", []string{"topic", "partition", "org"}, nil),
-		droppedDesc:   prometheus.NewDesc("cohort_metrics_partition_series_dropped", "Per-partition lag series left out of the last scrape by --metrics-max-partition-series.", nil, nil),
+		cfg:              cfg,
+		currentOffset:    prometheus.NewDesc("kafka_consumergroup_current_offset", "Current offset of a consumer group at a topic partition.", gtp, nil),
+		lag:              prometheus.NewDesc("kafka_consumergroup_lag", "Current approximate lag of a consumer group at a topic partition.", gtp, nil),
+		lagSum:           prometheus.NewDesc("kafka_consumergroup_lag_sum", "Current approximate lag of a consumer group at a topic, all partitions.", []string{"org", "consumergroup", "topic"}, nil),
+		offsetSum:        prometheus.NewDesc("kafka_consumergroup_current_offset_sum", "Current offset of a consumer group at a topic, all partitions.", []string{"org", "consumergroup", "topic"}, nil),
+		members:          prometheus.NewDesc("kafka_consumergroup_members", "Amount of members in a consumer group.", []string{"org", "consumergroup"}, nil),
+		topicCurrent:     prometheus.NewDesc("kafka_topic_partition_current_offset", "Current offset (high watermark) of a topic partition; topic is the name its organisation's clients know.", []string{"topic", "partition", "org"}, nil),
+		topicOldest:      prometheus.NewDesc("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a topic partition; topic is the name its organisation's clients know.", []string{"topic", "partition", "org"}, nil),
+		droppedDesc:      prometheus.NewDesc("cohort_metrics_partition_series_dropped", "Per-partition lag series left out of the last scrape by --metrics-max-partition-series.", nil, nil),
+		shareStart:       prometheus.NewDesc("cohort_sharegroup_start_offset", "A share group's share-partition start offset (KIP-932): every record before it is done (at the last lag sample).", []string{"org", "sharegroup", "topic", "partition"}, nil),
+		shareLag:         prometheus.NewDesc("cohort_sharegroup_lag", "A share group's lag at a partition (KIP-1226): the high watermark less the start offset less the records acknowledged or archived after it.", []string{"org", "sharegroup", "topic", "partition"}, nil),
+		shareLagSum:      prometheus.NewDesc("cohort_sharegroup_lag_sum", "A share group's lag at a topic, all partitions (KIP-1226).", []string{"org", "sharegroup", "topic"}, nil),
+		shareInFlight:    prometheus.NewDesc("cohort_sharegroup_records_in_flight", "A share group's records in flight at a topic (from each partition's start offset to its end offset), by state: available, acquired, acknowledged, archived (at the last lag sample).", []string{"org", "sharegroup", "topic", "state"}, nil),
+		shareRedelivered: prometheus.NewDesc("cohort_sharegroup_records_redelivered", "A share group's records in flight at a topic delivered more than once (delivery count above 1), whatever their state (at the last lag sample).", []string{"org", "sharegroup", "topic"}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (l *Lag) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{l.currentOffset, l.lag, l.lagSum, l.offsetSum, l.members, l.topicCurrent, l.topicOldest, l.droppedDesc} {
+	for _, d := range []*prometheus.Desc{l.currentOffset, l.lag, l.lagSum, l.offsetSum, l.members, l.topicCurrent, l.topicOldest, l.droppedDesc,
+		l.shareStart, l.shareLag, l.shareLagSum, l.shareInFlight, l.shareRedelivered} {
 		ch <- d
 	}
 }
@@ -178,9 +209,58 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 			gauge(l.lagSum, s.lag, g.Org, g.Group, topic)
 			gauge(l.offsetSum, s.offset, g.Org, g.Group, topic)
 		}
+		l.collectShare(g, parts, remote, series, gauge)
 	}
 	gauge(l.droppedDesc, int64(dropped))
 	if dropped > 0 && l.dropped.Swap(int64(dropped)) == 0 {
 		l.cfg.Logger.Warn("lag metrics: per-partition series left out (--metrics-max-partition-series)", "dropped", dropped, "max", l.cfg.MaxPartitionSeries)
+	}
+}
+
+// collectShare reports share group g's series (Lag's doc), its
+// per-partition ones within the scrape's budget (series).
+func (l *Lag) collectShare(g GroupOffsets, parts, remote map[TopicPartition]PartitionOffsets, series func(int) bool, gauge func(*prometheus.Desc, int64, ...string)) {
+	type sums struct {
+		lag, lagKnown int64
+		counts        ShareCounts
+	}
+	byTopic := map[string]*sums{}
+	for tp, sp := range g.Share {
+		s := byTopic[tp.Topic]
+		if s == nil {
+			s = &sums{}
+			byTopic[tp.Topic] = s
+		}
+		s.counts.add(sp.ShareCounts)
+		lag := int64(-1)
+		logTP := TopicPartition{Topic: topics.Internal(security.TenantOfOrg(g.Org), tp.Topic), Partition: tp.Partition}
+		po, ok := parts[logTP]
+		if !ok {
+			po, ok = remote[logTP]
+		}
+		if ok {
+			lag = sp.Lag(po.End)
+			s.lag += lag
+			s.lagKnown++
+		}
+		if series(2) {
+			p := strconv.Itoa(int(tp.Partition))
+			gauge(l.shareStart, sp.StartOffset, g.Org, g.Group, tp.Topic, p)
+			if lag >= 0 {
+				gauge(l.shareLag, lag, g.Org, g.Group, tp.Topic, p)
+			}
+		}
+	}
+	for topic, s := range byTopic {
+		if s.lagKnown > 0 {
+			gauge(l.shareLagSum, s.lag, g.Org, g.Group, topic)
+		}
+		for _, st := range []struct {
+			state string
+			n     int64
+		}{{"available", s.counts.Available}, {"acquired", s.counts.Acquired}, {"acknowledged", s.counts.Acknowledged}, {"archived", s.counts.Archived}} {
+			gauge(l.shareInFlight, st.n, g.Org, g.Group, topic, st.state)
+		}
+		gauge(l.shareRedelivered, s.counts.Redelivered, g.Org, g.Group, topic)
 	}
 }

@@ -64,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"api"})).(*prometheus.HistogramVec),
 		rebalances: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cohort_rebalances_total",
-			Help: "Rebalances started (a rebalance that starts over counts again), by group type (classic, consumer) and cause (member-joined, member-left, member-expired, member-rejoined, subscription-changed, metadata-changed, static-member-replaced, admin-action, rebalance-timeout, other).",
+			Help: "Rebalances started (a rebalance that starts over counts again), by group type (classic, consumer, share) and cause (member-joined, member-left, member-expired, member-rejoined, subscription-changed, metadata-changed, static-member-replaced, admin-action, rebalance-timeout, other).",
 		}, []string{"type", "cause"})).(*prometheus.CounterVec),
 		rebalanceTime: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cohort_rebalance_duration_seconds",
@@ -78,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		})).(prometheus.Histogram),
 		moved: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cohort_rebalance_partitions_moved",
-			Help:    "Partitions that changed owner per completed rebalance, by group type (where known: not for classic groups of another protocol type than consumer).",
+			Help:    "Partitions that changed owner per completed rebalance, by group type (where known: not for classic groups of another protocol type than consumer; for share groups, the partition-member pairs the new target adds).",
 			Buckets: []float64{0, 1, 4, 16, 64, 256, 1024, 4096},
 		}, []string{"type"})).(*prometheus.HistogramVec),
 		memberEvents: f(prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -78,7 +78,7 @@ func (s *apiSource) Topics() []admin.TopicInfo {
 		if t.Name == offsetstopic.Name && s.n.groups.OffsetsTopic() {
 			continue // hidden by the coordinator's (see below)
 		}
-		ti := admin.TopicInfo{Name: t.Name, Partitions: make([]admin.PartitionInfo, len(t.Partitions)), Configs: admin.TopicConfigs(t)}
+		ti := admin.TopicInfo{Name: t.Name, ID: t.ID, Partitions: make([]admin.PartitionInfo, len(t.Partitions)), Configs: admin.TopicConfigs(t)}
 		for i, p := range t.Partitions {
 			pi := admin.PartitionInfo{Partition: int32(i), Leader: t.Leaders[i], LogStartOffset: -1, LogEndOffset: -1}
 			if p != nil {

@@ -485,7 +485,8 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.orgs, err = security.NewOrgs(n.global); err != nil {
 		return nil, err
 	}
-	var apiSrc *apiSource // given the Kafka server below
+	var apiSrc *apiSource          // given the Kafka server below
+	var shareHost *sharecoord.Host // the admin API's, set once below
 	if n.registry != nil {
 		if cfg.Cluster != nil {
 			n.remote = &remoteOffsets{n: n}
@@ -502,6 +503,14 @@ func Start(cfg Config) (_ *Node, err error) {
 					return rs
 				}
 				return []timeline.Rebalance{}
+			},
+			// The share coordinator starts below; the sampler and the
+			// admin listener start after it.
+			ShareState: func(ctx context.Context, tenant, group string) []sharestate.Description {
+				if shareHost == nil {
+					return nil
+				}
+				return shareHost.Describe(ctx, sharestate.DescribeCmd{Tenant: tenant, Group: group})
 			},
 			Orgs:   n.orgs,
 			Logger: cfg.Logger,
@@ -554,6 +563,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		// share groups' state is dropped, from here on (and now, for
 		// what a crash left).
 		n.shareHooks.start(n.groups, n.share)
+		shareHost = n.share
 	}
 	var view kafka.Cluster
 	var peer func(context.Context, int32, kmsg.Request) (kmsg.Response, error)

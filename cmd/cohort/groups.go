@@ -1,7 +1,8 @@
 package main
 
-// cohort groups: consumer-group administration over the Kafka protocol,
-// in the manner of `rpk group` and kafka-consumer-groups.sh. It uses only
+// cohort groups: group administration over the Kafka protocol, in the
+// manner of `rpk group`, kafka-consumer-groups.sh and, for KIP-932 share
+// groups, kafka-share-groups.sh (groups_share.go). It uses only
 // Kafka requests (through franz-go's kadm, and kmsg where kadm does not
 // carry a field), so it works against Apache Kafka or any
 // Kafka-compatible broker as well as Cohort.
@@ -26,18 +27,22 @@ import (
 
 const groupsUsage = `Usage: cohort groups <command> [flags]
 
-Consumer-group administration over the Kafka protocol: works against Cohort
-and any Kafka-compatible broker.
+Group administration over the Kafka protocol: classic, KIP-848 consumer and
+KIP-932 share groups; works against Cohort and any Kafka-compatible broker.
 
 Commands:
   list                         list groups (--state, --type filters)
   describe GROUP...            summary, members and per-partition offsets and lag
+                               (--members, --state: the Kafka tools' views; a share
+                               group's start offsets and lag as kafka-share-groups.sh)
   lag GROUP...                 per-partition lag
   delete GROUP...              delete groups (refused for a group with members)
   delete-offsets GROUP --topic T[:P,...]
-                               delete a group's committed offsets
+                               delete a group's committed offsets (a share group's
+                               start offsets, by whole topics)
   seek GROUP --to start|end|OFFSET|TIMESTAMP|-DURATION [--topics T[:P,...]] [--dry-run]
-                               reset committed offsets (the group must have no members)
+                               reset committed offsets, or a share group's start
+                               offsets (the group must have no members)
 
 Common flags (also from COHORT_BROKERS, COHORT_FORMAT, COHORT_TIMEOUT, COHORT_ADMIN_URL):
   --brokers host:port,...  seed brokers (default 127.0.0.1:9092)
@@ -67,11 +72,11 @@ type groupsCmd struct {
 
 var groupsCmds = map[string]groupsCmd{
 	"list":           {"", "Lists the groups of every broker.", 0, 0, listFlags},
-	"describe":       {"GROUP...", "Describes groups: a summary, the members and, per partition, the committed offset, the log start and end offsets, the lag and the member consuming it.", 1, -1, describeFlags},
-	"lag":            {"GROUP...", "Shows the lag of groups per partition: the log end offset less the committed offset.", 1, -1, lagFlags},
+	"describe":       {"GROUP...", "Describes groups: a summary, the members and, per partition, the committed offset, the log start and end offsets, the lag and the member consuming it; a share group's members and, per partition, its start offset and lag (GROUP, TOPIC, PARTITION, START-OFFSET, LAG, as kafka-share-groups.sh).", 1, -1, describeFlags},
+	"lag":            {"GROUP...", "Shows the lag of groups per partition: the log end offset less the committed offset; a share group's, the coordinator's (KIP-1226: the high watermark less the start offset less the records acknowledged or archived after it).", 1, -1, lagFlags},
 	"delete":         {"GROUP...", "Deletes groups and their committed offsets; a group with members is refused (NON_EMPTY_GROUP).", 1, -1, deleteFlags},
-	"delete-offsets": {"GROUP --topic T[:P,...]", "Deletes a group's committed offsets for topics or partitions (OffsetDelete); offsets of topics the group's members are subscribed to are refused (GROUP_SUBSCRIBED_TO_TOPIC).", 1, 1, deleteOffsetsFlags},
-	"seek":           {"GROUP --to start|end|OFFSET|TIMESTAMP|-DURATION", "Resets a group's committed offsets, as kafka-consumer-groups.sh --reset-offsets: refused unless the group is Empty or Dead (no members).", 1, 1, seekFlags},
+	"delete-offsets": {"GROUP --topic T[:P,...]", "Deletes a group's committed offsets for topics or partitions (OffsetDelete); offsets of topics the group's members are subscribed to are refused (GROUP_SUBSCRIBED_TO_TOPIC). A share group's start offsets are deleted by whole topics (DeleteShareGroupOffsets, as kafka-share-groups.sh --delete-offsets), only while it is empty.", 1, 1, deleteOffsetsFlags},
+	"seek":           {"GROUP --to start|end|OFFSET|TIMESTAMP|-DURATION", "Resets a group's committed offsets, as kafka-consumer-groups.sh --reset-offsets, or a share group's start offsets (AlterShareGroupOffsets, as kafka-share-groups.sh --reset-offsets): refused unless the group is Empty or Dead (no members).", 1, 1, seekFlags},
 }
 
 // groupsEnv is what every subcommand runs with: the parsed common flags

@@ -15,6 +15,7 @@ import (
 // groupLag is one group in `cohort groups lag`.
 type groupLag struct {
 	Group    string `json:"group"`
+	Type     string `json:"type"`
 	State    string `json:"state"`
 	TotalLag int64  `json:"total_lag"`
 	// Status and TimeToClearSeconds need --admin-url (groups_cohort.go).
@@ -24,6 +25,7 @@ type groupLag struct {
 }
 
 func lagFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
+	verbose := fs.Bool("verbose", false, "a share group's LEADER-EPOCH too, as kafka-share-groups.sh --verbose")
 	return func(e *groupsEnv, names []string) error {
 		gs, err := describeGroups(e, names)
 		if err == nil {
@@ -33,28 +35,43 @@ func lagFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 			return err
 		}
 		out := make([]groupLag, len(gs))
+		var shares []describedGroup
 		for i, g := range gs {
-			out[i] = groupLag{g.Group, g.State, g.TotalLag, g.Status, g.TimeToClearSeconds, g.Partitions}
+			out[i] = groupLag{g.Group, g.Type, g.State, g.TotalLag, g.Status, g.TimeToClearSeconds, g.Partitions}
+			if g.Type == "share" {
+				shares = append(shares, g)
+			}
 		}
 		status := e.adminURL != ""
 		return e.output(out, func(w io.Writer) {
-			headers := []string{"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"}
-			if status {
-				headers = append(headers, "STATUS")
-			}
-			t := newTable(w, headers...)
-			for _, g := range out {
-				for _, p := range g.Partitions {
-					cells := []any{g.Group, p.Topic, p.Partition, offsetCell(p.CurrentOffset), offsetCell(p.LogEndOffset), offsetCell(p.Lag), dash(p.MemberID)}
-					if status {
-						cells = append(cells, dash(p.Status))
-					}
-					t.row(cells...)
+			// Share groups commit no offsets: their partitions are a
+			// table of their own, kafka-share-groups.sh's columns.
+			if len(shares) < len(out) {
+				headers := []string{"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"}
+				if status {
+					headers = append(headers, "STATUS")
 				}
+				t := newTable(w, headers...)
+				for _, g := range out {
+					if g.Type == "share" {
+						continue
+					}
+					for _, p := range g.Partitions {
+						cells := []any{g.Group, p.Topic, p.Partition, offsetCell(p.CurrentOffset), offsetCell(p.LogEndOffset), offsetCell(p.Lag), dash(p.MemberID)}
+						if status {
+							cells = append(cells, dash(p.Status))
+						}
+						t.row(cells...)
+					}
+				}
+				t.flush()
+				fmt.Fprintln(w)
 			}
-			t.flush()
-			fmt.Fprintln(w)
-			headers = []string{"GROUP", "STATE", "TOTAL-LAG"}
+			if len(shares) > 0 {
+				printShareOffsets(w, shares, *verbose, status)
+				fmt.Fprintln(w)
+			}
+			headers := []string{"GROUP", "STATE", "TOTAL-LAG"}
 			if status {
 				headers = append(headers, "STATUS", "TIME-TO-CLEAR")
 			}
@@ -210,11 +227,14 @@ type offsetResult struct {
 
 func deleteOffsetsFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 	var topics topicFlag
-	fs.Var(&topics, "topic", "`T[:P,...]`: a topic, or some of its partitions, whose committed offsets to delete; repeatable")
+	fs.Var(&topics, "topic", "`T[:P,...]`: a topic, or some of its partitions, whose committed offsets to delete; repeatable (a share group's: whole topics, whose share-partition state is deleted)")
 	return func(e *groupsEnv, args []string) error {
 		group := args[0]
 		if len(topics.order) == 0 {
 			return usageError("--topic is required")
+		}
+		if _, ok := shareGroup(e, group); ok {
+			return deleteShareOffsets(e, group, &topics)
 		}
 		set, err := topics.resolve(e)
 		if err != nil {

@@ -5,7 +5,10 @@ package main
 // status and time to clear (admin/lagstatus.go). The node answers for the
 // caller's organisation (--admin-user's), so the RRL is
 // <org>/consumer-groups/<slug> with that organisation. No Kafka response carries
-// them, so against any other broker these columns are simply absent.
+// them, so against any other broker these columns are simply absent. A
+// share group's records in flight (KIP-932) come from it too, and its
+// start offsets and lag where the broker does not answer
+// DescribeShareGroupOffsets.
 
 import (
 	"errors"
@@ -24,6 +27,12 @@ type cohortGroup struct {
 		Topic     string `json:"topic"`
 		Partition int32  `json:"partition"`
 		Status    string `json:"status"`
+		Lag       *int64 `json:"lag"`
+		// Share is a share group's share-partition state.
+		Share *struct {
+			StartOffset int64 `json:"start_offset"`
+			shareCounts
+		} `json:"share"`
 	} `json:"partitions"`
 }
 
@@ -67,9 +76,30 @@ func addCohortInfo(e *groupsEnv, gs []describedGroup) error {
 		g.CgpID, g.RRL, g.Status, g.TimeToClearSeconds = cg.CgpID, cg.RRL, lagStatusCell(cg.Status), cg.TimeToClearSeconds
 		for _, cp := range cg.Partitions {
 			for j := range g.Partitions {
-				if p := &g.Partitions[j]; p.Topic == cp.Topic && p.Partition == cp.Partition {
-					p.Status = lagStatusCell(cp.Status)
+				p := &g.Partitions[j]
+				if p.Topic != cp.Topic || p.Partition != cp.Partition {
+					continue
 				}
+				p.Status = lagStatusCell(cp.Status)
+				if cp.Share == nil || p.StartOffset == nil {
+					continue
+				}
+				counts := cp.Share.shareCounts
+				p.Share = &counts
+				if *p.StartOffset < 0 && p.Error == "" {
+					// The broker gave none (no DescribeShareGroupOffsets):
+					// the node's.
+					*p.StartOffset = cp.Share.StartOffset
+					if cp.Lag != nil {
+						p.Lag = *cp.Lag
+					}
+				}
+			}
+		}
+		if g.Type == "share" {
+			g.TotalLag = 0
+			for _, p := range g.Partitions {
+				g.TotalLag += max(p.Lag, 0)
 			}
 		}
 	}

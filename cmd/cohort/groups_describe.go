@@ -12,8 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// describedGroup is `cohort groups describe`'s view of one group, classic
-// or KIP-848, in the JSON output and behind the text.
+// describedGroup is `cohort groups describe`'s view of one group, classic,
+// KIP-848 or KIP-932 share (groups_share.go), in the JSON output and
+// behind the text.
 //
 // Cohort's stable group id (cgp_…), its RRL, lag status and time to clear
 // come from a Cohort node's admin API when --admin-url names one: no Kafka
@@ -29,18 +30,22 @@ type describedGroup struct {
 	TimeToClearSeconds *float64 `json:"time_to_clear_seconds,omitempty"`
 	Coordinator        broker   `json:"coordinator"`
 	State              string   `json:"state"`
-	Type               string   `json:"type"`          // classic or consumer (KIP-848)
+	Type               string   `json:"type"`          // classic, consumer (KIP-848) or share (KIP-932)
 	ProtocolType       string   `json:"protocol_type"` // classic groups: "consumer", "connect", …
 	// Balancer is a classic group's chosen protocol (the client-side
-	// assignor), or a consumer group's server assignor.
+	// assignor), or a consumer or share group's server assignor.
 	Balancer string `json:"balancer"`
-	// Epoch and AssignmentEpoch are a consumer group's group epoch and
-	// target assignment epoch (KIP-848); absent for classic groups.
+	// Epoch and AssignmentEpoch are a consumer or share group's group
+	// epoch and target assignment epoch (KIP-848); absent for classic
+	// groups.
 	Epoch           *int32         `json:"epoch,omitempty"`
 	AssignmentEpoch *int32         `json:"assignment_epoch,omitempty"`
 	Members         []groupMember  `json:"members"`
 	TotalLag        int64          `json:"total_lag"`
 	Partitions      []partitionLag `json:"partitions"`
+	// Error says why a share group's offsets could not be read (a broker
+	// without DescribeShareGroupOffsets); its partitions then show none.
+	Error string `json:"error,omitempty"`
 }
 
 type groupMember struct {
@@ -48,7 +53,8 @@ type groupMember struct {
 	InstanceID *string `json:"instance_id,omitempty"`
 	ClientID   string  `json:"client_id"`
 	Host       string  `json:"host"`
-	// MemberEpoch is a consumer group member's epoch; absent for classic.
+	// MemberEpoch is a consumer or share group member's epoch; absent
+	// for classic.
 	MemberEpoch *int32            `json:"member_epoch,omitempty"`
 	Assignment  []topicPartitions `json:"assignment"`
 	// TargetAssignment is where a consumer group member is heading
@@ -71,18 +77,36 @@ type partitionLag struct {
 	LogEndOffset   int64 `json:"log_end_offset"`
 	// Lag is LogEndOffset less CurrentOffset (at least 0); with no commit,
 	// LogEndOffset less LogStartOffset, as rpk and kadm count it; -1 if
-	// the offsets could not be listed (Error says why).
+	// the offsets could not be listed (Error says why). A share group's
+	// is the coordinator's (KIP-1226: the high watermark less the start
+	// offset less the records acknowledged or archived after it), -1
+	// when it gives none.
 	Lag        int64   `json:"lag"`
 	MemberID   string  `json:"member_id,omitempty"`
 	InstanceID *string `json:"instance_id,omitempty"`
 	ClientID   string  `json:"client_id,omitempty"`
 	Host       string  `json:"host,omitempty"`
-	Status     string  `json:"status,omitempty"` // with --admin-url
-	Error      string  `json:"error,omitempty"`
+	// Share groups (KIP-932): StartOffset is the share-partition start
+	// offset (-1: no state yet) and LeaderEpoch the partition's leader
+	// epoch, from DescribeShareGroupOffsets; MemberIDs every member
+	// assigned the partition (it may have several); Share its records in
+	// flight, with --admin-url.
+	StartOffset *int64       `json:"start_offset,omitempty"`
+	LeaderEpoch *int32       `json:"leader_epoch,omitempty"`
+	MemberIDs   []string     `json:"member_ids,omitempty"`
+	Share       *shareCounts `json:"share,omitempty"`
+	Status      string       `json:"status,omitempty"` // with --admin-url
+	Error       string       `json:"error,omitempty"`
 }
 
 func describeFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
+	members := fs.Bool("members", false, "show only the members, as kafka-consumer-groups.sh and kafka-share-groups.sh --describe --members (GROUP, CONSUMER-ID, HOST, CLIENT-ID, #PARTITIONS; a share group's ASSIGNMENT)")
+	state := fs.Bool("state", false, "show only each group's state, as kafka-consumer-groups.sh and kafka-share-groups.sh --describe --state (GROUP, COORDINATOR (ID), STATE, #MEMBERS)")
+	verbose := fs.Bool("verbose", false, "more columns, as the Kafka tools' --verbose: a share group's LEADER-EPOCH and MEMBER-EPOCH, the epochs with --state, the ASSIGNMENT with --members")
 	return func(e *groupsEnv, names []string) error {
+		if *members && *state {
+			return usageError("--members and --state are exclusive")
+		}
 		gs, err := describeGroups(e, names)
 		if err == nil {
 			err = addCohortInfo(e, gs)
@@ -95,13 +119,88 @@ func describeFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 				if i > 0 {
 					fmt.Fprintln(w)
 				}
-				printDescribed(w, g)
+				switch {
+				case *members:
+					printMembers(w, g, *verbose)
+				case *state:
+					printState(w, g, *verbose)
+				default:
+					printDescribed(w, g, *verbose)
+				}
 			}
 		})
 	}
 }
 
-func printDescribed(w io.Writer, g describedGroup) {
+// printMembers is the Kafka tools' --describe --members: a share group's
+// as kafka-share-groups.sh, another's as kafka-consumer-groups.sh (GROUP,
+// CONSUMER-ID, GROUP-INSTANCE-ID when a member has one, HOST, CLIENT-ID,
+// #PARTITIONS; --verbose adds ASSIGNMENT).
+func printMembers(w io.Writer, g describedGroup, verbose bool) {
+	if g.Type == "share" {
+		printShareMembers(w, g, verbose, true)
+		return
+	}
+	if len(g.Members) == 0 {
+		fmt.Fprintf(w, "Consumer group '%s' has no active members.\n", g.Group)
+		return
+	}
+	instances := false
+	for _, m := range g.Members {
+		instances = instances || m.InstanceID != nil && *m.InstanceID != ""
+	}
+	headers := []string{"GROUP", "CONSUMER-ID"}
+	if instances {
+		headers = append(headers, "GROUP-INSTANCE-ID")
+	}
+	headers = append(headers, "HOST", "CLIENT-ID", "#PARTITIONS")
+	if verbose {
+		headers = append(headers, "ASSIGNMENT")
+	}
+	t := newTable(w, headers...)
+	for _, m := range g.Members {
+		n := 0
+		for _, tp := range m.Assignment {
+			n += len(tp.Partitions)
+		}
+		cells := []any{g.Group, m.MemberID}
+		if instances {
+			inst := ""
+			if m.InstanceID != nil {
+				inst = *m.InstanceID
+			}
+			cells = append(cells, dash(inst))
+		}
+		cells = append(cells, m.Host, m.ClientID, n)
+		if verbose {
+			cells = append(cells, formatAssignment(m.Assignment))
+		}
+		t.row(cells...)
+	}
+	t.flush()
+}
+
+// printState is the Kafka tools' --describe --state: GROUP, COORDINATOR
+// (ID), STATE, #MEMBERS; kafka-consumer-groups.sh adds
+// ASSIGNMENT-STRATEGY, kafka-share-groups.sh --verbose GROUP-EPOCH and
+// ASSIGNMENT-EPOCH.
+func printState(w io.Writer, g describedGroup, verbose bool) {
+	headers := []string{"GROUP", "COORDINATOR (ID)"}
+	cells := []any{g.Group, coordinatorCell(g.Coordinator)}
+	if g.Type != "share" {
+		headers, cells = append(headers, "ASSIGNMENT-STRATEGY"), append(cells, dash(g.Balancer))
+	}
+	headers, cells = append(headers, "STATE"), append(cells, g.State)
+	if verbose && g.Epoch != nil {
+		headers, cells = append(headers, "GROUP-EPOCH", "ASSIGNMENT-EPOCH"), append(cells, *g.Epoch, *g.AssignmentEpoch)
+	}
+	headers, cells = append(headers, "#MEMBERS"), append(cells, len(g.Members))
+	t := newTable(w, headers...)
+	t.row(cells...)
+	t.flush()
+}
+
+func printDescribed(w io.Writer, g describedGroup, verbose bool) {
 	s := newTable(w, "GROUP", g.Group)
 	s.row("COORDINATOR", g.Coordinator)
 	s.row("STATE", g.State)
@@ -120,6 +219,10 @@ func printDescribed(w io.Writer, g describedGroup) {
 	}
 	s.flush()
 
+	if g.Type == "share" {
+		printShareDescribed(w, g, verbose, g.CgpID != "")
+		return
+	}
 	if g.Type == "consumer" && len(g.Members) > 0 {
 		// KIP-848: each member's epoch, and its current against its target
 		// assignment, which differ while it reconciles.
@@ -200,8 +303,10 @@ func formatAssignment(a []topicPartitions) string {
 
 // describeGroups describes each named group, in the order named: as a
 // classic group (DescribeGroups), else as a KIP-848 consumer group
-// (ConsumerGroupDescribe), with its committed offsets and the log start
-// and end offsets of every partition it has committed or is assigned.
+// (ConsumerGroupDescribe), with its committed offsets, else as a KIP-932
+// share group (ShareGroupDescribe) with its start offsets and lag
+// (DescribeShareGroupOffsets); and the log start and end offsets of every
+// partition it has committed, has a start offset of, or is assigned.
 func describeGroups(e *groupsEnv, names []string) ([]describedGroup, error) {
 	ctx, cancel := e.ctx()
 	defer cancel()
@@ -222,6 +327,19 @@ func describeGroups(e *groupsEnv, names []string) ([]describedGroup, error) {
 		// then these groups are simply unknown.
 		consumer, _ = adm.DescribeConsumerGroups(ctx, rest...)
 	}
+	var others []string
+	for _, n := range rest {
+		if d, ok := consumer[n]; !ok || d.Err != nil {
+			others = append(others, n)
+		}
+	}
+	var share kadm.DescribedShareGroups
+	if len(others) > 0 {
+		// Likewise a broker without KIP-932 (before Kafka 4.1).
+		share, _ = shareAdminOf(e).DescribeShareGroups(ctx, others...)
+	}
+	var shareNames []string
+	shareAssigned := map[string]kadm.TopicsSet{}
 	out := make([]describedGroup, 0, len(names))
 	wanted := kadm.TopicsSet{}
 	commits := map[string]kadm.OffsetResponses{}
@@ -232,6 +350,13 @@ func describeGroups(e *groupsEnv, names []string) ([]describedGroup, error) {
 			g, assigned = fromConsumer(d)
 		} else if d, ok := classic[n]; ok && d.Err == nil && d.State != "Dead" {
 			g, assigned = fromClassic(d)
+		} else if d, ok := share[n]; ok && d.Err == nil && d.GroupState != "Dead" {
+			// A share group commits nothing: its offsets are read below,
+			// all of them in one request.
+			g, assigned = fromShare(d)
+			shareNames, shareAssigned[n] = append(shareNames, n), assigned
+			out = append(out, g)
+			continue
 		} else {
 			cerr := classic[n].Err
 			if cerr != nil && !errors.Is(cerr, kerr.GroupIDNotFound) {
@@ -249,6 +374,17 @@ func describeGroups(e *groupsEnv, names []string) ([]describedGroup, error) {
 		g.Partitions = partitionRows(g, assigned, fetched)
 		out = append(out, g)
 	}
+	if len(shareNames) > 0 {
+		offs, err := shareAdminOf(e).DescribeShareGroupOffsets(ctx, shareNames...)
+		for i := range out {
+			if g := &out[i]; g.Type == "share" {
+				shareRows(g, shareAssigned[g.Group], offs[g.Group], err)
+				for _, p := range g.Partitions {
+					wanted.Add(p.Topic, p.Partition)
+				}
+			}
+		}
+	}
 	starts, ends, err := listStartEnd(e, wanted.Topics())
 	if err != nil {
 		return nil, err
@@ -258,7 +394,11 @@ func describeGroups(e *groupsEnv, names []string) ([]describedGroup, error) {
 		g.TotalLag = 0
 		for j := range g.Partitions {
 			p := &g.Partitions[j]
-			fillLag(p, starts, ends)
+			if g.Type == "share" {
+				fillLogOffsets(p, starts, ends)
+			} else {
+				fillLag(p, starts, ends)
+			}
 			if p.Lag > 0 {
 				g.TotalLag += p.Lag
 			}

@@ -18,7 +18,7 @@ type listedGroup struct {
 	Group        string `json:"group"`
 	Coordinator  broker `json:"coordinator"`
 	State        string `json:"state"`
-	Type         string `json:"type"` // classic or consumer ("" from a broker older than ListGroups v5)
+	Type         string `json:"type"` // classic, consumer or share ("" from a broker older than ListGroups v5)
 	ProtocolType string `json:"protocol_type"`
 	// CgpID and RRL need --admin-url (groups_cohort.go).
 	CgpID string `json:"cgp_id,omitempty"`
@@ -37,13 +37,13 @@ func (b broker) String() string {
 }
 
 func listFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
-	states := fs.String("state", "", "only groups in these `states`, comma-separated: Empty, Stable, PreparingRebalance, CompletingRebalance, Assigning, Reconciling, Dead (case-insensitive)")
-	types := fs.String("type", "", "only groups of these `types`, comma-separated: classic, consumer")
+	states := fs.String("state", "", "only groups in these `states`, comma-separated: Empty, Stable, PreparingRebalance, CompletingRebalance, Assigning, Reconciling, Dead (case-insensitive; a share group is Empty or Stable)")
+	types := fs.String("type", "", "only groups of these `types`, comma-separated: classic, consumer, share (KIP-932)")
 	return func(e *groupsEnv, _ []string) error {
 		sf, tf := splitList(*states), splitList(*types)
 		for _, t := range tf {
-			if t != "classic" && t != "consumer" {
-				return usageError(fmt.Sprintf("--type takes classic or consumer, not %q", t))
+			if t != "classic" && t != "consumer" && t != "share" {
+				return usageError(fmt.Sprintf("--type takes classic, consumer or share, not %q", t))
 			}
 		}
 		rows, err := listGroups(e, sf, tf)

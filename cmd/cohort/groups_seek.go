@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -88,15 +89,25 @@ func seekFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 		if err != nil {
 			return usageError(err.Error())
 		}
-		if err := seekAllowed(e, group); err != nil {
+		typ, err := seekAllowed(e, group)
+		if err != nil {
 			return err
 		}
+		share := typ == "share"
 		ctx, cancel := e.ctx()
 		defer cancel()
 		adm := e.client()
-		current, err := adm.FetchOffsets(ctx, group)
+		// A share group's current offsets are its start offsets
+		// (KIP-932), which seek moves as kafka-share-groups.sh
+		// --reset-offsets does.
+		var current kadm.OffsetResponses
+		if share {
+			current, err = shareStartOffsets(e, group)
+		} else if current, err = adm.FetchOffsets(ctx, group); err != nil {
+			err = fmt.Errorf("group %q: fetch offsets: %w", group, err)
+		}
 		if err != nil {
-			return fmt.Errorf("group %q: fetch offsets: %w", group, err)
+			return err
 		}
 		var set kadm.TopicsSet
 		if len(topics.order) > 0 {
@@ -110,6 +121,9 @@ func seekFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 					set.Add(o.Topic, o.Partition)
 				}
 			})
+			if len(set) == 0 && share {
+				return fmt.Errorf("share group %q has no start offsets: name the partitions with --topics", group)
+			}
 			if len(set) == 0 {
 				return fmt.Errorf("group %q has no committed offsets: name the partitions with --topics", group)
 			}
@@ -127,17 +141,14 @@ func seekFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 					commit.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.NewOffset, LeaderEpoch: -1})
 				}
 			}
-			// A simple (admin) commit: generation -1 and no member id,
-			// which a coordinator takes only while the group has no
-			// members.
-			resp, err := adm.CommitOffsets(ctx, group, commit)
+			lookup, err := seekCommit(ctx, e, group, share, commit)
 			if err != nil {
-				return fmt.Errorf("group %q: commit: %w", group, err)
+				return err
 			}
 			for i := range res.Partitions {
 				r := &res.Partitions[i]
-				if c, ok := resp.Lookup(r.Topic, r.Partition); ok && c.Err != nil {
-					r.Error = c.Err.Error()
+				if err := lookup(r.Topic, r.Partition); err != nil {
+					r.Error = err.Error()
 				}
 			}
 		}
@@ -166,21 +177,43 @@ func seekFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 	}
 }
 
+// seekCommit commits the new offsets: a simple (admin) OffsetCommit,
+// generation -1 and no member id, which a coordinator takes only while
+// the group has no members; a share group's AlterShareGroupOffsets, which
+// Kafka takes only while it is empty. It returns each partition's error.
+func seekCommit(ctx context.Context, e *groupsEnv, group string, share bool, commit kadm.Offsets) (func(string, int32) error, error) {
+	if share {
+		resp, err := shareAdminOf(e).AlterShareGroupOffsets(ctx, group, commit)
+		if err != nil {
+			return nil, fmt.Errorf("group %q: alter share group offsets: %w", group, err)
+		}
+		return func(t string, p int32) error { err, _ := resp.Lookup(t, p); return err }, nil
+	}
+	resp, err := e.client().CommitOffsets(ctx, group, commit)
+	if err != nil {
+		return nil, fmt.Errorf("group %q: commit: %w", group, err)
+	}
+	return func(t string, p int32) error { c, _ := resp.Lookup(t, p); return c.Err }, nil
+}
+
 // seekAllowed refuses a group with members, as kafka-consumer-groups.sh
-// --reset-offsets does: only an Empty or Dead (unknown) group may be
-// reset, since live members would overwrite the new offsets.
-func seekAllowed(e *groupsEnv, group string) error {
+// and kafka-share-groups.sh --reset-offsets do: only an Empty or Dead
+// (unknown) group may be reset, since live members would overwrite the
+// new offsets (a share group's would go on from where they are). It
+// returns the group's type ("" for an unknown group, which a commit
+// creates as a classic group).
+func seekAllowed(e *groupsEnv, group string) (string, error) {
 	gs, err := describeGroups(e, []string{group})
 	switch {
 	case errors.Is(err, kerr.GroupIDNotFound):
-		return nil // Dead: committing creates it, as Kafka allows
+		return "", nil // Dead: committing creates it, as Kafka allows
 	case err != nil:
-		return err
+		return "", err
 	}
 	if g := gs[0]; g.State != "Empty" && g.State != "Dead" {
-		return fmt.Errorf("group %q is %s with %d members: offsets can be reset only while it is Empty (stop its consumers first)", group, g.State, len(g.Members))
+		return "", fmt.Errorf("group %q is %s with %d members: offsets can be reset only while it is Empty (stop its consumers first)", group, g.State, len(g.Members))
 	}
-	return nil
+	return gs[0].Type, nil
 }
 
 // seekPlan computes each partition's new offset.

@@ -237,6 +237,27 @@ func TestGroupsCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("describe-members-state", func(t *testing.T) {
+		// kafka-consumer-groups.sh --describe --members and --state.
+		row := func(out string, cells ...string) bool {
+			for i := range cells {
+				cells[i] = regexp.QuoteMeta(cells[i])
+			}
+			return regexp.MustCompile(`(?m)^` + strings.Join(cells, `\s{2,}`) + `\s*$`).MatchString(out)
+		}
+		member, _ := f.classic.GroupMetadata()
+		code, out, _ := cliRun(cli("describe", "classic-g", "--members", "--verbose")...)
+		if code != 0 || !row(out, "GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT") ||
+			!regexp.MustCompile(`(?m)^classic-g\s+`+regexp.QuoteMeta(member)+`\s+`+cliInstance+`\s+\S+\s+cli-classic-g\s+3\s+cli-t:0,1,2\s*$`).MatchString(out) {
+			t.Errorf("describe --members --verbose: exit %d:\n%s", code, out)
+		}
+		code, out, _ = cliRun(cli("describe", "kip848-g", "--state")...)
+		if code != 0 || !row(out, "GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS") ||
+			!regexp.MustCompile(`(?m)^kip848-g\s+`+regexp.QuoteMeta(f.addr)+`  \(0\)\s+\S+\s+Stable\s+1\s*$`).MatchString(out) {
+			t.Errorf("describe --state: exit %d:\n%s", code, out)
+		}
+	})
+
 	t.Run("admin-url", func(t *testing.T) {
 		// The groups committed once and stopped with lag: STOP once a
 		// window of samples is in, and no time to clear.
@@ -508,7 +529,8 @@ func TestGroupsCommandLine(t *testing.T) {
 		{[]string{"groups", "describe"}, 2, "missing argument: GROUP..."},
 		{[]string{"groups", "list", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"groups", "list", "--format", "xml"}, 2, "--format must be text or json"},
-		{[]string{"groups", "list", "--type", "share"}, 2, "--type takes classic or consumer"},
+		{[]string{"groups", "list", "--type", "streams"}, 2, "--type takes classic, consumer or share"},
+		{[]string{"groups", "describe", "g", "--members", "--state"}, 2, "--members and --state are exclusive"},
 		{[]string{"groups", "seek", "g"}, 2, "--to is required"},
 		{[]string{"groups", "seek", "g", "--to", "yesterday"}, 2, "use start, end"},
 		{[]string{"groups", "seek", "g", "--to", "-3"}, 2, "must not be negative"},

@@ -72,9 +72,10 @@ func (o Options) withDefaults() Options {
 
 // Rebalance is one rebalance of a group, as the timeline tells it.
 type Rebalance struct {
-	Protocol string // "classic" or "consumer"
-	// Generation is the classic generation formed, or the consumer
-	// group's epoch reached (while in progress, the latest started).
+	Protocol string // "classic", "consumer" or "share"
+	// Generation is the classic generation formed, or the consumer or
+	// share group's epoch reached (while in progress, the latest
+	// started).
 	Generation int32
 	// StartedAt is the first start (zero: not known, the rebalance began
 	// before its shard loaded); CompletedAt the completion (zero while in
@@ -107,10 +108,12 @@ type Rebalance struct {
 	MembersBefore, Members int
 	// Phases is how long each phase took (observe.Phases: classic join
 	// and sync; consumer assignment, revocation and reconciliation, the
-	// last in Sync). Known once completed.
+	// last in Sync; share assignment alone, its members taking their
+	// targets at once). Known once completed.
 	Phases observe.Phases
-	// PartitionsMoved is how many partitions changed owner; -1 when not
-	// known (in progress, a classic group of another protocol type than
+	// PartitionsMoved is how many partitions changed owner (a share
+	// group's: the (partition, member) pairs its new target adds, a
+	// partition having several members); -1 when not known (in progress, a classic group of another protocol type than
 	// "consumer", a start before its shard loaded).
 	PartitionsMoved int
 	// MemberEvents are the group's member events from the previous

@@ -405,3 +405,52 @@ func TestMemoryOfAFullTimeline(t *testing.T) {
 // memoryBudgetMiB is what the package documentation says a full timeline
 // with the default bounds takes.
 const memoryBudgetMiB = 90
+
+// TestShareGroupTimeline: a share group's events (protocol "share", as
+// coordinator/groups/share reports them: a rebalance starts with each
+// group epoch bump and completes in the heartbeat that computes the
+// target, at once when the last member leaves) make its timeline.
+func TestShareGroupTimeline(t *testing.T) {
+	o := timeline.New(timeline.Options{})
+	f := &feed{o: o, group: "workers", proto: "share"}
+	f.joined(0, "a")
+	f.started(0, observe.CauseMemberJoined, "a", "member a joined")
+	f.completed(0, observe.GroupEvent{Cause: observe.CauseMemberJoined, Member: "a", PartitionsMoved: 4})
+	f.joined(10*time.Second, "b")
+	f.started(10*time.Second, observe.CauseMemberJoined, "b", "member b joined")
+	f.completed(10*time.Second, observe.GroupEvent{Cause: observe.CauseMemberJoined, Member: "b", PartitionsMoved: 2})
+	// b's session runs out; the rebalance completes at a's next
+	// heartbeat.
+	f.left(60*time.Second, observe.MemberExpired, "b", "session timed out")
+	f.started(60*time.Second, observe.CauseMemberExpired, "b", "member b's session expired")
+	f.completed(62*time.Second, observe.GroupEvent{Cause: observe.CauseMemberExpired, Member: "b", Duration: 2 * time.Second,
+		Phases: observe.Phases{Assignment: 2 * time.Second}, PartitionsMoved: 2})
+	f.left(100*time.Second, observe.MemberLeft, "a", "")
+	f.started(100*time.Second, observe.CauseMemberLeft, "a", "member a left")
+	f.completed(100*time.Second, observe.GroupEvent{Cause: observe.CauseMemberLeft, Member: "a", PartitionsMoved: 0})
+
+	rs := o.Rebalances("", "workers")
+	type row struct {
+		Epoch            int32
+		Cause, By, Event string
+		Before, After    int
+		Moved            int
+		Took             time.Duration
+	}
+	var got []row
+	for _, r := range rs {
+		if r.Protocol != "share" || r.InProgress || r.Abandoned || len(r.MemberEvents) != 1 {
+			t.Fatalf("rebalance %+v", r)
+		}
+		got = append(got, row{r.Generation, r.Cause, r.MemberID, r.MemberEvents[0].Kind + " " + r.MemberEvents[0].MemberID, r.MembersBefore, r.Members, r.PartitionsMoved, r.Duration})
+	}
+	want := []row{
+		{4, "member-left", "a", "member-left a", 1, 0, 0, 0},
+		{3, "member-expired", "b", "member-expired b", 2, 1, 2, 2 * time.Second},
+		{2, "member-joined", "b", "member-joined b", 1, 2, 2, 0},
+		{1, "member-joined", "a", "member-joined a", 0, 1, 4, 0},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("timeline, newest first:\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -1,6 +1,9 @@
 // One group's page: its summary, members, the partition × member
 // assignment grid, lag per partition with its trend, the rebalance
-// timeline, newest first, and the group's configs.
+// timeline, newest first, and the group's configs. A share group's
+// (KIP-932) partitions may have several members each, and show their
+// share-partition start offset and records in flight instead of a
+// committed offset.
 
 import { h, int, offset, plural, seconds, ms, time, ago, ranges, status, badge, configTable, folded } from './dom.js';
 import { sparkline, chart } from './chart.js';
@@ -29,7 +32,7 @@ export function mount(route) {
 }
 
 function render(g) {
-  const consumer = g.type === 'consumer';
+  const consumer = g.type === 'consumer', share = g.type === 'share';
   // By client id first: member ids are often random, client ids say who.
   const members = [...(g.members || [])].sort((a, b) =>
     (a.client_id || '').localeCompare(b.client_id || '') || a.member_id.localeCompare(b.member_id));
@@ -37,12 +40,15 @@ function render(g) {
   const label = new Map(members.map((m, i) => [m.member_id, `M${i + 1}`]));
   return [
     h('div', { class: 'badges' }, badge(g.type, `type-${g.type}`), badge(g.state, 'state'), status(g.status)),
-    facts(g, consumer, members.length),
+    facts(g, consumer || share, members.length),
     section('Total lag over time', null, chart(g.lag_trend)),
-    section(`Members (${members.length})`, null, membersTable(members, label, consumer)),
-    section('Assignment', consumer ? '● owned  ○ being assigned  ◐ being revoked' : null, grid(g, members, label, consumer)),
-    section('Lag per partition', null, partitionsTable(g.partitions || [], label)),
-    section('Rebalances', 'newest first', timeline(g.timeline || [], consumer)),
+    section(`Members (${members.length})`, null, membersTable(members, label, consumer, share)),
+    section('Assignment', consumer ? '● owned  ○ being assigned  ◐ being revoked' : share ? '● assigned (a partition may have several members)' : null,
+      grid(g, members, label, consumer)),
+    share
+      ? section('Share partitions', 'records in flight: from the start offset to the end offset; lag as KIP-1226', sharePartitionsTable(g.partitions || [], label))
+      : section('Lag per partition', null, partitionsTable(g.partitions || [], label)),
+    section('Rebalances', 'newest first', timeline(g.timeline || [], consumer || share)),
     section('Configs', 'consumer.* apply to consumer groups at each member’s next heartbeat (KIP-848); share.* to share groups',
       configTable(g.configs || [], false)),
   ];
@@ -53,17 +59,26 @@ function section(title, note, ...content) {
     h('h2', {}, title, note ? h('span', { class: 'note' }, note) : ''), ...content);
 }
 
-function facts(g, consumer, n) {
+// facts are the group's summary; epochs: a consumer or share group's
+// epochs rather than a generation.
+function facts(g, epochs, n) {
   const rows = [
     ['State', g.state],
     ['Members', int(n)],
     ['Total lag', h('span', { 'data-testid': 'total-lag', 'data-value': g.total_lag }, int(g.total_lag))],
     ['Time to clear', g.time_to_clear_seconds == null ? '—' : seconds(g.time_to_clear_seconds)],
     ['Protocol', [g.protocol_type, g.balancer].filter(Boolean).join(' / ') || '—'],
-    consumer ? ['Epoch', `${g.epoch ?? '—'} (assignment ${g.assignment_epoch ?? '—'})`] : ['Generation', g.generation ?? '—'],
+    epochs ? ['Epoch', `${g.epoch ?? '—'} (assignment ${g.assignment_epoch ?? '—'})`] : ['Generation', g.generation ?? '—'],
     ['CGP id', h('code', { 'data-testid': 'cgp-id' }, g.cgp_id || '—')],
     ['RRL', h('code', { 'data-testid': 'rrl' }, g.rrl || '—')],
   ];
+  if (g.share) {
+    const c = g.share;
+    rows.push(['In flight', h('span', { 'data-testid': 'in-flight', 'data-value': c.in_flight }, int(c.in_flight))],
+      ['Acquired', h('span', { 'data-testid': 'acquired', 'data-value': c.acquired }, int(c.acquired))],
+      ['Archived', h('span', { 'data-testid': 'archived', 'data-value': c.archived }, int(c.archived))],
+      ['Redelivered', h('span', { title: 'records in flight delivered more than once' }, int(c.redelivered))]);
+  }
   if (g.tenant) rows.push(['Tenant', g.tenant]);
   return h('dl', { class: 'facts' }, rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))));
 }
@@ -78,12 +93,14 @@ function count(assignment) {
   return (assignment || []).reduce((n, t) => n + t.partitions.length, 0);
 }
 
-function membersTable(members, label, consumer) {
+// membersTable: a consumer or share member's epoch; a consumer member's
+// target too.
+function membersTable(members, label, consumer, share) {
   if (members.length === 0) return h('p', { class: 'empty' }, 'No members.');
   return h('div', { class: 'scroll' }, h('table', { class: 'data', 'data-testid': 'members' },
     h('thead', {}, h('tr', {},
       h('th', {}, ''), h('th', {}, 'Member'), h('th', {}, 'Instance'), h('th', {}, 'Client'), h('th', {}, 'Host'),
-      consumer && h('th', { class: 'num' }, 'Epoch'), h('th', { class: 'num' }, 'Owned'), h('th', {}, 'Partitions'),
+      (consumer || share) && h('th', { class: 'num' }, 'Epoch'), h('th', { class: 'num' }, share ? 'Assigned' : 'Owned'), h('th', {}, 'Partitions'),
       consumer && h('th', {}, 'Target'))),
     h('tbody', {}, members.map((m) => {
       const pending = consumer && parts(m.target_assignment) !== parts(m.assignment);
@@ -93,7 +110,7 @@ function membersTable(members, label, consumer) {
         h('td', {}, m.instance_id || '—'),
         h('td', {}, m.client_id || '—'),
         h('td', {}, m.host || '—'),
-        consumer && h('td', { class: 'num' }, m.member_epoch ?? '—'),
+        (consumer || share) && h('td', { class: 'num' }, m.member_epoch ?? '—'),
         h('td', { class: 'num' }, int(count(m.assignment))),
         h('td', { class: 'parts' }, parts(m.assignment)),
         // "reached": the member owns what the group assigned it.
@@ -104,10 +121,18 @@ function membersTable(members, label, consumer) {
 
 const key = (topic, p) => `${topic}\u0000${p}`;
 
+// owners maps each partition to the members whose field (assignment or
+// target_assignment) has it: one, but for a share group's, several.
 function owners(members, field) {
   const m = new Map();
   for (const mem of members) {
-    for (const t of mem[field] || []) for (const p of t.partitions) m.set(key(t.topic, p), mem.member_id);
+    for (const t of mem[field] || []) {
+      for (const p of t.partitions) {
+        const k = key(t.topic, p);
+        if (!m.has(k)) m.set(k, new Set());
+        m.get(k).add(mem.member_id);
+      }
+    }
   }
   return m;
 }
@@ -130,17 +155,17 @@ function grid(g, members, label, consumer) {
     h('thead', {}, h('tr', {}, h('th', {}, 'Partition'),
       members.map((m) => h('th', { title: m.member_id }, label.get(m.member_id))), h('th', {}, 'Unassigned'))),
     h('tbody', {}, sorted.map(([topic, p]) => {
-      const k = key(topic, p), o = owned.get(k), t = target.get(k);
-      return h('tr', { 'data-topic': topic, 'data-partition': p, 'data-owner': o || '' },
+      const k = key(topic, p), o = owned.get(k) || new Set(), t = target.get(k) || new Set();
+      return h('tr', { 'data-topic': topic, 'data-partition': p, 'data-owner': [...o].join(',') },
         h('th', {}, `${topic} / ${p}`),
         members.map((m) => {
           const id = m.member_id;
-          if (o === id && t === id) return h('td', { class: 'owned', title: `${label.get(id)} owns it` }, '●');
-          if (o === id) return h('td', { class: 'revoking', title: `${label.get(id)} is giving it up` }, '◐');
-          if (t === id) return h('td', { class: 'assigning', title: `${label.get(id)} is getting it` }, '○');
+          if (o.has(id) && t.has(id)) return h('td', { class: 'owned', title: `${label.get(id)} owns it` }, '●');
+          if (o.has(id)) return h('td', { class: 'revoking', title: `${label.get(id)} is giving it up` }, '◐');
+          if (t.has(id)) return h('td', { class: 'assigning', title: `${label.get(id)} is getting it` }, '○');
           return h('td', {}, '');
         }),
-        h('td', { class: o || t ? '' : 'unowned' }, o || t ? '' : '●'));
+        h('td', { class: o.size || t.size ? '' : 'unowned' }, o.size || t.size ? '' : '●'));
     }))));
 }
 
@@ -166,13 +191,48 @@ function partitionsTable(ps, label) {
       h('td', {}, status(p.status)))))));
 }
 
+// sharePartitionsTable is a share group's partitions: their members,
+// start offset, lag and records in flight by state.
+function sharePartitionsTable(ps, label) {
+  if (ps.length === 0) return h('p', { class: 'empty' }, 'No share partitions assigned or fetched.');
+  const sorted = [...ps].sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+  const cell = (p, k, id) => {
+    const v = p.share ? p.share[k] : null;
+    return h('td', { class: 'num', 'data-testid': id, 'data-value': v ?? '' }, int(v));
+  };
+  return h('div', { class: 'scroll' }, h('table', { class: 'data', 'data-testid': 'share-partitions' },
+    h('thead', {}, h('tr', {},
+      h('th', {}, 'Topic'), h('th', { class: 'num' }, 'Partition'), h('th', {}, 'Members'),
+      h('th', { class: 'num', title: 'share-partition start offset: every record before it is done' }, 'Start'),
+      h('th', { class: 'num' }, 'Log end'), h('th', { class: 'num' }, 'Lag'),
+      h('th', { class: 'num' }, 'In flight'), h('th', { class: 'num' }, 'Available'), h('th', { class: 'num' }, 'Acquired'),
+      h('th', { class: 'num' }, 'Acknowledged'), h('th', { class: 'num' }, 'Archived'),
+      h('th', { class: 'num', title: 'records in flight delivered more than once' }, 'Redelivered'),
+      h('th', {}, 'Lag trend'), h('th', {}, 'Status'))),
+    h('tbody', {}, sorted.map((p) => h('tr', { 'data-testid': 'partition', 'data-topic': p.topic, 'data-partition': p.partition },
+      h('td', {}, p.topic),
+      h('td', { class: 'num' }, p.partition),
+      h('td', { title: (p.member_ids || []).join(', ') || 'unassigned' },
+        (p.member_ids || []).map((id) => label.get(id) || id).join(' ') || '—'),
+      // No state until a member first fetches the partition, or when it
+      // is on another node's share-state shard.
+      h('td', { class: 'num', 'data-testid': 'start-offset' }, p.share ? int(p.share.start_offset) : '—'),
+      h('td', { class: 'num', title: p.log_end_offset < 0 ? 'another node leads this partition' : null }, offset(p.log_end_offset)),
+      h('td', { class: 'num', 'data-testid': 'lag', 'data-value': p.lag ?? '' }, int(p.lag)),
+      cell(p, 'in_flight', 'in-flight'), cell(p, 'available', 'available'), cell(p, 'acquired', 'acquired'),
+      cell(p, 'acknowledged', 'acknowledged'), cell(p, 'archived', 'archived'), cell(p, 'redelivered', 'redelivered'),
+      h('td', {}, sparkline(p.lag_history)),
+      h('td', {}, status(p.status)))))));
+}
+
 const phaseNames = [['join_ms', 'join'], ['sync_ms', 'sync'], ['revocation_ms', 'revocation'], ['assignment_ms', 'assignment']];
 
 // The rebalances whose member events a person opened: a redraw keeps them
 // open.
 const opened = new Set();
 
-function timeline(rs, consumer) {
+// timeline: epochs for a consumer or share group's rebalances.
+function timeline(rs, epochs) {
   if (rs.length === 0) return h('p', { class: 'empty', 'data-testid': 'no-rebalances' }, 'No rebalance recorded yet.');
   return h('ol', { class: 'timeline', 'data-testid': 'timeline' }, rs.map((r) => {
     const who = [r.member_id, r.instance_id && `instance ${r.instance_id}`].filter(Boolean).join(', ');
@@ -191,7 +251,7 @@ function timeline(rs, consumer) {
       h('span', { class: 'muted' }, ago(r.started_at))),
     h('div', { class: 'what' },
       h('div', {},
-        h('strong', {}, `${consumer ? 'Epoch' : 'Generation'} ${r.generation ?? '—'}`), ' ',
+        h('strong', {}, `${epochs ? 'Epoch' : 'Generation'} ${r.generation ?? '—'}`), ' ',
         badge(r.cause || 'other', 'cause'), ' ', state,
         r.restarts > 0 ? h('span', { class: 'muted' }, ` · restarted ${r.restarts}×`) : ''),
       h('div', { class: 'detail' },
