@@ -144,6 +144,9 @@ func (r *scnRunner) shareCmd(label string, cmd any) {
 			}
 			for i, code := range v.Codes {
 				s += fmt.Sprintf(" %s=%s", r.pendingDelete[i], scnCode(code))
+				if code == 0 {
+					s += "(" + r.shareTopics(v.Drop[i:i+1]) + ")"
+				}
 			}
 			r.out("%s", s)
 		case groups.ShareStateDeleted:

@@ -154,18 +154,19 @@ type ShareDeleteCmd struct {
 }
 
 // ShareDeleted answers ShareDeleteCmd. Code is 0, GROUP_ID_NOT_FOUND or
-// NON_EMPTY_GROUP, with Kafka's Message. On 0, Codes has one entry per
-// topic: 0 for a topic whose state the group holds, now Deleting (the
-// caller deletes every partition's state, then sends
-// ShareStateDeletedCmd), or UNKNOWN_TOPIC_OR_PARTITION
+// NON_EMPTY_GROUP, with Kafka's Message. On 0, Codes and Drop have one
+// entry per topic: Code 0 for a topic whose state the group holds, now
+// Deleting with the partitions in Drop (the caller deletes their state,
+// then sends ShareStateDeletedCmd), or UNKNOWN_TOPIC_OR_PARTITION
 // (share.NoOffsetInformation).
 type ShareDeleted struct {
 	Code    int16
 	Message string
 	Codes   []int16
+	Drop    []record.ShareStateTopic
 }
 
 func (c ShareDeleteCmd) serve(s *Shard, now time.Time) any {
-	code, msg, codes := s.share.DeleteOffsets(now, c.Tenant, c.Group, c.Topics)
-	return ShareDeleted{Code: code, Message: msg, Codes: codes}
+	code, msg, codes, drop := s.share.DeleteOffsets(now, c.Tenant, c.Group, c.Topics)
+	return ShareDeleted{Code: code, Message: msg, Codes: codes, Drop: drop}
 }

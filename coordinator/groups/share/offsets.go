@@ -134,22 +134,23 @@ const NoOffsetInformation = "There is no offset information to delete."
 // Cohort widens to the whole topic since a partition's state may be made
 // by a fetch of a partition the member was not assigned), and its code
 // is 0; any other topic's is UNKNOWN_TOPIC_OR_PARTITION
-// (NoOffsetInformation). The caller deletes the state of the topics
-// answered 0, then answers ShareStateDeleted for those whose state is
-// gone; meanwhile they are not assigned, as Kafka assigns no deleting
-// topic.
-func (s *Type) DeleteOffsets(now time.Time, tenant, group string, topics []OffsetsTopic) (code int16, msg string, codes []int16) {
+// (NoOffsetInformation). drop has the Deleting entry of each topic
+// answered 0: the caller deletes the state of its partitions, then
+// answers ShareStateDeleted for the topics whose state is gone;
+// meanwhile they are not assigned, as Kafka assigns no deleting topic.
+func (s *Type) DeleteOffsets(now time.Time, tenant, group string, topics []OffsetsTopic) (code int16, msg string, codes []int16, drop []record.ShareStateTopic) {
 	g, code, msg := s.offsetsChangeable(tenant, group)
 	if g == nil {
-		return code, msg, nil
+		return code, msg, nil, nil
 	}
 	p := s.parts[g.Key]
 	codes = make([]int16, len(topics))
+	drop = make([]record.ShareStateTopic, len(topics))
 	if p == nil {
 		for i := range codes {
 			codes[i] = kerr.UnknownTopicOrPartition.Code
 		}
-		return 0, "", codes
+		return 0, "", codes, drop
 	}
 	next := &Partitions{Initialized: maps.Clone(p.Initialized), Deleting: maps.Clone(p.Deleting)}
 	changed := false
@@ -175,9 +176,10 @@ func (s *Type) DeleteOffsets(now time.Time, tenant, group string, topics []Offse
 			delete(next.Initialized, t.TopicID)
 			changed = true
 		}
+		drop[i] = del
 	}
 	if changed {
 		s.emitPartitions(g.Key, next)
 	}
-	return 0, "", codes
+	return 0, "", codes, drop
 }
