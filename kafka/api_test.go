@@ -816,6 +816,9 @@ func TestVersionSweep(t *testing.T) {
 	for k, c := range groupSweepCases(topic, topicID) {
 		cases[k] = c
 	}
+	for k, c := range shareOffsetsSweepCases(topic, topicID) {
+		cases[k] = c
+	}
 	av := roundTrip[*kmsg.ApiVersionsResponse](setup, 0, kmsg.NewPtrApiVersionsRequest())
 	if len(av.ApiKeys) == 0 {
 		t.Fatal("no keys advertised")
