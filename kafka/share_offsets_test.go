@@ -591,3 +591,43 @@ func TestShareGroupOffsetsAuthorization(t *testing.T) {
 		}
 	}
 }
+
+// TestAlterShareGroupOffsetsOfADeletedGroup: a deleted share group's
+// state waits in its name's Deleting list, and its topics are not
+// assigned meanwhile. Altering partitions of such a topic for a new group
+// of the name gives them their new state, deletes the old state of the
+// topic's other partitions (which Kafka overwrites when it initializes
+// them), and makes the topic assignable again.
+func TestAlterShareGroupOffsetsOfADeletedGroup(t *testing.T) {
+	c := dial(t, startNode(t, false))
+	const topic, g = "sx", "reborn"
+	createTopic(c, topic, 3, nil)
+	for p := range int32(3) {
+		mustProduce(c, topic, p, plain(4, 8).encode())
+	}
+	emptyShareGroup(t, c, g, topic)
+	alterShare(t, c, g, topic, map[int32]int64{0: 1, 1: 2, 2: 3})
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{g}
+	if r := roundTrip[*kmsg.DeleteGroupsResponse](c, 2, del); len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("delete group: %+v", r.Groups)
+	}
+	// The old group's state is still there, unassigned.
+	if got, want := describeShare(c, 1, g, "sx:0,1,2"), "reborn: sx[0=1/3 1=2/2 2=3/1]"; got != want {
+		t.Errorf("after DeleteGroups: %s, want %s", got, want)
+	}
+	hb := roundTrip[*kmsg.ShareGroupHeartbeatResponse](c, 1, shareJoinReq(g, "m1", topic))
+	if hb.ErrorCode != 0 || hb.Assignment == nil || len(hb.Assignment.TopicPartitions) != 0 {
+		t.Fatalf("a new member while the old state waits: %+v", hb)
+	}
+	shareLeave(t, c, g, "m1")
+
+	alterShare(t, c, g, topic, map[int32]int64{1: 0})
+	if got, want := describeShare(c, 1, g, "sx:0,1,2"), "reborn: sx[0=-1/-1 1=0/4 2=-1/-1]"; got != want {
+		t.Errorf("after the alteration: %s, want %s", got, want)
+	}
+	hb = roundTrip[*kmsg.ShareGroupHeartbeatResponse](c, 1, shareJoinReq(g, "m2", topic))
+	if hb.ErrorCode != 0 || hb.Assignment == nil || len(hb.Assignment.TopicPartitions) != 1 || len(hb.Assignment.TopicPartitions[0].Partitions) != 3 {
+		t.Errorf("a member joining after: %+v", hb)
+	}
+}
