@@ -98,11 +98,12 @@ func handleDeleteShareGroupOffsets(ctx context.Context, s *Server, hdr *reqHeade
 			}
 		}
 		deleted, code, err := s.groups.ShareDelete(ctx, sc.tenant, req.GroupID, ask)
-		if code = coordinatorCode(code, err); code == 0 && deleted.Code != 0 {
-			resp.Topics, resp.ErrorCode, resp.ErrorMessage = nil, deleted.Code, errPtr(deleted.Message)
-			return resp
-		} else if code != 0 {
+		switch code = coordinatorCode(code, err); {
+		case code != 0:
 			resp.Topics, resp.ErrorCode, resp.ErrorMessage = nil, code, errPtr(kafkaMessage(code))
+			return resp
+		case deleted.Code != 0:
+			resp.Topics, resp.ErrorCode, resp.ErrorMessage = nil, deleted.Code, errPtr(deleted.Message)
 			return resp
 		}
 		var drop []record.ShareStateTopic
