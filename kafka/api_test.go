@@ -819,6 +819,9 @@ func TestVersionSweep(t *testing.T) {
 	for k, c := range shareFetchSweepCases(topic, topicID) {
 		cases[k] = c
 	}
+	for k, c := range shareOffsetsSweepCases(topic, topicID) {
+		cases[k] = c
+	}
 	av := roundTrip[*kmsg.ApiVersionsResponse](setup, 0, kmsg.NewPtrApiVersionsRequest())
 	if len(av.ApiKeys) == 0 {
 		t.Fatal("no keys advertised")

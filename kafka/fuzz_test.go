@@ -744,6 +744,30 @@ func seedRequest(key int16) kmsg.Request {
 		req.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: [16]byte{1}, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
 			AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 1, AcknowledgeTypes: []int8{1, 3}}}}}}}
 		return req
+	// The share group offset APIs: every partition of one group, named
+	// ones (out of range, negative, an unknown topic) of another, and
+	// the empty id.
+	case kmsg.DescribeShareGroupOffsets:
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{
+			{GroupID: "g"},
+			{GroupID: "h", Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: fuzzTopic, Partitions: []int32{0, 9, -1}}, {Topic: "nope", Partitions: []int32{0}}}},
+			{GroupID: "", Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{}},
+		}
+		return req
+	case kmsg.AlterShareGroupOffsets:
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = "g"
+		req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{
+			{Topic: fuzzTopic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 5}, {Partition: 9, StartOffset: 1}, {Partition: -1, StartOffset: -1}}},
+			{Topic: "nope", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0}}},
+		}
+		return req
+	case kmsg.DeleteShareGroupOffsets:
+		req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		req.GroupID = "g"
+		req.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: fuzzTopic}, {Topic: "nope"}, {Topic: fuzzTopic}}
+		return req
 	// Transactions: a transactional id the fresh coordinator does not
 	// know, so the producer checks run; the fuzzer mutates the rest.
 	case kmsg.AddPartitionsToTxn:

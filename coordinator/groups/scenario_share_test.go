@@ -15,6 +15,10 @@ package groups_test
 //	share-member G A            the host's ShareMemberCmd
 //	share-deletions             the host's ShareDeletionsCmd
 //	share-deleted G T…          the host's ShareStateDeletedCmd for topics T
+//	share-offsets G             the wire's ShareOffsetsCmd (DescribeShareGroupOffsets)
+//	share-alter G t/0,1 u/2…    the wire's ShareAlterCmd (AlterShareGroupOffsets)
+//	share-delete G T…           the wire's ShareDeleteCmd (DeleteShareGroupOffsets);
+//	                            T's partition count is the catalog's
 //
 // Scenario options: smaxsize=N (group.share.max.size), ssession=D and
 // sinterval=D (the shard's share session timeout and heartbeat
@@ -23,9 +27,11 @@ package groups_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -121,6 +127,28 @@ func (r *scnRunner) shareCmd(label string, cmd any) {
 			for _, d := range v {
 				r.out("%s: %s/%s %s", label, d.Tenant, d.Group, r.shareTopics(d.Topics))
 			}
+		case groups.ShareOffsets:
+			r.out("%s: %s", label, r.shareTopics(v.Initialized))
+		case groups.ShareAltered:
+			s := fmt.Sprintf("%s: %s", label, scnCode(v.Code))
+			if v.Code != 0 {
+				s += fmt.Sprintf(" %q", v.Message)
+			} else if len(v.Drop) > 0 {
+				s += " drop=" + r.shareTopics(v.Drop)
+			}
+			r.out("%s", s)
+		case groups.ShareDeleted:
+			s := fmt.Sprintf("%s: %s", label, scnCode(v.Code))
+			if v.Code != 0 {
+				s += fmt.Sprintf(" %q", v.Message)
+			}
+			for i, code := range v.Codes {
+				s += fmt.Sprintf(" %s=%s", r.pendingDelete[i], scnCode(code))
+				if code == 0 {
+					s += "(" + r.shareTopics(v.Drop[i:i+1]) + ")"
+				}
+			}
+			r.out("%s", s)
 		case groups.ShareStateDeleted:
 			r.out("%s: done", label)
 		default:
@@ -146,6 +174,55 @@ func (r *scnRunner) shareDeleted(a scnArgs) {
 		ids = append(ids, r.idOf(t))
 	}
 	r.shareCmd("share-deleted", groups.ShareStateDeletedCmd{Group: a.pos[0], Topics: ids})
+}
+
+func (r *scnRunner) shareOffsets(a scnArgs) {
+	if len(a.pos) != 1 {
+		r.fail("share-offsets G")
+	}
+	r.shareCmd("share-offsets", groups.ShareOffsetsCmd{Group: a.pos[0]})
+}
+
+// shareAlter sends ShareAlterCmd for partitions written t/0,1 u/2.
+func (r *scnRunner) shareAlter(a scnArgs) {
+	if len(a.pos) < 1 {
+		r.fail("share-alter G t/0,1…")
+	}
+	var ts []record.ShareStateTopic
+	for _, tp := range a.pos[1:] {
+		name, parts, ok := strings.Cut(tp, "/")
+		if !ok {
+			r.fail("share-alter: %q is not t/0,1", tp)
+		}
+		t := record.ShareStateTopic{TopicID: r.idOf(name), Name: name}
+		for _, p := range strings.Split(parts, ",") {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				r.fail("share-alter: partition %q", p)
+			}
+			t.Partitions = append(t.Partitions, int32(n))
+		}
+		ts = append(ts, t)
+	}
+	r.shareCmd("share-alter", groups.ShareAlterCmd{Group: a.pos[0], Topics: ts})
+}
+
+// shareDelete sends ShareDeleteCmd for the topics named, each with the
+// catalog's partition count (0 for a topic it does not have).
+func (r *scnRunner) shareDelete(a scnArgs) {
+	if len(a.pos) < 1 {
+		r.fail("share-delete G T…")
+	}
+	var ts []share.OffsetsTopic
+	for _, name := range a.pos[1:] {
+		t := share.OffsetsTopic{TopicID: r.idOf(name), Name: name}
+		if c := r.h.catalog; c != nil {
+			t.Partitions = c.ByName[name].Partitions
+		}
+		ts = append(ts, t)
+	}
+	r.pendingDelete = a.pos[1:]
+	r.shareCmd("share-delete", groups.ShareDeleteCmd{Group: a.pos[0], Topics: ts})
 }
 
 // shareTopics prints a ShareGroupPartitions list as t/0,1 u/2.

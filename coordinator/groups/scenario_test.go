@@ -398,8 +398,10 @@ type scnRunner struct {
 	topicIDs   map[string][16]byte
 	catVersion uint64
 	evSeen     int
-	// Share groups: each member's client state.
-	shareClients map[string]*scnShareClient
+	// Share groups: each member's client state; the topics of the
+	// share-delete being answered.
+	shareClients  map[string]*scnShareClient
+	pendingDelete []string
 }
 
 func newScnRunner(t testing.TB, a scnArgs) *scnRunner {
@@ -605,6 +607,12 @@ func (r *scnRunner) run(line string) []string {
 		r.shareCmd("share-deletions", groups.ShareDeletionsCmd{})
 	case "share-deleted":
 		r.shareDeleted(a)
+	case "share-offsets":
+		r.shareOffsets(a)
+	case "share-alter":
+		r.shareAlter(a)
+	case "share-delete":
+		r.shareDelete(a)
 	case "share-config":
 		r.h.groupConfig.ShareSessionTimeout = time.Duration(r.ms(a, "session", 0)) * time.Millisecond
 		r.h.groupConfig.ShareHeartbeatInterval = time.Duration(r.ms(a, "interval", 0)) * time.Millisecond

@@ -16,6 +16,12 @@ package groups
 //     assigned to a new group of the same name, which therefore never
 //     reads the old group's state.
 //   - ShareStateDeletedCmd: the state of those topics is gone.
+//   - ShareOffsetsCmd, ShareAlterCmd, ShareDeleteCmd: the group's side of
+//     the share group offset APIs (DescribeShareGroupOffsets,
+//     AlterShareGroupOffsets, DeleteShareGroupOffsets): the partitions
+//     whose state the group may hold, and the checks and the record
+//     changes before the wire server alters or deletes their state; a
+//     deletion ends with ShareStateDeletedCmd, as a deleted group's does.
 //
 // The share-state host's side is node/share_hooks.go: it asks
 // ShareDeletionsCmd of every group shard when it loads and after a
@@ -28,6 +34,7 @@ package groups
 import (
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator/groups/share"
 	"github.com/cohort-dev/cohort/record"
 )
 
@@ -85,11 +92,82 @@ type ShareStateDeletedCmd struct {
 	Topics        [][16]byte
 }
 
-// ShareStateDeleted answers ShareStateDeletedCmd: done (a shard that could
-// not answer replies with no Out at all).
+// ShareStateDeleted answers ShareStateDeletedCmd (a reply a shard that
+// gave the command up cannot be mistaken for).
 type ShareStateDeleted struct{}
 
 func (c ShareStateDeletedCmd) serve(s *Shard, now time.Time) any {
 	s.share.Deleted(now, c.Tenant, c.Group, c.Topics)
 	return ShareStateDeleted{}
+}
+
+// ShareOffsetsCmd asks for the partitions whose share-partition state a
+// group name may hold (its ShareGroupPartitions record's Initialized
+// list): DescribeShareGroupOffsets of every partition. It is answered
+// with ShareOffsets and writes nothing.
+type ShareOffsetsCmd struct {
+	Tenant, Group string
+}
+
+// ShareOffsets answers ShareOffsetsCmd: the partitions by topic id
+// (shared, read-only), none for a name with no record. As Kafka's
+// initializedShareGroupPartitions, there is no error: a group that does
+// not exist, or is not a share group, has none.
+type ShareOffsets struct {
+	Initialized []record.ShareStateTopic
+}
+
+func (c ShareOffsetsCmd) serve(s *Shard, _ time.Time) any {
+	return ShareOffsets{Initialized: s.share.Initialized(c.Tenant, c.Group)}
+}
+
+// ShareAlterCmd is the group's side of AlterShareGroupOffsets: Topics are
+// the partitions (of existing topics, in range) about to be given a new
+// start offset. It is answered, once durable, with ShareAltered.
+type ShareAlterCmd struct {
+	Tenant, Group string
+	Topics        []record.ShareStateTopic
+}
+
+// ShareAltered answers ShareAlterCmd. Code is 0, GROUP_ID_NOT_FOUND (no
+// share group of that id) or NON_EMPTY_GROUP, with Kafka's Message; on
+// 0 the partitions are listed as the group's. Drop is the state of other
+// partitions of those topics that a deleted group (or an unfinished
+// DeleteShareGroupOffsets) left: the caller deletes it, then sends
+// ShareStateDeletedCmd for its topics.
+type ShareAltered struct {
+	Code    int16
+	Message string
+	Drop    []record.ShareStateTopic
+}
+
+func (c ShareAlterCmd) serve(s *Shard, now time.Time) any {
+	code, msg, drop := s.share.AlterOffsets(now, c.Tenant, c.Group, c.Topics)
+	return ShareAltered{Code: code, Message: msg, Drop: drop}
+}
+
+// ShareDeleteCmd is the group's side of DeleteShareGroupOffsets: the
+// topics named (resolved against the catalog). It is answered, once
+// durable, with ShareDeleted.
+type ShareDeleteCmd struct {
+	Tenant, Group string
+	Topics        []share.OffsetsTopic
+}
+
+// ShareDeleted answers ShareDeleteCmd. Code is 0, GROUP_ID_NOT_FOUND or
+// NON_EMPTY_GROUP, with Kafka's Message. On 0, Codes and Drop have one
+// entry per topic: Code 0 for a topic whose state the group holds, now
+// Deleting with the partitions in Drop (the caller deletes their state,
+// then sends ShareStateDeletedCmd), or UNKNOWN_TOPIC_OR_PARTITION
+// (share.NoOffsetInformation).
+type ShareDeleted struct {
+	Code    int16
+	Message string
+	Codes   []int16
+	Drop    []record.ShareStateTopic
+}
+
+func (c ShareDeleteCmd) serve(s *Shard, now time.Time) any {
+	code, msg, codes, drop := s.share.DeleteOffsets(now, c.Tenant, c.Group, c.Topics)
+	return ShareDeleted{Code: code, Message: msg, Codes: codes, Drop: drop}
 }
