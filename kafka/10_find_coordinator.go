@@ -134,4 +134,15 @@ func handleFindCoordinator(_ context.Context, s *Server, hdr *reqHeader, kreq km
 
 // shareUnit is the cluster unit of a share partition's share-state
 // shard.
-func (s *Server) shareUnit(k sharestate.Key) int { return s.shareUnitOf(s.share.ShardFor(k)) }
+func (s *Server) shareUnit(k sharestate.Key) int { return s.ShareUnit(s.share.ShardFor(k)) }
+
+// ShareUnit is the cluster unit of share-state shard i: the units after
+// the group coordinator's shards, the assigner's and the transaction
+// coordinator's.
+func (s *Server) ShareUnit(i int) int {
+	txn := 0
+	if s.txn != nil {
+		txn = s.txn.Shards()
+	}
+	return s.groups.Shards() + 1 + txn + i
+}

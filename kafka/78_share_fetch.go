@@ -272,8 +272,10 @@ func (f *shareFetch) fetch(ctx context.Context, parts []sharePartitionID, deadli
 		targets = append(targets[start:], targets[:start]...)
 	}
 	keys := make([]sharestate.Key, len(targets))
+	remote := false
 	for i, t := range targets {
 		keys[i] = t.key
+		remote = remote || f.s.share.Remote(t.key)
 	}
 	maxRecords := int(f.req.MaxRecords)
 	if maxRecords <= 0 {
@@ -293,7 +295,7 @@ func (f *shareFetch) fetch(ctx context.Context, parts []sharePartitionID, deadli
 				return
 			}
 		}
-		if !f.wait(w, appends, deadline) {
+		if !f.wait(w, appends, deadline, remote) {
 			w.Stop()
 			return
 		}
@@ -301,20 +303,27 @@ func (f *shareFetch) fetch(ctx context.Context, parts []sharePartitionID, deadli
 	}
 }
 
+// remoteLook is how often a long-polling fetch looks again at partitions
+// whose share state another node keeps, for records released or whose
+// locks expired there.
+const remoteLook = 250 * time.Millisecond
+
 // defaultShareMaxRecords is the records a request that sets no
 // MaxRecords may acquire: Kafka's share consumer's max.poll.records.
 const defaultShareMaxRecords = 500
 
 // wait waits for a partition's log to grow or its share state to change,
-// the deadline or shutdown; false when the fetch should answer now.
-func (f *shareFetch) wait(w interface{ C() <-chan struct{} }, appends []<-chan struct{}, deadline time.Time) bool {
+// the deadline or shutdown; false when the fetch should answer now. A
+// partition whose share state is another node's cannot be watched
+// (remote): the fetch looks again every remoteLook.
+func (f *shareFetch) wait(w interface{ C() <-chan struct{} }, appends []<-chan struct{}, deadline time.Time, remote bool) bool {
 	left := time.Until(deadline)
 	if left <= 0 {
 		return false
 	}
 	timer := time.NewTimer(left)
 	defer timer.Stop()
-	cases := make([]reflect.SelectCase, 0, len(appends)+3)
+	cases := make([]reflect.SelectCase, 0, len(appends)+4)
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.s.closing)},
@@ -322,8 +331,13 @@ func (f *shareFetch) wait(w interface{ C() <-chan struct{} }, appends []<-chan s
 	for _, c := range appends {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
 	}
+	if remote && left > remoteLook {
+		look := time.NewTimer(remoteLook)
+		defer look.Stop()
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(look.C)})
+	}
 	chosen, _, _ := reflect.Select(cases)
-	return chosen >= 2
+	return chosen >= 2 // not the deadline or shutdown
 }
 
 // targets checks the session's partitions: those the principal may read

@@ -6,7 +6,7 @@ package kafka
 // the locks and writes the records (coordinator/sharestate), so no
 // partition leader writes Kafka's batches to it; the key carries instead
 // the commands a partition's leader forwards to the node serving the
-// partition's share-state shard (share_route.go), in a tagged field
+// partition's share-state shard (sharecoord/remote.go, share_route.go), in a tagged field
 // (shareCmdTag), answered in the response's.
 //
 // As Kafka: CLUSTER_ACTION on the cluster (nodes, not clients, send it),
@@ -20,7 +20,6 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,17 +58,13 @@ func handleWriteShareGroupState(ctx context.Context, s *Server, hdr *reqHeader, 
 	if raw == nil || s.share == nil {
 		return failAll(kerr.InvalidRequest.Code, "Cohort's share coordinator keeps the share-partition state itself; it takes no state batches.")
 	}
-	var env shareEnvelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return failAll(kerr.InvalidRequest.Code, "")
-	}
 	tenant := s.peerTenant(hdr, &req.UnknownTags)
 	return func() kmsg.Response {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shareRPCTimeout)
 		defer cancel()
-		out, err := s.runForwarded(ctx, tenant, env)
+		out, err := s.share.RunForwarded(ctx, tenant, raw)
 		if err != nil {
-			s.logger.Debug("forwarded share command refused", "kind", env.Kind, "err", err)
+			s.warn.Warn("forwarded share command refused", "err", err)
 			return resp
 		}
 		resp.UnknownTags.Set(shareCmdTag, out)

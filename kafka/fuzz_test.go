@@ -730,6 +730,13 @@ func seedRequest(key int16) kmsg.Request {
 		req := kmsg.NewPtrShareGroupDescribeRequest()
 		req.GroupIDs, req.IncludeAuthorizedOperations = []string{"g", "h", ""}, true
 		return req
+	case kmsg.WriteShareGroupState:
+		// A forwarded command (share_route.go) and Kafka's own state.
+		req := kmsg.NewPtrWriteShareGroupStateRequest()
+		req.GroupID = "g"
+		req.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: [16]byte{1}, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: 0, StartOffset: 3}}}}
+		req.UnknownTags.Set(shareCmdTag, []byte(`{"kind":"next","cmd":{"Key":{"Group":"g","Partition":0},"Log":{"Start":0,"Latest":4,"AtTime":-1}}}`))
+		return req
 	case kmsg.ShareFetch:
 		req := kmsg.NewPtrShareFetchRequest()
 		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("g"), kmsg.StringPtr("m1"), 0

@@ -99,6 +99,21 @@ func shareFetchSweepCases(topic string, topicID [16]byte) map[int16]sweepCase {
 		wantCode(t, "set earliest", resp.Resources[0].ErrorCode, nil)
 	}
 	return map[int16]sweepCase{
+		// WriteShareGroupState: Kafka's own write, state batches, is
+		// refused for each partition; the commands nodes forward in it
+		// are TestShareForwarded's.
+		kmsg.WriteShareGroupState.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
+			req := kmsg.NewPtrWriteShareGroupStateRequest()
+			req.GroupID = "g"
+			req.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: topicID, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: 0, StartOffset: 3}}}}
+			return req, func(r kmsg.Response) {
+				resp := r.(*kmsg.WriteShareGroupStateResponse)
+				if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+					t.Fatalf("topics %+v", resp.Topics)
+				}
+				wantCode(t, "a state write", resp.Topics[0].Partitions[0].ErrorCode, kerr.InvalidRequest)
+			}
+		},
 		kmsg.ShareFetch.Int16(): func(t *testing.T, c *rawClient, v int16) (kmsg.Request, func(kmsg.Response)) {
 			g := name(kmsg.ShareFetch, v)
 			join(t, c, g)

@@ -627,6 +627,12 @@ func Start(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if n.member != nil && n.share != nil {
+		// A share partition's state may be on another node's
+		// share-state shard than its leader: the host sends those
+		// commands there (sharecoord/remote.go).
+		n.share.SetRemote(shareRemote{n})
+	}
 	if n.registry != nil {
 		apiSrc.kafka = n.kafka
 		registerConnMetrics(n.registry, n.kafka)

@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator"
@@ -88,6 +89,9 @@ type Host struct {
 	shards coordinator.Range // the set's shards, numbered from 0
 	watch  watchers
 	once   sync.Once
+	// remote reaches the shards other nodes serve (cluster mode;
+	// remote.go), nil until SetRemote.
+	remote atomic.Pointer[Remote]
 }
 
 // Start reads (or stores) the shard count, loads the shards (unless
@@ -289,7 +293,7 @@ func (h *Host) Close() {
 // Next begins a ShareFetch of one partition (sharestate.NextCmd): it
 // initialises the partition from share.auto.offset.reset and the log's
 // offsets if it has no state, and says where to read.
-func (h *Host) Next(ctx context.Context, c sharestate.NextCmd) sharestate.Next {
+func (h *Host) localNext(ctx context.Context, c sharestate.NextCmd) sharestate.Next {
 	c.Limits = h.limits(c.Limits)
 	out, code := h.do(ctx, h.ShardFor(c.Key), c)
 	if code != 0 {
@@ -300,7 +304,7 @@ func (h *Host) Next(ctx context.Context, c sharestate.NextCmd) sharestate.Next {
 
 // Acquire hands over what the log read from Next's offset and acquires
 // records for the member (sharestate.AcquireCmd).
-func (h *Host) Acquire(ctx context.Context, c sharestate.AcquireCmd) sharestate.Acquired {
+func (h *Host) localAcquire(ctx context.Context, c sharestate.AcquireCmd) sharestate.Acquired {
 	c.Limits = h.limits(c.Limits)
 	out, code := h.do(ctx, h.ShardFor(c.Key), c)
 	if code != 0 {
@@ -312,18 +316,18 @@ func (h *Host) Acquire(ctx context.Context, c sharestate.AcquireCmd) sharestate.
 // Ack settles one partition's acknowledgements (sharestate.AckCmd: a
 // ShareAcknowledge's or a ShareFetch's), all or nothing; answered once
 // they are durable.
-func (h *Host) Ack(ctx context.Context, c sharestate.AckCmd) sharestate.Result {
+func (h *Host) localAck(ctx context.Context, c sharestate.AckCmd) sharestate.Result {
 	return h.result(ctx, h.ShardFor(c.Key), c)
 }
 
 // Alter is AlterShareGroupOffsets for one partition (sharestate.AlterCmd).
-func (h *Host) Alter(ctx context.Context, c sharestate.AlterCmd) sharestate.Result {
+func (h *Host) localAlter(ctx context.Context, c sharestate.AlterCmd) sharestate.Result {
 	return h.result(ctx, h.ShardFor(c.Key), c)
 }
 
 // Delete is DeleteShareGroupOffsets for one partition
 // (sharestate.DeleteCmd).
-func (h *Host) Delete(ctx context.Context, c sharestate.DeleteCmd) sharestate.Result {
+func (h *Host) localDelete(ctx context.Context, c sharestate.DeleteCmd) sharestate.Result {
 	return h.result(ctx, h.ShardFor(c.Key), c)
 }
 
@@ -333,7 +337,7 @@ func (h *Host) Delete(ctx context.Context, c sharestate.DeleteCmd) sharestate.Re
 // partition of the group on the shards this node serves (in cluster mode
 // the group's other partitions are other nodes': name them there). The
 // answer is the first error of a shard, if any.
-func (h *Host) Release(ctx context.Context, c sharestate.ReleaseCmd) sharestate.Result {
+func (h *Host) localRelease(ctx context.Context, c sharestate.ReleaseCmd) sharestate.Result {
 	var codes []int16
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -363,7 +367,7 @@ func (h *Host) Release(ctx context.Context, c sharestate.ReleaseCmd) sharestate.
 // shard is not served here has that error in its Code. Partitions nil is
 // every partition of the group on the shards this node serves, in key
 // order.
-func (h *Host) Describe(ctx context.Context, c sharestate.DescribeCmd) []sharestate.Description {
+func (h *Host) localDescribe(ctx context.Context, c sharestate.DescribeCmd) []sharestate.Description {
 	parts := h.split(c.Partitions)
 	answers := make(map[int][]sharestate.Description, len(parts))
 	var mu sync.Mutex
