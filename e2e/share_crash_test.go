@@ -23,6 +23,7 @@ import (
 type shareLedger struct {
 	mu       sync.Mutex
 	seen     map[int]int32 // key → highest delivery count
+	part     map[int]int32 // key → its partition
 	accepted map[int]bool  // confirmed
 	rejected map[int]bool  // confirmed
 	released map[int]int32 // confirmed release: the count released at
@@ -34,7 +35,7 @@ type shareLedger struct {
 }
 
 func newShareLedger() *shareLedger {
-	return &shareLedger{seen: map[int]int32{}, accepted: map[int]bool{}, rejected: map[int]bool{}, released: map[int]int32{}, sent: map[int]bool{}}
+	return &shareLedger{seen: map[int]int32{}, part: map[int]int32{}, accepted: map[int]bool{}, rejected: map[int]bool{}, released: map[int]int32{}, sent: map[int]bool{}}
 }
 
 // consume runs a share consumer of group on addr until ctx ends or stop
@@ -44,10 +45,10 @@ func newShareLedger() *shareLedger {
 // again after its acceptance or rejection was confirmed is a violation;
 // so is one delivered with a lower delivery count than before, or after a
 // confirmed release with a count no higher than the released delivery's.
-func (l *shareLedger) consume(ctx context.Context, t *testing.T, addr, group, topic string, stop func() bool) {
+func (l *shareLedger) consume(ctx context.Context, t *testing.T, seeds []string, group, topic string, stop func() bool) {
 	var ackErr error
 	var errMu sync.Mutex
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("cohort-e2e-share-crash"),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("cohort-e2e-share-crash"),
 		kgo.ConsumeTopics(topic), kgo.ShareGroup(group), kgo.ShareMaxRecords(50),
 		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 			if err := rs.Error(); err != nil {
@@ -68,6 +69,12 @@ func (l *shareLedger) consume(ctx context.Context, t *testing.T, addr, group, to
 		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := cl.PollRecords(pollCtx, 50)
 		cancel()
+		// The client may send this poll's acknowledgements with its
+		// next fetch, before FlushAcks: an error reported from now on
+		// may be theirs.
+		errMu.Lock()
+		ackErr = nil
+		errMu.Unlock()
 		var acc, rej, rel []int
 		var relAt []int32
 		fs.EachRecord(func(r *kgo.Record) {
@@ -78,7 +85,7 @@ func (l *shareLedger) consume(ctx context.Context, t *testing.T, addr, group, to
 			}
 			l.mu.Lock()
 			if l.accepted[k] || l.rejected[k] {
-				l.late = append(l.late, fmt.Sprintf("key %d delivered again (count %d) after its settlement was confirmed", k, r.DeliveryCount()))
+				l.late = append(l.late, fmt.Sprintf("key %d of partition %d delivered again (count %d) after its settlement was confirmed, at %s", k, r.Partition, r.DeliveryCount(), time.Now().Format("15:04:05.000")))
 			}
 			if prev := l.seen[k]; r.DeliveryCount() < prev {
 				l.lowCounts = append(l.lowCounts, fmt.Sprintf("key %d delivered with count %d after %d", k, r.DeliveryCount(), prev))
@@ -87,6 +94,7 @@ func (l *shareLedger) consume(ctx context.Context, t *testing.T, addr, group, to
 				l.lowCounts = append(l.lowCounts, fmt.Sprintf("key %d delivered with count %d after its release at %d", k, r.DeliveryCount(), c))
 			}
 			l.seen[k] = max(l.seen[k], r.DeliveryCount())
+			l.part[k] = r.Partition
 			_, wasReleased := l.released[k]
 			l.mu.Unlock()
 			if k%11 == 0 && !wasReleased && r.DeliveryCount() == 1 {
@@ -103,9 +111,6 @@ func (l *shareLedger) consume(ctx context.Context, t *testing.T, addr, group, to
 		if len(acc)+len(rej)+len(rel) == 0 {
 			continue
 		}
-		errMu.Lock()
-		ackErr = nil
-		errMu.Unlock()
 		flushCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := cl.FlushAcks(flushCtx)
 		cancel()
@@ -210,7 +215,7 @@ func TestShareGroupKill9(t *testing.T) {
 	runCtx, stopRun := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range 2 {
-		wg.Go(func() { l.consume(runCtx, t, p.Addr, group, topic, func() bool { return false }) })
+		wg.Go(func() { l.consume(runCtx, t, []string{p.Addr}, group, topic, func() bool { return false }) })
 	}
 	// Kill mid-load: once a third is settled.
 	deadline := time.Now().Add(time.Minute)
@@ -241,7 +246,7 @@ func TestShareGroupKill9(t *testing.T) {
 		return n >= records
 	}
 	for range 2 {
-		wg.Go(func() { l.consume(runCtx, t, p.Addr, group, topic, done) })
+		wg.Go(func() { l.consume(runCtx, t, []string{p.Addr}, group, topic, done) })
 	}
 	deadline = time.Now().Add(90 * time.Second)
 	for !done() && time.Now().Before(deadline) {

@@ -97,12 +97,16 @@ func handleShareFetch(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 	if req.ShareSessionEpoch == shareInitialEpoch && !acks {
 		// A session opens for a member of a share group only, so
 		// that share state is made for share groups' partitions
-		// alone. (Kafka does not ask; its share coordinator refuses
-		// partitions the group coordinator did not initialise.)
+		// alone, where this node coordinates the group. (Kafka does
+		// not ask; its share coordinator refuses partitions the group
+		// coordinator did not initialise.)
+		// In cluster mode the group's coordinator may be another
+		// node: then nothing is asked, as in Kafka.
 		m, code, err := s.groups.ShareMember(ctx, tenant, group, member)
 		switch {
 		case err != nil:
 			return fail(kerr.RequestTimedOut.Code, "")
+		case code == kerr.NotCoordinator.Code:
 		case code != 0:
 			return fail(code, "")
 		case m.Code != 0:
