@@ -29,16 +29,13 @@ package node
 // deletion only marks its group shard as due. A few goroutines of their
 // own do the work.
 //
-// Cluster mode: the commands reach only the share-state shards this node
-// holds (Host.Release with no partitions is every partition of the group
-// on them; Host.Delete answers NOT_COORDINATOR for the others). A
-// departing member's records on another node's share-state shards come
-// back when their locks expire; a deleted group's partitions whose state
-// is on another node's shard stay on the deletion list (and unassignable
-// to a new group of that name) until a node that holds the group's shard
-// also holds theirs, when a shard loads there. What is missing is sending
-// these commands to the node that holds each share-state unit, as the
-// transaction markers are (node/peers.go).
+// Cluster mode: the host sends the commands of share-state shards other
+// nodes serve to them (sharecoord/remote.go, set once the node's Kafka
+// server is up), so a release reaches every partition of the group and a
+// deletion every partition's shard. A command a node could not take (it
+// died; its shard moving) leaves the work to what comes next: the locks'
+// expiry for a release, a later pass for a deletion (a shard loading on
+// this node, or the back-off after a timeout).
 
 import (
 	"context"
