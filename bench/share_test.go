@@ -20,10 +20,11 @@ import (
 // the consumers' creation until every record was received and every
 // acceptance answered, which on Cohort means durable (fsynced). Side by
 // side: Cohort in process and as its binary, kfake (in memory) in process
-// and as its own process.
+// and as its own process, and the binary with its data on a tmpfs (what
+// of the gap is the disk's).
 func BenchmarkShareConsume(b *testing.B) {
 	for _, consumers := range []int{1, 4} {
-		for _, tg := range append(append([]target{}, targets...), processTargets...) {
+		for _, tg := range append(append([]target{}, targets...), append(processTargets, tmpfsTarget)...) {
 			b.Run(fmt.Sprintf("consumers=%d/%s", consumers, tg.name), func(b *testing.B) {
 				ctx := benchContext(b)
 				addr := tg.start(b)

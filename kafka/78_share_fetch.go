@@ -32,6 +32,7 @@ import (
 	"context"
 	"encoding/binary"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/sharestate"
@@ -291,7 +292,7 @@ func (f *shareFetch) fetch(ctx context.Context, parts []sharePartitionID, deadli
 		for i, t := range targets {
 			appends[i] = t.p.Wait()
 		}
-		size, failed := f.look(ctx, targets)
+		size, failed := f.look(ctx, targets, maxRecords)
 		late := !now().Before(deadline)
 		if failed || late || size >= int(max(f.req.MinBytes, 1)) {
 			if f.acquire(ctx, targets, maxRecords) > 0 || failed || late {
@@ -377,17 +378,19 @@ func (f *shareFetch) targets(parts []sharePartitionID) []*shareTarget {
 	return out
 }
 
-// look asks each target's share state where to read and reads its log
-// from there; it returns the bytes read and whether a partition failed
-// (which answers at once, as Kafka's).
-func (f *shareFetch) look(ctx context.Context, targets []*shareTarget) (int, bool) {
+// look asks each target's share state where to read (all at once: each
+// may be another shard's, or another node's) and reads its log from
+// there, at most maxRecords offsets' batches; it returns the bytes read
+// and whether a partition failed (which answers at once, as Kafka's).
+func (f *shareFetch) look(ctx context.Context, targets []*shareTarget, maxRecords int) (int, bool) {
 	budget := int(f.req.MaxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
 	}
 	per := max(budget/len(targets), 1)
-	size, failed := 0, false
-	for _, t := range targets {
+	nexts := make([]sharestate.Next, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
 		t.raw, t.batches, t.aborted, t.from = nil, nil, nil, -1
 		logStart, hw := t.p.Offsets()
 		cmd := sharestate.NextCmd{Key: t.key, Log: sharestate.Log{Start: logStart, Latest: hw, AtTime: -1}, Reset: f.cfg.reset, Limits: f.cfg.limits}
@@ -396,7 +399,16 @@ func (f *shareFetch) look(ctx context.Context, targets []*shareTarget) (int, boo
 				cmd.Log.AtTime = off
 			}
 		}
-		next := f.s.share.Next(ctx, cmd)
+		if len(targets) == 1 {
+			nexts[i] = f.s.share.Next(ctx, cmd)
+			continue
+		}
+		wg.Go(func() { nexts[i] = f.s.share.Next(ctx, cmd) })
+	}
+	wg.Wait()
+	size, failed := 0, false
+	for i, t := range targets {
+		next := nexts[i]
 		if next.Code != 0 {
 			f.part(t.id).ErrorCode = next.Code
 			failed = true
@@ -410,9 +422,9 @@ func (f *shareFetch) look(ctx context.Context, targets []*shareTarget) (int, boo
 		var err error
 		limit := min(per, budget)
 		if f.cfg.readCommitted {
-			res, aborted, err = t.p.ReadCommitted(next.Offset, limit, size == 0)
+			res, aborted, err = t.p.ReadCommittedOffsets(next.Offset, limit, int64(maxRecords), size == 0)
 		} else {
-			res, err = t.p.Read(next.Offset, limit, size == 0)
+			res, err = t.p.ReadOffsets(next.Offset, limit, int64(maxRecords), size == 0)
 		}
 		if err != nil {
 			code := errorCode(err)

@@ -697,11 +697,19 @@ type ReadResult struct {
 // larger (Kafka returns one oversized batch so that a consumer can always
 // make progress, KIP-74). Reading at the log end returns no batches.
 func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, error) {
-	return p.read(offset, maxBytes, atLeastOne, false)
+	return p.read(offset, maxBytes, 0, atLeastOne, false)
 }
 
-// read is Read; committed stops at the last stable offset.
-func (p *Partition) read(offset int64, maxBytes int, atLeastOne, committed bool) (ReadResult, error) {
+// ReadOffsets is Read that also stops before a batch starting maxOffsets
+// or more past offset (0: no such limit): a share fetch that may acquire
+// maxOffsets records reads no more than the batches that hold them.
+func (p *Partition) ReadOffsets(offset int64, maxBytes int, maxOffsets int64, atLeastOne bool) (ReadResult, error) {
+	return p.read(offset, maxBytes, maxOffsets, atLeastOne, false)
+}
+
+// read is Read; committed stops at the last stable offset, maxOffsets
+// (if above 0) before a batch starting that far past offset.
+func (p *Partition) read(offset int64, maxBytes int, maxOffsets int64, atLeastOne, committed bool) (ReadResult, error) {
 	p.mu.Lock()
 	res := ReadResult{LogStart: p.logStart, HighWatermark: p.end, LastStable: p.lastStable()}
 	limit := p.end
@@ -725,7 +733,7 @@ func (p *Partition) read(offset int64, maxBytes int, atLeastOne, committed bool)
 	n := int64(0)
 	for j := i; j < len(p.batches); j++ {
 		e := p.batches[j]
-		if e.seg != first.seg || n+int64(e.size) > int64(maxBytes) || e.base >= limit {
+		if e.seg != first.seg || n+int64(e.size) > int64(maxBytes) || e.base >= limit || maxOffsets > 0 && e.base >= offset+maxOffsets {
 			break
 		}
 		n += int64(e.size)

@@ -187,7 +187,12 @@ func (p *Partition) WriteMarker(pid int64, epoch int16, commit, above bool, ts i
 // aborted transactions that overlap what it returns, for the consumer to
 // drop (Kafka's FetchResponse AbortedTransactions).
 func (p *Partition) ReadCommitted(offset int64, maxBytes int, atLeastOne bool) (ReadResult, []AbortedTxn, error) {
-	res, err := p.read(offset, maxBytes, atLeastOne, true)
+	return p.ReadCommittedOffsets(offset, maxBytes, 0, atLeastOne)
+}
+
+// ReadCommittedOffsets is ReadCommitted with ReadOffsets' maxOffsets.
+func (p *Partition) ReadCommittedOffsets(offset int64, maxBytes int, maxOffsets int64, atLeastOne bool) (ReadResult, []AbortedTxn, error) {
+	res, err := p.read(offset, maxBytes, maxOffsets, atLeastOne, true)
 	if err != nil || len(res.Batches) == 0 {
 		return res, nil, err
 	}
