@@ -286,6 +286,9 @@ func (f *shareFetch) fetch(ctx context.Context, parts []sharePartitionID, deadli
 	if maxRecords <= 0 {
 		maxRecords = defaultShareMaxRecords
 	}
+	// No partition takes more than its in-flight limit at once, and no
+	// limit is above Kafka's most (the share coordinator caps them too).
+	maxRecords = min(maxRecords, maxShareRecordLocks)
 	for {
 		w := f.s.share.Watch(keys...)
 		appends := make([]<-chan struct{}, len(targets))
@@ -312,6 +315,16 @@ func (f *shareFetch) fetch(ctx context.Context, parts []sharePartitionID, deadli
 // whose share state another node keeps, for records released or whose
 // locks expired there.
 const remoteLook = 250 * time.Millisecond
+
+// maxShareFetchBytes caps what one ShareFetch reads of the logs, whatever
+// its MaxBytes: Kafka's fetch.max.bytes default (55 MiB), which its
+// brokers apply to every fetch. (A first batch larger than that is still
+// read alone, as KIP-74 asks.)
+const maxShareFetchBytes = 57671680
+
+// maxShareRecordLocks is the most records a ShareFetch acquires: Kafka's
+// highest group.share.partition.max.record.locks.
+const maxShareRecordLocks = 10000
 
 // defaultShareMaxRecords is the records a request that sets no
 // MaxRecords may acquire: Kafka's share consumer's max.poll.records.
@@ -384,8 +397,8 @@ func (f *shareFetch) targets(parts []sharePartitionID) []*shareTarget {
 // and whether a partition failed (which answers at once, as Kafka's).
 func (f *shareFetch) look(ctx context.Context, targets []*shareTarget, maxRecords int) (int, bool) {
 	budget := int(f.req.MaxBytes)
-	if budget <= 0 {
-		budget = 1<<31 - 1
+	if budget <= 0 || budget > maxShareFetchBytes {
+		budget = maxShareFetchBytes
 	}
 	per := max(budget/len(targets), 1)
 	nexts := make([]sharestate.Next, len(targets))

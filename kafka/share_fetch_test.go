@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -312,4 +315,32 @@ func TestShareFetch(t *testing.T) {
 	if fr.Coordinators[0].NodeID < 0 || fr.Coordinators[0].Port <= 0 {
 		t.Errorf("share coordinator %+v", fr.Coordinators[0])
 	}
+}
+
+// TestShareSessionLimit: a node keeps at most MaxShareSessions share
+// sessions (Kafka's group.share.max.share.sessions): one more member's
+// ShareFetch opening a session gets SHARE_SESSION_LIMIT_REACHED and
+// holds nothing; a member starting its own session over is not refused;
+// a session closed (-1) makes room.
+func TestShareSessionLimit(t *testing.T) {
+	addr := testkit.StartNode(t, node.Config{MaxShareSessions: 2, Groups: coordinator.Config{InitialRebalanceDelay: -1, ShareMaxSize: 2}}).KafkaAddr()
+	c := dial(t, addr)
+	const topic, g = "share-limit", "sl"
+	id := createTopic(c, topic, 1, nil)
+	open := func(member string) int16 {
+		hb := roundTrip[*kmsg.ShareGroupHeartbeatResponse](c, 1, shareJoinReq(g, member, topic))
+		if hb.ErrorCode != 0 && hb.ErrorCode != kerr.GroupMaxSizeReached.Code {
+			t.Fatalf("join %s: %v", member, codeName(hb.ErrorCode))
+		}
+		return roundTrip[*kmsg.ShareFetchResponse](c, 2, shareFetchReq(g, member, 0, id, 0, 0)).ErrorCode
+	}
+	wantCode(t, "a", open("a"), nil)
+	wantCode(t, "b", open("b"), nil)
+	wantCode(t, "a again", open("a"), nil)
+	// A third member of another group: over the node's limit.
+	hb := roundTrip[*kmsg.ShareGroupHeartbeatResponse](c, 1, shareJoinReq("sl2", "c", topic))
+	wantCode(t, "join sl2", hb.ErrorCode, nil)
+	wantCode(t, "c", roundTrip[*kmsg.ShareFetchResponse](c, 2, shareFetchReq("sl2", "c", 0, id, 0, 0)).ErrorCode, kerr.ShareSessionLimitReached)
+	wantCode(t, "a closes", roundTrip[*kmsg.ShareFetchResponse](c, 2, shareFetchReq(g, "a", -1, id, 0)).ErrorCode, nil)
+	wantCode(t, "c after a closed", roundTrip[*kmsg.ShareFetchResponse](c, 2, shareFetchReq("sl2", "c", 0, id, 0, 0)).ErrorCode, nil)
 }
