@@ -61,15 +61,9 @@ func handleShareFetch(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 		}
 		return done(resp)
 	}
-	if s.share == nil {
-		return fail(kerr.UnsupportedVersion.Code, "Share groups are off on this node.")
-	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
-	if !s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, group) {
-		return fail(kerr.GroupAuthorizationFailed.Code, "")
-	}
-	if member == "" || len(member) > maxShareMemberID {
-		return fail(kerr.InvalidRequest.Code, "The member id is empty or too long.")
+	if code, msg := s.shareRequestCheck(hdr, group, member); code != 0 {
+		return fail(code, msg)
 	}
 	acks := false
 	for _, t := range req.Topics {
@@ -152,6 +146,21 @@ func handleShareFetch(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.
 		}
 		return sf.finish()
 	}
+}
+
+// shareRequestCheck is what ShareFetch and ShareAcknowledge check first,
+// as Kafka: share groups on (UNSUPPORTED_VERSION), READ on the group
+// (GROUP_AUTHORIZATION_FAILED), a member id (INVALID_REQUEST).
+func (s *Server) shareRequestCheck(hdr *reqHeader, group, member string) (int16, string) {
+	switch {
+	case s.share == nil:
+		return kerr.UnsupportedVersion.Code, "Share groups are off on this node."
+	case !s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, group):
+		return kerr.GroupAuthorizationFailed.Code, ""
+	case member == "" || len(member) > maxShareMemberID:
+		return kerr.InvalidRequest.Code, "The member id is empty or too long."
+	}
+	return 0, ""
 }
 
 func deref(p *string) string {

@@ -38,15 +38,9 @@ func handleShareAcknowledge(ctx context.Context, s *Server, hdr *reqHeader, kreq
 		}
 		return done(resp)
 	}
-	if s.share == nil {
-		return fail(kerr.UnsupportedVersion.Code, "Share groups are off on this node.")
-	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
-	if !s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, group) {
-		return fail(kerr.GroupAuthorizationFailed.Code, "")
-	}
-	if member == "" || len(member) > maxShareMemberID {
-		return fail(kerr.InvalidRequest.Code, "The member id is empty or too long.")
+	if code, msg := s.shareRequestCheck(hdr, group, member); code != 0 {
+		return fail(code, msg)
 	}
 	tenant := hdr.tenant()
 	key := shareSessionKey{tenant: tenant, group: group, member: member}

@@ -302,75 +302,46 @@ func (h *Host) RunForwarded(ctx context.Context, tenant string, cmd []byte) ([]b
 	if err := json.Unmarshal(cmd, &env); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadCommand, err)
 	}
-	decode := func(v any) error {
-		if err := json.Unmarshal(env.Cmd, v); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrBadCommand, env.Kind, err)
+	tenantOf := func(ks []sharestate.Key) {
+		for i := range ks {
+			ks[i].Tenant = tenant
 		}
-		return nil
 	}
-	var out any
 	switch env.Kind {
 	case kindNext:
-		var c sharestate.NextCmd
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		c.Key.Tenant = tenant
-		out = h.localNext(ctx, c)
+		return runAs(env, func(c *sharestate.NextCmd) any { c.Key.Tenant = tenant; return h.localNext(ctx, *c) })
 	case kindAcquire:
-		var c sharestate.AcquireCmd
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		c.Key.Tenant = tenant
-		out = h.localAcquire(ctx, c)
+		return runAs(env, func(c *sharestate.AcquireCmd) any { c.Key.Tenant = tenant; return h.localAcquire(ctx, *c) })
 	case kindAck:
-		var c sharestate.AckCmd
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		c.Key.Tenant = tenant
-		out = h.localAck(ctx, c)
-	case kindRelease:
-		var c sharestate.ReleaseCmd
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		c.Tenant = tenant
-		for i := range c.Partitions {
-			c.Partitions[i].Tenant = tenant
-		}
-		out = h.localRelease(ctx, c)
+		return runAs(env, func(c *sharestate.AckCmd) any { c.Key.Tenant = tenant; return h.localAck(ctx, *c) })
 	case kindAlter:
-		var c sharestate.AlterCmd
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		c.Key.Tenant = tenant
-		out = h.localAlter(ctx, c)
+		return runAs(env, func(c *sharestate.AlterCmd) any { c.Key.Tenant = tenant; return h.localAlter(ctx, *c) })
 	case kindDelete:
-		var c sharestate.DeleteCmd
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		c.Key.Tenant = tenant
-		out = h.localDelete(ctx, c)
+		return runAs(env, func(c *sharestate.DeleteCmd) any { c.Key.Tenant = tenant; return h.localDelete(ctx, *c) })
+	case kindRelease:
+		return runAs(env, func(c *sharestate.ReleaseCmd) any {
+			c.Tenant = tenant
+			tenantOf(c.Partitions)
+			return h.localRelease(ctx, *c)
+		})
 	case kindDescribe:
-		var c sharestate.DescribeCmd
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		c.Tenant = tenant
-		for i := range c.Partitions {
-			c.Partitions[i].Tenant = tenant
-		}
-		ds := h.localDescribe(ctx, c)
-		if ds == nil {
-			ds = []sharestate.Description{}
-		}
-		out = ds
-	default:
-		return nil, fmt.Errorf("%w: kind %q", ErrBadCommand, env.Kind)
+		return runAs(env, func(c *sharestate.DescribeCmd) any {
+			c.Tenant = tenant
+			tenantOf(c.Partitions)
+			if ds := h.localDescribe(ctx, *c); ds != nil {
+				return ds
+			}
+			return []sharestate.Description{}
+		})
 	}
-	return json.Marshal(out)
+	return nil, fmt.Errorf("%w: kind %q", ErrBadCommand, env.Kind)
+}
+
+// runAs decodes env's command as a C, runs it and encodes the answer.
+func runAs[C any](env envelope, run func(*C) any) ([]byte, error) {
+	var c C
+	if err := json.Unmarshal(env.Cmd, &c); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadCommand, env.Kind, err)
+	}
+	return json.Marshal(run(&c))
 }
