@@ -15,10 +15,12 @@ package kafka
 //     partitions; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION for its
 //     partitions. These come first, in request order.
 //   - An empty group id is INVALID_GROUP_ID; then the group's shard
-//     checks the group (GROUP_ID_NOT_FOUND, "Group X not found." or
-//     "Group X is not a share group."; NON_EMPTY_GROUP while it has
-//     members), answered for the whole request with no topics, and lists
-//     the partitions as the group's (groups.ShareAlterCmd).
+//     checks the group (an id no group has gets an empty share group, as
+//     Kafka's getOrMaybeCreatePersistedShareGroup; another type's is
+//     GROUP_ID_NOT_FOUND "Group X is not a share group."; NON_EMPTY_GROUP
+//     while it has members), answered for the whole request with no
+//     topics, and lists the partitions as the group's
+//     (groups.ShareAlterCmd).
 //   - A partition past the topic's count is UNKNOWN_TOPIC_OR_PARTITION;
 //     each other partition's state starts again at the offset given
 //     (sharestate.AlterCmd: the records in flight forgotten, the state

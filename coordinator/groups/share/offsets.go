@@ -33,14 +33,30 @@ func (s *Type) Initialized(tenant, group string) []record.ShareStateTopic {
 	return p.record().Initialized
 }
 
-// offsetsChangeable is Kafka's shareGroup(groupId) then
-// validateOffsetsAlterable / validateDeleteGroup: GROUP_ID_NOT_FOUND for
-// no share group of that id ("Group X not found." or "Group X is not a
-// share group."), NON_EMPTY_GROUP unless it has no member.
-func (s *Type) offsetsChangeable(tenant, group string) (*Group, int16, string) {
+// offsetsChangeable is Kafka's shareGroup(groupId) (or, to create,
+// getOrMaybeCreatePersistedShareGroup) then validateOffsetsAlterable /
+// validateDeleteGroup: GROUP_ID_NOT_FOUND for no share group of that id
+// ("Group X not found." or "Group X is not a share group."; with create,
+// only the second: an id no group has gets an empty share group, its
+// record written), NON_EMPTY_GROUP unless it has no member.
+func (s *Type) offsetsChangeable(now time.Time, tenant, group string, create bool) (*Group, int16, string) {
 	e := s.h.Lookup(tenant, group)
 	g := Of(e)
 	switch {
+	case g == nil && create && (e == nil || e.Part == nil):
+		if e == nil {
+			if msg := s.h.NewGroupRefused(tenant); msg != "" {
+				return nil, kerr.GroupMaxSizeReached.Code, msg
+			}
+		}
+		id := s.h.NewGroupID(now)
+		if e != nil && e.ID != "" {
+			id = e.ID
+		}
+		e = s.h.Register(grouptype.Key{Tenant: tenant, Name: group})
+		e.ID = id
+		g = NewGroup(e)
+		s.emitGroupEpoch(g, 0, 0)
 	case g == nil:
 		return nil, kerr.GroupIDNotFound.Code, notShare(e, group)
 	case len(g.Members) > 0:
@@ -51,7 +67,8 @@ func (s *Type) offsetsChangeable(tenant, group string) (*Group, int16, string) {
 
 // AlterOffsets is the group's side of AlterShareGroupOffsets (Kafka's
 // GroupCoordinatorShard.alterShareGroupOffsets): the group must be an
-// empty share group (else the code and message); the partitions about to
+// empty share group, made if no group has the id (else the code and
+// message); the partitions about to
 // be given a new start offset join the record's Initialized list
 // (Kafka's addInitializingTopicsRecords), so that a deletion of the group
 // drops their state. topics are valid partitions of existing topics (the
@@ -64,7 +81,7 @@ func (s *Type) offsetsChangeable(tenant, group string) (*Group, int16, string) {
 // ShareStateDeleted: Kafka overwrites such state when it initializes a
 // partition, while a Cohort partition with state is read as it is.
 func (s *Type) AlterOffsets(now time.Time, tenant, group string, topics []record.ShareStateTopic) (code int16, msg string, drop []record.ShareStateTopic) {
-	g, code, msg := s.offsetsChangeable(tenant, group)
+	g, code, msg := s.offsetsChangeable(now, tenant, group, true)
 	if g == nil {
 		return code, msg, nil
 	}
@@ -139,7 +156,7 @@ const NoOffsetInformation = "There is no offset information to delete."
 // answers ShareStateDeleted for the topics whose state is gone;
 // meanwhile they are not assigned, as Kafka assigns no deleting topic.
 func (s *Type) DeleteOffsets(now time.Time, tenant, group string, topics []OffsetsTopic) (code int16, msg string, codes []int16, drop []record.ShareStateTopic) {
-	g, code, msg := s.offsetsChangeable(tenant, group)
+	g, code, msg := s.offsetsChangeable(now, tenant, group, false)
 	if g == nil {
 		return code, msg, nil, nil
 	}
