@@ -20,7 +20,6 @@ import (
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // getJSON GETs an API route, checks its status and decodes its body, and
@@ -297,35 +296,12 @@ func TestAdminAPI(t *testing.T) {
 	kip848 := member("live-848", true)
 	defer kip848.Close()
 
-	// A share group (KIP-932): its consumer settles the 14 records of
-	// two partitions (partition 0's offsets 2 and 7 rejected, the rest
-	// accepted), then is given six more of partition 0 in one poll and
-	// rejects 12, accepts 13, releases 11 (given to it again, and held)
-	// and holds the rest. Partition 0: start offset 10, in flight to 16,
-	// 4 acquired, 1 acknowledged, 1 archived, 1 redelivered; lag 16 -
-	// 10 - 2. Partition 1: start offset 4, nothing in flight, lag 0.
+	// A share group (KIP-932) whose consumer holds records: partition 0
+	// with start offset 10, in flight to 16, 4 acquired, 1 acknowledged,
+	// 1 archived, 1 redelivered and a lag of 4; partition 1 with start
+	// offset 4, nothing in flight and no lag (testkit.ShareInFlight).
 	extCreateTopic(t, p.Addr, "api-share", 2)
-	for part, count := range []int{10, 4} {
-		var rs []*kgo.Record
-		for i := range count {
-			rs = append(rs, &kgo.Record{Topic: "api-share", Partition: int32(part), Value: fmt.Appendf(nil, "%d", i)})
-		}
-		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testkit.SetConfig(t, p.Addr, kmsg.ConfigResourceTypeGroupConfig, "live-share", "share.auto.offset.reset", "earliest")
-	share := testkit.ShareConsumer(t, p.Addr, "live-share", "api-live-share", "api-share")
-	testkit.ShareConsume(ctx, t, share, 14, func(r *kgo.Record) kgo.AckStatus {
-		if r.Partition == 0 && (r.Offset == 2 || r.Offset == 7) {
-			return kgo.AckReject
-		}
-		return kgo.AckAccept
-	})
-	testkit.ProduceBatch(ctx, t, p.Addr, "api-share", 0, "10", "11", "12", "13", "14", "15")
-	testkit.ShareConsume(ctx, t, share, 6, func(r *kgo.Record) kgo.AckStatus {
-		return map[int64]kgo.AckStatus{11: kgo.AckRelease, 12: kgo.AckReject, 13: kgo.AckAccept}[r.Offset]
-	})
+	testkit.ShareInFlight(ctx, t, p.Addr, "live-share", "api-share", "api-live-share")
 	shareWant := apiShareCounts{InFlight: 6, Acquired: 4, Acknowledged: 1, Archived: 1, Redelivered: 1}
 
 	// The list: every group, with a cgp_ id and an RRL; the live groups

@@ -2,10 +2,12 @@ package testkit
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ShareHold is ShareConsume's answer for a record to leave acquired by
@@ -95,5 +97,53 @@ func ShareConsumer(t testing.TB, addr, group, clientID string, topics ...string)
 		t.Fatalf("share consumer %s of %s: %v", clientID, group, err)
 	}
 	t.Cleanup(c.Close)
+	return c
+}
+
+// ShareInFlight gives share group group records in flight, with a real
+// client: it produces 10 records to partition 0 of topic (which must
+// have two partitions and no records) and 4 to partition 1, sets the
+// group's share.auto.offset.reset to earliest, and a franz-go share
+// consumer named clientID (ShareConsumer) settles all 14: partition 0's
+// offsets 2 and 7 rejected, the rest accepted. Six more records of
+// partition 0 are then given to it in one poll: it rejects 12, accepts
+// 13, releases 11 (which its next fetch takes again, delivered twice)
+// and holds 10, 14 and 15. It returns the consumer, still running.
+//
+// Once the released record is taken again, partition 0 has start offset
+// 10 and end offset 16, 6 records in flight of which 4 acquired, 1
+// acknowledged, 1 archived and 1 redelivered, and a lag (KIP-1226) of
+// 16 - 10 - 2 = 4; partition 1 has start offset 4, nothing in flight and
+// no lag. The node's share.record.lock.duration.ms (or the group's)
+// must outlast the test.
+func ShareInFlight(ctx context.Context, t testing.TB, addr, group, topic, clientID string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p, count := range []int{10, 4} {
+		var rs []*kgo.Record
+		for i := range count {
+			rs = append(rs, &kgo.Record{Topic: topic, Partition: int32(p), Value: []byte(strconv.Itoa(i))})
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+	// The records produced before the group's first fetch are delivered.
+	SetConfig(t, addr, kmsg.ConfigResourceTypeGroupConfig, group, "share.auto.offset.reset", "earliest")
+	c := ShareConsumer(t, addr, group, clientID, topic)
+	ShareConsume(ctx, t, c, 14, func(r *kgo.Record) kgo.AckStatus {
+		if r.Partition == 0 && (r.Offset == 2 || r.Offset == 7) {
+			return kgo.AckReject
+		}
+		return kgo.AckAccept
+	})
+	ProduceBatch(ctx, t, addr, topic, 0, "10", "11", "12", "13", "14", "15")
+	ShareConsume(ctx, t, c, 6, func(r *kgo.Record) kgo.AckStatus {
+		return map[int64]kgo.AckStatus{11: kgo.AckRelease, 12: kgo.AckReject, 13: kgo.AckAccept}[r.Offset]
+	})
 	return c
 }
