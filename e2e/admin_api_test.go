@@ -2,8 +2,9 @@ package e2e
 
 // The admin JSON API of the real binary, against group states real
 // clients made: a group with offsets and no members, a classic group and
-// a KIP-848 group consuming, a group whose name needs escaping. Every
-// answer is checked against the OpenAPI description the binary serves.
+// a KIP-848 group consuming, a share group (KIP-932) whose consumer
+// holds records, a group whose name needs escaping. Every answer is
+// checked against the OpenAPI description the binary serves.
 
 import (
 	"context"
@@ -191,6 +192,17 @@ type apiGroup struct {
 	LagTrend           []struct {
 		Lag int64 `json:"lag"`
 	} `json:"lag_trend"`
+	Share *apiShareCounts `json:"share"`
+}
+
+// apiShareCounts are a share group's records in flight by state.
+type apiShareCounts struct {
+	InFlight     int64 `json:"in_flight"`
+	Available    int64 `json:"available"`
+	Acquired     int64 `json:"acquired"`
+	Acknowledged int64 `json:"acknowledged"`
+	Archived     int64 `json:"archived"`
+	Redelivered  int64 `json:"redelivered"`
 }
 
 type apiGroupDetail struct {
@@ -216,13 +228,22 @@ type apiGroupDetail struct {
 		Lag             *int64 `json:"lag"`
 		MemberID        string `json:"member_id"`
 		Status          string `json:"status"`
+		// A share group's.
+		MemberIDs []string `json:"member_ids"`
+		Share     *struct {
+			StartOffset int64 `json:"start_offset"`
+			EndOffset   int64 `json:"end_offset"`
+			apiShareCounts
+		} `json:"share"`
 	} `json:"partitions"`
 }
 
 var cgpID = regexp.MustCompile(`^cgp_[0-9A-HJKMNP-TV-Z]{26}$`)
 
 func TestAdminAPI(t *testing.T) {
-	p := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "100ms", "--lag-sample-interval", "100ms")
+	// A share consumer's held records stay acquired for the whole test.
+	p := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "100ms", "--lag-sample-interval", "100ms",
+		"--group-share-record-lock-duration", "10m")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var spec openAPISpec
@@ -275,20 +296,30 @@ func TestAdminAPI(t *testing.T) {
 	kip848 := member("live-848", true)
 	defer kip848.Close()
 
+	// A share group (KIP-932) whose consumer holds records: partition 0
+	// with start offset 10, in flight to 16, 4 acquired, 1 acknowledged,
+	// 1 archived, 1 redelivered and a lag of 4; partition 1 with start
+	// offset 4, nothing in flight and no lag (testkit.ShareInFlight).
+	extCreateTopic(t, p.Addr, "api-share", 2)
+	testkit.ShareInFlight(ctx, t, p.Addr, "live-share", "api-share", "api-live-share")
+	shareWant := apiShareCounts{InFlight: 6, Acquired: 4, Acknowledged: 1, Archived: 1, Redelivered: 1}
+
 	// The list: every group, with a cgp_ id and an RRL; the live groups
 	// caught up; the idle one STOPped (lag, no commit for a window).
 	var list struct {
 		Groups []apiGroup `json:"groups"`
 	}
 	byName := map[string]apiGroup{}
-	testkit.Eventually(t, 60*time.Second, "the live groups at lag 0 and OK, idle STOP", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the live groups at lag 0 and OK, idle STOP, the share group's released record held again", func() bool {
 		getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups", 200, &list)
 		clear(byName)
 		for _, g := range list.Groups {
 			byName[g.Group] = g
 		}
+		sh := byName["live-share"].Share
 		return byName["live-classic"].Status == "OK" && byName["live-classic"].TotalLag == 0 &&
-			byName["live-848"].Status == "OK" && byName["live-848"].TotalLag == 0 && byName["idle"].Status == "STOP"
+			byName["live-848"].Status == "OK" && byName["live-848"].TotalLag == 0 && byName["idle"].Status == "STOP" &&
+			sh != nil && *sh == shareWant
 	})
 	for name, want := range map[string]struct {
 		typ, state, rrl string
@@ -298,6 +329,7 @@ func TestAdminAPI(t *testing.T) {
 		"Team/Orders v2": {"classic", "Empty", "default/consumer-groups/team-orders-v2", 12},
 		"live-classic":   {"classic", "Stable", "default/consumer-groups/live-classic", 0},
 		"live-848":       {"consumer", "Stable", "default/consumer-groups/live-848", 0},
+		"live-share":     {"share", "Stable", "default/consumer-groups/live-share", 4},
 	} {
 		g := byName[name]
 		if g.Type != want.typ || g.State != want.state || g.RRL != want.rrl || g.TotalLag != want.lag || !cgpID.MatchString(g.CgpID) {
@@ -312,6 +344,11 @@ func TestAdminAPI(t *testing.T) {
 	}
 	if c := byName["idle"].TimeToClearSeconds; c != nil {
 		t.Errorf("idle: time to clear %v, want none (it consumes nothing)", *c)
+	}
+	for name, g := range byName {
+		if (g.Share != nil) != (name == "live-share") {
+			t.Errorf("group %q: share counts %+v, want them for the share group only", name, g.Share)
+		}
 	}
 
 	// One group: the idle one's partitions, lag and status.
@@ -360,9 +397,34 @@ func TestAdminAPI(t *testing.T) {
 		*k.Members[0].MemberEpoch != *k.AssignmentEpoch || len(k.Members[0].Assignment) != 1 || len(k.Members[0].Assignment[0].Partitions) != 3 {
 		t.Errorf("live-848: %+v", k)
 	}
+	// The share group: its member, each partition's members, start
+	// offset, records in flight by state and lag (KIP-1226).
+	var sg apiGroupDetail
+	getJSON(t, &spec, p.HTTPAddr, "/api/v1/groups/live-share", 200, &sg)
+	if sg.Type != "share" || sg.State != "Stable" || sg.Balancer != "simple" || sg.Epoch == nil || sg.AssignmentEpoch == nil || sg.Generation != nil ||
+		sg.TotalLag != 4 || sg.Share == nil || *sg.Share != shareWant || len(sg.Members) != 1 || len(sg.Partitions) != 2 {
+		t.Fatalf("live-share: %+v", sg)
+	}
+	sm := sg.Members[0]
+	if sm.ClientID != "api-live-share" || sm.MemberEpoch == nil || *sm.MemberEpoch != *sg.AssignmentEpoch ||
+		len(sm.Assignment) != 1 || sm.Assignment[0].Topic != "api-share" || !slices.Equal(sm.Assignment[0].Partitions, []int32{0, 1}) {
+		t.Errorf("live-share member: %+v", sm)
+	}
+	for i, want := range []struct {
+		start, end, lag, logEnd int64
+		counts                  apiShareCounts
+	}{{10, 16, 4, 16, shareWant}, {4, 4, 0, 4, apiShareCounts{}}} {
+		pt := sg.Partitions[i]
+		if pt.Topic != "api-share" || pt.Partition != int32(i) || !slices.Equal(pt.MemberIDs, []string{sm.MemberID}) || pt.MemberID != "" ||
+			pt.CommittedOffset != -1 || pt.LogEndOffset != want.logEnd || pt.Lag == nil || *pt.Lag != want.lag || pt.Share == nil ||
+			pt.Share.StartOffset != want.start || pt.Share.EndOffset != want.end || pt.Share.apiShareCounts != want.counts {
+			t.Errorf("live-share partition %d: %+v %+v, want start %d end %d lag %d %+v", i, pt, pt.Share, want.start, want.end, want.lag, want.counts)
+		}
+	}
+
 	// Each live group's timeline: the rebalance its one member's join
 	// caused, completed, in the group's generation or epoch.
-	for name, gen := range map[string]int32{"live-classic": *live.Generation, "live-848": *k.Epoch} {
+	for name, gen := range map[string]int32{"live-classic": *live.Generation, "live-848": *k.Epoch, "live-share": *sg.Epoch} {
 		var tl struct {
 			Rebalances []struct {
 				Cause      string `json:"cause"`
@@ -432,6 +494,10 @@ func TestAdminAPI(t *testing.T) {
 			if tp.Internal || len(tp.Partitions) != 3 || ends != 30 {
 				t.Errorf("topic api: %+v, want 3 partitions of 10", tp)
 			}
+		case "api-share":
+			if tp.Internal || len(tp.Partitions) != 2 || ends != 20 {
+				t.Errorf("topic api-share: %+v, want 2 partitions of 16 and 4 records", tp)
+			}
 		default:
 			if tp.Internal {
 				t.Errorf("topic %s internal", tp.Name)
@@ -462,6 +528,13 @@ func TestAdminAPI(t *testing.T) {
 		{"cohort_groups", map[string]string{"type": "classic", "state": "Empty"}, 2},
 		{"cohort_groups", map[string]string{"type": "classic", "state": "Stable"}, 1},
 		{"cohort_groups", map[string]string{"type": "consumer", "state": "Stable"}, 1},
+		{"cohort_groups", map[string]string{"type": "share", "state": "Stable"}, 1},
+		{"cohort_sharegroup_start_offset", map[string]string{"sharegroup": "live-share", "topic": "api-share", "partition": "0"}, 10},
+		{"cohort_sharegroup_lag", map[string]string{"sharegroup": "live-share", "topic": "api-share", "partition": "0"}, 4},
+		{"cohort_sharegroup_lag_sum", map[string]string{"sharegroup": "live-share", "topic": "api-share"}, 4},
+		{"cohort_sharegroup_records_in_flight", map[string]string{"sharegroup": "live-share", "topic": "api-share", "state": "acquired"}, 4},
+		{"cohort_sharegroup_records_in_flight", map[string]string{"sharegroup": "live-share", "topic": "api-share", "state": "archived"}, 1},
+		{"cohort_sharegroup_records_redelivered", map[string]string{"sharegroup": "live-share", "topic": "api-share"}, 1},
 		{"cohort_offsets", nil, 12},
 		{"cohort_pending_members", nil, 0},
 		{"cohort_consumergroup_generation", map[string]string{"consumergroup": "live-classic", "type": "classic"}, float64(*live.Generation)},
@@ -472,7 +545,7 @@ func TestAdminAPI(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	if got := sample(mfs, "cohort_connections_open", nil); got < 3 {
-		t.Errorf("cohort_connections_open = %v, want at least the 3 clients'", got)
+	if got := sample(mfs, "cohort_connections_open", nil); got < 4 {
+		t.Errorf("cohort_connections_open = %v, want at least the 4 clients'", got)
 	}
 }

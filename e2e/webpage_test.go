@@ -4,12 +4,15 @@ package e2e
 // franz-go group of 3 consumes with a lag: the page shows the group, its
 // members and its lag, and a rebalance appears in its timeline without a
 // reload; configs set through IncrementalAlterConfigs while the page is
-// open show on the group's and the topic's views.
+// open show on the group's and the topic's views. A share group (KIP-932)
+// whose franz-go share consumer holds records shows with its records in
+// flight, acquired and archived, and its share partitions.
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cohort-dev/cohort/coordinator/sharestate"
 	"github.com/cohort-dev/cohort/e2e/webtest"
 	"github.com/cohort-dev/cohort/internal/testkit"
 	"github.com/cohort-dev/cohort/node"
@@ -27,6 +31,72 @@ func TestWebPage(t *testing.T) {
 	for _, proto := range []string{"classic", "consumer"} {
 		t.Run(proto, func(t *testing.T) { testWebPage(t, proto) })
 	}
+	t.Run("share", testShareWebPage)
+}
+
+// testShareWebPage: a share group whose consumer holds records
+// (testkit.ShareInFlight) on the overview, with its records in flight,
+// and on its page: the facts' counts, the member and its epoch, the
+// assignment, each share partition's start offset, lag and records in
+// flight by state, and the rebalance its member's join made.
+func testShareWebPage(t *testing.T) {
+	const topic, group, client = "web-share", "web-share-group", "web-share-consumer"
+	// The records held stay acquired for the whole test.
+	n := testkit.StartNode(t, node.Config{HTTPListen: "127.0.0.1:0", LagSampleInterval: 200 * time.Millisecond,
+		ShareState: sharestate.Config{Limits: sharestate.Limits{LockDuration: 10 * time.Minute}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	extCreateTopic(t, n.KafkaAddr(), topic, 2)
+	testkit.ShareInFlight(ctx, t, n.KafkaAddr(), group, topic, client)
+
+	b := webtest.Start(t)
+	b.Open("http://" + n.HTTPAddr() + "/")
+	// The overview reads the lag sampler's last reading: wait for the
+	// one after the released record was taken again.
+	row := fmt.Sprintf(`document.querySelector('tr[data-group=%q]')`, group)
+	b.Wait("the share group's row with its lag and records in flight", fmt.Sprintf(
+		`%[1]s && %[1]s.querySelector('[data-testid=members]').textContent === '1' && +%[1]s.querySelector('[data-testid=total-lag]').dataset.value === 4 &&
+		%[1]s.querySelector('[data-testid=in-flight]') && %[1]s.querySelector('[data-testid=in-flight]').textContent === '6 (4 acquired, 1 archived)'`, row))
+	if got := webtest.Eval[string](b, row+`.querySelector('.badge').textContent`); got != "share" {
+		t.Errorf("group type %q, want share", got)
+	}
+	if got := webtest.Eval[string](b, row+`.querySelector('[data-testid=state]').textContent`); got != "Stable" {
+		t.Errorf("group state %q, want Stable", got)
+	}
+	b.Screenshot("share-overview")
+
+	b.Click(fmt.Sprintf(`tr[data-group=%q] a`, group))
+	b.Wait("the share partitions", `document.querySelectorAll('[data-testid=share-partitions] [data-testid=partition]').length === 2`)
+	facts := func(id string) string {
+		return webtest.Eval[string](b, fmt.Sprintf(`document.querySelector('dl.facts [data-testid=%s]').textContent`, id))
+	}
+	if in, acq, arch, lag := facts("in-flight"), facts("acquired"), facts("archived"), facts("total-lag"); in != "6" || acq != "4" || arch != "1" || lag != "4" {
+		t.Errorf("facts: in flight %q, acquired %q, archived %q, total lag %q; want 6, 4, 1, 4", in, acq, arch, lag)
+	}
+	// Each share partition: start offset, lag, then the records in
+	// flight by state.
+	cells := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=share-partitions] [data-testid=partition]')].map(r =>
+		['start-offset', 'lag', 'in-flight', 'available', 'acquired', 'acknowledged', 'archived', 'redelivered'].map(id => r.querySelector('[data-testid=' + id + ']').textContent).join(' '))`)
+	if want := []string{"10 4 6 0 4 1 1 1", "4 0 0 0 0 0 0 0"}; !slices.Equal(cells, want) {
+		t.Errorf("share partitions (start, lag, in flight, available, acquired, acknowledged, archived, redelivered) %q, want %q", cells, want)
+	}
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=share-partitions] [data-testid=partition] td:nth-child(3)')].map(c => c.textContent)`); !slices.Equal(got, []string{"M1", "M1"}) {
+		t.Errorf("share partitions' members %q, want M1 on both", got)
+	}
+	// Its member, with its epoch, assigned both partitions.
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=member] td')].map(c => c.textContent)`); len(got) < 8 ||
+		got[0] != "M1" || got[3] != client || got[5] == "—" || got[6] != "2" || got[7] != topic+" [0–1]" {
+		t.Errorf("member row %q, want M1, client %s, an epoch, 2 partitions", got, client)
+	}
+	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=assignment-grid] td.owned').length`); got != 2 {
+		t.Errorf("assignment grid: %d assigned cells, want 2", got)
+	}
+	b.Wait("the member's join in the timeline", `[...document.querySelectorAll('[data-testid=rebalance]')].some(r => r.dataset.cause === 'member-joined')`)
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=rebalance]').textContent`); !strings.Contains(got, "Epoch") {
+		t.Errorf("a share group's rebalance reads %q, want its epoch", got)
+	}
+	b.Screenshot("share-group")
+	b.NoProblems()
 }
 
 func testWebPage(t *testing.T, proto string) {

@@ -6,9 +6,9 @@ package main
 // caller's organisation (--admin-user's), so the RRL is
 // <org>/consumer-groups/<slug> with that organisation. No Kafka response carries
 // them, so against any other broker these columns are simply absent. A
-// share group's records in flight (KIP-932) come from it too, and its
-// start offsets and lag where the broker does not answer
-// DescribeShareGroupOffsets.
+// share group's records in flight (KIP-932) come from it too; its start
+// offsets and lag are the broker's (DescribeShareGroupOffsets), which a
+// Cohort node answers.
 
 import (
 	"errors"
@@ -27,12 +27,8 @@ type cohortGroup struct {
 		Topic     string `json:"topic"`
 		Partition int32  `json:"partition"`
 		Status    string `json:"status"`
-		Lag       *int64 `json:"lag"`
 		// Share is a share group's share-partition state.
-		Share *struct {
-			StartOffset int64 `json:"start_offset"`
-			shareCounts
-		} `json:"share"`
+		Share *shareCounts `json:"share"`
 	} `json:"partitions"`
 }
 
@@ -81,25 +77,9 @@ func addCohortInfo(e *groupsEnv, gs []describedGroup) error {
 					continue
 				}
 				p.Status = lagStatusCell(cp.Status)
-				if cp.Share == nil || p.StartOffset == nil {
-					continue
+				if g.Type == "share" {
+					p.Share = cp.Share
 				}
-				counts := cp.Share.shareCounts
-				p.Share = &counts
-				if *p.StartOffset < 0 && p.Error == "" {
-					// The broker gave none (no DescribeShareGroupOffsets):
-					// the node's.
-					*p.StartOffset = cp.Share.StartOffset
-					if cp.Lag != nil {
-						p.Lag = *cp.Lag
-					}
-				}
-			}
-		}
-		if g.Type == "share" {
-			g.TotalLag = 0
-			for _, p := range g.Partitions {
-				g.TotalLag += max(p.Lag, 0)
 			}
 		}
 	}

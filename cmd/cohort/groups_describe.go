@@ -336,7 +336,7 @@ func describeGroups(e *groupsEnv, names []string) ([]describedGroup, error) {
 	var share kadm.DescribedShareGroups
 	if len(others) > 0 {
 		// Likewise a broker without KIP-932 (before Kafka 4.1).
-		share, _ = shareAdminOf(e).DescribeShareGroups(ctx, others...)
+		share, _ = adm.DescribeShareGroups(ctx, others...)
 	}
 	var shareNames []string
 	shareAssigned := map[string]kadm.TopicsSet{}
@@ -375,7 +375,7 @@ func describeGroups(e *groupsEnv, names []string) ([]describedGroup, error) {
 		out = append(out, g)
 	}
 	if len(shareNames) > 0 {
-		offs, err := shareAdminOf(e).DescribeShareGroupOffsets(ctx, shareNames...)
+		offs, err := adm.DescribeShareGroupOffsets(ctx, shareNames...)
 		for i := range out {
 			if g := &out[i]; g.Type == "share" {
 				shareRows(g, shareAssigned[g.Group], offs[g.Group], err)

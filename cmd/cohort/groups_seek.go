@@ -183,7 +183,7 @@ func seekFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 // Kafka takes only while it is empty. It returns each partition's error.
 func seekCommit(ctx context.Context, e *groupsEnv, group string, share bool, commit kadm.Offsets) (func(string, int32) error, error) {
 	if share {
-		resp, err := shareAdminOf(e).AlterShareGroupOffsets(ctx, group, commit)
+		resp, err := e.client().AlterShareGroupOffsets(ctx, group, commit)
 		if err != nil {
 			return nil, fmt.Errorf("group %q: alter share group offsets: %w", group, err)
 		}

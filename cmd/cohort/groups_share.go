@@ -21,7 +21,6 @@ package main
 // response carries: --admin-url adds them from a Cohort node's admin API.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -32,19 +31,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
-
-// shareAdmin is what the CLI asks of share groups: kadm.Client's calls.
-type shareAdmin interface {
-	DescribeShareGroups(ctx context.Context, groups ...string) (kadm.DescribedShareGroups, error)
-	DescribeShareGroupOffsets(ctx context.Context, groups ...string) (kadm.DescribedShareGroupsOffsets, error)
-	AlterShareGroupOffsets(ctx context.Context, group string, offsets kadm.Offsets) (kadm.AlterShareGroupOffsetsResponses, error)
-	DeleteShareGroupOffsets(ctx context.Context, group string, topics ...string) (kadm.DeleteShareGroupOffsetsResponses, error)
-}
-
-// shareAdminOf is e's shareAdmin: its kadm client. The tests' seam: they
-// put a fake of the share offset APIs in front of a node that does not
-// serve them yet.
-var shareAdminOf = func(e *groupsEnv) shareAdmin { return e.client() }
 
 // shareCounts are a share group partition's records in flight by state,
 // as a Cohort node's admin API gives them (admin.ShareCounts).
@@ -151,7 +137,7 @@ func fillLogOffsets(p *partitionLag, starts, ends kadm.ListedOffsets) {
 func shareGroup(e *groupsEnv, group string) (kadm.DescribedShareGroup, bool) {
 	ctx, cancel := e.ctx()
 	defer cancel()
-	ds, err := shareAdminOf(e).DescribeShareGroups(ctx, group)
+	ds, err := e.client().DescribeShareGroups(ctx, group)
 	if err != nil {
 		return kadm.DescribedShareGroup{}, false
 	}
@@ -311,7 +297,7 @@ func deleteShareOffsets(e *groupsEnv, group string, topics *topicFlag) error {
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()
-	resp, err := shareAdminOf(e).DeleteShareGroupOffsets(ctx, group, topics.order...)
+	resp, err := e.client().DeleteShareGroupOffsets(ctx, group, topics.order...)
 	if err != nil {
 		return fmt.Errorf("group %q: %w", group, err)
 	}
@@ -347,7 +333,7 @@ func deleteShareOffsets(e *groupsEnv, group string, topics *topicFlag) error {
 func shareStartOffsets(e *groupsEnv, group string) (kadm.OffsetResponses, error) {
 	ctx, cancel := e.ctx()
 	defer cancel()
-	ds, err := shareAdminOf(e).DescribeShareGroupOffsets(ctx, group)
+	ds, err := e.client().DescribeShareGroupOffsets(ctx, group)
 	if err == nil {
 		err = ds[group].Err
 	}

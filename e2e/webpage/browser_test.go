@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,7 +94,57 @@ func (f *fakeAPI) groups(now time.Time) []obj {
 		{"group": nasty, "tenant": "acme", "cgp_id": "cgp_9", "rrl": "rrl:cohort:acme/group/x", "type": "consumer",
 			"protocol_type": "consumer", "state": "Empty", "members": 0, "total_lag": 0, "status": "",
 			"time_to_clear_seconds": nil, "lag_trend": []obj{}},
+		{"group": "jobs", "tenant": "", "cgp_id": "cgp_5", "rrl": "rrl:cohort:group/jobs", "type": "share",
+			"protocol_type": "share", "state": "Stable", "members": 2, "total_lag": 10, "status": "OK",
+			"time_to_clear_seconds": 0.0, "lag_trend": trend(now, 12, 11, 10),
+			"share": shareCounts(9, 2, 5, 1, 1, 1)},
 	}
+}
+
+// shareCounts are a share group's records in flight by state.
+func shareCounts(inFlight, available, acquired, acknowledged, archived, redelivered int) obj {
+	return obj{"in_flight": inFlight, "available": available, "acquired": acquired, "acknowledged": acknowledged,
+		"archived": archived, "redelivered": redelivered}
+}
+
+// shareDetail is share group jobs' page: two members that share
+// partitions 0 and 1 of tasks (a share group's partitions may have
+// several members, KIP-932), and partition 2, fetched once and
+// unassigned since; partition 3 assigned to one and never fetched. The
+// lags are KIP-1226's: the log end less the start offset less the
+// records acknowledged or archived.
+func shareDetail(d obj, now time.Time) obj {
+	ms := []obj{
+		{"member_id": "share-b", "client_id": "worker-2", "host": "/10.0.0.2", "member_epoch": 4,
+			"assignment": []obj{{"topic": "tasks", "partitions": []int{0, 1}}}},
+		{"member_id": "share-a", "client_id": "worker-1", "host": "/10.0.0.1", "member_epoch": 4,
+			"assignment": []obj{{"topic": "tasks", "partitions": []int{0, 1, 3}}}},
+	}
+	part := func(p int, members []string, share obj, lag any) obj {
+		o := obj{"topic": "tasks", "partition": p, "committed_offset": -1, "log_start_offset": 0, "log_end_offset": 100,
+			"lag": lag, "member_id": "", "member_ids": members, "status": "OK", "time_to_clear_seconds": nil, "lag_history": trend(now, 3, 2)}
+		if share != nil {
+			o["share"] = share
+		}
+		return o
+	}
+	withStart := func(start, end int, counts obj) obj {
+		out := obj{"start_offset": start, "end_offset": end, "state_epoch": 0}
+		for k, v := range counts {
+			out[k] = v
+		}
+		return out
+	}
+	d["members"], d["balancer"], d["epoch"], d["assignment_epoch"] = ms, "simple", 4, 4
+	d["partitions"] = []obj{
+		part(0, []string{"share-a", "share-b"}, withStart(90, 97, shareCounts(7, 1, 4, 1, 1, 1)), 8),
+		part(1, []string{"share-a", "share-b"}, withStart(98, 100, shareCounts(2, 1, 1, 0, 0, 0)), 2),
+		part(2, []string{}, withStart(100, 100, shareCounts(0, 0, 0, 0, 0, 0)), 0),
+		part(3, []string{"share-a"}, nil, nil),
+	}
+	d["timeline"] = []obj{}
+	d["configs"] = []obj{}
+	return d
 }
 
 func (f *fakeAPI) handler() http.Handler {
@@ -131,6 +182,10 @@ func (f *fakeAPI) handler() http.Handler {
 		d := obj{}
 		for k, v := range g {
 			d[k] = v
+		}
+		if name == "jobs" {
+			send(w, 200, shareDetail(d, now))
+			return
 		}
 		if name != "orders" {
 			d["members"], d["partitions"], d["timeline"] = []obj{}, []obj{}, []obj{}
@@ -196,7 +251,8 @@ func (f *fakeAPI) set(fn func()) {
 // API and checks what a person would look at: the groups overview, one
 // group's members, lag and timeline, a new rebalance appearing without a
 // reload, the banner while the API is unreachable and its going away, a
-// hostile group name shown as text, and the topics.
+// share group's records in flight and the partitions its members share,
+// a hostile group name shown as text, and the topics.
 func TestPageInBrowser(t *testing.T) {
 	now := time.Now()
 	f := &fakeAPI{timeline: []obj{
@@ -209,8 +265,8 @@ func TestPageInBrowser(t *testing.T) {
 
 	b.Open(srv.URL + "/")
 	b.Wait("the group row", `document.querySelector('tr[data-group="orders"]')`)
-	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group)`); len(got) != 2 || got[0] != "orders" || got[1] != nasty {
-		t.Errorf("group rows %q, want orders first (WARN), then %q", got, nasty)
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group)`); len(got) != 3 || got[0] != "orders" || got[1] != "jobs" || got[2] != nasty {
+		t.Errorf("group rows %q, want orders first (WARN), then jobs (OK), then %q", got, nasty)
 	}
 	row := `document.querySelector('tr[data-group="orders"]')`
 	if got := webtest.Eval[string](b, row+`.querySelector('[data-testid=members]').textContent`); got != "3" {
@@ -284,7 +340,7 @@ func TestPageInBrowser(t *testing.T) {
 
 	// A hostile name is text: its row, its link, its page.
 	b.Open(srv.URL + "/#/")
-	b.Wait("the rows", `document.querySelectorAll('[data-testid=group-row]').length === 2`)
+	b.Wait("the rows", `document.querySelectorAll('[data-testid=group-row]').length === 3`)
 	b.Click(`tr[data-tenant="acme"] a`)
 	b.Wait("the hostile group's page", `document.querySelector('[data-testid=no-rebalances]')`)
 	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=group-name]').firstChild.textContent`); got != nasty {
@@ -296,6 +352,36 @@ func TestPageInBrowser(t *testing.T) {
 	if got := webtest.Eval[string](b, `document.title`); got == "pwned" {
 		t.Errorf("title %q: a name ran as code", got)
 	}
+
+	// A share group (KIP-932): its records in flight on the overview, a
+	// dash for the others; on its page, partitions shared by two
+	// members in the grid and the share partitions' table, a partition
+	// never fetched without a start offset or counts.
+	b.Open(srv.URL + "/#/")
+	b.Wait("the share group's row", `document.querySelector('tr[data-group="jobs"] [data-testid=in-flight]')`)
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.lastChild.textContent)`); fmt.Sprint(got) != "[— 9 (5 acquired, 1 archived) —]" {
+		t.Errorf("in-flight cells %q", got)
+	}
+	if got := webtest.Eval[string](b, `document.querySelector('tr[data-group="jobs"] .badge').textContent`); got != "share" {
+		t.Errorf("jobs' type %q", got)
+	}
+	b.Click(`tr[data-group="jobs"] a`)
+	b.Wait("the share partitions", `document.querySelectorAll('[data-testid=share-partitions] [data-testid=partition]').length === 4`)
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=member]')].map(r => r.querySelector('td').textContent + ' ' + r.dataset.member + ' ' + r.querySelector('td:nth-child(6)').textContent + ' ' + r.querySelector('td:nth-child(7)').textContent)`); fmt.Sprint(got) != "[M1 share-a 4 3 M2 share-b 4 2]" {
+		t.Errorf("members (label, id, epoch, assigned) %q", got)
+	}
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=assignment-grid] tbody tr')].map(r => r.dataset.partition + ':' + [...r.querySelectorAll('td')].map(c => c.className || '-').join(','))`); fmt.Sprint(got) != "[0:owned,owned,- 1:owned,owned,- 2:-,-,unowned 3:owned,-,-]" {
+		t.Errorf("assignment grid (partition: M1, M2, unassigned) %q", got)
+	}
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=share-partitions] [data-testid=partition]')].map(r =>
+		[...r.querySelectorAll('td')].slice(2, 12).map(c => c.textContent).join(' '))`); fmt.Sprint(got) != "[M1 M2 90 100 8 7 1 4 1 1 1 M1 M2 98 100 2 2 1 1 0 0 0 — 100 100 0 0 0 0 0 0 0 M1 — 100 — — — — — — —]" {
+		t.Errorf("share partitions (members, start, log end, lag, in flight, available, acquired, acknowledged, archived, redelivered) %q", got)
+	}
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('dl.facts div')].map(d => d.textContent)`); !slices.Contains(got, "Epoch4 (assignment 4)") ||
+		!slices.Contains(got, "In flight9") || !slices.Contains(got, "Acquired5") || !slices.Contains(got, "Archived1") || !slices.Contains(got, "Redelivered1") {
+		t.Errorf("share group facts %q", got)
+	}
+	b.Screenshot("share-group")
 
 	// An unknown group says so.
 	b.Open(srv.URL + "/#/groups/nobody")
@@ -351,7 +437,7 @@ func TestPageWithBasicAuth(t *testing.T) {
 	defer srv.Close()
 	b := webtest.Start(t)
 	b.Open(strings.Replace(srv.URL, "http://", "http://alice:pw@", 1) + "/")
-	b.Wait("the group rows", `document.querySelectorAll('[data-testid=group-row]').length === 2`)
+	b.Wait("the group rows", `document.querySelectorAll('[data-testid=group-row]').length === 3`)
 	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); !strings.Contains(got, "organisation acme") {
 		t.Errorf("header %q, want it to name organisation acme", got)
 	}
