@@ -29,13 +29,16 @@ type shareLedger struct {
 	released map[int]int32 // confirmed release: the count released at
 	// sent are settlements sent whose answer never came (the broker
 	// was killed): the broker may have applied them or not.
-	sent      map[int]bool
+	sent map[int]bool
+	// when is when each key's settlement was confirmed, for the
+	// violations' messages.
+	when      map[int]time.Time
 	late      []string // violations: a settled record delivered again
 	lowCounts []string // violations: a redelivery with a lower count
 }
 
 func newShareLedger() *shareLedger {
-	return &shareLedger{seen: map[int]int32{}, part: map[int]int32{}, accepted: map[int]bool{}, rejected: map[int]bool{}, released: map[int]int32{}, sent: map[int]bool{}}
+	return &shareLedger{seen: map[int]int32{}, part: map[int]int32{}, accepted: map[int]bool{}, rejected: map[int]bool{}, released: map[int]int32{}, sent: map[int]bool{}, when: map[int]time.Time{}}
 }
 
 // consume runs a share consumer of group on addr until ctx ends or stop
@@ -85,7 +88,8 @@ func (l *shareLedger) consume(ctx context.Context, t *testing.T, seeds []string,
 			}
 			l.mu.Lock()
 			if l.accepted[k] || l.rejected[k] {
-				l.late = append(l.late, fmt.Sprintf("key %d of partition %d delivered again (count %d) after its settlement was confirmed, at %s", k, r.Partition, r.DeliveryCount(), time.Now().Format("15:04:05.000")))
+				l.late = append(l.late, fmt.Sprintf("key %d of partition %d (offset %d) delivered again (count %d) at %s, after its settlement was confirmed at %s",
+					k, r.Partition, r.Offset, r.DeliveryCount(), time.Now().Format("15:04:05.000"), l.when[k].Format("15:04:05.000")))
 			}
 			if prev := l.seen[k]; r.DeliveryCount() < prev {
 				l.lowCounts = append(l.lowCounts, fmt.Sprintf("key %d delivered with count %d after %d", k, r.DeliveryCount(), prev))
@@ -127,6 +131,10 @@ func (l *shareLedger) consume(ctx context.Context, t *testing.T, seeds []string,
 			continue
 		}
 		l.mu.Lock()
+		now := time.Now()
+		for _, k := range append(acc, rej...) {
+			l.when[k] = now
+		}
 		for _, k := range acc {
 			l.accepted[k] = true
 		}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -46,7 +47,15 @@ func TestFranzSuiteShareGroups(t *testing.T) {
 	cmd.Dir = testkit.ModuleRoot()
 	cmd.Env = append(os.Environ(), "KGO_SEEDS="+proc.Addr, "KGO_TEST_RF=1", "KGO_TEST_RECORDS=100000")
 	out, err := cmd.CombinedOutput()
-	tail := out
+	// The client's own log lines ("[12:00:00.000 1][INFO] ...") would
+	// hide the tests' verdicts.
+	var kept []byte
+	for _, line := range bytes.SplitAfter(out, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("[")) {
+			kept = append(kept, line...)
+		}
+	}
+	tail := kept
 	if len(tail) > 20000 {
 		tail = tail[len(tail)-20000:]
 	}
