@@ -63,9 +63,15 @@ const (
 )
 
 // owner returns the node serving shard i when another one does.
+//
+// The cluster's assignment decides, not what this node holds: a shard
+// this node still holds after the assignment gave it to another node (its
+// unload not yet done) is not served here, since its in-memory state (the
+// acquisitions, which write nothing and so never meet the new owner's
+// fence) may already be stale.
 func (h *Host) owner(i int) (int32, bool) {
 	r := h.remote.Load()
-	if r == nil || h.Holds(i) {
+	if r == nil {
 		return 0, false
 	}
 	return (*r).Owner(i)

@@ -84,8 +84,24 @@ func TestRemote(t *testing.T) {
 		t.Fatalf("a forwarded command at a node without the shard: %+v", n)
 	}
 
+	// A shard still held here but given to another node by the
+	// cluster (its unload not done yet) is not served from here: the
+	// command is refused rather than answered from what may be stale.
+	owner.SetRemote(&wire{to: owner, owner: func(int) bool { return true }})
+	if n := asker2(t, st, owner).Next(context.Background(), sharestate.NextCmd{Key: k, Log: sharestate.Log{Latest: 20, AtTime: -1}}); n.Code != kerr.NotCoordinator.Code {
+		t.Fatalf("a shard the cluster gave away answered: %+v", n)
+	}
+	owner.SetRemote(&wire{to: owner, owner: func(int) bool { return false }})
+
 	w.down.Store(true)
 	if n := leader.Next(context.Background(), sharestate.NextCmd{Key: k, Log: sharestate.Log{Latest: 20, AtTime: -1}}); n.Code != kerr.NotCoordinator.Code {
 		t.Fatalf("an unreachable owner: %+v", n)
 	}
+}
+
+// asker2 is a host serving nothing whose commands all go to to.
+func asker2(t *testing.T, st *pebble.Store, to *sharecoord.Host) *sharecoord.Host {
+	h := startHost(t, sharecoord.Config{Store: st, Shards: 4, Standby: true})
+	h.SetRemote(&wire{to: to, owner: func(int) bool { return true }})
+	return h
 }

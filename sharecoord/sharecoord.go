@@ -38,6 +38,7 @@ import (
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // MaxShards is the most share-state shards there can be: their store
@@ -465,6 +466,11 @@ func (h *Host) result(ctx context.Context, shard int, cmd any) sharestate.Result
 // do runs cmd on shard and returns its answer, or the code of a shard
 // not served or loading here, or of ctx ending first.
 func (h *Host) do(ctx context.Context, shard int, cmd any) (any, int16) {
+	if _, other := h.owner(shard); other {
+		// Still held here, but the cluster gave it to another node
+		// (owner): not served from what may be stale.
+		return nil, kerr.NotCoordinator.Code
+	}
 	return h.shards.Do(ctx, shard, cmd)
 }
 
