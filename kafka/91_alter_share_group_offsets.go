@@ -44,6 +44,23 @@ func init() {
 	register(kmsg.AlterShareGroupOffsets, 0, 0, handleAlterShareGroupOffsets)
 }
 
+// shareOffsetsCheck is what AlterShareGroupOffsets and
+// DeleteShareGroupOffsets check first, as Kafka: share groups on
+// (UNSUPPORTED_VERSION), op on the group (GROUP_AUTHORIZATION_FAILED;
+// READ to alter, DELETE to delete), a group id (INVALID_GROUP_ID, which
+// Kafka checks after the topics but answers alone).
+func (s *Server) shareOffsetsCheck(hdr *reqHeader, op kmsg.ACLOperation, group string) int16 {
+	switch {
+	case s.share == nil:
+		return kerr.UnsupportedVersion.Code
+	case !s.authorize(hdr, op, kmsg.ACLResourceTypeGroup, group):
+		return kerr.GroupAuthorizationFailed.Code
+	case group == "":
+		return kerr.InvalidGroupID.Code
+	}
+	return 0
+}
+
 func handleAlterShareGroupOffsets(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
@@ -51,14 +68,8 @@ func handleAlterShareGroupOffsets(ctx context.Context, s *Server, hdr *reqHeader
 		resp.ErrorCode, resp.ErrorMessage = code, errPtr(msg)
 		return done(resp)
 	}
-	switch {
-	case s.share == nil:
-		return fail(kerr.UnsupportedVersion.Code, kafkaMessage(kerr.UnsupportedVersion.Code))
-	case !s.authorize(hdr, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.GroupID):
-		return fail(kerr.GroupAuthorizationFailed.Code, kafkaMessage(kerr.GroupAuthorizationFailed.Code))
-	case req.GroupID == "":
-		// Kafka checks it after the topics, but answers it alone.
-		return fail(kerr.InvalidGroupID.Code, kafkaMessage(kerr.InvalidGroupID.Code))
+	if code := s.shareOffsetsCheck(hdr, kmsg.ACLOperationRead, req.GroupID); code != 0 {
+		return fail(code, kafkaMessage(code))
 	}
 	sc := s.scope(hdr)
 	// refused are the topics answered here; each entry of alter is a

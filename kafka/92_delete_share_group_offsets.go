@@ -56,13 +56,8 @@ func handleDeleteShareGroupOffsets(ctx context.Context, s *Server, hdr *reqHeade
 		resp.ErrorCode, resp.ErrorMessage = code, errPtr(msg)
 		return done(resp)
 	}
-	switch {
-	case s.share == nil:
-		return fail(kerr.UnsupportedVersion.Code, kafkaMessage(kerr.UnsupportedVersion.Code))
-	case !s.authorize(hdr, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeGroup, req.GroupID):
-		return fail(kerr.GroupAuthorizationFailed.Code, kafkaMessage(kerr.GroupAuthorizationFailed.Code))
-	case req.GroupID == "":
-		return fail(kerr.InvalidGroupID.Code, kafkaMessage(kerr.InvalidGroupID.Code))
+	if code := s.shareOffsetsCheck(hdr, kmsg.ACLOperationDelete, req.GroupID); code != 0 {
+		return fail(code, kafkaMessage(code))
 	}
 	sc := s.scope(hdr)
 	resp.Topics = make([]kmsg.DeleteShareGroupOffsetsResponseTopic, len(req.Topics))
