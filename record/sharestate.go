@@ -90,8 +90,8 @@ func parseShareKey(kind Kind, g GroupKey, r *keyReader) any {
 }
 
 // ShareState is a record's delivery state, Kafka's RecordState; the
-// numbers are Kafka's and part of the on-disk format. Acquired is never
-// stored: an acquisition is soft state (see coordinator/sharestate).
+// numbers are Kafka's and part of the on-disk format. Acquired is never a
+// batch's state: an acquisition is a ShareLock over available records.
 type ShareState int8
 
 const (
@@ -138,6 +138,23 @@ type ShareSnapshot struct {
 	// Batches are the offsets at or above StartOffset whose state is
 	// not "available, never delivered", sorted and disjoint.
 	Batches []ShareBatch
+	// Locks are the acquisitions in force, sorted and disjoint (version
+	// 2; none in version 1).
+	Locks []ShareLock
+}
+
+// ShareLock is an acquisition: offsets First to Last delivered to Member
+// for the DeliveryCount-th time, held until Deadline (Unix nanoseconds);
+// Limit and Duration (nanoseconds) are the delivery limit and lock
+// duration it was taken under. Kafka keeps acquisitions in the
+// share-partition leader's memory only; Cohort's share state may live on
+// another node than the partition's leader, and a lock must outlive that
+// node (coordinator/sharestate).
+type ShareLock struct {
+	First, Last          int64
+	Member               string
+	DeliveryCount, Limit int16
+	Duration, Deadline   int64
 }
 
 // ShareUpdate is a share partition's update value, as Kafka's
@@ -147,6 +164,10 @@ type ShareUpdate struct {
 	SnapshotEpoch uint32
 	StartOffset   int64
 	Batches       []ShareBatch
+	// HasLocks: Locks replace the partition's locks (version 2). A
+	// version 1 update leaves them as they were.
+	HasLocks bool
+	Locks    []ShareLock
 }
 
 // shareBatchLen is the encoded size of a ShareBatch.
@@ -155,17 +176,25 @@ const shareBatchLen = 8 + 8 + 1 + 2
 // Encode returns the value's bytes.
 func (s ShareSnapshot) Encode() []byte {
 	b := make([]byte, 0, 1+4+4+8+5+len(s.Batches)*shareBatchLen)
-	b = append(b, valueVersion1)
+	version := byte(valueVersion1)
+	if len(s.Locks) > 0 {
+		version = valueVersion2
+	}
+	b = append(b, version)
 	b = kbin.AppendInt32(b, s.StateEpoch)
 	b = kbin.AppendUint32(b, s.SnapshotEpoch)
 	b = kbin.AppendInt64(b, s.StartOffset)
-	return appendShareBatches(b, s.Batches)
+	b = appendShareBatches(b, s.Batches)
+	if version == valueVersion2 {
+		b = appendShareLocks(b, s.Locks)
+	}
+	return b
 }
 
 // DecodeShareSnapshot decodes a ShareSnapshot value.
 func DecodeShareSnapshot(v []byte) (ShareSnapshot, error) {
 	var s ShareSnapshot
-	r, err := valueReader(v)
+	r, v2, err := shareValueReader(v)
 	if err != nil {
 		return s, err
 	}
@@ -174,6 +203,14 @@ func DecodeShareSnapshot(v []byte) (ShareSnapshot, error) {
 	s.StartOffset = r.Int64()
 	if s.Batches, err = readShareBatches(r, "share snapshot"); err != nil {
 		return s, err
+	}
+	if v2 {
+		if s.Locks, err = readShareLocks(r, "share snapshot"); err != nil {
+			return s, err
+		}
+		if len(s.Locks) == 0 {
+			return s, fmt.Errorf("%w: share snapshot version 2 without a lock", ErrCorrupt)
+		}
 	}
 	if err := complete(r, "share snapshot"); err != nil {
 		return s, err
@@ -187,16 +224,24 @@ func DecodeShareSnapshot(v []byte) (ShareSnapshot, error) {
 // Encode returns the value's bytes.
 func (u ShareUpdate) Encode() []byte {
 	b := make([]byte, 0, 1+4+8+5+len(u.Batches)*shareBatchLen)
-	b = append(b, valueVersion1)
+	version := byte(valueVersion1)
+	if u.HasLocks {
+		version = valueVersion2
+	}
+	b = append(b, version)
 	b = kbin.AppendUint32(b, u.SnapshotEpoch)
 	b = kbin.AppendInt64(b, u.StartOffset)
-	return appendShareBatches(b, u.Batches)
+	b = appendShareBatches(b, u.Batches)
+	if u.HasLocks {
+		b = appendShareLocks(b, u.Locks)
+	}
+	return b
 }
 
 // DecodeShareUpdate decodes a ShareUpdate value.
 func DecodeShareUpdate(v []byte) (ShareUpdate, error) {
 	var u ShareUpdate
-	r, err := valueReader(v)
+	r, v2, err := shareValueReader(v)
 	if err != nil {
 		return u, err
 	}
@@ -204,6 +249,11 @@ func DecodeShareUpdate(v []byte) (ShareUpdate, error) {
 	u.StartOffset = r.Int64()
 	if u.Batches, err = readShareBatches(r, "share update"); err != nil {
 		return u, err
+	}
+	if u.HasLocks = v2; v2 {
+		if u.Locks, err = readShareLocks(r, "share update"); err != nil {
+			return u, err
+		}
 	}
 	if err := complete(r, "share update"); err != nil {
 		return u, err
@@ -255,4 +305,62 @@ func readShareBatches(r *kbin.Reader, what string) ([]ShareBatch, error) {
 		}
 	}
 	return bs, nil
+}
+
+// shareValueReader reads a share-state value's version byte: 1, or 2,
+// which appends the locks.
+func shareValueReader(v []byte) (*kbin.Reader, bool, error) {
+	if len(v) == 0 || v[0] != valueVersion1 && v[0] != valueVersion2 {
+		return nil, false, fmt.Errorf("%w: share state value version", ErrCorrupt)
+	}
+	return &kbin.Reader{Src: v[1:]}, v[0] == valueVersion2, nil
+}
+
+// shareLockMin is the least encoded size of a ShareLock (an empty
+// member).
+const shareLockMin = 8 + 8 + 1 + 2 + 2 + 8 + 8
+
+func appendShareLocks(b []byte, ls []ShareLock) []byte {
+	b = kbin.AppendCompactArrayLen(b, len(ls))
+	for _, l := range ls {
+		b = kbin.AppendInt64(b, l.First)
+		b = kbin.AppendInt64(b, l.Last)
+		b = kbin.AppendCompactString(b, l.Member)
+		b = kbin.AppendInt16(b, l.DeliveryCount)
+		b = kbin.AppendInt16(b, l.Limit)
+		b = kbin.AppendInt64(b, l.Duration)
+		b = kbin.AppendInt64(b, l.Deadline)
+	}
+	return b
+}
+
+// readShareLocks reads the locks and checks what every writer
+// guarantees: offsets not negative, each First ≤ Last, sorted and
+// disjoint, a member, a delivery count from 1 to the limit, a positive
+// duration.
+func readShareLocks(r *kbin.Reader, what string) ([]ShareLock, error) {
+	n := r.CompactArrayLen()
+	if n < 0 || int(n) > len(r.Src)/shareLockMin {
+		return nil, fmt.Errorf("%w: %s with %d locks in %d bytes", ErrCorrupt, what, n, len(r.Src))
+	}
+	var ls []ShareLock
+	if n > 0 {
+		ls = make([]ShareLock, n)
+	}
+	for i := range ls {
+		l := &ls[i]
+		l.First, l.Last = r.Int64(), r.Int64()
+		l.Member = r.CompactString()
+		l.DeliveryCount, l.Limit = r.Int16(), r.Int16()
+		l.Duration, l.Deadline = r.Int64(), r.Int64()
+		switch {
+		case l.First < 0 || l.Last < l.First:
+			return nil, fmt.Errorf("%w: %s lock %d-%d", ErrCorrupt, what, l.First, l.Last)
+		case l.Member == "" || l.DeliveryCount < 1 || l.DeliveryCount > l.Limit || l.Duration <= 0:
+			return nil, fmt.Errorf("%w: %s lock %d-%d: member %q, delivery %d of %d, duration %d", ErrCorrupt, what, l.First, l.Last, l.Member, l.DeliveryCount, l.Limit, l.Duration)
+		case i > 0 && l.First <= ls[i-1].Last:
+			return nil, fmt.Errorf("%w: %s locks out of order at %d", ErrCorrupt, what, l.First)
+		}
+	}
+	return ls, nil
 }

@@ -23,16 +23,33 @@ func randShareBatches(rng *rand.Rand, from int64) []ShareBatch {
 	return bs
 }
 
+func randShareLocks(rng *rand.Rand, from int64) []ShareLock {
+	var ls []ShareLock
+	next := from
+	for i := rng.Intn(4); i > 0; i-- {
+		first := next + rng.Int63n(5)
+		last := first + rng.Int63n(100)
+		limit := int16(1 + rng.Intn(10))
+		ls = append(ls, ShareLock{First: first, Last: last, Member: []string{"m1", "a-much-longer-member-id"}[rng.Intn(2)],
+			DeliveryCount: 1 + int16(rng.Intn(int(limit))), Limit: limit, Duration: 1 + rng.Int63n(1<<40), Deadline: rng.Int63()})
+		next = last + 1
+	}
+	return ls
+}
+
 func TestShareStateRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	for range 2000 {
 		start := rng.Int63n(1 << 40)
-		s := ShareSnapshot{StateEpoch: rng.Int31(), SnapshotEpoch: rng.Uint32(), StartOffset: start, Batches: randShareBatches(rng, start)}
+		s := ShareSnapshot{StateEpoch: rng.Int31(), SnapshotEpoch: rng.Uint32(), StartOffset: start, Batches: randShareBatches(rng, start), Locks: randShareLocks(rng, start)}
 		got, err := DecodeShareSnapshot(s.Encode())
 		if err != nil || !reflect.DeepEqual(got, s) {
 			t.Fatalf("snapshot round trip: %+v, %v; want %+v", got, err, s)
 		}
 		u := ShareUpdate{SnapshotEpoch: rng.Uint32(), StartOffset: rng.Int63n(1<<40) - 1, Batches: randShareBatches(rng, rng.Int63n(1<<40))}
+		if u.HasLocks = rng.Intn(2) == 0; u.HasLocks {
+			u.Locks = randShareLocks(rng, 0)
+		}
 		gotU, err := DecodeShareUpdate(u.Encode())
 		if err != nil || !reflect.DeepEqual(gotU, u) {
 			t.Fatalf("update round trip: %+v, %v; want %+v", gotU, err, u)
@@ -109,6 +126,57 @@ func TestShareStateCorrupt(t *testing.T) {
 	}
 	for name, v := range map[string][]byte{"snapshot": snap.Encode(), "update": upd.Encode()} {
 		checkCorrupt(t, "share "+name, v, decode[name])
+	}
+	// Version 2, with locks.
+	lock := ShareLock{First: 13, Last: 20, Member: "m", DeliveryCount: 2, Limit: 5, Duration: 1e9, Deadline: 7}
+	snap2, upd2 := snap, upd
+	snap2.Locks = []ShareLock{lock}
+	upd2.HasLocks, upd2.Locks = true, []ShareLock{lock}
+	for name, v := range map[string][]byte{"snapshot": snap2.Encode(), "update": upd2.Encode()} {
+		if v[0] != 2 {
+			t.Fatalf("%s with locks is version %d", name, v[0])
+		}
+		for n := range len(v) {
+			if err := decode[name](v[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%s v2 truncated to %d bytes: %v, want ErrCorrupt", name, n, err)
+			}
+		}
+		if err := decode[name](append(bytes.Clone(v), 0)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s v2 with a trailing byte: %v", name, err)
+		}
+		bad := bytes.Clone(v)
+		bad[0] = 3
+		if err := decode[name](bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s version 3: %v", name, err)
+		}
+	}
+	if v := (ShareUpdate{StartOffset: -1, HasLocks: true}).Encode(); v[0] != 2 {
+		t.Fatalf("an update clearing the locks is version %d", v[0])
+	} else if u, err := DecodeShareUpdate(v); err != nil || !u.HasLocks || len(u.Locks) != 0 {
+		t.Fatalf("an update clearing the locks: %+v, %v", u, err)
+	}
+	// A version 2 snapshot holds a lock: version 1 is the one encoding
+	// of none.
+	noLocks := ShareSnapshot{StartOffset: 1}.Encode()
+	noLocks[0] = 2
+	noLocks = append(noLocks, 1) // an empty compact array
+	if _, err := DecodeShareSnapshot(noLocks); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("version 2 snapshot without a lock: %v", err)
+	}
+	for _, l := range []ShareLock{
+		{First: 5, Last: 4, Member: "m", DeliveryCount: 1, Limit: 5, Duration: 1}, // last before first
+		{First: 5, Last: 6, DeliveryCount: 1, Limit: 5, Duration: 1},              // no member
+		{First: 5, Last: 6, Member: "m", DeliveryCount: 0, Limit: 5, Duration: 1}, // never delivered
+		{First: 5, Last: 6, Member: "m", DeliveryCount: 6, Limit: 5, Duration: 1}, // past the limit
+		{First: 5, Last: 6, Member: "m", DeliveryCount: 1, Limit: 5, Duration: 0}, // no duration
+	} {
+		if _, err := DecodeShareUpdate(ShareUpdate{StartOffset: -1, HasLocks: true, Locks: []ShareLock{l}}.Encode()); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("update with lock %+v: %v, want ErrCorrupt", l, err)
+		}
+	}
+	overlap := []ShareLock{lock, lock}
+	if _, err := DecodeShareUpdate(ShareUpdate{StartOffset: -1, HasLocks: true, Locks: overlap}.Encode()); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("update with overlapping locks: %v", err)
 	}
 	for _, bs := range [][]ShareBatch{
 		{{5, 4, ShareArchived, 0}},                            // last before first

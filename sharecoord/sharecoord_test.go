@@ -22,9 +22,10 @@ import (
 
 // TestRestartKeepsWhatWasAnswered: acknowledgements, rejections and
 // releases answered on a host over Pebble are there after the store is
-// closed and opened again (a restart); records acquired and not
-// acknowledged come back with the delivery count of their last durable
-// change, acknowledged and rejected ones are never delivered again.
+// closed and opened again (a restart); so are acquisitions: records
+// acquired and not acknowledged are still their member's, which can
+// acknowledge them, and come back one delivery on once it leaves;
+// acknowledged and rejected ones are never delivered again.
 // Partitions spread over the shards.
 func TestRestartKeepsWhatWasAnswered(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
@@ -82,11 +83,18 @@ func TestRestartKeepsWhatWasAnswered(t *testing.T) {
 		if len(ds) != 1 || ds[0].Code != 0 || ds[0].StartOffset != 15 {
 			t.Fatalf("partition %d after the restart: %+v", p, ds)
 		}
-		// 15-19 were acquired at delivery 2 after a durable release
-		// at 1: they come back at 2 again. 20-29 were never durably
-		// changed: new again, at 1.
-		if got := render(fetch(t, h, k, "m2", l, 100, sharestate.Limits{})); got != "15-19/2 20-99/1" {
+		// m1's locks were written: 15-19 (delivery 2) and 20-29 are
+		// still its, and another member gets the rest.
+		if got := render(fetch(t, h, k, "m2", l, 100, sharestate.Limits{})); got != "30-99/1" {
 			t.Fatalf("partition %d: fetch after the restart %s", p, got)
+		}
+		ack(t, h, k, "m1", 20, 24, sharestate.AckAccept)
+		// m1 leaves: what it still held comes back one delivery on.
+		if r := h.Release(context.Background(), sharestate.ReleaseCmd{Group: "g", Member: "m1", Partitions: []sharestate.Key{k}}); r.Code != 0 {
+			t.Fatalf("partition %d: release: %v", p, r.Code)
+		}
+		if got := render(fetch(t, h, k, "m3", l, 100, sharestate.Limits{})); got != "15-19/3 25-29/2" {
+			t.Fatalf("partition %d: fetch after m1 left %s", p, got)
 		}
 	}
 }

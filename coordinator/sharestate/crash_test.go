@@ -22,12 +22,12 @@ func TestDeleteCutShort(t *testing.T) {
 		r := a.Records[0]
 		h.send(sharestate.AckCmd{Key: k, Member: m, Acks: []sharestate.Ack{{First: r.First, Last: r.Last, Types: []sharestate.AckType{sharestate.AckRelease}}}})
 	}
-	if n := len(h.records); n != 4 {
-		t.Fatalf("%d records before the deletion, want a snapshot and 3 updates", n)
+	if n := len(h.records); n != 7 {
+		t.Fatalf("%d records before the deletion, want a snapshot and 6 updates (3 acquisitions, 3 releases)", n)
 	}
 
 	out := h.m.Handle(h.now, machine.Request{ID: 99, Cmd: sharestate.DeleteCmd{Key: k}})
-	if len(out.Records) != 4 || out.Records[0].Value != nil || !strings.HasPrefix(renderRecord(t, out.Records[0]), "delete t/0 snapshot") {
+	if len(out.Records) != 7 || out.Records[0].Value != nil || !strings.HasPrefix(renderRecord(t, out.Records[0]), "delete t/0 snapshot") {
 		t.Fatalf("deletion wrote %d records, the first %q", len(out.Records), renderRecord(t, out.Records[0]))
 	}
 	// Only the first record reaches the store.
@@ -35,7 +35,7 @@ func TestDeleteCutShort(t *testing.T) {
 
 	h.lines = nil
 	h.restart()
-	if got := strings.Join(h.lines, "\n"); got != "delete t/0 #1\ndelete t/0 #2\ndelete t/0 #3" {
+	if got := strings.Join(h.lines, "\n"); got != "delete t/0 #1\ndelete t/0 #2\ndelete t/0 #3\ndelete t/0 #4\ndelete t/0 #5\ndelete t/0 #6" {
 		t.Fatalf("the load wrote:\n%s", got)
 	}
 	if len(h.records) != 0 {

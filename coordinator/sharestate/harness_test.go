@@ -172,7 +172,11 @@ func renderRecord(t tb, r machine.Record) string {
 		if err != nil {
 			t.Fatalf("bad snapshot: %v", err)
 		}
-		return fmt.Sprintf("snapshot %s epoch=%d snap=%d start=%d %s", n, v.StateEpoch, v.SnapshotEpoch, v.StartOffset, renderBatches(v.Batches))
+		line := fmt.Sprintf("snapshot %s epoch=%d snap=%d start=%d %s", n, v.StateEpoch, v.SnapshotEpoch, v.StartOffset, renderBatches(v.Batches))
+		if len(v.Locks) > 0 {
+			line += " locks=" + renderLocks(v.Locks)
+		}
+		return line
 	case record.KindShareUpdate:
 		uk := k.(record.ShareUpdateKey)
 		n := name(sharestate.Key{Tenant: uk.Tenant, Group: uk.Group, TopicID: uk.TopicID, Partition: uk.Partition})
@@ -187,10 +191,24 @@ func renderRecord(t tb, r machine.Record) string {
 		if v.StartOffset >= 0 {
 			st = fmt.Sprint(v.StartOffset)
 		}
-		return fmt.Sprintf("update %s #%d snap=%d start=%s %s", n, uk.Slot, v.SnapshotEpoch, st, renderBatches(v.Batches))
+		line := fmt.Sprintf("update %s #%d snap=%d start=%s %s", n, uk.Slot, v.SnapshotEpoch, st, renderBatches(v.Batches))
+		if v.HasLocks {
+			line += " locks=" + renderLocks(v.Locks)
+		}
+		return line
 	}
 	t.Fatalf("record kind %v", kind)
 	return ""
+}
+
+// renderLocks renders written locks: offsets, member, delivery count,
+// and deadline from the scenario's start.
+func renderLocks(ls []record.ShareLock) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = fmt.Sprintf("%s:%s/%d+%s", span(l.First, l.Last), l.Member, l.DeliveryCount, time.Unix(0, l.Deadline).Sub(start))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func renderBatches(bs []record.ShareBatch) string {
@@ -254,8 +272,8 @@ func (h *harness) advance(d time.Duration) {
 	h.timers.Advance(&h.now, d, func(key string) { h.apply(h.m.Fire(h.now, key)) })
 }
 
-// restart is a crash: a fresh machine from the records; timers and
-// acquisitions are lost.
+// restart is a crash: a fresh machine from the records; the timers the
+// load arms are its locks'.
 func (h *harness) restart() {
 	h.t.Helper()
 	h.m = sharestate.New(h.cfg)

@@ -68,7 +68,7 @@ func (s *Shard) ack(now time.Time, c AckCmd) Result {
 			if t == AckRenew {
 				// KIP-1222: the lock starts again, nothing else changes.
 				for k := i; k < j; k++ {
-					p.locks[k].deadline = now.Add(p.locks[k].dur)
+					p.locks[k].deadline = deadlineAt(now, p.locks[k].dur)
 				}
 			} else {
 				for _, l := range p.locks[i:j] {
@@ -161,14 +161,18 @@ func (s *Shard) commit(p *part, delta []batch, start int64) {
 	}
 	// What lies below the new start says nothing any more.
 	delta = normalizeDelta(clipBelow(delta, next.start))
-	if next.start == p.d.start && len(delta) == 0 {
+	locks := !locksEqual(p.locks, p.d.locks)
+	if next.start == p.d.start && len(delta) == 0 && !locks {
 		return
 	}
 	if p.d.updates >= uint32(s.cfg.SnapshotEvery) || len(next.batches) < len(delta) {
 		s.rec.Emit(s.snapshotKey(p.key), record.ShareSnapshot{StateEpoch: next.stateEpoch, SnapshotEpoch: next.snapEpoch + 1,
-			StartOffset: next.start, Batches: next.batches}.Encode())
+			StartOffset: next.start, Batches: next.batches, Locks: recordLocks(p.locks)}.Encode())
 	} else {
-		u := record.ShareUpdate{SnapshotEpoch: p.d.snapEpoch, StartOffset: -1, Batches: delta}
+		u := record.ShareUpdate{SnapshotEpoch: p.d.snapEpoch, StartOffset: -1, Batches: delta, HasLocks: locks}
+		if locks {
+			u.Locks = recordLocks(p.locks)
+		}
 		if next.start != p.d.start {
 			u.StartOffset = next.start
 		}

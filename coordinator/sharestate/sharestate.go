@@ -23,13 +23,19 @@
 // goroutine and logs nothing. Durable state follows the one record rule
 // (coordinator/machine): Replay of record.ShareSnapshot and
 // record.ShareUpdate is the only code that changes it. What is durable is
-// what Kafka persists: acknowledgements, releases, rejections, the
+// what Kafka persists (acknowledgements, releases, rejections, the
 // delivery counts of records whose lock expired or whose member left,
-// archives and the start offset. An acquisition is not (as Kafka, whose
-// persister writes no Acquired state): a crash ends every session anyway,
-// and a record acquired at the crash comes back available with the
-// delivery count of its last durable change, so a crash costs at most the
-// one delivery in flight. Everything acknowledged or archived stays so.
+// archives and the start offset) and, unlike Kafka, every acquisition:
+// its records, member, delivery count and deadline, written before the
+// fetch that took it is answered. Kafka keeps acquisitions in the memory
+// of the partition's leader, which also serves the fetches, so a
+// coordinator's failure loses none. Here the shard may be another node's
+// than the partition's leader; if a move of the shard lost the locks, a
+// member's acknowledgement that its client retried (franz-go retries
+// NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS, counting on the lock
+// being held) would settle a later delivery of the same records to the
+// same member, which the client then sees again after the settlement it
+// was told succeeded. A load restores the locks, each until its deadline.
 package sharestate
 
 import (
@@ -372,7 +378,7 @@ func (s *Shard) Replay(r machine.Record) error {
 			delete(s.orphans, k)
 		}
 		p.d = durable{start: v.StartOffset, stateEpoch: v.StateEpoch, snapEpoch: v.SnapshotEpoch, slots: slots,
-			batches: normalize(v.Batches, v.StartOffset)}
+			batches: normalize(v.Batches, v.StartOffset), locks: locksOf(v.Locks)}
 		return nil
 	case record.KindShareUpdate:
 		uk := key.(record.ShareUpdateKey)
@@ -408,6 +414,9 @@ func (s *Shard) Replay(r machine.Record) error {
 			return nil // written before the snapshot: stale
 		}
 		p.d.apply(v.StartOffset, v.Batches)
+		if v.HasLocks {
+			p.d.locks = locksOf(v.Locks)
+		}
 		p.d.updates = uk.Slot
 		return nil
 	}
@@ -419,8 +428,8 @@ func (s *Shard) DurableState() string {
 	var b strings.Builder
 	for _, p := range s.sorted(func(*part) bool { return true }) {
 		d := p.d
-		fmt.Fprintf(&b, "%s start=%d epoch=%d snap=%d updates=%d slots=%d batches=%s\n",
-			renderKey(p.key), d.start, d.stateEpoch, d.snapEpoch, d.updates, d.slots, renderBatches(d.batches))
+		fmt.Fprintf(&b, "%s start=%d epoch=%d snap=%d updates=%d slots=%d batches=%s locks=%s\n",
+			renderKey(p.key), d.start, d.stateEpoch, d.snapEpoch, d.updates, d.slots, renderBatches(d.batches), renderLocks(d.locks))
 	}
 	keys := make([]Key, 0, len(s.orphans))
 	for k := range s.orphans {
@@ -441,6 +450,14 @@ func renderBatches(bs []batch) string {
 	parts := make([]string, len(bs))
 	for i, x := range bs {
 		parts[i] = fmt.Sprintf("%d-%d:%s/%d", x.First, x.Last, x.State, x.DeliveryCount)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func renderLocks(ls []lock) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = fmt.Sprintf("%d-%d:%s/%d/%d/%v/%d", l.first, l.last, l.member, l.count, l.limit, l.dur, l.deadline.UnixNano())
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
@@ -472,13 +489,16 @@ func (s *Shard) Check() error {
 	return errors.Join(errs...)
 }
 
-// Loaded rebuilds the soft state: each partition's end offset past its
-// durable state (what was in flight beyond it is read again), and no
-// lock (the sessions that held them are gone). It deletes the update
-// slots a deletion cut short by a crash left.
+// Loaded rebuilds the soft state: each partition's locks as written
+// (a lock past its deadline expires at once: the timer is armed), and its
+// end offset past its durable state (what was in flight beyond it is read
+// again). It deletes the update slots a deletion cut short by a crash
+// left.
 func (s *Shard) Loaded(time.Time) machine.Output {
-	for _, p := range s.parts {
+	for _, p := range s.sorted(func(*part) bool { return true }) {
 		p.end = p.d.end()
+		p.locks = slices.Clone(p.d.locks)
+		s.arm(p)
 	}
 	keys := make([]Key, 0, len(s.orphans))
 	for k := range s.orphans {

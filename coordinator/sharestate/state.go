@@ -28,6 +28,9 @@ type durable struct {
 	// "available, never delivered", sorted, disjoint, and merged where
 	// neighbours agree (normalize).
 	batches []batch
+	// locks are the acquisitions as last written: the partition's
+	// locks (part.locks) after every command, which a load restores.
+	locks []lock
 }
 
 // apply overlays bs on the batches (a later state replaces an earlier
@@ -141,9 +144,38 @@ func (l lock) same(o lock) bool {
 	return l.member == o.member && l.count == o.count && l.limit == o.limit && l.dur == o.dur && l.deadline.Equal(o.deadline)
 }
 
+// deadlineAt is when a lock of d taken at now ends, without the
+// monotonic reading, as its record gives it back.
+func deadlineAt(now time.Time, d time.Duration) time.Time { return now.Add(d).Round(0) }
+
+func locksEqual(a, b []lock) bool {
+	return slices.EqualFunc(a, b, func(x, y lock) bool { return x.first == y.first && x.last == y.last && x.same(y) })
+}
+
+func (l lock) record() record.ShareLock {
+	return record.ShareLock{First: l.first, Last: l.last, Member: l.member, DeliveryCount: l.count, Limit: l.limit,
+		Duration: int64(l.dur), Deadline: l.deadline.UnixNano()}
+}
+
+func locksOf(rs []record.ShareLock) []lock {
+	out := make([]lock, len(rs))
+	for i, r := range rs {
+		out[i] = lock{first: r.First, last: r.Last, member: r.Member, count: r.DeliveryCount, limit: r.Limit,
+			dur: time.Duration(r.Duration), deadline: time.Unix(0, r.Deadline)}
+	}
+	return out
+}
+
+func recordLocks(ls []lock) []record.ShareLock {
+	out := make([]record.ShareLock, len(ls))
+	for i, l := range ls {
+		out[i] = l.record()
+	}
+	return out
+}
+
 // part is one share partition: its durable state and the soft state
-// around it, which a load rebuilds (end) or loses (locks: after a crash
-// every acquisition is gone, as the members' sessions are).
+// around it, which a load rebuilds (end, locks).
 type part struct {
 	key Key
 	d   durable
@@ -153,19 +185,27 @@ type part struct {
 	end int64
 	// locks are the acquisitions, sorted and disjoint. They lie below
 	// end; below the start only when the log start moved past them.
+	// Every command that changes them writes them (d.locks), so that
+	// an acquisition outlives its shard's node: a member's
+	// acknowledgement that a client retries after the shard moved
+	// settles the records it was given, never a later delivery of them.
 	locks []lock
 	// armed is when the partition's lock timer is set to fire (zero:
 	// not set). It may fire early; it is re-armed then.
 	armed time.Time
 }
 
-// durableEnd is the end a load gives the partition: past its last
-// durable batch, and at least its start.
+// end is the end a load gives the partition: past its last durable
+// batch and its last lock, and at least its start.
 func (d *durable) end() int64 {
+	e := d.start
 	if n := len(d.batches); n > 0 {
-		return max(d.start, d.batches[n-1].Last+1)
+		e = max(e, d.batches[n-1].Last+1)
 	}
-	return d.start
+	if n := len(d.locks); n > 0 {
+		e = max(e, d.locks[n-1].last+1)
+	}
+	return e
 }
 
 // seg is a run of offsets in one effective state: acquired (lock ≥ 0,
@@ -320,6 +360,9 @@ func (p *part) check(snapshotEvery int) error {
 	}
 	if p.end < d.end() {
 		return fmt.Errorf("end offset %d below the durable end %d", p.end, d.end())
+	}
+	if !locksEqual(p.locks, d.locks) {
+		return fmt.Errorf("locks %v, written %v", p.locks, d.locks)
 	}
 	for i, l := range p.locks {
 		switch {
