@@ -273,7 +273,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(ShareUpdate{SnapshotEpoch: 2, StartOffset: -1, Batches: []ShareBatch{{20, 24, ShareArchived, 5}}}.Encode())
 	lock := ShareLock{First: 26, Last: 30, Member: "m", DeliveryCount: 1, Limit: 5, Duration: 30e9, Deadline: 1e18}
 	f.Add(ShareSnapshot{StartOffset: 10, Locks: []ShareLock{lock}}.Encode())
-	f.Add(ShareUpdate{SnapshotEpoch: 2, StartOffset: -1, HasLocks: true, Locks: []ShareLock{lock}}.Encode())
+	f.Add(ShareUpdate{SnapshotEpoch: 2, StartOffset: -1, HasLocks: true, LockFirst: 20, LockLast: 30, Locks: []ShareLock{lock}}.Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if tp, err := DecodeTopic(b); err == nil {
 			// Configs re-encode sorted, so compare what decodes.

@@ -164,10 +164,12 @@ type ShareUpdate struct {
 	SnapshotEpoch uint32
 	StartOffset   int64
 	Batches       []ShareBatch
-	// HasLocks: Locks replace the partition's locks (version 2). A
-	// version 1 update leaves them as they were.
-	HasLocks bool
-	Locks    []ShareLock
+	// HasLocks: Locks replace the partition's locks within offsets
+	// LockFirst to LockLast, where they all lie (version 2). A version 1
+	// update leaves the locks as they were.
+	HasLocks            bool
+	LockFirst, LockLast int64
+	Locks               []ShareLock
 }
 
 // shareBatchLen is the encoded size of a ShareBatch.
@@ -233,6 +235,8 @@ func (u ShareUpdate) Encode() []byte {
 	b = kbin.AppendInt64(b, u.StartOffset)
 	b = appendShareBatches(b, u.Batches)
 	if u.HasLocks {
+		b = kbin.AppendInt64(b, u.LockFirst)
+		b = kbin.AppendInt64(b, u.LockLast)
 		b = appendShareLocks(b, u.Locks)
 	}
 	return b
@@ -251,8 +255,15 @@ func DecodeShareUpdate(v []byte) (ShareUpdate, error) {
 		return u, err
 	}
 	if u.HasLocks = v2; v2 {
+		u.LockFirst, u.LockLast = r.Int64(), r.Int64()
 		if u.Locks, err = readShareLocks(r, "share update"); err != nil {
 			return u, err
+		}
+		if u.LockFirst < 0 || u.LockLast < u.LockFirst {
+			return u, fmt.Errorf("%w: share update lock span %d-%d", ErrCorrupt, u.LockFirst, u.LockLast)
+		}
+		if n := len(u.Locks); n > 0 && (u.Locks[0].First < u.LockFirst || u.Locks[n-1].Last > u.LockLast) {
+			return u, fmt.Errorf("%w: share update locks outside their span %d-%d", ErrCorrupt, u.LockFirst, u.LockLast)
 		}
 	}
 	if err := complete(r, "share update"); err != nil {

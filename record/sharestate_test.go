@@ -48,7 +48,12 @@ func TestShareStateRoundTrip(t *testing.T) {
 		}
 		u := ShareUpdate{SnapshotEpoch: rng.Uint32(), StartOffset: rng.Int63n(1<<40) - 1, Batches: randShareBatches(rng, rng.Int63n(1<<40))}
 		if u.HasLocks = rng.Intn(2) == 0; u.HasLocks {
-			u.Locks = randShareLocks(rng, 0)
+			u.LockFirst = rng.Int63n(1 << 30)
+			u.Locks = randShareLocks(rng, u.LockFirst)
+			u.LockLast = u.LockFirst + rng.Int63n(10)
+			if n := len(u.Locks); n > 0 {
+				u.LockLast += u.Locks[n-1].Last
+			}
 		}
 		gotU, err := DecodeShareUpdate(u.Encode())
 		if err != nil || !reflect.DeepEqual(gotU, u) {
@@ -131,7 +136,7 @@ func TestShareStateCorrupt(t *testing.T) {
 	lock := ShareLock{First: 13, Last: 20, Member: "m", DeliveryCount: 2, Limit: 5, Duration: 1e9, Deadline: 7}
 	snap2, upd2 := snap, upd
 	snap2.Locks = []ShareLock{lock}
-	upd2.HasLocks, upd2.Locks = true, []ShareLock{lock}
+	upd2.HasLocks, upd2.LockFirst, upd2.LockLast, upd2.Locks = true, 13, 25, []ShareLock{lock}
 	for name, v := range map[string][]byte{"snapshot": snap2.Encode(), "update": upd2.Encode()} {
 		if v[0] != 2 {
 			t.Fatalf("%s with locks is version %d", name, v[0])
@@ -150,7 +155,7 @@ func TestShareStateCorrupt(t *testing.T) {
 			t.Errorf("%s version 3: %v", name, err)
 		}
 	}
-	if v := (ShareUpdate{StartOffset: -1, HasLocks: true}).Encode(); v[0] != 2 {
+	if v := (ShareUpdate{StartOffset: -1, HasLocks: true, LockFirst: 3, LockLast: 9}).Encode(); v[0] != 2 {
 		t.Fatalf("an update clearing the locks is version %d", v[0])
 	} else if u, err := DecodeShareUpdate(v); err != nil || !u.HasLocks || len(u.Locks) != 0 {
 		t.Fatalf("an update clearing the locks: %+v, %v", u, err)
@@ -170,13 +175,19 @@ func TestShareStateCorrupt(t *testing.T) {
 		{First: 5, Last: 6, Member: "m", DeliveryCount: 6, Limit: 5, Duration: 1}, // past the limit
 		{First: 5, Last: 6, Member: "m", DeliveryCount: 1, Limit: 5, Duration: 0}, // no duration
 	} {
-		if _, err := DecodeShareUpdate(ShareUpdate{StartOffset: -1, HasLocks: true, Locks: []ShareLock{l}}.Encode()); !errors.Is(err, ErrCorrupt) {
+		if _, err := DecodeShareUpdate(ShareUpdate{StartOffset: -1, HasLocks: true, LockLast: 100, Locks: []ShareLock{l}}.Encode()); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("update with lock %+v: %v, want ErrCorrupt", l, err)
 		}
 	}
 	overlap := []ShareLock{lock, lock}
-	if _, err := DecodeShareUpdate(ShareUpdate{StartOffset: -1, HasLocks: true, Locks: overlap}.Encode()); !errors.Is(err, ErrCorrupt) {
+	if _, err := DecodeShareUpdate(ShareUpdate{StartOffset: -1, HasLocks: true, LockLast: 100, Locks: overlap}.Encode()); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("update with overlapping locks: %v", err)
+	}
+	for _, span := range [][2]int64{{14, 20}, {13, 19}, {-1, 20}, {5, 4}} {
+		u := ShareUpdate{StartOffset: -1, HasLocks: true, LockFirst: span[0], LockLast: span[1], Locks: []ShareLock{lock}}
+		if _, err := DecodeShareUpdate(u.Encode()); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("update with lock span %v: %v, want ErrCorrupt", span, err)
+		}
 	}
 	for _, bs := range [][]ShareBatch{
 		{{5, 4, ShareArchived, 0}},                            // last before first

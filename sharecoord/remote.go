@@ -66,9 +66,10 @@ const (
 //
 // The cluster's assignment decides, not what this node holds: a shard
 // this node still holds after the assignment gave it to another node (its
-// unload not yet done) is not served here, since its in-memory state (the
-// acquisitions, which write nothing and so never meet the new owner's
-// fence) may already be stale.
+// unload not yet done) is not served here: every write would meet the
+// new owner's fence, but a command that writes nothing (a Next, a
+// Describe, a fetch that acquires nothing) would answer from what may
+// already be stale.
 func (h *Host) owner(i int) (int32, bool) {
 	r := h.remote.Load()
 	if r == nil {

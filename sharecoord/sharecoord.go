@@ -249,9 +249,8 @@ func cutLast(s string) (before, after string, ok bool) {
 // Load loads shard i and serves it (cluster mode: this node owns it now).
 func (h *Host) Load(i int) error { return h.shards.Load(i) }
 
-// Unload stops serving shard i: its locks are gone with it (a new owner
-// starts with none, as after a crash: the records come back available
-// with their durable delivery counts).
+// Unload stops serving shard i. Its locks are written: a new owner
+// loads them, each held by its member until its deadline.
 func (h *Host) Unload(i int) { h.shards.Unload(i) }
 
 // Holds reports whether shard i is served (or loading) here.

@@ -193,7 +193,7 @@ func renderRecord(t tb, r machine.Record) string {
 		}
 		line := fmt.Sprintf("update %s #%d snap=%d start=%s %s", n, uk.Slot, v.SnapshotEpoch, st, renderBatches(v.Batches))
 		if v.HasLocks {
-			line += " locks=" + renderLocks(v.Locks)
+			line += fmt.Sprintf(" locks %s=%s", span(v.LockFirst, v.LockLast), renderLocks(v.Locks))
 		}
 		return line
 	}

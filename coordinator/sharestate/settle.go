@@ -161,7 +161,7 @@ func (s *Shard) commit(p *part, delta []batch, start int64) {
 	}
 	// What lies below the new start says nothing any more.
 	delta = normalizeDelta(clipBelow(delta, next.start))
-	locks := !locksEqual(p.locks, p.d.locks)
+	lockFirst, lockLast, locks := lockChange(p.d.locks, p.locks)
 	if next.start == p.d.start && len(delta) == 0 && !locks {
 		return
 	}
@@ -171,7 +171,8 @@ func (s *Shard) commit(p *part, delta []batch, start int64) {
 	} else {
 		u := record.ShareUpdate{SnapshotEpoch: p.d.snapEpoch, StartOffset: -1, Batches: delta, HasLocks: locks}
 		if locks {
-			u.Locks = recordLocks(p.locks)
+			u.LockFirst, u.LockLast = lockFirst, lockLast
+			u.Locks = recordLocks(within(p.locks, lockFirst, lockLast))
 		}
 		if next.start != p.d.start {
 			u.StartOffset = next.start

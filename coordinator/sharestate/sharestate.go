@@ -415,7 +415,7 @@ func (s *Shard) Replay(r machine.Record) error {
 		}
 		p.d.apply(v.StartOffset, v.Batches)
 		if v.HasLocks {
-			p.d.locks = locksOf(v.Locks)
+			p.d.locks = replaceLocks(p.d.locks, v.LockFirst, v.LockLast, locksOf(v.Locks))
 		}
 		p.d.updates = uk.Slot
 		return nil

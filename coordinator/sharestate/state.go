@@ -166,6 +166,76 @@ func locksOf(rs []record.ShareLock) []lock {
 	return out
 }
 
+// lockChange returns the offsets first to last outside which the locks
+// before and after are the same, and ok false if they are the same
+// everywhere: after's locks within that span are what an update writes
+// (so that it carries what changed, not every lock of the partition).
+// Both lists are sorted and disjoint; the span covers every lock that is
+// not in both, whole.
+func lockChange(before, after []lock) (first, last int64, ok bool) {
+	same := func(x, y lock) bool { return x.first == y.first && x.last == y.last && x.same(y) }
+	i := 0
+	for i < len(before) && i < len(after) && same(before[i], after[i]) {
+		i++
+	}
+	if i == len(before) && i == len(after) {
+		return 0, 0, false
+	}
+	j, k := len(before)-1, len(after)-1
+	for j >= i && k >= i && same(before[j], after[k]) {
+		j, k = j-1, k-1
+	}
+	first, last = int64(-1), int64(-1)
+	widen := func(l lock) {
+		if first < 0 || l.first < first {
+			first = l.first
+		}
+		last = max(last, l.last)
+	}
+	for _, l := range before[i : j+1] {
+		widen(l)
+	}
+	for _, l := range after[i : k+1] {
+		widen(l)
+	}
+	return first, last, true
+}
+
+// within returns the locks of ls that lie within first to last (all of
+// each, as lockChange's span holds them).
+func within(ls []lock, first, last int64) []lock {
+	i := sort.Search(len(ls), func(i int) bool { return ls[i].last >= first })
+	j := sort.Search(len(ls), func(i int) bool { return ls[i].first > last })
+	return ls[i:j]
+}
+
+// replaceLocks is ls with the locks within first to last replaced by
+// with (which lie there): what replaying an update's locks does. A lock
+// reaching across an edge of the span keeps its part outside.
+func replaceLocks(ls []lock, first, last int64, with []lock) []lock {
+	out := make([]lock, 0, len(ls)+len(with))
+	for _, l := range ls {
+		if l.last < first {
+			out = append(out, l)
+		} else if l.first < first {
+			x := l
+			x.last = first - 1
+			out = append(out, x)
+		}
+	}
+	out = append(out, with...)
+	for _, l := range ls {
+		if l.first > last {
+			out = append(out, l)
+		} else if l.last > last {
+			x := l
+			x.first = last + 1
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func recordLocks(ls []lock) []record.ShareLock {
 	out := make([]record.ShareLock, len(ls))
 	for i, l := range ls {
