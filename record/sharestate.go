@@ -98,7 +98,11 @@ const (
 	ShareAvailable    ShareState = 0
 	ShareAcquired     ShareState = 1
 	ShareAcknowledged ShareState = 2
-	ShareArchived     ShareState = 4
+	// ShareArchiving is a record on its way to the group's dead-letter
+	// topic (KIP-1191): never delivered again, archived once written
+	// there, and the start offset does not pass it until then.
+	ShareArchiving ShareState = 3
+	ShareArchived  ShareState = 4
 )
 
 // String is the state's name as Kafka spells it.
@@ -110,6 +114,8 @@ func (s ShareState) String() string {
 		return "ACQUIRED"
 	case ShareAcknowledged:
 		return "ACKNOWLEDGED"
+	case ShareArchiving:
+		return "ARCHIVING"
 	case ShareArchived:
 		return "ARCHIVED"
 	}
@@ -146,7 +152,9 @@ type ShareSnapshot struct {
 // ShareLock is an acquisition: offsets First to Last delivered to Member
 // for the DeliveryCount-th time, held until Deadline (Unix nanoseconds);
 // Limit and Duration (nanoseconds) are the delivery limit and lock
-// duration it was taken under. Kafka keeps acquisitions in the
+// duration it was taken under, DeadLetter whether its group had a
+// dead-letter topic then (its rejection or last release sends the
+// records there). Kafka keeps acquisitions in the
 // share-partition leader's memory only; Cohort's share state may live on
 // another node than the partition's leader, and a lock must outlive that
 // node (coordinator/sharestate).
@@ -155,6 +163,7 @@ type ShareLock struct {
 	Member               string
 	DeliveryCount, Limit int16
 	Duration, Deadline   int64
+	DeadLetter           bool
 }
 
 // ShareUpdate is a share partition's update value, as Kafka's
@@ -307,7 +316,7 @@ func readShareBatches(r *kbin.Reader, what string) ([]ShareBatch, error) {
 		switch {
 		case x.First < 0 || x.Last < x.First:
 			return nil, fmt.Errorf("%w: %s batch %d-%d", ErrCorrupt, what, x.First, x.Last)
-		case x.State != ShareAvailable && x.State != ShareAcknowledged && x.State != ShareArchived:
+		case x.State != ShareAvailable && x.State != ShareAcknowledged && x.State != ShareArchiving && x.State != ShareArchived:
 			return nil, fmt.Errorf("%w: %s batch state %d", ErrCorrupt, what, x.State)
 		case x.DeliveryCount < 0:
 			return nil, fmt.Errorf("%w: %s delivery count %d", ErrCorrupt, what, x.DeliveryCount)
@@ -329,7 +338,7 @@ func shareValueReader(v []byte) (*kbin.Reader, bool, error) {
 
 // shareLockMin is the least encoded size of a ShareLock (an empty
 // member).
-const shareLockMin = 8 + 8 + 1 + 2 + 2 + 8 + 8
+const shareLockMin = 8 + 8 + 1 + 2 + 2 + 8 + 8 + 1
 
 func appendShareLocks(b []byte, ls []ShareLock) []byte {
 	b = kbin.AppendCompactArrayLen(b, len(ls))
@@ -341,6 +350,7 @@ func appendShareLocks(b []byte, ls []ShareLock) []byte {
 		b = kbin.AppendInt16(b, l.Limit)
 		b = kbin.AppendInt64(b, l.Duration)
 		b = kbin.AppendInt64(b, l.Deadline)
+		b = kbin.AppendBool(b, l.DeadLetter)
 	}
 	return b
 }
@@ -364,6 +374,7 @@ func readShareLocks(r *kbin.Reader, what string) ([]ShareLock, error) {
 		l.Member = r.CompactString()
 		l.DeliveryCount, l.Limit = r.Int16(), r.Int16()
 		l.Duration, l.Deadline = r.Int64(), r.Int64()
+		l.DeadLetter = readBool(r)
 		switch {
 		case l.First < 0 || l.Last < l.First:
 			return nil, fmt.Errorf("%w: %s lock %d-%d", ErrCorrupt, what, l.First, l.Last)

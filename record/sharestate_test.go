@@ -16,7 +16,7 @@ func randShareBatches(rng *rand.Rand, from int64) []ShareBatch {
 		first := next + rng.Int63n(5)
 		last := first + rng.Int63n(100)
 		bs = append(bs, ShareBatch{First: first, Last: last,
-			State:         []ShareState{ShareAvailable, ShareAcknowledged, ShareArchived}[rng.Intn(3)],
+			State:         []ShareState{ShareAvailable, ShareAcknowledged, ShareArchiving, ShareArchived}[rng.Intn(4)],
 			DeliveryCount: int16(rng.Intn(10))})
 		next = last + 1
 	}
@@ -31,7 +31,7 @@ func randShareLocks(rng *rand.Rand, from int64) []ShareLock {
 		last := first + rng.Int63n(100)
 		limit := int16(1 + rng.Intn(10))
 		ls = append(ls, ShareLock{First: first, Last: last, Member: []string{"m1", "a-much-longer-member-id"}[rng.Intn(2)],
-			DeliveryCount: 1 + int16(rng.Intn(int(limit))), Limit: limit, Duration: 1 + rng.Int63n(1<<40), Deadline: rng.Int63()})
+			DeliveryCount: 1 + int16(rng.Intn(int(limit))), Limit: limit, Duration: 1 + rng.Int63n(1<<40), Deadline: rng.Int63(), DeadLetter: rng.Intn(2) == 0})
 		next = last + 1
 	}
 	return ls
@@ -192,7 +192,7 @@ func TestShareStateCorrupt(t *testing.T) {
 	for _, bs := range [][]ShareBatch{
 		{{5, 4, ShareArchived, 0}},                            // last before first
 		{{5, 6, ShareAcquired, 1}},                            // acquired is never stored
-		{{5, 6, 3, 1}},                                        // no such state
+		{{5, 6, 5, 1}},                                        // no such state
 		{{5, 6, ShareArchived, -1}},                           // negative count
 		{{5, 9, ShareArchived, 1}, {9, 10, ShareArchived, 1}}, // overlapping
 		{{-1, 2, ShareArchived, 1}},                           // negative offset

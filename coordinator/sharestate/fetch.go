@@ -90,7 +90,7 @@ func (s *Shard) acquire(now time.Time, c AcquireCmd) Acquired {
 	var got []lock
 	take := func(first, last int64, count int16) {
 		got = append(got, lock{first: first, last: last, member: c.Member, count: count,
-			limit: lim.DeliveryLimit, dur: lim.LockDuration, deadline: deadlineAt(now, lim.LockDuration)})
+			limit: lim.DeliveryLimit, dur: lim.LockDuration, deadline: deadlineAt(now, lim.LockDuration), dlq: lim.DeadLetter})
 	}
 	acquired := int64(0)
 	stop := false

@@ -207,6 +207,9 @@ func renderLocks(ls []record.ShareLock) string {
 	parts := make([]string, len(ls))
 	for i, l := range ls {
 		parts[i] = fmt.Sprintf("%s:%s/%d+%s", span(l.First, l.Last), l.Member, l.DeliveryCount, time.Unix(0, l.Deadline).Sub(start))
+		if l.DeadLetter {
+			parts[i] += "/dlq"
+		}
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }

@@ -14,7 +14,7 @@ package sharestate_test
 //
 //	produce P N... [aborted]           the log gets batches of N records (of an aborted transaction)
 //	trim P OFFSET                      the log's start moves (retention, DeleteRecords)
-//	fetch P MEMBER [max=N] [size=N] [mode=record] [batches=N] [reset=earliest|latest|at:N]
+//	fetch P MEMBER [max=N] [size=N] [mode=record] [batches=N] [reset=earliest|latest|at:N] [dlq=on]
 //	                                   Next, a read of the log from its offset (batches=N at most), Acquire
 //	acquire P MEMBER from=N batches=A-B,... [aborted=A-B,...] [max=N] [mode=record]
 //	                                   an Acquire of batches the test names (a stale read)
@@ -25,6 +25,8 @@ package sharestate_test
 //	alter P OFFSET                     AlterShareGroupOffsets
 //	delete P                           DeleteShareGroupOffsets
 //	dump P                             the partition as DescribeCmd shows it
+//	letters                            the partitions with new dead letters (TakeDeadLetters)
+//	deadlettered P A-B                 DeadLetteredCmd: their dead letters are written
 //
 // The one record rule and the machine's invariants are checked after
 // every event.
@@ -139,6 +141,7 @@ func run(h *harness, line string) []string {
 		if args["mode"] == "record" {
 			c.Mode = sharestate.RecordLimit
 		}
+		c.Limits.DeadLetter = args["dlq"] == "on"
 		return c
 	}
 	h.lines = nil
@@ -231,6 +234,18 @@ func run(h *harness, line string) []string {
 		h.lines = append(h.lines, fmt.Sprintf("delete %s: %s", pos[0], codeName(r.Code)))
 	case "dump":
 		h.lines = append(h.lines, renderRuns(h.describe(part(pos[0])))...)
+	case "letters":
+		ks := h.m.TakeDeadLetters()
+		if len(ks) == 0 {
+			h.lines = append(h.lines, "letters: none")
+		}
+		for _, k := range ks {
+			h.lines = append(h.lines, "letters: "+name(k))
+		}
+	case "deadlettered":
+		rg := ranges(pos[1])[0]
+		r := h.send(sharestate.DeadLetteredCmd{Key: part(pos[0]), First: rg.First, Last: rg.Last}).(sharestate.Result)
+		h.lines = append(h.lines, fmt.Sprintf("deadlettered %s: %s", pos[0], codeName(r.Code)))
 	default:
 		h.t.Fatalf("unknown command %q", line)
 	}

@@ -89,7 +89,9 @@ func (s *Shard) ack(now time.Time, c AckCmd) Result {
 // accepted, rejected or a gap, or released (acknowledged RELEASE, lock
 // expired, member gone), which makes its records available again with
 // their delivery count, or archives them at the delivery limit (Kafka's
-// InFlightState.tryUpdateState).
+// InFlightState.tryUpdateState). Under a dead-letter topic a rejection
+// or a release at the limit is ARCHIVING instead (KIP-1191's
+// recordStateWithDlq); a gap never is.
 func settled(l lock, t AckType) batch {
 	b := batch{First: l.first, Last: l.last, DeliveryCount: l.count}
 	switch {
@@ -97,10 +99,30 @@ func settled(l lock, t AckType) batch {
 		b.State = record.ShareAcknowledged
 	case t == AckRelease && l.count < l.limit:
 		b.State = record.ShareAvailable
+	case l.dlq && (t == AckReject || t == AckRelease):
+		b.State = record.ShareArchiving
 	default:
 		b.State = record.ShareArchived
 	}
 	return b
+}
+
+// deadLettered archives the ARCHIVING records among c's offsets.
+func (s *Shard) deadLettered(c DeadLetteredCmd) Result {
+	p := s.parts[c.Key]
+	if p == nil || c.First < 0 || c.Last < c.First {
+		return Result{Code: kerr.InvalidRequest.Code}
+	}
+	var delta []batch
+	if lo := max(c.First, p.d.start); lo <= c.Last && lo < p.end {
+		for _, sg := range p.segments(lo, min(c.Last, p.end-1)) {
+			if sg.lock < 0 && sg.state == record.ShareArchiving {
+				delta = append(delta, batch{First: sg.first, Last: sg.last, State: record.ShareArchived, DeliveryCount: sg.count})
+			}
+		}
+	}
+	s.commit(p, delta, -1)
+	return Result{}
 }
 
 // release gives back every record a member holds in the partitions
@@ -147,6 +169,9 @@ func (s *Shard) settleLocks(p *part, match func(lock) bool) {
 // is smaller than the change.
 func (s *Shard) commit(p *part, delta []batch, start int64) {
 	delta = normalizeDelta(delta)
+	if slices.ContainsFunc(delta, func(b batch) bool { return b.State == record.ShareArchiving }) {
+		s.letters[p.key] = true
+	}
 	next := p.d
 	next.apply(start, delta)
 	o := next.start

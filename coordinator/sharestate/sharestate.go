@@ -63,6 +63,12 @@ type Limits struct {
 	// MaxInFlight caps the records between the start and end offsets
 	// (group.share.partition.max.record.locks, default 2000).
 	MaxInFlight int
+	// DeadLetter: the group has a dead-letter topic (KIP-1191's
+	// errors.deadletterqueue.topic.name). A record acquired under it
+	// that its member rejects, or that reaches the delivery limit, goes
+	// ARCHIVING rather than ARCHIVED, and TakeDeadLetters names its
+	// partition, until DeadLetteredCmd archives it. No default: false.
+	DeadLetter bool
 }
 
 // Config configures a Shard.
@@ -252,6 +258,13 @@ type (
 		Tenant, Group string
 		Partitions    []Key
 	}
+	// DeadLetteredCmd archives the ARCHIVING records among First to
+	// Last: their dead letters were written (or could not be, and never
+	// will). Answered with a Result.
+	DeadLetteredCmd struct {
+		Key         Key
+		First, Last int64
+	}
 )
 
 // Ack is one acknowledgement batch: Types holds one type for every
@@ -321,6 +334,10 @@ type Shard struct {
 	// snapshot: left by a deletion a crash cut short. Loaded deletes
 	// them.
 	orphans map[Key][]uint32
+	// letters are the partitions that wrote ARCHIVING records since
+	// TakeDeadLetters last ran (soft: a load names every partition that
+	// holds some).
+	letters map[Key]bool
 
 	rec machine.Recorder
 	out machine.Output
@@ -328,7 +345,7 @@ type Shard struct {
 
 // New returns an empty shard.
 func New(cfg Config) *Shard {
-	s := &Shard{cfg: cfg.WithDefaults(), parts: map[Key]*part{}, orphans: map[Key][]uint32{}}
+	s := &Shard{cfg: cfg.WithDefaults(), parts: map[Key]*part{}, orphans: map[Key][]uint32{}, letters: map[Key]bool{}}
 	s.rec.Replay = s.Replay
 	return s
 }
@@ -457,7 +474,7 @@ func renderBatches(bs []batch) string {
 func renderLocks(ls []lock) string {
 	parts := make([]string, len(ls))
 	for i, l := range ls {
-		parts[i] = fmt.Sprintf("%d-%d:%s/%d/%d/%v/%d", l.first, l.last, l.member, l.count, l.limit, l.dur, l.deadline.UnixNano())
+		parts[i] = fmt.Sprintf("%d-%d:%s/%d/%d/%v/%d/%v", l.first, l.last, l.member, l.count, l.limit, l.dur, l.deadline.UnixNano(), l.dlq)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
@@ -499,6 +516,9 @@ func (s *Shard) Loaded(time.Time) machine.Output {
 		p.end = p.d.end()
 		p.locks = slices.Clone(p.d.locks)
 		s.arm(p)
+		if slices.ContainsFunc(p.d.batches, func(b batch) bool { return b.State == record.ShareArchiving }) {
+			s.letters[p.key] = true
+		}
 	}
 	keys := make([]Key, 0, len(s.orphans))
 	for k := range s.orphans {
@@ -531,6 +551,8 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 		out = s.delete(c)
 	case DescribeCmd:
 		out = s.describe(c)
+	case DeadLetteredCmd:
+		out = s.deadLettered(c)
 	default:
 		out = Result{Code: kerr.InvalidRequest.Code}
 	}
@@ -553,6 +575,23 @@ func (s *Shard) Fire(now time.Time, key string) machine.Output {
 		s.expire(now, p)
 	}
 	return s.flush()
+}
+
+// TakeDeadLetters returns the partitions that hold records on their way
+// to the dead-letter topic written since it last ran (after a load:
+// every one that holds some), in key order, and forgets them. The host
+// writes their dead letters and then sends DeadLetteredCmd.
+func (s *Shard) TakeDeadLetters() []Key {
+	if len(s.letters) == 0 {
+		return nil
+	}
+	out := make([]Key, 0, len(s.letters))
+	for k := range s.letters {
+		out = append(out, k)
+	}
+	clear(s.letters)
+	slices.SortFunc(out, compareKeys)
+	return out
 }
 
 func (s *Shard) updateKey(k Key, slot uint32) []byte {

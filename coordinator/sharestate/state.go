@@ -138,10 +138,12 @@ type lock struct {
 	limit       int16
 	dur         time.Duration
 	deadline    time.Time
+	// dlq: the group had a dead-letter topic when it was taken.
+	dlq bool
 }
 
 func (l lock) same(o lock) bool {
-	return l.member == o.member && l.count == o.count && l.limit == o.limit && l.dur == o.dur && l.deadline.Equal(o.deadline)
+	return l.member == o.member && l.count == o.count && l.limit == o.limit && l.dur == o.dur && l.deadline.Equal(o.deadline) && l.dlq == o.dlq
 }
 
 // deadlineAt is when a lock of d taken at now ends, without the
@@ -154,14 +156,14 @@ func locksEqual(a, b []lock) bool {
 
 func (l lock) record() record.ShareLock {
 	return record.ShareLock{First: l.first, Last: l.last, Member: l.member, DeliveryCount: l.count, Limit: l.limit,
-		Duration: int64(l.dur), Deadline: l.deadline.UnixNano()}
+		Duration: int64(l.dur), Deadline: l.deadline.UnixNano(), DeadLetter: l.dlq}
 }
 
 func locksOf(rs []record.ShareLock) []lock {
 	out := make([]lock, len(rs))
 	for i, r := range rs {
 		out[i] = lock{first: r.First, last: r.Last, member: r.Member, count: r.DeliveryCount, limit: r.Limit,
-			dur: time.Duration(r.Duration), deadline: time.Unix(0, r.Deadline)}
+			dur: time.Duration(r.Duration), deadline: time.Unix(0, r.Deadline), dlq: r.DeadLetter}
 	}
 	return out
 }
