@@ -103,13 +103,15 @@ func TestConfigsInAPI(t *testing.T) {
 		}
 	}
 	defaults := map[string]string{
-		"share.auto.offset.reset":          "latest default",
-		"share.delivery.count.limit":       "5 default",
-		"share.heartbeat.interval.ms":      "5000 default",
-		"share.isolation.level":            "read_uncommitted default",
-		"share.partition.max.record.locks": "2000 default",
-		"share.record.lock.duration.ms":    "30000 default",
-		"share.session.timeout.ms":         "45000 default",
+		"errors.deadletterqueue.copy.record.enable": "false default",
+		"errors.deadletterqueue.topic.name":         " default",
+		"share.auto.offset.reset":                   "latest default",
+		"share.delivery.count.limit":                "5 default",
+		"share.heartbeat.interval.ms":               "5000 default",
+		"share.isolation.level":                     "read_uncommitted default",
+		"share.partition.max.record.locks":          "2000 default",
+		"share.record.lock.duration.ms":             "30000 default",
+		"share.session.timeout.ms":                  "45000 default",
 	}
 	with := func(m map[string]string) map[string]string {
 		for k, v := range defaults {

@@ -51,7 +51,8 @@ func handleApiVersions(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.R
 const transactionVersionFeature = "transaction.version"
 
 // shareVersionFeature is the feature that switches share groups on
-// (KIP-932's share.version; 1 is Kafka 4.1's and 4.2's).
+// (KIP-932's share.version; 1 is Kafka 4.1's and 4.2's, 2 adds KIP-1191's
+// dead-letter topics, Kafka 4.4's).
 const shareVersionFeature = "share.version"
 
 // featuresEpoch is the FinalizedFeaturesEpoch: Kafka's is the metadata
@@ -72,12 +73,13 @@ func (s *Server) features(resp *kmsg.ApiVersionsResponse) {
 	ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, s.cfg.TransactionVersion, s.cfg.TransactionVersion
 	resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 	if s.share != nil {
-		// KIP-932: share groups, as a Kafka 4.2 broker with them on.
+		// KIP-932: share groups, as a Kafka 4.4 broker with them on,
+		// dead-letter topics included (KIP-1191's SV_2).
 		sf := kmsg.NewApiVersionsResponseSupportedFeature()
-		sf.Name, sf.MinVersion, sf.MaxVersion = shareVersionFeature, 0, 1
+		sf.Name, sf.MinVersion, sf.MaxVersion = shareVersionFeature, 0, 2
 		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
-		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = shareVersionFeature, 1, 1
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = shareVersionFeature, 2, 2
 		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 	}
 	resp.FinalizedFeaturesEpoch = featuresEpoch

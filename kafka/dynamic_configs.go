@@ -52,9 +52,14 @@ type dynConfig struct {
 	// bounds are the least and greatest value, and the names of the
 	// broker configs that set them (for Kafka's message).
 	bounds func(s *Server) (lo, hi int64, loName, hiName string)
+	// boolean: true or false, in any case.
+	boolean bool
 }
 
 func (c dynConfig) typ() kmsg.ConfigType {
+	if c.boolean {
+		return kmsg.ConfigTypeBoolean
+	}
 	if c.enum != nil || c.valid != nil {
 		return kmsg.ConfigTypeString
 	}
@@ -64,6 +69,12 @@ func (c dynConfig) typ() kmsg.ConfigType {
 // check returns Kafka's INVALID_CONFIG message for a value of c, "" if it
 // is valid.
 func (c dynConfig) check(s *Server, v string) string {
+	if c.boolean {
+		if b := strings.ToLower(strings.TrimSpace(v)); b != "true" && b != "false" {
+			return fmt.Sprintf("Invalid value %s for configuration %s: Expected value to be either true or false", v, c.name)
+		}
+		return ""
+	}
 	if c.valid != nil {
 		if why := c.valid(v); why != "" {
 			return fmt.Sprintf("Invalid value %s for configuration %s: %s", v, c.name, why)
@@ -194,6 +205,8 @@ func (s *Server) shareMaxRecordLocks() int {
 // brokerDynamicConfigs are the broker configs that change while Cohort
 // runs, sorted by name.
 var brokerDynamicConfigs = []dynConfig{
+	{name: "errors.deadletterqueue.auto.create.topics.enable", boolean: true, doc: "Whether a share group's dead-letter topic (errors.deadletterqueue.topic.name) that does not exist is created, with errors.deadletterqueue.group.enable=true, when a record first goes to it (KIP-1191)."},
+	{name: "errors.deadletterqueue.topic.name.prefix", valid: anyString, doc: "The prefix every share group's dead-letter topic name must have (KIP-1191); empty: any name."},
 	{name: "group.consumer.heartbeat.interval.ms", bounds: consumerHeartbeat, doc: "The heartbeat interval given to consumer group members (KIP-848) whose group sets none; applies at each member's next heartbeat."},
 	{name: "group.consumer.session.timeout.ms", bounds: consumerSession, doc: "How long a consumer group member (KIP-848) may go without a heartbeat, for groups that set none; applies at each member's next heartbeat."},
 	{name: "max.connections", bounds: fixed(1, math.MaxInt32, "", ""), doc: "Most open Kafka connections of a node; applies to new connections."},
@@ -207,6 +220,8 @@ var brokerDynamicConfigs = []dynConfig{
 var groupConfigs = []dynConfig{
 	{name: "consumer.heartbeat.interval.ms", atLeast: 1, bounds: consumerHeartbeat, doc: "The heartbeat interval given to the group's members; applies at each member's next heartbeat."},
 	{name: "consumer.session.timeout.ms", atLeast: 1, bounds: consumerSession, doc: "How long a member of the group may go without a heartbeat before it is fenced; applies at each member's next heartbeat."},
+	{name: "errors.deadletterqueue.copy.record.enable", boolean: true, doc: "Whether the share group's dead letters carry the key and value of the record they stand for (KIP-1191); false: headers only."},
+	{name: "errors.deadletterqueue.topic.name", valid: validDLQTopic, doc: "The share group's dead-letter topic (KIP-1191): records its members reject, or that reach the delivery limit, are written there (one per record, with __dlq.errors.* headers) before they are archived; applies to records acquired from then. Empty: none."},
 	{name: "share.auto.offset.reset", valid: validShareReset, doc: "Where a share group starts on a partition it has no position in: latest, earliest, or by_duration:<ISO-8601 duration> (the first record no older than that, KIP-1106); applies to partitions the group starts on from then."},
 	{name: "share.delivery.count.limit", atLeast: 2, bounds: shareDeliveryBounds, doc: "How many times a record is delivered to a share group before it is archived; applies to records acquired from then."},
 	{name: "share.heartbeat.interval.ms", atLeast: 1, bounds: shareHeartbeatBounds, doc: "The heartbeat interval given to a share group's members; applies at each member's next heartbeat."},
@@ -214,6 +229,19 @@ var groupConfigs = []dynConfig{
 	{name: "share.partition.max.record.locks", atLeast: kafkaMinRecordLocks, bounds: shareRecordLocksBounds, doc: "Most records of a partition a share group has in flight (acquired, or available again after a delivery); applies to the group's next fetches."},
 	{name: "share.record.lock.duration.ms", atLeast: 1000, bounds: shareLockBounds, doc: "How long a share group member holds the records it was given before they go to another; applies to records acquired from then."},
 	{name: "share.session.timeout.ms", atLeast: 1, bounds: shareSessionBounds, doc: "How long a share group member may go without a heartbeat before it is fenced; applies at each member's next heartbeat."},
+}
+
+func anyString(string) string { return "" }
+
+// validDLQTopic is Kafka's GroupConfig check of a dead-letter topic name:
+// not an internal topic's. The other rules (the prefix, the topic's
+// errors.deadletterqueue.group.enable) are checked when a record goes to
+// it, as Kafka's.
+func validDLQTopic(v string) string {
+	if strings.HasPrefix(v, "__") {
+		return "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"
+	}
+	return ""
 }
 
 // validShareReset is Kafka's ShareGroupAutoOffsetResetStrategy.Validator
@@ -234,6 +262,10 @@ func validShareReset(v string) string {
 func (s *Server) groupConfigDefault(name string) string {
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	switch name {
+	case "errors.deadletterqueue.topic.name":
+		return ""
+	case "errors.deadletterqueue.copy.record.enable":
+		return "false"
 	case "share.auto.offset.reset":
 		return "latest"
 	case "share.isolation.level":
@@ -358,6 +390,10 @@ func (s *Server) brokerValue(name string) resolved {
 func (s *Server) staticBrokerValue(name string) string {
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	switch name {
+	case "errors.deadletterqueue.auto.create.topics.enable":
+		return "false"
+	case "errors.deadletterqueue.topic.name.prefix":
+		return "dlq."
 	case "group.consumer.heartbeat.interval.ms":
 		return itoa(s.cfg.ConsumerHeartbeatInterval.Milliseconds())
 	case "group.consumer.session.timeout.ms":

@@ -440,6 +440,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.unit = cfg.Topics.Unit()
 	s.unit.Subscribe(s.applyConfigs)
+	s.startDLQ()
 	return s, nil
 }
 

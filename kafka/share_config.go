@@ -31,6 +31,10 @@ type shareGroupConfig struct {
 	limits sharestate.Limits
 	// readCommitted is share.isolation.level read_committed.
 	readCommitted bool
+	// dlqTopic is errors.deadletterqueue.topic.name (limits.DeadLetter
+	// is whether it is set), dlqCopy errors.deadletterqueue.copy.record.enable.
+	dlqTopic string
+	dlqCopy  bool
 }
 
 // shareGroupConfig is group of tenant's share configs, from the configs
@@ -67,6 +71,9 @@ func (s *Server) resolveShareConfig(group string) shareGroupConfig {
 	c.limits.LockDuration = time.Duration(own("share.record.lock.duration.ms")) * time.Millisecond
 	c.limits.DeliveryLimit = int16(min(own("share.delivery.count.limit"), math.MaxInt16))
 	c.limits.MaxInFlight = int(own("share.partition.max.record.locks"))
+	c.dlqTopic = strings.TrimSpace(s.groupValue(group, "errors.deadletterqueue.topic.name").value)
+	c.limits.DeadLetter = c.dlqTopic != ""
+	c.dlqCopy = strings.EqualFold(strings.TrimSpace(s.groupValue(group, "errors.deadletterqueue.copy.record.enable").value), "true")
 	return c
 }
 

@@ -60,6 +60,7 @@ const (
 	kindAlter    = "alter"
 	kindDelete   = "delete"
 	kindDescribe = "describe"
+	kindLettered = "deadlettered"
 )
 
 // owner returns the node serving shard i when another one does.
@@ -120,6 +121,16 @@ func (h *Host) Ack(ctx context.Context, c sharestate.AckCmd) sharestate.Result {
 		return h.forwardResult(ctx, node, c.Key.Tenant, kindAck, c)
 	}
 	return h.localAck(ctx, c)
+}
+
+// DeadLettered archives a partition's ARCHIVING records among First to
+// Last (sharestate.DeadLetteredCmd): their dead letters are written, or
+// never will be.
+func (h *Host) DeadLettered(ctx context.Context, c sharestate.DeadLetteredCmd) sharestate.Result {
+	if node, ok := h.owner(h.ShardFor(c.Key)); ok {
+		return h.forwardResult(ctx, node, c.Key.Tenant, kindLettered, c)
+	}
+	return h.localDeadLettered(ctx, c)
 }
 
 // Alter is AlterShareGroupOffsets for one partition (sharestate.AlterCmd).
@@ -325,6 +336,11 @@ func (h *Host) RunForwarded(ctx context.Context, tenant string, cmd []byte) ([]b
 		return runAs(env, func(c *sharestate.AlterCmd) any { c.Key.Tenant = tenant; return h.localAlter(ctx, *c) })
 	case kindDelete:
 		return runAs(env, func(c *sharestate.DeleteCmd) any { c.Key.Tenant = tenant; return h.localDelete(ctx, *c) })
+	case kindLettered:
+		return runAs(env, func(c *sharestate.DeadLetteredCmd) any {
+			c.Key.Tenant = tenant
+			return h.localDeadLettered(ctx, *c)
+		})
 	case kindRelease:
 		return runAs(env, func(c *sharestate.ReleaseCmd) any {
 			c.Tenant = tenant

@@ -93,6 +93,50 @@ type Host struct {
 	// remote reaches the shards other nodes serve (cluster mode;
 	// remote.go), nil until SetRemote.
 	remote atomic.Pointer[Remote]
+	// letters are the partitions with dead letters to write
+	// (DeadLetters).
+	letters struct {
+		mu    sync.Mutex
+		keys  map[sharestate.Key]bool
+		ready chan struct{}
+	}
+}
+
+// DeadLetters is signalled when share partitions of the shards served
+// here hold records on their way to their group's dead-letter topic
+// (KIP-1191, sharestate's ARCHIVING): after a command or timer that
+// wrote some, and after a shard's load, for every partition that holds
+// some. TakeDeadLetters names them; their owner (the wire layer) writes
+// the dead letters, reading the records with Describe, and then calls
+// DeadLettered.
+func (h *Host) DeadLetters() <-chan struct{} { return h.letters.ready }
+
+// TakeDeadLetters returns the partitions DeadLetters signalled, and
+// forgets them.
+func (h *Host) TakeDeadLetters() []sharestate.Key {
+	h.letters.mu.Lock()
+	defer h.letters.mu.Unlock()
+	out := make([]sharestate.Key, 0, len(h.letters.keys))
+	for k := range h.letters.keys {
+		out = append(out, k)
+	}
+	clear(h.letters.keys)
+	slices.SortFunc(out, compareKeys)
+	return out
+}
+
+// addLetters is the shards' report of partitions with dead letters: it
+// never blocks.
+func (h *Host) addLetters(ks []sharestate.Key) {
+	h.letters.mu.Lock()
+	for _, k := range ks {
+		h.letters.keys[k] = true
+	}
+	h.letters.mu.Unlock()
+	select {
+	case h.letters.ready <- struct{}{}:
+	default:
+	}
 }
 
 // Start reads (or stores) the shard count, loads the shards (unless
@@ -122,6 +166,8 @@ func Start(cfg Config) (*Host, error) {
 	}
 	h := &Host{cfg: cfg}
 	h.watch.init()
+	h.letters.keys = map[sharestate.Key]bool{}
+	h.letters.ready = make(chan struct{}, 1)
 	h.set = coordinator.NewShardSet(coordinator.ShardSetConfig{
 		Runtime: func(id uint16) coordinator.RuntimeConfig {
 			mcfg := cfg.Machine
@@ -129,7 +175,7 @@ func Start(cfg Config) (*Host, error) {
 			return coordinator.RuntimeConfig{
 				Store: cfg.Store,
 				New: func() coordinator.Machine {
-					return &shard{Shard: sharestate.New(mcfg), watch: &h.watch}
+					return &shard{Shard: sharestate.New(mcfg), watch: &h.watch, letters: h.addLetters}
 				},
 				Fail: fail,
 			}
@@ -317,6 +363,12 @@ func (h *Host) localAcquire(ctx context.Context, c sharestate.AcquireCmd) shares
 // ShareAcknowledge's or a ShareFetch's), all or nothing; answered once
 // they are durable.
 func (h *Host) localAck(ctx context.Context, c sharestate.AckCmd) sharestate.Result {
+	return h.result(ctx, h.ShardFor(c.Key), c)
+}
+
+// localDeadLettered archives a partition's ARCHIVING records among
+// offsets (sharestate.DeadLetteredCmd).
+func (h *Host) localDeadLettered(ctx context.Context, c sharestate.DeadLetteredCmd) sharestate.Result {
 	return h.result(ctx, h.ShardFor(c.Key), c)
 }
 

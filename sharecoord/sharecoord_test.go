@@ -328,3 +328,72 @@ func TestWatch(t *testing.T) {
 		t.Fatal("not signalled at Close")
 	}
 }
+
+// TestDeadLettersOutliveARestart: records rejected under a dead-letter
+// topic are named by DeadLetters, and named again after a restart while
+// their dead letters are not written (DeadLettered not called): the
+// writer gets a second chance, as Kafka's resumption of ARCHIVING
+// batches. Once DeadLettered, they are archived and named no more.
+func TestDeadLettersOutliveARestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	open := func() (*sharecoord.Host, func()) {
+		st, err := pebble.Open(dir, pebble.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := sharecoord.Start(sharecoord.Config{Store: st, Shards: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, func() {
+			h.Close()
+			if err := st.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	named := func(h *sharecoord.Host) []sharestate.Key {
+		t.Helper()
+		select {
+		case <-h.DeadLetters():
+			return h.TakeDeadLetters()
+		case <-time.After(10 * time.Second):
+			t.Fatal("no dead letters named in 10 s")
+			return nil
+		}
+	}
+	h, stop := open()
+	k := key("g", 0)
+	l := plog{end: 10, batch: 5}
+	if got := render(fetch(t, h, k, "m1", l, 10, sharestate.Limits{DeadLetter: true})); got != "0-9/1" {
+		t.Fatalf("fetch %s", got)
+	}
+	ack(t, h, k, "m1", 0, 3, sharestate.AckReject)
+	ack(t, h, k, "m1", 4, 9, sharestate.AckAccept)
+	if got := named(h); len(got) != 1 || got[0] != k {
+		t.Fatalf("named %v", got)
+	}
+	stop()
+
+	h, stop = open()
+	defer stop()
+	if got := named(h); len(got) != 1 || got[0] != k {
+		t.Fatalf("named after the restart %v", got)
+	}
+	ds := h.Describe(context.Background(), sharestate.DescribeCmd{Partitions: []sharestate.Key{k}})
+	if len(ds) != 1 || ds[0].StartOffset != 0 || len(ds[0].Runs) == 0 || ds[0].Runs[0].State != record.ShareArchiving || ds[0].Runs[0].Last != 3 {
+		t.Fatalf("after the restart: %+v", ds)
+	}
+	if r := h.DeadLettered(context.Background(), sharestate.DeadLetteredCmd{Key: k, First: 0, Last: 3}); r.Code != 0 {
+		t.Fatalf("dead-lettered: %v", kerr.ErrorForCode(r.Code))
+	}
+	ds = h.Describe(context.Background(), sharestate.DescribeCmd{Partitions: []sharestate.Key{k}})
+	if len(ds) != 1 || ds[0].StartOffset != 10 {
+		t.Fatalf("after DeadLettered: %+v", ds)
+	}
+	select {
+	case <-h.DeadLetters():
+		t.Fatalf("named again: %v", h.TakeDeadLetters())
+	default:
+	}
+}

@@ -171,12 +171,16 @@ func (ws *watchers) wakeIf(match func(sharestate.Key) bool) {
 type shard struct {
 	*sharestate.Shard
 	watch *watchers
+	// letters is told of the partitions with new dead letters
+	// (Config.DeadLetters), or nil.
+	letters func([]sharestate.Key)
 }
 
 // Handle implements machine.Machine.
 func (s *shard) Handle(now time.Time, req machine.Request) machine.Output {
 	out := s.Shard.Handle(now, req)
 	s.changed(out.Records)
+	s.deadLetters()
 	return out
 }
 
@@ -185,7 +189,23 @@ func (s *shard) Handle(now time.Time, req machine.Request) machine.Output {
 func (s *shard) Fire(now time.Time, key string) machine.Output {
 	out := s.Shard.Fire(now, key)
 	s.changed(out.Records)
+	s.deadLetters()
 	return out
+}
+
+// Loaded implements machine.Machine: the partitions that still hold dead
+// letters are named again.
+func (s *shard) Loaded(now time.Time) machine.Output {
+	out := s.Shard.Loaded(now)
+	s.deadLetters()
+	return out
+}
+
+// deadLetters hands the partitions with new dead letters on.
+func (s *shard) deadLetters() {
+	if ks := s.Shard.TakeDeadLetters(); len(ks) > 0 && s.letters != nil {
+		s.letters(ks)
+	}
 }
 
 // changed wakes the partitions recs belong to.

@@ -48,6 +48,7 @@ var TopicConfigs = []TopicConfig{
 	{Name: "cleanup.policy", Default: "delete", Type: ConfigList, OneOf: []string{"compact", "delete"}, Enforced: true, Doc: "delete lets retention.ms and retention.bytes delete old segments; without it they delete nothing. compact refuses a produced batch with records without a key whole, INVALID_RECORD with each keyless record named (KIP-467), as Kafka; old records are not compacted, so a compacted topic keeps everything (Kafka Connect and Streams create compacted topics)."},
 	{Name: "compression.type", Default: "producer", Type: ConfigString, OneOf: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}, Doc: "Batches are kept as the producer compressed them."},
 	{Name: "delete.retention.ms", Default: "86400000", Type: ConfigLong, AtLeast: atLeast(0), Doc: "Stored and reported."},
+	{Name: "errors.deadletterqueue.group.enable", Default: "false", Type: ConfigBoolean, Enforced: true, Doc: "true lets share groups name the topic as their dead-letter topic (KIP-1191's errors.deadletterqueue.topic.name); without it they write nothing to it."},
 	// Kafka's floor is 0; Cohort's is 14 bytes, as segment.bytes', the
 	// smallest record (Kafka 3's LegacyRecord.RECORD_OVERHEAD_V0).
 	{Name: "max.message.bytes", Default: "1048588", Type: ConfigInt, AtLeast: atLeast(14), Enforced: true, Doc: "Largest record batch a producer may append."},
