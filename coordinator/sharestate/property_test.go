@@ -2,6 +2,9 @@ package sharestate_test
 
 // A property test: members fetch, acknowledge (accept, release, reject,
 // gap, renew, and acknowledgements that must fail), leave; locks expire;
+// in half the schedules the group has a dead-letter topic, so rejected
+// records and those at the delivery limit wait ARCHIVING until the host
+// says their dead letters are written;
 // producers append batches, some of aborted transactions; the log's
 // start moves; the shard crashes and loads. A model of every offset
 // (what the machine told: which member holds it, with which delivery
@@ -61,6 +64,7 @@ const (
 	mAvailable mstate = iota
 	mAcquired
 	mAcknowledged
+	mArchiving
 	mArchived
 )
 
@@ -69,6 +73,8 @@ type offset struct {
 	count    int16
 	member   string
 	deadline time.Time
+	// dlq: acquired while the group had a dead-letter topic.
+	dlq bool
 	// deliveries counts the times it was acquired, accepted its
 	// successful acceptances.
 	deliveries, accepted int
@@ -90,12 +96,22 @@ func (m *model) at(o int64) *offset {
 
 // settle is what becomes of an acquired offset released (by its member,
 // its lock's expiry, its member's leaving): available with its count, or
-// archived at the limit.
+// archived at the limit (on its way to the dead-letter topic first, if
+// it was acquired under one).
 func settle(x *offset, limit int16) {
 	x.state, x.member = mAvailable, ""
 	if x.count >= limit {
-		x.state = mArchived
+		x.state = finalState(x)
 	}
+}
+
+// finalState is where a rejected record, or one released at the limit,
+// goes.
+func finalState(x *offset) mstate {
+	if x.dlq {
+		return mArchiving
+	}
+	return mArchived
 }
 
 func runSchedule(ch chooser, steps int) (msg string, trace string) {
@@ -116,6 +132,7 @@ func schedule(ch chooser, steps int, logp *[]string) {
 	}
 	h := newHarness(propTB{}, cfg)
 	h.guard = false
+	dlq := ch.IntN(2) == 0
 	members := []string{"m1", "m2", "m3"}
 	models := []*model{{key: key("g", "t/0")}, {key: key("g", "t/1")}}
 	for _, m := range models {
@@ -149,7 +166,7 @@ func schedule(ch chooser, steps int, logp *[]string) {
 			for o := r.First; o <= r.Last; o++ {
 				x := m.at(o)
 				want := map[record.ShareState]mstate{record.ShareAvailable: mAvailable, record.ShareAcquired: mAcquired,
-					record.ShareAcknowledged: mAcknowledged, record.ShareArchived: mArchived}[r.State]
+					record.ShareAcknowledged: mAcknowledged, record.ShareArchiving: mArchiving, record.ShareArchived: mArchived}[r.State]
 				if want == mArchived && x.state == mAvailable && aborted(o) {
 					// Archived as an aborted transaction's.
 					x.state = mArchived
@@ -168,6 +185,7 @@ func schedule(ch chooser, steps int, logp *[]string) {
 	fetch := func(m *model, member string, c sharestate.AcquireCmd, maxBatches int) string {
 		l := h.logOf(m.key)
 		next := sharestate.NextCmd{Reset: sharestate.ResetEarliest}
+		c.Limits.DeadLetter = dlq
 		_, a := h.fetch(m.key, member, next, c, maxBatches)
 		n := 0
 		for _, r := range a.Records {
@@ -186,7 +204,7 @@ func schedule(ch chooser, steps int, logp *[]string) {
 				case o < l.start:
 					fail("%s offset %d below the log start %d delivered", name(m.key), o, l.start)
 				}
-				x.state, x.count, x.member, x.deadline = mAcquired, r.DeliveryCount, member, h.now.Add(lock)
+				x.state, x.count, x.member, x.deadline, x.dlq = mAcquired, r.DeliveryCount, member, h.now.Add(lock), dlq
 				n++
 			}
 		}
@@ -240,7 +258,9 @@ func schedule(ch chooser, steps int, logp *[]string) {
 							}
 						case sharestate.AckRelease:
 							settle(x, limit)
-						case sharestate.AckReject, sharestate.AckGap:
+						case sharestate.AckReject:
+							x.state, x.member = finalState(x), ""
+						case sharestate.AckGap:
 							x.state, x.member = mArchived, ""
 						case sharestate.AckRenew:
 							x.deadline = h.now.Add(lock)
@@ -263,6 +283,20 @@ func schedule(ch chooser, steps int, logp *[]string) {
 			h.advance(d)
 			expire()
 			desc = "advance " + d.String()
+		case op < 84:
+			// The host wrote a partition's dead letters (some of them).
+			first := int64(ch.IntN(40))
+			last := first + int64(ch.IntN(40))
+			var r sharestate.Result
+			if h.describe(m.key).Code == 0 {
+				r = h.send(sharestate.DeadLetteredCmd{Key: m.key, First: first, Last: last}).(sharestate.Result)
+				for o := max(first, m.view.StartOffset); o <= last && o < int64(len(m.offsets)); o++ {
+					if x := m.at(o); x.state == mArchiving {
+						x.state = mArchived
+					}
+				}
+			}
+			desc = fmt.Sprintf("dead-lettered %s %d-%d → %s", name(m.key), first, last, codeName(r.Code))
 		case op < 88:
 			aborted := ch.IntN(4) == 0
 			sizes := []int{1 + ch.IntN(5), 1 + ch.IntN(3)}
@@ -302,6 +336,19 @@ func schedule(ch chooser, steps int, logp *[]string) {
 				fail("%s offset %d still acquired after every lock expired", name(m.key), o)
 			}
 		}
+	}
+	// The host writes every dead letter.
+	for _, m := range models {
+		if h.describe(m.key).Code != 0 {
+			continue
+		}
+		h.send(sharestate.DeadLetteredCmd{Key: m.key, First: 0, Last: 1 << 20})
+		for i := range m.offsets {
+			if x := &m.offsets[i]; x.state == mArchiving {
+				x.state = mArchived
+			}
+		}
+		refresh(m)
 	}
 	// A member drains every partition: each record ends accepted once,
 	// archived, or gone from the log.
