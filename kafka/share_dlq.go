@@ -27,21 +27,19 @@ package kafka
 import (
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cohort-dev/cohort/coordinator/sharestate"
+	"github.com/cohort-dev/cohort/internal/recbatch"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/topics"
 )
@@ -269,22 +267,22 @@ func (w *dlqWriter) write(ctx context.Context, k sharestate.Key, runs []sharesta
 				reason = dlqExceeded
 			}
 			now := time.Now().UnixMilli()
-			letters := make([]dlqLetter, 0, last-first+1)
+			letters := make([]recbatch.Record, 0, last-first+1)
 			for o := first; o <= last; o++ {
-				l := dlqLetter{headers: [][2]string{
-					{dlqHeaderTopic, srcName},
-					{dlqHeaderPartition, strconv.Itoa(int(k.Partition))},
-					{dlqHeaderOffset, strconv.FormatInt(o, 10)},
-					{dlqHeaderGroup, k.Group},
-					{dlqHeaderCount, strconv.Itoa(int(r.DeliveryCount))},
-					{dlqHeaderMessage, reason},
+				l := recbatch.Record{Offset: o - first, Timestamp: now, Headers: []recbatch.Header{
+					{Key: dlqHeaderTopic, Value: []byte(srcName)},
+					{Key: dlqHeaderPartition, Value: []byte(strconv.Itoa(int(k.Partition)))},
+					{Key: dlqHeaderOffset, Value: []byte(strconv.FormatInt(o, 10))},
+					{Key: dlqHeaderGroup, Value: []byte(k.Group)},
+					{Key: dlqHeaderCount, Value: []byte(strconv.Itoa(int(r.DeliveryCount)))},
+					{Key: dlqHeaderMessage, Value: []byte(reason)},
 				}}
 				if rec, ok := payload[o]; ok {
-					l.key, l.value = rec.Key, rec.Value
+					l.Key, l.Value = rec.Key, rec.Value
 				}
 				letters = append(letters, l)
 			}
-			if err := s.appendDurable(ctx, dlq, dp, dlqBatch(letters, now)); err != nil {
+			if err := s.appendDurable(ctx, dlq, dp, recbatch.Append(nil, letters)); err != nil {
 				return err
 			}
 		}
@@ -295,51 +293,6 @@ func (w *dlqWriter) write(ctx context.Context, k sharestate.Key, runs []sharesta
 // uuidString is a topic id as Kafka's Uuid.toString: URL-safe base64
 // without padding.
 func uuidString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
-
-// dlqLetter is one dead letter.
-type dlqLetter struct {
-	key, value []byte
-	headers    [][2]string
-}
-
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
-
-// dlqBatch is letters as one RecordBatch v2: no compression, CreateTime
-// at ts, no producer.
-func dlqBatch(letters []dlqLetter, ts int64) []byte {
-	b := kbin.AppendInt64(nil, 0) // base offset: the log's
-	b = kbin.AppendInt32(b, 0)    // length, below
-	b = kbin.AppendInt32(b, -1)   // partition leader epoch
-	b = kbin.AppendInt8(b, 2)     // magic
-	b = kbin.AppendInt32(b, 0)    // CRC, below
-	b = kbin.AppendInt16(b, 0)    // attributes
-	b = kbin.AppendInt32(b, int32(len(letters)-1))
-	b = kbin.AppendInt64(b, ts)
-	b = kbin.AppendInt64(b, ts)
-	b = kbin.AppendInt64(b, -1) // producer id
-	b = kbin.AppendInt16(b, -1) // producer epoch
-	b = kbin.AppendInt32(b, -1) // base sequence
-	b = kbin.AppendInt32(b, int32(len(letters)))
-	var body []byte
-	for i, l := range letters {
-		body = body[:0]
-		body = kbin.AppendInt8(body, 0)    // attributes
-		body = kbin.AppendVarlong(body, 0) // timestamp delta
-		body = kbin.AppendVarint(body, int32(i))
-		body = kbin.AppendVarintBytes(body, l.key)
-		body = kbin.AppendVarintBytes(body, l.value)
-		body = kbin.AppendVarint(body, int32(len(l.headers)))
-		for _, h := range l.headers {
-			body = kbin.AppendVarintString(body, h[0])
-			body = kbin.AppendVarintBytes(body, []byte(h[1]))
-		}
-		b = kbin.AppendVarint(b, int32(len(body)))
-		b = append(b, body...)
-	}
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32c))
-	return b
-}
 
 // appendDurable appends batch to partition p of t and returns once it is
 // durable (acks=all): here if this node leads it, else on its leader

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/internal/recbatch"
 	"github.com/cohort-dev/cohort/record"
 )
 
@@ -371,20 +372,20 @@ func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResul
 	}
 	p.mu.Unlock()
 	// Translate outside the lock: an entry's key and value never change.
-	var batch []kafkaRecord
+	var batch []recbatch.Record
 	for _, e := range picked {
 		k, v, _, err := Translate([]byte(e.key), e.value)
 		if err != nil {
 			return res, fmt.Errorf("shard %d offset %d: %w", p.shard, e.off, err)
 		}
-		batch = append(batch, kafkaRecord{off: e.off, ts: e.ts, key: k, value: v})
+		batch = append(batch, recbatch.Record{Offset: e.off, Timestamp: e.ts, Key: k, Value: v})
 		if len(batch) == batchRecords {
-			res.Batches = appendBatch(res.Batches, batch)
+			res.Batches = recbatch.Append(res.Batches, batch)
 			batch = batch[:0]
 		}
 	}
 	if len(batch) > 0 {
-		res.Batches = appendBatch(res.Batches, batch)
+		res.Batches = recbatch.Append(res.Batches, batch)
 	}
 	return res, nil
 }
