@@ -42,32 +42,41 @@ func BenchmarkShareConsume(b *testing.B) {
 
 				b.SetBytes(recordBytes)
 				b.ResetTimer()
-				var got atomic.Int64
-				var wg sync.WaitGroup
-				for range consumers {
-					cl := newClient(b, []kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumeTopics(topicName), kgo.ShareGroup(group), kgo.FetchMaxBytes(50 << 20)})
-					wg.Go(func() {
-						for got.Load() < int64(b.N) && ctx.Err() == nil {
-							pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-							fs := cl.PollFetches(pctx)
-							cancel()
-							got.Add(int64(fs.NumRecords()))
-						}
-						cl.MarkAcks(kgo.AckAccept)
-						if err := cl.FlushAcks(ctx); err != nil {
-							b.Errorf("flush: %v", err)
-						}
-					})
-				}
-				wg.Wait()
+				got := shareConsume(ctx, b, consumers, kgo.SeedBrokers(addr), kgo.ConsumeTopics(topicName), kgo.ShareGroup(group), kgo.FetchMaxBytes(50<<20))
 				b.StopTimer()
-				if n := got.Load(); n < int64(b.N) {
-					b.Fatalf("consumed %d of %d", n, b.N)
-				}
-				b.ReportMetric(float64(got.Load()-int64(b.N)), "redelivered")
+				b.ReportMetric(float64(got-int64(b.N)), "redelivered")
 			})
 		}
 	}
+}
+
+// shareConsume runs consumers share consumers with opts until they have
+// received b.N records between them, then has each accept what it got
+// (FlushAcks: answered, on Cohort durable) and returns how many records
+// they received.
+func shareConsume(ctx context.Context, b *testing.B, consumers int, opts ...kgo.Opt) int64 {
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	for range consumers {
+		cl := newClient(b, opts)
+		wg.Go(func() {
+			for got.Load() < int64(b.N) && ctx.Err() == nil {
+				pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				fs := cl.PollFetches(pctx)
+				cancel()
+				got.Add(int64(fs.NumRecords()))
+			}
+			cl.MarkAcks(kgo.AckAccept)
+			if err := cl.FlushAcks(ctx); err != nil {
+				b.Errorf("flush: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := got.Load(); n < int64(b.N) {
+		b.Fatalf("consumed %d of %d", n, b.N)
+	}
+	return got.Load()
 }
 
 // setShareEarliest sets the group's share.auto.offset.reset to earliest,
@@ -110,30 +119,10 @@ func BenchmarkShareConsumers(b *testing.B) {
 
 					b.SetBytes(recordBytes)
 					b.ResetTimer()
-					var got atomic.Int64
-					var wg sync.WaitGroup
-					for range consumers {
-						cl := newClient(b, []kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ShareGroup(group)})
-						wg.Go(func() {
-							for got.Load() < int64(b.N) && ctx.Err() == nil {
-								pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-								fs := cl.PollFetches(pctx)
-								cancel()
-								got.Add(int64(fs.NumRecords()))
-							}
-							cl.MarkAcks(kgo.AckAccept)
-							if err := cl.FlushAcks(ctx); err != nil {
-								b.Errorf("flush: %v", err)
-							}
-						})
-					}
-					wg.Wait()
+					got := shareConsume(ctx, b, consumers, kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
 					b.StopTimer()
-					if n := got.Load(); n < int64(b.N) {
-						b.Fatalf("consumed %d of %d", n, b.N)
-					}
 					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "acks/s")
-					b.ReportMetric(float64(got.Load()-int64(b.N)), "redelivered")
+					b.ReportMetric(float64(got-int64(b.N)), "redelivered")
 				})
 			}
 		}
