@@ -131,8 +131,9 @@ func BenchmarkShareConsumers(b *testing.B) {
 
 // BenchmarkShareLockExpiry: the time from a lock's expiry to the
 // record's redelivery. Each iteration, a holder (a franz-go share
-// consumer) takes the record produced for it and neither acknowledges it
-// nor polls again; a second consumer of the group, started then and
+// consumer) takes the record produced for it, neither acknowledges it
+// nor polls again, and pauses its fetching (or it would take the record
+// back itself as often as not); a second consumer of the group, started then and
 // polling, gets it again once the lock (2 s, on both brokers) has
 // expired. The metric is the time from the end of the lock (the holder's
 // poll's return plus the lock duration, so slightly after the broker's
@@ -163,7 +164,9 @@ func BenchmarkShareLockExpiry(b *testing.B) {
 			prod := newClient(b, append(producerOpts(addr, false), kgo.DefaultProduceTopic(topic)))
 			setShareEarliest(ctx, b, prod, group)
 			consumer := func() *kgo.Client {
-				cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
+				// Short fetch waits: a holder's fetch under way when it
+				// pauses (below) ends soon after.
+				cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ShareGroup(group), kgo.FetchMaxWait(100*time.Millisecond))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -198,6 +201,10 @@ func BenchmarkShareLockExpiry(b *testing.B) {
 				}
 				poll(holder, key, 1)
 				held := time.Now()
+				// The holder fetches no more (its share session forgets
+				// the partition; what it holds stays its), so that only
+				// the taker can take the record back.
+				holder.PauseFetchTopics(topic)
 				taker := consumer()
 				poll(taker, key, 2)
 				total += time.Since(held.Add(lock))
