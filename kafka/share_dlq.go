@@ -39,9 +39,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cohort-dev/cohort/coordinator/sharestate"
-	"github.com/cohort-dev/cohort/internal/recbatch"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/topics"
+	"github.com/cohort-dev/cohort/topics/recbatch"
 )
 
 // The dead letters' headers and reasons (Kafka's

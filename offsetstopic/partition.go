@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
-	"github.com/cohort-dev/cohort/internal/recbatch"
 	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/topics/recbatch"
 )
 
 // Name is the topic's name, Kafka's Topic.GROUP_METADATA_TOPIC_NAME.
