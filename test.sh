@@ -90,9 +90,7 @@ fi
 
 # The project's module and its two test modules (e2e/, bench/: the real
 # clients, kfake and etcd's server, kept out of the module an embedder
-# imports), joined by go.work. The end-to-end tests come first: the
-# longest package, go test starts it first when it is named first, while
-# the other slot works through the rest.
+# imports), joined by go.work.
 pkgs=(./e2e/... ./... ./bench/...)
 
 # 2. Quality gates.
@@ -111,5 +109,44 @@ go run "$STATICCHECK" -tags invariants "${pkgs[@]}"
 #    with the invariants tag, so every shard runtime, in unit, crash and
 #    end-to-end tests and in the binary they build, checks its machine as
 #    it runs (coordinator/invariants.go).
+#
+#    Two go test runs side by side, so that there is always something to
+#    read: the end-to-end package, the longest by far, with -v filtered to
+#    each test's verdict as it finishes (go test prints a package's output
+#    only once the packages named before it are done, so in one run the
+#    rest would wait for it), and every other package, one at a time,
+#    each printed as it finishes. Then the slowest packages and tests, and
+#    the time taken.
 step "go test -race"
-go test -race -tags invariants -count=1 -timeout 20m "$@" "${pkgs[@]}"
+start=$SECONDS
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+(
+	set +e
+	go test -race -tags invariants -count=1 -timeout 20m -v "$@" ./e2e/ 2>&1 |
+		tee "$out/e2e.log" |
+		grep --line-buffered -E '^(--- FAIL|--- PASS|--- SKIP|FAIL|ok|PASS|panic:)' |
+		grep --line-buffered -v '^PASS$' | sed -u 's/^/[e2e] /'
+	echo "${PIPESTATUS[0]}" >"$out/e2e.status"
+) &
+e2e=$!
+rest=()
+for p in "${pkgs[@]}"; do
+	[ "$p" = ./e2e/... ] && rest+=($(go list -f '{{.ImportPath}}' ./e2e/... | grep -vx 'github.com/cohort-dev/cohort/e2e')) || rest+=("$p")
+done
+set +e
+go test -race -tags invariants -count=1 -timeout 20m -p 1 "$@" "${rest[@]}" 2>&1 | tee "$out/rest.log"
+rest_status=${PIPESTATUS[0]}
+wait "$e2e"
+e2e_status=$(cat "$out/e2e.status")
+set -e
+if [ "$e2e_status" != 0 ]; then
+	# Its failures in full: the filtered lines say which, not why.
+	grep -vE '^(=== (RUN|PAUSE|CONT)|--- PASS)' "$out/e2e.log" | tail -n 400
+fi
+step "slowest packages"
+grep -hE '^ok' "$out/e2e.log" "$out/rest.log" | awk '{print $3, $2}' | sort -rn | head -n 8
+step "slowest end-to-end tests"
+grep -hE '^--- (PASS|FAIL)' "$out/e2e.log" | sed -E 's/^--- (PASS|FAIL): ([^ ]+) \(([0-9.]+)s\)/\3s \2/' | sort -rn | head -n 10
+step "done in $((SECONDS - start)) s: end-to-end $([ "$e2e_status" = 0 ] && echo ok || echo FAILED), the rest $([ "$rest_status" = 0 ] && echo ok || echo FAILED)"
+[ "$e2e_status" = 0 ] && [ "$rest_status" = 0 ]
