@@ -295,6 +295,19 @@ func Join(ctx context.Context, cfg Config) (*Member, error) {
 	if err := m.register(ctx); err != nil {
 		return nil, err
 	}
+	// Read the cluster before the node serves: Brokers, Leader and
+	// Owner answer from the last read, and the node answers Metadata as
+	// soon as Run returns. Left to the loop's first read, a node listed
+	// only itself until then, and a client that asked kept that answer
+	// (one broker) for its metadata max age, 5 min by default.
+	st, err := m.read(ctx)
+	if err != nil {
+		c, cancel := m.reqCtx(context.WithoutCancel(ctx))
+		m.cli.Revoke(c, m.Lease())
+		cancel()
+		return nil, fmt.Errorf("cluster: read %s/cluster/: %w", cfg.Prefix, err)
+	}
+	m.state = st
 	return m, nil
 }
 
@@ -1048,7 +1061,8 @@ func (m *Member) shutdownUnits(l *loopState) {
 	}
 }
 
-// Brokers returns every registered node, by id.
+// Brokers returns every registered node, by id, as of the last read of
+// the cluster: Join's, then the loop's (on every change and every tick).
 func (m *Member) Brokers() []Node {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1057,7 +1071,7 @@ func (m *Member) Brokers() []Node {
 		out = append(out, n)
 	}
 	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.ID, b.ID) })
-	if len(out) == 0 { // before the first read
+	if len(out) == 0 { // none read: the node itself, registering again
 		out = append(out, m.self())
 	}
 	return out
