@@ -667,13 +667,30 @@ func (m *Member) unload(us []int) {
 	wg.Wait()
 }
 
-// watch pokes the loop whenever something under P/cluster changes.
+// watch pokes the loop whenever something under P/cluster changes. The
+// loop reads the whole of P/cluster on every poke, so the watch only has
+// to miss nothing since Join's read: it starts at the revision after
+// that read's, and one that ends (etcd lost its leader, the connection
+// broke) starts again after the last revision it saw. One whose
+// revisions were compacted away pokes, as a change may be among them,
+// and goes on from the oldest revision etcd still has.
 func (m *Member) watch() {
+	m.mu.Lock()
+	next := m.state.rev + 1
+	m.mu.Unlock()
 	for m.ctx.Err() == nil {
-		wc := m.cli.Watch(clientv3.WithRequireLeader(m.ctx), m.cfg.Prefix+"/cluster/", clientv3.WithPrefix())
+		wc := m.cli.Watch(clientv3.WithRequireLeader(m.ctx), m.cfg.Prefix+"/cluster/", clientv3.WithPrefix(), clientv3.WithRev(next))
 		for resp := range wc {
+			if resp.CompactRevision != 0 {
+				next = resp.CompactRevision
+				m.poke()
+				break
+			}
 			if resp.Err() != nil {
 				break
+			}
+			if len(resp.Events) > 0 {
+				next = resp.Events[len(resp.Events)-1].Kv.ModRevision + 1
 			}
 			m.poke()
 		}
