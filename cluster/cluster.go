@@ -295,6 +295,19 @@ func Join(ctx context.Context, cfg Config) (*Member, error) {
 	if err := m.register(ctx); err != nil {
 		return nil, err
 	}
+	// Read the cluster before the node serves: Brokers, Leader and
+	// Owner answer from the last read, and the node answers Metadata as
+	// soon as Run returns. Left to the loop's first read, a node listed
+	// only itself until then, and a client that asked kept that answer
+	// (one broker) for its metadata max age, 5 min by default.
+	st, err := m.read(ctx)
+	if err != nil {
+		c, cancel := m.reqCtx(context.WithoutCancel(ctx))
+		m.cli.Revoke(c, m.Lease())
+		cancel()
+		return nil, fmt.Errorf("cluster: read %s/cluster/: %w", cfg.Prefix, err)
+	}
+	m.state = st
 	return m, nil
 }
 
@@ -654,13 +667,30 @@ func (m *Member) unload(us []int) {
 	wg.Wait()
 }
 
-// watch pokes the loop whenever something under P/cluster changes.
+// watch pokes the loop whenever something under P/cluster changes. The
+// loop reads the whole of P/cluster on every poke, so the watch only has
+// to miss nothing since Join's read: it starts at the revision after
+// that read's, and one that ends (etcd lost its leader, the connection
+// broke) starts again after the last revision it saw. One whose
+// revisions were compacted away pokes, as a change may be among them,
+// and goes on from the oldest revision etcd still has.
 func (m *Member) watch() {
+	m.mu.Lock()
+	next := m.state.rev + 1
+	m.mu.Unlock()
 	for m.ctx.Err() == nil {
-		wc := m.cli.Watch(clientv3.WithRequireLeader(m.ctx), m.cfg.Prefix+"/cluster/", clientv3.WithPrefix())
+		wc := m.cli.Watch(clientv3.WithRequireLeader(m.ctx), m.cfg.Prefix+"/cluster/", clientv3.WithPrefix(), clientv3.WithRev(next))
 		for resp := range wc {
+			if resp.CompactRevision != 0 {
+				next = resp.CompactRevision
+				m.poke()
+				break
+			}
 			if resp.Err() != nil {
 				break
+			}
+			if len(resp.Events) > 0 {
+				next = resp.Events[len(resp.Events)-1].Kv.ModRevision + 1
 			}
 			m.poke()
 		}
@@ -1048,7 +1078,8 @@ func (m *Member) shutdownUnits(l *loopState) {
 	}
 }
 
-// Brokers returns every registered node, by id.
+// Brokers returns every registered node, by id, as of the last read of
+// the cluster: Join's, then the loop's (on every change and every tick).
 func (m *Member) Brokers() []Node {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1057,7 +1088,7 @@ func (m *Member) Brokers() []Node {
 		out = append(out, n)
 	}
 	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.ID, b.ID) })
-	if len(out) == 0 { // before the first read
+	if len(out) == 0 { // none read: the node itself, registering again
 		out = append(out, m.self())
 	}
 	return out
