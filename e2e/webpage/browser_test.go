@@ -155,7 +155,7 @@ func (f *fakeAPI) handler() http.Handler {
 		json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, r *http.Request) {
-		n := obj{"version": "0.9.0", "node_id": "1", "mode": "single", "started_at": "2026-01-02T03:04:05Z",
+		n := obj{"version": "cohort 0.9.0 (go1.26.8 linux/amd64)", "node_id": "1", "mode": "single", "started_at": "2026-01-02T03:04:05Z",
 			"uptime_seconds": 3725, "kafka_addr": "127.0.0.1:9092", "shards_total": 16, "shards_held": []int{},
 			"store": obj{"kind": "pebble"}}
 		if f.org != "" {
@@ -283,6 +283,10 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); !strings.Contains(got, "node 1") || !strings.Contains(got, "pebble") {
 		t.Errorf("header %q, want the node's summary", got)
+	}
+	// The version as the node gives it, with no "v" in front.
+	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); !strings.HasPrefix(got, "cohort 0.9.0 (go1.26.8 linux/amd64) · ") {
+		t.Errorf("header %q, want it to open with the node's version as given", got)
 	}
 	b.Screenshot("overview")
 
