@@ -397,6 +397,10 @@ func TestPageInBrowser(t *testing.T) {
 	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=topic]').length`); got != 1 {
 		t.Errorf("%d topics shown, want 1 (internal ones hidden)", got)
 	}
+	// The summary counts what is listed, not the hidden internal topic.
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=topics-summary]').textContent`); got != "1 topic · 6 partitions" {
+		t.Errorf("topics summary %q, want 1 topic · 6 partitions", got)
+	}
 	// Its configs, folded: the summary names the one it sets; opened,
 	// every one, that one highlighted, the enforced one marked.
 	if got := webtest.Eval[string](b, `document.querySelector('[data-topic=events] [data-testid=topic-configs] summary').textContent`); got != "Configs: 1 setretention.ms=3600000" {
@@ -409,6 +413,9 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	b.Click(`[data-testid=show-internal]`)
 	b.Wait("the internal topic", `document.querySelector('[data-topic=__consumer_offsets]')`)
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=topics-summary]').textContent`); got != "2 topics · 7 partitions" {
+		t.Errorf("topics summary with internal topics %q, want 2 topics · 7 partitions", got)
+	}
 	if !webtest.Eval[bool](b, `document.querySelector('[data-topic=events] [data-testid=topic-configs]').open`) {
 		t.Errorf("the opened configs closed on redraw")
 	}
