@@ -51,6 +51,39 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestBadCommandLineIsShort: a bad flag or argument prints the error and
+// where to find the flags, not the whole usage that would scroll it away;
+// --help still prints the usage, with durations named as such.
+func TestBadCommandLineIsShort(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+	}{
+		{"cohort serve", []string{"serve", "--bogus"}},
+		{"cohort serve", []string{"serve", "--shutdown-timeout", "5"}},
+		{"cohort serve", []string{"serve", "extra"}},
+		{"cohort groups describe", []string{"groups", "describe", "--bogus", "g"}},
+		{"cohort bench commits", []string{"bench", "commits", "--timeout", "1"}},
+	} {
+		args, cmd := tc.args, tc.cmd
+		var stdout, stderr bytes.Buffer
+		code := run(args, &stdout, &stderr)
+		lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+		if code != 2 || stdout.Len() != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], cmd+": ") || lines[1] != "Run '"+cmd+" --help' for the flags." {
+			t.Errorf("cohort %v: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and two lines: the error and the hint", args, code, stdout.String(), stderr.String())
+		}
+	}
+	t.Setenv("COHORT_SHUTDOWN_TIMEOUT", "5")
+	var stderr bytes.Buffer
+	if code := run([]string{"serve"}, &bytes.Buffer{}, &stderr); code != 2 || stderr.String() != "cohort serve: invalid value \"5\" for COHORT_SHUTDOWN_TIMEOUT: parse error\nRun 'cohort serve --help' for the flags.\n" {
+		t.Errorf("bad duration in the environment: exit %d, stderr:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"serve", "-h"}, &bytes.Buffer{}, &stderr); code != 0 || !strings.Contains(stderr.String(), "Flags:") || !strings.Contains(stderr.String(), "  -shutdown-timeout duration\n") {
+		t.Errorf("serve -h: exit %d, want 0 and the usage naming durations:\n%s", code, stderr.String())
+	}
+}
+
 // TestServeHelpDescribesEveryFlag guards the README's promise that
 // --help describes every flag, with its environment variable.
 func TestServeHelpDescribesEveryFlag(t *testing.T) {
