@@ -18,7 +18,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -171,6 +173,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		fs.Usage = usage
 		fs.SetOutput(out)
 	}()
+	defer explainDurations(fs)()
 
 	var pos []string
 	for {
@@ -201,6 +204,41 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 	})
 	return pos, bad
+}
+
+// explainDurations makes every duration flag of fs say what a bad value
+// lacks (the flag package says only "parse error") until the function
+// it returns puts the flags back: --help names a wrapped flag's type
+// "value", not "duration".
+func explainDurations(fs *flag.FlagSet) (restore func()) {
+	var wrapped []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				f.Value = durationFlag{f.Value}
+				wrapped = append(wrapped, f)
+			}
+		}
+	})
+	return func() {
+		for _, f := range wrapped {
+			f.Value = f.Value.(durationFlag).Value
+		}
+	}
+}
+
+// durationFlag is a duration flag whose bad value gets an error that says
+// what a duration looks like.
+type durationFlag struct{ flag.Value }
+
+func (d durationFlag) Set(s string) error {
+	if d.Value.Set(s) == nil {
+		return nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return errors.New("a duration needs a unit, such as 5s or 500ms")
+	}
+	return errors.New("not a duration: a number and a unit, such as 5s or 500ms")
 }
 
 // subcommand reads the first argument of a command that has

@@ -27,7 +27,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"serve", "--trace-sample-ratio", "1.5"}, 2, "--trace-sample-ratio must be between 0 and 1"},
 		{[]string{"serve", "--trace-sample-ratio", "-0.1"}, 2, "--trace-sample-ratio must be between 0 and 1"},
 		{[]string{"serve", "--default-partitions", "0"}, 2, "--default-partitions must be"},
-		{[]string{"serve", "--shutdown-timeout", "3"}, 2, "invalid value"},
+		{[]string{"serve", "--shutdown-timeout", "3"}, 2, `invalid value "3" for flag -shutdown-timeout: a duration needs a unit, such as 5s or 500ms`},
+		{[]string{"serve", "--shutdown-timeout", "soon"}, 2, `invalid value "soon" for flag -shutdown-timeout: not a duration: a number and a unit, such as 5s or 500ms`},
+		{[]string{"groups", "list", "--timeout", "10"}, 2, `invalid value "10" for flag -timeout: a duration needs a unit`},
 		{[]string{"serve", "--max-connections", "0"}, 2, "--max-connections must be at least 1"},
 		{[]string{"serve", "--max-connections-per-ip", "-1"}, 2, "--max-connections-per-ip must not be negative"},
 		{[]string{"serve", "--max-request-bytes", "2000000", "--queued-max-request-bytes", "1000000"}, 2, "--queued-max-request-bytes (1000000) must be at least --max-request-bytes (2000000)"},
@@ -75,7 +77,7 @@ func TestBadCommandLineIsShort(t *testing.T) {
 	}
 	t.Setenv("COHORT_SHUTDOWN_TIMEOUT", "5")
 	var stderr bytes.Buffer
-	if code := run([]string{"serve"}, &bytes.Buffer{}, &stderr); code != 2 || stderr.String() != "cohort serve: invalid value \"5\" for COHORT_SHUTDOWN_TIMEOUT: parse error\nRun 'cohort serve --help' for the flags.\n" {
+	if code := run([]string{"serve"}, &bytes.Buffer{}, &stderr); code != 2 || stderr.String() != "cohort serve: invalid value \"5\" for COHORT_SHUTDOWN_TIMEOUT: a duration needs a unit, such as 5s or 500ms\nRun 'cohort serve --help' for the flags.\n" {
 		t.Errorf("bad duration in the environment: exit %d, stderr:\n%s", code, stderr.String())
 	}
 	stderr.Reset()
