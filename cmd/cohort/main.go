@@ -39,8 +39,8 @@ Commands:
             or any Kafka-compatible broker (offsets/s, p50/p99, generations)
   users     add, delete, list SCRAM users of the SASL listeners
   orgs      list, create, delete organisations (tenants) and set their members
-  quotas    set, remove, list organisations' quotas (Kafka's client-quota APIs)
             (over a node's admin HTTP API)
+  quotas    set, remove, list organisations' quotas (Kafka's client-quota APIs)
   version   print the version
 
 Run 'cohort <command> --help' for a command's flags.

@@ -53,6 +53,22 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestUsageNotesFollowTheirCommand: a continuation line of the command
+// list belongs to the command above it; orgs, not quotas, goes through a
+// node's admin HTTP API (quotas uses Kafka's client-quota APIs).
+func TestUsageNotesFollowTheirCommand(t *testing.T) {
+	lines := strings.Split(usage, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "(over a node's admin HTTP API)") {
+			if i == 0 || !strings.HasPrefix(lines[i-1], "  orgs ") {
+				t.Errorf("the admin HTTP API note follows %q, want the orgs line", lines[max(i-1, 0)])
+			}
+			return
+		}
+	}
+	t.Error("the usage does not say orgs works over a node's admin HTTP API")
+}
+
 // TestBadCommandLineIsShort: a bad flag or argument prints the error and
 // where to find the flags, not the whole usage that would scroll it away;
 // --help still prints the usage, with durations named as such.
