@@ -213,6 +213,7 @@ func (a *API) Sample(ctx context.Context) {
 				gs.Partitions[tp] = LagSample{Committed: o.Offset, CommitAt: time.UnixMilli(o.CommitTimestamp), End: po.End}
 			}
 		}
+		gs.Unsampled = unsampled(s, shares[groupRef{s.Tenant, s.Group}], gs.Partitions)
 		samples = append(samples, gs)
 	}
 	for ref := range a.progress {
@@ -222,6 +223,24 @@ func (a *API) Sample(ctx context.Context) {
 	}
 	a.tracker.Observe(now, samples)
 	a.last, a.lastAt, a.shares = sums, now, shares
+}
+
+// unsampled counts the partitions of group s (those it has offsets of,
+// and a share group's with state) that have no sample among sampled.
+func unsampled(s groups.Summary, shares map[TopicPartition]SharePartition, sampled map[PartitionRef]LagSample) int {
+	missing := map[PartitionRef]bool{}
+	for _, o := range s.Offsets {
+		tp := PartitionRef{Topic: o.Topic, Partition: o.Partition}
+		if _, ok := sampled[tp]; !ok {
+			missing[tp] = true
+		}
+	}
+	for tp := range shares {
+		if _, ok := sampled[tp]; !ok {
+			missing[tp] = true
+		}
+	}
+	return len(missing)
 }
 
 func endOffsets(ts []TopicInfo) map[TopicPartition]PartitionOffsets {
@@ -578,6 +597,14 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(d.Partitions, func(a, b PartitionDetail) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
+	// The group's status over every partition it shows, evaluated or
+	// not: the tracker knows only those it sampled, not one assigned and
+	// never committed, nor a group first seen since its last reading.
+	statuses := make([]Status, len(d.Partitions))
+	for i, p := range d.Partitions {
+		statuses[i] = p.Status
+	}
+	d.Status = groupStatus(statuses)
 	d.Timeline = a.timeline(s.Tenant, s.Group)
 	// The group's own tenant: find answers only within the caller's
 	// organisation.

@@ -19,7 +19,8 @@ import (
 // Status is a Burrow-like evaluation of a partition's or a group's lag.
 type Status string
 
-// The statuses, from best to worst; a group's is its worst partition's.
+// The statuses, from best to worst; a group's is its worst partition's
+// (groupStatus).
 const (
 	// StatusUnknown: the lag is not zero and there is not a full window
 	// of samples yet (as Burrow, which evaluates only full windows).
@@ -66,6 +67,22 @@ func worse(a, b Status) Status {
 	return a
 }
 
+// groupStatus is the status of a group whose partitions have the
+// statuses parts, one for each partition it has, evaluated or not: the
+// worst evaluated one's; StatusUnknown when none is evaluated, since a
+// group's status cannot be better than its partitions allow; StatusOK
+// for a group with no partitions, which has no lag.
+func groupStatus(parts []Status) Status {
+	if len(parts) == 0 {
+		return StatusOK
+	}
+	s := StatusUnknown
+	for _, p := range parts {
+		s = worse(s, p)
+	}
+	return s
+}
+
 // LagSample is one partition's reading: the group's committed offset and
 // when it was committed, and the partition's high watermark.
 type LagSample struct {
@@ -109,7 +126,9 @@ type PartitionRef = TopicPartition
 type groupLag struct {
 	parts map[PartitionRef][]LagSample // oldest first, at most History
 	trend []LagPoint                   // the group's total lag, oldest first
-	seen  bool
+	// unsampled is the last reading's GroupSample.Unsampled.
+	unsampled int
+	seen      bool
 }
 
 // NewLagTracker returns an empty tracker.
@@ -128,6 +147,10 @@ func NewLagTracker(cfg LagTrackerConfig) *LagTracker {
 type GroupSample struct {
 	Tenant, Group string
 	Partitions    map[PartitionRef]LagSample
+	// Unsampled counts the group's other partitions, which have no
+	// sample: a committed offset on a partition whose high watermark is
+	// not known here. They have no status (StatusUnknown).
+	Unsampled int
 }
 
 // Observe records one reading of every group. A group missing from it is
@@ -144,7 +167,7 @@ func (t *LagTracker) Observe(at time.Time, groups []GroupSample) {
 			g = &groupLag{parts: map[PartitionRef][]LagSample{}}
 			t.groups[ref] = g
 		}
-		g.seen = true
+		g.seen, g.unsampled = true, gs.Unsampled
 		var total int64
 		for p, s := range gs.Partitions {
 			s.At = at
@@ -198,6 +221,10 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 	out := GroupLag{Trend: slices.Clone(g.trend), Partitions: make(map[PartitionRef]PartitionLag, len(g.parts))}
 	var lag, consumed, produced int64
 	var span time.Duration
+	statuses := make([]Status, 0, len(g.parts)+g.unsampled)
+	for range g.unsampled {
+		statuses = append(statuses, StatusUnknown)
+	}
 	for p, ss := range g.parts {
 		w := ss[max(0, len(ss)-t.cfg.Window):]
 		pl := PartitionLag{Status: evaluate(w, now, t.cfg.Window)}
@@ -207,15 +234,13 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 			pl.History = append(pl.History, LagPoint{At: s.At, Lag: s.Lag()})
 		}
 		out.Partitions[p] = pl
-		out.Status = worse(out.Status, pl.Status)
+		statuses = append(statuses, pl.Status)
 		lag += last.Lag()
 		consumed += last.Committed - first.Committed
 		produced += last.End - first.End
 		span = max(span, last.At.Sub(first.At))
 	}
-	if len(g.parts) == 0 {
-		out.Status = StatusOK
-	}
+	out.Status = groupStatus(statuses)
 	out.TimeToClear = timeToClear(lag, consumed, produced, span)
 	return out, true
 }

@@ -107,3 +107,50 @@ func TestLagTrackerForgets(t *testing.T) {
 		t.Fatalf("refs %v", refs)
 	}
 }
+
+// TestGroupStatus: a group takes its worst evaluated partition's status,
+// and none while no partition is evaluated: it cannot be better than its
+// partitions allow.
+func TestGroupStatus(t *testing.T) {
+	for _, c := range []struct {
+		parts []Status
+		want  Status
+	}{
+		{nil, StatusOK}, // no partitions, no lag
+		{[]Status{StatusUnknown}, StatusUnknown},
+		{[]Status{StatusUnknown, StatusUnknown}, StatusUnknown},
+		{[]Status{StatusOK}, StatusOK},
+		{[]Status{StatusUnknown, StatusOK}, StatusOK},
+		{[]Status{StatusOK, StatusWarn, StatusUnknown}, StatusWarn},
+		{[]Status{StatusErr, StatusStop, StatusStall}, StatusErr},
+	} {
+		if got := groupStatus(c.parts); got != c.want {
+			t.Errorf("groupStatus(%q) = %q, want %q", c.parts, got, c.want)
+		}
+	}
+}
+
+// TestLagTrackerUnsampled: a group whose only partition has no sample
+// (its high watermark not known here) has no status, not OK; with no
+// partitions at all it is OK; an unsampled partition beside an evaluated
+// one leaves the evaluated one's status.
+func TestLagTrackerUnsampled(t *testing.T) {
+	tr := NewLagTracker(LagTrackerConfig{Window: 3})
+	at := time.Unix(1_700_000_000, 0)
+	ok := map[PartitionRef]LagSample{{Topic: "t", Partition: 0}: {Committed: 5, End: 5}}
+	tr.Observe(at, []GroupSample{
+		{Group: "unsampled", Partitions: map[PartitionRef]LagSample{}, Unsampled: 1},
+		{Group: "empty", Partitions: map[PartitionRef]LagSample{}},
+		{Group: "mixed", Partitions: ok, Unsampled: 1},
+	})
+	for group, want := range map[string]Status{"unsampled": StatusUnknown, "empty": StatusOK, "mixed": StatusOK} {
+		if g, _ := tr.Group("", group, at); g.Status != want {
+			t.Errorf("group %s: status %q, want %q", group, g.Status, want)
+		}
+	}
+	// Sampled at last: the next reading's count replaces the last's.
+	tr.Observe(at.Add(time.Second), []GroupSample{{Group: "unsampled", Partitions: ok}})
+	if g, _ := tr.Group("", "unsampled", at.Add(time.Second)); g.Status != StatusOK {
+		t.Errorf("group sampled at last: status %q, want OK", g.Status)
+	}
+}

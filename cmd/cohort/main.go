@@ -18,7 +18,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -37,8 +39,8 @@ Commands:
             or any Kafka-compatible broker (offsets/s, p50/p99, generations)
   users     add, delete, list SCRAM users of the SASL listeners
   orgs      list, create, delete organisations (tenants) and set their members
-  quotas    set, remove, list organisations' quotas (Kafka's client-quota APIs)
             (over a node's admin HTTP API)
+  quotas    set, remove, list organisations' quotas (Kafka's client-quota APIs)
   version   print the version
 
 Run 'cohort <command> --help' for a command's flags.
@@ -125,14 +127,13 @@ func envName(flagName string) string {
 
 // parseFlags parses args, then fills every flag not given on the command
 // line from its environment variable: flags win over the environment. It
-// returns the exit code for a bad command line (2, with the usage printed;
-// 0 for --help) and false, or 0 and true to go on.
+// returns the exit code for a bad command line (2, with the error and a
+// pointer to --help; 0 for --help, with the usage) and false, or 0 and
+// true to go on.
 func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	pos, code, ok := parseFlagsArgs(fs, args)
 	if ok && len(pos) > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), pos[0])
-		fs.Usage()
-		return 2, false
+		return badCommandLine(fs, fmt.Errorf("unexpected argument %q", pos[0])), false
 	}
 	return code, ok
 }
@@ -142,14 +143,42 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 // --brokers b:9092`), and everything after "--" is an argument. It returns
 // the arguments in order.
 func parseFlagsArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	pos, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return nil, 0, false
+	case err != nil:
+		return nil, badCommandLine(fs, err), false
+	}
+	return pos, 0, true
+}
+
+// badCommandLine prints err and where to find the flags, not the whole
+// usage: a screenful of flags would scroll the one line that matters away.
+// It returns the exit code, 2.
+func badCommandLine(fs *flag.FlagSet, err error) int {
+	fmt.Fprintf(fs.Output(), "%s: %v\nRun '%s --help' for the flags.\n", fs.Name(), err, fs.Name())
+	return 2
+}
+
+// parseArgs parses args and the environment for parseFlagsArgs. It
+// returns flag.ErrHelp for -h or --help, and prints nothing: the flag
+// package would print the whole usage after an error.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() {
+		fs.Usage = usage
+		fs.SetOutput(out)
+	}()
+	defer explainDurations(fs)()
+
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			// The flag package has printed the error and the usage.
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, 0, false
-			}
-			return nil, 2, false
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -160,11 +189,6 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 			break
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
-	}
-	fail := func(format string, a ...any) ([]string, int, bool) {
-		fmt.Fprintf(fs.Output(), "%s: "+format+"\n", append([]any{fs.Name()}, a...)...)
-		fs.Usage()
-		return nil, 2, false
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -179,10 +203,42 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 			}
 		}
 	})
-	if bad != nil {
-		return fail("%v", bad)
+	return pos, bad
+}
+
+// explainDurations makes every duration flag of fs say what a bad value
+// lacks (the flag package says only "parse error") until the function
+// it returns puts the flags back: --help names a wrapped flag's type
+// "value", not "duration".
+func explainDurations(fs *flag.FlagSet) (restore func()) {
+	var wrapped []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				f.Value = durationFlag{f.Value}
+				wrapped = append(wrapped, f)
+			}
+		}
+	})
+	return func() {
+		for _, f := range wrapped {
+			f.Value = f.Value.(durationFlag).Value
+		}
 	}
-	return pos, 0, true
+}
+
+// durationFlag is a duration flag whose bad value gets an error that says
+// what a duration looks like.
+type durationFlag struct{ flag.Value }
+
+func (d durationFlag) Set(s string) error {
+	if d.Value.Set(s) == nil {
+		return nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return errors.New("a duration needs a unit, such as 5s or 500ms")
+	}
+	return errors.New("not a duration: a number and a unit, such as 5s or 500ms")
 }
 
 // subcommand reads the first argument of a command that has

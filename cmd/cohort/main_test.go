@@ -27,7 +27,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"serve", "--trace-sample-ratio", "1.5"}, 2, "--trace-sample-ratio must be between 0 and 1"},
 		{[]string{"serve", "--trace-sample-ratio", "-0.1"}, 2, "--trace-sample-ratio must be between 0 and 1"},
 		{[]string{"serve", "--default-partitions", "0"}, 2, "--default-partitions must be"},
-		{[]string{"serve", "--shutdown-timeout", "3"}, 2, "invalid value"},
+		{[]string{"serve", "--shutdown-timeout", "3"}, 2, `invalid value "3" for flag -shutdown-timeout: a duration needs a unit, such as 5s or 500ms`},
+		{[]string{"serve", "--shutdown-timeout", "soon"}, 2, `invalid value "soon" for flag -shutdown-timeout: not a duration: a number and a unit, such as 5s or 500ms`},
+		{[]string{"groups", "list", "--timeout", "10"}, 2, `invalid value "10" for flag -timeout: a duration needs a unit`},
 		{[]string{"serve", "--max-connections", "0"}, 2, "--max-connections must be at least 1"},
 		{[]string{"serve", "--max-connections-per-ip", "-1"}, 2, "--max-connections-per-ip must not be negative"},
 		{[]string{"serve", "--max-request-bytes", "2000000", "--queued-max-request-bytes", "1000000"}, 2, "--queued-max-request-bytes (1000000) must be at least --max-request-bytes (2000000)"},
@@ -48,6 +50,55 @@ func TestExitCodes(t *testing.T) {
 		if code != tc.code || !strings.Contains(out, tc.out) {
 			t.Errorf("cohort %v: exit %d, want %d; output does not contain %q:\n%s", tc.args, code, tc.code, tc.out, out)
 		}
+	}
+}
+
+// TestUsageNotesFollowTheirCommand: a continuation line of the command
+// list belongs to the command above it; orgs, not quotas, goes through a
+// node's admin HTTP API (quotas uses Kafka's client-quota APIs).
+func TestUsageNotesFollowTheirCommand(t *testing.T) {
+	lines := strings.Split(usage, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "(over a node's admin HTTP API)") {
+			if i == 0 || !strings.HasPrefix(lines[i-1], "  orgs ") {
+				t.Errorf("the admin HTTP API note follows %q, want the orgs line", lines[max(i-1, 0)])
+			}
+			return
+		}
+	}
+	t.Error("the usage does not say orgs works over a node's admin HTTP API")
+}
+
+// TestBadCommandLineIsShort: a bad flag or argument prints the error and
+// where to find the flags, not the whole usage that would scroll it away;
+// --help still prints the usage, with durations named as such.
+func TestBadCommandLineIsShort(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+	}{
+		{"cohort serve", []string{"serve", "--bogus"}},
+		{"cohort serve", []string{"serve", "--shutdown-timeout", "5"}},
+		{"cohort serve", []string{"serve", "extra"}},
+		{"cohort groups describe", []string{"groups", "describe", "--bogus", "g"}},
+		{"cohort bench commits", []string{"bench", "commits", "--timeout", "1"}},
+	} {
+		args, cmd := tc.args, tc.cmd
+		var stdout, stderr bytes.Buffer
+		code := run(args, &stdout, &stderr)
+		lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+		if code != 2 || stdout.Len() != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], cmd+": ") || lines[1] != "Run '"+cmd+" --help' for the flags." {
+			t.Errorf("cohort %v: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and two lines: the error and the hint", args, code, stdout.String(), stderr.String())
+		}
+	}
+	t.Setenv("COHORT_SHUTDOWN_TIMEOUT", "5")
+	var stderr bytes.Buffer
+	if code := run([]string{"serve"}, &bytes.Buffer{}, &stderr); code != 2 || stderr.String() != "cohort serve: invalid value \"5\" for COHORT_SHUTDOWN_TIMEOUT: a duration needs a unit, such as 5s or 500ms\nRun 'cohort serve --help' for the flags.\n" {
+		t.Errorf("bad duration in the environment: exit %d, stderr:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"serve", "-h"}, &bytes.Buffer{}, &stderr); code != 0 || !strings.Contains(stderr.String(), "Flags:") || !strings.Contains(stderr.String(), "  -shutdown-timeout duration\n") {
+		t.Errorf("serve -h: exit %d, want 0 and the usage naming durations:\n%s", code, stderr.String())
 	}
 }
 

@@ -155,7 +155,7 @@ func (f *fakeAPI) handler() http.Handler {
 		json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, r *http.Request) {
-		n := obj{"version": "0.9.0", "node_id": "1", "mode": "single", "started_at": "2026-01-02T03:04:05Z",
+		n := obj{"version": "cohort 0.9.0 (go1.26.8 linux/amd64)", "node_id": "1", "mode": "single", "started_at": "2026-01-02T03:04:05Z",
 			"uptime_seconds": 3725, "kafka_addr": "127.0.0.1:9092", "shards_total": 16, "shards_held": []int{},
 			"store": obj{"kind": "pebble"}}
 		if f.org != "" {
@@ -284,6 +284,10 @@ func TestPageInBrowser(t *testing.T) {
 	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); !strings.Contains(got, "node 1") || !strings.Contains(got, "pebble") {
 		t.Errorf("header %q, want the node's summary", got)
 	}
+	// The version as the node gives it, with no "v" in front.
+	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); !strings.HasPrefix(got, "cohort 0.9.0 (go1.26.8 linux/amd64) · ") {
+		t.Errorf("header %q, want it to open with the node's version as given", got)
+	}
 	b.Screenshot("overview")
 
 	// One group's page, reached by its link.
@@ -393,6 +397,10 @@ func TestPageInBrowser(t *testing.T) {
 	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=topic]').length`); got != 1 {
 		t.Errorf("%d topics shown, want 1 (internal ones hidden)", got)
 	}
+	// The summary counts what is listed, not the hidden internal topic.
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=topics-summary]').textContent`); got != "1 topic · 6 partitions" {
+		t.Errorf("topics summary %q, want 1 topic · 6 partitions", got)
+	}
 	// Its configs, folded: the summary names the one it sets; opened,
 	// every one, that one highlighted, the enforced one marked.
 	if got := webtest.Eval[string](b, `document.querySelector('[data-topic=events] [data-testid=topic-configs] summary').textContent`); got != "Configs: 1 setretention.ms=3600000" {
@@ -405,6 +413,9 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	b.Click(`[data-testid=show-internal]`)
 	b.Wait("the internal topic", `document.querySelector('[data-topic=__consumer_offsets]')`)
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=topics-summary]').textContent`); got != "2 topics · 7 partitions" {
+		t.Errorf("topics summary with internal topics %q, want 2 topics · 7 partitions", got)
+	}
 	if !webtest.Eval[bool](b, `document.querySelector('[data-topic=events] [data-testid=topic-configs]').open`) {
 		t.Errorf("the opened configs closed on redraw")
 	}

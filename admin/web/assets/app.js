@@ -148,7 +148,7 @@ function drawNode(n) {
   document.querySelector('[data-nav=topics]').hidden = Boolean(n.org);
   const held = n.mode === 'cluster' ? `shards ${(n.shards_held || []).length}/${n.shards_total}` : null;
   const parts = [
-    n.version && `v${String(n.version).replace(/^v/, '')}`,
+    n.version, // as the node gives it: "cohort 1.2.0 (go1.26.8 linux/amd64)"
     n.org && `organisation ${n.org}`,
     `node ${n.node_id}`,
     n.mode,

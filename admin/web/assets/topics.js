@@ -21,7 +21,7 @@ function configs(t) {
 export function mount() {
   const filter = h('input', { type: 'search', placeholder: 'Filter topics', 'aria-label': 'Filter topics' });
   const internal = h('input', { type: 'checkbox', 'data-testid': 'show-internal' });
-  const summary = h('p', { class: 'summary' });
+  const summary = h('p', { class: 'summary', 'data-testid': 'topics-summary' });
   const body = h('div');
   let topics = null;
 
@@ -31,8 +31,10 @@ export function mount() {
     const shown = topics
       .filter((t) => (internal.checked || !t.internal) && (!f || t.name.toLowerCase().includes(f)))
       .sort((a, b) => Number(a.internal) - Number(b.internal) || a.name.localeCompare(b.name));
-    const nparts = topics.reduce((n, t) => n + t.partitions.length, 0);
-    summary.replaceChildren(`${plural(topics.length, 'topic')} · ${plural(nparts, 'partition')}`);
+    // Counts what is listed: hidden internal topics and those the filter
+    // leaves out are not in it.
+    const nparts = shown.reduce((n, t) => n + t.partitions.length, 0);
+    summary.replaceChildren(`${plural(shown.length, 'topic')} · ${plural(nparts, 'partition')}`);
     if (shown.length === 0) {
       body.replaceChildren(h('p', { class: 'empty' }, topics.length ? 'No topic matches.' : 'No topics yet.'));
       return;
