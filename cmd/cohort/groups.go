@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -101,9 +103,14 @@ type groupsEnv struct {
 
 	cl  *kgo.Client
 	adm *kadm.Client
-	// dialErr is the last failed connection, to explain a timeout.
-	dialMu  sync.Mutex
-	dialErr error
+	// dialErr is the last failed connection, dialFailed the broker it
+	// was to, and reached the brokers connected to: to explain a
+	// timeout by the broker that failed, which need not be a seed (the
+	// group's coordinator, a partition's leader).
+	dialMu     sync.Mutex
+	dialErr    error
+	dialFailed kgo.BrokerMetadata
+	reached    []string
 }
 
 func groups(args []string, stdout, stderr io.Writer) int {
@@ -224,22 +231,34 @@ func (e *groupsEnv) ctx() (context.Context, context.CancelFunc) {
 
 type dialHook struct{ e *groupsEnv }
 
-func (h dialHook) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+func (h dialHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	addr := net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
+	h.e.dialMu.Lock()
+	defer h.e.dialMu.Unlock()
 	if err != nil {
-		h.e.dialMu.Lock()
-		h.e.dialErr = err
-		h.e.dialMu.Unlock()
+		h.e.dialErr, h.e.dialFailed = err, meta
+	} else if !slices.Contains(h.e.reached, addr) {
+		h.e.reached = append(h.e.reached, addr)
 	}
 }
 
 // explain turns an error into the one line an operator reads: a timeout
-// after failed connections names the brokers and the connection error.
+// after failed connections names the broker that failed and why, and
+// the brokers that answered if any did (a seed answers, and the node
+// the command needs next, learned from it, does not).
 func (e *groupsEnv) explain(err error) string {
 	e.dialMu.Lock()
-	dialErr := e.dialErr
+	dialErr, failed, reached := e.dialErr, e.dialFailed, slices.Clone(e.reached)
 	e.dialMu.Unlock()
 	if dialErr != nil && (errors.Is(err, context.DeadlineExceeded) || isDialError(err)) {
-		return fmt.Sprintf("cannot reach brokers %s within %v: %v", strings.Join(e.brokers, ","), e.timeout, dialErr)
+		if len(reached) == 0 {
+			return fmt.Sprintf("cannot reach brokers %s within %v: %v", strings.Join(e.brokers, ","), e.timeout, dialErr)
+		}
+		who := net.JoinHostPort(failed.Host, strconv.Itoa(int(failed.Port)))
+		if failed.NodeID >= 0 {
+			who = fmt.Sprintf("node %d at %s", failed.NodeID, who)
+		}
+		return fmt.Sprintf("reached %s, but not %s within %v: %v", strings.Join(reached, ","), who, e.timeout, dialErr)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("no answer from brokers %s within %v", strings.Join(e.brokers, ","), e.timeout)

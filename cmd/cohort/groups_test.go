@@ -567,3 +567,24 @@ func TestParseSeekTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupsUnreachableNode: the seed answers, but the node the command
+// needs next (here the only node, advertised at an address that refuses
+// connections) does not: the one line names that node and its address,
+// not the seed as unreachable.
+func TestGroupsUnreachableNode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	n := testkit.StartNode(t, node.Config{AdvertisedKafkaAddr: dead})
+	code, out, errOut := cliRun("groups", "list", "--brokers", n.KafkaAddr(), "--timeout", "500ms")
+	want := "cohort groups list: reached " + n.KafkaAddr() + ", but not node "
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, " at "+dead+" within 500ms: ") ||
+		!strings.Contains(errOut, "connection refused") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want one line starting %q naming %s", code, out, errOut, want, dead)
+	}
+	t.Log(strings.TrimSpace(errOut))
+}
