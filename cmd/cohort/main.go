@@ -7,6 +7,7 @@
 //	cohort users     add, delete and list SCRAM users
 //	cohort orgs      list, create and delete organisations, and their members
 //	cohort quotas    set, remove and list organisations' quotas
+//	cohort dev       dev cluster: a local cluster (embedded etcd, N nodes) in one process
 //	cohort version   print the version
 package main
 
@@ -41,6 +42,9 @@ Commands:
   orgs      list, create, delete organisations (tenants) and set their members
             (over a node's admin HTTP API)
   quotas    set, remove, list organisations' quotas (Kafka's client-quota APIs)
+  dev cluster
+            a local cluster for trying cluster mode, in one process: an
+            embedded etcd and N nodes (--nodes 3); Ctrl-C stops them
   version   print the version
 
 Run 'cohort <command> --help' for a command's flags.
@@ -99,6 +103,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return orgs(args[1:], stdout, stderr)
 	case "quotas":
 		return quotas(args[1:], stdout, stderr)
+	case "dev":
+		return dev(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -24,6 +24,15 @@ import (
 )
 
 func serve(args []string, stderr io.Writer) int {
+	return serveWith(args, stderr, runNode)
+}
+
+// serveWith parses serve's command line (args) and the environment into
+// a node's configuration and hands it, with the logger it writes to and
+// --shutdown-timeout, to start, whose exit code it returns; a bad command
+// line is exit 2 without calling start. `cohort serve` starts the node
+// with runNode; `cohort dev cluster` builds each of its nodes with it.
+func serveWith(args []string, stderr io.Writer, start func(cfg node.Config, logger *slog.Logger, shutdown time.Duration) int) int {
 	fs := flag.NewFlagSet("cohort serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -246,7 +255,12 @@ func serve(args []string, stderr io.Writer) int {
 	// refuses spans) to its process-wide handler, which would print with
 	// the standard log package: into the structured log instead.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("tracing", "err", err) }))
+	return start(cfg, logger, shutdown)
+}
 
+// runNode runs a node with cfg until SIGINT or SIGTERM, or until its
+// listener fails, then shuts it down within shutdown.
+func runNode(cfg node.Config, logger *slog.Logger, shutdown time.Duration) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	n, err := node.Start(cfg)
