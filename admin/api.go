@@ -2,7 +2,8 @@ package admin
 
 // The admin JSON API (/api/v1/...): groups with their members,
 // assignments, offsets, lag, lag status, rebalance timeline and configs;
-// topics with their partitions' offsets and configs; the node.
+// topics with their partitions' offsets and configs; the node; the
+// cluster's node events (cluster mode).
 // openapi.json describes it and is served at /api/v1/openapi.json.
 //
 // It reads the coordinator through the same group APIs a client uses
@@ -113,6 +114,10 @@ type APIConfig struct {
 	// Timeline returns a group's last rebalances, newest first, as a
 	// JSON-encodable value (observe/timeline); nil: none are kept.
 	Timeline func(tenant, group string) any
+	// ClusterEvents returns the cluster's node events this node saw,
+	// newest first, as a JSON-encodable list (observe/timeline); nil: not
+	// in cluster mode.
+	ClusterEvents func() any
 	// ShareState describes a share group's share-partition state held by
 	// this node's share coordinator (KIP-932): every partition of the
 	// group on the share-state shards held here, as
@@ -323,6 +328,15 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/groups", a.listGroups)
 	mux.HandleFunc("GET /api/v1/groups/{group}", a.describeGroup)
 	mux.HandleFunc("GET /api/v1/groups/{group}/timeline", a.groupTimeline)
+	mux.HandleFunc("GET /api/v1/cluster/events", func(w http.ResponseWriter, _ *http.Request) {
+		// Every caller's: which nodes serve is what Metadata tells any
+		// client.
+		if a.cfg.ClusterEvents == nil {
+			writeJSON(w, http.StatusOK, map[string]any{"cluster": false, "events": []any{}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"cluster": true, "events": a.cfg.ClusterEvents()})
+	})
 	a.orgRoutes(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+" (see /api/v1/openapi.json)")

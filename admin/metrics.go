@@ -39,6 +39,8 @@ type Metrics struct {
 	shardEvents     *prometheus.CounterVec
 	shardLoadTime   prometheus.Histogram
 	shardsHeld      prometheus.Gauge
+	clusterNodes    *prometheus.GaugeVec
+	clusterEvents   *prometheus.CounterVec
 	// loaded is the set of shards served, so that the gauge counts each
 	// once: a shard given up after a failed write and then unloaded
 	// reports two unloads, and a load under way can be unloaded.
@@ -46,7 +48,10 @@ type Metrics struct {
 	loaded   map[uint16]bool
 }
 
-var _ observe.Observer = (*Metrics)(nil)
+var (
+	_ observe.Observer        = (*Metrics)(nil)
+	_ observe.ClusterObserver = (*Metrics)(nil)
+)
 
 // NewMetrics registers the metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -116,6 +121,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "cohort_shards_loaded",
 			Help: "Coordinator shards this node serves, the group coordinator's, the transaction coordinator's and the warm-handoff assigner's (loaded and not unloaded since).",
 		})).(prometheus.Gauge),
+		clusterNodes: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cohort_cluster_nodes",
+			Help: "Cluster mode: the cluster's nodes as this node sees them, by state: serving (registered, not draining), draining (registered, leaving), suspended (this node, while it cannot renew its lease).",
+		}, []string{"state"})).(*prometheus.GaugeVec),
+		clusterEvents: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cohort_cluster_node_events_total",
+			Help: "Cluster mode: changes in the cluster's nodes this node saw, by event: joined, lost (lease expired, or left), rejoined, draining; suspended and resumed (this node's lease).",
+		}, []string{"event"})).(*prometheus.CounterVec),
 	}
 }
 
@@ -221,4 +234,15 @@ func (m *Metrics) setLoaded(shard uint16, on bool) {
 		delete(m.loaded, shard)
 	}
 	m.shardsHeld.Set(float64(len(m.loaded)))
+}
+
+// Cluster counts the cluster event and sets the nodes in each state.
+func (m *Metrics) Cluster(e observe.ClusterEvent) {
+	if e.Kind.String() == "unknown" {
+		return // not of the closed set
+	}
+	m.clusterEvents.WithLabelValues(e.Kind.String()).Inc()
+	m.clusterNodes.WithLabelValues("serving").Set(float64(e.Serving))
+	m.clusterNodes.WithLabelValues("draining").Set(float64(e.Draining))
+	m.clusterNodes.WithLabelValues("suspended").Set(float64(e.Suspended))
 }

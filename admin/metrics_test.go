@@ -129,3 +129,25 @@ func value(t *testing.T, reg prometheus.Gatherer, name string, labels map[string
 	t.Errorf("no series %s%v", name, labels)
 	return -1
 }
+
+// TestMetricsCluster: cluster events are counted by kind, and the nodes
+// in each state are the last event's counts.
+func TestMetricsCluster(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := admin.NewMetrics(reg)
+	m.Cluster(observe.ClusterEvent{Kind: observe.NodeJoined, Node: 1, Serving: 1})
+	m.Cluster(observe.ClusterEvent{Kind: observe.NodeJoined, Node: 2, Serving: 2})
+	m.Cluster(observe.ClusterEvent{Kind: observe.NodeDraining, Node: 2, Serving: 1, Draining: 1})
+	m.Cluster(observe.ClusterEvent{Kind: observe.NodeSuspended, Node: 1, Self: true, Draining: 1, Suspended: 1})
+	m.Cluster(observe.ClusterEvent{Kind: 200}) // not of the set: ignored
+	for event, want := range map[string]float64{"joined": 2, "draining": 1, "suspended": 1} {
+		if got := value(t, reg, "cohort_cluster_node_events_total", map[string]string{"event": event}); got != want {
+			t.Errorf("events %s: %v, want %v", event, got, want)
+		}
+	}
+	for state, want := range map[string]float64{"serving": 0, "draining": 1, "suspended": 1} {
+		if got := value(t, reg, "cohort_cluster_nodes", map[string]string{"state": state}); got != want {
+			t.Errorf("nodes %s: %v, want %v", state, got, want)
+		}
+	}
+}

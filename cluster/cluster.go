@@ -52,6 +52,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/observe"
 )
 
 // Config configures Join.
@@ -110,6 +111,12 @@ type Config struct {
 	WarmTimeout time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// OnNodeEvent is called with every change in the cluster's nodes
+	// this node sees (a node joined, lost, rejoined or draining, in
+	// successive reads of the registrations: nodeEvents) and in its own
+	// lease (suspended, resumed), from Join (every node registered then
+	// joins) and the control loop. It must not block. Nil: none.
+	OnNodeEvent func(observe.ClusterEvent)
 }
 
 // Meta is what is fixed when the cluster is first created.
@@ -211,6 +218,12 @@ type Member struct {
 
 	mu    sync.Mutex
 	state state // the last read of P/cluster
+
+	// seen is every node id ever registered in a read, and evNodes the
+	// registrations of the last read events were derived from: Join's,
+	// then the loop's own.
+	seen    map[int32]bool
+	evNodes map[int32]Node
 	// ownerRev and the rest of the loop's fields are the loop's own.
 
 	wake    chan struct{}
@@ -308,6 +321,8 @@ func Join(ctx context.Context, cfg Config) (*Member, error) {
 		return nil, fmt.Errorf("cluster: read %s/cluster/: %w", cfg.Prefix, err)
 	}
 	m.state = st
+	m.seen = map[int32]bool{}
+	m.nodesRead(st.nodes, false)
 	return m, nil
 }
 
@@ -794,6 +809,7 @@ type loopState struct {
 	nextSince map[int]time.Time
 	results   chan unitResult
 	wasSusp   bool
+	leaseSusp bool // suspended by the lease (not by draining)
 	st        state
 	haveSt    bool
 }
@@ -839,6 +855,17 @@ func (m *Member) step(l *loopState) {
 	} else if !susp && l.wasSusp {
 		m.logger.Info("lease renewed: serving shards again")
 	}
+	if ls := m.suspended(now); ls != l.leaseSusp {
+		l.leaseSusp = ls
+		e := observe.ClusterEvent{Kind: observe.NodeResumed, Node: m.cfg.NodeID, Self: true, Kafka: m.cfg.KafkaAddr}
+		if ls {
+			e.Kind, e.Reason = observe.NodeSuspended, "cannot renew the lease in time"
+			if f := m.renewErr.Load(); f != nil {
+				e.Reason += ": " + f.err.Error()
+			}
+		}
+		m.emit(e, m.evNodes, ls)
+	}
 	l.wasSusp = susp
 	if susp {
 		// Stop serving at once, without waiting for etcd.
@@ -864,6 +891,7 @@ func (m *Member) step(l *loopState) {
 	m.mu.Lock()
 	m.state = st
 	m.mu.Unlock()
+	m.nodesRead(st.nodes, l.leaseSusp)
 	l.st, l.haveSt = st, true
 	if !m.suspended(now) {
 		m.lead(l, st)
@@ -1191,4 +1219,94 @@ func (m *Member) Close() {
 			m.logger.Debug("revoke lease", "err", err)
 		}
 	})
+}
+
+// nodesRead reports what changed in the registrations since the last
+// read (OnNodeEvent).
+func (m *Member) nodesRead(nodes map[int32]Node, suspended bool) {
+	evs := nodeEvents(m.evNodes, nodes, m.seen, m.cfg.NodeID)
+	m.evNodes = nodes
+	for _, e := range evs {
+		m.emit(e, nodes, suspended)
+	}
+}
+
+// emit hands e to OnNodeEvent with the counts of nodes in each state and
+// the time.
+func (m *Member) emit(e observe.ClusterEvent, nodes map[int32]Node, suspended bool) {
+	if m.cfg.OnNodeEvent == nil {
+		return
+	}
+	e.Serving, e.Draining, e.Suspended = nodeCounts(nodes, m.cfg.NodeID, suspended)
+	e.At = time.Now()
+	m.cfg.OnNodeEvent(e)
+}
+
+// nodeEvents is what changed between two reads of the registrations,
+// prev and next (by node id), as events in ascending node id: a node
+// not in prev is joined, or rejoined if seen holds it (every id
+// registered in an earlier read; nodeEvents adds next's); a node gone
+// from next is lost; one registered again under another lease between
+// the reads was lost and rejoined; a registration that turned draining
+// (or is draining as it appears) is draining. me is this node (Self).
+// The counts and the time are the caller's. Pure.
+func nodeEvents(prev, next map[int32]Node, seen map[int32]bool, me int32) []observe.ClusterEvent {
+	var ids []int32
+	for id := range prev {
+		ids = append(ids, id)
+	}
+	for id := range next {
+		if _, ok := prev[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var out []observe.ClusterEvent
+	ev := func(k observe.ClusterEventKind, n Node, reason string) {
+		out = append(out, observe.ClusterEvent{Kind: k, Node: n.ID, Self: n.ID == me, Kafka: n.Kafka, Reason: reason})
+	}
+	for _, id := range ids {
+		p, was := prev[id]
+		n, is := next[id]
+		switch {
+		case was && !is:
+			reason := "lease expired or revoked"
+			if p.Draining {
+				reason = "left after draining"
+			}
+			ev(observe.NodeLost, p, reason)
+		case was && p.Lease != n.Lease:
+			ev(observe.NodeLost, p, "registered again under a new lease")
+			ev(observe.NodeRejoined, n, "")
+		case !was && seen[id]:
+			ev(observe.NodeRejoined, n, "")
+		case !was:
+			ev(observe.NodeJoined, n, "")
+		}
+		if is {
+			seen[id] = true
+			if n.Draining && (!was || !p.Draining || p.Lease != n.Lease) {
+				ev(observe.NodeDraining, n, "")
+			}
+		}
+	}
+	return out
+}
+
+// nodeCounts counts the registered nodes serving (not draining) and
+// draining, and this node (me) as suspended instead if it is.
+func nodeCounts(nodes map[int32]Node, me int32, suspended bool) (serving, draining, susp int) {
+	for id, n := range nodes {
+		switch {
+		case id == me && suspended:
+		case n.Draining:
+			draining++
+		default:
+			serving++
+		}
+	}
+	if suspended {
+		susp = 1
+	}
+	return serving, draining, susp
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/coordinator/machine"
 	"github.com/cohort-dev/cohort/kafka"
+	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/offsetstopic"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store/etcd"
@@ -147,6 +148,9 @@ func (n *Node) joinCluster(advertised string, endpoints map[string]string) error
 		// then the share coordinator's
 		ShareUnits: cmp.Or(n.cfg.ShareStateShards, groups.Shards),
 		Logger:     n.logger,
+		// The node's observers: the log's INFO line, the metrics, the
+		// timeline's list of cluster events.
+		OnNodeEvent: func(e observe.ClusterEvent) { observe.ReportCluster(n.obs, e) },
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {

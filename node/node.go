@@ -504,6 +504,7 @@ func Start(cfg Config) (_ *Node, err error) {
 				}
 				return []timeline.Rebalance{}
 			},
+			ClusterEvents: clusterEvents(cfg.Cluster != nil, n.timeline),
 			// The share coordinator starts below; the sampler and the
 			// admin listener start after it.
 			ShareState: func(ctx context.Context, tenant, group string) []sharestate.Description {
@@ -1321,4 +1322,13 @@ func (c *catalogCache) get(tenant string) *machine.Catalog {
 		return cat
 	}
 	return cur.none
+}
+
+// clusterEvents is the admin API's list of cluster events: the
+// timeline's, in cluster mode.
+func clusterEvents(cluster bool, tl *timeline.Observer) func() any {
+	if !cluster {
+		return nil
+	}
+	return func() any { return tl.ClusterEvents() }
 }

@@ -379,6 +379,80 @@ type ShardEvent struct {
 	Err     error         // ShardLoaded: a load that failed
 }
 
+// ClusterEventKind says what happened to a node of the cluster (cluster
+// mode), as this node saw it: a closed set, so that it can be a metric
+// label.
+type ClusterEventKind uint8
+
+// The cluster events.
+const (
+	// NodeJoined: a node's registration seen for the first time (at
+	// this node's start, every node already registered).
+	NodeJoined ClusterEventKind = iota + 1
+	// NodeLost: a node's registration is gone: its lease expired (it
+	// died, or was cut off from etcd) or was revoked (it left).
+	NodeLost
+	// NodeRejoined: a node lost earlier registered again.
+	NodeRejoined
+	// NodeDraining: a node's registration says it is draining (it is
+	// leaving: its units are moving to the others).
+	NodeDraining
+	// NodeSuspended: this node cannot renew its lease in time and
+	// serves nothing until it can (Self is set).
+	NodeSuspended
+	// NodeResumed: this node renewed its lease and serves again.
+	NodeResumed
+)
+
+var clusterKindNames = [...]string{"", "joined", "lost", "rejoined", "draining", "suspended", "resumed"}
+
+func (k ClusterEventKind) String() string {
+	if int(k) < len(clusterKindNames) && k != 0 {
+		return clusterKindNames[k]
+	}
+	return "unknown"
+}
+
+// ClusterEventKinds are every cluster event kind, in order.
+func ClusterEventKinds() []ClusterEventKind {
+	return []ClusterEventKind{NodeJoined, NodeLost, NodeRejoined, NodeDraining, NodeSuspended, NodeResumed}
+}
+
+// ClusterEvent is a change in the cluster's nodes that this node saw in
+// successive reads of the registrations (cluster.Member), or in its own
+// lease.
+type ClusterEvent struct {
+	Kind ClusterEventKind
+	// Node is the node it happened to; Self that it is this node.
+	Node int32
+	Self bool
+	// Kafka is the node's advertised Kafka address, where known.
+	Kafka string
+	// Reason says more, in words: why a node was lost ("lease expired
+	// or revoked", "left after draining", "registered again under a new
+	// lease"), why this node was suspended.
+	Reason string
+	// Serving, Draining and Suspended count the nodes in each state
+	// after the event, as this node sees them: registered and not
+	// draining, registered and draining, and this node if it is
+	// suspended (then not counted in the others).
+	Serving, Draining, Suspended int
+	At                           time.Time
+}
+
+// ClusterObserver is implemented by an Observer that wants cluster
+// events (Nop and Multi do). ReportCluster hands one on.
+type ClusterObserver interface {
+	Cluster(e ClusterEvent)
+}
+
+// ReportCluster hands e to o if o wants cluster events.
+func ReportCluster(o Observer, e ClusterEvent) {
+	if c, ok := o.(ClusterObserver); ok {
+		c.Cluster(e)
+	}
+}
+
 // RequestWanter is implemented by an Observer that may not want request
 // events (RequestReceived, RequestAnswered): the wire server then skips
 // them, and what building them costs.
@@ -413,6 +487,7 @@ func (Nop) RequestAnswered(context.Context, Request, Answer)               {}
 func (Nop) BatchWritten(Batch)                                             {}
 func (Nop) Group(context.Context, GroupEvent)                              {}
 func (Nop) Shard(ShardEvent)                                               {}
+func (Nop) Cluster(ClusterEvent)                                           {}
 
 // Multi reports every event to each of obs in order.
 func Multi(obs ...Observer) Observer {
@@ -461,5 +536,11 @@ func (m multi) Group(ctx context.Context, e GroupEvent) {
 func (m multi) Shard(e ShardEvent) {
 	for _, o := range m {
 		o.Shard(e)
+	}
+}
+
+func (m multi) Cluster(e ClusterEvent) {
+	for _, o := range m {
+		ReportCluster(o, e)
 	}
 }

@@ -88,3 +88,31 @@ func TestCauseNames(t *testing.T) {
 		t.Errorf("names: %v, %v", observe.CauseMemberJoined, observe.CauseRebalanceTimeout)
 	}
 }
+
+// TestMultiReportsCluster: Multi hands cluster events to the parts that
+// want them, and ReportCluster ignores an observer that does not.
+func TestMultiReportsCluster(t *testing.T) {
+	var a, b observetest.Recorder
+	e := observe.ClusterEvent{Kind: observe.NodeLost, Node: 3}
+	observe.ReportCluster(observe.Multi(&a, noCluster{}, &b), e)
+	observe.ReportCluster(noCluster{}, e)
+	for _, r := range []*observetest.Recorder{&a, &b} {
+		if got := r.Snapshot().Cluster; len(got) != 1 || got[0] != e {
+			t.Fatalf("recorded %+v; want %+v", got, e)
+		}
+	}
+	for _, k := range observe.ClusterEventKinds() {
+		if k.String() == "unknown" {
+			t.Errorf("kind %d has no name", k)
+		}
+	}
+}
+
+// noCluster implements Observer without Cluster.
+type noCluster struct{}
+
+func (noCluster) RequestReceived(ctx context.Context, _ observe.Request) context.Context { return ctx }
+func (noCluster) RequestAnswered(context.Context, observe.Request, observe.Answer)       {}
+func (noCluster) BatchWritten(observe.Batch)                                             {}
+func (noCluster) Group(context.Context, observe.GroupEvent)                              {}
+func (noCluster) Shard(observe.ShardEvent)                                               {}

@@ -30,6 +30,8 @@ type fakeAPI struct {
 	// org, if set, is the caller's organisation in the node's answer,
 	// as the API gives it to a caller who is not an operator.
 	org string
+	// cluster are the cluster events, newest first; nil: a single node.
+	cluster []obj
 }
 
 // nasty is a group name that must show as text and survive the URL.
@@ -217,6 +219,12 @@ func (f *fakeAPI) handler() http.Handler {
 		f.mu.Unlock()
 		send(w, 200, d)
 	})
+	mux.HandleFunc("GET /api/v1/cluster/events", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		evs := append([]obj{}, f.cluster...)
+		f.mu.Unlock()
+		send(w, 200, obj{"cluster": f.cluster != nil, "events": evs})
+	})
 	mux.HandleFunc("GET /api/v1/topics", func(w http.ResponseWriter, r *http.Request) {
 		var ps []obj
 		for p := 0; p < 6; p++ {
@@ -258,6 +266,9 @@ func TestPageInBrowser(t *testing.T) {
 	f := &fakeAPI{timeline: []obj{
 		rebalance(now, 7, "member-joined", "consumer-3-5f8a9c", 2),
 		rebalance(now, 6, "metadata-changed", "", -1),
+	}, cluster: []obj{
+		{"at": now.Add(-time.Second).Format(time.RFC3339Nano), "event": "lost", "node": 3, "kafka": "10.0.0.3:9092", "reason": "lease expired or revoked", "serving": 2, "draining": 0, "suspended": 0},
+		{"at": now.Add(-time.Minute).Format(time.RFC3339Nano), "event": "joined", "node": 1, "self": true, "kafka": "10.0.0.1:9092", "serving": 3, "draining": 0, "suspended": 0},
 	}}
 	srv := httptest.NewServer(f.handler())
 	defer srv.Close()
@@ -287,6 +298,17 @@ func TestPageInBrowser(t *testing.T) {
 	// The version as the node gives it, with no "v" in front.
 	if got := webtest.Eval[string](b, `document.getElementById('node').textContent`); !strings.HasPrefix(got, "cohort 0.9.0 (go1.26.8 linux/amd64) · ") {
 		t.Errorf("header %q, want it to open with the node's version as given", got)
+	}
+	// The cluster's node events under the groups, newest first.
+	b.Wait("the cluster events", `document.querySelectorAll('[data-testid=cluster-event]').length === 2`)
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=cluster-event]')].map(r => r.dataset.event + ' ' + r.dataset.node)`); fmt.Sprint(got) != "[lost 3 joined 1]" {
+		t.Errorf("cluster event rows %q, want lost 3, joined 1", got)
+	}
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=cluster-summary]').textContent`); got != "2 nodes serving · 0 draining" {
+		t.Errorf("cluster summary %q", got)
+	}
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=cluster-event]').textContent`); !strings.Contains(got, "lease expired or revoked") || !strings.Contains(got, "10.0.0.3:9092") {
+		t.Errorf("the lost node's row reads %q", got)
 	}
 	b.Screenshot("overview")
 

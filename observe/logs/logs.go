@@ -1,7 +1,9 @@
 // Package logs is the observer that writes Cohort's events to a slog
 // logger, so that an operator running `cohort serve` sees why a group
 // rebalanced: every rebalance start and completion and every member
-// expiry or fencing and every group deleted at INFO, members joining and leaving and shards
+// expiry or fencing and every group deleted at INFO, a cluster's nodes
+// joining, lost, rejoining, draining, and this node suspended and resumed
+// at INFO, members joining and leaving and shards
 // loading at DEBUG, and each request's outcome at DEBUG. Lines of one kind
 // are rate-limited (observe/ratelog), so that a misbehaving client or a
 // flapping group cannot flood the log.
@@ -147,6 +149,23 @@ func (o *Observer) Shard(e observe.ShardEvent) {
 	}
 }
 
+// Cluster logs a cluster event at INFO: "cluster node lost" node=3 ...,
+// with the counts of nodes serving, draining and suspended after it.
+func (o *Observer) Cluster(e observe.ClusterEvent) {
+	args := []any{"node", e.Node}
+	if e.Kafka != "" {
+		args = append(args, "kafka", e.Kafka)
+	}
+	if e.Self {
+		args = append(args, "self", true)
+	}
+	if e.Reason != "" {
+		args = append(args, "reason", e.Reason)
+	}
+	args = append(args, "serving", e.Serving, "draining", e.Draining, "suspended", e.Suspended)
+	o.limit.Log(slog.LevelInfo, "cluster node "+e.Kind.String(), args...)
+}
+
 // BatchWritten logs a failed store write at WARN.
 func (o *Observer) BatchWritten(b observe.Batch) {
 	if b.Err != nil {
@@ -154,4 +173,7 @@ func (o *Observer) BatchWritten(b observe.Batch) {
 	}
 }
 
-var _ observe.Observer = (*Observer)(nil)
+var (
+	_ observe.Observer        = (*Observer)(nil)
+	_ observe.ClusterObserver = (*Observer)(nil)
+)

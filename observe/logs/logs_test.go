@@ -102,3 +102,21 @@ func TestRateLimited(t *testing.T) {
 		t.Errorf("no suppressed count:\n%s", out)
 	}
 }
+
+// TestClusterEventsAtInfo: a cluster's node events are INFO lines naming
+// the node, with the counts after them.
+func TestClusterEventsAtInfo(t *testing.T) {
+	o, buf := newLogs(slog.LevelInfo, logs.Options{})
+	defer o.Close()
+	o.Cluster(observe.ClusterEvent{Kind: observe.NodeLost, Node: 3, Kafka: "h:9092", Reason: "lease expired or revoked", Serving: 2})
+	o.Cluster(observe.ClusterEvent{Kind: observe.NodeSuspended, Node: 1, Self: true, Serving: 1, Suspended: 1})
+	out := buf.String()
+	for _, want := range []string{
+		`level=INFO msg="cluster node lost" node=3 kafka=h:9092 reason="lease expired or revoked" serving=2 draining=0 suspended=0`,
+		`level=INFO msg="cluster node suspended" node=1 self=true serving=1 draining=0 suspended=1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in:\n%s", want, out)
+		}
+	}
+}

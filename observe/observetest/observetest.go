@@ -34,6 +34,7 @@ type Recorder struct {
 	batches  []observe.Batch
 	groups   []GroupEvent
 	shards   []observe.ShardEvent
+	cluster  []observe.ClusterEvent
 }
 
 var _ observe.Observer = (*Recorder)(nil)
@@ -81,6 +82,11 @@ func (r *Recorder) Group(ctx context.Context, e observe.GroupEvent) {
 // Shard records the event.
 func (r *Recorder) Shard(e observe.ShardEvent) { r.add(func() { r.shards = append(r.shards, e) }) }
 
+// Cluster records the event.
+func (r *Recorder) Cluster(e observe.ClusterEvent) {
+	r.add(func() { r.cluster = append(r.cluster, e) })
+}
+
 // Snapshot is a copy of what was recorded.
 type Snapshot struct {
 	Received []observe.Request
@@ -88,6 +94,7 @@ type Snapshot struct {
 	Batches  []observe.Batch
 	Groups   []GroupEvent
 	Shards   []observe.ShardEvent
+	Cluster  []observe.ClusterEvent
 }
 
 // Snapshot returns a copy of everything recorded so far.
@@ -100,6 +107,7 @@ func (r *Recorder) Snapshot() Snapshot {
 		Batches:  append([]observe.Batch(nil), r.batches...),
 		Groups:   append([]GroupEvent(nil), r.groups...),
 		Shards:   append([]observe.ShardEvent(nil), r.shards...),
+		Cluster:  append([]observe.ClusterEvent(nil), r.cluster...),
 	}
 }
 

@@ -18,6 +18,11 @@
 // visible in the node's log. Times are the coordinator's (the now its
 // machines were given), which is the wall clock in a running node.
 //
+// In cluster mode it also keeps the last Options.ClusterEvents of the
+// cluster's node events this node saw (observe.ClusterEvent: a node
+// joined, lost, rejoined or draining, this node suspended or resumed),
+// in memory likewise, for the admin API's /api/v1/cluster/events.
+//
 // It must not block the coordinator: every event takes one mutex for a
 // few map and slice operations, and readers copy what they return.
 package timeline
@@ -45,16 +50,23 @@ type Options struct {
 	// fenced) are kept with each rebalance; later ones are only counted.
 	// Default 8; at most 1,000.
 	MemberEvents int
+	// ClusterEvents is how many of the cluster's node events (cluster
+	// mode: a node joined, lost, rejoined, draining; this node
+	// suspended, resumed) are kept, the newest. Default 100; at most
+	// 10,000.
+	ClusterEvents int
 }
 
 // The defaults and limits of Options.
 const (
-	DefaultPerGroup     = 20
-	DefaultGroups       = 10_000
-	DefaultMemberEvents = 8
-	maxPerGroup         = 1_000
-	maxGroups           = 1_000_000
-	maxMemberEvents     = 1_000
+	DefaultPerGroup      = 20
+	DefaultGroups        = 10_000
+	DefaultMemberEvents  = 8
+	DefaultClusterEvents = 100
+	maxClusterEvents     = 10_000
+	maxPerGroup          = 1_000
+	maxGroups            = 1_000_000
+	maxMemberEvents      = 1_000
 )
 
 func (o Options) withDefaults() Options {
@@ -67,6 +79,7 @@ func (o Options) withDefaults() Options {
 	o.PerGroup = pick(o.PerGroup, DefaultPerGroup, maxPerGroup)
 	o.Groups = pick(o.Groups, DefaultGroups, maxGroups)
 	o.MemberEvents = pick(o.MemberEvents, DefaultMemberEvents, maxMemberEvents)
+	o.ClusterEvents = pick(o.ClusterEvents, DefaultClusterEvents, maxClusterEvents)
 	return o
 }
 
@@ -236,9 +249,55 @@ type Observer struct {
 	mu     sync.Mutex
 	groups map[Key]*list.Element // of *group
 	lru    list.List             // most recently active first
+	// cluster are the last cluster events, oldest first.
+	cluster []ClusterEvent
 }
 
-var _ observe.Observer = (*Observer)(nil)
+var (
+	_ observe.Observer        = (*Observer)(nil)
+	_ observe.ClusterObserver = (*Observer)(nil)
+)
+
+// ClusterEvent is a change in the cluster's nodes this node saw
+// (observe.ClusterEvent).
+type ClusterEvent struct {
+	At time.Time `json:"at"`
+	// Event is joined, lost, rejoined, draining, suspended or resumed.
+	Event string `json:"event"`
+	Node  int32  `json:"node"`
+	// Self: the event is about this node.
+	Self   bool   `json:"self,omitempty"`
+	Kafka  string `json:"kafka,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Serving, Draining and Suspended are the nodes in each state after
+	// the event, as this node saw them.
+	Serving   int `json:"serving"`
+	Draining  int `json:"draining"`
+	Suspended int `json:"suspended"`
+}
+
+// Cluster records a cluster event, forgetting the oldest beyond
+// Options.ClusterEvents.
+func (o *Observer) Cluster(e observe.ClusterEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.cluster) >= o.opts.ClusterEvents {
+		o.cluster = append(o.cluster[:0], o.cluster[len(o.cluster)-o.opts.ClusterEvents+1:]...)
+	}
+	o.cluster = append(o.cluster, ClusterEvent{At: e.At, Event: e.Kind.String(), Node: e.Node, Self: e.Self, Kafka: e.Kafka,
+		Reason: e.Reason, Serving: e.Serving, Draining: e.Draining, Suspended: e.Suspended})
+}
+
+// ClusterEvents returns the cluster events kept, newest first (a copy).
+func (o *Observer) ClusterEvents() []ClusterEvent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]ClusterEvent, len(o.cluster))
+	for i, e := range o.cluster {
+		out[len(out)-1-i] = e
+	}
+	return out
+}
 
 // group is one group's timeline.
 type group struct {
@@ -266,7 +325,8 @@ func New(opts Options) *Observer {
 	return o
 }
 
-// WantsRequests is false: the timeline needs group events only.
+// WantsRequests is false: the timeline needs group and cluster events
+// only.
 func (o *Observer) WantsRequests() bool { return false }
 
 // Group records a group event.

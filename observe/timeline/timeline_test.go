@@ -454,3 +454,28 @@ func TestShareGroupTimeline(t *testing.T) {
 		t.Fatalf("timeline, newest first:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestClusterEvents: the last ClusterEvents cluster events, newest first,
+// in their JSON form.
+func TestClusterEvents(t *testing.T) {
+	o := timeline.New(timeline.Options{ClusterEvents: 3})
+	if got := o.ClusterEvents(); got == nil || len(got) != 0 {
+		t.Fatalf("empty: %#v", got)
+	}
+	for i := range 5 {
+		o.Cluster(observe.ClusterEvent{Kind: observe.NodeJoined, Node: int32(i), At: t0.Add(time.Duration(i) * time.Second), Serving: i + 1})
+	}
+	o.Cluster(observe.ClusterEvent{Kind: observe.NodeLost, Node: 2, Kafka: "h:2", Reason: "lease expired or revoked", At: t0.Add(time.Minute), Serving: 4})
+	got := o.ClusterEvents()
+	var nodes []int32
+	for _, e := range got {
+		nodes = append(nodes, e.Node)
+	}
+	if !slices.Equal(nodes, []int32{2, 4, 3}) || got[0].Event != "lost" || got[1].Event != "joined" {
+		t.Fatalf("kept %+v; want lost 2, joined 4, joined 3", got)
+	}
+	b, _ := json.Marshal(got[0])
+	if want := `{"at":"2026-01-01T00:01:00Z","event":"lost","node":2,"kafka":"h:2","reason":"lease expired or revoked","serving":4,"draining":0,"suspended":0}`; string(b) != want {
+		t.Errorf("JSON %s; want %s", b, want)
+	}
+}

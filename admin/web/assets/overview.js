@@ -1,8 +1,9 @@
 // The groups overview: every group with its state, members, total lag,
 // lag trend and status, worst status first; share groups (KIP-932) with
-// their records in flight, acquired and archived.
+// their records in flight, acquired and archived. In cluster mode, below
+// them, the cluster's recent node events as this node saw them.
 
-import { h, int, plural, seconds, status, badge, groupHref } from './dom.js';
+import { h, int, plural, seconds, status, badge, groupHref, time, ago } from './dom.js';
 import { sparkline } from './chart.js';
 
 // Statuses in the order a person should look at them.
@@ -15,6 +16,7 @@ export function mount() {
   });
   const summary = h('p', { class: 'summary', 'data-testid': 'groups-summary' });
   const body = h('div', { class: 'scroll' });
+  const cluster = h('section', { class: 'cluster', 'data-testid': 'cluster-events', hidden: true });
   let groups = null;
 
   function draw() {
@@ -63,11 +65,12 @@ export function mount() {
     title: 'Groups',
     el: h('section', {},
       h('div', { class: 'toolbar' }, h('h1', {}, 'Groups'), filter),
-      summary, body),
-    urls: ['api/v1/groups'],
-    update([res]) {
+      summary, body, cluster),
+    urls: ['api/v1/groups', 'api/v1/cluster/events'],
+    update([res, events]) {
       groups = res.body.groups || [];
       draw();
+      drawCluster(cluster, events.body);
     },
   };
 }
@@ -79,4 +82,44 @@ function inFlight(c) {
   return h('td', { class: 'num', 'data-testid': 'in-flight', 'data-value': c.in_flight,
     title: `available ${int(c.available)} · acquired ${int(c.acquired)} · acknowledged ${int(c.acknowledged)} · archived ${int(c.archived)} · redelivered ${int(c.redelivered)}` },
   int(c.in_flight), h('span', { class: 'muted' }, ` (${int(c.acquired)} acquired, ${int(c.archived)} archived)`));
+}
+
+// How each cluster event is shown: its badge's class and its tooltip.
+const clusterEvents = {
+  joined: ['status-ok', 'The node registered (or was registered when this node started)'],
+  rejoined: ['status-ok', 'A node lost earlier registered again'],
+  resumed: ['status-ok', 'This node renewed its lease and serves again'],
+  draining: ['status-warn', 'The node is leaving: its shards are moving to the others'],
+  lost: ['status-err', 'The node’s registration is gone: its lease expired (it died or was cut off from etcd), or it left'],
+  suspended: ['status-err', 'This node could not renew its lease in time: it serves nothing until it can'],
+};
+
+// drawCluster fills the cluster panel with the node events (newest
+// first, the 20 newest), the counts after the newest; hidden outside
+// cluster mode.
+function drawCluster(el, c) {
+  el.hidden = !c || !c.cluster;
+  if (el.hidden) return;
+  const evs = c.events || [];
+  const last = evs[0];
+  el.replaceChildren(
+    h('h2', {}, 'Cluster', h('span', { class: 'note' }, 'node events this node saw, newest first')),
+    last ? h('p', { class: 'summary', 'data-testid': 'cluster-summary' },
+      `${plural(last.serving, 'node')} serving · ${int(last.draining)} draining`,
+      last.suspended ? h('span', { class: 'warn-text' }, ' · this node suspended') : '') : '',
+    evs.length === 0 ? h('p', { class: 'empty' }, 'No cluster events yet.')
+      : h('div', { class: 'scroll' }, h('table', { class: 'data' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Time'), h('th', {}, 'Event'), h('th', {}, 'Node'),
+          h('th', {}, 'Kafka address'), h('th', {}, 'Reason'),
+          h('th', { class: 'num', title: 'Nodes serving · draining after the event' }, 'Serving · draining'))),
+        h('tbody', {}, evs.slice(0, 20).map((e) => {
+          const [cls, help] = clusterEvents[e.event] || ['', e.event];
+          return h('tr', { 'data-testid': 'cluster-event', 'data-event': e.event, 'data-node': e.node },
+            h('td', { title: ago(e.at) }, time(e.at)),
+            h('td', {}, h('span', { class: `badge ${cls}`, title: help }, e.event)),
+            h('td', {}, `${e.node}`, e.self ? h('span', { class: 'muted' }, ' (this node)') : ''),
+            h('td', {}, e.kafka ? h('code', {}, e.kafka) : '—'),
+            h('td', { class: 'muted' }, e.reason || ''),
+            h('td', { class: 'num' }, `${int(e.serving)} · ${int(e.draining)}`));
+        })))));
 }
