@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -18,18 +18,18 @@ import (
 	"syscall"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/cohort-dev/cohort/cluster"
 	"github.com/cohort-dev/cohort/node"
-	// The embedded etcd is imported here, in package main only: programs
-	// that import Cohort's packages never compile etcd's server.
-	"go.etcd.io/etcd/server/v3/embed"
 )
 
 const devUsage = `Usage: cohort dev <command> [flags]
 
 Commands:
-  cluster   run a local cluster in this one process: an embedded etcd and
-            N Cohort nodes in cluster mode, until Ctrl-C
+  cluster   run a local cluster: an etcd (Debian's etcd-server, as a child
+            process) and N Cohort nodes in cluster mode in this one
+            process, until Ctrl-C
 
 Run 'cohort dev <command> --help' for a command's flags.
 `
@@ -69,9 +69,9 @@ func devCluster(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: cohort dev cluster [flags]
 
-Runs a local Cohort cluster for trying cluster mode, in this one process:
-an embedded etcd and N Cohort nodes (ids 1 to N) in cluster mode, every
-listener on 127.0.0.1. It prints each node's addresses and a ready line
+Runs a local Cohort cluster for trying cluster mode: an etcd (Debian's
+etcd-server, run as a child process) and N Cohort nodes (ids 1 to N) in
+cluster mode in this one process, every listener on 127.0.0.1. It prints each node's addresses and a ready line
 once every node serves; Ctrl-C (SIGINT) or SIGTERM stops every node
 cleanly, then etcd. Each node is configured as by 'cohort serve' with its
 defaults (and COHORT_* environment variables of serve's other flags).
@@ -145,7 +145,7 @@ Flags:
 		fmt.Fprintf(stderr, "cohort dev cluster: etcd: %v\n", err)
 		return 1
 	}
-	endpoint := "http://" + etcd.Clients[0].Addr().String()
+	endpoint := etcd.endpoint
 	fmt.Fprintf(stdout, "etcd:   %s (data in %s)\n", endpoint, filepath.Join(dir, "etcd"))
 
 	var started []*node.Node
@@ -244,33 +244,39 @@ func portsFree(n, base int, what string) error {
 	return nil
 }
 
-// startEtcd starts a single-member etcd in this process with its data in
-// dir, on free 127.0.0.1 ports, and waits until it serves.
-func startEtcd(dir string) (*embed.Etcd, error) {
-	var err error
+// devEtcd is the cluster's etcd: a child process of Debian's etcd
+// (etcd-server), the one the test command installs. Cohort's own module
+// does not require etcd's server (internal/guard's TestLibraryModule), so
+// it is not embedded.
+type devEtcd struct {
+	cmd      *exec.Cmd
+	endpoint string
+	done     chan struct{}
+}
+
+// startEtcd starts a single-member etcd with its data in dir, on free
+// 127.0.0.1 ports, and waits until it answers.
+func startEtcd(dir string) (*devEtcd, error) {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		return nil, fmt.Errorf("%v: install Debian's etcd-server (apt-get install etcd-server), as ./test.sh does", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	for range 3 { // a port taken between the pick and the bind: others
-		var e *embed.Etcd
-		if e, err = tryStartEtcd(dir); err != nil {
-			continue
-		}
-		select {
-		case <-e.Server.ReadyNotify():
+		var e *devEtcd
+		if e, err = tryStartEtcd(bin, dir); err == nil {
 			return e, nil
-		case err := <-e.Err():
-			e.Close()
-			return nil, err
-		case <-time.After(30 * time.Second):
-			e.Close()
-			return nil, errors.New("not ready within 30s")
 		}
 	}
 	return nil, err
 }
 
-func tryStartEtcd(dir string) (*embed.Etcd, error) {
+func tryStartEtcd(bin, dir string) (*devEtcd, error) {
 	// Two distinct ports free a moment ago: both listeners open at once,
 	// closed before etcd binds them.
-	var urls []url.URL
+	var urls []string
 	var lns []net.Listener
 	for range 2 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -278,20 +284,63 @@ func tryStartEtcd(dir string) (*embed.Etcd, error) {
 			return nil, err
 		}
 		lns = append(lns, l)
-		urls = append(urls, url.URL{Scheme: "http", Host: l.Addr().String()})
+		urls = append(urls, "http://"+l.Addr().String())
 	}
 	for _, l := range lns {
 		l.Close()
 	}
-	cfg := embed.NewConfig()
-	cfg.Name = "cohort-dev"
-	cfg.Dir = dir
-	// etcd logs "mux: server closed" at error level on every Close.
-	cfg.LogLevel = "fatal"
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = urls[:1], urls[:1]
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = urls[1:], urls[1:]
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	return embed.StartEtcd(cfg)
+	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin,
+		"--name", "cohort-dev",
+		"--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", urls[0], "--advertise-client-urls", urls[0],
+		"--listen-peer-urls", urls[1], "--initial-advertise-peer-urls", urls[1],
+		"--initial-cluster", "cohort-dev="+urls[1])
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	e := &devEtcd{cmd: cmd, endpoint: urls[0], done: make(chan struct{})}
+	go func() { cmd.Wait(); close(e.done) }()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.endpoint}, DialTimeout: 2 * time.Second})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	defer cli.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := cli.Get(ctx, "cohort-dev-ready")
+		cancel()
+		switch {
+		case err == nil:
+			return e, nil
+		case time.Now().After(deadline):
+			e.Close()
+			return nil, fmt.Errorf("not answering within 30s (its log: %s): %v", logf.Name(), err)
+		}
+		select {
+		case <-e.done:
+			return nil, fmt.Errorf("exited at start (its log: %s)", logf.Name())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops etcd: SIGTERM, then SIGKILL after 10 s.
+func (e *devEtcd) Close() {
+	e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.done:
+	case <-time.After(10 * time.Second):
+		e.cmd.Process.Kill()
+		<-e.done
+	}
 }
 
 // waitReady waits until every node serves: every node's view of the

@@ -7,7 +7,7 @@
 //	cohort users     add, delete and list SCRAM users
 //	cohort orgs      list, create and delete organisations, and their members
 //	cohort quotas    set, remove and list organisations' quotas
-//	cohort dev       dev cluster: a local cluster (embedded etcd, N nodes) in one process
+//	cohort dev       dev cluster: a local cluster (an etcd child process, N nodes in one process)
 //	cohort version   print the version
 package main
 
@@ -43,8 +43,8 @@ Commands:
             (over a node's admin HTTP API)
   quotas    set, remove, list organisations' quotas (Kafka's client-quota APIs)
   dev cluster
-            a local cluster for trying cluster mode, in one process: an
-            embedded etcd and N nodes (--nodes 3); Ctrl-C stops them
+            a local cluster for trying cluster mode: an etcd child
+            process and N nodes (--nodes 3); Ctrl-C stops them
   version   print the version
 
 Run 'cohort <command> --help' for a command's flags.

@@ -3,9 +3,7 @@
 // in process), where the rest of the suite uses Debian's etcd 3.4
 // processes: the conformance suite, and what only a newer server says
 // (its backend quota in the Status response). It lives in the test
-// module, beside the other tests of real servers. (The project's own
-// module requires etcd's server for `cohort dev cluster` only: package
-// main, which no program that imports Cohort's packages compiles.)
+// module so that the project's own module does not require etcd's server.
 package etcdserver_test
 
 import (
