@@ -21,8 +21,14 @@ package kafka
 // "Offset delivery count exceeded the threshold."), all strings. It goes
 // to the dead-letter topic's partition (source partition mod its
 // partition count), on its leader: here, or through the node's peer
-// client (Produce v13 by topic id, so any organisation's topic; acks=all).
-// A record read from another node's partition is fetched the same way.
+// client (Produce v13 by topic id, acks=all). A record read from another
+// node's partition is fetched the same way. The peer's principal is the
+// default organisation's, and another organisation's topic ids are
+// unknown to it (UNKNOWN_TOPIC_ID): in cluster mode, an organisation
+// other than the default one gets its dead letters only where the
+// dead-letter partition is on the node serving the share state (and its
+// copies only where the source partition is too); the others are
+// archived with an error logged.
 
 import (
 	"context"
