@@ -101,6 +101,9 @@ type PartitionInfo struct {
 	Leader         int32 `json:"leader"`
 	LogStartOffset int64 `json:"log_start_offset"`
 	LogEndOffset   int64 `json:"log_end_offset"`
+	// LeaderAlive says whether the leader is a node that serves (cluster
+	// mode; absent on a single node).
+	LeaderAlive *bool `json:"leader_alive,omitempty"`
 }
 
 // APIConfig configures NewAPI.
@@ -126,8 +129,20 @@ type APIConfig struct {
 	ShareState func(ctx context.Context, tenant, group string) []sharestate.Description
 	// Orgs is the organisation registry /api/v1/orgs manages; nil: those
 	// routes answer 404.
-	Orgs   *security.Orgs
-	Logger *slog.Logger
+	Orgs *security.Orgs
+	// RefreshEnds, if set, reads the end offsets of the partitions other
+	// nodes lead again (cluster mode), so that each sample is read
+	// against the leaders' log ends of that moment (Source.Topics then
+	// gives them). It is given the sample's context.
+	RefreshEnds func(ctx context.Context)
+	// Cluster is the node's cluster (cluster.go); nil on a single node.
+	Cluster ClusterSource
+	// PeerClient asks other nodes' admin APIs (cluster mode); nil:
+	// http.DefaultClient.
+	PeerClient *http.Client
+	// PeerTimeout bounds each peer's answer. Default 3 s.
+	PeerTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // API serves the admin JSON API and samples lag in the background (Run).
@@ -138,6 +153,11 @@ type API struct {
 	tracker *LagTracker
 	last    []groups.Summary // the last sample's groups
 	lastAt  time.Time        // when it was read
+	// ends are the partitions' offsets the last sample's lag was read
+	// against, by the log's names (topics.Internal): every view of lag
+	// (the list, a group's detail, /metrics) uses these, so that all
+	// show the one reading.
+	ends map[TopicPartition]PartitionOffsets
 	// shares are the last sample's share groups' partitions, and
 	// progress when each one's position last moved (share.go).
 	shares   map[groupRef]map[TopicPartition]SharePartition
@@ -154,6 +174,12 @@ func NewAPI(cfg APIConfig) *API {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PeerClient == nil {
+		cfg.PeerClient = http.DefaultClient
+	}
+	if cfg.PeerTimeout <= 0 {
+		cfg.PeerTimeout = peerTimeout
 	}
 	return &API{
 		cfg:         cfg,
@@ -187,6 +213,9 @@ func (a *API) Run(ctx context.Context) {
 func (a *API) Sample(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(a.cfg.SampleInterval, time.Second))
 	defer cancel()
+	if a.cfg.RefreshEnds != nil {
+		a.cfg.RefreshEnds(ctx)
+	}
 	sums, err := a.cfg.Source.Inspect(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -227,7 +256,7 @@ func (a *API) Sample(ctx context.Context) {
 		}
 	}
 	a.tracker.Observe(now, samples)
-	a.last, a.lastAt, a.shares = sums, now, shares
+	a.last, a.lastAt, a.shares, a.ends = sums, now, shares, ends
 }
 
 // unsampled counts the partitions of group s (those it has offsets of,
@@ -267,8 +296,11 @@ func (a *API) Groups() []GroupOffsets {
 	defer a.mu.Unlock()
 	var out []GroupOffsets
 	for _, s := range a.last {
+		if !a.coordinates(s.Tenant, s.Group) {
+			continue
+		}
 		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets)),
-			Share: a.shares[groupRef{s.Tenant, s.Group}]}
+			Share: a.shares[groupRef{s.Tenant, s.Group}], Ends: a.ends}
 		for _, o := range s.Offsets {
 			if o.Offset >= 0 {
 				g.Committed[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
@@ -279,12 +311,17 @@ func (a *API) Groups() []GroupOffsets {
 	return out
 }
 
-// lastSample returns the last sample's groups, their share partitions
-// and when it was read.
-func (a *API) lastSample() ([]groups.Summary, map[groupRef]map[TopicPartition]SharePartition, time.Time) {
+// lastSample returns the last sample's groups, their share partitions,
+// the end offsets their lag was read against (before the first sample,
+// the topics' as they are) and when it was read.
+func (a *API) lastSample() ([]groups.Summary, map[groupRef]map[TopicPartition]SharePartition, map[TopicPartition]PartitionOffsets, time.Time) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.last, a.shares, a.lastAt
+	sums, shares, ends, at := a.last, a.shares, a.ends, a.lastAt
+	a.mu.Unlock()
+	if ends == nil {
+		ends = endOffsets(a.cfg.Source.Topics())
+	}
+	return sums, shares, ends, at
 }
 
 // lagOf evaluates a group (under a.mu).
@@ -323,11 +360,13 @@ func (a *API) Handler() http.Handler {
 		if ts == nil {
 			ts = []TopicInfo{}
 		}
+		a.markLeaders(ts)
 		writeJSON(w, http.StatusOK, map[string]any{"topics": ts})
 	})
 	mux.HandleFunc("GET /api/v1/groups", a.listGroups)
 	mux.HandleFunc("GET /api/v1/groups/{group}", a.describeGroup)
 	mux.HandleFunc("GET /api/v1/groups/{group}/timeline", a.groupTimeline)
+	mux.HandleFunc("GET /api/v1/cluster", a.clusterNodes)
 	mux.HandleFunc("GET /api/v1/cluster/events", func(w http.ResponseWriter, _ *http.Request) {
 		// Every caller's: which nodes serve is what Metadata tells any
 		// client.
@@ -370,6 +409,9 @@ type GroupSummary struct {
 	ProtocolType string `json:"protocol_type"`
 	State        string `json:"state"`
 	Members      int    `json:"members"`
+	// Coordinator is the node that coordinates the group (cluster mode;
+	// absent on a single node).
+	Coordinator *int32 `json:"coordinator,omitempty"`
 	// TotalLag sums the lag of the committed partitions whose high
 	// watermark this node knows; a share group's, of its share
 	// partitions' (SharePartition.Lag).
@@ -395,6 +437,11 @@ type GroupDetail struct {
 	Partitions      []PartitionDetail `json:"partitions"`
 	Timeline        any               `json:"timeline"`
 	Configs         []GroupConfig     `json:"configs"`
+	// SampledAt is when the lag sampler read the group's offsets and
+	// lag shown (its members are read with the request); absent for a
+	// group it has not read yet, whose offsets are read with the
+	// request.
+	SampledAt *time.Time `json:"sampled_at,omitempty"`
 }
 
 // MemberDetail is a member of a group.
@@ -448,20 +495,28 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sums, shares, at := a.lastSample()
-	ends := endOffsets(a.cfg.Source.Topics())
+	sums, shares, ends, at := a.lastSample()
 	now := time.Now()
 	out := []GroupSummary{}
 	for _, s := range sums {
-		if !sc.has(s.Tenant) {
+		if !sc.has(s.Tenant) || !a.coordinates(s.Tenant, s.Group) {
 			continue
 		}
 		out = append(out, a.summary(s, shares[groupRef{s.Tenant, s.Group}], ends, now))
 	}
-	resp := map[string]any{"groups": out}
+	resp := map[string]any{}
 	if !at.IsZero() {
 		resp["sampled_at"] = at.UTC()
 	}
+	if a.clusterWide(r) {
+		var missing []Unanswered
+		out, missing = a.clusterGroups(r, out)
+		if missing == nil {
+			missing = []Unanswered{}
+		}
+		resp["nodes"], resp["unanswered"], resp["partial"] = a.cfg.Cluster.Nodes(), missing, len(missing) > 0
+	}
+	resp["groups"] = out
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -471,6 +526,10 @@ func (a *API) summary(s groups.Summary, shares map[TopicPartition]SharePartition
 		Group: s.Group, Org: security.OrgName(s.Tenant), Tenant: s.Tenant, CgpID: s.ID, RRL: RRL(s.Tenant, s.Group),
 		Type: s.Type, ProtocolType: s.ProtocolType, State: s.State, Members: s.Members,
 		LagTrend: []LagPoint{},
+	}
+	if a.cfg.Cluster != nil {
+		self := a.cfg.Cluster.Self()
+		g.Coordinator = &self
 	}
 	for _, o := range s.Offsets {
 		// The log's name of the group's topic (topics.Internal).
@@ -505,7 +564,7 @@ func seconds(d *time.Duration) *float64 {
 func (a *API) find(w http.ResponseWriter, r *http.Request) (groups.Summary, bool) {
 	name := r.PathValue("group")
 	tenant, ok := groupTenant(w, r)
-	if !ok {
+	if !ok || a.proxyGroup(w, r, tenant, name) {
 		return groups.Summary{}, false
 	}
 	sum, ok, err := a.cfg.Source.InspectGroup(r.Context(), tenant, name)
@@ -540,12 +599,28 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ts := a.cfg.Source.Topics()
-	ends := endOffsets(ts)
-	// A share group's state read now, as its members are.
-	shares := a.shareState(r.Context(), s, topicNames(ts))
+	// The group's offsets and lag as the last sample read them, as the
+	// list and /metrics show them; its members as they are. A group the
+	// sampler has not read yet is read now, against the sample's end
+	// offsets.
+	sums, allShares, ends, at := a.lastSample()
+	var shares map[TopicPartition]SharePartition
+	sampled := false
+	for _, x := range sums {
+		if x.Tenant == s.Tenant && x.Group == s.Group {
+			s.Offsets, shares, sampled = x.Offsets, allShares[groupRef{s.Tenant, s.Group}], true
+			break
+		}
+	}
+	if !sampled && s.Type == "share" {
+		shares = a.shareState(r.Context(), s, topicNames(a.cfg.Source.Topics()))
+	}
 	now := time.Now()
 	d := GroupDetail{GroupSummary: a.summary(s, shares, ends, now), MemberList: []MemberDetail{}, Partitions: []PartitionDetail{}}
+	if sampled {
+		at := at.UTC()
+		d.SampledAt = &at
+	}
 	if err := a.describeMembers(r.Context(), s, &d); err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -779,6 +854,9 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 	counts := map[typeState]int{}
 	offsets, pending := map[string]int{}, map[string]int{}
 	for _, s := range a.last {
+		if !a.coordinates(s.Tenant, s.Group) {
+			continue
+		}
 		org := security.OrgName(s.Tenant)
 		counts[typeState{org, s.Type, s.State}]++
 		offsets[org] += len(s.Offsets)
@@ -798,6 +876,9 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(a.pendingDesc, prometheus.GaugeValue, float64(pending[org]), org)
 	}
 	for _, ref := range a.tracker.groupRefs() {
+		if !a.coordinates(ref.Tenant, ref.Group) {
+			continue
+		}
 		org := security.OrgName(ref.Tenant)
 		l, _ := a.tracker.Group(ref.Tenant, ref.Group, now)
 		status := string(l.Status)

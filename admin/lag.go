@@ -23,6 +23,10 @@ type GroupOffsets struct {
 	// Share holds a share group's share partitions (KIP-932) whose state
 	// this node holds; nil for other groups.
 	Share map[TopicPartition]SharePartition
+	// Ends are the partitions' offsets (by the log's names) the group's
+	// lag was read against, its sample's; nil: the collector's own
+	// reading of Partitions and Remote.
+	Ends map[TopicPartition]PartitionOffsets
 }
 
 // TopicPartition names a partition.
@@ -189,10 +193,7 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 			lag := int64(-1)
 			// The log's name of the group's topic (topics.Internal).
 			logTP := TopicPartition{Topic: topics.Internal(security.TenantOfOrg(g.Org), tp.Topic), Partition: tp.Partition}
-			po, ok := parts[logTP]
-			if !ok {
-				po, ok = remote[logTP]
-			}
+			po, ok := g.end(logTP, parts, remote)
 			if ok {
 				lag = max(0, po.End-off)
 				s.lag += lag
@@ -234,10 +235,7 @@ func (l *Lag) collectShare(g GroupOffsets, parts, remote map[TopicPartition]Part
 		s.counts.add(sp.ShareCounts)
 		lag := int64(-1)
 		logTP := TopicPartition{Topic: topics.Internal(security.TenantOfOrg(g.Org), tp.Topic), Partition: tp.Partition}
-		po, ok := parts[logTP]
-		if !ok {
-			po, ok = remote[logTP]
-		}
+		po, ok := g.end(logTP, parts, remote)
 		if ok {
 			lag = sp.Lag(po.End)
 			s.lag += lag
@@ -263,4 +261,18 @@ func (l *Lag) collectShare(g GroupOffsets, parts, remote map[TopicPartition]Part
 		}
 		gauge(l.shareRedelivered, s.counts.Redelivered, g.Org, g.Group, topic)
 	}
+}
+
+// end is the offsets of partition tp (the log's name) g's lag is read
+// against: its sample's, else those read now (parts, then remote).
+func (g GroupOffsets) end(tp TopicPartition, parts, remote map[TopicPartition]PartitionOffsets) (PartitionOffsets, bool) {
+	if g.Ends != nil {
+		po, ok := g.Ends[tp]
+		return po, ok
+	}
+	if po, ok := parts[tp]; ok {
+		return po, true
+	}
+	po, ok := remote[tp]
+	return po, ok
 }

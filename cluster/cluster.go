@@ -74,6 +74,10 @@ type Config struct {
 	Listeners map[string]string
 	// GRPCAddr is the host:port of this node's gRPC listener, or "".
 	GRPCAddr string
+	// AdminURL is the base URL of this node's admin HTTP API
+	// ("http://host:port"), or "": other nodes ask it for what this
+	// node alone holds (the groups it coordinates, their lag).
+	AdminURL string
 	// Rack is the node's rack (Kafka's broker.rack), or "".
 	Rack string
 	// DirID identifies the node's data directory. A node that finds its
@@ -160,6 +164,7 @@ type Node struct {
 	// node of an older version.
 	Listeners map[string]string `json:"listeners,omitempty"`
 	GRPC      string            `json:"grpc,omitempty"`
+	Admin     string            `json:"admin,omitempty"`
 	Rack      string            `json:"rack,omitempty"`
 	DirID     string            `json:"dir_id,omitempty"`
 	Lease     int64             `json:"lease"`
@@ -224,6 +229,9 @@ type Member struct {
 	// then the loop's own.
 	seen    map[int32]bool
 	evNodes map[int32]Node
+	// lastReg is every node's last registration read, kept once it is
+	// gone (NodeStates); under mu.
+	lastReg map[int32]Node
 	// ownerRev and the rest of the loop's fields are the loop's own.
 
 	wake    chan struct{}
@@ -504,7 +512,7 @@ func (m *Member) putRegistration(ctx context.Context) error {
 }
 
 func (m *Member) self() Node {
-	return Node{ID: m.cfg.NodeID, Kafka: m.cfg.KafkaAddr, Listeners: m.cfg.Listeners, GRPC: m.cfg.GRPCAddr, Rack: m.cfg.Rack, DirID: m.cfg.DirID, Lease: m.lease.Load(), Draining: m.draining.Load()}
+	return Node{ID: m.cfg.NodeID, Kafka: m.cfg.KafkaAddr, Listeners: m.cfg.Listeners, GRPC: m.cfg.GRPCAddr, Admin: m.cfg.AdminURL, Rack: m.cfg.Rack, DirID: m.cfg.DirID, Lease: m.lease.Load(), Draining: m.draining.Load()}
 }
 
 // suspicion is how long before its lease could expire a node stops
@@ -1224,6 +1232,14 @@ func (m *Member) Close() {
 // nodesRead reports what changed in the registrations since the last
 // read (OnNodeEvent).
 func (m *Member) nodesRead(nodes map[int32]Node, suspended bool) {
+	m.mu.Lock()
+	if m.lastReg == nil {
+		m.lastReg = map[int32]Node{}
+	}
+	for id, n := range nodes {
+		m.lastReg[id] = n
+	}
+	m.mu.Unlock()
 	evs := nodeEvents(m.evNodes, nodes, m.seen, m.cfg.NodeID)
 	m.evNodes = nodes
 	for _, e := range evs {
@@ -1309,4 +1325,76 @@ func nodeCounts(nodes map[int32]Node, me int32, suspended bool) (serving, draini
 		susp = 1
 	}
 	return serving, draining, susp
+}
+
+// Node states, as NodeStates reports them.
+const (
+	StateServing   = "serving"   // registered, serving its units
+	StateDraining  = "draining"  // registered, handing its units off to leave
+	StateSuspended = "suspended" // this node, which cannot renew its lease and serves nothing
+	StateGone      = "gone"      // registered once, or owning units, and registered no longer
+)
+
+// NodeState is a node as this member last read the cluster.
+type NodeState struct {
+	Node
+	State string
+	// Leader: the node leads the cluster (decides the assignment).
+	Leader bool
+	// Units are the units the last assignment read gives the node.
+	Units []int
+}
+
+// NodeStates returns every node this member knows of, by id: those
+// registered in its last read of the cluster, those registered in an
+// earlier read and gone since (their last registration), and those the
+// assignment still names as owners without a registration.
+func (m *Member) NodeStates() []NodeState {
+	suspended := m.suspended(time.Now())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	byID := map[int32]*NodeState{}
+	get := func(id int32) *NodeState {
+		ns := byID[id]
+		if ns == nil {
+			ns = &NodeState{Node: Node{ID: id}, State: StateGone}
+			if n, ok := m.lastReg[id]; ok {
+				ns.Node = n
+			}
+			byID[id] = ns
+		}
+		return ns
+	}
+	for id := range m.lastReg {
+		get(id)
+	}
+	nodes := m.state.nodes
+	if len(nodes) == 0 { // none read yet: the node itself, registering
+		nodes = map[int32]Node{m.cfg.NodeID: m.self()}
+	}
+	for id, n := range nodes {
+		ns := get(id)
+		ns.Node, ns.State = n, StateServing
+		switch {
+		case n.Draining:
+			ns.State = StateDraining
+		case id == m.cfg.NodeID && suspended:
+			ns.State = StateSuspended
+		}
+	}
+	for u, id := range m.state.assignment.Owner {
+		if id != None {
+			ns := get(id)
+			ns.Units = append(ns.Units, u)
+		}
+	}
+	if l := m.state.leader; l != None {
+		get(l).Leader = true
+	}
+	out := make([]NodeState, 0, len(byID))
+	for _, ns := range byID {
+		out = append(out, *ns)
+	}
+	slices.SortFunc(out, func(a, b NodeState) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }

@@ -141,6 +141,7 @@ func (n *Node) joinCluster(advertised string, endpoints map[string]string) error
 		KafkaAddr: advertised,
 		Listeners: endpoints,
 		GRPCAddr:  grpcAddr,
+		AdminURL:  n.adminURL(advertised),
 		DirID:     dirID,
 		LeaseTTL:  cc.LeaseTTL,
 		Units:     groups.Shards + 1, // the coordinator's, then the assigner's
@@ -322,4 +323,27 @@ func (c clusterView) Coordinator(shard int) (kafka.Broker, bool) {
 		return kafka.Broker{}, false
 	}
 	return toBroker(nd), true
+}
+
+// adminURL is the base URL other nodes reach this node's admin HTTP API
+// at, or "" with none: the listener's address, with the advertised
+// Kafka address's host when it is bound to every interface.
+func (n *Node) adminURL(advertised string) string {
+	if n.httpLn == nil {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(n.httpLn.Addr().String())
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if h, _, err := net.SplitHostPort(advertised); err == nil && h != "" {
+			host = h
+		}
+	}
+	scheme := "http"
+	if n.cfg.HTTPTLS {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }

@@ -431,6 +431,13 @@ func Start(cfg Config) (_ *Node, err error) {
 		}
 		n.grpcAddr = n.grpcLn.Addr().String()
 	}
+	if n.registry != nil {
+		// Bound early too: a cluster node registers its address, and a
+		// port in use fails with one line and nothing else said.
+		if n.httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
+			return nil, fmt.Errorf("http listener: %w", err)
+		}
+	}
 	tcfg := topics.Config{Dir: filepath.Join(cfg.DataDir, "topics"), Logger: cfg.Logger}
 	if cfg.Cluster != nil {
 		if err := n.joinCluster(advertised, endpoints); err != nil {
@@ -488,8 +495,11 @@ func Start(cfg Config) (_ *Node, err error) {
 	var apiSrc *apiSource          // given the Kafka server below
 	var shareHost *sharecoord.Host // the admin API's, set once below
 	if n.registry != nil {
+		var cv admin.ClusterSource
+		var refresh func(context.Context)
 		if cfg.Cluster != nil {
 			n.remote = &remoteOffsets{n: n}
+			cv, refresh = clusterSource{n}, n.remote.refresh
 		}
 		apiSrc = &apiSource{n: n, started: time.Now()}
 		// The admin API's sampler reads every group's offsets each
@@ -513,8 +523,11 @@ func Start(cfg Config) (_ *Node, err error) {
 				}
 				return shareHost.Describe(ctx, sharestate.DescribeCmd{Tenant: tenant, Group: group})
 			},
-			Orgs:   n.orgs,
-			Logger: cfg.Logger,
+			Orgs:        n.orgs,
+			Cluster:     cv,
+			RefreshEnds: refresh,
+			PeerClient:  n.peerHTTP(),
+			Logger:      cfg.Logger,
 		})
 		n.registry.MustRegister(n.api)
 		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{api: n.api, topics: n.topics, remote: n.remote}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
@@ -637,11 +650,6 @@ func Start(cfg Config) (_ *Node, err error) {
 	if n.registry != nil {
 		apiSrc.kafka = n.kafka
 		registerConnMetrics(n.registry, n.kafka)
-		// Bound before the assigner starts and logs, so that a port in
-		// use fails with one line and nothing else said.
-		if n.httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
-			return nil, fmt.Errorf("http listener: %w", err)
-		}
 	}
 	if cfg.GRPCListen != "-" {
 		if err := n.startAssigner(); err != nil {
@@ -653,10 +661,6 @@ func Start(cfg Config) (_ *Node, err error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		n.apiStop = cancel
 		n.serving.Go(func() { n.api.Run(ctx) })
-		if n.remote != nil {
-			interval := cmp.Or(cfg.LagSampleInterval, 5*time.Second)
-			n.serving.Go(func() { n.remote.run(ctx, interval) })
-		}
 	}
 	if n.member != nil {
 		var svc cluster.Service
@@ -1215,6 +1219,9 @@ func (n *Node) stop() error {
 	if n.peers != nil {
 		n.peers.close()
 		n.peers = nil
+	}
+	if n.remote != nil {
+		n.remote.close()
 	}
 	if n.groups != nil {
 		n.groups.Close()

@@ -2,8 +2,8 @@ package node
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -13,13 +13,21 @@ import (
 
 // remoteOffsets keeps, in cluster mode, the start and end offsets of the
 // partitions other nodes lead, read through the Kafka protocol (ListOffsets
-// routed to each leader, as any client would) every interval. A group's
-// coordinator is often not its partitions' leader: without them its lag
-// would be unknown for every partition led elsewhere, in /metrics, the
-// JSON API and the lag status.
+// routed to each leader, as any client would) by the admin API's lag
+// sampler before each sample (admin.APIConfig.RefreshEnds), so that every
+// sample reads lag against the leaders' log ends of that moment. A
+// group's coordinator is often not its partitions' leader: without them
+// its lag would be unknown for every partition led elsewhere, in
+// /metrics, the JSON API and the lag status.
 type remoteOffsets struct {
 	n    *Node
 	last atomic.Pointer[map[admin.TopicPartition]admin.PartitionOffsets]
+
+	mu     sync.Mutex // the client's
+	adm    *kadm.Client
+	cl     *kgo.Client
+	closed bool
+	warned bool
 }
 
 // get returns the last reading (nil before the first).
@@ -30,33 +38,49 @@ func (r *remoteOffsets) get() map[admin.TopicPartition]admin.PartitionOffsets {
 	return nil
 }
 
-// run refreshes the reading every interval until ctx ends.
-func (r *remoteOffsets) run(ctx context.Context, interval time.Duration) {
+// client returns the client, made on first use through this node's own
+// PLAINTEXT listener; nil without one.
+func (r *remoteOffsets) client() *kadm.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.adm != nil || r.closed {
+		return r.adm
+	}
 	addr := r.n.plaintextAddr()
 	if addr == "" {
-		r.n.logger.Warn("lag of partitions led by other nodes is not read: it needs a PLAINTEXT Kafka listener on this node")
-		return
+		if !r.warned {
+			r.warned = true
+			r.n.logger.Warn("lag of partitions led by other nodes is not read: it needs a PLAINTEXT Kafka listener on this node")
+		}
+		return nil
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("cohort-lag"))
 	if err != nil {
 		r.n.logger.Warn("lag of partitions led by other nodes: no client", "err", err)
-		return
+		return nil
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		r.refresh(ctx, adm, interval)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	r.cl, r.adm = cl, kadm.NewClient(cl)
+	return r.adm
+}
+
+// close closes the client.
+func (r *remoteOffsets) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.cl != nil {
+		r.cl.Close()
+		r.cl, r.adm = nil, nil
 	}
 }
 
-func (r *remoteOffsets) refresh(ctx context.Context, adm *kadm.Client, interval time.Duration) {
+// refresh reads the offsets of every partition led by another node, within
+// ctx (the sample's).
+func (r *remoteOffsets) refresh(ctx context.Context) {
+	adm := r.client()
+	if adm == nil {
+		return
+	}
 	var names []string
 	for _, t := range r.n.topics.Topics() {
 		for _, p := range t.Partitions {
@@ -68,8 +92,6 @@ func (r *remoteOffsets) refresh(ctx context.Context, adm *kadm.Client, interval 
 	}
 	out := map[admin.TopicPartition]admin.PartitionOffsets{}
 	if len(names) > 0 {
-		ctx, cancel := context.WithTimeout(ctx, max(interval, 2*time.Second))
-		defer cancel()
 		starts, serr := adm.ListStartOffsets(ctx, names...)
 		ends, eerr := adm.ListEndOffsets(ctx, names...)
 		if serr != nil || eerr != nil {

@@ -89,6 +89,7 @@ type groupsEnv struct {
 	json    bool
 	timeout time.Duration
 	stdout  io.Writer
+	stderr  io.Writer // warnings: a partial answer
 	stdin   io.Reader // `cohort users add --password-stdin`
 	// adminURL is a Cohort node's admin listener, for what only Cohort
 	// knows (groups_cohort.go); "" for none.
@@ -132,7 +133,7 @@ func runAdminCommand(family, usage string, cmds map[string]groupsCmd, args []str
 		return code
 	}
 	cmd := cmds[args[0]]
-	env := &groupsEnv{name: family + " " + args[0], stdout: stdout, stdin: stdin}
+	env := &groupsEnv{name: family + " " + args[0], stdout: stdout, stderr: stderr, stdin: stdin}
 	fs := flag.NewFlagSet(env.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var brokers, format string
@@ -221,6 +222,13 @@ func (e *groupsEnv) kgo() *kgo.Client {
 func (e *groupsEnv) close() {
 	if e.cl != nil {
 		e.cl.Close()
+	}
+}
+
+// warn writes a warning line: what the output lacks, and why.
+func (e *groupsEnv) warn(format string, a ...any) {
+	if e.stderr != nil {
+		fmt.Fprintf(e.stderr, "%s: warning: "+format+"\n", append([]any{e.name}, a...)...)
 	}
 }
 

@@ -45,10 +45,11 @@ func (e *groupsEnv) orgQuery() string {
 	return "?org=" + url.QueryEscape(e.adminOrg)
 }
 
-// addCohortInfo fills what the node at e.adminURL knows of each group. A
-// group the node does not have (in a cluster, another node coordinates
-// it; or another organisation's) keeps its fields empty; a node that
-// cannot be read is an error.
+// addCohortInfo fills what the node at e.adminURL knows of each group
+// (in a cluster, any node answers for every group, asking its
+// coordinator). A group it does not have (another organisation's)
+// keeps its fields empty, as does one whose coordinator did not answer
+// (with a warning); a node that cannot be read is an error.
 func addCohortInfo(e *groupsEnv, gs []describedGroup) error {
 	if e.adminURL == "" {
 		return nil
@@ -61,6 +62,12 @@ func addCohortInfo(e *groupsEnv, gs []describedGroup) error {
 		err := e.admin().do(ctx, http.MethodGet, "/api/v1/groups/"+url.PathEscape(g.Group)+e.orgQuery(), nil, &cg)
 		var ae *adminError
 		if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+			continue
+		}
+		if errors.As(err, &ae) && (ae.status == http.StatusBadGateway || ae.status == http.StatusServiceUnavailable) {
+			// In a cluster: the node that coordinates the group did not
+			// answer the one asked. The rest is still worth showing.
+			e.warn("--admin-url: group %s: %v", g.Group, err)
 			continue
 		}
 		if err != nil {
@@ -87,7 +94,8 @@ func addCohortInfo(e *groupsEnv, gs []describedGroup) error {
 }
 
 // addCohortIDs fills the cgp_ id and RRL of each listed group from the
-// node's groups list (the caller's organisation's, or --org's; for an
+// node's groups list (in a cluster, the whole cluster's, with a warning
+// for each node that did not answer; the caller's organisation's, or --org's; for an
 // operator naming none, every organisation's, of which a name's in the
 // default organisation is taken).
 func addCohortIDs(e *groupsEnv, rows []listedGroup) error {
@@ -103,9 +111,19 @@ func addCohortIDs(e *groupsEnv, rows []listedGroup) error {
 			CgpID string `json:"cgp_id"`
 			RRL   string `json:"rrl"`
 		} `json:"groups"`
+		// Unanswered are the nodes of a cluster whose groups the list
+		// lacks.
+		Unanswered []struct {
+			Node     int32  `json:"node"`
+			AdminURL string `json:"admin_url"`
+			Error    string `json:"error"`
+		} `json:"unanswered"`
 	}
 	if err := e.admin().do(ctx, http.MethodGet, "/api/v1/groups"+e.orgQuery(), nil, &l); err != nil {
 		return fmt.Errorf("--admin-url: %w", err)
+	}
+	for _, u := range l.Unanswered {
+		e.warn("--admin-url: node %d (%s) did not answer, so its groups show no CGP-ID or RRL: %s", u.Node, u.AdminURL, u.Error)
 	}
 	for i := range rows {
 		r := &rows[i]
