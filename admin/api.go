@@ -412,6 +412,12 @@ type GroupSummary struct {
 	// Coordinator is the node that coordinates the group (cluster mode;
 	// absent on a single node).
 	Coordinator *int32 `json:"coordinator,omitempty"`
+	// SampledAt is when the lag sampler (the coordinator's) read the
+	// offsets and lag shown: two views of a group at one SampledAt show
+	// the same numbers. In a group's detail, its members are read with
+	// the request; a group the sampler has not read yet has none, and
+	// its offsets are read with the request.
+	SampledAt *time.Time `json:"sampled_at,omitempty"`
 	// TotalLag sums the lag of the committed partitions whose high
 	// watermark this node knows; a share group's, of its share
 	// partitions' (SharePartition.Lag).
@@ -437,11 +443,6 @@ type GroupDetail struct {
 	Partitions      []PartitionDetail `json:"partitions"`
 	Timeline        any               `json:"timeline"`
 	Configs         []GroupConfig     `json:"configs"`
-	// SampledAt is when the lag sampler read the group's offsets and
-	// lag shown (its members are read with the request); absent for a
-	// group it has not read yet, whose offsets are read with the
-	// request.
-	SampledAt *time.Time `json:"sampled_at,omitempty"`
 }
 
 // MemberDetail is a member of a group.
@@ -502,7 +503,12 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 		if !sc.has(s.Tenant) || !a.coordinates(s.Tenant, s.Group) {
 			continue
 		}
-		out = append(out, a.summary(s, shares[groupRef{s.Tenant, s.Group}], ends, now))
+		g := a.summary(s, shares[groupRef{s.Tenant, s.Group}], ends, now)
+		if !at.IsZero() {
+			at := at.UTC()
+			g.SampledAt = &at
+		}
+		out = append(out, g)
 	}
 	resp := map[string]any{}
 	if !at.IsZero() {

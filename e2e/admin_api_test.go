@@ -193,6 +193,10 @@ type apiGroup struct {
 		Lag int64 `json:"lag"`
 	} `json:"lag_trend"`
 	Share *apiShareCounts `json:"share"`
+	// Cluster mode: the group's coordinator, and when its sampler read
+	// what is shown.
+	Coordinator *int32     `json:"coordinator"`
+	SampledAt   *time.Time `json:"sampled_at"`
 }
 
 // apiShareCounts are a share group's records in flight by state.

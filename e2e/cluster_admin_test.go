@@ -58,9 +58,15 @@ func TestClusterLagAcrossNodes(t *testing.T) {
 		getJSON(t, nil, n1.HTTPAddr, "/api/v1/groups/"+group, 200, &d)
 		return d.TotalLag == 9 && len(d.Partitions) == 2 && d.Partitions[1].Lag != nil && *d.Partitions[1].Lag == 3
 	})
-	// The group is node 1's alone; each partition's topic series is its
-	// leader's alone.
-	getJSON(t, nil, n2.HTTPAddr, "/api/v1/groups/"+group, 404, nil)
+	// The group is node 1's alone: node 2 answers for it by asking node
+	// 1, and for itself alone (scope=node) does not have it. Each
+	// partition's topic series is its leader's alone.
+	var via2 apiGroupDetail
+	getJSON(t, nil, n2.HTTPAddr, "/api/v1/groups/"+group, 200, &via2)
+	if via2.CgpID != d.CgpID || via2.Coordinator == nil || *via2.Coordinator != 1 {
+		t.Errorf("node 2's answer for %s: cgp_id %s coordinator %v, want node 1's %s from node 1", group, via2.CgpID, via2.Coordinator, d.CgpID)
+	}
+	getJSON(t, nil, n2.HTTPAddr, "/api/v1/groups/"+group+"?scope=node", 404, nil)
 	for id, p := range map[*testkit.Proc][2]float64{n1: {10, -1}, n2: {-1, 10}} {
 		mfs := scrape(t, id.HTTPAddr)
 		for part, want := range p {
