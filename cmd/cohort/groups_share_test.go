@@ -219,7 +219,13 @@ func TestGroupsShareCLI(t *testing.T) {
 		}
 		// Partition 0 starts again at 3, with nothing in flight: all 13
 		// records from it are to be delivered; partition 1 is as it was.
-		g := describe(t, "--admin-url", adminURL)
+		// The records in flight are the node's lag sampler's reading,
+		// the next one after the seek.
+		var g describedGroup
+		testkit.Eventually(t, cliWait, "the seek in the node's reading", func() bool {
+			g = describe(t, "--admin-url", adminURL)
+			return g.Partitions[0].Share != nil && g.Partitions[0].Share.InFlight == 0
+		})
 		p0, p1 := g.Partitions[0], g.Partitions[1]
 		if g.State != "Empty" || g.TotalLag != 13 || *p0.StartOffset != 3 || p0.Lag != 13 || p0.Share == nil || p0.Share.InFlight != 0 ||
 			*p1.StartOffset != 4 || p1.Lag != 0 {
