@@ -32,6 +32,15 @@ type fakeAPI struct {
 	org string
 	// cluster are the cluster events, newest first; nil: a single node.
 	cluster []obj
+	// nodes are the cluster's nodes (GET /api/v1/cluster), unanswered
+	// those the groups list lacks; groups of the list are coordinated by
+	// coordinators[group]. Cluster mode only.
+	nodes, unanswered []obj
+	coordinators      map[string]int
+	// failGroup makes a group's page answer with the status and error,
+	// as a node does when the group's coordinator did not answer (502)
+	// or its shard has none (503).
+	failGroup map[string]int
 }
 
 // nasty is a group name that must show as text and survive the URL.
@@ -89,7 +98,7 @@ func topicConfigs(set map[string]string) []obj {
 }
 
 func (f *fakeAPI) groups(now time.Time) []obj {
-	return []obj{
+	gs := []obj{
 		{"group": "orders", "tenant": "", "cgp_id": "cgp_4f1c", "rrl": "rrl:cohort:group/orders", "type": "classic",
 			"protocol_type": "consumer", "state": "Stable", "members": 3, "total_lag": 1234, "status": "WARN",
 			"time_to_clear_seconds": 95.0, "lag_trend": trend(now, 800, 900, 1000, 1100, 1200, 1234)},
@@ -101,6 +110,12 @@ func (f *fakeAPI) groups(now time.Time) []obj {
 			"time_to_clear_seconds": 0.0, "lag_trend": trend(now, 12, 11, 10),
 			"share": shareCounts(9, 2, 5, 1, 1, 1)},
 	}
+	for _, g := range gs {
+		if n, ok := f.coordinators[g["group"].(string)]; ok {
+			g["coordinator"] = n
+		}
+	}
+	return gs
 }
 
 // shareCounts are a share group's records in flight by state.
@@ -166,7 +181,22 @@ func (f *fakeAPI) handler() http.Handler {
 		send(w, 200, n)
 	})
 	mux.HandleFunc("GET /api/v1/groups", func(w http.ResponseWriter, r *http.Request) {
-		send(w, 200, obj{"groups": f.groups(time.Now())})
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		resp := obj{"groups": f.groups(time.Now())}
+		if f.cluster != nil {
+			resp["nodes"], resp["unanswered"], resp["partial"] = f.nodes, append([]obj{}, f.unanswered...), len(f.unanswered) > 0
+		}
+		send(w, 200, resp)
+	})
+	mux.HandleFunc("GET /api/v1/cluster", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.cluster == nil {
+			send(w, 200, obj{"cluster": false, "nodes": []obj{{"id": 0, "state": "serving", "self": true, "leader": true, "kafka_addr": "127.0.0.1:9092", "shards": []int{}}}})
+			return
+		}
+		send(w, 200, obj{"cluster": true, "self": 1, "leader": 2, "nodes": f.nodes})
 	})
 	mux.HandleFunc("GET /api/v1/groups/{group}", func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
@@ -179,6 +209,17 @@ func (f *fakeAPI) handler() http.Handler {
 		}
 		if g == nil {
 			send(w, 404, obj{"error": fmt.Sprintf("group %q not found", name)})
+			return
+		}
+		f.mu.Lock()
+		code := f.failGroup[name]
+		f.mu.Unlock()
+		switch code {
+		case 502:
+			send(w, 502, obj{"error": fmt.Sprintf("group %q is coordinated by node 3 (http://10.0.0.3:8080), which did not answer: connection refused", name)})
+			return
+		case 503:
+			send(w, 503, obj{"error": fmt.Sprintf("group %q of organisation default has no coordinator now: its shard is moving to another node (try again shortly)", name)})
 			return
 		}
 		d := obj{}
@@ -228,7 +269,15 @@ func (f *fakeAPI) handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/topics", func(w http.ResponseWriter, r *http.Request) {
 		var ps []obj
 		for p := 0; p < 6; p++ {
-			ps = append(ps, obj{"partition": p, "leader": 1, "log_start_offset": 0, "log_end_offset": 1100 + 50*p})
+			part := obj{"partition": p, "leader": 1, "log_start_offset": 0, "log_end_offset": 1100 + 50*p}
+			if f.cluster != nil {
+				// Partitions 4 and 5 are led by node 3, which is gone.
+				part["leader_alive"] = p < 4
+				if p >= 4 {
+					part["leader"], part["log_start_offset"], part["log_end_offset"] = 3, -1, -1
+				}
+			}
+			ps = append(ps, part)
 		}
 		send(w, 200, obj{"topics": []obj{
 			{"name": "events", "internal": false, "partitions": ps, "configs": topicConfigs(map[string]string{"retention.ms": "3600000"})},
@@ -269,7 +318,14 @@ func TestPageInBrowser(t *testing.T) {
 	}, cluster: []obj{
 		{"at": now.Add(-time.Second).Format(time.RFC3339Nano), "event": "lost", "node": 3, "kafka": "10.0.0.3:9092", "reason": "lease expired or revoked", "serving": 2, "draining": 0, "suspended": 0},
 		{"at": now.Add(-time.Minute).Format(time.RFC3339Nano), "event": "joined", "node": 1, "self": true, "kafka": "10.0.0.1:9092", "serving": 3, "draining": 0, "suspended": 0},
-	}}
+	}, nodes: []obj{
+		{"id": 1, "state": "serving", "self": true, "leader": false, "kafka_addr": "10.0.0.1:9092", "admin_url": "http://10.0.0.1:8080", "shards": []int{0, 1, 2, 3, 4, 5}},
+		{"id": 2, "state": "serving", "self": false, "leader": true, "kafka_addr": "10.0.0.2:9092", "admin_url": "http://10.0.0.2:8080", "rack": "b", "shards": []int{6, 7, 8, 9, 10}},
+		{"id": 3, "state": "gone", "self": false, "leader": false, "kafka_addr": "10.0.0.3:9092", "admin_url": "http://10.0.0.3:8080", "shards": []int{}},
+		{"id": 4, "state": "draining", "self": false, "leader": false, "kafka_addr": "10.0.0.4:9092", "admin_url": "http://10.0.0.4:8080", "shards": []int{11, 12, 13, 14, 15}},
+	}, unanswered: []obj{
+		{"node": 4, "admin_url": "http://10.0.0.4:8080", "error": "Get \"http://10.0.0.4:8080/api/v1/groups?scope=node\": context deadline exceeded"},
+	}, coordinators: map[string]int{"orders": 1, "jobs": 2, nasty: 1}}
 	srv := httptest.NewServer(f.handler())
 	defer srv.Close()
 	b := webtest.Start(t)
@@ -310,7 +366,32 @@ func TestPageInBrowser(t *testing.T) {
 	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=cluster-event]').textContent`); !strings.Contains(got, "lease expired or revoked") || !strings.Contains(got, "10.0.0.3:9092") {
 		t.Errorf("the lost node's row reads %q", got)
 	}
+	// The whole cluster's groups, each with its coordinator.
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group.slice(0, 6) + '@' + r.querySelector('[data-testid=coordinator]').textContent)`); fmt.Sprint(got) != "[orders@1 jobs@2 <img s@1]" {
+		t.Errorf("groups and coordinators %q", got)
+	}
+	// The node that did not answer, named with why.
+	b.Wait("the partial banner", `!document.querySelector('[data-testid=partial]').hidden`)
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=partial] [data-testid=unanswered]')].map(li => li.textContent)`); len(got) != 1 ||
+		!strings.HasPrefix(got[0], `node 4 did not answer: Get "http://10.0.0.4:8080/api/v1/groups?scope=node": context deadline exceeded`) {
+		t.Errorf("unanswered nodes %q", got)
+	}
+	// Every node with its state; the gone one marked; the leader and
+	// this node said.
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=cluster-node]')].map(r => [r.dataset.node, r.querySelector('[data-testid=node-state]').textContent,
+		r.querySelector('[data-testid=self]') ? 'self' : '-', r.querySelector('[data-testid=leader]') ? 'leader' : '-', r.querySelector('code').textContent,
+		r.querySelector('[data-testid=shards]').textContent, r.classList.contains('node-down') ? 'down' : 'up'].join(' '))`); fmt.Sprint(got) !=
+		"[1 serving self - 10.0.0.1:9092 6 up 2 serving - leader 10.0.0.2:9092 5 up 3 gone - - 10.0.0.3:9092 0 down 4 draining - - 10.0.0.4:9092 5 up]" {
+		t.Errorf("cluster nodes (id, state, self, leader, kafka, shards, marked) %q", got)
+	}
+	// The nodes come above the events.
+	if !webtest.Eval[bool](b, `!!(document.querySelector('[data-testid=cluster-nodes]').compareDocumentPosition(document.querySelector('[data-testid=cluster-event]')) & Node.DOCUMENT_POSITION_FOLLOWING)`) {
+		t.Errorf("the cluster's nodes are not above its events")
+	}
 	b.Screenshot("overview")
+	// Every node answers again: the banner goes.
+	f.set(func() { f.unanswered = nil })
+	b.Wait("the partial banner gone", `document.querySelector('[data-testid=partial]').hidden`)
 
 	// One group's page, reached by its link.
 	b.Click(`tr[data-group="orders"] a`)
@@ -329,6 +410,9 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=rrl]').textContent`); got != "rrl:cohort:group/orders" {
 		t.Errorf("RRL %q", got)
+	}
+	if got := webtest.Eval[string](b, `document.querySelector('dl.facts [data-testid=coordinator]').textContent`); got != "node 1" {
+		t.Errorf("coordinated by %q, want node 1", got)
 	}
 	// Its configs, with where each is set; its own highlighted.
 	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=config]')].map(r => r.dataset.config + '=' + r.querySelector('[data-testid=config-value]').textContent + ' ' + r.querySelector('.badge').textContent + (r.classList.contains('explicit') ? ' explicit' : ''))`); fmt.Sprint(got) != "[consumer.heartbeat.interval.ms=6000 cluster consumer.session.timeout.ms=50000 group explicit share.auto.offset.reset=latest default]" {
@@ -353,6 +437,24 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("the opened member events closed on redraw")
 	}
 	b.Screenshot("group")
+
+	// The group's coordinator stops answering the node asked (502): the
+	// page says so over the group as last read, and recovers.
+	f.set(func() { f.failGroup = map[string]int{"orders": 502} })
+	b.Wait("the coordinator's failure", `!document.querySelector('[data-testid=group-unavailable]').hidden`)
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=group-unavailable]').textContent`); !strings.Contains(got, "coordinator did not answer") ||
+		!strings.Contains(got, "coordinated by node 3 (http://10.0.0.3:8080), which did not answer: connection refused") {
+		t.Errorf("502 notice reads %q", got)
+	}
+	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=member]').length`); got != 3 {
+		t.Errorf("while the coordinator does not answer the page shows %d members, want the last 3", got)
+	}
+	if !webtest.Eval[bool](b, `document.getElementById('api-error').hidden`) {
+		t.Errorf("a group's 502 shows as the API being unreachable")
+	}
+	b.Screenshot("group-502")
+	f.set(func() { f.failGroup = nil })
+	b.Wait("the notice gone", `document.querySelector('[data-testid=group-unavailable]').hidden`)
 
 	// The API goes away and comes back: a banner, then none.
 	f.set(func() { f.down = true })
@@ -413,9 +515,27 @@ func TestPageInBrowser(t *testing.T) {
 	b.Open(srv.URL + "/#/groups/nobody")
 	b.Wait("not found", `document.querySelector('[data-testid=not-found]')`)
 
+	// A group whose shard has no coordinator now (503), opened afresh:
+	// a message, not a blank page.
+	f.set(func() { f.failGroup = map[string]int{"jobs": 503} })
+	b.Open(srv.URL + "/#/groups/jobs")
+	b.Wait("no coordinator now", `!document.querySelector('[data-testid=group-unavailable]').hidden`)
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=group-unavailable]').textContent`); !strings.Contains(got, "no coordinator now") || !strings.Contains(got, "its shard is moving") {
+		t.Errorf("503 notice reads %q", got)
+	}
+	f.set(func() { f.failGroup = nil })
+	b.Wait("the share group once it has a coordinator", `document.querySelector('[data-testid=group-unavailable]').hidden &&
+		document.querySelectorAll('[data-testid=share-partitions] [data-testid=partition]').length === 4`)
+
 	// Topics, internal ones on request.
 	b.Open(srv.URL + "/#/topics")
 	b.Wait("the topic's partitions", `document.querySelectorAll('[data-topic=events] [data-testid=topic-partition]').length === 6`)
+	// Partitions led by the gone node 3 say so; their offsets are
+	// unknown.
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-topic=events] [data-testid=topic-partition]')].map(r => r.querySelector('[data-testid=leader]').textContent +
+		(r.querySelector('.leader-down') ? '!' : '') + ' ' + r.querySelector('[data-testid=log-end]').textContent)`); fmt.Sprint(got) != "[1 1,100 1 1,150 1 1,200 1 1,250 3 (gone)! — 3 (gone)! —]" {
+		t.Errorf("events' leaders and log ends %q", got)
+	}
 	if got := webtest.Eval[int](b, `document.querySelectorAll('[data-testid=topic]').length`); got != 1 {
 		t.Errorf("%d topics shown, want 1 (internal ones hidden)", got)
 	}

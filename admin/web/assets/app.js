@@ -21,7 +21,10 @@ const viewEl = document.getElementById('view');
 const bannerEl = document.getElementById('api-error');
 const nodeEl = document.getElementById('node');
 
-let view = null; // the mounted page: {el, urls, update(results), title?}
+// the mounted page: {el, urls, update(results), title?, accept?}; accept
+// lists the statuses with a JSON body that its urls answer with (404 if
+// not given).
+let view = null;
 let inflight = null; // AbortController of the poll under way
 let timer = null;
 let lastKey = '';
@@ -64,9 +67,11 @@ function mount() {
 }
 
 // get fetches one API path (relative to the page, so a path prefix in
-// front of the page works). A 404 with a JSON body is an answer (an
-// unknown group); any other failure throws.
-async function get(url, signal) {
+// front of the page works). A status in accept with a JSON body is an
+// answer (a 404: an unknown group; a group's 502 or 503: its coordinator
+// did not answer, or there is none now), for the page to show; any other
+// failure throws.
+async function get(url, signal, accept = [404]) {
   const res = await fetch(withoutCredentials(url), { signal, cache: 'no-store', headers: { Accept: 'application/json' } });
   let body = null;
   try {
@@ -74,7 +79,7 @@ async function get(url, signal) {
   } catch {
     // Not JSON: judged by the status below.
   }
-  if (res.ok || (res.status === 404 && body)) return { status: res.status, body };
+  if (res.ok || (accept.includes(res.status) && body)) return { status: res.status, body };
   throw new Error(`${url}: HTTP ${res.status}${body && body.error ? `: ${body.error}` : ''}`);
 }
 
@@ -99,7 +104,7 @@ async function poll() {
   const v = view;
   try {
     const [node, ...results] = await Promise.all(
-      ['api/v1/node', ...(v ? v.urls : [])].map((u) => get(u, ctl.signal)));
+      ['api/v1/node', ...(v ? v.urls : [])].map((u, i) => get(u, ctl.signal, i && v.accept ? v.accept : undefined)));
     if (inflight !== ctl) return;
     online(true);
     drawNode(node.body);

@@ -11,21 +11,39 @@ import { sparkline, chart } from './chart.js';
 export function mount(route) {
   const name = route.group, tenant = route.tenant;
   const body = h('div');
+  const notice = h('div', { class: 'notice', 'data-testid': 'group-unavailable', role: 'alert', hidden: true });
   const el = h('section', {},
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Groups'), ' / '),
     h('h1', { 'data-testid': 'group-name' }, name, tenant ? h('span', { class: 'tenant' }, ` (tenant ${tenant})`) : ''),
-    body);
+    notice, body);
+  let shown = false; // whether body holds the group as last read
   return {
     title: name,
     el,
     urls: [`api/v1/groups/${encodeURIComponent(name)}` + (tenant ? `?tenant=${encodeURIComponent(tenant)}` : '')],
+    // In a cluster another node may coordinate the group: the node asked
+    // answers 502 when that node did not answer, 503 while the group's
+    // shard has no coordinator (it is moving).
+    accept: [404, 502, 503],
     update([res]) {
+      const down = res.status === 502 || res.status === 503;
+      notice.hidden = !down;
+      body.classList.toggle('stale', down && shown);
+      if (down) {
+        // The group as last read stays, dimmed, under the reason: its
+        // coordinator may answer again, or another node take it over.
+        notice.replaceChildren(h('strong', {}, res.status === 502 ? 'The group’s coordinator did not answer' : 'The group has no coordinator now'),
+          `: ${res.body.error || `HTTP ${res.status}`}. `, shown ? 'Showing the group as last read. ' : '', 'Retrying.');
+        return;
+      }
       if (res.status === 404) {
+        shown = false;
         body.replaceChildren(h('p', { class: 'empty', 'data-testid': 'not-found' },
-          `No group “${name}” on this node${res.body.error ? ` (${res.body.error})` : ''}. `,
+          `No group “${name}”${res.body.error ? ` (${res.body.error})` : ''}. `,
           'This page will show it if it appears. ', h('a', { href: '#/' }, 'All groups')));
         return;
       }
+      shown = true;
       body.replaceChildren(...render(res.body));
     },
   };
@@ -80,6 +98,9 @@ function facts(g, epochs, n) {
       ['Redelivered', h('span', { title: 'records in flight delivered more than once' }, int(c.redelivered))]);
   }
   if (g.tenant) rows.push(['Tenant', g.tenant]);
+  if (g.coordinator != null) {
+    rows.push(['Coordinated by', h('span', { 'data-testid': 'coordinator', 'data-value': g.coordinator }, `node ${g.coordinator}`)]);
+  }
   return h('dl', { class: 'facts' }, rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))));
 }
 

@@ -1,7 +1,11 @@
 // The groups overview: every group with its state, members, total lag,
 // lag trend and status, worst status first; share groups (KIP-932) with
-// their records in flight, acquired and archived. In cluster mode, below
-// them, the cluster's recent node events as this node saw them.
+// their records in flight, acquired and archived. In cluster mode the
+// list is the whole cluster's, from whichever node serves the page: each
+// group says which node coordinates it, and a banner names the nodes
+// whose groups are missing because they did not answer. Below them the
+// cluster's nodes with their states, and its recent node events as this
+// node saw them.
 
 import { h, int, plural, seconds, status, badge, groupHref, time, ago } from './dom.js';
 import { sparkline } from './chart.js';
@@ -15,9 +19,11 @@ export function mount() {
     'data-testid': 'group-filter',
   });
   const summary = h('p', { class: 'summary', 'data-testid': 'groups-summary' });
+  const partial = h('div', { class: 'notice', 'data-testid': 'partial', role: 'alert', hidden: true });
   const body = h('div', { class: 'scroll' });
   const cluster = h('section', { class: 'cluster', 'data-testid': 'cluster-events', hidden: true });
   let groups = null;
+  let coordinators = false; // cluster mode: a column for each group's coordinator
 
   function draw() {
     if (!groups) return;
@@ -44,6 +50,7 @@ export function mount() {
     body.replaceChildren(h('table', { class: 'data', 'data-testid': 'groups' },
       h('thead', {}, h('tr', {},
         h('th', {}, 'Group'), tenants && h('th', {}, 'Tenant'), h('th', {}, 'Type'), h('th', {}, 'State'),
+        coordinators && h('th', { class: 'num', title: 'The node that coordinates the group' }, 'Coordinator'),
         h('th', { class: 'num' }, 'Members'), h('th', { class: 'num' }, 'Total lag'), h('th', {}, 'Lag trend'),
         h('th', {}, 'Status'), h('th', { class: 'num', title: 'At the current rate of consumption' }, 'Time to clear'),
         shares && h('th', { class: 'num', title: 'Share groups: records from each partition’s start offset to its end offset' }, 'In flight'))),
@@ -52,6 +59,7 @@ export function mount() {
         tenants && h('td', {}, g.tenant || '—'),
         h('td', {}, badge(g.type, `type-${g.type}`)),
         h('td', { 'data-testid': 'state' }, g.state),
+        coordinators && h('td', { class: 'num', 'data-testid': 'coordinator', 'data-value': g.coordinator ?? '' }, g.coordinator ?? '—'),
         h('td', { class: 'num', 'data-testid': 'members', 'data-value': g.members }, int(g.members)),
         h('td', { class: 'num', 'data-testid': 'total-lag', 'data-value': g.total_lag }, int(g.total_lag)),
         h('td', {}, sparkline(g.lag_trend)),
@@ -65,12 +73,14 @@ export function mount() {
     title: 'Groups',
     el: h('section', {},
       h('div', { class: 'toolbar' }, h('h1', {}, 'Groups'), filter),
-      summary, body, cluster),
-    urls: ['api/v1/groups', 'api/v1/cluster/events'],
-    update([res, events]) {
+      summary, partial, body, cluster),
+    urls: ['api/v1/groups', 'api/v1/cluster/events', 'api/v1/cluster'],
+    update([res, events, nodes]) {
       groups = res.body.groups || [];
+      coordinators = Array.isArray(res.body.nodes);
       draw();
-      drawCluster(cluster, events.body);
+      drawPartial(partial, res.body);
+      drawCluster(cluster, events.body, nodes.body);
     },
   };
 }
@@ -84,6 +94,47 @@ function inFlight(c) {
   int(c.in_flight), h('span', { class: 'muted' }, ` (${int(c.acquired)} acquired, ${int(c.archived)} archived)`));
 }
 
+// drawPartial names the nodes whose groups the list lacks (they did not
+// answer the node serving the page in time), and why; hidden when the
+// list is whole.
+function drawPartial(el, res) {
+  const missing = res.partial ? res.unanswered || [] : [];
+  el.hidden = missing.length === 0;
+  el.replaceChildren(...(el.hidden ? [] : [
+    h('strong', {}, 'The list lacks the groups of ', plural(missing.length, 'node'), ':'),
+    h('ul', {}, missing.map((u) => h('li', { 'data-testid': 'unanswered', 'data-node': u.node },
+      `node ${u.node} did not answer: ${u.error}`, u.admin_url ? h('span', { class: 'muted' }, ` (${u.admin_url})`) : ''))),
+  ]));
+}
+
+// How each node state is shown: its badge's class and its tooltip.
+const nodeStates = {
+  serving: ['status-ok', 'Registered and serving its shards'],
+  draining: ['status-warn', 'Leaving: its shards are moving to the others'],
+  suspended: ['status-err', 'Cannot renew its lease in etcd: it serves nothing until it can'],
+  gone: ['status-err', 'Registered once and not now: it was lost (died or cut off from etcd) or left'],
+};
+
+// nodesTable lists the cluster's nodes: state, leader, this node, Kafka
+// address and shards held; a node that does not serve is marked.
+function nodesTable(nodes) {
+  const ns = [...nodes].sort((a, b) => a.id - b.id);
+  return h('div', { class: 'scroll' }, h('table', { class: 'data', 'data-testid': 'cluster-nodes' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Node'), h('th', {}, 'State'), h('th', {}, 'Kafka address'),
+      h('th', {}, 'Rack'), h('th', { class: 'num', title: 'Coordinator shards the last assignment gives it' }, 'Shards'))),
+    h('tbody', {}, ns.map((n) => {
+      const [cls, help] = nodeStates[n.state] || ['', n.state];
+      const down = n.state === 'gone' || n.state === 'suspended';
+      return h('tr', { 'data-testid': 'cluster-node', 'data-node': n.id, 'data-state': n.state, class: down ? 'node-down' : null },
+        h('td', {}, `${n.id}`, n.self ? h('span', { class: 'muted', 'data-testid': 'self' }, ' (this node)') : '',
+          n.leader ? [' ', h('span', { class: 'badge', 'data-testid': 'leader', title: 'Leads the cluster: decides which node holds which shard' }, 'leader')] : ''),
+        h('td', {}, h('span', { class: `badge ${cls}`, title: help, 'data-testid': 'node-state' }, n.state)),
+        h('td', {}, n.kafka_addr ? h('code', {}, n.kafka_addr) : '—'),
+        h('td', {}, n.rack || '—'),
+        h('td', { class: 'num', 'data-testid': 'shards', 'data-value': (n.shards || []).length }, int((n.shards || []).length)));
+    }))));
+}
+
 // How each cluster event is shown: its badge's class and its tooltip.
 const clusterEvents = {
   joined: ['status-ok', 'The node registered (or was registered when this node started)'],
@@ -94,16 +145,18 @@ const clusterEvents = {
   suspended: ['status-err', 'This node could not renew its lease in time: it serves nothing until it can'],
 };
 
-// drawCluster fills the cluster panel with the node events (newest
-// first, the 20 newest), the counts after the newest; hidden outside
-// cluster mode.
-function drawCluster(el, c) {
+// drawCluster fills the cluster panel with the nodes (from
+// /api/v1/cluster) and the node events (newest first, the 20 newest),
+// the counts after the newest; hidden outside cluster mode.
+function drawCluster(el, c, nodes) {
   el.hidden = !c || !c.cluster;
   if (el.hidden) return;
   const evs = c.events || [];
   const last = evs[0];
   el.replaceChildren(
-    h('h2', {}, 'Cluster', h('span', { class: 'note' }, 'node events this node saw, newest first')),
+    h('h2', {}, 'Cluster', h('span', { class: 'note' }, 'its nodes as this node knows them')),
+    nodes && nodes.cluster ? nodesTable(nodes.nodes || []) : '',
+    h('h3', {}, 'Node events', h('span', { class: 'note' }, 'as this node saw them, newest first')),
     last ? h('p', { class: 'summary', 'data-testid': 'cluster-summary' },
       `${plural(last.serving, 'node')} serving · ${int(last.draining)} draining`,
       last.suspended ? h('span', { class: 'warn-text' }, ' · this node suspended') : '') : '',

@@ -1,5 +1,7 @@
 // The topics this node knows, with each partition's leader and offsets,
-// and their configs.
+// and their configs. In a cluster, a partition whose leader does not
+// serve (gone, or suspended) is marked so: its records are out of reach
+// until the node returns, whatever the offsets last read say.
 
 import { h, int, offset, badge, plural, configTable, folded } from './dom.js';
 
@@ -24,6 +26,7 @@ export function mount() {
   const summary = h('p', { class: 'summary', 'data-testid': 'topics-summary' });
   const body = h('div');
   let topics = null;
+  let states = new Map(); // node id → state, in cluster mode
 
   function draw() {
     if (!topics) return;
@@ -53,7 +56,7 @@ export function mount() {
             h('th', { class: 'num' }, 'Log start'), h('th', { class: 'num' }, 'Log end'), h('th', { class: 'num' }, 'Records'))),
           h('tbody', {}, ps.map((p) => h('tr', { 'data-testid': 'topic-partition', 'data-partition': p.partition },
             h('td', { class: 'num' }, p.partition),
-            h('td', { class: 'num' }, p.leader < 0 ? 'none' : p.leader),
+            leader(p, states),
             h('td', { class: 'num' }, offset(p.log_start_offset)),
             h('td', { class: 'num', 'data-testid': 'log-end' }, offset(p.log_end_offset)),
             h('td', { class: 'num' }, p.log_end_offset < 0 || p.log_start_offset < 0 ? '—' : int(p.log_end_offset - p.log_start_offset))))))),
@@ -69,10 +72,23 @@ export function mount() {
       h('div', { class: 'toolbar' }, h('h1', {}, 'Topics'), filter,
         h('label', { class: 'check' }, internal, ' internal topics')),
       summary, body),
-    urls: ['api/v1/topics'],
-    update([res]) {
+    urls: ['api/v1/topics', 'api/v1/cluster'],
+    update([res, cluster]) {
       topics = res.body.topics || [];
+      states = new Map((cluster.body.cluster ? cluster.body.nodes || [] : []).map((n) => [n.id, n.state]));
       draw();
     },
   };
+}
+
+// leader is a partition's leader cell: marked, with the node's state
+// ("gone" if the node is not listed), when the leader does not serve
+// (leader_alive is false; the API gives it in cluster mode only).
+function leader(p, states) {
+  if (p.leader < 0) return h('td', { class: 'num', 'data-testid': 'leader', 'data-alive': 'false' }, 'none');
+  if (p.leader_alive !== false) return h('td', { class: 'num', 'data-testid': 'leader' }, p.leader);
+  const state = states.get(p.leader);
+  const why = state && state !== 'serving' && state !== 'draining' ? state : 'gone';
+  return h('td', { class: 'num', 'data-testid': 'leader', 'data-alive': 'false' },
+    h('span', { class: 'leader-down', title: `Node ${p.leader} does not serve: this partition’s records are out of reach until it returns` }, `${p.leader} (${why})`));
 }
