@@ -260,7 +260,9 @@ func (a *API) Sample(ctx context.Context) {
 }
 
 // unsampled counts the partitions of group s (those it has offsets of,
-// and a share group's with state) that have no sample among sampled.
+// a share group's with state, and those its members are assigned) that
+// have no sample among sampled: the group's detail shows each with no
+// status, so the group's status counts each as not evaluated.
 func unsampled(s groups.Summary, shares map[TopicPartition]SharePartition, sampled map[PartitionRef]LagSample) int {
 	missing := map[PartitionRef]bool{}
 	for _, o := range s.Offsets {
@@ -270,6 +272,12 @@ func unsampled(s groups.Summary, shares map[TopicPartition]SharePartition, sampl
 		}
 	}
 	for tp := range shares {
+		if _, ok := sampled[tp]; !ok {
+			missing[tp] = true
+		}
+	}
+	for _, a := range s.Assigned {
+		tp := PartitionRef{Topic: a.Topic, Partition: a.Partition}
 		if _, ok := sampled[tp]; !ok {
 			missing[tp] = true
 		}

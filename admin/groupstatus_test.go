@@ -17,7 +17,8 @@ import (
 // partition of events and has committed nothing, so the partition has no
 // lag status; neither has the group in GET /api/v1/groups/{group}, which
 // `cohort groups describe --admin-url` shows (it said OK, the partition
-// UNKNOWN).
+// UNKNOWN); nor in the list, which said OK while the detail said
+// nothing.
 func TestGroupStatusNoBetterThanItsPartitions(t *testing.T) {
 	n := testkit.StartNode(t, node.Config{HTTPListen: "127.0.0.1:0", LagSampleInterval: 20 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -32,11 +33,16 @@ func TestGroupStatusNoBetterThanItsPartitions(t *testing.T) {
 	}
 	join(t, n.Coordinator(), "", "orders")
 	// Sampled: the tracker has the group, with no partition it can sample.
+	var list struct{ Groups []admin.GroupSummary }
 	testkit.Eventually(t, 10*time.Second, "orders in the sampled list", func() bool {
-		var list struct{ Groups []admin.GroupSummary }
 		getJSON(t, n.HTTPAddr(), "/api/v1/groups", &list)
 		return len(list.Groups) == 1 && list.Groups[0].Group == "orders"
 	})
+	// The list (and /metrics, from the same tracker) agrees: the held
+	// partition is not evaluated, so neither is the group.
+	if list.Groups[0].Status != admin.StatusUnknown {
+		t.Errorf("the list's status %q while the group's only partition has none, want none", list.Groups[0].Status)
+	}
 	var d admin.GroupDetail
 	getJSON(t, n.HTTPAddr(), "/api/v1/groups/orders", &d)
 	if len(d.Partitions) != 1 || d.Partitions[0].MemberID == "" || d.Partitions[0].Status != admin.StatusUnknown {

@@ -7,6 +7,11 @@ package groups
 // repeat the same offset" by it).
 
 import (
+	"cmp"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/share"
@@ -40,6 +45,18 @@ type Summary struct {
 	// MEMBER_ID_REQUIRED and not yet used to join (KIP-394).
 	PendingMembers int
 	Offsets        []OffsetSummary // sorted by topic, then partition
+	// Assigned are the partitions the group's members are assigned now
+	// (a classic group's, of the consumer protocol's assignments), by
+	// the names its tenant knows, sorted: the lag status counts one with
+	// no committed offset as not evaluated, as a group's detail shows
+	// it.
+	Assigned []AssignedPartition
+}
+
+// AssignedPartition is a partition a member is assigned.
+type AssignedPartition struct {
+	Topic     string
+	Partition int32
 }
 
 // OffsetSummary is one committed offset.
@@ -68,21 +85,64 @@ func (s *Shard) inspect(only *GroupRef) []Summary {
 		switch g := e.Part.(type) {
 		case *consumer.Group:
 			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", g.State(), len(g.Members), g.Epoch
+			for _, m := range g.Members {
+				sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
+			}
 		case *share.Group:
 			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "share", "share", g.State(), len(g.Members), g.Epoch
+			for _, m := range g.Members {
+				sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
+			}
 		case *classic.Group:
 			if g.State == classic.Dead {
 				continue
 			}
 			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.ProtocolType, g.State.String(), len(g.Members), g.Generation
 			sum.PendingMembers = len(g.PendingJoin)
+			if g.ProtocolType == "consumer" {
+				for _, m := range g.Members {
+					var a kmsg.ConsumerMemberAssignment
+					if len(m.Assignment) == 0 || a.ReadFrom(m.Assignment) != nil {
+						continue
+					}
+					for _, t := range a.Topics {
+						for _, p := range t.Partitions {
+							sum.Assigned = append(sum.Assigned, AssignedPartition{t.Topic, p})
+						}
+					}
+				}
+			}
 		default:
 			continue
 		}
 		s.offs.Each(e.Off(), func(topic string, p int32, o *record.Offset) {
 			sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset, CommitTimestamp: o.CommitTimestamp})
 		})
+		slices.SortFunc(sum.Assigned, func(a, b AssignedPartition) int {
+			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
+		sum.Assigned = slices.Compact(sum.Assigned)
 		out = append(out, sum)
+	}
+	return out
+}
+
+// appendAssigned appends the partitions of a (by topic id) to out by the
+// names tenant's catalog knows; a topic it does not know is left out, as
+// ConsumerGroupDescribe leaves it out.
+func (s *Shard) appendAssigned(out []AssignedPartition, tenant string, a []record.TopicPartitions) []AssignedPartition {
+	cat := s.h.Catalog(tenant)
+	if cat == nil {
+		return out
+	}
+	for _, t := range a {
+		name, ok := cat.ByID[t.TopicID]
+		if !ok {
+			continue
+		}
+		for _, p := range t.Partitions {
+			out = append(out, AssignedPartition{name, p})
+		}
 	}
 	return out
 }
