@@ -588,3 +588,22 @@ func TestGroupsUnreachableNode(t *testing.T) {
 	}
 	t.Log(strings.TrimSpace(errOut))
 }
+
+// TestGroupsSeveralSeeds: --brokers takes several seeds, and a dead one
+// among them costs nothing but a refused connection: the command answers
+// from the live one, whichever order they are named in.
+func TestGroupsSeveralSeeds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	n := testkit.StartNode(t, node.Config{})
+	for _, seeds := range []string{dead + "," + n.KafkaAddr(), n.KafkaAddr() + "," + dead} {
+		code, out, errOut := cliRun("groups", "list", "--brokers", seeds, "--timeout", "10s", "--format", "json")
+		if code != 0 || strings.TrimSpace(out) != "[]" || errOut != "" {
+			t.Errorf("--brokers %s: exit %d, stdout %q, stderr %q; want an empty list", seeds, code, out, errOut)
+		}
+	}
+}
