@@ -90,14 +90,6 @@ func nodeScope(r *http.Request) bool { return r.URL.Query().Get("scope") == "nod
 // clusterWide reports whether r is answered for the whole cluster.
 func (a *API) clusterWide(r *http.Request) bool { return a.cfg.Cluster != nil && !nodeScope(r) }
 
-// self is this node's id in cluster mode (-1 on a single node).
-func (a *API) self() int32 {
-	if a.cfg.Cluster == nil {
-		return -1
-	}
-	return a.cfg.Cluster.Self()
-}
-
 // coordinates reports whether this node exports group of tenant: on a
 // single node every group it holds; in a cluster those whose shard it
 // owns as last read, so that a shard that moved since the last sample
