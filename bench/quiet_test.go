@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cohort-dev/cohort/internal/testkit"
+	"github.com/cohort-dev/cohort/loadgen"
+)
+
+// quietGroups is how many groups BenchmarkQuietGroups creates: 10,000 by
+// default, for a quick look; 100,000 and 1,000,000 by the flag.
+var quietGroups = flag.Int("quiet.groups", 10000, "BenchmarkQuietGroups: the number of quiet groups to create")
+
+const (
+	quietPartitions = 4 // every group commits 4 offsets, one per partition
+	quietConns      = 64
+)
+
+// BenchmarkQuietGroups (Cohort only; run it with -benchtime=1x) measures
+// what quiet groups cost a node: -quiet.groups commit-only groups, each
+// made by one simple OffsetCommit of the 4 partitions of one topic (over
+// 64 connections), on the real binary (`cohort serve --pprof`, its own
+// process, so that its RSS is its own). Then, as an operator sees it:
+//
+//	heap-B/group, rss-B/group   the node's live heap (after a GC) and RSS
+//	                            per group, once every group is committed
+//	load-s                      the node restarted on the same data
+//	                            directory: until /readyz says it serves
+//	heap-load-B/group,          the same after the load
+//	rss-load-B/group
+//	listgroups-s                kadm ListGroups of every group
+//	fetch-ms                    OffsetFetch of one group
+//	api-first-s                 the admin API's groups list, first answer
+//	rss-api-B/group             RSS after it
+//
+// Per offset figures are the per group ones over 4.
+func BenchmarkQuietGroups(b *testing.B) {
+	n := *quietGroups
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	dir := b.TempDir()
+	args := []string{"--pprof", "--lag-sample-interval", "5s"}
+	for b.Loop() {
+		p := testkit.StartBinary(b, dir, args...)
+		createTopics(ctx, b, p.Addr, quietPartitions, "quiet")
+		conns := dialAll(b, p.Addr, quietConns, "bench-quiet")
+		const batch = 10000
+		for start := 0; start < n; start += batch {
+			groups := make([]string, min(batch, n-start))
+			for i := range groups {
+				groups[i] = fmt.Sprintf("quiet-%07d", start+i)
+			}
+			if err := commitAll(conns, groups, []string{"quiet"}, quietPartitions, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		loadgen.CloseAll(conns)
+		heap, rss := liveHeap(b, p.HTTPAddr), rssOf(b, p.Pid())
+		b.ReportMetric(float64(heap)/float64(n), "heap-B/group")
+		b.ReportMetric(float64(rss)/float64(n), "rss-B/group")
+		if code := p.Stop(time.Minute); code != 0 {
+			b.Fatalf("shutdown: exit %d", code)
+		}
+
+		start := time.Now()
+		p = testkit.StartBinary(b, dir, args...)
+		waitReady(b, p.HTTPAddr)
+		b.ReportMetric(time.Since(start).Seconds(), "load-s")
+		heap, rss = liveHeap(b, p.HTTPAddr), rssOf(b, p.Pid())
+		b.ReportMetric(float64(heap)/float64(n), "heap-load-B/group")
+		b.ReportMetric(float64(rss)/float64(n), "rss-load-B/group")
+
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
+		if err != nil {
+			b.Fatal(err)
+		}
+		adm := kadm.NewClient(cl)
+		start = time.Now()
+		listed, err := adm.ListGroups(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "listgroups-s")
+		if len(listed) != n {
+			b.Fatalf("ListGroups listed %d groups, want %d", len(listed), n)
+		}
+		start = time.Now()
+		offs, err := adm.FetchOffsets(ctx, "quiet-0000000")
+		if err != nil || offs.Error() != nil {
+			b.Fatalf("fetch offsets: %v %v", err, offs.Error())
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "fetch-ms")
+		if len(offs["quiet"]) != quietPartitions {
+			b.Fatalf("fetched %d offsets, want %d", len(offs["quiet"]), quietPartitions)
+		}
+		cl.Close()
+
+		// The admin API answers from the lag sampler's first reading:
+		// wait for one, then time the list.
+		waitSampled(b, p.HTTPAddr, n)
+		start = time.Now()
+		size := httpSize(b, "http://"+p.HTTPAddr+"/api/v1/groups")
+		b.ReportMetric(time.Since(start).Seconds(), "api-first-s")
+		b.ReportMetric(float64(size)/float64(n), "api-B/group")
+		b.ReportMetric(float64(rssOf(b, p.Pid()))/float64(n), "rss-api-B/group")
+		p.Stop(time.Minute)
+	}
+}
+
+// liveHeap is the node's live heap after a GC: /debug/pprof/heap?gc=1
+// runs one, and its text form ends with the runtime's MemStats.
+func liveHeap(b *testing.B, httpAddr string) int64 {
+	b.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/debug/pprof/heap?gc=1&debug=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatalf("no HeapAlloc in the heap profile (err %v)", sc.Err())
+	return 0
+}
+
+// rssOf is a process's resident set size, from /proc.
+func rssOf(b *testing.B, pid int) int64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+// waitReady waits until the node's /readyz says it serves.
+func waitReady(b *testing.B, httpAddr string) {
+	b.Helper()
+	testkit.Eventually(b, 10*time.Minute, "the node ready", func() bool {
+		resp, err := http.Get("http://" + httpAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
+
+// waitSampled waits until the lag sampler has read every one of the n
+// groups' offsets: cohort_offsets, in /metrics, is its last reading's
+// count.
+func waitSampled(b *testing.B, httpAddr string, n int) {
+	b.Helper()
+	testkit.Eventually(b, 10*time.Minute, "the lag sampler's reading of every group", func() bool {
+		resp, err := http.Get("http://" + httpAddr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, `cohort_offsets{org="default"} `); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				return err == nil && int(f) == n*quietPartitions
+			}
+		}
+		return false
+	})
+}
+
+// httpSize GETs url and returns the size of its body.
+func httpSize(b *testing.B, url string) int64 {
+	b.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		b.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return n
+}
