@@ -158,6 +158,9 @@ type API struct {
 	// (the list, a group's detail, /metrics) uses these, so that all
 	// show the one reading.
 	ends map[TopicPartition]PartitionOffsets
+	// index is the last sample's groups as the list filters, sorts and
+	// pages them (list.go).
+	index listIndex
 	// shares are the last sample's share groups' partitions, and
 	// progress when each one's position last moved (share.go).
 	shares   map[groupRef]map[TopicPartition]SharePartition
@@ -257,6 +260,7 @@ func (a *API) Sample(ctx context.Context) {
 	}
 	a.tracker.Observe(now, samples)
 	a.last, a.lastAt, a.shares, a.ends = sums, now, shares, ends
+	a.index = a.buildIndex(now)
 }
 
 // unsampled counts the partitions of group s (those it has offsets of,
@@ -496,44 +500,6 @@ type PartitionDetail struct {
 	LagHistory         []LagPoint      `json:"lag_history"`
 }
 
-// listGroups answers from the lag sampler's last reading, not a new one:
-// a reading copies every committed offset out of every shard's loop, and
-// a page polling the list every 2 s would do that for each viewer.
-func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
-	sc, ok := requestScope(w, r)
-	if !ok {
-		return
-	}
-	sums, shares, ends, at := a.lastSample()
-	now := time.Now()
-	out := []GroupSummary{}
-	for _, s := range sums {
-		if !sc.has(s.Tenant) || !a.coordinates(s.Tenant, s.Group) {
-			continue
-		}
-		g := a.summary(s, shares[groupRef{s.Tenant, s.Group}], ends, now)
-		if !at.IsZero() {
-			at := at.UTC()
-			g.SampledAt = &at
-		}
-		out = append(out, g)
-	}
-	resp := map[string]any{}
-	if !at.IsZero() {
-		resp["sampled_at"] = at.UTC()
-	}
-	if a.clusterWide(r) {
-		var missing []Unanswered
-		out, missing = a.clusterGroups(r, out)
-		if missing == nil {
-			missing = []Unanswered{}
-		}
-		resp["nodes"], resp["unanswered"], resp["partial"] = a.cfg.Cluster.Nodes(), missing, len(missing) > 0
-	}
-	resp["groups"] = out
-	writeJSON(w, http.StatusOK, resp)
-}
-
 // summary is s with its lag; shares are a share group's partitions.
 func (a *API) summary(s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {
 	g := GroupSummary{
@@ -629,7 +595,11 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 	if !sampled && s.Type == "share" {
 		shares = a.shareState(r.Context(), s, topicNames(a.cfg.Source.Topics()))
 	}
+	// Evaluated as of the reading shown, as the list evaluates it.
 	now := time.Now()
+	if sampled {
+		now = at
+	}
 	d := GroupDetail{GroupSummary: a.summary(s, shares, ends, now), MemberList: []MemberDetail{}, Partitions: []PartitionDetail{}}
 	if sampled {
 		at := at.UTC()
@@ -863,7 +833,11 @@ func (a *API) Describe(ch chan<- *prometheus.Desc) {
 func (a *API) Collect(ch chan<- prometheus.Metric) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := time.Now()
+	// Evaluated as of the last reading, as the list and the detail are.
+	now := a.lastAt
+	if now.IsZero() {
+		now = time.Now()
+	}
 	type typeState struct{ org, typ, state string }
 	counts := map[typeState]int{}
 	offsets, pending := map[string]int{}, map[string]int{}

@@ -195,21 +195,29 @@ func peerStatusError(status int, body []byte) error {
 	return fmt.Errorf("HTTP %d", status)
 }
 
-// clusterGroups is the whole cluster's list: this node's groups and each
-// other live node's, each group once (from its coordinator as last read,
-// if two nodes list it while its shard moves), sorted by organisation
-// and name.
-func (a *API) clusterGroups(r *http.Request, own []GroupSummary) ([]GroupSummary, []Unanswered) {
+// clusterGroups is the whole cluster's page for q: this node's page
+// and each other live node's for the same query, merged in q's order,
+// each group once (from its coordinator as last read, if two nodes list
+// it while its shard moves), cut to q's limit. Each node's page is
+// sorted by the same key and starts after the same cursor, so the merge's
+// first limit groups are the cluster's; more follow if any node had more
+// or the merge was cut.
+func (a *API) clusterGroups(r *http.Request, q listQuery, own listPage) (listPage, []Unanswered) {
 	answers, missing := a.askPeers(r, "/api/v1/groups")
-	all := slices.Clone(own)
+	all := slices.Clone(own.groups)
+	p := listPage{total: own.total, more: own.more}
 	for _, pa := range answers {
 		var resp struct {
-			Groups []GroupSummary `json:"groups"`
+			Groups     []GroupSummary `json:"groups"`
+			Total      int            `json:"total"`
+			NextCursor string         `json:"next_cursor"`
 		}
 		if err := json.Unmarshal(pa.body, &resp); err != nil {
 			missing = append(missing, Unanswered{Node: pa.node.ID, AdminURL: pa.node.AdminURL, Error: "answer not understood: " + err.Error()})
 			continue
 		}
+		p.total += resp.Total
+		p.more = p.more || resp.NextCursor != ""
 		for _, g := range resp.Groups {
 			if g.Coordinator == nil {
 				id := pa.node.ID
@@ -229,14 +237,19 @@ func (a *API) clusterGroups(r *http.Request, own []GroupSummary) ([]GroupSummary
 			out = append(out, g)
 			continue
 		}
+		p.total--
 		if n, ok := a.cfg.Cluster.CoordinatorOf(g.Tenant, g.Group); ok && g.Coordinator != nil && *g.Coordinator == n {
 			out[i] = g
 		}
 	}
-	slices.SortFunc(out, func(a, b GroupSummary) int {
-		return cmp.Or(cmp.Compare(a.Org, b.Org), cmp.Compare(a.Group, b.Group))
+	slices.SortFunc(out, func(x, y GroupSummary) int {
+		return keyOf(q.sort, x.Org, x.Group, x.TotalLag, x.Status).compare(keyOf(q.sort, y.Org, y.Group, y.TotalLag, y.Status))
 	})
-	return out, missing
+	if len(out) > q.limit {
+		out, p.more = out[:q.limit], true
+	}
+	p.groups = out
+	return p, missing
 }
 
 // proxyGroup answers a request about group of tenant from the node that

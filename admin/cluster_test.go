@@ -22,9 +22,10 @@ import (
 type fakeCluster struct {
 	nodes []admin.ClusterNode
 	coord map[string]int32 // tenant/group → node; absent: no owner
+	self  int32            // 0: node 1
 }
 
-func (f fakeCluster) Self() int32                { return 1 }
+func (f fakeCluster) Self() int32                { return max(f.self, 1) }
 func (f fakeCluster) Nodes() []admin.ClusterNode { return f.nodes }
 func (f fakeCluster) CoordinatorOf(tenant, group string) (int32, bool) {
 	n, ok := f.coord[tenant+"/"+group]

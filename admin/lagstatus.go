@@ -245,6 +245,23 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 	return out, true
 }
 
+// GroupStatus is Group's Status alone, without the history and time to
+// clear it also builds; ok is false if the group has no samples.
+func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, bool) {
+	g := t.groups[groupRef{tenant, group}]
+	if g == nil {
+		return StatusUnknown, false
+	}
+	statuses := make([]Status, 0, len(g.parts)+g.unsampled)
+	for range g.unsampled {
+		statuses = append(statuses, StatusUnknown)
+	}
+	for _, ss := range g.parts {
+		statuses = append(statuses, evaluate(ss[max(0, len(ss)-t.cfg.Window):], now, t.cfg.Window))
+	}
+	return groupStatus(statuses), true
+}
+
 // timeToClear estimates how long lag takes to clear when consumed grew
 // and produced were added over span: lag over the net consumption rate.
 func timeToClear(lag, consumed, produced int64, span time.Duration) *time.Duration {

@@ -1,0 +1,389 @@
+package admin
+
+// GET /api/v1/groups: the groups of the last lag sample, filtered,
+// sorted and paged on the server, so that an estate of a million groups
+// answers a page in the time it takes to scan an index, never building
+// every group's summary. The sampler builds the index once per reading
+// (buildIndex): each group's total lag and status, and its position in
+// each order. A request walks the order it asks for from its cursor,
+// keeps the groups its filters match, and builds the summaries of one
+// page. In a cluster the node asked merges the pages every node gives
+// for the same query (cluster.go): each page is sorted by the same key,
+// so the first limit of the merge are the cluster's.
+
+import (
+	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/security"
+	"github.com/cohort-dev/cohort/topics"
+)
+
+// List limits: a page is 1,000 groups unless the request says otherwise,
+// and never more than 10,000.
+const (
+	defaultListLimit = 1000
+	maxListLimit     = 10000
+)
+
+// The list's orders.
+const (
+	sortName   = "name"   // by organisation, then group
+	sortLag    = "lag"    // total lag, largest first
+	sortStatus = "status" // worst status first: ERR, STOP, STALL, WARN, not evaluated, OK
+)
+
+// listIndex is the last sample's groups as the list finds them.
+type listIndex struct {
+	entries         []listEntry // by organisation, then group
+	byLag, byStatus []int32     // positions in entries, in those orders
+}
+
+// listEntry is a group of the last sample (API.last[i]).
+type listEntry struct {
+	i      int
+	org    string
+	lower  string // the group's name lowercased, when that differs
+	lag    int64
+	status Status
+}
+
+// buildIndex indexes the last sample's groups, evaluated at now (under
+// a.mu).
+func (a *API) buildIndex(now time.Time) listIndex {
+	var ix listIndex
+	ix.entries = make([]listEntry, len(a.last))
+	for i, s := range a.last {
+		e := listEntry{i: i, org: security.OrgName(s.Tenant)}
+		if l := strings.ToLower(s.Group); l != s.Group {
+			e.lower = l
+		}
+		e.lag = totalLag(s.Tenant, s.Offsets, a.shares[groupRef{s.Tenant, s.Group}], a.ends)
+		e.status = a.statusAt(s.Tenant, s.Group, e.lag, now)
+		ix.entries[i] = e
+	}
+	slices.SortFunc(ix.entries, func(x, y listEntry) int {
+		return cmp.Or(cmp.Compare(x.org, y.org), cmp.Compare(a.last[x.i].Group, a.last[y.i].Group))
+	})
+	order := func(sort string) []int32 {
+		out := make([]int32, len(ix.entries))
+		for i := range out {
+			out[i] = int32(i)
+		}
+		slices.SortStableFunc(out, func(x, y int32) int {
+			return ix.key(sort, x, a.last).compare(ix.key(sort, y, a.last))
+		})
+		return out
+	}
+	ix.byLag, ix.byStatus = order(sortLag), order(sortStatus)
+	return ix
+}
+
+// totalLag is a group's lag: over its committed offsets, and a share
+// group's share partitions, whose partitions' end offsets ends knows.
+func totalLag(tenant string, offsets []groups.OffsetSummary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets) int64 {
+	var lag int64
+	for _, o := range offsets {
+		// The log's name of the group's topic (topics.Internal).
+		if po, ok := ends[TopicPartition{Topic: topics.Internal(tenant, o.Topic), Partition: o.Partition}]; ok && o.Offset >= 0 {
+			lag += max(0, po.End-o.Offset)
+		}
+	}
+	for tp, p := range shares {
+		if po, ok := ends[TopicPartition{Topic: topics.Internal(tenant, tp.Topic), Partition: tp.Partition}]; ok {
+			lag += p.Lag(po.End)
+		}
+	}
+	return lag
+}
+
+// statusAt is a group's status as the list shows it: the tracker's, or
+// OK for a group it has not evaluated yet that has no lag (under a.mu).
+func (a *API) statusAt(tenant, group string, lag int64, now time.Time) Status {
+	if st, ok := a.tracker.GroupStatus(tenant, group, now); ok {
+		return st
+	}
+	if lag == 0 {
+		return StatusOK
+	}
+	return StatusUnknown
+}
+
+// listKey is a group's place in an order: rank first (0 by name; the
+// lag, negated, by lag; the status's, negated, by status), then
+// organisation and group. Cursors carry the key of a page's last group.
+type listKey struct {
+	Rank  int64  `json:"r"`
+	Org   string `json:"o"`
+	Group string `json:"g"`
+}
+
+func (k listKey) compare(o listKey) int {
+	return cmp.Or(cmp.Compare(k.Rank, o.Rank), cmp.Compare(k.Org, o.Org), cmp.Compare(k.Group, o.Group))
+}
+
+// keyOf is the key of a group with this lag and status in order sort.
+func keyOf(sort, org, group string, lag int64, st Status) listKey {
+	k := listKey{Org: org, Group: group}
+	switch sort {
+	case sortLag:
+		k.Rank = -lag
+	case sortStatus:
+		k.Rank = -int64(statusSortRank(st))
+	}
+	return k
+}
+
+// statusSortRank orders statuses worst first; a group not evaluated
+// comes before an OK one: it may be anything.
+func statusSortRank(s Status) int {
+	if s == StatusUnknown {
+		return 2
+	}
+	if s == StatusOK {
+		return 1
+	}
+	return s.rank() + 1
+}
+
+func (ix listIndex) key(sort string, pos int32, last []groups.Summary) listKey {
+	e := ix.entries[pos]
+	return keyOf(sort, e.org, last[e.i].Group, e.lag, e.status)
+}
+
+// listQuery is a list request's parameters.
+type listQuery struct {
+	limit    int
+	after    *listKey
+	q        string // lowercased
+	states   map[string]bool
+	types    map[string]bool
+	statuses map[Status]bool
+	sort     string
+}
+
+// parseListQuery reads ?limit, ?cursor, ?q, ?state, ?type, ?status and
+// ?sort.
+func parseListQuery(r *http.Request) (listQuery, error) {
+	v := r.URL.Query()
+	lq := listQuery{limit: defaultListLimit, q: strings.ToLower(v.Get("q")), sort: cmp.Or(v.Get("sort"), sortName)}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxListLimit {
+			return lq, errors.New("limit must be 1 to " + strconv.Itoa(maxListLimit) + ", not " + strconv.Quote(s))
+		}
+		lq.limit = n
+	}
+	if lq.sort != sortName && lq.sort != sortLag && lq.sort != sortStatus {
+		return lq, errors.New("sort must be name, lag or status, not " + strconv.Quote(lq.sort))
+	}
+	if c := v.Get("cursor"); c != "" {
+		k, err := decodeCursor(c)
+		if err != nil {
+			return lq, err
+		}
+		lq.after = &k
+	}
+	set := func(name string, allowed ...string) (map[string]bool, error) {
+		out := map[string]bool{}
+		for _, f := range strings.Split(v.Get(name), ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			if allowed != nil && !slices.Contains(allowed, f) {
+				return nil, errors.New(name + " takes " + strings.Join(allowed, ", ") + ", not " + strconv.Quote(f))
+			}
+			out[f] = true
+		}
+		if len(out) == 0 {
+			return nil, nil
+		}
+		return out, nil
+	}
+	var err error
+	if lq.states, err = set("state"); err != nil {
+		return lq, err
+	}
+	if lq.types, err = set("type", "classic", "consumer", "share"); err != nil {
+		return lq, err
+	}
+	st, err := set("status", "OK", "WARN", "STALL", "STOP", "ERR", "UNKNOWN")
+	if err != nil {
+		return lq, err
+	}
+	if st != nil {
+		lq.statuses = map[Status]bool{}
+		for s := range st {
+			if s == "UNKNOWN" {
+				s = string(StatusUnknown)
+			}
+			lq.statuses[Status(s)] = true
+		}
+	}
+	return lq, nil
+}
+
+func encodeCursor(k listKey) string {
+	b, _ := json.Marshal(k)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(c string) (listKey, error) {
+	var k listKey
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		err = json.Unmarshal(b, &k)
+	}
+	if err != nil {
+		return k, errors.New("cursor is not one a list answered with (next_cursor)")
+	}
+	return k, nil
+}
+
+// matches reports whether the group at e, of the last sample's s, is in
+// q's filters (not its scope).
+func (q listQuery) matches(e listEntry, s *groups.Summary) bool {
+	if q.types != nil && !q.types[s.Type] {
+		return false
+	}
+	if q.states != nil && !q.states[s.State] && !q.states[strings.ToLower(s.State)] {
+		return false
+	}
+	if q.statuses != nil && !q.statuses[e.status] {
+		return false
+	}
+	if q.q != "" {
+		name := e.lower
+		if name == "" {
+			name = s.Group
+		}
+		if !strings.Contains(name, q.q) {
+			return false
+		}
+	}
+	return true
+}
+
+// listPage is one node's page: its groups, how many match in all, and
+// whether more follow the page.
+type listPage struct {
+	groups []GroupSummary
+	total  int
+	more   bool
+}
+
+// page answers q from the last sample for the scope sc.
+func (a *API) page(q listQuery, sc scope) listPage {
+	a.mu.Lock()
+	ix, sums, shares, ends, at := a.index, a.last, a.shares, a.ends, a.lastAt
+	a.mu.Unlock()
+	if ends == nil {
+		ends = endOffsets(a.cfg.Source.Topics())
+	}
+	var order func(i int) int32
+	switch q.sort {
+	case sortLag:
+		order = func(i int) int32 { return ix.byLag[i] }
+	case sortStatus:
+		order = func(i int) int32 { return ix.byStatus[i] }
+	default:
+		order = func(i int) int32 { return int32(i) }
+	}
+	start := 0
+	if q.after != nil {
+		start = searchAfter(len(ix.entries), func(i int) bool {
+			return ix.key(q.sort, order(i), sums).compare(*q.after) > 0
+		})
+	}
+	var p listPage
+	var picked []int32
+	for i := range ix.entries {
+		pos := order(i)
+		e := ix.entries[pos]
+		s := &sums[e.i]
+		if !sc.has(s.Tenant) || !q.matches(e, s) || !a.coordinates(s.Tenant, s.Group) {
+			continue
+		}
+		p.total++
+		if i < start {
+			continue
+		}
+		if len(picked) == q.limit {
+			p.more = true
+			continue
+		}
+		picked = append(picked, pos)
+	}
+	p.groups = make([]GroupSummary, 0, len(picked))
+	now := at
+	if now.IsZero() {
+		now = time.Now()
+	}
+	for _, pos := range picked {
+		s := sums[ix.entries[pos].i]
+		g := a.summary(s, shares[groupRef{s.Tenant, s.Group}], ends, now)
+		if !at.IsZero() {
+			at := at.UTC()
+			g.SampledAt = &at
+		}
+		p.groups = append(p.groups, g)
+	}
+	return p
+}
+
+// searchAfter is the first i in [0, n) for which after(i) is true, after
+// being false then true along the order.
+func searchAfter(n int, after func(int) bool) int {
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if after(m) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// listGroups answers from the lag sampler's last reading, not a new one:
+// a reading copies every committed offset out of every shard's loop, and
+// a page polling the list every 2 s would do that for each viewer.
+func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
+	sc, ok := requestScope(w, r)
+	if !ok {
+		return
+	}
+	q, err := parseListQuery(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	p := a.page(q, sc)
+	resp := map[string]any{}
+	if _, _, _, at := a.lastSample(); !at.IsZero() {
+		resp["sampled_at"] = at.UTC()
+	}
+	if a.clusterWide(r) {
+		var missing []Unanswered
+		p, missing = a.clusterGroups(r, q, p)
+		if missing == nil {
+			missing = []Unanswered{}
+		}
+		resp["nodes"], resp["unanswered"], resp["partial"] = a.cfg.Cluster.Nodes(), missing, len(missing) > 0
+	}
+	resp["groups"], resp["total"] = p.groups, p.total
+	if p.more && len(p.groups) > 0 {
+		g := p.groups[len(p.groups)-1]
+		resp["next_cursor"] = encodeCursor(keyOf(q.sort, g.Org, g.Group, g.TotalLag, g.Status))
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
