@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 )
 
 // cohortGroup is the part of GET /api/v1/groups/{group} the CLI shows.
@@ -104,37 +105,69 @@ func addCohortIDs(e *groupsEnv, rows []listedGroup) error {
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()
-	var l struct {
-		Groups []struct {
-			Group string `json:"group"`
-			Org   string `json:"org"`
-			CgpID string `json:"cgp_id"`
-			RRL   string `json:"rrl"`
-		} `json:"groups"`
-		// Unanswered are the nodes of a cluster whose groups the list
-		// lacks.
-		Unanswered []struct {
-			Node     int32  `json:"node"`
-			AdminURL string `json:"admin_url"`
-			Error    string `json:"error"`
-		} `json:"unanswered"`
+	// The list in pages, as the API serves it: a million groups are a
+	// hundred requests of bounded size, not one answer of a gigabyte.
+	type listed struct {
+		Org   string
+		CgpID string
+		RRL   string
 	}
-	if err := e.admin().do(ctx, http.MethodGet, "/api/v1/groups"+e.orgQuery(), nil, &l); err != nil {
-		return fmt.Errorf("--admin-url: %w", err)
-	}
-	for _, u := range l.Unanswered {
-		e.warn("--admin-url: node %d (%s) did not answer, so its groups show no CGP-ID or RRL: %s", u.Node, u.AdminURL, u.Error)
+	byName := map[string][]listed{}
+	cursor := ""
+	for {
+		var l struct {
+			Groups []struct {
+				Group string `json:"group"`
+				Org   string `json:"org"`
+				CgpID string `json:"cgp_id"`
+				RRL   string `json:"rrl"`
+			} `json:"groups"`
+			NextCursor string `json:"next_cursor"`
+			// Unanswered are the nodes of a cluster whose groups the
+			// list lacks.
+			Unanswered []struct {
+				Node     int32  `json:"node"`
+				AdminURL string `json:"admin_url"`
+				Error    string `json:"error"`
+			} `json:"unanswered"`
+		}
+		q := url.Values{"limit": {strconv.Itoa(adminListPage)}}
+		if e.adminOrg != "" {
+			q.Set("org", e.adminOrg)
+		}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		if err := e.admin().do(ctx, http.MethodGet, "/api/v1/groups?"+q.Encode(), nil, &l); err != nil {
+			return fmt.Errorf("--admin-url: %w", err)
+		}
+		if cursor == "" {
+			for _, u := range l.Unanswered {
+				e.warn("--admin-url: node %d (%s) did not answer, so its groups show no CGP-ID or RRL: %s", u.Node, u.AdminURL, u.Error)
+			}
+		}
+		for _, g := range l.Groups {
+			byName[g.Group] = append(byName[g.Group], listed{g.Org, g.CgpID, g.RRL})
+		}
+		if l.NextCursor == "" {
+			break
+		}
+		cursor = l.NextCursor
 	}
 	for i := range rows {
 		r := &rows[i]
-		for _, g := range l.Groups {
-			if g.Group == r.Group && (r.CgpID == "" || g.Org == "default") {
+		for _, g := range byName[r.Group] {
+			if r.CgpID == "" || g.Org == "default" {
 				r.CgpID, r.RRL = g.CgpID, g.RRL
 			}
 		}
 	}
 	return nil
 }
+
+// adminListPage is how many groups addCohortIDs asks the admin API for at
+// once (the most it serves); a variable for the tests.
+var adminListPage = 10000
 
 // lagStatusCell names the lag status a node has not evaluated yet.
 func lagStatusCell(s string) string {

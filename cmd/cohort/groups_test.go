@@ -295,6 +295,20 @@ func TestGroupsCLI(t *testing.T) {
 		if code != 0 || !regexp.MustCompile(`(?m)^classic-g +Stable +15 +STOP +-$`).MatchString(out) {
 			t.Errorf("lag --admin-url text: exit %d:\n%s", code, out)
 		}
+		// list --admin-url reads the API's list page by page: by one
+		// here, every group still gets its id.
+		defer func(n int) { adminListPage = n }(adminListPage)
+		adminListPage = 1
+		var rows []listedGroup
+		cliJSON(t, &rows, cli("list", "--admin-url", f.adminURL)...)
+		if len(rows) < 2 {
+			t.Errorf("list --admin-url: %+v", rows)
+		}
+		for _, r := range rows {
+			if !regexp.MustCompile(`^cgp_[0-9A-Z]{26}$`).MatchString(r.CgpID) || r.RRL != "default/consumer-groups/"+r.Group {
+				t.Errorf("list --admin-url, one group a page: %+v", r)
+			}
+		}
 		// An admin URL that answers nothing is an error, not silence.
 		if code, _, errOut := cliRun(cli("lag", "classic-g", "--admin-url", "http://127.0.0.1:1")...); code == 0 || !strings.Contains(errOut, "--admin-url") {
 			t.Errorf("unreachable --admin-url: exit %d: %s", code, errOut)
