@@ -13,6 +13,7 @@ package admin
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -113,9 +114,20 @@ type LagTrackerConfig struct {
 
 // LagTracker keeps the samples. It is not safe for concurrent use; the
 // API serialises it.
+//
+// A partition's history is kept as runs of equal samples (the same
+// committed offset, commit time and high watermark), each with the times
+// of its first and last sample and how many it covers: a quiet group,
+// whose readings repeat, costs one run a partition however long the
+// history, not History samples. The samples a run stands for are
+// expanded when a group is evaluated, at times spread evenly from its
+// first to its last (exact when the sampler reads at a steady interval,
+// as it does). The groups' trends are runs likewise, and topic names are
+// shared between groups.
 type LagTracker struct {
 	cfg    LagTrackerConfig
 	groups map[groupRef]*groupLag
+	names  map[string]string // interned topic names
 }
 
 type groupRef struct{ Tenant, Group string }
@@ -124,11 +136,86 @@ type groupRef struct{ Tenant, Group string }
 type PartitionRef = TopicPartition
 
 type groupLag struct {
-	parts map[PartitionRef][]LagSample // oldest first, at most History
-	trend []LagPoint                   // the group's total lag, oldest first
+	parts []partHist // by partition ref
+	trend []lagRun   // the group's total lag (in end; committed 0), oldest first
 	// unsampled is the last reading's GroupSample.Unsampled.
-	unsampled int
+	unsampled int32
 	seen      bool
+}
+
+// partHist is a partition's history, oldest first, covering at most
+// History samples.
+type partHist struct {
+	ref  PartitionRef
+	runs []lagRun
+}
+
+// lagRun is n equal samples (n >= 1), the first at first and the last at
+// last (Unix ns).
+type lagRun struct {
+	first, last int64
+	n           int32
+	committed   int64
+	commitAt    int64 // Unix ns
+	end         int64
+}
+
+// at is the time of the run's k-th sample (0 <= k < n).
+func (r lagRun) at(k int32) int64 {
+	if r.n <= 1 {
+		return r.last
+	}
+	return r.first + (r.last-r.first)*int64(k)/int64(r.n-1)
+}
+
+// sample is the run's k-th sample.
+func (r lagRun) sample(k int32) LagSample {
+	return LagSample{At: time.Unix(0, r.at(k)), Committed: r.committed, CommitAt: time.Unix(0, r.commitAt), End: r.end}
+}
+
+// addSample adds a sample at at to runs, keeping at most max samples.
+func addSample(runs []lagRun, at int64, committed, commitAt, end int64, limit int) []lagRun {
+	if k := len(runs) - 1; k >= 0 && runs[k].committed == committed && runs[k].commitAt == commitAt && runs[k].end == end {
+		runs[k].last = at
+		runs[k].n++
+	} else {
+		runs = append(runs, lagRun{first: at, last: at, n: 1, committed: committed, commitAt: commitAt, end: end})
+	}
+	total := 0
+	for _, r := range runs {
+		total += int(r.n)
+	}
+	for total > limit {
+		drop := min(int32(total-limit), runs[0].n)
+		if drop == runs[0].n {
+			runs = slices.Delete(runs, 0, 1)
+		} else {
+			runs[0].first = runs[0].at(drop)
+			runs[0].n -= drop
+		}
+		total -= int(drop)
+	}
+	return runs
+}
+
+// expand returns the last n samples of runs (all if fewer), oldest first.
+func expand(runs []lagRun, n int) []LagSample {
+	total := 0
+	for _, r := range runs {
+		total += int(r.n)
+	}
+	skip := max(0, total-n)
+	out := make([]LagSample, 0, min(total, n))
+	for _, r := range runs {
+		for k := range r.n {
+			if skip > 0 {
+				skip--
+				continue
+			}
+			out = append(out, r.sample(k))
+		}
+	}
+	return out
 }
 
 // NewLagTracker returns an empty tracker.
@@ -139,7 +226,7 @@ func NewLagTracker(cfg LagTrackerConfig) *LagTracker {
 	if cfg.History < cfg.Window {
 		cfg.History = max(60, cfg.Window)
 	}
-	return &LagTracker{cfg: cfg, groups: map[groupRef]*groupLag{}}
+	return &LagTracker{cfg: cfg, groups: map[groupRef]*groupLag{}, names: map[string]string{}}
 }
 
 // GroupSample is one group's reading: a sample per committed offset
@@ -160,26 +247,34 @@ func (t *LagTracker) Observe(at time.Time, groups []GroupSample) {
 	for _, g := range t.groups {
 		g.seen = false
 	}
+	ns := at.UnixNano()
 	for _, gs := range groups {
 		ref := groupRef{gs.Tenant, gs.Group}
 		g := t.groups[ref]
 		if g == nil {
-			g = &groupLag{parts: map[PartitionRef][]LagSample{}}
+			g = &groupLag{}
 			t.groups[ref] = g
 		}
-		g.seen, g.unsampled = true, gs.Unsampled
+		g.seen, g.unsampled = true, int32(gs.Unsampled)
+		// Partitions gone from the reading go; the rest are kept in
+		// order, new ones added.
+		g.parts = slices.DeleteFunc(g.parts, func(h partHist) bool {
+			_, ok := gs.Partitions[h.ref]
+			return !ok
+		})
 		var total int64
 		for p, s := range gs.Partitions {
-			s.At = at
-			g.parts[p] = appendBounded(g.parts[p], s, t.cfg.History)
+			i, found := slices.BinarySearchFunc(g.parts, p, func(h partHist, p PartitionRef) int {
+				return cmp.Or(cmp.Compare(h.ref.Topic, p.Topic), cmp.Compare(h.ref.Partition, p.Partition))
+			})
+			if !found {
+				p.Topic = t.intern(p.Topic)
+				g.parts = slices.Insert(g.parts, i, partHist{ref: p})
+			}
+			g.parts[i].runs = addSample(g.parts[i].runs, ns, s.Committed, s.CommitAt.UnixNano(), s.End, t.cfg.History)
 			total += s.Lag()
 		}
-		for p := range g.parts {
-			if _, ok := gs.Partitions[p]; !ok {
-				delete(g.parts, p)
-			}
-		}
-		g.trend = appendBounded(g.trend, LagPoint{At: at, Lag: total}, t.cfg.History)
+		g.trend = addSample(g.trend, ns, 0, 0, total, t.cfg.History)
 	}
 	for ref, g := range t.groups {
 		if !g.seen {
@@ -188,11 +283,14 @@ func (t *LagTracker) Observe(at time.Time, groups []GroupSample) {
 	}
 }
 
-func appendBounded[T any](s []T, v T, n int) []T {
-	if len(s) >= n {
-		s = slices.Delete(s, 0, len(s)-n+1)
+// intern returns the tracker's copy of a topic name.
+func (t *LagTracker) intern(s string) string {
+	if v, ok := t.names[s]; ok {
+		return v
 	}
-	return append(s, v)
+	s = strings.Clone(s)
+	t.names[s] = s
+	return s
 }
 
 // PartitionLag is a partition's evaluation.
@@ -218,14 +316,18 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 	if g == nil {
 		return GroupLag{}, false
 	}
-	out := GroupLag{Trend: slices.Clone(g.trend), Partitions: make(map[PartitionRef]PartitionLag, len(g.parts))}
+	out := GroupLag{Partitions: make(map[PartitionRef]PartitionLag, len(g.parts))}
+	for _, s := range expand(g.trend, t.cfg.History) {
+		out.Trend = append(out.Trend, LagPoint{At: s.At, Lag: s.End})
+	}
 	var lag, consumed, produced int64
 	var span time.Duration
-	statuses := make([]Status, 0, len(g.parts)+g.unsampled)
+	statuses := make([]Status, 0, len(g.parts)+int(g.unsampled))
 	for range g.unsampled {
 		statuses = append(statuses, StatusUnknown)
 	}
-	for p, ss := range g.parts {
+	for _, h := range g.parts {
+		ss := expand(h.runs, t.cfg.History)
 		w := ss[max(0, len(ss)-t.cfg.Window):]
 		pl := PartitionLag{Status: evaluate(w, now, t.cfg.Window)}
 		first, last := w[0], w[len(w)-1]
@@ -233,7 +335,7 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 		for _, s := range ss {
 			pl.History = append(pl.History, LagPoint{At: s.At, Lag: s.Lag()})
 		}
-		out.Partitions[p] = pl
+		out.Partitions[h.ref] = pl
 		statuses = append(statuses, pl.Status)
 		lag += last.Lag()
 		consumed += last.Committed - first.Committed
@@ -252,12 +354,12 @@ func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, b
 	if g == nil {
 		return StatusUnknown, false
 	}
-	statuses := make([]Status, 0, len(g.parts)+g.unsampled)
+	statuses := make([]Status, 0, len(g.parts)+int(g.unsampled))
 	for range g.unsampled {
 		statuses = append(statuses, StatusUnknown)
 	}
-	for _, ss := range g.parts {
-		statuses = append(statuses, evaluate(ss[max(0, len(ss)-t.cfg.Window):], now, t.cfg.Window))
+	for _, h := range g.parts {
+		statuses = append(statuses, evaluate(expand(h.runs, t.cfg.Window), now, t.cfg.Window))
 	}
 	return groupStatus(statuses), true
 }

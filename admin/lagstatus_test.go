@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -152,5 +153,117 @@ func TestLagTrackerUnsampled(t *testing.T) {
 	tr.Observe(at.Add(time.Second), []GroupSample{{Group: "unsampled", Partitions: ok}})
 	if g, _ := tr.Group("", "unsampled", at.Add(time.Second)); g.Status != StatusOK {
 		t.Errorf("group sampled at last: status %q, want OK", g.Status)
+	}
+}
+
+// TestLagTrackerRuns: the tracker keeps runs of equal samples, and its
+// evaluations equal those of a plain list of the last History samples
+// (naive, here), sample for sample, over random readings with many
+// repeats, partitions appearing and going, at a steady interval.
+func TestLagTrackerRuns(t *testing.T) {
+	const window, history = 4, 12
+	rng := rand.New(rand.NewPCG(1, 2))
+	tr := NewLagTracker(LagTrackerConfig{Window: window, History: history})
+	naive := map[PartitionRef][]LagSample{}
+	var trend []LagPoint
+	base := time.Unix(1_700_000_000, 0)
+	committed, ends := map[int32]int64{}, map[int32]int64{}
+	commitAt := map[int32]time.Time{}
+	for i := range 400 {
+		at := base.Add(time.Duration(i) * 5 * time.Second)
+		parts := map[PartitionRef]LagSample{}
+		for p := range int32(3) {
+			if rng.IntN(20) == 0 && i > 0 {
+				continue // gone from this reading: forgotten
+			}
+			switch rng.IntN(6) {
+			case 0:
+				committed[p] += int64(rng.IntN(5))
+				commitAt[p] = at
+			case 1:
+				ends[p] += int64(rng.IntN(7))
+			case 2:
+				committed[p] -= int64(rng.IntN(2)) // a rewind now and then
+				commitAt[p] = at
+			}
+			parts[PartitionRef{Topic: "t", Partition: p}] = LagSample{Committed: committed[p], CommitAt: commitAt[p], End: max(ends[p], committed[p])}
+		}
+		tr.Observe(at, []GroupSample{{Group: "g", Partitions: parts}})
+		var total int64
+		for ref := range naive {
+			if _, ok := parts[ref]; !ok {
+				delete(naive, ref)
+			}
+		}
+		for ref, s := range parts {
+			s.At = at
+			naive[ref] = append(naive[ref], s)
+			if len(naive[ref]) > history {
+				naive[ref] = naive[ref][1:]
+			}
+			total += s.Lag()
+		}
+		trend = append(trend, LagPoint{At: at, Lag: total})
+		if len(trend) > history {
+			trend = trend[1:]
+		}
+
+		now := at.Add(time.Second)
+		got, _ := tr.Group("", "g", now)
+		if len(got.Trend) != len(trend) {
+			t.Fatalf("step %d: trend of %d points, want %d", i, len(got.Trend), len(trend))
+		}
+		for k := range trend {
+			if !got.Trend[k].At.Equal(trend[k].At) || got.Trend[k].Lag != trend[k].Lag {
+				t.Fatalf("step %d: trend[%d] %+v, want %+v", i, k, got.Trend[k], trend[k])
+			}
+		}
+		var statuses []Status
+		for ref, ss := range naive {
+			w := ss[max(0, len(ss)-window):]
+			want := evaluate(w, now, window)
+			pl, ok := got.Partitions[ref]
+			if !ok || pl.Status != want || len(pl.History) != len(ss) {
+				t.Fatalf("step %d %v: %+v, want status %q and %d points", i, ref, pl, want, len(ss))
+			}
+			for k, s := range ss {
+				if !pl.History[k].At.Equal(s.At) || pl.History[k].Lag != s.Lag() {
+					t.Fatalf("step %d %v: history[%d] %+v, want %v %d", i, ref, k, pl.History[k], s.At, s.Lag())
+				}
+			}
+			statuses = append(statuses, want)
+		}
+		if len(got.Partitions) != len(naive) {
+			t.Fatalf("step %d: %d partitions, want %d", i, len(got.Partitions), len(naive))
+		}
+		if st, _ := tr.GroupStatus("", "g", now); st != groupStatus(statuses) || got.Status != st {
+			t.Fatalf("step %d: status %q (GroupStatus %q), want %q", i, got.Status, st, groupStatus(statuses))
+		}
+	}
+}
+
+// TestLagTrackerQuietCostsOneRun: a group whose readings repeat keeps one
+// run a partition and one for its trend, however many readings.
+func TestLagTrackerQuietCostsOneRun(t *testing.T) {
+	tr := NewLagTracker(LagTrackerConfig{})
+	base := time.Unix(1_700_000_000, 0)
+	parts := map[PartitionRef]LagSample{}
+	for p := range int32(4) {
+		parts[PartitionRef{Topic: "t", Partition: p}] = LagSample{Committed: 5, CommitAt: base, End: 9}
+	}
+	for i := range 1000 {
+		tr.Observe(base.Add(time.Duration(i)*5*time.Second), []GroupSample{{Group: "g", Partitions: parts}})
+	}
+	g := tr.groups[groupRef{"", "g"}]
+	if len(g.trend) != 1 || g.trend[0].n != 60 {
+		t.Errorf("trend runs %+v, want one of the last 60 samples", g.trend)
+	}
+	for _, h := range g.parts {
+		if len(h.runs) != 1 || h.runs[0].n != 60 {
+			t.Errorf("%v: runs %+v, want one of 60 samples", h.ref, h.runs)
+		}
+	}
+	if l, _ := tr.Group("", "g", base.Add(5000*time.Second)); l.Status != StatusStop || len(l.Trend) != 60 {
+		t.Errorf("status %q, %d trend points; want STOP and 60", l.Status, len(l.Trend))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,11 @@ import (
 // quietGroups is how many groups BenchmarkQuietGroups creates: 10,000 by
 // default, for a quick look; 100,000 and 1,000,000 by the flag.
 var quietGroups = flag.Int("quiet.groups", 10000, "BenchmarkQuietGroups: the number of quiet groups to create")
+
+// quietProfiles, if set, is a directory BenchmarkQuietGroups writes the
+// node's heap profiles to: after the load (load.heap) and once the lag
+// sampler has read every group (sampled.heap), for go tool pprof.
+var quietProfiles = flag.String("quiet.profiles", "", "BenchmarkQuietGroups: write heap profiles to this directory")
 
 const (
 	quietPartitions = 4 // every group commits 4 offsets, one per partition
@@ -80,6 +86,7 @@ func BenchmarkQuietGroups(b *testing.B) {
 		waitReady(b, p.HTTPAddr)
 		b.ReportMetric(time.Since(start).Seconds(), "load-s")
 		heap, rss = liveHeap(b, p.HTTPAddr), rssOf(b, p.Pid())
+		saveHeapProfile(b, p.HTTPAddr, "load.heap")
 		b.ReportMetric(float64(heap)/float64(n), "heap-load-B/group")
 		b.ReportMetric(float64(rss)/float64(n), "rss-load-B/group")
 
@@ -111,6 +118,8 @@ func BenchmarkQuietGroups(b *testing.B) {
 		// The admin API answers from the lag sampler's first reading:
 		// wait for one, then time the list.
 		waitSampled(b, p.HTTPAddr, n)
+		b.ReportMetric(float64(liveHeap(b, p.HTTPAddr))/float64(n), "heap-sampled-B/group")
+		saveHeapProfile(b, p.HTTPAddr, "sampled.heap")
 		start = time.Now()
 		size := httpSize(b, "http://"+p.HTTPAddr+"/api/v1/groups")
 		b.ReportMetric(time.Since(start).Seconds(), "api-first-s")
@@ -142,6 +151,28 @@ func liveHeap(b *testing.B, httpAddr string) int64 {
 	}
 	b.Fatalf("no HeapAlloc in the heap profile (err %v)", sc.Err())
 	return 0
+}
+
+// saveHeapProfile writes the node's heap profile to name under
+// -quiet.profiles, if set.
+func saveHeapProfile(b *testing.B, httpAddr, name string) {
+	b.Helper()
+	if *quietProfiles == "" {
+		return
+	}
+	resp, err := http.Get("http://" + httpAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(*quietProfiles, name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // rssOf is a process's resident set size, from /proc.
