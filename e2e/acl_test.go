@@ -33,7 +33,12 @@ var aclUsers = map[string]string{"admin": "admin-secret", "alice": "alice-secret
 // (AlterUserScramCredentials needs ALTER on the cluster).
 func startACLNode(t *testing.T) *testkit.SecureNode {
 	t.Helper()
-	return testkit.StartSecureNode(t, node.Config{Authorizer: true, SuperUsers: []string{"User:admin", "User:ANONYMOUS"}}, aclUsers)
+	cfg := node.Config{Authorizer: true, SuperUsers: []string{"User:admin", "User:ANONYMOUS"}}
+	// The groups here have one member each: the default 3 s initial
+	// rebalance delay would only wait for members that never come.
+	cfg.Groups.InitialRebalanceDelay = 200 * time.Millisecond
+	cfg.Groups.InitialRebalanceQuiet = 50 * time.Millisecond
+	return testkit.StartSecureNode(t, cfg, aclUsers)
 }
 
 // aclClient is a kadm client of user over SASL_PLAINTEXT (SCRAM-SHA-256).

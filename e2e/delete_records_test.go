@@ -18,7 +18,10 @@ import (
 // moves another's; both survive a kill -9 and a restart of the binary.
 func TestDeleteRecordsClients(t *testing.T) {
 	dir := t.TempDir()
-	p := testkit.StartBinary(t, dir)
+	// Its one group has one member: the default 3 s initial rebalance
+	// delay was most of this test's time, waiting for no one.
+	args := []string{"--group-initial-rebalance-delay", "100ms"}
+	p := testkit.StartBinary(t, dir, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -59,7 +62,7 @@ func TestDeleteRecordsClients(t *testing.T) {
 	sadm.Close()
 
 	p.Kill()
-	p = testkit.StartBinary(t, dir)
+	p = testkit.StartBinary(t, dir, args...)
 	cl, err = kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.ConsumeTopics("dr"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)

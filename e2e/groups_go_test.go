@@ -72,6 +72,7 @@ import (
 
 // TestGroupGoFranz: three franz-go consumers in a group, per balancer.
 func TestGroupGoFranz(t *testing.T) {
+	longTest(t)
 	for _, tc := range []struct {
 		protocol string
 		balancer func() kgo.GroupBalancer
@@ -279,6 +280,7 @@ func (h saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 // TestGroupGoKafkaGo: three segmentio/kafka-go Readers with a GroupID,
 // per balancer. ReadMessage commits asynchronously every 200 ms.
 func TestGroupGoKafkaGo(t *testing.T) {
+	longTest(t)
 	for _, tc := range []struct {
 		protocol string
 		balancer kafkago.GroupBalancer
@@ -380,6 +382,7 @@ func kafkaGoGroupMember(ctx context.Context, g *groupCheck, m int, balancer kafk
 // (JoinGroup v5, SyncGroup v3, Heartbeat v3, OffsetCommit v9, OffsetFetch
 // v9 from librdkafka 2.15) and no protocol problem.
 func TestGroupGoConfluent(t *testing.T) {
+	longTest(t)
 	for _, protocol := range []string{"range", "cooperative-sticky"} {
 		t.Run(protocol, func(t *testing.T) {
 			logs := newRdLog()

@@ -20,7 +20,12 @@ import (
 // the committed offset, not reset.
 func TestOffsetForLeaderEpochFranz(t *testing.T) {
 	rec := &observetest.Recorder{}
-	n := testkit.StartNode(t, node.Config{Observer: rec})
+	// Its one group has one member: the default 3 s initial rebalance
+	// delay was most of this test's time, waiting for no one.
+	cfg := node.Config{Observer: rec}
+	cfg.Groups.InitialRebalanceDelay = 200 * time.Millisecond
+	cfg.Groups.InitialRebalanceQuiet = 50 * time.Millisecond
+	n := testkit.StartNode(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))

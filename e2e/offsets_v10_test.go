@@ -56,7 +56,12 @@ func (l *versionLog) version(client string, key kmsg.Key) int16 {
 // a fetch of every offset with the topic's id.
 func TestFranzOffsetsV10(t *testing.T) {
 	vl := &versionLog{max: map[string]map[int16]int16{}}
-	n := testkit.StartNode(t, node.Config{Observer: vl})
+	// Its one group has one member: the default 3 s initial rebalance
+	// delay was most of this test's time, waiting for no one.
+	cfg := node.Config{Observer: vl}
+	cfg.Groups.InitialRebalanceDelay = 200 * time.Millisecond
+	cfg.Groups.InitialRebalanceQuiet = 50 * time.Millisecond
+	n := testkit.StartNode(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -107,7 +107,13 @@ func produceConsumeCommit(t *testing.T, opts []kgo.Opt, topic, group string, rec
 // on (the SASL port, not the PLAINTEXT one).
 func TestSASLFranzGo(t *testing.T) {
 	rec := &observetest.Recorder{}
-	n := testkit.StartSecureNode(t, node.Config{AutoCreateTopics: true, Observer: rec}, secureUsers)
+	// Three one-member groups form here: the default 3 s initial
+	// rebalance delay, for members that never come, was 9 s of waiting
+	// that this test is not about.
+	cfg := node.Config{AutoCreateTopics: true, Observer: rec}
+	cfg.Groups.InitialRebalanceDelay = 200 * time.Millisecond
+	cfg.Groups.InitialRebalanceQuiet = 50 * time.Millisecond
+	n := testkit.StartSecureNode(t, cfg, secureUsers)
 	for _, tc := range []struct{ listener, mech string }{
 		{"SASL_SSL", "SCRAM-SHA-512"},
 		{"SASL_SSL", "PLAIN"},

@@ -184,7 +184,12 @@ func endOffsets(ctx context.Context, t *testing.T, adm *kadm.Client) int64 {
 // caller's.
 func TestTenancyIsolation(t *testing.T) {
 	longTest(t)
-	n := startTenancyNode(t, node.Config{})
+	// Each tenant's two groups have one member each: the default 3 s initial
+	// rebalance delay would only wait for members that never come.
+	var cfg node.Config
+	cfg.Groups.InitialRebalanceDelay = 200 * time.Millisecond
+	cfg.Groups.InitialRebalanceQuiet = 50 * time.Millisecond
+	n := startTenancyNode(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	users := []string{"alice", "bob", "carol"}

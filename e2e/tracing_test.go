@@ -322,7 +322,12 @@ func TestTracingOverOTLP(t *testing.T) {
 func TestTracingSampledOut(t *testing.T) {
 	zero := 0.0
 	exp := keptSpans{tracetest.NewInMemoryExporter()}
-	n, err := node.Start(node.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "-", DataDir: t.TempDir(), TraceExporter: exp, TraceSampleRatio: &zero})
+	cfg := node.Config{KafkaListen: "127.0.0.1:0", GRPCListen: "-", DataDir: t.TempDir(), TraceExporter: exp, TraceSampleRatio: &zero}
+	// Its one group has one member: the default 3 s initial rebalance
+	// delay would only wait for members that never come.
+	cfg.Groups.InitialRebalanceDelay = 200 * time.Millisecond
+	cfg.Groups.InitialRebalanceQuiet = 50 * time.Millisecond
+	n, err := node.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,12 @@ func saramaTxnRounds(t *testing.T, addr, topic, txnID string) {
 // read_committed by kcat, holds every input record once, and the group's
 // committed offsets are the input's ends.
 func TestTxnConfluentConsumeTransformProduce(t *testing.T) {
-	n := testkit.StartNode(t, node.Config{})
+	// Its groups have one member each: the default 3 s initial
+	// rebalance delay would only wait for members that never come.
+	var cfg node.Config
+	cfg.Groups.InitialRebalanceDelay = 200 * time.Millisecond
+	cfg.Groups.InitialRebalanceQuiet = 50 * time.Millisecond
+	n := testkit.StartNode(t, cfg)
 	addr := n.KafkaAddr()
 	const in, out, group, records = "eos-in", "eos-out", "eos-group", 30
 	txnTopic(t, addr, in, 3)

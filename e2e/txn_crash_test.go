@@ -33,7 +33,12 @@ func TestTxnExactlyOnceCrash(t *testing.T) {
 	)
 	dir := t.TempDir()
 	px := startProxy(t)
-	args := []string{"--advertised-kafka-addr", px.addr(), "--auto-create-topics=false"}
+	// The workers' group forms when they start and again after each
+	// kill: the default 3 s initial rebalance delay made each formation
+	// wait 3 s. What this test checks is exactly-once across kills, which
+	// must hold however the group's generations fall (a rebalance more
+	// is more of what it must survive), so 100 ms will do.
+	args := []string{"--advertised-kafka-addr", px.addr(), "--auto-create-topics=false", "--group-initial-rebalance-delay", "100ms"}
 	proc := testkit.StartBinary(t, dir, args...)
 	px.up(proc.Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

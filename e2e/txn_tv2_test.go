@@ -59,7 +59,12 @@ func (k *requestKeys) wantTV2(t *testing.T) {
 // read_committed, holds every input exactly once with the group's
 // offsets at the end.
 func TestTxnTV2Franz(t *testing.T) {
-	n := testkit.StartNode(t, node.Config{})
+	// Its groups have one member each: the default 3 s initial
+	// rebalance delay would only wait for members that never come.
+	var cfg node.Config
+	cfg.Groups.InitialRebalanceDelay = 200 * time.Millisecond
+	cfg.Groups.InitialRebalanceQuiet = 50 * time.Millisecond
+	n := testkit.StartNode(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	adm := kadm.NewClient(mustClient(t, kgo.SeedBrokers(n.KafkaAddr())))

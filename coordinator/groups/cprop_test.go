@@ -220,13 +220,14 @@ type cpSim struct {
 
 func TestPropertyConsumerGroups(t *testing.T) {
 	stats := map[string]int{}
-	runSchedules(t, *cpropSeed, *cpropSeedBase, *cpropSchedules, func(seed int64) string {
+	runSchedules(t, *cpropSeed, *cpropSeedBase, *cpropSchedules, func(seed int64) (string, func()) {
 		s := newCPSim(t, seed, *cpropSeed != 0)
 		msg := s.run()
-		for k, v := range s.stats {
-			stats[k] += v
+		return msg, func() {
+			for k, v := range s.stats {
+				stats[k] += v
+			}
 		}
-		return msg
 	})
 	keys := make([]string, 0, len(stats))
 	for k := range stats {

@@ -123,9 +123,12 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,13 +158,14 @@ const (
 func TestPropertyGroups(t *testing.T) {
 	var st propStats
 	steps, events := 0, 0
-	runSchedules(t, *propSeed, *propSeedBase, *propSchedules, func(seed int64) string {
+	runSchedules(t, *propSeed, *propSeedBase, *propSchedules, func(seed int64) (string, func()) {
 		s := newPropSim(t, seed, *propSeed != 0)
 		msg := s.run()
-		steps += s.step
-		events += s.events
-		st.add(s)
-		return msg
+		return msg, func() {
+			steps += s.step
+			events += s.events
+			st.add(s)
+		}
 	})
 	t.Logf("%d steps, %d requests", steps, events)
 	t.Logf("%+v", st)
@@ -170,8 +174,17 @@ func TestPropertyGroups(t *testing.T) {
 // runSchedules runs one schedule per seed (only one if one is given,
 // else seedbase+1 … seedbase+n) and reports the failing ones, the first
 // with its trace, until pMaxFailures have failed. run returns a failure
-// message, or "" if the schedule held.
-func runSchedules(t *testing.T, one, base int64, n int, run func(seed int64) string) {
+// message, or "" if the schedule held, and a merge func that adds what
+// the schedule exercised to the test's totals.
+//
+// The schedules are independent simulations on fake time, each with its
+// own harness, shard and rng, and CPU-bound: they run on up to
+// GOMAXPROCS goroutines (the harness's failures are panics that the
+// schedule's run recovers, never t.FailNow off the test goroutine). The
+// results are taken, merged and reported in seed order, so every seed
+// is run and checked, and what is reported, as when they ran one by one;
+// only seeds after the pMaxFailures-th failure may also run, unreported.
+func runSchedules(t *testing.T, one, base int64, n int, run func(seed int64) (string, func())) {
 	seeds := []int64{one}
 	if one == 0 {
 		seeds = seeds[:0]
@@ -180,9 +193,44 @@ func runSchedules(t *testing.T, one, base int64, n int, run func(seed int64) str
 		}
 	}
 	start := time.Now()
+	type result struct {
+		msg     string
+		merge   func()
+		skipped bool
+	}
+	results := make([]chan result, len(seeds))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	var next atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(seeds)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(seeds) {
+					return
+				}
+				if stop.Load() {
+					results[i] <- result{skipped: true}
+					continue
+				}
+				msg, merge := run(seeds[i])
+				results[i] <- result{msg: msg, merge: merge}
+			}
+		})
+	}
+	defer wg.Wait()
+	defer stop.Store(true)
 	failed, ran := 0, 0
-	for _, seed := range seeds {
-		msg := run(seed)
+	for i := range seeds {
+		r := <-results[i]
+		if r.skipped {
+			break
+		}
+		r.merge()
+		msg := r.msg
 		ran++
 		if msg == "" {
 			continue
