@@ -168,14 +168,22 @@ func NewGroup(g *grouptype.Entry, now time.Time) *Group {
 		State:       Empty,
 		PrevState:   Dead,
 		StateTime:   now,
-		Members:     map[string]*Member{},
-		Static:      map[string]string{},
-		PendingJoin: map[string]time.Time{},
-		pendingSync: map[string]bool{},
-		supported:   map[string]int{},
 	}
 	g.Part = c
 	return c
+}
+
+// EnsureMaps makes the group's member maps, before its first member or
+// pending member id is added: a group that only ever has committed
+// offsets (most groups of a large estate: commit-only, or empty with
+// their offsets kept) never needs them, and five empty maps cost it more
+// than its offsets. Reading and deleting from the nil maps is fine.
+func (g *Group) EnsureMaps() {
+	if g.Members != nil {
+		return
+	}
+	g.Members, g.Static, g.PendingJoin = map[string]*Member{}, map[string]string{}, map[string]time.Time{}
+	g.pendingSync, g.supported = map[string]bool{}, map[string]int{}
 }
 
 // Create registers a new classic group with a fresh id (soft until
@@ -294,6 +302,7 @@ func (s *Type) Loaded(g *Group, now time.Time) {
 			if m.RebalanceTimeout < 0 {
 				m.RebalanceTimeout = m.SessionTimeout
 			}
+			g.EnsureMaps()
 			g.Members[m.ID] = m
 			if m.Instance != nil {
 				g.Static[*m.Instance] = m.ID
@@ -436,6 +445,7 @@ func (g *Group) acceptsProtocols(typ string, ps []Protocol) bool {
 // CountProtocols counts member m's protocols (delta 1) or uncounts them
 // (delta -1) in the protocols every member supports.
 func (g *Group) CountProtocols(m *Member, delta int) {
+	g.EnsureMaps()
 	for _, p := range m.Protocols {
 		g.supported[p.Name] += delta
 		if g.supported[p.Name] <= 0 {

@@ -182,6 +182,7 @@ func (s *Type) joinNewMember(now time.Time, g *Group, j joinReq) {
 			return
 		}
 		deadline := now.Add(time.Duration(r.SessionTimeoutMillis) * time.Millisecond)
+		g.EnsureMaps()
 		g.PendingJoin[id] = deadline
 		s.timer(grouptype.MemberTimer(TimerMember, g.Key, id), deadline)
 		j.fail(s, kerr.MemberIDRequired.Code, id)
@@ -334,6 +335,7 @@ func (s *Type) addMember(now time.Time, g *Group, j joinReq, id string) {
 	if len(g.Members) == 0 {
 		g.ProtocolType = r.ProtocolType
 	}
+	g.EnsureMaps()
 	g.Members[id] = m
 	if m.Instance != nil {
 		g.Static[*m.Instance] = id

@@ -313,6 +313,7 @@ func (s *Type) toClassic(now time.Time, g *consumer.Group, leaving *consumer.Mem
 			RebalanceTimeout: km.m.RebalanceTimeout, SessionTimeout: km.m.Classic.SessionTimeout,
 			Protocols: km.m.Classic.Protocols,
 		}
+		c.EnsureMaps()
 		c.Members[m.ID] = m
 		if m.Instance != nil {
 			c.Static[*m.Instance] = m.ID
