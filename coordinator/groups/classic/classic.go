@@ -164,10 +164,10 @@ type Group struct {
 // NewGroup gives g an Empty classic part.
 func NewGroup(g *grouptype.Entry, now time.Time) *Group {
 	c := &Group{
-		Entry:       g,
-		State:       Empty,
-		PrevState:   Dead,
-		StateTime:   now,
+		Entry:     g,
+		State:     Empty,
+		PrevState: Dead,
+		StateTime: now,
 	}
 	g.Part = c
 	return c
