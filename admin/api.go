@@ -238,9 +238,14 @@ func (a *API) Sample(ctx context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	seen := map[shareRef]bool{}
-	samples := make([]GroupSample, 0, len(sums))
+	// One group's reading at a time, into one map: the tracker keeps
+	// what it needs of it, and a reading of every group at once would
+	// be a map per group, garbage as large as the tracker itself.
+	parts := map[PartitionRef]LagSample{}
+	a.tracker.begin()
 	for _, s := range sums {
-		gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: map[PartitionRef]LagSample{}}
+		clear(parts)
+		gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: parts}
 		a.shareSamples(s, shares[groupRef{s.Tenant, s.Group}], ends, now, gs, seen)
 		for _, o := range s.Offsets {
 			// The group's topic names are its organisation's; the log's
@@ -251,14 +256,14 @@ func (a *API) Sample(ctx context.Context) {
 			}
 		}
 		gs.Unsampled = unsampled(s, shares[groupRef{s.Tenant, s.Group}], gs.Partitions)
-		samples = append(samples, gs)
+		a.tracker.observe(now, gs)
 	}
 	for ref := range a.progress {
 		if !seen[ref] {
 			delete(a.progress, ref)
 		}
 	}
-	a.tracker.Observe(now, samples)
+	a.tracker.end()
 	a.last, a.lastAt, a.shares, a.ends = sums, now, shares, ends
 	a.index = a.buildIndex(now)
 }

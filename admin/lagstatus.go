@@ -244,38 +244,54 @@ type GroupSample struct {
 // forgotten (deleted, or moved to another node), as is a partition
 // missing from its group's reading (offsets deleted).
 func (t *LagTracker) Observe(at time.Time, groups []GroupSample) {
+	t.begin()
+	for _, gs := range groups {
+		t.observe(at, gs)
+	}
+	t.end()
+}
+
+// begin starts a reading: observe each group of it, then end.
+func (t *LagTracker) begin() {
 	for _, g := range t.groups {
 		g.seen = false
 	}
+}
+
+// observe records one group's sample of a reading; gs may be reused once
+// it returns.
+func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	ns := at.UnixNano()
-	for _, gs := range groups {
-		ref := groupRef{gs.Tenant, gs.Group}
-		g := t.groups[ref]
-		if g == nil {
-			g = &groupLag{}
-			t.groups[ref] = g
-		}
-		g.seen, g.unsampled = true, int32(gs.Unsampled)
-		// Partitions gone from the reading go; the rest are kept in
-		// order, new ones added.
-		g.parts = slices.DeleteFunc(g.parts, func(h partHist) bool {
-			_, ok := gs.Partitions[h.ref]
-			return !ok
-		})
-		var total int64
-		for p, s := range gs.Partitions {
-			i, found := slices.BinarySearchFunc(g.parts, p, func(h partHist, p PartitionRef) int {
-				return cmp.Or(cmp.Compare(h.ref.Topic, p.Topic), cmp.Compare(h.ref.Partition, p.Partition))
-			})
-			if !found {
-				p.Topic = t.intern(p.Topic)
-				g.parts = slices.Insert(g.parts, i, partHist{ref: p})
-			}
-			g.parts[i].runs = addSample(g.parts[i].runs, ns, s.Committed, s.CommitAt.UnixNano(), s.End, t.cfg.History)
-			total += s.Lag()
-		}
-		g.trend = addSample(g.trend, ns, 0, 0, total, t.cfg.History)
+	ref := groupRef{gs.Tenant, gs.Group}
+	g := t.groups[ref]
+	if g == nil {
+		g = &groupLag{}
+		t.groups[ref] = g
 	}
+	g.seen, g.unsampled = true, int32(gs.Unsampled)
+	// Partitions gone from the reading go; the rest are kept in
+	// order, new ones added.
+	g.parts = slices.DeleteFunc(g.parts, func(h partHist) bool {
+		_, ok := gs.Partitions[h.ref]
+		return !ok
+	})
+	var total int64
+	for p, s := range gs.Partitions {
+		i, found := slices.BinarySearchFunc(g.parts, p, func(h partHist, p PartitionRef) int {
+			return cmp.Or(cmp.Compare(h.ref.Topic, p.Topic), cmp.Compare(h.ref.Partition, p.Partition))
+		})
+		if !found {
+			p.Topic = t.intern(p.Topic)
+			g.parts = slices.Insert(g.parts, i, partHist{ref: p})
+		}
+		g.parts[i].runs = addSample(g.parts[i].runs, ns, s.Committed, s.CommitAt.UnixNano(), s.End, t.cfg.History)
+		total += s.Lag()
+	}
+	g.trend = addSample(g.trend, ns, 0, 0, total, t.cfg.History)
+}
+
+// end ends a reading: a group not in it is forgotten.
+func (t *LagTracker) end() {
 	for ref, g := range t.groups {
 		if !g.seen {
 			delete(t.groups, ref)
