@@ -38,6 +38,18 @@ type Coordinator struct {
 	// counts is every shard's count of each tenant's groups
 	// (groupcount.go).
 	counts *groupCounts
+	// inspected is what Inspect last read of each shard, to which each
+	// shard adds only what changed since (groups.InspectDelta).
+	inspectMu sync.Mutex
+	inspected map[uint16]*inspectedShard
+	tokens    uint64
+}
+
+// inspectedShard is what Inspect last read of a shard: its token and its
+// groups, by tenant then group.
+type inspectedShard struct {
+	token uint64
+	sums  []groups.Summary
 }
 
 // Options are the runtime parts of a coordinator.
@@ -391,29 +403,130 @@ func (c *Coordinator) ReconcileTopics(live map[string]map[string][16]byte) {
 // coordinator serves, all tenants, sorted by tenant then group (groups of
 // a shard still loading are left out). It is for the admin API and the lag
 // tracker: it carries what no Kafka response does (the cgp_ id, commit
-// times).
+// times). Each shard hands over only the groups that changed since the
+// last call (groups.InspectDelta): a sampler reading a million quiet
+// groups every few seconds copies none of them. The slices returned are
+// shared with the next call's answer and must not be changed.
 func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
-	var waits []<-chan Reply
-	for _, id := range c.set.Held() {
-		if ch, code := c.set.Submit(ctx, id, Request{Cmd: groups.InspectCmd{}}); code == 0 {
-			waits = append(waits, ch)
+	c.inspectMu.Lock()
+	defer c.inspectMu.Unlock()
+	if c.inspected == nil {
+		c.inspected = map[uint16]*inspectedShard{}
+	}
+	held := c.set.Held()
+	type wait struct {
+		shard uint16
+		token uint64
+		ch    <-chan Reply
+	}
+	ask := func(ids []uint16, full bool) []wait {
+		var waits []wait
+		for _, id := range ids {
+			c.tokens++
+			cmd := groups.InspectCmd{Token: c.tokens}
+			if prev := c.inspected[id]; prev != nil && !full {
+				cmd.Since = prev.token
+			}
+			if ch, code := c.set.Submit(ctx, id, Request{Cmd: cmd}); code == 0 {
+				waits = append(waits, wait{id, cmd.Token, ch})
+			} else {
+				delete(c.inspected, id)
+			}
+		}
+		return waits
+	}
+	var again []uint16
+	apply := func(waits []wait) error {
+		for _, w := range waits {
+			select {
+			case r := <-w.ch:
+				d, ok := r.Out.(groups.InspectDelta)
+				if !ok {
+					delete(c.inspected, w.shard)
+					continue
+				}
+				prev := c.inspected[w.shard]
+				if d.Full || prev == nil {
+					c.inspected[w.shard] = &inspectedShard{token: w.token, sums: d.Changed}
+					continue
+				}
+				sums := mergeSummaries(prev.sums, d.Changed)
+				if len(sums) != d.Count {
+					again = append(again, w.shard) // a group went
+				}
+				c.inspected[w.shard] = &inspectedShard{token: w.token, sums: sums}
+			case <-ctx.Done():
+				// A shard whose answer was not read has moved on from
+				// our token: it answers the next call in full.
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	if err := apply(ask(held, false)); err != nil {
+		return nil, err
+	}
+	if len(again) > 0 {
+		ids := again
+		again = nil
+		if err := apply(ask(ids, true)); err != nil {
+			return nil, err
+		}
+	}
+	// Shards no longer held are forgotten.
+	for id := range c.inspected {
+		if !slices.Contains(held, id) {
+			delete(c.inspected, id)
 		}
 	}
 	var out []groups.Summary
-	for _, ch := range waits {
-		select {
-		case r := <-ch:
-			if sums, ok := r.Out.([]groups.Summary); ok {
-				out = append(out, sums...)
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	for _, id := range held {
+		if sh := c.inspected[id]; sh != nil {
+			out = append(out, sh.sums...)
 		}
 	}
 	slices.SortFunc(out, func(a, b groups.Summary) int {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
 	})
 	return out, nil
+}
+
+// mergeSummaries is old (sorted by tenant, then group) with each of
+// changed (sorted likewise) in its place, replacing the group's old
+// summary or added.
+func mergeSummaries(old, changed []groups.Summary) []groups.Summary {
+	if len(changed) == 0 {
+		return old
+	}
+	cmpSum := func(a, b groups.Summary) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
+	}
+	out := make([]groups.Summary, 0, len(old)+len(changed))
+	i, j := 0, 0
+	for i < len(old) || j < len(changed) {
+		switch {
+		case j == len(changed):
+			out = append(out, old[i])
+			i++
+		case i == len(old):
+			out = append(out, changed[j])
+			j++
+		default:
+			switch c := cmpSum(old[i], changed[j]); {
+			case c < 0:
+				out = append(out, old[i])
+				i++
+			case c > 0:
+				out = append(out, changed[j])
+				j++
+			default:
+				out = append(out, changed[j])
+				i++
+				j++
+			}
+		}
+	}
+	return out
 }
 
 // InspectGroup returns the summary of one tenant's group, from its shard

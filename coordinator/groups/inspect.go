@@ -8,6 +8,7 @@ package groups
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,6 +24,24 @@ import (
 // sorted by tenant, then group. It writes nothing.
 type InspectCmd struct {
 	Only *GroupRef
+	// Token, if not zero, asks for the groups whose summary changed since
+	// the InspectCmd whose Token was Since (InspectDelta): a sampler
+	// that reads every group every few seconds copies only what changed.
+	// A shard that did not answer Since last (it was loaded since, or
+	// another reader asked in between) answers in full.
+	Token, Since uint64
+}
+
+// InspectDelta is the reply to an InspectCmd with a Token.
+type InspectDelta struct {
+	// Full: Changed is every group of the shard; else only those whose
+	// summary changed since the inspect Since named.
+	Full    bool
+	Changed []Summary // sorted by tenant, then group
+	// Count is how many groups the shard lists now: a reader whose
+	// groups of the shard, with Changed applied, are not as many has
+	// missed a deletion, and asks again in full.
+	Count int
 }
 
 // GroupRef names a tenant's group.
@@ -81,50 +100,169 @@ func (s *Shard) inspect(only *GroupRef) []Summary {
 		}
 	}
 	for _, e := range entries() {
-		sum := Summary{Tenant: e.Tenant, Group: e.Name, ID: e.ID}
-		switch g := e.Part.(type) {
-		case *consumer.Group:
-			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", g.State(), len(g.Members), g.Epoch
+		if sum, ok := s.summary(e); ok {
+			out = append(out, sum)
+		}
+	}
+	return out
+}
+
+// inspectDelta answers an InspectCmd with a Token: the groups whose
+// fingerprint changed since the inspect Since named (every group if
+// that was not this shard's last), noting each group's fingerprint for
+// the next.
+func (s *Shard) inspectDelta(c InspectCmd) InspectDelta {
+	full := c.Since == 0 || c.Since != s.inspectToken
+	s.inspectToken = c.Token
+	d := InspectDelta{Full: full}
+	for _, e := range s.sortedGroups() {
+		fp, ok := s.fingerprint(e)
+		if !ok {
+			e.Inspected = 0
+			continue
+		}
+		d.Count++
+		if !full && fp == e.Inspected {
+			continue
+		}
+		e.Inspected = fp
+		if sum, ok := s.summary(e); ok {
+			d.Changed = append(d.Changed, sum)
+		}
+	}
+	return d
+}
+
+// fnv is FNV-1a, 64 bits.
+type fnv uint64
+
+func newFNV() fnv { return 14695981039346656037 }
+
+func (h *fnv) bytes(b []byte) {
+	for _, c := range b {
+		*h = (*h ^ fnv(c)) * 1099511628211
+	}
+}
+
+func (h *fnv) str(s string) {
+	for i := 0; i < len(s); i++ {
+		*h = (*h ^ fnv(s[i])) * 1099511628211
+	}
+	h.int(int64(len(s)))
+}
+
+func (h *fnv) int(v int64) {
+	for range 8 {
+		*h = (*h ^ fnv(byte(v))) * 1099511628211
+		v >>= 8
+	}
+}
+
+// fingerprint hashes what e's summary shows, without building it; ok is
+// false for a group inspect leaves out. Never 0 for a listed group.
+func (s *Shard) fingerprint(e *group) (uint64, bool) {
+	h := newFNV()
+	h.str(e.ID)
+	members := func(n int, gen int32) {
+		h.int(int64(n))
+		h.int(int64(gen))
+	}
+	assigned := func(a []record.TopicPartitions) {
+		for _, t := range a {
+			h.bytes(t.TopicID[:])
+			for _, p := range t.Partitions {
+				h.int(int64(p))
+			}
+		}
+	}
+	switch g := e.Part.(type) {
+	case *consumer.Group:
+		h.str("consumer")
+		h.str(g.State())
+		members(len(g.Members), g.Epoch)
+		for _, id := range slices.Sorted(maps.Keys(g.Members)) {
+			assigned(g.Members[id].Assigned)
+		}
+	case *share.Group:
+		h.str("share")
+		h.str(g.State())
+		members(len(g.Members), g.Epoch)
+		for _, id := range slices.Sorted(maps.Keys(g.Members)) {
+			assigned(g.Members[id].Assigned)
+		}
+	case *classic.Group:
+		if g.State == classic.Dead {
+			return 0, false
+		}
+		h.str("classic")
+		h.str(g.ProtocolType)
+		h.str(g.State.String())
+		members(len(g.Members), g.Generation)
+		h.int(int64(len(g.PendingJoin)))
+		for _, id := range slices.Sorted(maps.Keys(g.Members)) {
+			h.bytes(g.Members[id].Assignment)
+		}
+	default:
+		return 0, false
+	}
+	// The catalog names a consumer or share group's assigned topics:
+	// the summary changes when it does.
+	if cat := s.h.Catalog(e.Tenant); cat != nil {
+		h.int(int64(len(cat.ByID)))
+	}
+	s.offs.Each(e.Off(), func(topic string, p int32, o *record.Offset) {
+		h.str(topic)
+		h.int(int64(p))
+		h.int(o.Offset)
+		h.int(o.CommitTimestamp)
+	})
+	return max(uint64(h), 1), true
+}
+
+// summary is e's Summary; ok is false for a group inspect leaves out.
+func (s *Shard) summary(e *group) (Summary, bool) {
+	sum := Summary{Tenant: e.Tenant, Group: e.Name, ID: e.ID}
+	switch g := e.Part.(type) {
+	case *consumer.Group:
+		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", g.State(), len(g.Members), g.Epoch
+		for _, m := range g.Members {
+			sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
+		}
+	case *share.Group:
+		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "share", "share", g.State(), len(g.Members), g.Epoch
+		for _, m := range g.Members {
+			sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
+		}
+	case *classic.Group:
+		if g.State == classic.Dead {
+			return Summary{}, false
+		}
+		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.ProtocolType, g.State.String(), len(g.Members), g.Generation
+		sum.PendingMembers = len(g.PendingJoin)
+		if g.ProtocolType == "consumer" {
 			for _, m := range g.Members {
-				sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
-			}
-		case *share.Group:
-			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "share", "share", g.State(), len(g.Members), g.Epoch
-			for _, m := range g.Members {
-				sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
-			}
-		case *classic.Group:
-			if g.State == classic.Dead {
-				continue
-			}
-			sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.ProtocolType, g.State.String(), len(g.Members), g.Generation
-			sum.PendingMembers = len(g.PendingJoin)
-			if g.ProtocolType == "consumer" {
-				for _, m := range g.Members {
-					var a kmsg.ConsumerMemberAssignment
-					if len(m.Assignment) == 0 || a.ReadFrom(m.Assignment) != nil {
-						continue
-					}
-					for _, t := range a.Topics {
-						for _, p := range t.Partitions {
-							sum.Assigned = append(sum.Assigned, AssignedPartition{t.Topic, p})
-						}
+				var a kmsg.ConsumerMemberAssignment
+				if len(m.Assignment) == 0 || a.ReadFrom(m.Assignment) != nil {
+					continue
+				}
+				for _, t := range a.Topics {
+					for _, p := range t.Partitions {
+						sum.Assigned = append(sum.Assigned, AssignedPartition{t.Topic, p})
 					}
 				}
 			}
-		default:
-			continue
 		}
-		s.offs.Each(e.Off(), func(topic string, p int32, o *record.Offset) {
-			sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset, CommitTimestamp: o.CommitTimestamp})
-		})
-		slices.SortFunc(sum.Assigned, func(a, b AssignedPartition) int {
-			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-		})
-		sum.Assigned = slices.Compact(sum.Assigned)
-		out = append(out, sum)
+	default:
+		return Summary{}, false
 	}
-	return out
+	s.offs.Each(e.Off(), func(topic string, p int32, o *record.Offset) {
+		sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset, CommitTimestamp: o.CommitTimestamp})
+	})
+	slices.SortFunc(sum.Assigned, func(a, b AssignedPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	sum.Assigned = slices.Compact(sum.Assigned)
+	return sum, true
 }
 
 // appendAssigned appends the partitions of a (by topic id) to out by the

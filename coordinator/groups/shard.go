@@ -101,6 +101,9 @@ type Shard struct {
 	h    *grouptype.Host
 	cfg  *Config
 	offs *offsets.Book
+	// inspectToken is the Token of the last InspectCmd that asked for
+	// changes (inspect.go).
+	inspectToken uint64
 
 	// The group types, and the migration between them.
 	classic   *classic.Type
@@ -219,7 +222,13 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID})
 		return s.flush()
 	case InspectCmd:
-		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID, Out: s.inspect(c.Only)})
+		var out any
+		if c.Token != 0 && c.Only == nil {
+			out = s.inspectDelta(c)
+		} else {
+			out = s.inspect(c.Only)
+		}
+		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID, Out: out})
 		return s.flush()
 	case shareCmd: // share_state.go
 		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID, Out: c.serve(s, now)})

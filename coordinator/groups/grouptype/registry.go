@@ -39,6 +39,9 @@ type Entry struct {
 	// replayed (Loaded makes such a group a simple classic group) or
 	// between a conversion's tombstone and its new type's first record.
 	Part Part
+	// Inspected is the group's fingerprint at the shard's last inspect
+	// of changes (coordinator/groups' InspectCmd with a Token); 0: none.
+	Inspected uint64
 }
 
 // Part is a group type's state of one group, as the shard sees it.

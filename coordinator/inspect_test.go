@@ -1,0 +1,84 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cohort-dev/cohort/coordinator/groups"
+)
+
+// TestInspectChanges: Inspect reads each shard's changes only, and its
+// answer is always what a full read of every group gives: after commits,
+// a deletion and a new group; and a group that did not change is the
+// same summary, not a copy.
+func TestInspectChanges(t *testing.T) {
+	c := start(t, openStore(t, t.TempDir()))
+	ctx := context.Background()
+	commit := func(g string, off int64) {
+		t.Helper()
+		r := handle[*kmsg.OffsetCommitResponse](t, c, 8, commitReq(g, "", -1, off))
+		if code := r.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("commit %s: %v", g, kerr.ErrorForCode(code))
+		}
+	}
+	for i := range 20 {
+		commit(fmt.Sprintf("g%02d", i), 1)
+	}
+	// full is every group as InspectGroup reads it, one at a time.
+	full := func(names []string) []groups.Summary {
+		t.Helper()
+		var out []groups.Summary
+		for _, n := range names {
+			if s, ok, err := c.InspectGroup(ctx, "", n); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	names := func() []string {
+		var out []string
+		for i := range 22 {
+			out = append(out, fmt.Sprintf("g%02d", i))
+		}
+		return out
+	}
+	check := func(what string) []groups.Summary {
+		t.Helper()
+		got, err := c.Inspect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := full(names()); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: Inspect %+v\nwant %+v", what, got, want)
+		}
+		return got
+	}
+	first := check("first")
+	if len(first) != 20 {
+		t.Fatalf("%d groups", len(first))
+	}
+	commit("g03", 7)
+	commit("g20", 2)
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"g05"}
+	if r := handle[*kmsg.DeleteGroupsResponse](t, c, 2, del); r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+	second := check("after a commit, a new group and a deletion")
+	if len(second) != 20 {
+		t.Fatalf("%d groups after the changes", len(second))
+	}
+	third := check("unchanged")
+	for i := range third {
+		if &third[i].Offsets[0] != &second[i].Offsets[0] {
+			t.Errorf("%s: read afresh though unchanged", third[i].Group)
+		}
+	}
+}
