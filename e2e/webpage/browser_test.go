@@ -5,11 +5,14 @@ package web_test
 // TestWebPage runs it against a real node and real consumers.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +44,11 @@ type fakeAPI struct {
 	// as a node does when the group's coordinator did not answer (502)
 	// or its shard has none (503).
 	failGroup map[string]int
+	// extra adds groups g000, g001, … to the list, OK and with lags 0,
+	// 1, …, to page through.
+	extra int
+	// queries are the groups list's query strings, in the order asked.
+	queries []url.Values
 }
 
 // nasty is a group name that must show as text and survive the URL.
@@ -118,6 +126,60 @@ func (f *fakeAPI) groups(now time.Time) []obj {
 	return gs
 }
 
+// list answers the groups list's query as the API does: filtered by q
+// (in the name), status and type, sorted by name, lag or status (worst
+// first, one not evaluated before an OK one), paged by limit; the
+// cursor here is the offset of the page in the list.
+func (f *fakeAPI) list(now time.Time, q url.Values) obj {
+	all := f.groups(now)
+	for i := range f.extra {
+		all = append(all, obj{"group": fmt.Sprintf("g%03d", i), "tenant": "", "type": "consumer", "protocol_type": "consumer",
+			"state": "Stable", "members": 1, "total_lag": i, "status": "OK", "lag_trend": []obj{}})
+	}
+	in := func(param, v string) bool {
+		return q.Get(param) == "" || slices.Contains(strings.Split(q.Get(param), ","), v)
+	}
+	var gs []obj
+	for _, g := range all {
+		st := cmp.Or(g["status"].(string), "UNKNOWN")
+		if strings.Contains(strings.ToLower(g["group"].(string)), strings.ToLower(q.Get("q"))) && in("status", st) && in("type", g["type"].(string)) {
+			gs = append(gs, g)
+		}
+	}
+	worst := []string{"ERR", "STOP", "STALL", "WARN", "", "OK"}
+	slices.SortStableFunc(gs, func(a, b obj) int {
+		var by int
+		switch q.Get("sort") {
+		case "lag":
+			by = cmp.Compare(b["total_lag"].(int), a["total_lag"].(int))
+		case "status":
+			by = cmp.Compare(slices.Index(worst, a["status"].(string)), slices.Index(worst, b["status"].(string)))
+		}
+		return cmp.Or(by, cmp.Compare(a["tenant"].(string), b["tenant"].(string)), cmp.Compare(a["group"].(string), b["group"].(string)))
+	})
+	limit, start := 1000, 0
+	if s := q.Get("limit"); s != "" {
+		limit, _ = strconv.Atoi(s)
+	}
+	if c := q.Get("cursor"); c != "" {
+		start, _ = strconv.Atoi(c)
+	}
+	resp := obj{"total": len(gs), "sampled_at": now.Format(time.RFC3339Nano)}
+	end := min(len(gs), start+limit)
+	resp["groups"] = append([]obj{}, gs[min(start, end):end]...)
+	if end < len(gs) {
+		resp["next_cursor"] = strconv.Itoa(end)
+	}
+	return resp
+}
+
+// lastQuery is the groups list's last query string.
+func (f *fakeAPI) lastQuery() url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queries[len(f.queries)-1]
+}
+
 // shareCounts are a share group's records in flight by state.
 func shareCounts(inFlight, available, acquired, acknowledged, archived, redelivered int) obj {
 	return obj{"in_flight": inFlight, "available": available, "acquired": acquired, "acknowledged": acknowledged,
@@ -183,7 +245,9 @@ func (f *fakeAPI) handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/groups", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		resp := obj{"groups": f.groups(time.Now())}
+		q := r.URL.Query()
+		f.queries = append(f.queries, q)
+		resp := f.list(time.Now(), q)
 		if f.cluster != nil {
 			resp["nodes"], resp["unanswered"], resp["partial"] = f.nodes, append([]obj{}, f.unanswered...), len(f.unanswered) > 0
 		}
@@ -332,8 +396,12 @@ func TestPageInBrowser(t *testing.T) {
 
 	b.Open(srv.URL + "/")
 	b.Wait("the group row", `document.querySelector('tr[data-group="orders"]')`)
-	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group)`); len(got) != 3 || got[0] != "orders" || got[1] != "jobs" || got[2] != nasty {
-		t.Errorf("group rows %q, want orders first (WARN), then jobs (OK), then %q", got, nasty)
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group)`); len(got) != 3 || got[0] != "orders" || got[1] != nasty || got[2] != "jobs" {
+		t.Errorf("group rows %q, want orders first (WARN), then %q (not evaluated), then jobs (OK)", got, nasty)
+	}
+	// In the API's order: the page asks for one page, worst status first.
+	if q := f.lastQuery(); q.Get("limit") != "100" || q.Get("sort") != "status" || q.Has("cursor") {
+		t.Errorf("the overview asked for the groups with %q, want limit=100&sort=status", q.Encode())
 	}
 	row := `document.querySelector('tr[data-group="orders"]')`
 	if got := webtest.Eval[string](b, row+`.querySelector('[data-testid=members]').textContent`); got != "3" {
@@ -367,7 +435,7 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("the lost node's row reads %q", got)
 	}
 	// The whole cluster's groups, each with its coordinator.
-	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group.slice(0, 6) + '@' + r.querySelector('[data-testid=coordinator]').textContent)`); fmt.Sprint(got) != "[orders@1 jobs@2 <img s@1]" {
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group.slice(0, 6) + '@' + r.querySelector('[data-testid=coordinator]').textContent)`); fmt.Sprint(got) != "[orders@1 <img s@1 jobs@2]" {
 		t.Errorf("groups and coordinators %q", got)
 	}
 	// The node that did not answer, named with why.
@@ -487,7 +555,7 @@ func TestPageInBrowser(t *testing.T) {
 	// never fetched without a start offset or counts.
 	b.Open(srv.URL + "/#/")
 	b.Wait("the share group's row", `document.querySelector('tr[data-group="jobs"] [data-testid=in-flight]')`)
-	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.lastChild.textContent)`); fmt.Sprint(got) != "[— 9 (5 acquired, 1 archived) —]" {
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.lastChild.textContent)`); fmt.Sprint(got) != "[— — 9 (5 acquired, 1 archived)]" {
 		t.Errorf("in-flight cells %q", got)
 	}
 	if got := webtest.Eval[string](b, `document.querySelector('tr[data-group="jobs"] .badge').textContent`); got != "share" {
