@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/cohort-dev/cohort/admin/web"
 	"github.com/cohort-dev/cohort/e2e/webtest"
 )
@@ -630,6 +632,113 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("the opened configs closed on redraw")
 	}
 	b.Screenshot("topics")
+	b.NoProblems()
+}
+
+// TestPageSearchesAndPages checks that the overview leaves searching,
+// filtering, sorting and paging to the API (an estate may have a million
+// groups): it asks for one page with the person's query, says how many
+// match and which it shows, pages on with the answer's cursor and back
+// to the first page without one, and keeps the query over a reload.
+func TestPageSearchesAndPages(t *testing.T) {
+	f := &fakeAPI{extra: 250}
+	srv := httptest.NewServer(f.handler())
+	defer srv.Close()
+	b := webtest.Start(t)
+	summary := `document.querySelector('[data-testid=groups-summary]').textContent`
+	rows := `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group)`
+	// query fails unless the list's last query string is want (encoded,
+	// so in key order).
+	query := func(what, want string) {
+		t.Helper()
+		if got := f.lastQuery().Encode(); got != want {
+			t.Errorf("%s: the page asked with %q, want %q", what, got, want)
+		}
+	}
+	// choose picks an option of a select as a person does: its value
+	// changes, then the change event.
+	choose := func(id, value string) {
+		t.Helper()
+		webtest.Eval[bool](b, fmt.Sprintf(`(s => { s.value = %q; return s.dispatchEvent(new Event('change')); })(document.querySelector('[data-testid=%s]'))`, value, id))
+	}
+	disabled := func(id string) bool {
+		return webtest.Eval[bool](b, fmt.Sprintf(`document.querySelector('[data-testid=%s]').disabled`, id))
+	}
+
+	b.Open(srv.URL + "/")
+	b.Wait("the first page", summary+` === '253 groups · showing 1–100'`)
+	query("first page", "limit=100&sort=status")
+	if got := webtest.Eval[[]string](b, rows); len(got) != 100 || got[0] != "orders" || got[2] != "g000" {
+		t.Errorf("first page's rows %q…, want 100 from orders, %q, g000", got[:min(3, len(got))], nasty)
+	}
+	if !disabled("prev") || disabled("next") {
+		t.Errorf("first page: Previous disabled %v, Next disabled %v; want Previous only", disabled("prev"), disabled("next"))
+	}
+
+	// Next asks for the page after, with the cursor of the answer; the
+	// poll asks again for that page, cursor and all.
+	b.Click(`[data-testid=next]`)
+	b.Wait("the second page", summary+` === '253 groups · showing 101–200' && `+rows+`[0] === 'g098'`)
+	query("second page", "cursor=100&limit=100&sort=status")
+	asked := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.queries)
+	}
+	n := asked()
+	for deadline := time.Now().Add(webtest.Timeout); asked() == n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no poll of the second page within %v", webtest.Timeout)
+		}
+	}
+	query("the poll of the second page", "cursor=100&limit=100&sort=status")
+	b.Click(`[data-testid=next]`)
+	b.Wait("the last page", summary+` === '253 groups · showing 201–253' && `+rows+`[0] === 'g198'`)
+	query("last page", "cursor=200&limit=100&sort=status")
+	if !disabled("next") {
+		t.Errorf("Next enabled on the last page")
+	}
+	b.Click(`[data-testid=prev]`)
+	b.Wait("the second page again", summary+` === '253 groups · showing 101–200' && `+rows+`[0] === 'g098'`)
+	query("second page again", "cursor=100&limit=100&sort=status")
+	b.Click(`[data-testid=prev]`)
+	b.Wait("the first page again", summary+` === '253 groups · showing 1–100' && `+rows+`[0] === 'orders'`)
+	query("first page again", "limit=100&sort=status")
+
+	// Typing searches on the server, from the first page.
+	b.Click(`[data-testid=next]`)
+	b.Wait("the second page", summary+` === '253 groups · showing 101–200'`)
+	b.Do("type g2", chromedp.SendKeys(chromedp.CSS(`[data-testid=group-filter]`), "g2"))
+	b.Wait("the groups named g2…", summary+` === '50 groups · showing 1–50'`)
+	query("search", "limit=100&q=g2&sort=status")
+	if !disabled("prev") || !disabled("next") {
+		t.Errorf("one page of results: Previous disabled %v, Next disabled %v; want both", disabled("prev"), disabled("next"))
+	}
+	choose("group-sort", "lag")
+	b.Wait("largest lag first", rows+`[0] === 'g249'`)
+	query("sort", "limit=100&q=g2&sort=lag")
+
+	// The query is in the address: a reload keeps it.
+	if got := webtest.Eval[string](b, `location.hash`); got != "#/?sort=lag&q=g2" {
+		t.Errorf("address %q, want the query in it", got)
+	}
+	b.Do("reload", chromedp.Reload())
+	b.Wait("the query after a reload", summary+` === '50 groups · showing 1–50' && `+rows+`[0] === 'g249'`)
+	query("after a reload", "limit=100&q=g2&sort=lag")
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=group-filter]').value + ' ' + document.querySelector('[data-testid=group-sort]').value`); got != "g2 lag" {
+		t.Errorf("search box and sort after a reload %q, want g2 lag", got)
+	}
+
+	// The filters: none but the share group is a share group and OK.
+	webtest.Eval[bool](b, `(i => { i.value = ''; return i.dispatchEvent(new Event('input')); })(document.querySelector('[data-testid=group-filter]'))`)
+	b.Wait("every group again", summary+` === '253 groups · showing 1–100'`)
+	choose("status-filter", "OK")
+	b.Wait("the OK groups", summary+` === '251 groups · showing 1–100'`)
+	choose("type-filter", "share")
+	b.Wait("the OK share group", summary+` === '1 group · showing 1–1' && `+rows+`.join() === 'jobs'`)
+	query("filters", "limit=100&sort=lag&status=OK&type=share")
+	choose("status-filter", "STALL")
+	b.Wait("no match", summary+` === '0 groups' && document.querySelector('.empty').textContent === 'No group matches.'`)
 	b.NoProblems()
 }
 
