@@ -5,15 +5,20 @@ package web_test
 // TestWebPage runs it against a real node and real consumers.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/cohort-dev/cohort/admin/web"
 	"github.com/cohort-dev/cohort/e2e/webtest"
@@ -41,6 +46,11 @@ type fakeAPI struct {
 	// as a node does when the group's coordinator did not answer (502)
 	// or its shard has none (503).
 	failGroup map[string]int
+	// extra adds groups g000, g001, … to the list, OK and with lags 0,
+	// 1, …, to page through.
+	extra int
+	// queries are the groups list's query strings, in the order asked.
+	queries []url.Values
 }
 
 // nasty is a group name that must show as text and survive the URL.
@@ -118,6 +128,60 @@ func (f *fakeAPI) groups(now time.Time) []obj {
 	return gs
 }
 
+// list answers the groups list's query as the API does: filtered by q
+// (in the name), status and type, sorted by name, lag or status (worst
+// first, one not evaluated before an OK one), paged by limit; the
+// cursor here is the offset of the page in the list.
+func (f *fakeAPI) list(now time.Time, q url.Values) obj {
+	all := f.groups(now)
+	for i := range f.extra {
+		all = append(all, obj{"group": fmt.Sprintf("g%03d", i), "tenant": "", "type": "consumer", "protocol_type": "consumer",
+			"state": "Stable", "members": 1, "total_lag": i, "status": "OK", "lag_trend": []obj{}})
+	}
+	in := func(param, v string) bool {
+		return q.Get(param) == "" || slices.Contains(strings.Split(q.Get(param), ","), v)
+	}
+	var gs []obj
+	for _, g := range all {
+		st := cmp.Or(g["status"].(string), "UNKNOWN")
+		if strings.Contains(strings.ToLower(g["group"].(string)), strings.ToLower(q.Get("q"))) && in("status", st) && in("type", g["type"].(string)) {
+			gs = append(gs, g)
+		}
+	}
+	worst := []string{"ERR", "STOP", "STALL", "WARN", "", "OK"}
+	slices.SortStableFunc(gs, func(a, b obj) int {
+		var by int
+		switch q.Get("sort") {
+		case "lag":
+			by = cmp.Compare(b["total_lag"].(int), a["total_lag"].(int))
+		case "status":
+			by = cmp.Compare(slices.Index(worst, a["status"].(string)), slices.Index(worst, b["status"].(string)))
+		}
+		return cmp.Or(by, cmp.Compare(a["tenant"].(string), b["tenant"].(string)), cmp.Compare(a["group"].(string), b["group"].(string)))
+	})
+	limit, start := 1000, 0
+	if s := q.Get("limit"); s != "" {
+		limit, _ = strconv.Atoi(s)
+	}
+	if c := q.Get("cursor"); c != "" {
+		start, _ = strconv.Atoi(c)
+	}
+	resp := obj{"total": len(gs), "sampled_at": now.Format(time.RFC3339Nano)}
+	end := min(len(gs), start+limit)
+	resp["groups"] = append([]obj{}, gs[min(start, end):end]...)
+	if end < len(gs) {
+		resp["next_cursor"] = strconv.Itoa(end)
+	}
+	return resp
+}
+
+// lastQuery is the groups list's last query string.
+func (f *fakeAPI) lastQuery() url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queries[len(f.queries)-1]
+}
+
 // shareCounts are a share group's records in flight by state.
 func shareCounts(inFlight, available, acquired, acknowledged, archived, redelivered int) obj {
 	return obj{"in_flight": inFlight, "available": available, "acquired": acquired, "acknowledged": acknowledged,
@@ -183,7 +247,9 @@ func (f *fakeAPI) handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/groups", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		resp := obj{"groups": f.groups(time.Now())}
+		q := r.URL.Query()
+		f.queries = append(f.queries, q)
+		resp := f.list(time.Now(), q)
 		if f.cluster != nil {
 			resp["nodes"], resp["unanswered"], resp["partial"] = f.nodes, append([]obj{}, f.unanswered...), len(f.unanswered) > 0
 		}
@@ -332,8 +398,12 @@ func TestPageInBrowser(t *testing.T) {
 
 	b.Open(srv.URL + "/")
 	b.Wait("the group row", `document.querySelector('tr[data-group="orders"]')`)
-	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group)`); len(got) != 3 || got[0] != "orders" || got[1] != "jobs" || got[2] != nasty {
-		t.Errorf("group rows %q, want orders first (WARN), then jobs (OK), then %q", got, nasty)
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group)`); len(got) != 3 || got[0] != "orders" || got[1] != nasty || got[2] != "jobs" {
+		t.Errorf("group rows %q, want orders first (WARN), then %q (not evaluated), then jobs (OK)", got, nasty)
+	}
+	// In the API's order: the page asks for one page, worst status first.
+	if q := f.lastQuery(); q.Get("limit") != "100" || q.Get("sort") != "status" || q.Has("cursor") {
+		t.Errorf("the overview asked for the groups with %q, want limit=100&sort=status", q.Encode())
 	}
 	row := `document.querySelector('tr[data-group="orders"]')`
 	if got := webtest.Eval[string](b, row+`.querySelector('[data-testid=members]').textContent`); got != "3" {
@@ -367,7 +437,7 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("the lost node's row reads %q", got)
 	}
 	// The whole cluster's groups, each with its coordinator.
-	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group.slice(0, 6) + '@' + r.querySelector('[data-testid=coordinator]').textContent)`); fmt.Sprint(got) != "[orders@1 jobs@2 <img s@1]" {
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group.slice(0, 6) + '@' + r.querySelector('[data-testid=coordinator]').textContent)`); fmt.Sprint(got) != "[orders@1 <img s@1 jobs@2]" {
 		t.Errorf("groups and coordinators %q", got)
 	}
 	// The node that did not answer, named with why.
@@ -487,7 +557,7 @@ func TestPageInBrowser(t *testing.T) {
 	// never fetched without a start offset or counts.
 	b.Open(srv.URL + "/#/")
 	b.Wait("the share group's row", `document.querySelector('tr[data-group="jobs"] [data-testid=in-flight]')`)
-	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.lastChild.textContent)`); fmt.Sprint(got) != "[— 9 (5 acquired, 1 archived) —]" {
+	if got := webtest.Eval[[]string](b, `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.lastChild.textContent)`); fmt.Sprint(got) != "[— — 9 (5 acquired, 1 archived)]" {
 		t.Errorf("in-flight cells %q", got)
 	}
 	if got := webtest.Eval[string](b, `document.querySelector('tr[data-group="jobs"] .badge').textContent`); got != "share" {
@@ -562,6 +632,113 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("the opened configs closed on redraw")
 	}
 	b.Screenshot("topics")
+	b.NoProblems()
+}
+
+// TestPageSearchesAndPages checks that the overview leaves searching,
+// filtering, sorting and paging to the API (an estate may have a million
+// groups): it asks for one page with the person's query, says how many
+// match and which it shows, pages on with the answer's cursor and back
+// to the first page without one, and keeps the query over a reload.
+func TestPageSearchesAndPages(t *testing.T) {
+	f := &fakeAPI{extra: 250}
+	srv := httptest.NewServer(f.handler())
+	defer srv.Close()
+	b := webtest.Start(t)
+	summary := `document.querySelector('[data-testid=groups-summary]').textContent`
+	rows := `[...document.querySelectorAll('[data-testid=group-row]')].map(r => r.dataset.group)`
+	// query fails unless the list's last query string is want (encoded,
+	// so in key order).
+	query := func(what, want string) {
+		t.Helper()
+		if got := f.lastQuery().Encode(); got != want {
+			t.Errorf("%s: the page asked with %q, want %q", what, got, want)
+		}
+	}
+	// choose picks an option of a select as a person does: its value
+	// changes, then the change event.
+	choose := func(id, value string) {
+		t.Helper()
+		webtest.Eval[bool](b, fmt.Sprintf(`(s => { s.value = %q; return s.dispatchEvent(new Event('change')); })(document.querySelector('[data-testid=%s]'))`, value, id))
+	}
+	disabled := func(id string) bool {
+		return webtest.Eval[bool](b, fmt.Sprintf(`document.querySelector('[data-testid=%s]').disabled`, id))
+	}
+
+	b.Open(srv.URL + "/")
+	b.Wait("the first page", summary+` === '253 groups · showing 1–100'`)
+	query("first page", "limit=100&sort=status")
+	if got := webtest.Eval[[]string](b, rows); len(got) != 100 || got[0] != "orders" || got[2] != "g000" {
+		t.Errorf("first page's rows %q…, want 100 from orders, %q, g000", got[:min(3, len(got))], nasty)
+	}
+	if !disabled("prev") || disabled("next") {
+		t.Errorf("first page: Previous disabled %v, Next disabled %v; want Previous only", disabled("prev"), disabled("next"))
+	}
+
+	// Next asks for the page after, with the cursor of the answer; the
+	// poll asks again for that page, cursor and all.
+	b.Click(`[data-testid=next]`)
+	b.Wait("the second page", summary+` === '253 groups · showing 101–200' && `+rows+`[0] === 'g098'`)
+	query("second page", "cursor=100&limit=100&sort=status")
+	asked := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.queries)
+	}
+	n := asked()
+	for deadline := time.Now().Add(webtest.Timeout); asked() == n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no poll of the second page within %v", webtest.Timeout)
+		}
+	}
+	query("the poll of the second page", "cursor=100&limit=100&sort=status")
+	b.Click(`[data-testid=next]`)
+	b.Wait("the last page", summary+` === '253 groups · showing 201–253' && `+rows+`[0] === 'g198'`)
+	query("last page", "cursor=200&limit=100&sort=status")
+	if !disabled("next") {
+		t.Errorf("Next enabled on the last page")
+	}
+	b.Click(`[data-testid=prev]`)
+	b.Wait("the second page again", summary+` === '253 groups · showing 101–200' && `+rows+`[0] === 'g098'`)
+	query("second page again", "cursor=100&limit=100&sort=status")
+	b.Click(`[data-testid=prev]`)
+	b.Wait("the first page again", summary+` === '253 groups · showing 1–100' && `+rows+`[0] === 'orders'`)
+	query("first page again", "limit=100&sort=status")
+
+	// Typing searches on the server, from the first page.
+	b.Click(`[data-testid=next]`)
+	b.Wait("the second page", summary+` === '253 groups · showing 101–200'`)
+	b.Do("type g2", chromedp.SendKeys(chromedp.CSS(`[data-testid=group-filter]`), "g2"))
+	b.Wait("the groups named g2…", summary+` === '50 groups · showing 1–50'`)
+	query("search", "limit=100&q=g2&sort=status")
+	if !disabled("prev") || !disabled("next") {
+		t.Errorf("one page of results: Previous disabled %v, Next disabled %v; want both", disabled("prev"), disabled("next"))
+	}
+	choose("group-sort", "lag")
+	b.Wait("largest lag first", rows+`[0] === 'g249'`)
+	query("sort", "limit=100&q=g2&sort=lag")
+
+	// The query is in the address: a reload keeps it.
+	if got := webtest.Eval[string](b, `location.hash`); got != "#/?sort=lag&q=g2" {
+		t.Errorf("address %q, want the query in it", got)
+	}
+	b.Do("reload", chromedp.Reload())
+	b.Wait("the query after a reload", summary+` === '50 groups · showing 1–50' && `+rows+`[0] === 'g249'`)
+	query("after a reload", "limit=100&q=g2&sort=lag")
+	if got := webtest.Eval[string](b, `document.querySelector('[data-testid=group-filter]').value + ' ' + document.querySelector('[data-testid=group-sort]').value`); got != "g2 lag" {
+		t.Errorf("search box and sort after a reload %q, want g2 lag", got)
+	}
+
+	// The filters: none but the share group is a share group and OK.
+	webtest.Eval[bool](b, `(i => { i.value = ''; return i.dispatchEvent(new Event('input')); })(document.querySelector('[data-testid=group-filter]'))`)
+	b.Wait("every group again", summary+` === '253 groups · showing 1–100'`)
+	choose("status-filter", "OK")
+	b.Wait("the OK groups", summary+` === '251 groups · showing 1–100'`)
+	choose("type-filter", "share")
+	b.Wait("the OK share group", summary+` === '1 group · showing 1–1' && `+rows+`.join() === 'jobs'`)
+	query("filters", "limit=100&sort=lag&status=OK&type=share")
+	choose("status-filter", "STALL")
+	b.Wait("no match", summary+` === '0 groups' && document.querySelector('.empty').textContent === 'No group matches.'`)
 	b.NoProblems()
 }
 

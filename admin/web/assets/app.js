@@ -1,6 +1,6 @@
-// The page's shell: hash routing (#/, #/groups/<name>?tenant=T, #/topics),
-// the node summary in the header, and polling of the admin API every
-// POLL_MS while the tab is visible. When the API cannot be reached the
+// The page's shell: hash routing (#/?q=…&sort=…, #/groups/<name>?tenant=T,
+// #/topics), the node summary in the header, and polling of the admin API
+// every POLL_MS while the tab is visible. When the API cannot be reached the
 // last data stays on screen, dimmed, under a banner, and polling goes on:
 // the page recovers by itself.
 
@@ -38,7 +38,7 @@ function route() {
   const path = (q < 0 ? hash : hash.slice(0, q)).split('/').filter(Boolean);
   const params = new URLSearchParams(q < 0 ? '' : hash.slice(q + 1));
   try {
-    if (path.length === 0 || (path[0] === 'groups' && path.length === 1)) return { page: overview, nav: 'groups' };
+    if (path.length === 0 || (path[0] === 'groups' && path.length === 1)) return { page: overview, nav: 'groups', params };
     if (path[0] === 'groups' && path.length === 2) {
       return { page: group, nav: 'groups', group: decodeURIComponent(path[1]), tenant: params.get('tenant') || '' };
     }
@@ -61,7 +61,8 @@ function mount() {
     viewEl.replaceChildren(h('p', { class: 'empty' }, 'No such page. ', h('a', { href: '#/' }, 'Back to the groups')));
     return;
   }
-  view = r.page.mount(r);
+  // refresh lets a page that changed what it asks for ask at once.
+  view = r.page.mount({ ...r, refresh() { lastKey = ''; poll(); } });
   document.title = view.title ? `${view.title} · Cohort` : 'Cohort';
   viewEl.replaceChildren(view.el);
 }

@@ -1,6 +1,8 @@
-// The groups overview: every group with its state, members, total lag,
-// lag trend and status, worst status first; share groups (KIP-932) with
-// their records in flight, acquired and archived. In cluster mode the
+// The groups overview: one page of groups with their state, members,
+// total lag, lag trend and status; share groups (KIP-932) with their
+// records in flight, acquired and archived. An estate may have a million
+// groups, so the server searches, filters, sorts and pages (limit and
+// cursor), and the page asks for one page at a time. In cluster mode the
 // list is the whole cluster's, from whichever node serves the page: each
 // group says which node coordinates it, and a banner names the nodes
 // whose groups are missing because they did not answer. Below them the
@@ -10,41 +12,80 @@
 import { h, int, plural, seconds, status, badge, groupHref, time, ago } from './dom.js';
 import { sparkline } from './chart.js';
 
-// Statuses in the order a person should look at them.
-const severity = { ERR: 0, STOP: 1, STALL: 2, WARN: 3, OK: 4, '': 5 };
+// Groups a page asks for: a screenful or two, cheap to draw every poll.
+const LIMIT = 100;
+// Typing waits this long for a pause before asking the server.
+const DEBOUNCE_MS = 300;
 
-export function mount() {
+// pick is a select of values, its first option ('') meaning any.
+function pick(id, label, opts, value) {
+  return h('select', { 'aria-label': label, 'data-testid': id },
+    opts.map(([v, t]) => h('option', { value: v, selected: v === value }, t)));
+}
+
+export function mount(r) {
+  const p = r.params;
   const filter = h('input', {
-    type: 'search', placeholder: 'Filter by group or tenant', 'aria-label': 'Filter groups',
-    'data-testid': 'group-filter',
+    type: 'search', placeholder: 'Search groups', 'aria-label': 'Search groups',
+    'data-testid': 'group-filter', value: p.get('q') || '',
   });
+  const sort = pick('group-sort', 'Sort by', [['status', 'Worst status first'], ['name', 'By name'], ['lag', 'Largest lag first']], p.get('sort'));
+  const st = pick('status-filter', 'Status', [['', 'Any status'], ...['ERR', 'STOP', 'STALL', 'WARN', 'OK', 'UNKNOWN'].map((s) => [s, s])], p.get('status'));
+  const type = pick('type-filter', 'Type', [['', 'Any type'], ['classic', 'classic'], ['consumer', 'consumer'], ['share', 'share']], p.get('type'));
   const summary = h('p', { class: 'summary', 'data-testid': 'groups-summary' });
   const partial = h('div', { class: 'notice', 'data-testid': 'partial', role: 'alert', hidden: true });
   const body = h('div', { class: 'scroll' });
   const cluster = h('section', { class: 'cluster', 'data-testid': 'cluster-events', hidden: true });
-  let groups = null;
-  let coordinators = false; // cluster mode: a column for each group's coordinator
+  // The cursor of each page from the first (none) to the one shown:
+  // Previous pops, Next pushes the answer's next_cursor.
+  let pages = [''];
+  let res = null;
+  let debounce = null;
+  let applied = query(); // what the pages are of: typing changes it after a pause
+
+  // query is the list's parameters, but for limit and cursor.
+  function query() {
+    const q = new URLSearchParams({ sort: sort.value });
+    for (const [k, el] of [['q', filter], ['status', st], ['type', type]]) {
+      if (el.value.trim()) q.set(k, el.value.trim());
+    }
+    return q;
+  }
+
+  function go(to) {
+    pages = to;
+    prev.disabled = next.disabled = true; // until the answer says
+    r.refresh();
+  }
+
+  // apply starts over at the first page of a changed query, kept in the
+  // address so that a reload keeps it (replaceState: no hashchange, so
+  // the search box keeps its focus).
+  function apply() {
+    clearTimeout(debounce);
+    applied = query();
+    history.replaceState(null, '', `#/?${applied}`);
+    go(['']);
+  }
+
+  const prev = h('button', { 'data-testid': 'prev', disabled: true, onclick: () => go(pages.slice(0, -1)) }, '‹ Previous');
+  const next = h('button', { 'data-testid': 'next', disabled: true, onclick: () => res.next_cursor && go([...pages, res.next_cursor]) }, 'Next ›');
 
   function draw() {
-    if (!groups) return;
-    const f = filter.value.trim().toLowerCase();
-    const shown = groups
-      .filter((g) => !f || g.group.toLowerCase().includes(f) || (g.tenant || '').toLowerCase().includes(f))
-      .sort((a, b) => (severity[a.status || ''] ?? 9) - (severity[b.status || ''] ?? 9) ||
-        a.group.localeCompare(b.group) || (a.tenant || '').localeCompare(b.tenant || ''));
-    const members = groups.reduce((n, g) => n + (g.members || 0), 0);
-    const lag = groups.reduce((n, g) => n + (g.total_lag || 0), 0);
-    const bad = groups.filter((g) => g.status && g.status !== 'OK').length;
-    summary.replaceChildren(`${plural(groups.length, 'group')} · ${plural(members, 'member')} · total lag ${int(lag)}`,
-      bad ? h('span', { class: 'warn-text' }, ` · ${int(bad)} not OK`) : '');
+    const groups = res.groups || [];
+    // The range counts pages from the first; groups that come or go
+    // before the cursor meanwhile make it approximate.
+    const from = (pages.length - 1) * LIMIT + 1;
+    summary.replaceChildren(plural(res.total ?? groups.length, 'group'),
+      groups.length ? h('span', { 'data-testid': 'groups-range' }, ` · showing ${int(from)}–${int(from + groups.length - 1)}`) : '');
+    prev.disabled = pages.length === 1;
+    next.disabled = !res.next_cursor;
     if (groups.length === 0) {
-      body.replaceChildren(h('p', { class: 'empty' }, 'No groups yet.'));
+      body.replaceChildren(h('p', { class: 'empty' }, pages.length > 1 ? 'No more groups.'
+        : [...applied.keys()].length > 1 ? 'No group matches.' : 'No groups yet.'));
       return;
     }
-    if (shown.length === 0) {
-      body.replaceChildren(h('p', { class: 'empty' }, 'No group matches the filter.'));
-      return;
-    }
+    const coordinators = Array.isArray(res.nodes);
     const tenants = groups.some((g) => g.tenant);
     const shares = groups.some((g) => g.share);
     body.replaceChildren(h('table', { class: 'data', 'data-testid': 'groups' },
@@ -54,7 +95,7 @@ export function mount() {
         h('th', { class: 'num' }, 'Members'), h('th', { class: 'num' }, 'Total lag'), h('th', {}, 'Lag trend'),
         h('th', {}, 'Status'), h('th', { class: 'num', title: 'At the current rate of consumption' }, 'Time to clear'),
         shares && h('th', { class: 'num', title: 'Share groups: records from each partition’s start offset to its end offset' }, 'In flight'))),
-      h('tbody', {}, shown.map((g) => h('tr', { 'data-testid': 'group-row', 'data-group': g.group, 'data-tenant': g.tenant || '' },
+      h('tbody', {}, groups.map((g) => h('tr', { 'data-testid': 'group-row', 'data-group': g.group, 'data-tenant': g.tenant || '' },
         h('td', { class: 'name' }, h('a', { href: groupHref(g.group, g.tenant) }, g.group)),
         tenants && h('td', {}, g.tenant || '—'),
         h('td', {}, badge(g.type, `type-${g.type}`)),
@@ -68,18 +109,24 @@ export function mount() {
         shares && inFlight(g.share))))));
   }
 
-  filter.addEventListener('input', draw);
+  filter.addEventListener('input', () => { clearTimeout(debounce); debounce = setTimeout(apply, DEBOUNCE_MS); });
+  for (const el of [sort, st, type]) el.addEventListener('change', apply);
   return {
     title: 'Groups',
     el: h('section', {},
-      h('div', { class: 'toolbar' }, h('h1', {}, 'Groups'), filter),
-      summary, partial, body, cluster),
-    urls: ['api/v1/groups', 'api/v1/cluster/events', 'api/v1/cluster'],
-    update([res, events, nodes]) {
-      groups = res.body.groups || [];
-      coordinators = Array.isArray(res.body.nodes);
+      h('div', { class: 'toolbar' }, h('h1', {}, 'Groups'), filter, sort, st, type),
+      summary, partial, body, h('div', { class: 'pager' }, prev, next), cluster),
+    // Read at each poll: the poll refreshes the page shown, cursor and all.
+    get urls() {
+      const q = new URLSearchParams(applied);
+      q.set('limit', LIMIT);
+      if (pages.at(-1)) q.set('cursor', pages.at(-1));
+      return [`api/v1/groups?${q}`, 'api/v1/cluster/events', 'api/v1/cluster'];
+    },
+    update([groups, events, nodes]) {
+      res = groups.body;
       draw();
-      drawPartial(partial, res.body);
+      drawPartial(partial, res);
       drawCluster(cluster, events.body, nodes.body);
     },
   };
