@@ -205,18 +205,20 @@ func peerStatusError(status int, body []byte) error {
 func (a *API) clusterGroups(r *http.Request, q listQuery, own listPage) (listPage, []Unanswered) {
 	answers, missing := a.askPeers(r, "/api/v1/groups")
 	all := slices.Clone(own.groups)
-	p := listPage{total: own.total, more: own.more}
+	p := listPage{total: own.total, more: own.more, totals: own.totals}
 	for _, pa := range answers {
 		var resp struct {
 			Groups     []GroupSummary `json:"groups"`
 			Total      int            `json:"total"`
 			NextCursor string         `json:"next_cursor"`
+			Totals     ListTotals     `json:"totals"`
 		}
 		if err := json.Unmarshal(pa.body, &resp); err != nil {
 			missing = append(missing, Unanswered{Node: pa.node.ID, AdminURL: pa.node.AdminURL, Error: "answer not understood: " + err.Error()})
 			continue
 		}
 		p.total += resp.Total
+		p.totals.add(resp.Totals)
 		p.more = p.more || resp.NextCursor != ""
 		for _, g := range resp.Groups {
 			if g.Coordinator == nil {

@@ -278,6 +278,21 @@ type listPage struct {
 	groups []GroupSummary
 	total  int
 	more   bool
+	totals ListTotals
+}
+
+// ListTotals sums every group a list query matches, not only its page's.
+type ListTotals struct {
+	Members int   `json:"members"`
+	Lag     int64 `json:"lag"`
+	// NotOK counts the groups whose status is WARN, STALL, STOP or ERR.
+	NotOK int `json:"not_ok"`
+}
+
+func (t *ListTotals) add(o ListTotals) {
+	t.Members += o.Members
+	t.Lag += o.Lag
+	t.NotOK += o.NotOK
 }
 
 // page answers q from the last sample for the scope sc.
@@ -313,6 +328,7 @@ func (a *API) page(q listQuery, sc scope) listPage {
 			continue
 		}
 		p.total++
+		p.totals.add(ListTotals{Members: s.Members, Lag: e.lag, NotOK: notOK(e.status)})
 		if i < start {
 			continue
 		}
@@ -337,6 +353,14 @@ func (a *API) page(q listQuery, sc scope) listPage {
 		p.groups = append(p.groups, g)
 	}
 	return p
+}
+
+// notOK is 1 for a status that needs a look (WARN, STALL, STOP, ERR).
+func notOK(s Status) int {
+	if s.rank() > StatusOK.rank() {
+		return 1
+	}
+	return 0
 }
 
 // searchAfter is the first i in [0, n) for which after(i) is true, after
@@ -380,7 +404,7 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 		}
 		resp["nodes"], resp["unanswered"], resp["partial"] = a.cfg.Cluster.Nodes(), missing, len(missing) > 0
 	}
-	resp["groups"], resp["total"] = p.groups, p.total
+	resp["groups"], resp["total"], resp["totals"] = p.groups, p.total, p.totals
 	if p.more && len(p.groups) > 0 {
 		g := p.groups[len(p.groups)-1]
 		resp["next_cursor"] = encodeCursor(keyOf(q.sort, g.Org, g.Group, g.TotalLag, g.Status))

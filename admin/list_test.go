@@ -23,6 +23,7 @@ type listAnswer struct {
 	Total      int                  `json:"total"`
 	NextCursor string               `json:"next_cursor"`
 	Partial    bool                 `json:"partial"`
+	Totals     admin.ListTotals     `json:"totals"`
 }
 
 func getList(t *testing.T, h http.Handler, query string) listAnswer {
@@ -110,8 +111,8 @@ func TestListPages(t *testing.T) {
 	if l := getList(t, h, "state=Empty&type=classic"); l.Total != 90 {
 		t.Errorf("state=Empty: %d", l.Total)
 	}
-	if l := getList(t, h, "org=acme&q=g2&limit=5"); l.Total != 11 || len(l.Groups) != 5 || l.Groups[0].Org != "acme" {
-		t.Errorf("org=acme&q=g2: total %d, %+v", l.Total, l.Groups)
+	if l := getList(t, h, "org=acme&q=g2&limit=5"); l.Total != 11 || len(l.Groups) != 5 || l.Groups[0].Org != "acme" || l.Totals.Lag != 11*19 {
+		t.Errorf("org=acme&q=g2: total %d, totals %+v, %+v; want 11 groups of lag 19 each", l.Total, l.Totals, l.Groups)
 	}
 	// Bad parameters: 400, saying why.
 	for _, q := range []string{"limit=0", "limit=10001", "limit=x", "sort=size", "cursor=!!", "type=simple", "status=BAD"} {
@@ -197,7 +198,11 @@ func TestListPagesAcrossNodes(t *testing.T) {
 			}
 		}
 	}
-	if l := getList(t, h1, "limit=5"); l.Partial || l.Total != 40 {
-		t.Errorf("total %d partial %v, want 40 from both nodes", l.Total, l.Partial)
+	var lagSum int64
+	for _, lag := range everything {
+		lagSum += lag
+	}
+	if l := getList(t, h1, "limit=5"); l.Partial || l.Total != 40 || l.Totals.Lag != lagSum {
+		t.Errorf("total %d, totals %+v, partial %v; want 40 from both nodes, lag %d", l.Total, l.Totals, l.Partial, lagSum)
 	}
 }

@@ -166,7 +166,15 @@ func (f *fakeAPI) list(now time.Time, q url.Values) obj {
 	if c := q.Get("cursor"); c != "" {
 		start, _ = strconv.Atoi(c)
 	}
-	resp := obj{"total": len(gs), "sampled_at": now.Format(time.RFC3339Nano)}
+	members, lag, notOK := 0, 0, 0
+	for _, g := range gs {
+		members += g["members"].(int)
+		lag += g["total_lag"].(int)
+		if s := g["status"].(string); s != "" && s != "OK" {
+			notOK++
+		}
+	}
+	resp := obj{"total": len(gs), "sampled_at": now.Format(time.RFC3339Nano), "totals": obj{"members": members, "lag": lag, "not_ok": notOK}}
 	end := min(len(gs), start+limit)
 	resp["groups"] = append([]obj{}, gs[min(start, end):end]...)
 	if end < len(gs) {
@@ -668,6 +676,8 @@ func TestPageSearchesAndPages(t *testing.T) {
 	b.Open(srv.URL + "/")
 	b.Wait("the first page", summary+` === '253 groups · showing 1–100'`)
 	query("first page", "limit=100&sort=status")
+	// The totals are the server's, over all 253 groups, not the page's.
+	b.Wait("the totals of every group", `document.querySelector('[data-testid=groups-totals]').textContent === '255 members · total lag 32,369 · 1 not OK'`)
 	if got := webtest.Eval[[]string](b, rows); len(got) != 100 || got[0] != "orders" || got[2] != "g000" {
 		t.Errorf("first page's rows %q…, want 100 from orders, %q, g000", got[:min(3, len(got))], nasty)
 	}

@@ -33,6 +33,8 @@ export function mount(r) {
   const st = pick('status-filter', 'Status', [['', 'Any status'], ...['ERR', 'STOP', 'STALL', 'WARN', 'OK', 'UNKNOWN'].map((s) => [s, s])], p.get('status'));
   const type = pick('type-filter', 'Type', [['', 'Any type'], ['classic', 'classic'], ['consumer', 'consumer'], ['share', 'share']], p.get('type'));
   const summary = h('p', { class: 'summary', 'data-testid': 'groups-summary' });
+  // Over every group the query matches, as the server sums them.
+  const totals = h('p', { class: 'summary', 'data-testid': 'groups-totals' });
   const partial = h('div', { class: 'notice', 'data-testid': 'partial', role: 'alert', hidden: true });
   const body = h('div', { class: 'scroll' });
   const cluster = h('section', { class: 'cluster', 'data-testid': 'cluster-events', hidden: true });
@@ -78,6 +80,9 @@ export function mount(r) {
     const from = (pages.length - 1) * LIMIT + 1;
     summary.replaceChildren(plural(res.total ?? groups.length, 'group'),
       groups.length ? h('span', { 'data-testid': 'groups-range' }, ` · showing ${int(from)}–${int(from + groups.length - 1)}`) : '');
+    const t = res.totals;
+    totals.replaceChildren(t ? `${plural(t.members, 'member')} · total lag ${int(t.lag)}` : '',
+      t && t.not_ok ? h('span', { class: 'warn-text' }, ` · ${int(t.not_ok)} not OK`) : '');
     prev.disabled = pages.length === 1;
     next.disabled = !res.next_cursor;
     if (groups.length === 0) {
@@ -115,7 +120,7 @@ export function mount(r) {
     title: 'Groups',
     el: h('section', {},
       h('div', { class: 'toolbar' }, h('h1', {}, 'Groups'), filter, sort, st, type),
-      summary, partial, body, h('div', { class: 'pager' }, prev, next), cluster),
+      summary, totals, partial, body, h('div', { class: 'pager' }, prev, next), cluster),
     // Read at each poll: the poll refreshes the page shown, cursor and all.
     get urls() {
       const q = new URLSearchParams(applied);
