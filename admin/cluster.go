@@ -245,7 +245,7 @@ func (a *API) clusterGroups(r *http.Request, q listQuery, own listPage) (listPag
 		}
 	}
 	slices.SortFunc(out, func(x, y GroupSummary) int {
-		return keyOf(q.sort, x.Org, x.Group, x.TotalLag, x.Status).compare(keyOf(q.sort, y.Org, y.Group, y.TotalLag, y.Status))
+		return keyOf(q.sort, x.Tenant, x.Group, x.TotalLag, x.Status).compare(keyOf(q.sort, y.Tenant, y.Group, y.TotalLag, y.Status))
 	})
 	if len(out) > q.limit {
 		out, p.more = out[:q.limit], true

@@ -122,8 +122,9 @@ func TestClusterView(t *testing.T) {
 	for _, g := range l.Groups {
 		names = append(names, g.Org+"/"+g.Group+"@"+itoa(g.Coordinator)+":"+g.CgpID)
 	}
-	// Sorted by organisation then name; acme's g0 is node 2's.
-	want := []string{"acme/g0@2:cgp_acme0-on-2", "default/g0@1:cgp_0", "default/remote-g@2:cgp_remote", "globex/g0@1:cgp_globex0"}
+	// Sorted by tenant (the default organisation's first) then name;
+	// acme's g0 is node 2's.
+	want := []string{"default/g0@1:cgp_0", "default/remote-g@2:cgp_remote", "acme/g0@2:cgp_acme0-on-2", "globex/g0@1:cgp_globex0"}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("groups %v, want %v", names, want)
 	}

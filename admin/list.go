@@ -20,10 +20,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/groups"
-	"github.com/cohort-dev/cohort/security"
 	"github.com/cohort-dev/cohort/topics"
 )
 
@@ -36,33 +36,41 @@ const (
 
 // The list's orders.
 const (
-	sortName   = "name"   // by organisation, then group
+	sortName   = "name"   // by tenant (the default organisation's first), then group
 	sortLag    = "lag"    // total lag, largest first
 	sortStatus = "status" // worst status first: ERR, STOP, STALL, WARN, not evaluated, OK
 )
 
 // listIndex is the last sample's groups as the list finds them.
 type listIndex struct {
-	entries         []listEntry // by organisation, then group
-	byLag, byStatus []int32     // positions in entries, in those orders
+	entries []listEntry // by tenant, then group
+	// orders are the entries' positions by lag and by status, made by
+	// the first request that asks for either: the sampler itself does
+	// no more than a pass over the groups.
+	orders *lazyOrders
+}
+
+type lazyOrders struct {
+	once            sync.Once
+	byLag, byStatus []int32
 }
 
 // listEntry is a group of the last sample (API.last[i]).
 type listEntry struct {
 	i      int
-	org    string
 	lower  string // the group's name lowercased, when that differs
 	lag    int64
 	status Status
 }
 
 // buildIndex indexes the last sample's groups, evaluated at now (under
-// a.mu).
+// a.mu). The coordinator reads them sorted by tenant, then group, which
+// is the list's order by name: only a source that does not needs a sort.
 func (a *API) buildIndex(now time.Time) listIndex {
-	var ix listIndex
+	ix := listIndex{orders: &lazyOrders{}}
 	ix.entries = make([]listEntry, len(a.last))
 	for i, s := range a.last {
-		e := listEntry{i: i, org: security.OrgName(s.Tenant)}
+		e := listEntry{i: i}
 		if l := strings.ToLower(s.Group); l != s.Group {
 			e.lower = l
 		}
@@ -70,21 +78,38 @@ func (a *API) buildIndex(now time.Time) listIndex {
 		e.status = a.statusAt(s.Tenant, s.Group, e.lag, now)
 		ix.entries[i] = e
 	}
-	slices.SortFunc(ix.entries, func(x, y listEntry) int {
-		return cmp.Or(cmp.Compare(x.org, y.org), cmp.Compare(a.last[x.i].Group, a.last[y.i].Group))
-	})
-	order := func(sort string) []int32 {
-		out := make([]int32, len(ix.entries))
-		for i := range out {
-			out[i] = int32(i)
-		}
-		slices.SortStableFunc(out, func(x, y int32) int {
-			return ix.key(sort, x, a.last).compare(ix.key(sort, y, a.last))
-		})
-		return out
+	byName := func(x, y listEntry) int {
+		return cmp.Or(cmp.Compare(a.last[x.i].Tenant, a.last[y.i].Tenant), cmp.Compare(a.last[x.i].Group, a.last[y.i].Group))
 	}
-	ix.byLag, ix.byStatus = order(sortLag), order(sortStatus)
+	if !slices.IsSortedFunc(ix.entries, byName) {
+		slices.SortFunc(ix.entries, byName)
+	}
 	return ix
+}
+
+// order is the entries' positions in order sort.
+func (ix listIndex) order(sort string, last []groups.Summary) func(i int) int32 {
+	if sort == sortName {
+		return func(i int) int32 { return int32(i) }
+	}
+	o := ix.orders
+	o.once.Do(func() {
+		by := func(sort string) []int32 {
+			out := make([]int32, len(ix.entries))
+			for i := range out {
+				out[i] = int32(i)
+			}
+			slices.SortStableFunc(out, func(x, y int32) int {
+				return ix.key(sort, x, last).compare(ix.key(sort, y, last))
+			})
+			return out
+		}
+		o.byLag, o.byStatus = by(sortLag), by(sortStatus)
+	})
+	if sort == sortLag {
+		return func(i int) int32 { return o.byLag[i] }
+	}
+	return func(i int) int32 { return o.byStatus[i] }
 }
 
 // totalLag is a group's lag: over its committed offsets, and a share
@@ -118,21 +143,22 @@ func (a *API) statusAt(tenant, group string, lag int64, now time.Time) Status {
 }
 
 // listKey is a group's place in an order: rank first (0 by name; the
-// lag, negated, by lag; the status's, negated, by status), then
-// organisation and group. Cursors carry the key of a page's last group.
+// lag, negated, by lag; the status's, negated, by status), then tenant
+// (the default organisation's, "", first) and group. Cursors carry the
+// key of a page's last group.
 type listKey struct {
-	Rank  int64  `json:"r"`
-	Org   string `json:"o"`
-	Group string `json:"g"`
+	Rank   int64  `json:"r"`
+	Tenant string `json:"t"`
+	Group  string `json:"g"`
 }
 
 func (k listKey) compare(o listKey) int {
-	return cmp.Or(cmp.Compare(k.Rank, o.Rank), cmp.Compare(k.Org, o.Org), cmp.Compare(k.Group, o.Group))
+	return cmp.Or(cmp.Compare(k.Rank, o.Rank), cmp.Compare(k.Tenant, o.Tenant), cmp.Compare(k.Group, o.Group))
 }
 
 // keyOf is the key of a group with this lag and status in order sort.
-func keyOf(sort, org, group string, lag int64, st Status) listKey {
-	k := listKey{Org: org, Group: group}
+func keyOf(sort, tenant, group string, lag int64, st Status) listKey {
+	k := listKey{Tenant: tenant, Group: group}
 	switch sort {
 	case sortLag:
 		k.Rank = -lag
@@ -156,7 +182,7 @@ func statusSortRank(s Status) int {
 
 func (ix listIndex) key(sort string, pos int32, last []groups.Summary) listKey {
 	e := ix.entries[pos]
-	return keyOf(sort, e.org, last[e.i].Group, e.lag, e.status)
+	return keyOf(sort, last[e.i].Tenant, last[e.i].Group, e.lag, e.status)
 }
 
 // listQuery is a list request's parameters.
@@ -303,15 +329,10 @@ func (a *API) page(q listQuery, sc scope) listPage {
 	if ends == nil {
 		ends = endOffsets(a.cfg.Source.Topics())
 	}
-	var order func(i int) int32
-	switch q.sort {
-	case sortLag:
-		order = func(i int) int32 { return ix.byLag[i] }
-	case sortStatus:
-		order = func(i int) int32 { return ix.byStatus[i] }
-	default:
-		order = func(i int) int32 { return int32(i) }
+	if ix.orders == nil { // before the first sample
+		ix.orders = &lazyOrders{}
 	}
+	order := ix.order(q.sort, sums)
 	start := 0
 	if q.after != nil {
 		start = searchAfter(len(ix.entries), func(i int) bool {
@@ -407,7 +428,7 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 	resp["groups"], resp["total"], resp["totals"] = p.groups, p.total, p.totals
 	if p.more && len(p.groups) > 0 {
 		g := p.groups[len(p.groups)-1]
-		resp["next_cursor"] = encodeCursor(keyOf(q.sort, g.Org, g.Group, g.TotalLag, g.Status))
+		resp["next_cursor"] = encodeCursor(keyOf(q.sort, g.Tenant, g.Group, g.TotalLag, g.Status))
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

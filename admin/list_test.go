@@ -79,12 +79,13 @@ func TestListPages(t *testing.T) {
 	if all.Total != 90 || len(all.Groups) != 90 || all.NextCursor != "" {
 		t.Fatalf("the whole list: total %d, %d groups, cursor %q", all.Total, len(all.Groups), all.NextCursor)
 	}
-	var names []string
+	var names, keys []string
 	for _, g := range all.Groups {
 		names = append(names, g.Org+"/"+g.Group)
+		keys = append(keys, g.Tenant+"\x00"+g.Group)
 	}
-	if !slices.IsSorted(names) {
-		t.Errorf("not by organisation then name: %v", names)
+	if !slices.IsSorted(keys) {
+		t.Errorf("not by tenant then name: %v", names)
 	}
 	for _, limit := range []int{1, 7, 30, 89} {
 		if got := pageAll(t, h, "", limit); !slices.Equal(got, names) {

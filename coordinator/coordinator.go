@@ -479,16 +479,29 @@ func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
 			delete(c.inspected, id)
 		}
 	}
-	var out []groups.Summary
+	// Each shard's are sorted: merged in pairs, n log(shards), not a
+	// sort of every group at every sample.
+	var lists [][]groups.Summary
 	for _, id := range held {
-		if sh := c.inspected[id]; sh != nil {
-			out = append(out, sh.sums...)
+		if sh := c.inspected[id]; sh != nil && len(sh.sums) > 0 {
+			lists = append(lists, sh.sums)
 		}
 	}
-	slices.SortFunc(out, func(a, b groups.Summary) int {
-		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
-	})
-	return out, nil
+	for len(lists) > 1 {
+		next := lists[:0:0]
+		for i := 0; i < len(lists); i += 2 {
+			if i+1 == len(lists) {
+				next = append(next, lists[i])
+			} else {
+				next = append(next, mergeSummaries(lists[i], lists[i+1]))
+			}
+		}
+		lists = next
+	}
+	if len(lists) == 0 {
+		return nil, nil
+	}
+	return slices.Clip(lists[0]), nil // may be the cache's: appending must copy
 }
 
 // mergeSummaries is old (sorted by tenant, then group) with each of
