@@ -217,10 +217,10 @@ func (b *Book) apply(g Group, topic string, p int32, o record.Offset) {
 		return
 	}
 	// Grow by a quarter, not by append's doubling: a quiet group's
-	// offsets stay as they are for days, and doubling would leave a
-	// group of a hundred partitions a fifth empty on average. (By an
-	// eighth saves little more, as the allocator rounds sizes up, and
-	// made loading such a group twice as slow as the maps did.)
+	// offsets stay as they are for days, and doubling would give a
+	// group of a hundred partitions room for 128. (By an eighth saved
+	// little more, as the allocator rounds sizes up, and made loading
+	// such a group more than twice as slow as the maps did.)
 	es := slices.Grow([]entry(nil), len(t.parts)+max(1, len(t.parts)/4))
 	es = append(es, t.parts[:j]...)
 	es = append(es, entry{o, p})
