@@ -18,7 +18,6 @@ package offsets
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -42,16 +41,128 @@ type TP struct {
 type Book struct {
 	shard uint16
 	rec   *machine.Recorder
-	// committed is each group's committed offsets by topic and
-	// partition; a group with none has no entry.
-	committed map[Group]map[string]map[int32]*record.Offset
+	// committed is each group's committed offsets, by topic (sorted by
+	// name); a group with none has no entry. It is kept compact, not as
+	// maps of maps, because a node holds the offsets of up to a million
+	// mostly quiet groups (issue 34): an offset costs its entry and no
+	// allocation of its own.
+	committed map[Group]*groupOffsets
+	// names interns the topic and tenant names that committed holds, so
+	// that the groups committing to one topic share one copy of its name.
+	names map[string]interned
 	// pending is each group's transactional offsets by producer.
 	pending map[Group]map[int64]map[TP]record.Offset
 }
 
+// groupOffsets is a group's committed offsets, by topic sorted by name.
+// (A pointer in the map, not the slice itself, so that adding a topic
+// does not write the map, whose key a request's Group may alias.)
+type groupOffsets struct {
+	topics []topicOffsets
+}
+
+// topicOffsets is a group's committed offsets of one topic, sorted by
+// partition; a topic with none is not kept.
+type topicOffsets struct {
+	name  string // interned
+	parts []entry
+}
+
+// entry is a partition's committed offset, held inline: 64 bytes.
+type entry struct {
+	o record.Offset
+	p int32
+}
+
+// interned is a name's one copy, and how many uses of it committed holds.
+type interned struct {
+	s    string
+	refs int
+}
+
 // New returns the empty offsets of shard, whose records go through rec.
 func New(shard uint16, rec *machine.Recorder) *Book {
-	return &Book{shard: shard, rec: rec, committed: map[Group]map[string]map[int32]*record.Offset{}}
+	return &Book{shard: shard, rec: rec, committed: map[Group]*groupOffsets{}, names: map[string]interned{}}
+}
+
+// intern returns the Book's copy of s (cloned if it has none: s may alias
+// a request's frame) and counts a use of it.
+func (b *Book) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	n, ok := b.names[s]
+	if !ok {
+		n.s = strings.Clone(s)
+	}
+	n.refs++
+	b.names[n.s] = n
+	return n.s
+}
+
+// release drops a use of an interned name; the last forgets it, so that
+// deleted topics' names do not pile up.
+func (b *Book) release(s string) {
+	if s == "" {
+		return
+	}
+	n := b.names[s]
+	if n.refs--; n.refs <= 0 {
+		delete(b.names, s)
+	} else {
+		b.names[s] = n
+	}
+}
+
+// find returns the index of topic in ts, or where it would go.
+func find(ts []topicOffsets, topic string) (int, bool) {
+	// A group commits to a topic or a few: a scan beats a search.
+	if len(ts) <= 8 {
+		for i := range ts {
+			if n := ts[i].name; n >= topic {
+				return i, n == topic
+			}
+		}
+		return len(ts), false
+	}
+	return slices.BinarySearchFunc(ts, topic, func(t topicOffsets, name string) int { return strings.Compare(t.name, name) })
+}
+
+// findPart returns the index of partition p in es, or where it would go.
+// (Written out: slices.BinarySearchFunc's comparison does not inline, and
+// this is the commit hot path.)
+func findPart(es []entry, p int32) (int, bool) {
+	lo, hi := 0, len(es)
+	// Commits mostly name partitions in order: try past the last first.
+	if hi == 0 || es[hi-1].p < p {
+		return hi, false
+	}
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if es[m].p < p {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, es[lo].p == p
+}
+
+// lookup returns g's committed offset of topic's partition p, or nil.
+func (b *Book) lookup(g Group, topic string, p int32) *record.Offset {
+	gs := b.committed[g]
+	if gs == nil {
+		return nil
+	}
+	i, ok := find(gs.topics, topic)
+	if !ok {
+		return nil
+	}
+	j, ok := findPart(gs.topics[i].parts, p)
+	if !ok {
+		return nil
+	}
+	return &gs.topics[i].parts[j].o
 }
 
 func (b *Book) groupKey(g Group) record.GroupKey {
@@ -70,17 +181,7 @@ func (b *Book) pendingKey(g Group, pid int64, tp TP) []byte {
 func (b *Book) ReplayOffset(k record.OffsetKey, v []byte) error {
 	g := Group{k.Tenant, k.Group}
 	if v == nil {
-		if ts := b.committed[g]; ts != nil {
-			if ps := ts[k.Topic]; ps != nil {
-				delete(ps, k.Partition)
-				if len(ps) == 0 {
-					delete(ts, k.Topic)
-				}
-			}
-			if len(ts) == 0 {
-				delete(b.committed, g)
-			}
-		}
+		b.remove(g, k.Topic, k.Partition)
 		return nil
 	}
 	o, err := record.DecodeOffset(v)
@@ -96,22 +197,66 @@ func (b *Book) ReplayOffset(k record.OffsetKey, v []byte) error {
 // be a request's, which alias its whole frame: those that start an entry
 // are copied.
 func (b *Book) apply(g Group, topic string, p int32, o record.Offset) {
-	ts := b.committed[g]
-	if ts == nil {
-		ts = map[string]map[int32]*record.Offset{}
-		b.committed[Group{strings.Clone(g.Tenant), strings.Clone(g.Name)}] = ts
+	gs := b.committed[g]
+	if gs == nil {
+		gs = &groupOffsets{}
+		b.committed[Group{b.intern(g.Tenant), strings.Clone(g.Name)}] = gs
 	}
-	ps := ts[topic]
-	if ps == nil {
-		ps = map[int32]*record.Offset{}
-		ts[strings.Clone(topic)] = ps
+	i, ok := find(gs.topics, topic)
+	if !ok {
+		gs.topics = slices.Insert(gs.topics, i, topicOffsets{name: b.intern(topic)})
 	}
-	if cur := ps[p]; cur != nil {
-		*cur = o
-	} else {
-		n := o // only a new partition's offset goes to the heap
-		ps[p] = &n
+	t := &gs.topics[i]
+	j, ok := findPart(t.parts, p)
+	if ok {
+		t.parts[j].o = o
+		return
 	}
+	if len(t.parts) < cap(t.parts) {
+		t.parts = slices.Insert(t.parts, j, entry{o, p})
+		return
+	}
+	// Grow by a quarter, not by append's doubling: a quiet group's
+	// offsets stay as they are for days, and doubling would give a
+	// group of a hundred partitions room for 128. (By an eighth saved
+	// little more, as the allocator rounds sizes up, and made loading
+	// such a group more than twice as slow as the maps did.)
+	es := slices.Grow([]entry(nil), len(t.parts)+max(1, len(t.parts)/4))
+	es = append(es, t.parts[:j]...)
+	es = append(es, entry{o, p})
+	t.parts = append(es, t.parts[j:]...)
+}
+
+// remove is the replay of a committed offset's tombstone: the entry goes,
+// and with its last entry its topic, and with its last topic the group.
+func (b *Book) remove(g Group, topic string, p int32) {
+	gs := b.committed[g]
+	if gs == nil {
+		return
+	}
+	i, ok := find(gs.topics, topic)
+	if !ok {
+		return
+	}
+	t := &gs.topics[i]
+	j, ok := findPart(t.parts, p)
+	if !ok {
+		return
+	}
+	t.parts = slices.Delete(t.parts, j, j+1) // clears the last, so its metadata is not kept
+	if n := len(t.parts); n > 0 {
+		if cap(t.parts) > 8 && n <= cap(t.parts)/4 {
+			t.parts = slices.Clone(t.parts) // expired offsets do not keep their room
+		}
+		return
+	}
+	b.release(t.name)
+	gs.topics = slices.Delete(gs.topics, i, i+1)
+	if len(gs.topics) > 0 {
+		return
+	}
+	b.release(g.Tenant)
+	delete(b.committed, g)
 }
 
 // Commit writes a committed offset and applies it (the one record rule,
@@ -124,46 +269,113 @@ func (b *Book) Commit(g Group, topic string, p int32, o record.Offset) {
 
 // Delete tombstones a committed offset, if there is one.
 func (b *Book) Delete(g Group, topic string, p int32) {
-	if b.committed[g][topic][p] != nil {
+	if b.lookup(g, topic, p) != nil {
 		b.rec.Emit(b.offsetKey(g, topic, p), nil)
 	}
 }
 
-// Get returns a committed offset, or nil. It must not be changed.
+// Get returns a committed offset, or nil. It must not be changed, nor
+// kept past the next change of the Book: it points into the group's
+// entries, which a commit or a tombstone moves.
 func (b *Book) Get(g Group, topic string, p int32) *record.Offset {
-	return b.committed[g][topic][p]
+	return b.lookup(g, topic, p)
 }
 
 // Has reports whether g has a committed offset.
-func (b *Book) Has(g Group) bool { return len(b.committed[g]) > 0 }
+func (b *Book) Has(g Group) bool { return b.committed[g] != nil }
 
 // Count counts g's committed offsets.
 func (b *Book) Count(g Group) int {
 	n := 0
-	for _, ps := range b.committed[g] {
-		n += len(ps)
+	if gs := b.committed[g]; gs != nil {
+		for _, t := range gs.topics {
+			n += len(t.parts)
+		}
 	}
 	return n
 }
 
 // Topics returns the topics g has committed offsets of, sorted.
-func (b *Book) Topics(g Group) []string { return slices.Sorted(maps.Keys(b.committed[g])) }
+func (b *Book) Topics(g Group) []string {
+	gs := b.committed[g]
+	if gs == nil {
+		return nil
+	}
+	out := make([]string, len(gs.topics))
+	for i, t := range gs.topics {
+		out[i] = t.name
+	}
+	return out
+}
 
 // Partitions returns the partitions of topic g has committed offsets of,
 // sorted.
 func (b *Book) Partitions(g Group, topic string) []int32 {
-	return slices.Sorted(maps.Keys(b.committed[g][topic]))
+	gs := b.committed[g]
+	if gs == nil {
+		return nil
+	}
+	i, ok := find(gs.topics, topic)
+	if !ok {
+		return nil
+	}
+	out := make([]int32, len(gs.topics[i].parts))
+	for j, e := range gs.topics[i].parts {
+		out[j] = e.p
+	}
+	return out
 }
 
 // Each calls fn for every committed offset of g, in topic and partition
-// order.
+// order. fn may tombstone offsets (its records replay at once): the walk
+// goes on from the offset after the one it was given, as it finds the
+// Book then. The offset fn is given is a copy, valid during the call,
+// which a tombstone of it does not change.
 func (b *Book) Each(g Group, fn func(topic string, p int32, o *record.Offset)) {
-	ts := b.committed[g]
-	for _, t := range slices.Sorted(maps.Keys(ts)) {
-		for _, p := range slices.Sorted(maps.Keys(ts[t])) {
-			fn(t, p, ts[t][p])
+	var cur *record.Offset // one copy for the walk, not one per offset
+	i, j := 0, 0
+	for {
+		gs := b.committed[g]
+		if gs == nil || i >= len(gs.topics) {
+			return
+		}
+		t := &gs.topics[i]
+		if j >= len(t.parts) {
+			i, j = i+1, 0
+			continue
+		}
+		if cur == nil {
+			cur = new(record.Offset)
+		}
+		name, p := t.name, t.parts[j].p
+		*cur = t.parts[j].o
+		fn(name, p, cur)
+		i, j = b.after(g, i, j, name, p)
+	}
+}
+
+// after returns where Each goes on after g's offset of topic's partition p,
+// which was at i, j before fn ran.
+func (b *Book) after(g Group, i, j int, topic string, p int32) (int, int) {
+	gs := b.committed[g]
+	if gs == nil {
+		return 0, 0
+	}
+	if i < len(gs.topics) && gs.topics[i].name == topic {
+		if es := gs.topics[i].parts; j < len(es) && es[j].p == p {
+			return i, j + 1 // unchanged: the common case
 		}
 	}
+	i, ok := find(gs.topics, topic)
+	if !ok {
+		return i, 0 // the topic went: its successor is now at i
+	}
+	es := gs.topics[i].parts
+	j, ok = findPart(es, p)
+	if ok {
+		j++
+	}
+	return i, j
 }
 
 // DeleteGroup tombstones every committed offset of g (in topic, partition

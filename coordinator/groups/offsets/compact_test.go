@@ -1,0 +1,338 @@
+package offsets
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/cohort-dev/cohort/record"
+)
+
+// The committed offsets are kept in sorted slices, not maps (issue 34):
+// these tests hold the slices to what the maps did.
+
+// parts renders g's offsets of topic as partition=offset, in the order
+// Each gives them.
+func parts(b *Book, g Group) string {
+	var out []string
+	b.Each(g, func(t string, p int32, o *record.Offset) {
+		out = append(out, fmt.Sprintf("%s/%d=%d", t, p, o.Offset))
+	})
+	return strings.Join(out, " ")
+}
+
+func TestEntriesDeletedAndAddedAgain(t *testing.T) {
+	b := newBook(t)
+	g := Group{"", "g"}
+	for p := range int32(5) {
+		b.Commit(g, "a", p, record.Offset{Offset: int64(10 + p)})
+	}
+	b.Delete(g, "a", 2) // the middle
+	if got, want := parts(b.Book, g), "a/0=10 a/1=11 a/3=13 a/4=14"; got != want {
+		t.Fatalf("after deleting a/2: %s, want %s", got, want)
+	}
+	if b.Get(g, "a", 2) != nil || b.Get(g, "a", 3).Offset != 13 {
+		t.Fatalf("a/2 %v, a/3 %v", b.Get(g, "a", 2), b.Get(g, "a", 3))
+	}
+	b.Delete(g, "a", 4) // the last
+	b.Delete(g, "a", 0) // the first
+	b.Commit(g, "a", 2, record.Offset{Offset: 22})
+	b.Commit(g, "a", 0, record.Offset{Offset: 20})
+	if got, want := parts(b.Book, g), "a/0=20 a/1=11 a/2=22 a/3=13"; got != want {
+		t.Fatalf("added again: %s, want %s", got, want)
+	}
+	b.checkReplay(t, g)
+	for _, p := range b.Partitions(g, "a") {
+		b.Delete(g, "a", p)
+	}
+	if b.Has(g) || len(b.committed) != 0 || len(b.names) != 0 {
+		t.Fatalf("a group with no offsets left is kept: Has %v, %d groups, names %v", b.Has(g), len(b.committed), b.names)
+	}
+	b.Commit(g, "a", 7, record.Offset{Offset: 70})
+	if got := parts(b.Book, g); got != "a/7=70" {
+		t.Fatalf("group started again: %s", got)
+	}
+	b.checkReplay(t, g)
+}
+
+func TestTombstonesOfMissingOffsets(t *testing.T) {
+	b := newBook(t)
+	g := Group{"t", "g"}
+	b.Commit(g, "b", 1, record.Offset{Offset: 1})
+	for _, k := range []record.OffsetKey{
+		{GroupKey: record.GroupKey{Tenant: "t", Group: "other"}, Topic: "b", Partition: 1},
+		{GroupKey: record.GroupKey{Tenant: "", Group: "g"}, Topic: "b", Partition: 1},
+		{GroupKey: record.GroupKey{Tenant: "t", Group: "g"}, Topic: "a", Partition: 1},
+		{GroupKey: record.GroupKey{Tenant: "t", Group: "g"}, Topic: "c", Partition: 1},
+		{GroupKey: record.GroupKey{Tenant: "t", Group: "g"}, Topic: "b", Partition: 0},
+		{GroupKey: record.GroupKey{Tenant: "t", Group: "g"}, Topic: "b", Partition: 2},
+	} {
+		if err := b.ReplayOffset(k, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := parts(b.Book, g); got != "b/1=1" {
+		t.Fatalf("tombstones of missing offsets changed the group: %s", got)
+	}
+	if err := b.ReplayOffset(record.OffsetKey{GroupKey: record.GroupKey{Tenant: "t", Group: "g"}, Topic: "b", Partition: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.Has(g) || len(b.names) != 0 {
+		t.Fatalf("the last tombstone left the group (%v) or names %v", b.Has(g), b.names)
+	}
+}
+
+// TestNamesInterned: groups committing to one topic share one copy of its
+// name, which is not the request's (that would keep its frame alive, and
+// change with it), and is forgotten with its last offset.
+func TestNamesInterned(t *testing.T) {
+	b := newBook(t)
+	frame := []byte("orders tenant")
+	topic := unsafe.String(&frame[0], 6)
+	tenant := unsafe.String(&frame[7], 6)
+	const n = 100
+	for i := range n {
+		b.Commit(Group{tenant, fmt.Sprint("g", i)}, topic, 0, record.Offset{Offset: int64(i)})
+	}
+	copy(frame, "XXXXXXXXXXXXX") // the next request in the same buffer
+	seen := map[*byte]bool{}
+	tenants := map[*byte]bool{}
+	for g, gs := range b.committed {
+		if g.Tenant != "tenant" || len(gs.topics) != 1 || gs.topics[0].name != "orders" {
+			t.Fatalf("group %+v kept %q of tenant %q: a request's bytes", g, gs.topics[0].name, g.Tenant)
+		}
+		seen[unsafe.StringData(gs.topics[0].name)] = true
+		tenants[unsafe.StringData(g.Tenant)] = true
+	}
+	if len(seen) != 1 || len(tenants) != 1 {
+		t.Fatalf("%d groups hold %d copies of their topic's name and %d of their tenant's, want 1", n, len(seen), len(tenants))
+	}
+	if got := b.names["orders"].refs; got != n {
+		t.Fatalf("orders is counted %d times, want %d", got, n)
+	}
+	for i := range n {
+		b.DeleteGroup(Group{"tenant", fmt.Sprint("g", i)})
+	}
+	if len(b.names) != 0 || len(b.committed) != 0 {
+		t.Fatalf("names %v and %d groups left", b.names, len(b.committed))
+	}
+}
+
+// TestWalksWhileTombstoning: Expire, Reconcile and DeleteGroup tombstone
+// offsets from inside Each (the tombstones replay at once, moving the
+// entries); none may be skipped or visited twice, and the offset handed to
+// the callback is not changed by its own tombstone.
+func TestWalksWhileTombstoning(t *testing.T) {
+	b := newBook(t)
+	g := Group{"", "g"}
+	for _, topic := range []string{"d", "b", "c", "a"} {
+		for _, p := range []int32{5, 1, 4, 0, 3, 2} {
+			b.Commit(g, topic, p, record.Offset{Offset: int64(p), CommitTimestamp: int64(p % 2)})
+		}
+	}
+	// Odd partitions are old; topic c is kept; so b/1, b/3, b/5 ... go.
+	var visited []string
+	b.Expire(g, 10, 10, func(topic string) bool { return topic == "c" }, func(o *record.Offset) int64 {
+		visited = append(visited, fmt.Sprint(o.Offset))
+		return o.CommitTimestamp * 100
+	})
+	if got, want := strings.Join(visited, ""), "012345"+"012345"+"012345"; got != want {
+		t.Fatalf("Expire visited %s, want %s", got, want)
+	}
+	if got, want := parts(b.Book, g), "a/1=1 a/3=3 a/5=5 b/1=1 b/3=3 b/5=5 c/0=0 c/1=1 c/2=2 c/3=3 c/4=4 c/5=5 d/1=1 d/3=3 d/5=5"; got != want {
+		t.Fatalf("after Expire: %s\nwant %s", got, want)
+	}
+	b.checkReplay(t, g)
+
+	var after []string
+	b.Each(g, func(topic string, p int32, o *record.Offset) {
+		before := *o
+		b.Delete(g, topic, p)
+		if *o != before {
+			t.Fatalf("%s/%d: the offset changed under the callback to %+v", topic, p, *o)
+		}
+		after = append(after, fmt.Sprintf("%s/%d", topic, p))
+	})
+	if len(after) != 15 || b.Has(g) {
+		t.Fatalf("deleting each in turn visited %v; group left: %v", after, b.Has(g))
+	}
+	b.checkReplay(t, g)
+}
+
+// TestAgainstMaps runs random commits and tombstones against the maps the
+// Book used to keep, comparing after every step.
+func TestAgainstMaps(t *testing.T) {
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 0))
+	b := newBook(t)
+	type key struct {
+		g     Group
+		topic string
+		p     int32
+	}
+	model := map[key]int64{}
+	groups := []Group{{"", "g"}, {"", "h"}, {"x", "g"}}
+	topics := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}
+	for step := range 5000 {
+		k := key{groups[r.IntN(len(groups))], topics[r.IntN(len(topics))], int32(r.IntN(300))}
+		switch r.IntN(10) {
+		case 0, 1, 2:
+			b.Delete(k.g, k.topic, k.p)
+			delete(model, k)
+		case 3:
+			if r.IntN(50) == 0 {
+				b.DeleteGroup(k.g)
+				for mk := range model {
+					if mk.g == k.g {
+						delete(model, mk)
+					}
+				}
+			}
+		default:
+			b.Commit(k.g, k.topic, k.p, record.Offset{Offset: int64(step)})
+			model[k] = int64(step)
+		}
+		if step%100 != 0 {
+			continue
+		}
+		for _, g := range groups {
+			var want []string
+			keys := []key{}
+			for mk := range model {
+				if mk.g == g {
+					keys = append(keys, mk)
+				}
+			}
+			slices.SortFunc(keys, func(x, y key) int {
+				if c := strings.Compare(x.topic, y.topic); c != 0 {
+					return c
+				}
+				return int(x.p - y.p)
+			})
+			for _, mk := range keys {
+				want = append(want, fmt.Sprintf("%s/%d=%d", mk.topic, mk.p, model[mk]))
+			}
+			if got := parts(b.Book, g); got != strings.Join(want, " ") {
+				t.Fatalf("seed %d, step %d, group %v:\n got %s\nwant %s", seed, step, g, got, strings.Join(want, " "))
+			}
+			if b.Count(g) != len(keys) || b.Has(g) != (len(keys) > 0) {
+				t.Fatalf("seed %d, step %d: Count %d Has %v, want %d", seed, step, b.Count(g), b.Has(g), len(keys))
+			}
+		}
+	}
+	b.checkReplay(t, groups...)
+}
+
+// TestEntriesGrowByLittle: a group's offsets are not left with room for
+// twice as many (append's doubling), nor with the room of those expired.
+func TestEntriesGrowByLittle(t *testing.T) {
+	b := newBook(t)
+	g := Group{"", "g"}
+	for p := range int32(100) {
+		b.Commit(g, "a", p, record.Offset{Offset: 1})
+	}
+	es := b.committed[g].topics[0].parts
+	if cap(es) > 100+100/4 {
+		t.Fatalf("100 offsets have room for %d", cap(es))
+	}
+	for p := range int32(90) {
+		b.Delete(g, "a", p)
+	}
+	if es := b.committed[g].topics[0].parts; cap(es) > 4*len(es) {
+		t.Fatalf("10 offsets left have room for %d", cap(es))
+	}
+	b.checkReplay(t, g)
+}
+
+// TestOverwriteAllocatesNothing: a commit to a partition that has an
+// offset changes it in place (the hot path: quiet groups' consumers commit
+// the same partitions again and again).
+func TestOverwriteAllocatesNothing(t *testing.T) {
+	b := newBook(t)
+	g := Group{"", "g"}
+	for p := range int32(10) {
+		b.apply(g, "a", p, record.Offset{Offset: 1})
+	}
+	o := record.Offset{Offset: 2, CommitTimestamp: 7}
+	if n := testing.AllocsPerRun(100, func() { b.apply(g, "a", 7, o) }); n != 0 {
+		t.Fatalf("an overwrite allocates %v times", n)
+	}
+}
+
+func TestEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n != 64 {
+		t.Fatalf("an entry takes %d bytes, want 64", n)
+	}
+}
+
+// BenchmarkApply is the Book's part of the commit hot path: ten
+// partitions of one topic committed again and again by many groups.
+func BenchmarkApply(b *testing.B) {
+	book := New(0, nil)
+	groups := make([]Group, 1000)
+	for i := range groups {
+		groups[i] = Group{"", fmt.Sprint("commit-", i)}
+		for p := range int32(10) {
+			book.apply(groups[i], "commits", p, record.Offset{Offset: 1})
+		}
+	}
+	i := 0
+	for b.Loop() {
+		book.apply(groups[i%len(groups)], "commits", int32(i%10), record.Offset{Offset: int64(i)})
+		i++
+	}
+}
+
+// BenchmarkLoad is a group's 100 offsets replayed in order, as at load.
+func BenchmarkLoad(b *testing.B) {
+	book := New(0, nil)
+	i := 0
+	for b.Loop() {
+		g := Group{"", fmt.Sprint("g", i)}
+		for p := range int32(100) {
+			book.apply(g, "orders", p, record.Offset{Offset: 1})
+		}
+		i++
+		if i%1000 == 0 {
+			book = New(0, nil)
+		}
+	}
+}
+
+// BenchmarkBookMemory reports the heap the Book holds per committed
+// offset (groups' names included), for quiet groups of a few shapes.
+func BenchmarkBookMemory(b *testing.B) {
+	for _, shape := range []struct{ groups, topics, parts int }{{100_000, 1, 4}, {10_000, 1, 100}, {20_000, 3, 8}} {
+		b.Run(fmt.Sprintf("topics=%d/partitions=%d", shape.topics, shape.parts), func(b *testing.B) {
+			var perOffset float64
+			for b.Loop() {
+				before := heapInUse()
+				book := New(0, nil)
+				for i := range shape.groups {
+					// The names alias a reused buffer, as a request's do.
+					frame := []byte(fmt.Sprintf("quiet-group-%07d", i))
+					g := Group{"", unsafe.String(&frame[0], len(frame))}
+					for t := range shape.topics {
+						for p := range shape.parts {
+							book.apply(g, []string{"orders", "payments", "shipments"}[t], int32(p), record.Offset{Offset: int64(p), LeaderEpoch: -1, CommitTimestamp: 1})
+						}
+					}
+				}
+				perOffset = float64(heapInUse()-before) / float64(shape.groups*shape.topics*shape.parts)
+				runtime.KeepAlive(book)
+			}
+			b.ReportMetric(perOffset, "heap-B/offset")
+		})
+	}
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
