@@ -161,12 +161,15 @@ type API struct {
 	// index is the last sample's groups as the list filters, sorts and
 	// pages them (list.go).
 	index listIndex
+	// sampleTook is how long the last sample's reading of the groups
+	// took (from Inspect's answer to the index).
+	sampleTook time.Duration
 	// shares are the last sample's share groups' partitions, and
 	// progress when each one's position last moved (share.go).
 	shares   map[groupRef]map[TopicPartition]SharePartition
 	progress map[shareRef]shareProgress
 
-	statusDesc, clearDesc                         *prometheus.Desc
+	statusDesc, clearDesc, sampleDesc             *prometheus.Desc
 	groupsDesc, offsetsDesc, pendingDesc, genDesc *prometheus.Desc
 }
 
@@ -189,6 +192,7 @@ func NewAPI(cfg APIConfig) *API {
 		tracker:     NewLagTracker(cfg.Tracker),
 		progress:    map[shareRef]shareProgress{},
 		statusDesc:  prometheus.NewDesc("cohort_consumergroup_status", "A consumer group's Burrow-like lag status: 1 for its current status (OK, WARN, STALL, STOP, ERR; UNKNOWN until a full window of samples), by organisation.", []string{"org", "consumergroup", "status"}, nil),
+		sampleDesc:  prometheus.NewDesc("cohort_lag_sample_seconds", "How long the last lag sample took to read every group it had read into the lag tracker and the groups list (from the coordinator's answer; every --lag-sample-interval).", nil, nil),
 		clearDesc:   prometheus.NewDesc("cohort_consumergroup_time_to_clear_seconds", "Estimated time for a consumer group to consume its lag at the rates of the last window; absent when its lag is not shrinking.", []string{"org", "consumergroup"}, nil),
 		groupsDesc:  prometheus.NewDesc("cohort_groups", "Groups this node coordinates, by organisation, type and state (at the last lag sample).", []string{"org", "type", "state"}, nil),
 		offsetsDesc: prometheus.NewDesc("cohort_offsets", "Committed offsets this node holds, by organisation (at the last lag sample).", []string{"org"}, nil),
@@ -235,15 +239,24 @@ func (a *API) Sample(ctx context.Context) {
 		}
 	}
 	now := time.Now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	seen := map[shareRef]bool{}
 	// One group's reading at a time, into one map: the tracker keeps
 	// what it needs of it, and a reading of every group at once would
-	// be a map per group, garbage as large as the tracker itself.
+	// be a map per group, garbage as large as the tracker itself. The
+	// lock is taken a chunk of groups at a time, so that requests (the
+	// list, a group's detail, a scrape) wait for a chunk, not for a
+	// reading of a million groups; meanwhile they see the last reading,
+	// some groups' lag one sample newer.
 	parts := map[PartitionRef]LagSample{}
+	entries := make([]listEntry, len(sums))
+	const chunk = 4096
+	a.mu.Lock()
 	a.tracker.begin()
-	for _, s := range sums {
+	for i, s := range sums {
+		if i > 0 && i%chunk == 0 {
+			a.mu.Unlock()
+			a.mu.Lock()
+		}
 		clear(parts)
 		gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: parts}
 		a.shareSamples(s, shares[groupRef{s.Tenant, s.Group}], ends, now, gs, seen)
@@ -257,6 +270,7 @@ func (a *API) Sample(ctx context.Context) {
 		}
 		gs.Unsampled = unsampled(s, shares[groupRef{s.Tenant, s.Group}], gs.Partitions)
 		a.tracker.observe(now, gs)
+		entries[i] = a.listEntry(i, s, shares[groupRef{s.Tenant, s.Group}], ends, now)
 	}
 	for ref := range a.progress {
 		if !seen[ref] {
@@ -265,7 +279,9 @@ func (a *API) Sample(ctx context.Context) {
 	}
 	a.tracker.end()
 	a.last, a.lastAt, a.shares, a.ends = sums, now, shares, ends
-	a.index = a.buildIndex(now)
+	a.index = newListIndex(entries, sums)
+	a.sampleTook = time.Since(now)
+	a.mu.Unlock()
 }
 
 // unsampled counts the partitions of group s (those it has offsets of,
@@ -825,7 +841,7 @@ func RRL(tenant, group string) string {
 
 // Describe implements prometheus.Collector: the lag status metrics.
 func (a *API) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{a.statusDesc, a.clearDesc, a.groupsDesc, a.offsetsDesc, a.pendingDesc, a.genDesc} {
+	for _, d := range []*prometheus.Desc{a.statusDesc, a.clearDesc, a.sampleDesc, a.groupsDesc, a.offsetsDesc, a.pendingDesc, a.genDesc} {
 		ch <- d
 	}
 }
@@ -843,6 +859,7 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 	if now.IsZero() {
 		now = time.Now()
 	}
+	ch <- prometheus.MustNewConstMetric(a.sampleDesc, prometheus.GaugeValue, a.sampleTook.Seconds())
 	type typeState struct{ org, typ, state string }
 	counts := map[typeState]int{}
 	offsets, pending := map[string]int{}, map[string]int{}

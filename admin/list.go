@@ -63,28 +63,29 @@ type listEntry struct {
 	status Status
 }
 
-// buildIndex indexes the last sample's groups, evaluated at now (under
-// a.mu). The coordinator reads them sorted by tenant, then group, which
-// is the list's order by name: only a source that does not needs a sort.
-func (a *API) buildIndex(now time.Time) listIndex {
-	ix := listIndex{orders: &lazyOrders{}}
-	ix.entries = make([]listEntry, len(a.last))
-	for i, s := range a.last {
-		e := listEntry{i: i}
-		if l := strings.ToLower(s.Group); l != s.Group {
-			e.lower = l
-		}
-		e.lag = totalLag(s.Tenant, s.Offsets, a.shares[groupRef{s.Tenant, s.Group}], a.ends)
-		e.status = a.statusAt(s.Tenant, s.Group, e.lag, now)
-		ix.entries[i] = e
+// listEntry is group s (last[i]) as the list finds it, evaluated at now
+// (under a.mu, once the tracker has observed it).
+func (a *API) listEntry(i int, s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) listEntry {
+	e := listEntry{i: i}
+	if l := strings.ToLower(s.Group); l != s.Group {
+		e.lower = l
 	}
+	e.lag = totalLag(s.Tenant, s.Offsets, shares, ends)
+	e.status = a.statusAt(s.Tenant, s.Group, e.lag, now)
+	return e
+}
+
+// newListIndex indexes a sample's groups. The coordinator reads them
+// sorted by tenant, then group, which is the list's order by name: only
+// a source that does not needs a sort.
+func newListIndex(entries []listEntry, last []groups.Summary) listIndex {
 	byName := func(x, y listEntry) int {
-		return cmp.Or(cmp.Compare(a.last[x.i].Tenant, a.last[y.i].Tenant), cmp.Compare(a.last[x.i].Group, a.last[y.i].Group))
+		return cmp.Or(cmp.Compare(last[x.i].Tenant, last[y.i].Tenant), cmp.Compare(last[x.i].Group, last[y.i].Group))
 	}
-	if !slices.IsSortedFunc(ix.entries, byName) {
-		slices.SortFunc(ix.entries, byName)
+	if !slices.IsSortedFunc(entries, byName) {
+		slices.SortFunc(entries, byName)
 	}
-	return ix
+	return listIndex{entries: entries, orders: &lazyOrders{}}
 }
 
 // order is the entries' positions in order sort.

@@ -125,6 +125,7 @@ func BenchmarkQuietGroups(b *testing.B) {
 		b.ReportMetric(time.Since(start).Seconds(), "api-first-s")
 		b.ReportMetric(float64(size)/float64(n), "api-B/group")
 		b.ReportMetric(float64(rssOf(b, p.Pid()))/float64(n), "rss-api-B/group")
+		b.ReportMetric(metricValue(b, p.HTTPAddr, "cohort_lag_sample_seconds"), "sample-s")
 		p.Stop(time.Minute)
 	}
 }
@@ -228,6 +229,29 @@ func waitSampled(b *testing.B, httpAddr string, n int) {
 		}
 		return false
 	})
+}
+
+// metricValue is the value of the unlabelled series name in the node's
+// /metrics.
+func metricValue(b *testing.B, httpAddr, name string) float64 {
+	b.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return f
+		}
+	}
+	b.Fatalf("no %s in /metrics", name)
+	return 0
 }
 
 // httpSize GETs url and returns the size of its body.
