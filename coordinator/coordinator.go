@@ -38,18 +38,19 @@ type Coordinator struct {
 	// counts is every shard's count of each tenant's groups
 	// (groupcount.go).
 	counts *groupCounts
-	// inspected is what Inspect last read of each shard, to which each
-	// shard adds only what changed since (groups.InspectDelta).
+	// Inspect's last reading, to which each shard adds only what changed
+	// since (groups.InspectDelta): every group by tenant then group,
+	// each shard's token and how many groups it had.
 	inspectMu sync.Mutex
-	inspected map[uint16]*inspectedShard
+	reading   []groups.Summary
+	inspected map[uint16]inspectedShard
 	tokens    uint64
 }
 
-// inspectedShard is what Inspect last read of a shard: its token and its
-// groups, by tenant then group.
+// inspectedShard is what Inspect last read of a shard.
 type inspectedShard struct {
 	token uint64
-	sums  []groups.Summary
+	count int
 }
 
 // Options are the runtime parts of a coordinator.
@@ -404,117 +405,153 @@ func (c *Coordinator) ReconcileTopics(live map[string]map[string][16]byte) {
 // a shard still loading are left out). It is for the admin API and the lag
 // tracker: it carries what no Kafka response does (the cgp_ id, commit
 // times). Each shard hands over only the groups that changed since the
-// last call (groups.InspectDelta): a sampler reading a million quiet
-// groups every few seconds copies none of them. The slices returned are
-// shared with the next call's answer and must not be changed.
+// last call (groups.InspectDelta), which are merged into the last
+// reading: a sampler reading a million quiet groups every few seconds
+// copies none of them when none changed, and each summary once (into the
+// new reading) when some did. The reading returned is shared with the
+// next call's and must not be changed.
 func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
 	c.inspectMu.Lock()
 	defer c.inspectMu.Unlock()
 	if c.inspected == nil {
-		c.inspected = map[uint16]*inspectedShard{}
+		c.inspected = map[uint16]inspectedShard{}
 	}
 	held := c.set.Held()
-	type wait struct {
+	type answer struct {
 		shard uint16
 		token uint64
-		ch    <-chan Reply
+		d     groups.InspectDelta
 	}
-	ask := func(ids []uint16, full bool) []wait {
+	ask := func(ids []uint16, full bool) ([]answer, error) {
+		type wait struct {
+			shard uint16
+			token uint64
+			ch    <-chan Reply
+		}
 		var waits []wait
 		for _, id := range ids {
 			c.tokens++
 			cmd := groups.InspectCmd{Token: c.tokens}
-			if prev := c.inspected[id]; prev != nil && !full {
+			if prev, ok := c.inspected[id]; ok && !full {
 				cmd.Since = prev.token
 			}
 			if ch, code := c.set.Submit(ctx, id, Request{Cmd: cmd}); code == 0 {
 				waits = append(waits, wait{id, cmd.Token, ch})
-			} else {
-				delete(c.inspected, id)
 			}
 		}
-		return waits
-	}
-	var again []uint16
-	apply := func(waits []wait) error {
+		var out []answer
 		for _, w := range waits {
 			select {
 			case r := <-w.ch:
-				d, ok := r.Out.(groups.InspectDelta)
-				if !ok {
-					delete(c.inspected, w.shard)
-					continue
+				if d, ok := r.Out.(groups.InspectDelta); ok {
+					out = append(out, answer{w.shard, w.token, d})
 				}
-				prev := c.inspected[w.shard]
-				if d.Full || prev == nil {
-					c.inspected[w.shard] = &inspectedShard{token: w.token, sums: d.Changed}
-					continue
-				}
-				sums := mergeSummaries(prev.sums, d.Changed)
-				if len(sums) != d.Count {
-					again = append(again, w.shard) // a group went
-				}
-				c.inspected[w.shard] = &inspectedShard{token: w.token, sums: sums}
 			case <-ctx.Done():
 				// A shard whose answer was not read has moved on from
-				// our token: it answers the next call in full.
-				return ctx.Err()
+				// its token: it answers the next call in full.
+				return nil, ctx.Err()
 			}
 		}
-		return nil
+		return out, nil
 	}
-	if err := apply(ask(held, false)); err != nil {
+	answers, err := ask(held, false)
+	if err != nil {
 		return nil, err
 	}
-	if len(again) > 0 {
-		ids := again
-		again = nil
-		if err := apply(ask(ids, true)); err != nil {
-			return nil, err
-		}
-	}
-	// Shards no longer held are forgotten.
+	// A shard that answered in full replaces its groups; one no longer
+	// held, or one that did not answer, loses them until it answers.
+	drop := map[uint16]bool{}
 	for id := range c.inspected {
-		if !slices.Contains(held, id) {
-			delete(c.inspected, id)
-		}
+		drop[id] = true
 	}
-	// Each shard's are sorted: merged in pairs, n log(shards), not a
-	// sort of every group at every sample.
-	var lists [][]groups.Summary
-	for _, id := range held {
-		if sh := c.inspected[id]; sh != nil && len(sh.sums) > 0 {
-			lists = append(lists, sh.sums)
-		}
-	}
-	for len(lists) > 1 {
-		next := lists[:0:0]
-		for i := 0; i < len(lists); i += 2 {
-			if i+1 == len(lists) {
-				next = append(next, lists[i])
+	var changed []groups.Summary
+	apply := func(answers []answer) {
+		for _, a := range answers {
+			prev, known := c.inspected[a.shard]
+			if a.d.Full || !known {
+				drop[a.shard] = true
+				prev.count = 0
 			} else {
-				next = append(next, mergeSummaries(lists[i], lists[i+1]))
+				delete(drop, a.shard)
+			}
+			c.inspected[a.shard] = inspectedShard{token: a.token, count: prev.count}
+			changed = append(changed, a.d.Changed...)
+		}
+	}
+	apply(answers)
+	reading := c.reading
+	if len(drop) > 0 {
+		reading = slices.DeleteFunc(slices.Clone(reading), func(s groups.Summary) bool {
+			return drop[uint16(c.ShardFor(s.Tenant, s.Group))]
+		})
+		answered := map[uint16]bool{}
+		for _, a := range answers {
+			answered[a.shard] = true
+		}
+		for id := range drop {
+			if !answered[id] {
+				// Not held, or not answering: read in full when it does.
+				delete(c.inspected, id)
 			}
 		}
-		lists = next
 	}
-	if len(lists) == 0 {
-		return nil, nil
+	slices.SortFunc(changed, compareSummaries)
+	reading, added := mergeSummaries(reading, changed)
+	// Count each shard's groups: one that lost a group since (a
+	// deletion, which a delta does not name) is read again in full.
+	counts := map[uint16]int{}
+	for _, a := range answers {
+		counts[a.shard] = c.inspected[a.shard].count
 	}
-	return slices.Clip(lists[0]), nil // may be the cache's: appending must copy
+	for _, s := range added {
+		counts[uint16(c.ShardFor(s.Tenant, s.Group))]++
+	}
+	var again []uint16
+	for _, a := range answers {
+		sh := c.inspected[a.shard]
+		sh.count = counts[a.shard]
+		c.inspected[a.shard] = sh
+		if sh.count != a.d.Count {
+			again = append(again, a.shard)
+		}
+	}
+	if len(again) > 0 {
+		answers, err := ask(again, true)
+		if err != nil {
+			return nil, err
+		}
+		redo := map[uint16]bool{}
+		for _, a := range answers {
+			redo[a.shard] = true
+			c.inspected[a.shard] = inspectedShard{token: a.token, count: len(a.d.Changed)}
+		}
+		reading = slices.DeleteFunc(slices.Clone(reading), func(s groups.Summary) bool {
+			return redo[uint16(c.ShardFor(s.Tenant, s.Group))]
+		})
+		changed = changed[:0]
+		for _, a := range answers {
+			changed = append(changed, a.d.Changed...)
+		}
+		slices.SortFunc(changed, compareSummaries)
+		reading, _ = mergeSummaries(reading, changed)
+	}
+	c.reading = reading
+	return slices.Clip(reading), nil
+}
+
+func compareSummaries(a, b groups.Summary) int {
+	return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
 }
 
 // mergeSummaries is old (sorted by tenant, then group) with each of
 // changed (sorted likewise) in its place, replacing the group's old
-// summary or added.
-func mergeSummaries(old, changed []groups.Summary) []groups.Summary {
+// summary or added (added lists those). Old is not changed: with changes
+// the result is a new slice, without them old itself.
+func mergeSummaries(old, changed []groups.Summary) (out, added []groups.Summary) {
 	if len(changed) == 0 {
-		return old
+		return old, nil
 	}
-	cmpSum := func(a, b groups.Summary) int {
-		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
-	}
-	out := make([]groups.Summary, 0, len(old)+len(changed))
+	out = make([]groups.Summary, 0, len(old)+len(changed))
 	i, j := 0, 0
 	for i < len(old) || j < len(changed) {
 		switch {
@@ -523,14 +560,16 @@ func mergeSummaries(old, changed []groups.Summary) []groups.Summary {
 			i++
 		case i == len(old):
 			out = append(out, changed[j])
+			added = append(added, changed[j])
 			j++
 		default:
-			switch c := cmpSum(old[i], changed[j]); {
+			switch c := compareSummaries(old[i], changed[j]); {
 			case c < 0:
 				out = append(out, old[i])
 				i++
 			case c > 0:
 				out = append(out, changed[j])
+				added = append(added, changed[j])
 				j++
 			default:
 				out = append(out, changed[j])
@@ -539,7 +578,7 @@ func mergeSummaries(old, changed []groups.Summary) []groups.Summary {
 			}
 		}
 	}
-	return out
+	return out, added
 }
 
 // InspectGroup returns the summary of one tenant's group, from its shard

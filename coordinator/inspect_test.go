@@ -81,4 +81,27 @@ func TestInspectChanges(t *testing.T) {
 			t.Errorf("%s: read afresh though unchanged", third[i].Group)
 		}
 	}
+	// A shard let go: its groups leave the reading; loaded again, they
+	// come back, read in full.
+	shard := c.ShardFor("", "g03")
+	c.Unload(shard)
+	got, err := c.Inspect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range got {
+		if c.ShardFor(s.Tenant, s.Group) == shard {
+			t.Errorf("%s listed while its shard %d is not held", s.Group, shard)
+		}
+	}
+	if len(got) == 0 || len(got) >= 20 {
+		t.Errorf("%d groups with one of 4 shards let go", len(got))
+	}
+	if err := c.Load(shard); err != nil {
+		t.Fatal(err)
+	}
+	commit("g01", 9) // and a change elsewhere meanwhile
+	if got := check("the shard loaded again"); len(got) != 20 {
+		t.Errorf("%d groups once the shard is back", len(got))
+	}
 }
