@@ -200,12 +200,21 @@ func addSample(runs []lagRun, at int64, committed, commitAt, end int64, limit in
 
 // expand returns the last n samples of runs (all if fewer), oldest first.
 func expand(runs []lagRun, n int) []LagSample {
+	return expandInto(nil, runs, n)
+}
+
+// expandInto is expand appending to out (which, with room enough, a
+// caller can keep on its stack: the sampler evaluates every group at
+// every reading).
+func expandInto(out []LagSample, runs []lagRun, n int) []LagSample {
 	total := 0
 	for _, r := range runs {
 		total += int(r.n)
 	}
 	skip := max(0, total-n)
-	out := make([]LagSample, 0, min(total, n))
+	if out == nil {
+		out = make([]LagSample, 0, min(total, n))
+	}
 	for _, r := range runs {
 		for k := range r.n {
 			if skip > 0 {
@@ -374,8 +383,13 @@ func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, b
 	for range g.unsampled {
 		statuses = append(statuses, StatusUnknown)
 	}
+	var buf [16]LagSample
 	for _, h := range g.parts {
-		statuses = append(statuses, evaluate(expand(h.runs, t.cfg.Window), now, t.cfg.Window))
+		w := buf[:0]
+		if t.cfg.Window > len(buf) {
+			w = nil
+		}
+		statuses = append(statuses, evaluate(expandInto(w, h.runs, t.cfg.Window), now, t.cfg.Window))
 	}
 	return groupStatus(statuses), true
 }

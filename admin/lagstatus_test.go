@@ -267,3 +267,22 @@ func TestLagTrackerQuietCostsOneRun(t *testing.T) {
 		t.Errorf("status %q, %d trend points; want STOP and 60", l.Status, len(l.Trend))
 	}
 }
+
+// TestGroupStatusAllocates: the sampler evaluates every group at every
+// reading; a quiet group's status costs no more than its list of
+// statuses.
+func TestGroupStatusAllocates(t *testing.T) {
+	tr := NewLagTracker(LagTrackerConfig{})
+	base := time.Unix(1_700_000_000, 0)
+	parts := map[PartitionRef]LagSample{}
+	for p := range int32(4) {
+		parts[PartitionRef{Topic: "t", Partition: p}] = LagSample{Committed: 5, CommitAt: base, End: 9}
+	}
+	for i := range 20 {
+		tr.Observe(base.Add(time.Duration(i)*5*time.Second), []GroupSample{{Group: "g", Partitions: parts}})
+	}
+	now := base.Add(100 * time.Second)
+	if n := testing.AllocsPerRun(100, func() { tr.GroupStatus("", "g", now) }); n > 1 {
+		t.Errorf("GroupStatus allocates %v times, want at most 1 (its statuses)", n)
+	}
+}
