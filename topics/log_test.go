@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
@@ -555,14 +556,22 @@ func TestAlterConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := tp.Partitions[0]
-	mustAppend(t, p, plainBatch(t, 4, "a"))
+	// Records of now: the config change starts a retention pass, which
+	// would delete a closed segment of plainBatch's records (stamped in
+	// 1970, past retention.ms) while the test counts segments.
+	batch := func(tag string) []byte {
+		o := noProducer()
+		o.records = simpleRecords(4, tag, time.Now().UnixMilli())
+		return makeBatch(t, o)
+	}
+	mustAppend(t, p, batch("a"))
 	if err := e.log.AlterConfigs("t", map[string]string{"segment.bytes": "100"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.log.Topic("t"); got.Partitions[0] != p || got.Configs["segment.bytes"] != "100" {
 		t.Fatalf("after the change: partition kept %v, configs %v", got.Partitions[0] == p, got.Configs)
 	}
-	mustAppend(t, p, plainBatch(t, 4, "b"))
+	mustAppend(t, p, batch("b"))
 	p.mu.Lock()
 	segs := len(p.segs)
 	p.mu.Unlock()
