@@ -157,7 +157,11 @@ func (p *Partition) Load(key, value []byte) error {
 func (p *Partition) Loaded(now time.Time) {
 	p.mu.Lock()
 	ts := now.UnixMilli()
+	// An array of the loaded entries' size (the loading one has an
+	// append's slack), and an index sized once, not grown record by
+	// record from empty.
 	p.entries = make([]entry, 0, len(p.loading))
+	p.index = make(map[string]int64, len(p.loading))
 	for i, e := range p.loading {
 		e.off, e.ts = p.base+int64(i), ts
 		p.index[e.key] = e.off
