@@ -47,6 +47,10 @@ type Host struct {
 	// tenant's entries in it (limits.go).
 	Groups       map[Key]*Entry
 	tenantGroups map[string]int
+	// sorted is Groups in (tenant, name) order, made again only after an
+	// entry is added or removed (Sorted): listing a million quiet groups,
+	// or inspecting them at every lag sample, sorts none of them.
+	sorted []*Entry
 	// catalogs are the newest topic catalog a request brought, by
 	// tenant: each organisation has its own topics, by the names its
 	// clients know them by.

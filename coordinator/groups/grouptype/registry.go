@@ -63,6 +63,7 @@ func (h *Host) Register(k Key) *Entry {
 	if g == nil {
 		g = &Entry{Key: k}
 		h.Groups[k] = g
+		h.sorted = nil
 		h.countGroup(k.Tenant, 1)
 	}
 	return g
@@ -72,13 +73,19 @@ func (h *Host) Register(k Key) *Entry {
 func (h *Host) Forget(g *Entry) {
 	if g.Part == nil && !h.Offs.Has(g.Off()) {
 		delete(h.Groups, g.Key)
+		h.sorted = nil
 		h.countGroup(g.Tenant, -1)
 	}
 }
 
 // Sorted returns every group in (tenant, name) order, so that map order
-// never reaches an output.
+// never reaches an output. The slice is kept for the next call until an
+// entry is added or removed (a caller may do either while it ranges over
+// it: the next call makes a new one); it must not be changed.
 func (h *Host) Sorted() []*Entry {
+	if h.sorted != nil && len(h.sorted) == len(h.Groups) {
+		return h.sorted
+	}
 	out := make([]*Entry, 0, len(h.Groups))
 	for _, g := range h.Groups {
 		out = append(out, g)
@@ -86,7 +93,8 @@ func (h *Host) Sorted() []*Entry {
 	slices.SortFunc(out, func(a, b *Entry) int {
 		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
 	})
-	return out
+	h.sorted = slices.Clip(out)
+	return h.sorted
 }
 
 // Timer keys: a kind byte, then the tenant and the group name each as its
