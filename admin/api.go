@@ -523,6 +523,16 @@ type PartitionDetail struct {
 
 // summary is s with its lag; shares are a share group's partitions.
 func (a *API) summary(s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.summaryLocked(s, shares, ends, now)
+}
+
+// summaryLocked is summary with a.mu held: a page of the list takes the
+// lock once for all its groups, not once each (the sampler takes it a
+// chunk at a time, and a page of a thousand would wait for a thousand
+// chunks).
+func (a *API) summaryLocked(s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {
 	g := GroupSummary{
 		Group: s.Group, Org: security.OrgName(s.Tenant), Tenant: s.Tenant, CgpID: s.ID, RRL: RRL(s.Tenant, s.Group),
 		Type: s.Type, ProtocolType: s.ProtocolType, State: s.State, Members: s.Members,
@@ -546,7 +556,7 @@ func (a *API) summary(s groups.Summary, shares map[TopicPartition]SharePartition
 			}
 		}
 	}
-	if l, ok := a.lagOf(s.Tenant, s.Group, now); ok {
+	if l, ok := a.tracker.Group(s.Tenant, s.Group, now); ok {
 		g.Status, g.TimeToClearSeconds, g.LagTrend = l.Status, seconds(l.TimeToClear), l.Trend
 	} else if g.TotalLag == 0 {
 		g.Status, g.TimeToClearSeconds = StatusOK, seconds(new(time.Duration))

@@ -381,9 +381,11 @@ func (a *API) page(q listQuery, sc scope) listPage {
 	if now.IsZero() {
 		now = time.Now()
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, pos := range picked {
 		s := sums[ix.entries[pos].i]
-		g := a.summary(s, shares[groupRef{s.Tenant, s.Group}], ends, now)
+		g := a.summaryLocked(s, shares[groupRef{s.Tenant, s.Group}], ends, now)
 		if !at.IsZero() {
 			at := at.UTC()
 			g.SampledAt = &at
