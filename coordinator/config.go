@@ -73,14 +73,20 @@ type Config struct {
 	// __consumer_offsets (package offsetstopic).
 
 	// NoOffsetsTopic turns the __consumer_offsets topic off: it is not
-	// listed, and the shards keep no copy of their records for it (about
-	// one more copy of each live record's key and value in memory).
+	// listed. Served, a partition holds a copy of its shard's records
+	// (about 185 bytes per committed offset) only from a reader's
+	// arrival until OffsetsTopicIdle after its last read.
 	// Default false: served, as Kafka does.
 	NoOffsetsTopic bool
 	// OffsetsTopicTombstoneRetention is how long a deletion stays
 	// readable in __consumer_offsets (Kafka's delete.retention.ms).
 	// Default 24 h; at least 1 s.
 	OffsetsTopicTombstoneRetention time.Duration
+	// OffsetsTopicIdle is how long a partition of __consumer_offsets
+	// keeps its shard's records in memory after its last read
+	// (offsetstopic.Options.Idle); a partition no one reads holds none.
+	// Default offsetstopic.DefaultIdle.
+	OffsetsTopicIdle time.Duration
 
 	// KIP-848 consumer groups.
 

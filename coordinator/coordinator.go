@@ -152,7 +152,19 @@ func Start(cfg Config, opts Options) (*Coordinator, error) {
 				mcfg.OffsetsTopicBlock = offsetstopic.ReserveBlock
 				// A new partition for every load: a reload starts
 				// over from the store.
-				rc.Topic = offsetstopic.NewPartition(id, offsetstopic.Options{TombstoneRetention: cfg.OffsetsTopicTombstoneRetention})
+				// Lazy: it holds the shard's records only while
+				// someone reads them, and reads them from the store
+				// when a reader comes.
+				rc.Topic = offsetstopic.NewPartition(id, offsetstopic.Options{
+					TombstoneRetention: cfg.OffsetsTopicTombstoneRetention,
+					Idle:               cfg.OffsetsTopicIdle,
+					Scan: func(fn func(k, v []byte) error) error {
+						return opts.Store.Scan(record.ShardPrefix(id), fn)
+					},
+					Reserve: func(n int64) {
+						go c.set.Submit(context.Background(), id, Request{Cmd: groups.ReserveCmd{Records: n}})
+					},
+				})
 			}
 			return rc
 		},

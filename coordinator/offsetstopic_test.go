@@ -143,3 +143,68 @@ func TestOffsetsTopicFollowsDurability(t *testing.T) {
 		t.Errorf("after the reload the partition shows %d, want the durable 6", got)
 	}
 }
+
+// TestOffsetsTopicLazy: a shard's __consumer_offsets partition holds
+// none of its records until someone reads it, then shows them all, read
+// from the store; after a restart it is asleep again, and a reader finds
+// the state above every offset shown before.
+func TestOffsetsTopicLazy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	ps, err := pebble.Open(dir, pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groupsOf := []string{"a", "b", "c"}
+	for i, g := range groupsOf {
+		req := commitReq(g, "", -1, int64(10+i))
+		req.SetVersion(8)
+		if code := co.Handle(context.Background(), coordinator.Request{Msg: req})().(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("commit %s: %v", g, kerr.ErrorForCode(code))
+		}
+	}
+	p := co.OffsetsPartition(0)
+	testkit.Eventually(t, 10*time.Second, "the commits counted", func() bool { return p.Stats().Next >= 6 })
+	if st := p.Stats(); st.Awake || st.Live != 0 {
+		t.Fatalf("no reader yet: %+v, want asleep holding nothing", st)
+	}
+	for i, g := range groupsOf {
+		if got := committedIn(t, p, g); got != int64(10+i) {
+			t.Fatalf("group %s: %d, want %d", g, got, 10+i)
+		}
+	}
+	st := p.Stats()
+	if !st.Awake || st.Wakes != 1 || st.Live != 6 { // a group's record and its offset, three times
+		t.Fatalf("after reads: %+v, want awake once with 6 records", st)
+	}
+	shown := st.HighWatermark
+	co.Close()
+
+	co, err = coordinator.Start(coordinator.Config{Shards: 1}, coordinator.Options{Store: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { co.Close(); ps.Close() })
+	p = co.OffsetsPartition(0)
+	if st := p.Stats(); st.Awake || st.Live != 0 || st.Next < shown {
+		t.Fatalf("after a restart: %+v, want asleep from %d on", st, shown)
+	}
+	var res offsetstopic.ReadResult
+	testkit.Eventually(t, 10*time.Second, "a read from the old high watermark shows records", func() bool {
+		res, err = p.Read(shown, 1<<30, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Batches) > 0
+	})
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(res.Batches); err != nil || rb.FirstOffset < shown {
+		t.Fatalf("first batch at %d, want at or above %d (%v)", rb.FirstOffset, shown, err)
+	}
+	if got := committedIn(t, p, "c"); got != 12 {
+		t.Fatalf("after a restart group c: %d, want 12", got)
+	}
+}

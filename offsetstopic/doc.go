@@ -32,6 +32,22 @@
 // The price is memory: about one more copy of the shard's live records
 // (and of the tombstones kept), and what a restart forgets (below).
 //
+// # Only while someone reads
+//
+// Most nodes have no reader of the topic, and a million quiet groups
+// would pay that copy (about 185 bytes per committed offset) for
+// nothing. So the coordinator's partitions are lazy (Options.Scan): from
+// the load on, a partition counts the offsets its shard's records take
+// and holds nothing. A reader's arrival (a fetch, or ListOffsets) wakes
+// it: it reads the shard's records from the store and shows them again
+// from the next offset on, as a load does, and from then on it holds
+// them as above. Once no one has read it for Options.Idle (10 minutes by
+// default) it drops them again. The records it shows again were not
+// counted by the shard's reservations, so it asks the shard to count
+// them (Options.Reserve, a groups.ReserveCmd). A wake is to a reader what
+// a restart is: it sees the current state again, and not the deletions
+// made while the partition slept.
+//
 // # Offsets across restarts and failovers
 //
 // Offsets only grow. The shard's KindOffsetsTopic record reserves them a

@@ -61,7 +61,31 @@ type Options struct {
 	// may miss it, as in Kafka's compacted topic. Default
 	// DefaultTombstoneRetention; at least a second.
 	TombstoneRetention time.Duration
+
+	// Scan, when set, makes the partition lazy: it holds no records
+	// until a reader comes, and drops them again once no one has read
+	// for Idle (see the package doc). Scan calls fn with every record of
+	// the shard in the store, with the writes of every batch Durable was
+	// handed before it began visible (store.Store's Scan of the shard's
+	// prefix). Nil: the partition holds its records from the load on.
+	Scan func(fn func(key, value []byte) error) error
+	// Reserve asks the shard to reserve offsets for n more records: the
+	// records a reader's arrival shows again, which the shard's own count
+	// of its records (grouptype.Reserver) does not cover. It must not
+	// block. Needed with Scan.
+	Reserve func(n int64)
+	// Idle is how long a lazy partition keeps its records after the
+	// last read. Default DefaultIdle.
+	Idle time.Duration
+	// Now is the clock of reads; default time.Now.
+	Now func() time.Time
 }
+
+// DefaultIdle is how long a lazy partition keeps its records after the
+// last read: long enough that a reader polling every few minutes finds
+// them, short enough that a one-off look does not keep a copy of the
+// shard's records for good.
+const DefaultIdle = 10 * time.Minute
 
 // Partition is the __consumer_offsets partition of one coordinator shard:
 // a view of the shard's records, not a log of its own (see the package
@@ -71,9 +95,11 @@ type Options struct {
 type Partition struct {
 	shard     uint16
 	retention int64 // ms
+	opts      Options
 
 	// Load: the runtime's goroutine, before Loaded.
 	loading []entry
+	counted int64 // records a lazy partition's load found to show
 	base    int64
 
 	// Durable hands batches to the maintainer goroutine through queue.
@@ -97,6 +123,13 @@ type Partition struct {
 	lastTS  int64            // ms: timestamps never go backwards
 	notify  chan struct{}    // closed when hw moves or the partition closes
 	closed  bool
+
+	// A lazy partition (Options.Scan) holds entries only while awake:
+	// from a reader's arrival until Idle after its last read. Asleep,
+	// it counts offsets and nothing else.
+	awake    bool
+	lastRead time.Time
+	wakes    uint64
 }
 
 // entry is one of the shard's records at an offset. Its key and value
@@ -120,8 +153,16 @@ func NewPartition(shard uint16, opts Options) *Partition {
 		opts.TombstoneRetention = DefaultTombstoneRetention
 	}
 	opts.TombstoneRetention = max(opts.TombstoneRetention, time.Second)
+	if opts.Idle <= 0 {
+		opts.Idle = DefaultIdle
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	return &Partition{
 		shard:     shard,
+		opts:      opts,
+		awake:     opts.Scan == nil,
 		retention: opts.TombstoneRetention.Milliseconds(),
 		index:     map[string]int64{},
 		notify:    make(chan struct{}),
@@ -143,7 +184,11 @@ func (p *Partition) Load(key, value []byte) error {
 		p.base = max(p.base, o.Reserved)
 		return nil
 	}
-	if shown(key) {
+	switch {
+	case !shown(key):
+	case p.opts.Scan != nil:
+		p.counted++ // asleep: the offsets are counted, the records are the store's
+	default:
 		p.loading = append(p.loading, entry{key: string(key), value: bytes.Clone(value)})
 	}
 	return nil
@@ -168,7 +213,7 @@ func (p *Partition) Loaded(now time.Time) {
 		p.entries = append(p.entries, e)
 	}
 	p.loading = nil
-	p.next = p.base + int64(len(p.entries))
+	p.next = p.base + int64(len(p.entries)) + p.counted
 	p.limit, p.hw, p.lastTS = p.base, p.base, ts
 	p.sweepAt = ts + p.retention
 	p.done = make(chan struct{})
@@ -215,13 +260,25 @@ func (p *Partition) Close() {
 	p.mu.Unlock()
 }
 
-// maintain applies queued batches until Close.
+// maintain applies queued batches until Close, and puts a lazy
+// partition no one reads to sleep.
 func (p *Partition) maintain() {
 	defer close(p.done)
+	var idle <-chan time.Time
+	if p.opts.Scan != nil {
+		// A check a second at most (the clock may be a test's), and
+		// four in an Idle.
+		t := time.NewTicker(min(max(p.opts.Idle/4, time.Millisecond), time.Second))
+		defer t.Stop()
+		idle = t.C
+	}
 	for {
 		select {
 		case <-p.stop:
 			return
+		case <-idle:
+			p.sleepIfIdle()
+			continue
 		case <-p.wake:
 		}
 		p.qmu.Lock()
@@ -251,6 +308,10 @@ func (p *Partition) apply(d durable) {
 		if !shown(r.Key) {
 			continue
 		}
+		if !p.awake {
+			p.next++
+			continue
+		}
 		var k string
 		if off, ok := p.index[string(r.Key)]; ok {
 			// Superseded: its entry dies, and its key (the same bytes)
@@ -273,11 +334,83 @@ func (p *Partition) apply(d durable) {
 		p.compact()
 	}
 	p.applied++
+	p.advance()
+}
+
+// advance moves the high watermark up to the next offset as far as the
+// durable reservation allows, and wakes the waiting fetches. The caller
+// holds mu.
+func (p *Partition) advance() {
 	if hw := min(p.next, p.limit); hw > p.hw {
 		p.hw = hw
 		close(p.notify)
 		p.notify = make(chan struct{})
 	}
+}
+
+// awaken is where every read starts: it notes the read and, if the
+// partition is lazy and asleep, wakes it. Awake, it holds the shard's
+// records: read from the store, they are shown again from the next
+// offset on, as a load shows them (a compacted prefix above every offset
+// shown before), and awaken returns how many, for the caller to reserve
+// (reserve) once it has let mu go. The caller holds mu.
+//
+// The scan may see the records of a batch the store has made durable
+// and Durable has not handed over yet. That batch is applied after
+// the prefix, as usual: its records appear again, and the last record
+// of every key is still its current state.
+func (p *Partition) awaken() (int64, error) {
+	p.lastRead = p.opts.Now()
+	if p.awake {
+		return 0, nil
+	}
+	var loaded []entry
+	err := p.opts.Scan(func(k, v []byte) error {
+		if shown(k) {
+			loaded = append(loaded, entry{key: string(k), value: bytes.Clone(v)})
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("shard %d: reading its records: %w", p.shard, err)
+	}
+	ts := max(p.lastRead.UnixMilli(), p.lastTS)
+	p.lastTS = ts
+	p.index = make(map[string]int64, len(loaded))
+	for i := range loaded {
+		loaded[i].off, loaded[i].ts = p.next+int64(i), ts
+		p.index[loaded[i].key] = loaded[i].off
+	}
+	p.entries = loaded
+	p.next += int64(len(loaded))
+	p.dead, p.tombs = 0, 0
+	p.sweepAt = ts + p.retention
+	p.awake = true
+	p.wakes++
+	p.advance()
+	return int64(len(loaded)), nil
+}
+
+// reserve asks the shard to reserve offsets for the n records awaken
+// showed again. The caller does not hold mu.
+func (p *Partition) reserve(n int64) {
+	if n > 0 && p.opts.Reserve != nil {
+		p.opts.Reserve(n)
+	}
+}
+
+// sleepIfIdle drops a lazy partition's records once no one has read
+// them for Idle: from then on it counts offsets, and the next reader
+// wakes it.
+func (p *Partition) sleepIfIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.awake || p.opts.Scan == nil || p.opts.Now().Sub(p.lastRead) < p.opts.Idle {
+		return
+	}
+	p.awake = false
+	p.entries, p.index = nil, nil
+	p.dead, p.tombs = 0, 0
 }
 
 // kill marks entries[i] dead, because a later record has its key or it
@@ -360,6 +493,12 @@ func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResul
 		p.mu.Unlock()
 		return res, ErrOffsetOutOfRange
 	}
+	woke, err := p.awaken()
+	if err != nil {
+		p.mu.Unlock()
+		return res, err
+	}
+	res.HighWatermark = p.hw
 	var picked []entry
 	size := 0
 	for i := p.search(offset); i < len(p.entries) && p.entries[i].off < p.hw; i++ {
@@ -375,6 +514,7 @@ func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResul
 		picked = append(picked, e)
 	}
 	p.mu.Unlock()
+	p.reserve(woke)
 	// Translate outside the lock: an entry's key and value never change.
 	var batch []recbatch.Record
 	for _, e := range picked {
@@ -392,6 +532,21 @@ func (p *Partition) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResul
 		res.Batches = recbatch.Append(res.Batches, batch)
 	}
 	return res, nil
+}
+
+// Touch notes a reader's arrival without a read (ListOffsets): a lazy
+// partition asleep wakes, so that the offsets it answers next count
+// the records it shows.
+func (p *Partition) Touch() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	woke, err := p.awaken()
+	p.mu.Unlock()
+	p.reserve(woke)
+	return err
 }
 
 // search returns the position of the first entry at offset or above. The
@@ -438,12 +593,17 @@ func (p *Partition) Wait() <-chan struct{} {
 // after ts (Unix ms), and that timestamp, as ListOffsets asks.
 func (p *Partition) OffsetForTimestamp(ts int64) (offset, at int64, found bool, err error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return 0, 0, false, ErrClosed
 	}
-	offset, at, found = p.atOrAfter(ts)
-	return offset, at, found, nil
+	woke, err := p.awaken()
+	if err == nil {
+		offset, at, found = p.atOrAfter(ts)
+	}
+	p.mu.Unlock()
+	p.reserve(woke)
+	return offset, at, found, err
 }
 
 // MaxTimestamp returns the first record with the largest timestamp
@@ -451,18 +611,22 @@ func (p *Partition) OffsetForTimestamp(ts int64) (offset, at int64, found bool, 
 // is the first record stamped as the last one shown.
 func (p *Partition) MaxTimestamp() (offset, at int64, found bool, err error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return 0, 0, false, ErrClosed
 	}
-	i := p.search(p.hw) - 1
-	for ; i >= 0 && p.entries[i].key == ""; i-- {
+	woke, err := p.awaken()
+	if err == nil {
+		i := p.search(p.hw) - 1
+		for ; i >= 0 && p.entries[i].key == ""; i-- {
+		}
+		if i >= 0 {
+			offset, at, found = p.atOrAfter(p.entries[i].ts)
+		}
 	}
-	if i < 0 {
-		return 0, 0, false, nil
-	}
-	offset, at, found = p.atOrAfter(p.entries[i].ts)
-	return offset, at, found, nil
+	p.mu.Unlock()
+	p.reserve(woke)
+	return offset, at, found, err
 }
 
 // atOrAfter is the first live record shown stamped ts or later. The
@@ -486,11 +650,15 @@ type Stats struct {
 	Next, HighWatermark int64
 	// Applied counts the durable batches applied.
 	Applied uint64
+	// Awake: the partition holds its records (always, unless lazy);
+	// Wakes counts how often a lazy one was woken by a reader.
+	Awake bool
+	Wakes uint64
 }
 
 // Stats returns what the partition holds now.
 func (p *Partition) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Live: len(p.entries) - p.dead, Dead: p.dead, Tombstones: p.tombs, Next: p.next, HighWatermark: p.hw, Applied: p.applied}
+	return Stats{Live: len(p.entries) - p.dead, Dead: p.dead, Tombstones: p.tombs, Next: p.next, HighWatermark: p.hw, Applied: p.applied, Awake: p.awake, Wakes: p.wakes}
 }

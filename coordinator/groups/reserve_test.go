@@ -78,3 +78,37 @@ func TestOffsetsTopicReservations(t *testing.T) {
 		t.Fatalf("a shard without the topic emitted %d records at load", len(out.Records))
 	}
 }
+
+// TestOffsetsTopicReserveCmd: records a woken __consumer_offsets
+// partition shows again (offsetstopic's lazy partition) count toward the
+// shard's reservations, so that the partition never waits for one the
+// shard's own records would not have asked for yet.
+func TestOffsetsTopicReserveCmd(t *testing.T) {
+	cfg := testConfig()
+	cfg.OffsetsTopicBlock = 8
+	h := newHarness(t, cfg)
+	reserve := func(n int64) machine.Output {
+		h.nextID++
+		out := h.m.Handle(h.now, machine.Request{ID: h.nextID, Cmd: groups.ReserveCmd{Records: n}})
+		h.apply(out)
+		if len(out.Replies) != 1 || out.Replies[0].To != h.nextID {
+			t.Fatalf("replies %+v, want one to the command", out.Replies)
+		}
+		return out
+	}
+	// The load reserved up to 8 for nothing replayed: 3 more records
+	// stay below half a block away, 4 reach it.
+	if out := reserve(3); len(out.Records) != 0 {
+		t.Fatalf("3 records: %d emitted, want none", len(out.Records))
+	}
+	out := reserve(1)
+	if len(out.Records) != 1 || !record.IsOffsetsTopicKey(out.Records[0].Key) {
+		t.Fatalf("4 records: %d emitted, want a reservation", len(out.Records))
+	}
+	if o, err := record.DecodeOffsetsTopic(out.Records[0].Value); err != nil || o.Reserved != 4+8 {
+		t.Fatalf("reservation %+v %v, want 12", o, err)
+	}
+	if out := reserve(0); len(out.Records) != 0 {
+		t.Fatalf("nothing to reserve: %d emitted", len(out.Records))
+	}
+}

@@ -207,6 +207,13 @@ type (
 	ReconcileTopicsCmd struct {
 		Live map[string]map[string][16]byte
 	}
+	// ReserveCmd: the shard's __consumer_offsets partition showed
+	// Records records again for a reader it woke; the shard's
+	// reservations must cover their offsets too (grouptype.Reserver's
+	// Add).
+	ReserveCmd struct {
+		Records int64
+	}
 )
 
 // Handle serves one request.
@@ -219,6 +226,10 @@ func (s *Shard) Handle(now time.Time, req machine.Request) machine.Output {
 		return s.flush()
 	case ReconcileTopicsCmd:
 		s.offs.Reconcile(c.Live)
+		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID})
+		return s.flush()
+	case ReserveCmd:
+		s.h.Reserve.Add(c.Records)
 		s.h.Out.Replies = append(s.h.Out.Replies, machine.Reply{To: req.ID})
 		return s.flush()
 	case InspectCmd:

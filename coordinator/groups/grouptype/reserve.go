@@ -57,3 +57,14 @@ func (r *Reserver) Next(n int) (reserve int64, ok bool) {
 	r.asked = r.upper + r.Block
 	return r.asked, true
 }
+
+// Add counts n records the partition shows beyond the ones the shard
+// emitted: a lazy partition shows the shard's records again when a
+// reader wakes it (offsetstopic.Options.Scan). The next Flush reserves
+// above them if they bring the records within half a block of the last
+// reservation.
+func (r *Reserver) Add(n int64) {
+	if n > 0 {
+		r.upper += n
+	}
+}
