@@ -143,22 +143,40 @@ type Group struct {
 	subscribed      map[string]bool
 	subscribedKnown bool
 
-	// The initial rebalance (from Empty): newMemberAdded is Kafka's flag;
-	// initialLeft is how long the barrier may still be extended (Kafka's
-	// rule); lastNew is when the last new member came and initialEnd the
-	// latest the barrier may close (the quiet window's rule).
-	newMemberAdded      bool
-	initialLeft         time.Duration
-	lastNew, initialEnd time.Time
-	// firstNew and arrivals: when the initial rebalance began and how many
-	// members have come since (its first included), for the adaptive
-	// barrier's mean gap.
-	firstNew time.Time
-	arrivals int
+	// initial is the initial rebalance's barrier (from Empty), made when
+	// one begins and dropped when it ends: a group that never has members
+	// (most groups of a large estate only commit offsets) carries a
+	// pointer, not the barrier's 90 bytes.
+	initial *initialBarrier
 
 	// rebalance is the rebalance under way, for events (events.go); nil
 	// when none.
 	rebalance *rebalance
+}
+
+// initialBarrier is the state of an initial rebalance's barrier:
+// newMemberAdded is Kafka's flag; initialLeft is how long the barrier
+// may still be extended (Kafka's rule); lastNew is when the last new
+// member came and initialEnd the latest the barrier may close (the quiet
+// window's rule); firstNew and arrivals are when the initial rebalance
+// began and how many members have come since (its first included), for
+// the adaptive barrier's mean gap.
+type initialBarrier struct {
+	newMemberAdded      bool
+	initialLeft         time.Duration
+	lastNew, initialEnd time.Time
+	firstNew            time.Time
+	arrivals            int
+}
+
+// barrier returns the group's initial barrier, making it if there is
+// none (a zero barrier, as the fields it holds were before they moved
+// here).
+func (g *Group) barrier() *initialBarrier {
+	if g.initial == nil {
+		g.initial = &initialBarrier{}
+	}
+	return g.initial
 }
 
 // NewGroup gives g an Empty classic part.
@@ -394,6 +412,9 @@ func (s *Type) CancelSession(g *Group, m *Member) {
 func (g *Group) transition(to State, now time.Time) {
 	g.PrevState, g.State, g.StateTime = g.State, to, now
 	g.rebalance.Enter(classicPhase(to), now)
+	if to != PreparingRebalance {
+		g.initial = nil // the barrier is read only while the join phase lasts
+	}
 }
 
 // SortedMembers returns the members ordered by id, so that nothing that

@@ -325,11 +325,12 @@ func (s *Type) addMember(now time.Time, g *Group, j joinReq, id string) {
 		isNew:            true,
 	}
 	if g.State == PreparingRebalance && g.PrevState == Empty {
-		g.newMemberAdded, g.lastNew = true, now
-		g.arrivals++
+		b := g.barrier()
+		b.newMemberAdded, b.lastNew = true, now
+		b.arrivals++
 		if s.cfg.InitialAdaptive {
 			// The barrier's close moves with every newcomer.
-			s.timer(grouptype.GroupTimer(TimerJoin, g.Key), minTime(now.Add(s.initialWait(g)), g.initialEnd))
+			s.timer(grouptype.GroupTimer(TimerJoin, g.Key), minTime(now.Add(s.initialWait(g)), b.initialEnd))
 		}
 	}
 	if len(g.Members) == 0 {
@@ -468,10 +469,11 @@ func (s *Type) PrepareRebalance(g *Group, now time.Time, why grouptype.Trigger, 
 		// window, when shorter than the delay, closes it as soon as no
 		// newcomer has come for the window, with the same upper bound.
 		limit := max(s.cfg.InitialDelay, g.RebalanceTimeout())
-		g.initialLeft = max(limit-s.cfg.InitialQuiet, 0)
-		g.initialEnd, g.lastNew = now.Add(limit), now
-		g.firstNew, g.arrivals = now, 1
-		g.newMemberAdded = false
+		b := g.barrier()
+		b.initialLeft = max(limit-s.cfg.InitialQuiet, 0)
+		b.initialEnd, b.lastNew = now.Add(limit), now
+		b.firstNew, b.arrivals = now, 1
+		b.newMemberAdded = false
 		s.timer(grouptype.GroupTimer(TimerJoin, g.Key), now.Add(s.cfg.InitialQuiet))
 		return
 	}
@@ -497,10 +499,11 @@ const (
 // the arrivals so far suggest.
 func (s *Type) initialWait(g *Group) time.Duration {
 	q := s.cfg.InitialQuiet
-	if !s.cfg.InitialAdaptive || g.arrivals < 2 {
+	b := g.barrier()
+	if !s.cfg.InitialAdaptive || b.arrivals < 2 {
 		return q
 	}
-	gap := g.lastNew.Sub(g.firstNew) / time.Duration(g.arrivals-1)
+	gap := b.lastNew.Sub(b.firstNew) / time.Duration(b.arrivals-1)
 	return min(max(adaptiveFactor*gap, adaptiveFloor), q)
 }
 
@@ -517,17 +520,18 @@ func (s *Type) joinTimer(g *Group, now time.Time) {
 		return
 	}
 	if g.PrevState == Empty && (s.cfg.InitialQuiet < s.cfg.InitialDelay || s.cfg.InitialAdaptive) {
-		if quietAt := g.lastNew.Add(s.initialWait(g)); now.Before(quietAt) && now.Before(g.initialEnd) {
-			s.timer(grouptype.GroupTimer(TimerJoin, g.Key), minTime(quietAt, g.initialEnd))
+		b := g.barrier()
+		if quietAt := b.lastNew.Add(s.initialWait(g)); now.Before(quietAt) && now.Before(b.initialEnd) {
+			s.timer(grouptype.GroupTimer(TimerJoin, g.Key), minTime(quietAt, b.initialEnd))
 			return
 		}
 		s.completeJoin(g, now)
 		return
 	}
-	if g.PrevState == Empty && g.newMemberAdded && g.initialLeft > 0 {
-		g.newMemberAdded = false
-		step := min(s.cfg.InitialQuiet, g.initialLeft)
-		g.initialLeft -= step
+	if b := g.initial; g.PrevState == Empty && b != nil && b.newMemberAdded && b.initialLeft > 0 {
+		b.newMemberAdded = false
+		step := min(s.cfg.InitialQuiet, b.initialLeft)
+		b.initialLeft -= step
 		s.timer(grouptype.GroupTimer(TimerJoin, g.Key), now.Add(step))
 		return
 	}
