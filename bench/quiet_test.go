@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,6 +50,8 @@ const (
 //	rss-load-B/group
 //	listgroups-s                kadm ListGroups of every group
 //	fetch-ms                    OffsetFetch of one group
+//	cli-first-s, cli-s          `cohort groups list`: its first group's
+//	                            row, and the whole list
 //	api-first-s                 the admin API's groups list, first answer
 //	rss-api-B/group             RSS after it
 //
@@ -114,6 +117,9 @@ func BenchmarkQuietGroups(b *testing.B) {
 			b.Fatalf("fetched %d offsets, want %d", len(offs["quiet"]), quietPartitions)
 		}
 		cl.Close()
+		first, total := cliList(b, p.Addr)
+		b.ReportMetric(first, "cli-first-s")
+		b.ReportMetric(total, "cli-s")
 
 		// The admin API answers from the lag sampler's first reading:
 		// wait for one, then time the list.
@@ -128,6 +134,39 @@ func BenchmarkQuietGroups(b *testing.B) {
 		b.ReportMetric(metricValue(b, p.HTTPAddr, "cohort_lag_sample_seconds"), "sample-s")
 		p.Stop(time.Minute)
 	}
+}
+
+// cliList runs `cohort groups list` against addr and returns how long
+// its first group's row took to come out, and the whole list, checking
+// that it lists every group.
+func cliList(b *testing.B, addr string) (first, total float64) {
+	b.Helper()
+	cmd := exec.Command(testkit.Binary(b), "groups", "list", "--brokers", addr, "--timeout", "5m")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	rows := 0
+	for sc.Scan() {
+		if rows == 1 {
+			first = time.Since(start).Seconds()
+		}
+		rows++
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("cohort groups list: %v", err)
+	}
+	total = time.Since(start).Seconds()
+	if rows-1 != *quietGroups {
+		b.Fatalf("cohort groups list: %d rows, want %d", rows-1, *quietGroups)
+	}
+	return first, total
 }
 
 // liveHeap is the node's live heap after a GC: /debug/pprof/heap?gc=1

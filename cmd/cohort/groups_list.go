@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -8,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,22 +56,94 @@ func listFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 		if err != nil {
 			return err
 		}
-		return e.output(rows, func(w io.Writer) {
-			headers := []string{"GROUP", "COORDINATOR", "STATE", "TYPE", "PROTOCOL-TYPE"}
+		// Written as it is formatted, a block at a time: a million
+		// groups are not one table or one JSON document held whole.
+		if e.json {
+			return writeJSONRows(e.stdout, rows)
+		}
+		headers := []string{"GROUP", "COORDINATOR", "STATE", "TYPE", "PROTOCOL-TYPE"}
+		if e.adminURL != "" {
+			headers = append(headers, "CGP-ID", "RRL")
+		}
+		return writeTableRows(e.stdout, headers, len(rows), func(i int, cells []string) []string {
+			r := rows[i]
+			cells = append(cells, r.Group, r.Coordinator.String(), r.State, r.Type, r.ProtocolType)
 			if e.adminURL != "" {
-				headers = append(headers, "CGP-ID", "RRL")
+				cells = append(cells, dash(r.CgpID), dash(r.RRL))
 			}
-			t := newTable(w, headers...)
-			for _, r := range rows {
-				cells := []any{r.Group, r.Coordinator, r.State, r.Type, r.ProtocolType}
-				if e.adminURL != "" {
-					cells = append(cells, dash(r.CgpID), dash(r.RRL))
-				}
-				t.row(cells...)
-			}
-			t.flush()
+			return cells
 		})
 	}
+}
+
+// rowBlock is how many rows writeTableRows aligns and writes at once.
+const rowBlock = 1000
+
+// writeTableRows writes a table as newTable does (columns two spaces
+// apart, the last cell unpadded), rowBlock rows at a time: each block is
+// aligned on the widest cell of each column so far, so that a long list
+// starts at once and holds one block, and a list of one block is exactly
+// what text/tabwriter writes. row appends row i's cells to cells.
+func writeTableRows(w io.Writer, headers []string, n int, row func(i int, cells []string) []string) error {
+	widths := make([]int, len(headers))
+	block := [][]string{headers}
+	var buf []byte
+	flush := func() error {
+		for _, r := range block {
+			for i, c := range r[:len(r)-1] {
+				widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			}
+		}
+		buf = buf[:0]
+		for _, r := range block {
+			for i, c := range r {
+				buf = append(buf, c...)
+				if i < len(r)-1 {
+					for range widths[i] - utf8.RuneCountInString(c) + 2 {
+						buf = append(buf, ' ')
+					}
+				}
+			}
+			buf = append(buf, '\n')
+		}
+		block = block[:0]
+		_, err := w.Write(buf)
+		return err
+	}
+	for i := range n {
+		block = append(block, row(i, make([]string, 0, len(headers))))
+		if len(block) == rowBlock {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// writeJSONRows writes rows as output's indented JSON array, one row at
+// a time.
+func writeJSONRows[T any](w io.Writer, rows []T) error {
+	if len(rows) == 0 {
+		_, err := io.WriteString(w, "[]\n")
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString("[\n")
+	for i, r := range rows {
+		b, err := json.MarshalIndent(r, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString("  ")
+		bw.Write(b)
+		if i < len(rows)-1 {
+			bw.WriteByte(',')
+		}
+		bw.WriteByte('\n')
+	}
+	bw.WriteString("]\n")
+	return bw.Flush()
 }
 
 // splitList splits a comma-separated flag value, lower-cased and trimmed.
