@@ -54,6 +54,8 @@ const (
 //	                            row, and the whole list
 //	api-first-s                 the admin API's groups list, first answer
 //	rss-api-B/group             RSS after it
+//	metrics-s, metrics-B/group  a scrape of /metrics: time and size
+//	rss-metrics-B/group         RSS after it
 //
 // Per offset figures are the per group ones over 4.
 func BenchmarkQuietGroups(b *testing.B) {
@@ -132,6 +134,11 @@ func BenchmarkQuietGroups(b *testing.B) {
 		b.ReportMetric(float64(size)/float64(n), "api-B/group")
 		b.ReportMetric(float64(rssOf(b, p.Pid()))/float64(n), "rss-api-B/group")
 		b.ReportMetric(metricValue(b, p.HTTPAddr, "cohort_lag_sample_seconds"), "sample-s")
+		start = time.Now()
+		size = httpSize(b, "http://"+p.HTTPAddr+"/metrics")
+		b.ReportMetric(time.Since(start).Seconds(), "metrics-s")
+		b.ReportMetric(float64(size)/float64(n), "metrics-B/group")
+		b.ReportMetric(float64(rssOf(b, p.Pid()))/float64(n), "rss-metrics-B/group")
 		p.Stop(time.Minute)
 	}
 }

@@ -1,0 +1,66 @@
+package coordinator_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/store"
+	"github.com/cohort-dev/cohort/store/pebble"
+)
+
+// BenchmarkLoadQuietGroups: loading a node's 16 shards of 100,000
+// commit-only groups (a group record and 4 offsets each) from Pebble,
+// as a restart does; -cpuprofile shows where a load's time goes.
+func BenchmarkLoadQuietGroups(b *testing.B) {
+	const groups, parts = 100000, 4
+	dir := filepath.Join(b.TempDir(), "store")
+	st, err := pebble.Open(dir, pebble.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	co, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	co.Close()
+	batch := &store.Batch{}
+	for i := range groups {
+		name := fmt.Sprintf("quiet-%07d", i)
+		gk := record.GroupKey{Shard: uint16(co.ShardFor("", name)), Group: name}
+		batch.Put(gk.Key(), record.ClassicGroup{ID: fmt.Sprintf("cgp_%026d", i), Generation: 0, StateTimestamp: 1_700_000_000_000}.Encode())
+		for p := range int32(parts) {
+			batch.Put(record.OffsetKey{GroupKey: gk, Topic: "quiet", Partition: p}.Key(), record.Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 1_700_000_000_000}.Encode())
+		}
+		if batch.Len() >= 50000 {
+			if err := st.Apply(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = &store.Batch{}
+		}
+	}
+	if err := st.Apply(batch); err != nil {
+		b.Fatal(err)
+	}
+	// Opened again, as a restart finds it: the journal folded into
+	// Pebble.
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if st, err = pebble.Open(dir, pebble.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for b.Loop() {
+		co, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: st})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		co.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/groups, "ns/group")
+}
