@@ -323,15 +323,45 @@ func endOffsets(ts []TopicInfo) map[TopicPartition]PartitionOffsets {
 }
 
 // Groups returns every tenant's groups as the last sample read them, for
-// the lag metrics (LagSource.Groups).
-func (a *API) Groups() []GroupOffsets {
+// the lag metrics (LagSource.Groups): all of them if their series
+// (GroupSeries) fit in maxSeries, in the list's order by name; else, in
+// its order by lag (the largest first, sorted once a sample, shared with
+// the list), as many as fit, and dropped counts the series of the rest.
+// Only the groups kept are built: a scrape of a million quiet groups
+// costs a pass over them, not a million maps.
+func (a *API) Groups(maxSeries int) ([]GroupOffsets, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []GroupOffsets
-	for _, s := range a.last {
+	ix, last := a.index, a.last
+	series := make([]int32, len(ix.entries)) // by entry; 0: not this node's
+	total := 0
+	for k, e := range ix.entries {
+		s := &last[e.i]
 		if !a.coordinates(s.Tenant, s.Group) {
 			continue
 		}
+		n := GroupSeries(committedTopics(s.Offsets), shareTopics(a.shares[groupRef{s.Tenant, s.Group}]))
+		series[k] = int32(n)
+		total += n
+	}
+	order := func(i int) int32 { return int32(i) }
+	if total > maxSeries {
+		order = ix.order(sortLag, last)
+	}
+	var out []GroupOffsets
+	budget, dropped := maxSeries, 0
+	for i := range ix.entries {
+		k := order(i)
+		n := int(series[k])
+		switch {
+		case n == 0:
+			continue
+		case n > budget:
+			dropped += n
+			continue
+		}
+		budget -= n
+		s := &last[ix.entries[k].i]
 		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets)),
 			Share: a.shares[groupRef{s.Tenant, s.Group}], Ends: a.ends}
 		for _, o := range s.Offsets {
@@ -341,7 +371,33 @@ func (a *API) Groups() []GroupOffsets {
 		}
 		out = append(out, g)
 	}
-	return out
+	return out, dropped
+}
+
+// committedTopics counts the topics of offsets (sorted by topic) with a
+// committed offset, each a kafka_consumergroup_lag_sum and
+// _current_offset_sum series.
+func committedTopics(offsets []groups.OffsetSummary) int {
+	n, last := 0, ""
+	for _, o := range offsets {
+		if o.Offset >= 0 && (n == 0 || o.Topic != last) {
+			n++
+			last = o.Topic
+		}
+	}
+	return n
+}
+
+// shareTopics counts the topics of a share group's share partitions.
+func shareTopics(sh map[TopicPartition]SharePartition) int {
+	if len(sh) == 0 {
+		return 0
+	}
+	seen := map[string]bool{}
+	for tp := range sh {
+		seen[tp.Topic] = true
+	}
+	return len(seen)
 }
 
 // lastSample returns the last sample's groups, their share partitions,

@@ -68,7 +68,9 @@ type lagOf struct {
 	src tenantsSource
 }
 
-func (l lagOf) Groups() []admin.GroupOffsets { return l.api.Groups() }
+func (l lagOf) Groups(maxSeries int) ([]admin.GroupOffsets, int) {
+	return l.api.Groups(maxSeries)
+}
 func (l lagOf) Partitions() map[admin.TopicPartition]admin.PartitionOffsets {
 	out := map[admin.TopicPartition]admin.PartitionOffsets{}
 	for _, tenant := range []string{"", "acme", "globex"} {
@@ -84,10 +86,17 @@ func (l lagOf) Remote() map[admin.TopicPartition]admin.PartitionOffsets { return
 // they are in a header: X-Org (a member of that organisation) or none
 // (an operator).
 func tenantsHandler(src tenantsSource) http.Handler {
+	return tenantsHandlerLag(src, admin.LagConfig{})
+}
+
+// tenantsHandlerLag is tenantsHandler with the lag collector's cfg (its
+// Source set here).
+func tenantsHandlerLag(src tenantsSource, cfg admin.LagConfig) http.Handler {
 	api := admin.NewAPI(admin.APIConfig{Source: src})
 	api.Sample(context.Background())
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(api, admin.NewLag(admin.LagConfig{Source: lagOf{api, src}}))
+	cfg.Source = lagOf{api, src}
+	reg.MustRegister(api, admin.NewLag(cfg))
 	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "node_wide", Help: "A series of no organisation."}))
 	return admin.Handler(admin.Config{Gatherer: reg, API: api, Caller: func(r *http.Request) admin.Caller {
 		if org := r.Header.Get("X-Org"); org != "" {
@@ -194,6 +203,56 @@ func TestMetricsByOrg(t *testing.T) {
 			if !slices.Equal(orgs, []string{org}) {
 				t.Errorf("%s sees %s with orgs %q", org, f, orgs)
 			}
+		}
+	}
+}
+
+// TestMetricsGroupBudget: a scrape's per-group series stay within
+// MaxGroupSeries, the groups with the most lag kept, and
+// cohort_metrics_group_series_dropped counts the rest; within the budget
+// every group is there.
+func TestMetricsGroupBudget(t *testing.T) {
+	// Six groups, two of each organisation, of one topic each: 3 series
+	// a group (members, lag_sum, current_offset_sum), 18 in all. The
+	// lag of a partition: default's 9, acme's 19, globex's 29.
+	src := tenantsSource{groups: 2, parts: 2}
+	for _, c := range []struct {
+		max     int
+		orgs    []string // of the groups with a members series, sorted
+		dropped float64
+	}{
+		{0, []string{"acme", "acme", "default", "default", "globex", "globex"}, 0}, // the default budget, 100,000
+		{18, []string{"acme", "acme", "default", "default", "globex", "globex"}, 0},
+		{17, []string{"acme", "acme", "default", "globex", "globex"}, 3},
+		{7, []string{"globex", "globex"}, 12},
+		{-1, nil, 18},
+	} {
+		h := tenantsHandlerLag(src, admin.LagConfig{MaxGroupSeries: c.max})
+		var orgs []string
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		mfs, err := parser.TextToMetricFamilies(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mfs["kafka_consumergroup_members"].GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "org" {
+					orgs = append(orgs, lp.GetValue())
+				}
+			}
+		}
+		slices.Sort(orgs)
+		if !slices.Equal(orgs, c.orgs) {
+			t.Errorf("max %d: groups of %q, want %q", c.max, orgs, c.orgs)
+		}
+		if n := len(mfs["kafka_consumergroup_lag_sum"].GetMetric()); n != len(c.orgs) {
+			t.Errorf("max %d: %d lag_sum series, want %d", c.max, n, len(c.orgs))
+		}
+		d := mfs["cohort_metrics_group_series_dropped"].GetMetric()
+		if len(d) != 1 || d[0].GetGauge().GetValue() != c.dropped {
+			t.Errorf("max %d: cohort_metrics_group_series_dropped %v, want %v", c.max, d, c.dropped)
 		}
 	}
 }

@@ -43,12 +43,16 @@ type PartitionOffsets struct {
 // LagSource is where the lag metrics come from: the groups this node
 // coordinates, and the partitions it hosts.
 type LagSource interface {
-	// Groups returns every organisation's groups as last read. A scrape
-	// never reads the coordinator itself (a shard stuck on its store
-	// would hold /metrics for the store's timeout, and every scrape
-	// would copy every offset): it reports the lag sampler's last
-	// reading (API.Groups).
-	Groups() []GroupOffsets
+	// Groups returns every organisation's groups as last read, within a
+	// budget of per-group series (GroupSeries counts a group's): every
+	// group if their series fit in maxSeries, else the groups with the
+	// most lag first, as many as fit; dropped counts the series of the
+	// groups left out. Negative maxSeries: none. A scrape never reads
+	// the coordinator itself (a shard stuck on its store would hold
+	// /metrics for the store's timeout, and every scrape would copy
+	// every offset): it reports the lag sampler's last reading
+	// (API.Groups).
+	Groups(maxSeries int) (groups []GroupOffsets, dropped int)
 	Partitions() map[TopicPartition]PartitionOffsets
 	// Remote returns the offsets of partitions other nodes lead, as last
 	// read (cluster mode; nil on a single node): a group's lag counts
@@ -68,8 +72,24 @@ type LagConfig struct {
 	// groups' records in flight) still cover every partition. Default
 	// 10,000; negative: no per-partition series.
 	MaxPartitionSeries int
-	Logger             *slog.Logger
+	// MaxGroupSeries caps the per-group series of one scrape
+	// (kafka_consumergroup_members, and per topic of the group
+	// kafka_consumergroup_lag_sum and _current_offset_sum, or a share
+	// group's per-topic series: GroupSeries): beyond it the groups with
+	// the most lag are kept, the rest left out. A million quiet groups
+	// are three million series, a scrape no Prometheus takes in its
+	// timeout. Default 100,000; negative: no per-group series.
+	MaxGroupSeries int
+	Logger         *slog.Logger
 }
+
+// GroupSeries is how many per-group series a scrape reports of a group
+// with offsets committed on topics topics and share-partition state on
+// shareTopics: kafka_consumergroup_members, _lag_sum and
+// _current_offset_sum per topic, and per share topic
+// cohort_sharegroup_lag_sum, four of _records_in_flight and
+// _records_redelivered.
+func GroupSeries(topics, shareTopics int) int { return 1 + 2*topics + 6*shareTopics }
 
 // Lag is a Prometheus collector of consumer-group lag under the names
 // kafka_exporter gives them, so that its dashboards and alerts keep
@@ -84,7 +104,11 @@ type LagConfig struct {
 // from the lag sampler's last reading (API.Groups), partitions are read at
 // scrape time. As kafka_exporter, a partition with no commit has no
 // current-offset or lag series; lag is the high watermark less the
-// committed offset, never below 0.
+// committed offset, never below 0. A scrape is bounded: at most
+// MaxPartitionSeries per-partition series and MaxGroupSeries per-group
+// ones (the groups with the most lag first), with
+// cohort_metrics_partition_series_dropped and
+// cohort_metrics_group_series_dropped saying how many were left out.
 //
 // Share groups (KIP-932), which commit no offsets, have series of their
 // own, from the share-partition state the lag sampler last read (the
@@ -104,11 +128,12 @@ type LagConfig struct {
 // All are gauges of the state at the last sample: the records in flight
 // come and go as they are delivered and finished.
 type Lag struct {
-	cfg     LagConfig
-	dropped atomic.Int64
+	cfg                    LagConfig
+	dropped, droppedGroups atomic.Int64
 
 	currentOffset, lag, lagSum, offsetSum, members *prometheus.Desc
 	topicCurrent, topicOldest, droppedDesc         *prometheus.Desc
+	droppedGroupDesc                               *prometheus.Desc
 	shareStart, shareLag, shareLagSum              *prometheus.Desc
 	shareInFlight, shareRedelivered                *prometheus.Desc
 }
@@ -117,6 +142,9 @@ var _ prometheus.Collector = (*Lag)(nil)
 
 // NewLag returns the collector; register it on a registry.
 func NewLag(cfg LagConfig) *Lag {
+	if cfg.MaxGroupSeries == 0 {
+		cfg.MaxGroupSeries = 100000
+	}
 	if cfg.MaxPartitionSeries == 0 {
 		cfg.MaxPartitionSeries = 10000
 	}
@@ -134,6 +162,7 @@ func NewLag(cfg LagConfig) *Lag {
 		topicCurrent:     prometheus.NewDesc("kafka_topic_partition_current_offset", "Current offset (high watermark) of a topic partition; topic is the name its organisation's clients know.", []string{"topic", "partition", "org"}, nil),
 		topicOldest:      prometheus.NewDesc("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a topic partition; topic is the name its organisation's clients know.", []string{"topic", "partition", "org"}, nil),
 		droppedDesc:      prometheus.NewDesc("cohort_metrics_partition_series_dropped", "Per-partition lag series left out of the last scrape by --metrics-max-partition-series.", nil, nil),
+		droppedGroupDesc: prometheus.NewDesc("cohort_metrics_group_series_dropped", "Per-group lag series (of the groups with the least lag) left out of the last scrape by --metrics-max-group-series.", nil, nil),
 		shareStart:       prometheus.NewDesc("cohort_sharegroup_start_offset", "A share group's share-partition start offset (KIP-932): every record before it is done (at the last lag sample).", []string{"org", "sharegroup", "topic", "partition"}, nil),
 		shareLag:         prometheus.NewDesc("cohort_sharegroup_lag", "A share group's lag at a partition (KIP-1226): the high watermark less the start offset less the records acknowledged or archived after it.", []string{"org", "sharegroup", "topic", "partition"}, nil),
 		shareLagSum:      prometheus.NewDesc("cohort_sharegroup_lag_sum", "A share group's lag at a topic, all partitions (KIP-1226).", []string{"org", "sharegroup", "topic"}, nil),
@@ -144,7 +173,7 @@ func NewLag(cfg LagConfig) *Lag {
 
 // Describe implements prometheus.Collector.
 func (l *Lag) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{l.currentOffset, l.lag, l.lagSum, l.offsetSum, l.members, l.topicCurrent, l.topicOldest, l.droppedDesc,
+	for _, d := range []*prometheus.Desc{l.currentOffset, l.lag, l.lagSum, l.offsetSum, l.members, l.topicCurrent, l.topicOldest, l.droppedDesc, l.droppedGroupDesc,
 		l.shareStart, l.shareLag, l.shareLagSum, l.shareInFlight, l.shareRedelivered} {
 		ch <- d
 	}
@@ -152,7 +181,7 @@ func (l *Lag) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (l *Lag) Collect(ch chan<- prometheus.Metric) {
-	groups := l.cfg.Source.Groups()
+	groups, droppedGroups := l.cfg.Source.Groups(l.cfg.MaxGroupSeries)
 	parts := l.cfg.Source.Partitions()
 	budget := l.cfg.MaxPartitionSeries
 	dropped := 0
@@ -215,6 +244,10 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 	gauge(l.droppedDesc, int64(dropped))
 	if dropped > 0 && l.dropped.Swap(int64(dropped)) == 0 {
 		l.cfg.Logger.Warn("lag metrics: per-partition series left out (--metrics-max-partition-series)", "dropped", dropped, "max", l.cfg.MaxPartitionSeries)
+	}
+	gauge(l.droppedGroupDesc, int64(droppedGroups))
+	if droppedGroups > 0 && l.droppedGroups.Swap(int64(droppedGroups)) == 0 {
+		l.cfg.Logger.Warn("lag metrics: per-group series of the groups with the least lag left out (--metrics-max-group-series)", "dropped", droppedGroups, "max", l.cfg.MaxGroupSeries)
 	}
 }
 

@@ -15,13 +15,13 @@ import (
 // partitions' high watermark 100.
 type shareLagSource struct{ parts int }
 
-func (s shareLagSource) Groups() []admin.GroupOffsets {
+func (s shareLagSource) Groups(int) ([]admin.GroupOffsets, int) {
 	g := admin.GroupOffsets{Org: "default", Group: "workers", Members: 2, Share: map[admin.TopicPartition]admin.SharePartition{}}
 	for p := range s.parts {
 		g.Share[admin.TopicPartition{Topic: "jobs", Partition: int32(p)}] = admin.SharePartition{StartOffset: 40, EndOffset: 50,
 			ShareCounts: admin.ShareCounts{InFlight: 10, Available: 2, Acquired: 5, Acknowledged: 2, Archived: 1, Redelivered: 3}}
 	}
-	return []admin.GroupOffsets{g}
+	return []admin.GroupOffsets{g}, 0
 }
 
 func (s shareLagSource) Partitions() map[admin.TopicPartition]admin.PartitionOffsets {

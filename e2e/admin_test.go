@@ -169,7 +169,7 @@ func TestReadyzWhileAShardIsNotServed(t *testing.T) {
 // left out and counted, and the per-group sums stay.
 func TestLagMetrics(t *testing.T) {
 	p := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "100ms", "--lag-sample-interval", "100ms")
-	small := testkit.StartBinary(t, t.TempDir(), "--metrics-max-partition-series", "2", "--lag-sample-interval", "100ms")
+	small := testkit.StartBinary(t, t.TempDir(), "--metrics-max-partition-series", "2", "--metrics-max-group-series", "3", "--lag-sample-interval", "100ms")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, n := range []*testkit.Proc{p, small} {
@@ -194,6 +194,18 @@ func TestLagMetrics(t *testing.T) {
 		resp, err := kadm.NewClient(cl).CommitOffsets(ctx, "idle", offs)
 		if err == nil {
 			err = resp.Error()
+		}
+		if err == nil && n == small {
+			// A group with no lag, which the capped node's group
+			// budget (3 series: idle's members, lag sum and offset
+			// sum) leaves out.
+			caught := kadm.Offsets{}
+			for part := range int32(3) {
+				caught.Add(kadm.Offset{Topic: "lagged", Partition: part, At: 10})
+			}
+			if resp, err = kadm.NewClient(cl).CommitOffsets(ctx, "caught-up", caught); err == nil {
+				err = resp.Error()
+			}
 		}
 		cl.Close()
 		if err != nil {
@@ -248,5 +260,17 @@ func TestLagMetrics(t *testing.T) {
 	}
 	if got := sample(mfs, "cohort_metrics_partition_series_dropped", nil); got != 4+6 {
 		t.Errorf("capped: %v series dropped, want 10 (2 topic partitions × 2, 3 group partitions × 2)", got)
+	}
+	// The group budget keeps the group with lag and leaves out the one
+	// without, counted.
+	testkit.Eventually(t, 30*time.Second, "the capped node's sample has both groups", func() bool {
+		mfs = scrape(t, small.HTTPAddr)
+		return sample(mfs, "cohort_metrics_group_series_dropped", nil) == 3
+	})
+	if got := sample(mfs, "kafka_consumergroup_members", map[string]string{"consumergroup": "caught-up"}); got != -1 {
+		t.Errorf("capped: the caught-up group's members series present (%v)", got)
+	}
+	if got := sample(mfs, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "idle", "topic": "lagged"}); got != 12 {
+		t.Errorf("capped: the idle group's lag sum %v, want 12", got)
 	}
 }

@@ -20,7 +20,9 @@ type lagSource struct {
 
 var _ admin.LagSource = lagSource{}
 
-func (s lagSource) Groups() []admin.GroupOffsets { return s.api.Groups() }
+func (s lagSource) Groups(maxSeries int) ([]admin.GroupOffsets, int) {
+	return s.api.Groups(maxSeries)
+}
 
 func (s lagSource) Remote() map[admin.TopicPartition]admin.PartitionOffsets {
 	if s.remote == nil {

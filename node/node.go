@@ -210,6 +210,10 @@ type Config struct {
 	// one /metrics scrape (--metrics-max-partition-series; see
 	// admin.LagConfig). Default 10,000; negative: none.
 	MetricsMaxPartitionSeries int
+	// MetricsMaxGroupSeries caps the per-group lag series of one
+	// /metrics scrape, the groups with the most lag kept
+	// (--metrics-max-group-series; see admin.LagConfig.MaxGroupSeries).
+	MetricsMaxGroupSeries int
 	// LagSampleInterval is how often the admin API's lag tracker reads
 	// every group's offsets for lag status and time to clear
 	// (--lag-sample-interval). Default 5 s; a status needs a window of
@@ -530,7 +534,7 @@ func Start(cfg Config) (_ *Node, err error) {
 			Logger:      cfg.Logger,
 		})
 		n.registry.MustRegister(n.api)
-		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{api: n.api, topics: n.topics, remote: n.remote}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, Logger: cfg.Logger}))
+		n.registry.MustRegister(admin.NewLag(admin.LagConfig{Source: lagSource{api: n.api, topics: n.topics, remote: n.remote}, MaxPartitionSeries: cfg.MetricsMaxPartitionSeries, MaxGroupSeries: cfg.MetricsMaxGroupSeries, Logger: cfg.Logger}))
 	}
 	// The transaction coordinator: a shard per group coordinator shard
 	// on a single node; in cluster mode the cluster's transaction units
