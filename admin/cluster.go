@@ -43,6 +43,10 @@ type ClusterSource interface {
 	// registered owner of its shard, as last read); ok false when no
 	// registered node owns the shard (it is moving).
 	CoordinatorOf(tenant, group string) (node int32, ok bool)
+	// Assignment is the epoch of the last assignment of shards to nodes
+	// this node read, and how many shards (and other units) it moves:
+	// 0 once every shard is where the leader wants it.
+	Assignment() (epoch int64, moving int)
 }
 
 // Node states in ClusterNode.State (cluster.NodeStates's).
@@ -302,7 +306,8 @@ func (a *API) clusterNodes(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	nodes := a.cfg.Cluster.Nodes()
-	resp := map[string]any{"cluster": true, "self": a.cfg.Cluster.Self(), "nodes": nodes}
+	epoch, moving := a.cfg.Cluster.Assignment()
+	resp := map[string]any{"cluster": true, "self": a.cfg.Cluster.Self(), "nodes": nodes, "epoch": epoch, "moving": moving}
 	for _, n := range nodes {
 		if n.Leader {
 			resp["leader"] = n.ID

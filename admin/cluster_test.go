@@ -27,6 +27,7 @@ type fakeCluster struct {
 
 func (f fakeCluster) Self() int32                { return max(f.self, 1) }
 func (f fakeCluster) Nodes() []admin.ClusterNode { return f.nodes }
+func (f fakeCluster) Assignment() (int64, int)   { return 7, 2 }
 func (f fakeCluster) CoordinatorOf(tenant, group string) (int32, bool) {
 	n, ok := f.coord[tenant+"/"+group]
 	return n, ok
@@ -207,8 +208,10 @@ func TestClusterView(t *testing.T) {
 		Cluster bool                `json:"cluster"`
 		Self    int32               `json:"self"`
 		Nodes   []admin.ClusterNode `json:"nodes"`
+		Epoch   int64               `json:"epoch"`
+		Moving  int                 `json:"moving"`
 	}
-	if code != 200 || json.Unmarshal(body, &cv) != nil || !cv.Cluster || cv.Self != 1 || len(cv.Nodes) != 5 || cv.Nodes[4].State != admin.NodeGone {
+	if code != 200 || json.Unmarshal(body, &cv) != nil || !cv.Cluster || cv.Self != 1 || len(cv.Nodes) != 5 || cv.Nodes[4].State != admin.NodeGone || cv.Epoch != 7 || cv.Moving != 2 {
 		t.Errorf("/api/v1/cluster: %d %s", code, body)
 	}
 }

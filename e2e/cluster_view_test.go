@@ -145,8 +145,23 @@ func TestClusterViewFromAnyNode(t *testing.T) {
 			Cluster bool             `json:"cluster"`
 			Self    int32            `json:"self"`
 			Nodes   []apiClusterNode `json:"nodes"`
+			Epoch   int64            `json:"epoch"`
+			Moving  *int             `json:"moving"`
 		}
-		getJSON(t, &spec, c.node(asked).HTTPAddr, "/api/v1/cluster", 200, &cv)
+		// Settled: nothing moving, every shard held by one node.
+		groupEventually(t, 30*time.Second, fmt.Sprintf("node %d says no shard is moving", asked), func() (bool, string) {
+			getJSON(t, &spec, c.node(asked).HTTPAddr, "/api/v1/cluster", 200, &cv)
+			held := map[int]int32{}
+			for _, n := range cv.Nodes {
+				for _, sh := range n.Shards {
+					if _, dup := held[sh]; dup {
+						return false, fmt.Sprintf("shard %d held by nodes %d and %d", sh, held[sh], n.ID)
+					}
+					held[sh] = n.ID
+				}
+			}
+			return cv.Moving != nil && *cv.Moving == 0 && cv.Epoch > 0 && len(held) > 0, fmt.Sprintf("epoch %d, moving %v, shards held %d", cv.Epoch, cv.Moving, len(held))
+		})
 		leaders := 0
 		for _, n := range cv.Nodes {
 			if n.State != "serving" || n.Self != (n.ID == asked) || !strings.HasPrefix(n.AdminURL, "http://127.0.0.1:") {

@@ -37,6 +37,16 @@ func (c clusterSource) Nodes() []admin.ClusterNode {
 	return out
 }
 
+func (c clusterSource) Assignment() (epoch int64, moving int) {
+	a := c.n.member.Assignment()
+	for _, next := range a.Next {
+		if next != cluster.None {
+			moving++
+		}
+	}
+	return a.Epoch, moving
+}
+
 func (c clusterSource) CoordinatorOf(tenant, group string) (int32, bool) {
 	owner, ok := c.n.member.Owner(c.n.groups.ShardFor(tenant, group))
 	return owner.ID, ok
