@@ -134,7 +134,7 @@ type LagTrackerConfig struct {
 // group's trend is runs likewise. A group's runs are encoded, with its
 // partitions, in one byte slice of varints (encodeRun), and topic names
 // are numbered and shared between groups: a quiet group of 4 partitions
-// costs under 200 bytes (TestLagTrackerQuietGroupBytes).
+// costs about 160 bytes (TestLagTrackerQuietGroupBytes).
 type LagTracker struct {
 	cfg    LagTrackerConfig
 	groups map[groupRef]*groupLag
@@ -205,18 +205,20 @@ func addSample(runs []lagRun, x lagRun, lo uint32) []lagRun {
 	return slices.Delete(runs, 0, drop)
 }
 
-// encodeRun appends run x to b, against the run before it (zero for the
-// first): the difference of their starts and committed offsets, the
-// commit time (in ms when it is whole ms, as the coordinator's are), and
-// the lag (end less committed offset).
+// encodeRun appends run x to b, against the run before it in the
+// history (zero for the first, and for the trend's first: a partition's
+// first run is against the last partition's last, whose offsets and
+// commit time are often near): the differences of their starts,
+// committed offsets and commit times (in ms when it is whole ms, as the
+// coordinator's are), and the lag (end less committed offset).
 func encodeRun(b []byte, prev, x lagRun) []byte {
-	b = binary.AppendUvarint(b, uint64(x.start-prev.start))
+	b = binary.AppendVarint(b, int64(x.start)-int64(prev.start))
 	b = binary.AppendVarint(b, x.committed-prev.committed)
-	if x.commitAt%1e6 == 0 {
-		b = binary.AppendUvarint(b, zigzag(x.commitAt/1e6)<<1)
+	if d := x.commitAt - prev.commitAt; d%1e6 == 0 {
+		b = binary.AppendUvarint(b, zigzag(d/1e6)<<1)
 	} else {
 		b = binary.AppendUvarint(b, 1)
-		b = binary.AppendVarint(b, x.commitAt)
+		b = binary.AppendVarint(b, d)
 	}
 	return binary.AppendVarint(b, x.end-x.committed)
 }
@@ -228,8 +230,9 @@ func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // histReader reads a groupLag.hist.
 type histReader struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	prev lagRun // the last run read
 }
 
 func (r *histReader) uvarint() uint64 {
@@ -250,18 +253,26 @@ func (r *histReader) part() (topic uint32, partition int32, runs int) {
 	return uint32(r.uvarint()), int32(uint32(r.uvarint())), int(r.uvarint())
 }
 
-// run reads the run after prev (encodeRun).
-func (r *histReader) run(prev lagRun) lagRun {
+// run reads the next run (encodeRun).
+func (r *histReader) run() lagRun {
 	var x lagRun
-	x.start = prev.start + uint32(r.uvarint())
-	x.committed = prev.committed + r.varint()
+	x.start = uint32(int64(r.prev.start) + r.varint())
+	x.committed = r.prev.committed + r.varint()
 	if u := r.uvarint(); u&1 == 0 {
-		x.commitAt = unzigzag(u>>1) * 1e6
+		x.commitAt = r.prev.commitAt + unzigzag(u>>1)*1e6
 	} else {
-		x.commitAt = r.varint()
+		x.commitAt = r.prev.commitAt + r.varint()
 	}
 	x.end = x.committed + r.varint()
+	r.prev = x
 	return x
+}
+
+// trend reads the number of the trend's runs, which follow, after the
+// partitions'.
+func (r *histReader) trend() int {
+	r.prev = lagRun{}
+	return int(r.uvarint())
 }
 
 // samples reads n runs from r and appends to out their samples of the
@@ -271,7 +282,7 @@ func (r *histReader) run(prev lagRun) lagRun {
 func (t *LagTracker) samples(out []LagSample, r *histReader, n int, lo, hi uint32) []LagSample {
 	var prev lagRun
 	for k := range n {
-		x := r.run(prev)
+		x := r.run()
 		if k > 0 {
 			out = t.appendSamples(out, prev, max(prev.start, lo), int64(x.start)-1)
 		}
@@ -378,13 +389,13 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 		return true
 	}
 	skipRuns := func(n int) {
-		var prev lagRun
 		for range n {
-			prev = old.run(prev)
+			old.run()
 		}
 	}
 	haveOld := nextOld()
 	enc := binary.AppendUvarint(t.enc[:0], uint64(len(keys)))
+	var prev lagRun // the last run encoded
 	var total int64
 	for _, p := range keys {
 		s := gs.Partitions[p]
@@ -399,10 +410,8 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 		}
 		topic := oldTopic
 		if haveOld && c == 0 {
-			var prev lagRun
 			for range oldRuns {
-				prev = old.run(prev)
-				runs = append(runs, prev)
+				runs = append(runs, old.run())
 			}
 			haveOld = nextOld()
 		} else {
@@ -412,7 +421,6 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 		enc = binary.AppendUvarint(enc, uint64(topic))
 		enc = binary.AppendUvarint(enc, uint64(uint32(p.Partition)))
 		enc = binary.AppendUvarint(enc, uint64(len(runs)))
-		var prev lagRun
 		for _, x := range runs {
 			enc = encodeRun(enc, prev, x)
 			prev = x
@@ -426,15 +434,13 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	}
 	trend := t.runs[:0]
 	if len(g.hist) > 0 {
-		var prev lagRun
-		for range old.uvarint() {
-			prev = old.run(prev)
-			trend = append(trend, prev)
+		for range old.trend() {
+			trend = append(trend, old.run())
 		}
 	}
 	trend = addSample(trend, lagRun{start: seq, end: total}, lo)
 	enc = binary.AppendUvarint(enc, uint64(len(trend)))
-	var prev lagRun
+	prev = lagRun{}
 	for _, x := range trend {
 		enc = encodeRun(enc, prev, x)
 		prev = x
@@ -521,7 +527,7 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 		produced += last.End - first.End
 		span = max(span, last.At.Sub(first.At))
 	}
-	for _, s := range t.samples(nil, &r, int(r.uvarint()), lo, g.last) {
+	for _, s := range t.samples(nil, &r, r.trend(), lo, g.last) {
 		out.Trend = append(out.Trend, LagPoint{At: s.At, Lag: s.End})
 	}
 	out.Status = groupStatus(statuses)

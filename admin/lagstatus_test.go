@@ -303,14 +303,12 @@ func (t *LagTracker) runsOf(g *groupLag) (map[PartitionRef][]countedRun, []count
 	r := histReader{b: g.hist}
 	read := func(n int) []countedRun {
 		var out []countedRun
-		var prev lagRun
 		for range n {
-			x := r.run(prev)
+			x := r.run()
 			if k := len(out) - 1; k >= 0 {
 				out[k].n = int(x.start - max(out[k].start, lo))
 			}
 			out = append(out, countedRun{lagRun: x})
-			prev = x
 		}
 		if k := len(out) - 1; k >= 0 {
 			out[k].n = int(g.last - max(out[k].start, lo) + 1)
@@ -322,5 +320,5 @@ func (t *LagTracker) runsOf(g *groupLag) (map[PartitionRef][]countedRun, []count
 		topic, partition, n := r.part()
 		parts[PartitionRef{Topic: t.topics[topic], Partition: partition}] = read(n)
 	}
-	return parts, read(int(r.uvarint()))
+	return parts, read(r.trend())
 }

@@ -80,7 +80,7 @@ func testLagTrackerModel(t *testing.T, cfg LagTrackerConfig) {
 	}
 	topicNames := []string{"a", "b", "orders", "ab"}
 	for step := range 600 {
-		at = at.Add(time.Duration(1+rng.IntN(10_000)) * time.Millisecond)
+		at = at.Add(time.Duration(1+rng.IntN(10_000))*time.Millisecond + time.Duration(rng.IntN(2)*rng.IntN(1e6)))
 		var reading []GroupSample
 		for gi := range 6 {
 			name := fmt.Sprintf("g%d", gi)
