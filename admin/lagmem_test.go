@@ -43,7 +43,9 @@ func heapAlloc() uint64 {
 // histories, not the group names, which the reading owns. Measured at
 // 20,000 groups: 575 bytes a group with a slice of runs a partition and
 // the groups' trends, 191 with each group's runs encoded in one slice
-// of varints, 159 with each run against the one before it in the group.
+// of varints, 159 with each run against the one before it in the group,
+// 153 with the group's last reading in its slice, the map's value (132
+// at 100,000 groups, as the map's load varies).
 func TestLagTrackerQuietGroupBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures the heap")
@@ -61,7 +63,7 @@ func TestLagTrackerQuietGroupBytes(t *testing.T) {
 	runtime.KeepAlive(names)
 	per := float64(int64(after)-int64(before)) / groups
 	t.Logf("%.0f bytes per quiet group of 4 partitions", per)
-	if per > 400 {
-		t.Errorf("%.0f bytes per quiet group of 4 partitions, want at most %d", per, 400)
+	if per > 300 {
+		t.Errorf("%.0f bytes per quiet group of 4 partitions, want at most %d", per, 300)
 	}
 }

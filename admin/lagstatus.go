@@ -134,10 +134,10 @@ type LagTrackerConfig struct {
 // group's trend is runs likewise. A group's runs are encoded, with its
 // partitions, in one byte slice of varints (encodeRun), and topic names
 // are numbered and shared between groups: a quiet group of 4 partitions
-// costs about 160 bytes (TestLagTrackerQuietGroupBytes).
+// costs about 150 bytes (TestLagTrackerQuietGroupBytes).
 type LagTracker struct {
 	cfg    LagTrackerConfig
-	groups map[groupRef]*groupLag
+	groups map[groupRef]groupLag
 	topics []string          // topic names, by id
 	ids    map[string]uint32 // topic ids, by name
 	seq    uint32            // the number of the reading under way, or the last
@@ -153,19 +153,28 @@ type groupRef struct{ Tenant, Group string }
 // PartitionRef names a group's partition.
 type PartitionRef = TopicPartition
 
-type groupLag struct {
-	// hist is the group's partitions, by topic name and partition, each
-	// with its runs, then its trend's runs (the total lag in end):
-	//
-	//	uvarint(partitions)
-	//	  uvarint(topic id) uvarint(uint32(partition)) uvarint(runs) run...
-	//	uvarint(trend runs) run...
-	//
-	// each run encoded against the one before it (encodeRun).
-	hist []byte
-	last uint32 // the number of the group's last reading
-	// unsampled is the last reading's GroupSample.Unsampled.
-	unsampled int32
+// groupLag is a group's history: the number of its last reading (4
+// bytes, little-endian, rewritten in place at each reading), the last
+// reading's GroupSample.Unsampled, and its partitions, by topic name and
+// partition, each with its runs, then its trend's runs (the total lag in
+// end):
+//
+//	uint32(last) varint(unsampled)
+//	uvarint(partitions)
+//	  uvarint(topic id) uvarint(uint32(partition)) uvarint(runs) run...
+//	uvarint(trend runs) run...
+//
+// each run encoded against the one before it (encodeRun).
+type groupLag []byte
+
+// last is the number of the group's last reading.
+func (g groupLag) last() uint32 { return binary.LittleEndian.Uint32(g) }
+
+// reader returns a reader of the group's partitions, and its
+// unsampled partitions.
+func (g groupLag) reader() (r histReader, unsampled int) {
+	r = histReader{b: g, i: 4}
+	return r, int(r.varint())
 }
 
 // lagRun is equal samples from reading start on: until the next run's
@@ -228,7 +237,7 @@ func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
-// histReader reads a groupLag.hist.
+// histReader reads a groupLag.
 type histReader struct {
 	b    []byte
 	i    int
@@ -316,7 +325,7 @@ func NewLagTracker(cfg LagTrackerConfig) *LagTracker {
 	if cfg.History < cfg.Window {
 		cfg.History = max(60, cfg.Window)
 	}
-	return &LagTracker{cfg: cfg, groups: map[groupRef]*groupLag{}, ids: map[string]uint32{}, times: make([]int64, cfg.History+1)}
+	return &LagTracker{cfg: cfg, groups: map[groupRef]groupLag{}, ids: map[string]uint32{}, times: make([]int64, cfg.History+1)}
 }
 
 // GroupSample is one group's reading: a sample per committed offset
@@ -358,11 +367,6 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	lo := since(seq, t.cfg.History)
 	ref := groupRef{gs.Tenant, gs.Group}
 	g := t.groups[ref]
-	if g == nil {
-		g = &groupLag{}
-		t.groups[ref] = g
-	}
-	g.last, g.unsampled = seq, int32(gs.Unsampled)
 	// The reading's partitions, in the history's order: partitions gone
 	// from it go, the rest are kept, new ones added.
 	keys := t.keys[:0]
@@ -371,9 +375,10 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	}
 	slices.SortFunc(keys, comparePartitions)
 	t.keys = keys
-	old := histReader{b: g.hist}
+	var old histReader
 	oldParts := 0
-	if len(g.hist) > 0 {
+	if g != nil {
+		old, _ = g.reader()
 		oldParts = int(old.uvarint())
 	}
 	// The old partition under the reader, if any left.
@@ -394,7 +399,9 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 		}
 	}
 	haveOld := nextOld()
-	enc := binary.AppendUvarint(t.enc[:0], uint64(len(keys)))
+	enc := binary.LittleEndian.AppendUint32(t.enc[:0], seq)
+	enc = binary.AppendVarint(enc, int64(gs.Unsampled))
+	enc = binary.AppendUvarint(enc, uint64(len(keys)))
 	var prev lagRun // the last run encoded
 	var total int64
 	for _, p := range keys {
@@ -433,7 +440,7 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 		haveOld = nextOld()
 	}
 	trend := t.runs[:0]
-	if len(g.hist) > 0 {
+	if g != nil {
 		for range old.trend() {
 			trend = append(trend, old.run())
 		}
@@ -446,20 +453,21 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 		prev = x
 	}
 	t.runs, t.enc = trend, enc
-	// A quiet group's history is as it was.
-	if !bytes.Equal(enc, g.hist) {
-		if cap(g.hist) >= len(enc) && cap(g.hist) <= 2*len(enc) {
-			g.hist = append(g.hist[:0], enc...)
-		} else {
-			g.hist = bytes.Clone(enc)
-		}
+	// A quiet group's history is as it was, but for its last reading.
+	switch {
+	case g != nil && bytes.Equal(enc[4:], g[4:]):
+		binary.LittleEndian.PutUint32(g, seq)
+	case cap(g) >= len(enc) && cap(g) <= 2*len(enc):
+		t.groups[ref] = append(g[:0], enc...)
+	default:
+		t.groups[ref] = bytes.Clone(enc)
 	}
 }
 
 // end ends a reading: a group not in it is forgotten.
 func (t *LagTracker) end() {
 	for ref, g := range t.groups {
-		if g.last != t.seq {
+		if g.last() != t.seq {
 			delete(t.groups, ref)
 		}
 	}
@@ -496,23 +504,24 @@ type GroupLag struct {
 
 // Group evaluates a group at now; ok is false if it has no samples.
 func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool) {
-	g := t.groups[groupRef{tenant, group}]
-	if g == nil {
+	g, ok := t.groups[groupRef{tenant, group}]
+	if !ok {
 		return GroupLag{}, false
 	}
-	r := histReader{b: g.hist}
-	lo := since(g.last, t.cfg.History)
+	r, unsampled := g.reader()
+	hi := g.last()
+	lo := since(hi, t.cfg.History)
 	parts := int(r.uvarint())
 	out := GroupLag{Partitions: make(map[PartitionRef]PartitionLag, parts)}
 	var lag, consumed, produced int64
 	var span time.Duration
-	statuses := make([]Status, 0, parts+int(g.unsampled))
-	for range g.unsampled {
+	statuses := make([]Status, 0, parts+unsampled)
+	for range unsampled {
 		statuses = append(statuses, StatusUnknown)
 	}
 	for range parts {
 		topic, partition, runs := r.part()
-		ss := t.samples(nil, &r, runs, lo, g.last)
+		ss := t.samples(nil, &r, runs, lo, hi)
 		w := ss[max(0, len(ss)-t.cfg.Window):]
 		pl := PartitionLag{Status: evaluate(w, now, t.cfg.Window)}
 		first, last := w[0], w[len(w)-1]
@@ -527,7 +536,7 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 		produced += last.End - first.End
 		span = max(span, last.At.Sub(first.At))
 	}
-	for _, s := range t.samples(nil, &r, r.trend(), lo, g.last) {
+	for _, s := range t.samples(nil, &r, r.trend(), lo, hi) {
 		out.Trend = append(out.Trend, LagPoint{At: s.At, Lag: s.End})
 	}
 	out.Status = groupStatus(statuses)
@@ -538,15 +547,16 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 // GroupStatus is Group's Status alone, without the history and time to
 // clear it also builds; ok is false if the group has no samples.
 func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, bool) {
-	g := t.groups[groupRef{tenant, group}]
-	if g == nil {
+	g, ok := t.groups[groupRef{tenant, group}]
+	if !ok {
 		return StatusUnknown, false
 	}
-	r := histReader{b: g.hist}
-	lo := since(g.last, t.cfg.Window)
+	r, unsampled := g.reader()
+	hi := g.last()
+	lo := since(hi, t.cfg.Window)
 	parts := int(r.uvarint())
-	statuses := make([]Status, 0, parts+int(g.unsampled))
-	for range g.unsampled {
+	statuses := make([]Status, 0, parts+unsampled)
+	for range unsampled {
 		statuses = append(statuses, StatusUnknown)
 	}
 	var buf [16]LagSample
@@ -556,7 +566,7 @@ func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, b
 		if t.cfg.Window > len(buf) {
 			w = nil
 		}
-		statuses = append(statuses, evaluate(t.samples(w, &r, runs, lo, g.last), now, t.cfg.Window))
+		statuses = append(statuses, evaluate(t.samples(w, &r, runs, lo, hi), now, t.cfg.Window))
 	}
 	return groupStatus(statuses), true
 }

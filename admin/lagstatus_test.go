@@ -298,9 +298,9 @@ type countedRun struct {
 
 // runsOf decodes a group's history: its partitions' runs, and its
 // trend's, each with the number of its samples in the history.
-func (t *LagTracker) runsOf(g *groupLag) (map[PartitionRef][]countedRun, []countedRun) {
-	lo := since(g.last, t.cfg.History)
-	r := histReader{b: g.hist}
+func (t *LagTracker) runsOf(g groupLag) (map[PartitionRef][]countedRun, []countedRun) {
+	lo := since(g.last(), t.cfg.History)
+	r, _ := g.reader()
 	read := func(n int) []countedRun {
 		var out []countedRun
 		for range n {
@@ -311,7 +311,7 @@ func (t *LagTracker) runsOf(g *groupLag) (map[PartitionRef][]countedRun, []count
 			out = append(out, countedRun{lagRun: x})
 		}
 		if k := len(out) - 1; k >= 0 {
-			out[k].n = int(g.last - max(out[k].start, lo) + 1)
+			out[k].n = int(g.last() - max(out[k].start, lo) + 1)
 		}
 		return out
 	}
