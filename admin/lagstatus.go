@@ -133,7 +133,8 @@ type LagTrackerConfig struct {
 // reading of it changes nothing but its last reading's number. The
 // group's trend is runs likewise. A group's runs are encoded, with its
 // partitions, in one byte slice of varints (encodeRun), and topic names
-// are numbered and shared between groups: a quiet group of 4 partitions
+// are numbered (for good: like the names the tracker shared before) and
+// shared between groups: a quiet group of 4 partitions
 // costs about 150 bytes (TestLagTrackerQuietGroupBytes).
 type LagTracker struct {
 	cfg    LagTrackerConfig
@@ -360,7 +361,7 @@ func comparePartitions(a, b PartitionRef) int {
 }
 
 // observe records one group's sample of a reading; gs may be reused once
-// it returns.
+// it returns. A group observed twice in a reading keeps the later sample.
 func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	seq := t.seq
 	t.times[seq%uint32(len(t.times))] = at.UnixNano()
