@@ -11,7 +11,9 @@ package admin
 // partitions grew over the window.
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"time"
@@ -115,19 +117,36 @@ type LagTrackerConfig struct {
 // LagTracker keeps the samples. It is not safe for concurrent use; the
 // API serialises it.
 //
+// Every reading observes every group at once (a group missing from one
+// is forgotten, as is a partition missing from its group's reading), so
+// a group's samples, and each of its partitions', are those of
+// consecutive readings up to the group's last: the tracker numbers the
+// readings and keeps the times of the last History+1 (one more than a
+// history, for the groups a reading under way has not reached yet), and
+// a sample's time is its reading's, exactly.
+//
 // A partition's history is kept as runs of equal samples (the same
-// committed offset, commit time and high watermark), each with the times
-// of its first and last sample and how many it covers: a quiet group,
-// whose readings repeat, costs one run a partition however long the
-// history, not History samples. The samples a run stands for are
-// expanded when a group is evaluated, at times spread evenly from its
-// first to its last (exact when the sampler reads at a steady interval,
-// as it does). The groups' trends are runs likewise, and topic names are
-// shared between groups.
+// committed offset, commit time and high watermark), each with the
+// number of the reading of its first sample: it lasts until the next
+// run's, or the group's last reading. A quiet group, whose readings
+// repeat, costs one run a partition however long the history, and a
+// reading of it changes nothing but its last reading's number. The
+// group's trend is runs likewise. A group's runs are encoded, with its
+// partitions, in one byte slice of varints (encodeRun), and topic names
+// are numbered (for good: like the names the tracker shared before) and
+// shared between groups: a quiet group of 4 partitions
+// costs about 150 bytes (TestLagTrackerQuietGroupBytes).
 type LagTracker struct {
 	cfg    LagTrackerConfig
-	groups map[groupRef]*groupLag
-	names  map[string]string // interned topic names
+	groups map[groupRef]groupLag
+	topics []string          // topic names, by id
+	ids    map[string]uint32 // topic ids, by name
+	seq    uint32            // the number of the reading under way, or the last
+	times  []int64           // readings' times (Unix ns), by number % len(times)
+	// observe's scratch, reused from group to group.
+	keys []PartitionRef
+	runs []lagRun
+	enc  []byte
 }
 
 type groupRef struct{ Tenant, Group string }
@@ -135,96 +154,168 @@ type groupRef struct{ Tenant, Group string }
 // PartitionRef names a group's partition.
 type PartitionRef = TopicPartition
 
-type groupLag struct {
-	parts []partHist // by partition ref
-	trend []lagRun   // the group's total lag (in end; committed 0), oldest first
-	// unsampled is the last reading's GroupSample.Unsampled.
-	unsampled int32
-	seen      bool
+// groupLag is a group's history: the number of its last reading (4
+// bytes, little-endian, rewritten in place at each reading), the last
+// reading's GroupSample.Unsampled, and its partitions, by topic name and
+// partition, each with its runs, then its trend's runs (the total lag in
+// end):
+//
+//	uint32(last) varint(unsampled)
+//	uvarint(partitions)
+//	  uvarint(topic id) uvarint(uint32(partition)) uvarint(runs) run...
+//	uvarint(trend runs) run...
+//
+// each run encoded against the one before it (encodeRun).
+type groupLag []byte
+
+// last is the number of the group's last reading.
+func (g groupLag) last() uint32 { return binary.LittleEndian.Uint32(g) }
+
+// reader returns a reader of the group's partitions, and its
+// unsampled partitions.
+func (g groupLag) reader() (r histReader, unsampled int) {
+	r = histReader{b: g, i: 4}
+	return r, int(r.varint())
 }
 
-// partHist is a partition's history, oldest first, covering at most
-// History samples.
-type partHist struct {
-	ref  PartitionRef
-	runs []lagRun
-}
-
-// lagRun is n equal samples (n >= 1), the first at first and the last at
-// last (Unix ns).
+// lagRun is equal samples from reading start on: until the next run's
+// start, or the group's last reading.
 type lagRun struct {
-	first, last int64
-	n           int32
-	committed   int64
-	commitAt    int64 // Unix ns
-	end         int64
+	start     uint32
+	committed int64
+	commitAt  int64 // Unix ns
+	end       int64
 }
 
-// at is the time of the run's k-th sample (0 <= k < n).
-func (r lagRun) at(k int32) int64 {
-	if r.n <= 1 {
-		return r.last
+func (r lagRun) same(x lagRun) bool {
+	return r.committed == x.committed && r.commitAt == x.commitAt && r.end == x.end
+}
+
+// addSample adds sample x (at reading x.start, the last) to runs, and
+// drops the runs that end before reading lo.
+func addSample(runs []lagRun, x lagRun, lo uint32) []lagRun {
+	k := len(runs) - 1
+	switch {
+	case k >= 0 && runs[k].same(x):
+		// The last run goes on.
+	case k >= 0 && runs[k].start == x.start:
+		// A second sample of one reading (a group twice in it): it
+		// replaces the first.
+		runs = runs[:k]
+		if k == 0 || !runs[k-1].same(x) {
+			runs = append(runs, x)
+		}
+	default:
+		runs = append(runs, x)
 	}
-	return r.first + (r.last-r.first)*int64(k)/int64(r.n-1)
+	drop := 0
+	for drop+1 < len(runs) && runs[drop+1].start <= lo {
+		drop++
+	}
+	return slices.Delete(runs, 0, drop)
 }
 
-// sample is the run's k-th sample.
-func (r lagRun) sample(k int32) LagSample {
-	return LagSample{At: time.Unix(0, r.at(k)), Committed: r.committed, CommitAt: time.Unix(0, r.commitAt), End: r.end}
-}
-
-// addSample adds a sample at at to runs, keeping at most max samples.
-func addSample(runs []lagRun, at int64, committed, commitAt, end int64, limit int) []lagRun {
-	if k := len(runs) - 1; k >= 0 && runs[k].committed == committed && runs[k].commitAt == commitAt && runs[k].end == end {
-		runs[k].last = at
-		runs[k].n++
+// encodeRun appends run x to b, against the run before it in the
+// history (zero for the first, and for the trend's first: a partition's
+// first run is against the last partition's last, whose offsets and
+// commit time are often near): the differences of their starts,
+// committed offsets and commit times (in ms when it is whole ms, as the
+// coordinator's are), and the lag (end less committed offset).
+func encodeRun(b []byte, prev, x lagRun) []byte {
+	b = binary.AppendVarint(b, int64(x.start)-int64(prev.start))
+	b = binary.AppendVarint(b, x.committed-prev.committed)
+	if d := x.commitAt - prev.commitAt; d%1e6 == 0 {
+		b = binary.AppendUvarint(b, zigzag(d/1e6)<<1)
 	} else {
-		runs = append(runs, lagRun{first: at, last: at, n: 1, committed: committed, commitAt: commitAt, end: end})
+		b = binary.AppendUvarint(b, 1)
+		b = binary.AppendVarint(b, d)
 	}
-	total := 0
-	for _, r := range runs {
-		total += int(r.n)
-	}
-	for total > limit {
-		drop := min(int32(total-limit), runs[0].n)
-		if drop == runs[0].n {
-			runs = slices.Delete(runs, 0, 1)
-		} else {
-			runs[0].first = runs[0].at(drop)
-			runs[0].n -= drop
-		}
-		total -= int(drop)
-	}
-	return runs
+	return binary.AppendVarint(b, x.end-x.committed)
 }
 
-// expand returns the last n samples of runs (all if fewer), oldest first.
-func expand(runs []lagRun, n int) []LagSample {
-	return expandInto(nil, runs, n)
+// zigzag is v as binary.AppendVarint encodes it, small when v is near 0.
+func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
+
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// histReader reads a groupLag.
+type histReader struct {
+	b    []byte
+	i    int
+	prev lagRun // the last run read
 }
 
-// expandInto is expand appending to out (which, with room enough, a
-// caller can keep on its stack: the sampler evaluates every group at
-// every reading).
-func expandInto(out []LagSample, runs []lagRun, n int) []LagSample {
-	total := 0
-	for _, r := range runs {
-		total += int(r.n)
+func (r *histReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b[r.i:])
+	r.i += n
+	return v
+}
+
+func (r *histReader) varint() int64 {
+	v, n := binary.Varint(r.b[r.i:])
+	r.i += n
+	return v
+}
+
+// part reads a partition's header: its topic's id, the partition, and
+// how many runs follow.
+func (r *histReader) part() (topic uint32, partition int32, runs int) {
+	return uint32(r.uvarint()), int32(uint32(r.uvarint())), int(r.uvarint())
+}
+
+// run reads the next run (encodeRun).
+func (r *histReader) run() lagRun {
+	var x lagRun
+	x.start = uint32(int64(r.prev.start) + r.varint())
+	x.committed = r.prev.committed + r.varint()
+	if u := r.uvarint(); u&1 == 0 {
+		x.commitAt = r.prev.commitAt + unzigzag(u>>1)*1e6
+	} else {
+		x.commitAt = r.prev.commitAt + r.varint()
 	}
-	skip := max(0, total-n)
-	if out == nil {
-		out = make([]LagSample, 0, min(total, n))
-	}
-	for _, r := range runs {
-		for k := range r.n {
-			if skip > 0 {
-				skip--
-				continue
-			}
-			out = append(out, r.sample(k))
+	x.end = x.committed + r.varint()
+	r.prev = x
+	return x
+}
+
+// trend reads the number of the trend's runs, which follow, after the
+// partitions'.
+func (r *histReader) trend() int {
+	r.prev = lagRun{}
+	return int(r.uvarint())
+}
+
+// samples reads n runs from r and appends to out their samples of the
+// readings from lo to hi, oldest first (out, with room enough, a caller
+// can keep on its stack: the sampler evaluates every group at every
+// reading).
+func (t *LagTracker) samples(out []LagSample, r *histReader, n int, lo, hi uint32) []LagSample {
+	var prev lagRun
+	for k := range n {
+		x := r.run()
+		if k > 0 {
+			out = t.appendSamples(out, prev, max(prev.start, lo), int64(x.start)-1)
 		}
+		prev = x
+	}
+	if n > 0 {
+		out = t.appendSamples(out, prev, max(prev.start, lo), int64(hi))
 	}
 	return out
+}
+
+// appendSamples appends run x's samples of readings from to to.
+func (t *LagTracker) appendSamples(out []LagSample, x lagRun, from uint32, to int64) []LagSample {
+	for s := int64(from); s <= to; s++ {
+		at := t.times[s%int64(len(t.times))]
+		out = append(out, LagSample{At: time.Unix(0, at), Committed: x.committed, CommitAt: time.Unix(0, x.commitAt), End: x.end})
+	}
+	return out
+}
+
+// since is the first of the last n readings to hi (0 if fewer).
+func since(hi uint32, n int) uint32 {
+	return uint32(max(0, int64(hi)-int64(n)+1))
 }
 
 // NewLagTracker returns an empty tracker.
@@ -235,7 +326,7 @@ func NewLagTracker(cfg LagTrackerConfig) *LagTracker {
 	if cfg.History < cfg.Window {
 		cfg.History = max(60, cfg.Window)
 	}
-	return &LagTracker{cfg: cfg, groups: map[groupRef]*groupLag{}, names: map[string]string{}}
+	return &LagTracker{cfg: cfg, groups: map[groupRef]groupLag{}, ids: map[string]uint32{}, times: make([]int64, cfg.History+1)}
 }
 
 // GroupSample is one group's reading: a sample per committed offset
@@ -262,60 +353,137 @@ func (t *LagTracker) Observe(at time.Time, groups []GroupSample) {
 
 // begin starts a reading: observe each group of it, then end.
 func (t *LagTracker) begin() {
-	for _, g := range t.groups {
-		g.seen = false
-	}
+	t.seq++
+}
+
+func comparePartitions(a, b PartitionRef) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
 // observe records one group's sample of a reading; gs may be reused once
-// it returns.
+// it returns. A group observed twice in a reading keeps the later sample.
 func (t *LagTracker) observe(at time.Time, gs GroupSample) {
-	ns := at.UnixNano()
+	seq := t.seq
+	t.times[seq%uint32(len(t.times))] = at.UnixNano()
+	lo := since(seq, t.cfg.History)
 	ref := groupRef{gs.Tenant, gs.Group}
 	g := t.groups[ref]
-	if g == nil {
-		g = &groupLag{}
-		t.groups[ref] = g
+	// The reading's partitions, in the history's order: partitions gone
+	// from it go, the rest are kept, new ones added.
+	keys := t.keys[:0]
+	for p := range gs.Partitions {
+		keys = append(keys, p)
 	}
-	g.seen, g.unsampled = true, int32(gs.Unsampled)
-	// Partitions gone from the reading go; the rest are kept in
-	// order, new ones added.
-	g.parts = slices.DeleteFunc(g.parts, func(h partHist) bool {
-		_, ok := gs.Partitions[h.ref]
-		return !ok
-	})
-	var total int64
-	for p, s := range gs.Partitions {
-		i, found := slices.BinarySearchFunc(g.parts, p, func(h partHist, p PartitionRef) int {
-			return cmp.Or(cmp.Compare(h.ref.Topic, p.Topic), cmp.Compare(h.ref.Partition, p.Partition))
-		})
-		if !found {
-			p.Topic = t.intern(p.Topic)
-			g.parts = slices.Insert(g.parts, i, partHist{ref: p})
+	slices.SortFunc(keys, comparePartitions)
+	t.keys = keys
+	var old histReader
+	oldParts := 0
+	if g != nil {
+		old, _ = g.reader()
+		oldParts = int(old.uvarint())
+	}
+	// The old partition under the reader, if any left.
+	var oldTopic uint32
+	var oldPart int32
+	var oldRuns int
+	nextOld := func() bool {
+		if oldParts == 0 {
+			return false
 		}
-		g.parts[i].runs = addSample(g.parts[i].runs, ns, s.Committed, s.CommitAt.UnixNano(), s.End, t.cfg.History)
+		oldParts--
+		oldTopic, oldPart, oldRuns = old.part()
+		return true
+	}
+	skipRuns := func(n int) {
+		for range n {
+			old.run()
+		}
+	}
+	haveOld := nextOld()
+	enc := binary.LittleEndian.AppendUint32(t.enc[:0], seq)
+	enc = binary.AppendVarint(enc, int64(gs.Unsampled))
+	enc = binary.AppendUvarint(enc, uint64(len(keys)))
+	var prev lagRun // the last run encoded
+	var total int64
+	for _, p := range keys {
+		s := gs.Partitions[p]
+		runs := t.runs[:0]
+		c := 1
+		for haveOld {
+			if c = comparePartitions(PartitionRef{Topic: t.topics[oldTopic], Partition: oldPart}, p); c >= 0 {
+				break
+			}
+			skipRuns(oldRuns)
+			haveOld = nextOld()
+		}
+		topic := oldTopic
+		if haveOld && c == 0 {
+			for range oldRuns {
+				runs = append(runs, old.run())
+			}
+			haveOld = nextOld()
+		} else {
+			topic = t.topicID(p.Topic)
+		}
+		runs = addSample(runs, lagRun{start: seq, committed: s.Committed, commitAt: s.CommitAt.UnixNano(), end: s.End}, lo)
+		enc = binary.AppendUvarint(enc, uint64(topic))
+		enc = binary.AppendUvarint(enc, uint64(uint32(p.Partition)))
+		enc = binary.AppendUvarint(enc, uint64(len(runs)))
+		for _, x := range runs {
+			enc = encodeRun(enc, prev, x)
+			prev = x
+		}
+		t.runs = runs
 		total += s.Lag()
 	}
-	g.trend = addSample(g.trend, ns, 0, 0, total, t.cfg.History)
+	for haveOld {
+		skipRuns(oldRuns)
+		haveOld = nextOld()
+	}
+	trend := t.runs[:0]
+	if g != nil {
+		for range old.trend() {
+			trend = append(trend, old.run())
+		}
+	}
+	trend = addSample(trend, lagRun{start: seq, end: total}, lo)
+	enc = binary.AppendUvarint(enc, uint64(len(trend)))
+	prev = lagRun{}
+	for _, x := range trend {
+		enc = encodeRun(enc, prev, x)
+		prev = x
+	}
+	t.runs, t.enc = trend, enc
+	// A quiet group's history is as it was, but for its last reading.
+	switch {
+	case g != nil && bytes.Equal(enc[4:], g[4:]):
+		binary.LittleEndian.PutUint32(g, seq)
+	case cap(g) >= len(enc) && cap(g) <= 2*len(enc):
+		t.groups[ref] = append(g[:0], enc...)
+	default:
+		t.groups[ref] = bytes.Clone(enc)
+	}
 }
 
 // end ends a reading: a group not in it is forgotten.
 func (t *LagTracker) end() {
 	for ref, g := range t.groups {
-		if !g.seen {
+		if g.last() != t.seq {
 			delete(t.groups, ref)
 		}
 	}
 }
 
-// intern returns the tracker's copy of a topic name.
-func (t *LagTracker) intern(s string) string {
-	if v, ok := t.names[s]; ok {
-		return v
+// topicID returns the id of a topic name, numbering it if new.
+func (t *LagTracker) topicID(s string) uint32 {
+	if id, ok := t.ids[s]; ok {
+		return id
 	}
 	s = strings.Clone(s)
-	t.names[s] = s
-	return s
+	id := uint32(len(t.topics))
+	t.topics = append(t.topics, s)
+	t.ids[s] = id
+	return id
 }
 
 // PartitionLag is a partition's evaluation.
@@ -337,22 +505,24 @@ type GroupLag struct {
 
 // Group evaluates a group at now; ok is false if it has no samples.
 func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool) {
-	g := t.groups[groupRef{tenant, group}]
-	if g == nil {
+	g, ok := t.groups[groupRef{tenant, group}]
+	if !ok {
 		return GroupLag{}, false
 	}
-	out := GroupLag{Partitions: make(map[PartitionRef]PartitionLag, len(g.parts))}
-	for _, s := range expand(g.trend, t.cfg.History) {
-		out.Trend = append(out.Trend, LagPoint{At: s.At, Lag: s.End})
-	}
+	r, unsampled := g.reader()
+	hi := g.last()
+	lo := since(hi, t.cfg.History)
+	parts := int(r.uvarint())
+	out := GroupLag{Partitions: make(map[PartitionRef]PartitionLag, parts)}
 	var lag, consumed, produced int64
 	var span time.Duration
-	statuses := make([]Status, 0, len(g.parts)+int(g.unsampled))
-	for range g.unsampled {
+	statuses := make([]Status, 0, parts+unsampled)
+	for range unsampled {
 		statuses = append(statuses, StatusUnknown)
 	}
-	for _, h := range g.parts {
-		ss := expand(h.runs, t.cfg.History)
+	for range parts {
+		topic, partition, runs := r.part()
+		ss := t.samples(nil, &r, runs, lo, hi)
 		w := ss[max(0, len(ss)-t.cfg.Window):]
 		pl := PartitionLag{Status: evaluate(w, now, t.cfg.Window)}
 		first, last := w[0], w[len(w)-1]
@@ -360,12 +530,15 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 		for _, s := range ss {
 			pl.History = append(pl.History, LagPoint{At: s.At, Lag: s.Lag()})
 		}
-		out.Partitions[h.ref] = pl
+		out.Partitions[PartitionRef{Topic: t.topics[topic], Partition: partition}] = pl
 		statuses = append(statuses, pl.Status)
 		lag += last.Lag()
 		consumed += last.Committed - first.Committed
 		produced += last.End - first.End
 		span = max(span, last.At.Sub(first.At))
+	}
+	for _, s := range t.samples(nil, &r, r.trend(), lo, hi) {
+		out.Trend = append(out.Trend, LagPoint{At: s.At, Lag: s.End})
 	}
 	out.Status = groupStatus(statuses)
 	out.TimeToClear = timeToClear(lag, consumed, produced, span)
@@ -375,21 +548,26 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 // GroupStatus is Group's Status alone, without the history and time to
 // clear it also builds; ok is false if the group has no samples.
 func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, bool) {
-	g := t.groups[groupRef{tenant, group}]
-	if g == nil {
+	g, ok := t.groups[groupRef{tenant, group}]
+	if !ok {
 		return StatusUnknown, false
 	}
-	statuses := make([]Status, 0, len(g.parts)+int(g.unsampled))
-	for range g.unsampled {
+	r, unsampled := g.reader()
+	hi := g.last()
+	lo := since(hi, t.cfg.Window)
+	parts := int(r.uvarint())
+	statuses := make([]Status, 0, parts+unsampled)
+	for range unsampled {
 		statuses = append(statuses, StatusUnknown)
 	}
 	var buf [16]LagSample
-	for _, h := range g.parts {
+	for range parts {
+		_, _, runs := r.part()
 		w := buf[:0]
 		if t.cfg.Window > len(buf) {
 			w = nil
 		}
-		statuses = append(statuses, evaluate(expandInto(w, h.runs, t.cfg.Window), now, t.cfg.Window))
+		statuses = append(statuses, evaluate(t.samples(w, &r, runs, lo, hi), now, t.cfg.Window))
 	}
 	return groupStatus(statuses), true
 }

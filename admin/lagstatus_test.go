@@ -254,13 +254,16 @@ func TestLagTrackerQuietCostsOneRun(t *testing.T) {
 	for i := range 1000 {
 		tr.Observe(base.Add(time.Duration(i)*5*time.Second), []GroupSample{{Group: "g", Partitions: parts}})
 	}
-	g := tr.groups[groupRef{"", "g"}]
-	if len(g.trend) != 1 || g.trend[0].n != 60 {
-		t.Errorf("trend runs %+v, want one of the last 60 samples", g.trend)
+	hist, trend := tr.runsOf(tr.groups[groupRef{"", "g"}])
+	if len(trend) != 1 || trend[0].n != 60 {
+		t.Errorf("trend runs %+v, want one of the last 60 samples", trend)
 	}
-	for _, h := range g.parts {
-		if len(h.runs) != 1 || h.runs[0].n != 60 {
-			t.Errorf("%v: runs %+v, want one of 60 samples", h.ref, h.runs)
+	if len(hist) != 4 {
+		t.Errorf("%d partitions, want 4", len(hist))
+	}
+	for ref, runs := range hist {
+		if len(runs) != 1 || runs[0].n != 60 {
+			t.Errorf("%v: runs %+v, want one of 60 samples", ref, runs)
 		}
 	}
 	if l, _ := tr.Group("", "g", base.Add(5000*time.Second)); l.Status != StatusStop || len(l.Trend) != 60 {
@@ -285,4 +288,37 @@ func TestGroupStatusAllocates(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { tr.GroupStatus("", "g", now) }); n > 1 {
 		t.Errorf("GroupStatus allocates %v times, want at most 1 (its statuses)", n)
 	}
+}
+
+// countedRun is a run with the number of its samples in the history.
+type countedRun struct {
+	lagRun
+	n int
+}
+
+// runsOf decodes a group's history: its partitions' runs, and its
+// trend's, each with the number of its samples in the history.
+func (t *LagTracker) runsOf(g groupLag) (map[PartitionRef][]countedRun, []countedRun) {
+	lo := since(g.last(), t.cfg.History)
+	r, _ := g.reader()
+	read := func(n int) []countedRun {
+		var out []countedRun
+		for range n {
+			x := r.run()
+			if k := len(out) - 1; k >= 0 {
+				out[k].n = int(x.start - max(out[k].start, lo))
+			}
+			out = append(out, countedRun{lagRun: x})
+		}
+		if k := len(out) - 1; k >= 0 {
+			out[k].n = int(g.last() - max(out[k].start, lo) + 1)
+		}
+		return out
+	}
+	parts := map[PartitionRef][]countedRun{}
+	for range r.uvarint() {
+		topic, partition, n := r.part()
+		parts[PartitionRef{Topic: t.topics[topic], Partition: partition}] = read(n)
+	}
+	return parts, read(r.trend())
 }
