@@ -142,7 +142,13 @@ type APIConfig struct {
 	PeerClient *http.Client
 	// PeerTimeout bounds each peer's answer. Default 3 s.
 	PeerTimeout time.Duration
-	Logger      *slog.Logger
+	// MaxGroupSeries caps the per-group series of a scrape, this API's
+	// (cohort_consumergroup_generation, _status, _time_to_clear_seconds)
+	// and the lag collector's together: the node gives both the same
+	// (LagConfig.MaxGroupSeries, whose doc says more). Default
+	// DefaultMaxGroupSeries; negative: none.
+	MaxGroupSeries int
+	Logger         *slog.Logger
 }
 
 // API serves the admin JSON API and samples lag in the background (Run).
@@ -168,6 +174,9 @@ type API struct {
 	// progress when each one's position last moved (share.go).
 	shares   map[groupRef]map[TopicPartition]SharePartition
 	progress map[shareRef]shareProgress
+	// kept are the groups a scrape reports, chosen once a sample
+	// (metricGroups).
+	kept keptGroups
 
 	statusDesc, clearDesc, sampleDesc             *prometheus.Desc
 	groupsDesc, offsetsDesc, pendingDesc, genDesc *prometheus.Desc
@@ -186,6 +195,9 @@ func NewAPI(cfg APIConfig) *API {
 	}
 	if cfg.PeerTimeout <= 0 {
 		cfg.PeerTimeout = peerTimeout
+	}
+	if cfg.MaxGroupSeries == 0 {
+		cfg.MaxGroupSeries = DefaultMaxGroupSeries
 	}
 	return &API{
 		cfg:         cfg,
@@ -323,15 +335,51 @@ func endOffsets(ts []TopicInfo) map[TopicPartition]PartitionOffsets {
 }
 
 // Groups returns every tenant's groups as the last sample read them, for
-// the lag metrics (LagSource.Groups): all of them if their series
-// (GroupSeries) fit in maxSeries, in the list's order by name; else, in
-// its order by lag (the largest first, sorted once a sample, shared with
-// the list), as many as fit, and dropped counts the series of the rest.
-// Only the groups kept are built: a scrape of a million quiet groups
-// costs a pass over them, not a million maps.
+// the lag metrics (LagSource.Groups): those metricGroups keeps. Only
+// they are built: a scrape of a million quiet groups costs a pass over
+// them, not a million maps.
 func (a *API) Groups(maxSeries int) ([]GroupOffsets, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	kept, dropped := a.metricGroups(maxSeries)
+	out := make([]GroupOffsets, 0, len(kept))
+	for _, k := range kept {
+		s := &a.last[a.index.entries[k].i]
+		if !a.coordinates(s.Tenant, s.Group) {
+			continue // its shard moved since the sample
+		}
+		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets)),
+			Share: a.shares[groupRef{s.Tenant, s.Group}], Ends: a.ends}
+		for _, o := range s.Offsets {
+			if o.Offset >= 0 {
+				g.Committed[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+			}
+		}
+		out = append(out, g)
+	}
+	return out, dropped
+}
+
+// keptGroups is metricGroups' choice for one sample and budget.
+type keptGroups struct {
+	at      time.Time // the sample's
+	max     int
+	entries []int32 // positions in the index
+	dropped int
+}
+
+// metricGroups returns the groups of the last sample a scrape reports
+// (as positions in the index, in the list's order by name) within
+// maxSeries per-group series (GroupSeries), and how many series it
+// leaves out: every group this node coordinates if they fit, else the
+// groups with the most lag (the list's order by lag, sorted once a
+// sample and shared with it), as many as fit. Chosen once a sample for
+// a budget, so that the API's series and the lag collector's name the
+// same groups. Under a.mu.
+func (a *API) metricGroups(maxSeries int) ([]int32, int) {
+	if k := a.kept; k.at.Equal(a.lastAt) && k.max == maxSeries && k.entries != nil {
+		return k.entries, k.dropped
+	}
 	ix, last := a.index, a.last
 	series := make([]int32, len(ix.entries)) // by entry; 0: not this node's
 	total := 0
@@ -348,30 +396,23 @@ func (a *API) Groups(maxSeries int) ([]GroupOffsets, int) {
 	if total > maxSeries {
 		order = ix.order(sortLag, last)
 	}
-	var out []GroupOffsets
+	kept := []int32{}
 	budget, dropped := maxSeries, 0
 	for i := range ix.entries {
 		k := order(i)
 		n := int(series[k])
 		switch {
 		case n == 0:
-			continue
 		case n > budget:
 			dropped += n
-			continue
+		default:
+			budget -= n
+			kept = append(kept, k)
 		}
-		budget -= n
-		s := &last[ix.entries[k].i]
-		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets)),
-			Share: a.shares[groupRef{s.Tenant, s.Group}], Ends: a.ends}
-		for _, o := range s.Offsets {
-			if o.Offset >= 0 {
-				g.Committed[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
-			}
-		}
-		out = append(out, g)
 	}
-	return out, dropped
+	slices.Sort(kept)
+	a.kept = keptGroups{at: a.lastAt, max: maxSeries, entries: kept, dropped: dropped}
+	return kept, dropped
 }
 
 // committedTopics counts the topics of offsets (sorted by topic) with a
@@ -937,7 +978,6 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		counts[typeState{org, s.Type, s.State}]++
 		offsets[org] += len(s.Offsets)
 		pending[org] += s.PendingMembers
-		ch <- prometheus.MustNewConstMetric(a.genDesc, prometheus.GaugeValue, float64(s.Generation), org, s.Group, s.Type)
 	}
 	// The default organisation's totals are there even with no groups,
 	// as the unlabelled totals were.
@@ -951,12 +991,20 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(a.offsetsDesc, prometheus.GaugeValue, float64(n), org)
 		ch <- prometheus.MustNewConstMetric(a.pendingDesc, prometheus.GaugeValue, float64(pending[org]), org)
 	}
-	for _, ref := range a.tracker.groupRefs() {
-		if !a.coordinates(ref.Tenant, ref.Group) {
+	// Per group: the groups the budget keeps (metricGroups).
+	kept, _ := a.metricGroups(a.cfg.MaxGroupSeries)
+	for _, k := range kept {
+		s := &a.last[a.index.entries[k].i]
+		if !a.coordinates(s.Tenant, s.Group) {
+			continue // its shard moved since the sample
+		}
+		org := security.OrgName(s.Tenant)
+		ch <- prometheus.MustNewConstMetric(a.genDesc, prometheus.GaugeValue, float64(s.Generation), org, s.Group, s.Type)
+		l, ok := a.tracker.Group(s.Tenant, s.Group, now)
+		if !ok {
 			continue
 		}
-		org := security.OrgName(ref.Tenant)
-		l, _ := a.tracker.Group(ref.Tenant, ref.Group, now)
+		ref := groupRef{s.Tenant, s.Group}
 		status := string(l.Status)
 		if status == "" {
 			status = "UNKNOWN"

@@ -92,7 +92,7 @@ func tenantsHandler(src tenantsSource) http.Handler {
 // tenantsHandlerLag is tenantsHandler with the lag collector's cfg (its
 // Source set here).
 func tenantsHandlerLag(src tenantsSource, cfg admin.LagConfig) http.Handler {
-	api := admin.NewAPI(admin.APIConfig{Source: src})
+	api := admin.NewAPI(admin.APIConfig{Source: src, MaxGroupSeries: cfg.MaxGroupSeries})
 	api.Sample(context.Background())
 	reg := prometheus.NewRegistry()
 	cfg.Source = lagOf{api, src}
@@ -212,20 +212,21 @@ func TestMetricsByOrg(t *testing.T) {
 // cohort_metrics_group_series_dropped counts the rest; within the budget
 // every group is there.
 func TestMetricsGroupBudget(t *testing.T) {
-	// Six groups, two of each organisation, of one topic each: 3 series
-	// a group (members, lag_sum, current_offset_sum), 18 in all. The
-	// lag of a partition: default's 9, acme's 19, globex's 29.
+	// Six groups, two of each organisation, of one topic each: 6 series
+	// a group (members, generation, status, time to clear, lag_sum,
+	// current_offset_sum), 36 in all. The lag of a partition: default's
+	// 9, acme's 19, globex's 29.
 	src := tenantsSource{groups: 2, parts: 2}
 	for _, c := range []struct {
 		max     int
 		orgs    []string // of the groups with a members series, sorted
 		dropped float64
 	}{
-		{0, []string{"acme", "acme", "default", "default", "globex", "globex"}, 0}, // the default budget, 100,000
-		{18, []string{"acme", "acme", "default", "default", "globex", "globex"}, 0},
-		{17, []string{"acme", "acme", "default", "globex", "globex"}, 3},
-		{7, []string{"globex", "globex"}, 12},
-		{-1, nil, 18},
+		{0, []string{"acme", "acme", "default", "default", "globex", "globex"}, 0}, // the default budget
+		{36, []string{"acme", "acme", "default", "default", "globex", "globex"}, 0},
+		{35, []string{"acme", "acme", "default", "globex", "globex"}, 6},
+		{14, []string{"globex", "globex"}, 24},
+		{-1, nil, 36},
 	} {
 		h := tenantsHandlerLag(src, admin.LagConfig{MaxGroupSeries: c.max})
 		var orgs []string
@@ -247,8 +248,10 @@ func TestMetricsGroupBudget(t *testing.T) {
 		if !slices.Equal(orgs, c.orgs) {
 			t.Errorf("max %d: groups of %q, want %q", c.max, orgs, c.orgs)
 		}
-		if n := len(mfs["kafka_consumergroup_lag_sum"].GetMetric()); n != len(c.orgs) {
-			t.Errorf("max %d: %d lag_sum series, want %d", c.max, n, len(c.orgs))
+		for _, f := range []string{"kafka_consumergroup_lag_sum", "cohort_consumergroup_generation", "cohort_consumergroup_status"} {
+			if n := len(mfs[f].GetMetric()); n != len(c.orgs) {
+				t.Errorf("max %d: %d %s series, want %d", c.max, n, f, len(c.orgs))
+			}
 		}
 		d := mfs["cohort_metrics_group_series_dropped"].GetMetric()
 		if len(d) != 1 || d[0].GetGauge().GetValue() != c.dropped {

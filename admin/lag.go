@@ -76,20 +76,27 @@ type LagConfig struct {
 	// (kafka_consumergroup_members, and per topic of the group
 	// kafka_consumergroup_lag_sum and _current_offset_sum, or a share
 	// group's per-topic series: GroupSeries): beyond it the groups with
-	// the most lag are kept, the rest left out. A million quiet groups
-	// are three million series, a scrape no Prometheus takes in its
-	// timeout. Default 100,000; negative: no per-group series.
+	// the most lag are kept, the rest left out. The API's per-group
+	// series count too (APIConfig.MaxGroupSeries, which must be the
+	// same). A million quiet groups are six million series, a scrape no
+	// Prometheus takes in its timeout. Default DefaultMaxGroupSeries;
+	// negative: no per-group series.
 	MaxGroupSeries int
 	Logger         *slog.Logger
 }
 
+// DefaultMaxGroupSeries is the default budget of per-group series of
+// one scrape: about 40,000 groups of one topic, a scrape of about 25 MB.
+const DefaultMaxGroupSeries = 250000
+
 // GroupSeries is how many per-group series a scrape reports of a group
 // with offsets committed on topics topics and share-partition state on
-// shareTopics: kafka_consumergroup_members, _lag_sum and
-// _current_offset_sum per topic, and per share topic
+// shareTopics, at most: kafka_consumergroup_members,
+// cohort_consumergroup_generation, _status and _time_to_clear_seconds,
+// _lag_sum and _current_offset_sum per topic, and per share topic
 // cohort_sharegroup_lag_sum, four of _records_in_flight and
 // _records_redelivered.
-func GroupSeries(topics, shareTopics int) int { return 1 + 2*topics + 6*shareTopics }
+func GroupSeries(topics, shareTopics int) int { return 4 + 2*topics + 6*shareTopics }
 
 // Lag is a Prometheus collector of consumer-group lag under the names
 // kafka_exporter gives them, so that its dashboards and alerts keep
@@ -143,7 +150,7 @@ var _ prometheus.Collector = (*Lag)(nil)
 // NewLag returns the collector; register it on a registry.
 func NewLag(cfg LagConfig) *Lag {
 	if cfg.MaxGroupSeries == 0 {
-		cfg.MaxGroupSeries = 100000
+		cfg.MaxGroupSeries = DefaultMaxGroupSeries
 	}
 	if cfg.MaxPartitionSeries == 0 {
 		cfg.MaxPartitionSeries = 10000

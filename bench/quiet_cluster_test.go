@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -372,16 +371,13 @@ func quietOffsetsOK(o kadm.OffsetResponses) bool {
 
 // waitClusterHeld waits until procs hold every coordinator shard between
 // them, each its even share (give or take one), each holding what the
-// last assignment gives it, nothing moving (the leader's last logged
-// assignment, the latest epoch in procs' logs, says moving=0), and each
-// says /readyz.
+// last assignment gives it, nothing moving (every node's
+// /api/v1/cluster says moving 0 at one epoch), and each says /readyz.
 func waitClusterHeld(b *testing.B, procs []*testkit.Proc) {
 	b.Helper()
 	testkit.Eventually(b, 5*time.Minute, "every shard held, evenly, nothing moving", func() bool {
-		if moving, ok := lastMoving(procs); !ok || moving != 0 {
-			return false
-		}
 		held := map[int]bool{}
+		epochs := map[int64]bool{}
 		total := 0
 		for _, p := range procs {
 			var node struct {
@@ -392,14 +388,17 @@ func waitClusterHeld(b *testing.B, procs []*testkit.Proc) {
 				return false
 			}
 			var cl struct {
-				Nodes []struct {
+				Epoch  int64 `json:"epoch"`
+				Moving int   `json:"moving"`
+				Nodes  []struct {
 					Self   bool  `json:"self"`
 					Shards []int `json:"shards"`
 				} `json:"nodes"`
 			}
-			if !getJSON("http://"+p.HTTPAddr+"/api/v1/cluster", &cl) {
+			if !getJSON("http://"+p.HTTPAddr+"/api/v1/cluster", &cl) || cl.Moving != 0 {
 				return false
 			}
+			epochs[cl.Epoch] = true
 			for _, nd := range cl.Nodes {
 				if nd.Self && !sameSet(nd.Shards, node.ShardsHeld) {
 					return false
@@ -423,27 +422,8 @@ func waitClusterHeld(b *testing.B, procs []*testkit.Proc) {
 				return false
 			}
 		}
-		return total > 0 && len(held) == total
+		return total > 0 && len(held) == total && len(epochs) == 1
 	})
-}
-
-// assignmentLine is the leader's log line for each assignment it writes.
-var assignmentLine = regexp.MustCompile(`msg=assignment .*epoch=(\d+) .*moving=(\d+)`)
-
-// lastMoving is the moving count of the latest assignment (by epoch)
-// logged in procs' logs; ok false if none logged one.
-func lastMoving(procs []*testkit.Proc) (moving int, ok bool) {
-	epoch := -1
-	for _, p := range procs {
-		for _, m := range assignmentLine.FindAllStringSubmatch(p.Log(), -1) {
-			e, _ := strconv.Atoi(m[1])
-			if e > epoch {
-				epoch = e
-				moving, _ = strconv.Atoi(m[2])
-			}
-		}
-	}
-	return moving, epoch >= 0
 }
 
 // getJSON GETs url into v, reporting whether it could.

@@ -169,7 +169,7 @@ func TestReadyzWhileAShardIsNotServed(t *testing.T) {
 // left out and counted, and the per-group sums stay.
 func TestLagMetrics(t *testing.T) {
 	p := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "100ms", "--lag-sample-interval", "100ms")
-	small := testkit.StartBinary(t, t.TempDir(), "--metrics-max-partition-series", "2", "--metrics-max-group-series", "3", "--lag-sample-interval", "100ms")
+	small := testkit.StartBinary(t, t.TempDir(), "--metrics-max-partition-series", "2", "--metrics-max-group-series", "6", "--lag-sample-interval", "100ms")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, n := range []*testkit.Proc{p, small} {
@@ -197,8 +197,8 @@ func TestLagMetrics(t *testing.T) {
 		}
 		if err == nil && n == small {
 			// A group with no lag, which the capped node's group
-			// budget (3 series: idle's members, lag sum and offset
-			// sum) leaves out.
+			// budget (6 series: idle's members, generation, status,
+			// time to clear, lag sum and offset sum) leaves out.
 			caught := kadm.Offsets{}
 			for part := range int32(3) {
 				caught.Add(kadm.Offset{Topic: "lagged", Partition: part, At: 10})
@@ -265,10 +265,12 @@ func TestLagMetrics(t *testing.T) {
 	// without, counted.
 	testkit.Eventually(t, 30*time.Second, "the capped node's sample has both groups", func() bool {
 		mfs = scrape(t, small.HTTPAddr)
-		return sample(mfs, "cohort_metrics_group_series_dropped", nil) == 3
+		return sample(mfs, "cohort_metrics_group_series_dropped", nil) == 6
 	})
-	if got := sample(mfs, "kafka_consumergroup_members", map[string]string{"consumergroup": "caught-up"}); got != -1 {
-		t.Errorf("capped: the caught-up group's members series present (%v)", got)
+	for _, f := range []string{"kafka_consumergroup_members", "cohort_consumergroup_generation"} {
+		if got := sample(mfs, f, map[string]string{"consumergroup": "caught-up"}); got != -1 {
+			t.Errorf("capped: the caught-up group's %s series present (%v)", f, got)
+		}
 	}
 	if got := sample(mfs, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "idle", "topic": "lagged"}); got != 12 {
 		t.Errorf("capped: the idle group's lag sum %v, want 12", got)

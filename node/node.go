@@ -512,6 +512,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		n.api = admin.NewAPI(admin.APIConfig{
 			Source:         apiSrc,
 			SampleInterval: cfg.LagSampleInterval,
+			MaxGroupSeries: cfg.MetricsMaxGroupSeries,
 			Timeline: func(tenant, group string) any {
 				if rs := n.timeline.Rebalances(tenant, group); rs != nil {
 					return rs
