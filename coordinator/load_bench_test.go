@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -9,13 +10,14 @@ import (
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/pebble"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// BenchmarkLoadQuietGroups: loading a node's 16 shards of 100,000
-// commit-only groups (a group record and 4 offsets each) from Pebble,
-// as a restart does; -cpuprofile shows where a load's time goes.
-func BenchmarkLoadQuietGroups(b *testing.B) {
-	const groups, parts = 100000, 4
+// quietStore writes groups commit-only groups (a group record and 4
+// offsets each) of a 16-shard coordinator into a Pebble store under dir,
+// and opens it again, as a restart finds it.
+func quietStore(b *testing.B, groups int) store.Store {
+	const parts = 4
 	dir := filepath.Join(b.TempDir(), "store")
 	st, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {
@@ -52,7 +54,16 @@ func BenchmarkLoadQuietGroups(b *testing.B) {
 	if st, err = pebble.Open(dir, pebble.Options{}); err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// BenchmarkLoadQuietGroups: loading a node's 16 shards of 100,000
+// commit-only groups from Pebble, as a restart does; -cpuprofile shows
+// where a load's time goes.
+func BenchmarkLoadQuietGroups(b *testing.B) {
+	const groups = 100000
+	st := quietStore(b, groups)
 	for b.Loop() {
 		co, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: st})
 		if err != nil {
@@ -63,4 +74,27 @@ func BenchmarkLoadQuietGroups(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/groups, "ns/group")
+}
+
+// BenchmarkListGroupsQuiet: ListGroups of 100,000 quiet groups, answered
+// and encoded as the wire server does.
+func BenchmarkListGroupsQuiet(b *testing.B) {
+	const groups = 100000
+	st := quietStore(b, groups)
+	co, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer co.Close()
+	var buf []byte
+	for b.Loop() {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.SetVersion(5)
+		resp := co.Handle(context.Background(), coordinator.Request{Msg: req})().(*kmsg.ListGroupsResponse)
+		if len(resp.Groups) != groups {
+			b.Fatalf("%d groups listed", len(resp.Groups))
+		}
+		buf = resp.AppendTo(buf[:0])
+	}
+	b.ReportMetric(float64(len(buf))/groups, "B/group")
 }

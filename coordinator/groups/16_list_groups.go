@@ -26,7 +26,13 @@ func init() {
 	a.Merge = func(r kmsg.Request, _ [][]int, parts []kmsg.Response) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
 		resp.SetVersion(r.GetVersion())
-		resp.Groups = []kmsg.ListGroupsResponseGroup{}
+		n := 0
+		for _, p := range parts {
+			n += len(p.(*kmsg.ListGroupsResponse).Groups)
+		}
+		// Sized once: a million groups appended to a growing slice were
+		// copied twice over.
+		resp.Groups = make([]kmsg.ListGroupsResponseGroup, 0, n)
 		for _, p := range parts {
 			part := p.(*kmsg.ListGroupsResponse)
 			if part.ErrorCode != 0 && resp.ErrorCode == 0 {
@@ -46,7 +52,9 @@ func (s *Shard) listGroups(_ time.Time, req machine.Request, r *kmsg.ListGroupsR
 	resp.Version = r.Version
 	// As Kafka: filters match case-insensitively, trimmed.
 	states, types := filterSet(r.StatesFilter), filterSet(r.TypesFilter)
-	for _, e := range s.sortedGroups() {
+	sorted := s.sortedGroups()
+	resp.Groups = make([]kmsg.ListGroupsResponseGroup, 0, len(sorted))
+	for _, e := range sorted {
 		if e.Tenant != req.Tenant {
 			continue // organisations never see each other's groups
 		}
