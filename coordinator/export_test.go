@@ -11,3 +11,11 @@ func NewInvariants(shard uint16, fresh func() Machine) Invariants {
 func (i Invariants) Loaded(k, v []byte)                   { i.c.loaded(k, v) }
 func (i Invariants) Event(m Machine, recs []Record) error { return i.c.event(m, recs) }
 func (i Invariants) Closing(m Machine) error              { return i.c.closing(m) }
+
+// ForgetInspected makes the next Inspect read every shard in full, as
+// the first does.
+func (c *Coordinator) ForgetInspected() {
+	c.inspectMu.Lock()
+	defer c.inspectMu.Unlock()
+	c.inspected, c.reading = nil, nil
+}

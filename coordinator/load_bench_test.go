@@ -98,3 +98,33 @@ func BenchmarkListGroupsQuiet(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(buf))/groups, "B/group")
 }
+
+// BenchmarkInspectQuiet: the lag sampler's reading of 100,000 quiet
+// groups: in full (the first reading, or after a shard moved), and
+// again with nothing changed.
+func BenchmarkInspectQuiet(b *testing.B) {
+	const groups = 100000
+	st := quietStore(b, groups)
+	co, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer co.Close()
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			co.ForgetInspected()
+			sums, err := co.Inspect(context.Background())
+			if err != nil || len(sums) != groups {
+				b.Fatalf("%d groups, %v", len(sums), err)
+			}
+		}
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		for b.Loop() {
+			sums, err := co.Inspect(context.Background())
+			if err != nil || len(sums) != groups {
+				b.Fatalf("%d groups, %v", len(sums), err)
+			}
+		}
+	})
+}

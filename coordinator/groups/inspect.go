@@ -133,7 +133,8 @@ func (s *Shard) inspectDelta(c InspectCmd) InspectDelta {
 	return d
 }
 
-// fnv is FNV-1a, 64 bits.
+// fnv is a 64-bit running hash: FNV-1a over strings' and bytes' bytes,
+// ints mixed in whole (int).
 type fnv uint64
 
 func newFNV() fnv { return 14695981039346656037 }
@@ -151,11 +152,14 @@ func (h *fnv) str(s string) {
 	h.int(int64(len(s)))
 }
 
+// int mixes v in whole: splitmix64's finaliser of the hash so far and v,
+// a bijection that spreads every bit of both (a byte at a time, as the
+// strings are, was most of the time of a reading of quiet groups).
 func (h *fnv) int(v int64) {
-	for range 8 {
-		*h = (*h ^ fnv(byte(v))) * 1099511628211
-		v >>= 8
-	}
+	x := uint64(*h) ^ uint64(v)
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	*h = fnv(x ^ x>>31)
 }
 
 // fingerprint hashes what e's summary shows, without building it; ok is
@@ -210,7 +214,7 @@ func (s *Shard) fingerprint(e *group) (uint64, bool) {
 	if cat := s.h.Catalog(e.Tenant); cat != nil {
 		h.int(int64(len(cat.ByID)))
 	}
-	s.offs.Each(e.Off(), func(topic string, p int32, o *record.Offset) {
+	s.offs.Read(e.Off(), func(topic string, p int32, o *record.Offset) {
 		h.str(topic)
 		h.int(int64(p))
 		h.int(o.Offset)
@@ -255,7 +259,10 @@ func (s *Shard) summary(e *group) (Summary, bool) {
 	default:
 		return Summary{}, false
 	}
-	s.offs.Each(e.Off(), func(topic string, p int32, o *record.Offset) {
+	if n := s.offs.Count(e.Off()); n > 0 {
+		sum.Offsets = make([]OffsetSummary, 0, n) // sized once: a reading makes one a group
+	}
+	s.offs.Read(e.Off(), func(topic string, p int32, o *record.Offset) {
 		sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset, CommitTimestamp: o.CommitTimestamp})
 	})
 	slices.SortFunc(sum.Assigned, func(a, b AssignedPartition) int {

@@ -219,6 +219,13 @@ func TestAgainstMaps(t *testing.T) {
 			if got := parts(b.Book, g); got != strings.Join(want, " ") {
 				t.Fatalf("seed %d, step %d, group %v:\n got %s\nwant %s", seed, step, g, got, strings.Join(want, " "))
 			}
+			var read []string // Read walks what Each walks
+			b.Read(g, func(t string, p int32, o *record.Offset) {
+				read = append(read, fmt.Sprintf("%s/%d=%d", t, p, o.Offset))
+			})
+			if got := strings.Join(read, " "); got != strings.Join(want, " ") {
+				t.Fatalf("seed %d, step %d, group %v: Read\n got %s\nwant %s", seed, step, g, got, strings.Join(want, " "))
+			}
 			if b.Count(g) != len(keys) || b.Has(g) != (len(keys) > 0) {
 				t.Fatalf("seed %d, step %d: Count %d Has %v, want %d", seed, step, b.Count(g), b.Has(g), len(keys))
 			}

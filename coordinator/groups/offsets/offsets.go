@@ -326,6 +326,24 @@ func (b *Book) Partitions(g Group, topic string) []int32 {
 	return out
 }
 
+// Read calls fn for every committed offset of g, in topic and partition
+// order, with the Book's own value: fn must not change the Book, nor
+// keep o once it returns. It is the walk the lag sampler's reading makes
+// of every group (Each copies each offset and looks g up again at each,
+// so that fn may delete).
+func (b *Book) Read(g Group, fn func(topic string, p int32, o *record.Offset)) {
+	gs := b.committed[g]
+	if gs == nil {
+		return
+	}
+	for i := range gs.topics {
+		t := &gs.topics[i]
+		for j := range t.parts {
+			fn(t.name, t.parts[j].p, &t.parts[j].o)
+		}
+	}
+}
+
 // Each calls fn for every committed offset of g, in topic and partition
 // order. fn may tombstone offsets (its records replay at once): the walk
 // goes on from the offset after the one it was given, as it finds the
