@@ -478,6 +478,11 @@ func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
 	}
 	var changed []groups.Summary
 	apply := func(answers []answer) {
+		n := 0
+		for _, a := range answers {
+			n += len(a.d.Changed)
+		}
+		changed = slices.Grow(changed, n) // sized once: a full reading is every group
 		for _, a := range answers {
 			prev, known := c.inspected[a.shard]
 			if a.d.Full || !known {
@@ -540,7 +545,7 @@ func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
 		reading = slices.DeleteFunc(slices.Clone(reading), func(s groups.Summary) bool {
 			return redo[uint16(c.ShardFor(s.Tenant, s.Group))]
 		})
-		changed = changed[:0]
+		changed = nil // the last merge may have made the old one the reading
 		for _, a := range answers {
 			changed = append(changed, a.d.Changed...)
 		}
@@ -560,8 +565,11 @@ func compareSummaries(a, b groups.Summary) int {
 // summary or added (added lists those). Old is not changed: with changes
 // the result is a new slice, without them old itself.
 func mergeSummaries(old, changed []groups.Summary) (out, added []groups.Summary) {
-	if len(changed) == 0 {
+	switch {
+	case len(changed) == 0:
 		return old, nil
+	case len(old) == 0:
+		return changed, changed // a full reading: no copy of a million groups
 	}
 	out = make([]groups.Summary, 0, len(old)+len(changed))
 	i, j := 0, 0

@@ -115,7 +115,11 @@ func (s *Shard) inspectDelta(c InspectCmd) InspectDelta {
 	full := c.Since == 0 || c.Since != s.inspectToken
 	s.inspectToken = c.Token
 	d := InspectDelta{Full: full}
-	for _, e := range s.sortedGroups() {
+	sorted := s.sortedGroups()
+	if full {
+		d.Changed = make([]Summary, 0, len(sorted)) // every group, sized once
+	}
+	for _, e := range sorted {
 		fp, ok := s.fingerprint(e)
 		if !ok {
 			e.Inspected = 0
@@ -184,14 +188,14 @@ func (s *Shard) fingerprint(e *group) (uint64, bool) {
 		h.str("consumer")
 		h.str(g.State())
 		members(len(g.Members), g.Epoch)
-		for _, id := range slices.Sorted(maps.Keys(g.Members)) {
+		for _, id := range sortedKeys(g.Members) {
 			assigned(g.Members[id].Assigned)
 		}
 	case *share.Group:
 		h.str("share")
 		h.str(g.State())
 		members(len(g.Members), g.Epoch)
-		for _, id := range slices.Sorted(maps.Keys(g.Members)) {
+		for _, id := range sortedKeys(g.Members) {
 			assigned(g.Members[id].Assigned)
 		}
 	case *classic.Group:
@@ -203,7 +207,7 @@ func (s *Shard) fingerprint(e *group) (uint64, bool) {
 		h.str(g.State.String())
 		members(len(g.Members), g.Generation)
 		h.int(int64(len(g.PendingJoin)))
-		for _, id := range slices.Sorted(maps.Keys(g.Members)) {
+		for _, id := range sortedKeys(g.Members) {
 			h.bytes(g.Members[id].Assignment)
 		}
 	default:
@@ -221,6 +225,16 @@ func (s *Shard) fingerprint(e *group) (uint64, bool) {
 		h.int(o.CommitTimestamp)
 	})
 	return max(uint64(h), 1), true
+}
+
+// sortedKeys is m's keys, sorted; nil, allocating nothing, for an empty
+// m (slices.Sorted allocates even then, and most groups of a large
+// estate have no members).
+func sortedKeys[V any](m map[string]V) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
 }
 
 // summary is e's Summary; ok is false for a group inspect leaves out.
