@@ -58,7 +58,8 @@ func (c AssignerConsumer) Encode() []byte {
 // DecodeAssignerConsumer decodes an AssignerConsumer value.
 func DecodeAssignerConsumer(v []byte) (AssignerConsumer, error) {
 	var c AssignerConsumer
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return c, err
 	}
@@ -79,7 +80,8 @@ func (o AssignerOwner) Encode() []byte {
 // DecodeAssignerOwner decodes an AssignerOwner value.
 func DecodeAssignerOwner(v []byte) (AssignerOwner, error) {
 	var o AssignerOwner
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return o, err
 	}
@@ -105,7 +107,8 @@ func (h AssignerHandoff) Encode() []byte {
 // DecodeAssignerHandoff decodes an AssignerHandoff value.
 func DecodeAssignerHandoff(v []byte) (AssignerHandoff, error) {
 	var h AssignerHandoff
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return h, err
 	}
@@ -128,7 +131,8 @@ func (t AssignerTopic) Encode() []byte {
 // DecodeAssignerTopic decodes an AssignerTopic value.
 func DecodeAssignerTopic(v []byte) (AssignerTopic, error) {
 	var t AssignerTopic
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return t, err
 	}

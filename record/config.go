@@ -66,7 +66,8 @@ func appendConfigs(b []byte, configs map[string]string) []byte {
 
 // DecodeConfigs decodes a config record's value.
 func DecodeConfigs(v []byte) (map[string]string, error) {
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,8 @@ func (g ConsumerGroup) Encode() []byte {
 // DecodeConsumerGroup decodes a ConsumerGroup value.
 func DecodeConsumerGroup(v []byte) (ConsumerGroup, error) {
 	var g ConsumerGroup
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return g, err
 	}
@@ -112,7 +113,8 @@ func DecodeConsumerMember(v []byte) (ConsumerMember, error) {
 	if version == valueVersion2 {
 		v = append([]byte{valueVersion1}, v[1:]...) // the same fields, then more
 	}
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return m, err
 	}
@@ -165,7 +167,8 @@ func (t ConsumerTargetEpoch) Encode() []byte {
 // DecodeConsumerTargetEpoch decodes a ConsumerTargetEpoch value.
 func DecodeConsumerTargetEpoch(v []byte) (ConsumerTargetEpoch, error) {
 	var t ConsumerTargetEpoch
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return t, err
 	}
@@ -230,7 +233,8 @@ func (t ConsumerTarget) Encode() []byte {
 // DecodeConsumerTarget decodes a ConsumerTarget value.
 func DecodeConsumerTarget(v []byte) (ConsumerTarget, error) {
 	var t ConsumerTarget
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return t, err
 	}
@@ -266,7 +270,8 @@ func (c ConsumerCurrent) Encode() []byte {
 // DecodeConsumerCurrent decodes a ConsumerCurrent value.
 func DecodeConsumerCurrent(v []byte) (ConsumerCurrent, error) {
 	var c ConsumerCurrent
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return c, err
 	}

@@ -72,7 +72,8 @@ func (c ScramCredential) Encode() []byte {
 // DecodeScramCredential decodes a ScramCredential value.
 func DecodeScramCredential(v []byte) (ScramCredential, error) {
 	var c ScramCredential
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return c, err
 	}

@@ -46,7 +46,8 @@ func (o OffsetsTopic) Encode() []byte {
 // DecodeOffsetsTopic decodes an OffsetsTopic value.
 func DecodeOffsetsTopic(v []byte) (OffsetsTopic, error) {
 	var o OffsetsTopic
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return o, err
 	}

@@ -66,7 +66,8 @@ func (o Org) Encode() []byte { return kbin.AppendInt64([]byte{valueVersion1}, o.
 // DecodeOrg decodes an Org value.
 func DecodeOrg(v []byte) (Org, error) {
 	var o Org
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return o, err
 	}
@@ -85,7 +86,8 @@ func (m OrgMember) Encode() []byte { return kbin.AppendCompactString([]byte{valu
 // DecodeOrgMember decodes an OrgMember value.
 func DecodeOrgMember(v []byte) (OrgMember, error) {
 	var m OrgMember
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return m, err
 	}

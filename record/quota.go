@@ -85,7 +85,8 @@ func QuotaValue(v float64) []byte {
 
 // DecodeQuotaValue decodes a quota's value.
 func DecodeQuotaValue(v []byte) (float64, error) {
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return 0, err
 	}

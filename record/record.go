@@ -250,6 +250,25 @@ func (r *keyReader) uint32() uint32 {
 // PartitionKey (the assigner's owner and handoff kinds), an OffsetKey,
 // an OffsetsTopicKey, a TxnKey, a TxnOffsetKey, a ShareKey or a
 // ShareUpdateKey.
+// ParseOffsetKey parses an offset record's key (KindOffset) as ParseKey
+// does, but returns it as its own type: ParseKey's interface costs an
+// allocation, and a load parses millions.
+func ParseOffsetKey(key []byte) (OffsetKey, error) {
+	if len(key) < 4 || key[0] != namespace || Kind(key[3]) != KindOffset {
+		return OffsetKey{}, fmt.Errorf("%w: key %q is not an offset key", ErrCorrupt, key)
+	}
+	r := keyReader{b: key[4:]}
+	k := OffsetKey{GroupKey: GroupKey{Shard: binary.BigEndian.Uint16(key[1:])}}
+	k.Tenant = r.string()
+	k.Group = r.string()
+	k.Topic = r.string()
+	k.Partition = int32(r.uint32())
+	if r.err != nil || len(r.b) != 0 {
+		return OffsetKey{}, fmt.Errorf("%w: %s key %q", ErrCorrupt, KindOffset, key)
+	}
+	return k, nil
+}
+
 func ParseKey(key []byte) (Kind, any, error) {
 	if len(key) < 4 || key[0] != namespace {
 		return 0, nil, fmt.Errorf("%w: key %q is not a coordinator key", ErrCorrupt, key)
@@ -325,7 +344,8 @@ func (o Offset) Encode() []byte {
 // DecodeOffset decodes an Offset value.
 func DecodeOffset(v []byte) (Offset, error) {
 	var o Offset
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return o, err
 	}
@@ -394,7 +414,8 @@ func (g ClassicGroup) Encode() []byte {
 // DecodeClassicGroup decodes a ClassicGroup value.
 func DecodeClassicGroup(v []byte) (ClassicGroup, error) {
 	var g ClassicGroup
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return g, err
 	}
@@ -428,14 +449,16 @@ func DecodeClassicGroup(v []byte) (ClassicGroup, error) {
 	return g, complete(r, "classic group")
 }
 
-func valueReader(v []byte) (*kbin.Reader, error) {
+func valueReader(v []byte) (kbin.Reader, error) {
 	if len(v) == 0 {
-		return nil, fmt.Errorf("%w: empty value", ErrCorrupt)
+		return kbin.Reader{}, fmt.Errorf("%w: empty value", ErrCorrupt)
 	}
 	if v[0] != valueVersion1 {
-		return nil, fmt.Errorf("%w: unknown value version %d", ErrCorrupt, v[0])
+		return kbin.Reader{}, fmt.Errorf("%w: unknown value version %d", ErrCorrupt, v[0])
 	}
-	return &kbin.Reader{Src: v[1:]}, nil
+	// A value, not a pointer: a decode makes no garbage of its reader
+	// (a load decodes millions).
+	return kbin.Reader{Src: v[1:]}, nil
 }
 
 // readBool reads a boolean byte, which must be 0 or 1: any other byte

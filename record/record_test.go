@@ -297,6 +297,12 @@ func FuzzDecode(f *testing.F) {
 		for _, p := range LegacyGlobalPrefixes() {
 			UpgradeGlobal(append(p, b...), b) // must not panic
 		}
+		// ParseOffsetKey agrees with ParseKey on every key.
+		kind, key, perr := ParseKey(b)
+		ok, oerr := ParseOffsetKey(b)
+		if wantOK := perr == nil && kind == KindOffset; (oerr == nil) != wantOK || (wantOK && key.(OffsetKey) != ok) {
+			t.Fatalf("key %x: ParseOffsetKey %+v %v, ParseKey %v %+v %v", b, ok, oerr, kind, key, perr)
+		}
 		// What decodes re-encodes to bytes that decode the same and
 		// re-encode the same (not always to b itself: kbin reads a
 		// varint written longer than it needs).

@@ -82,7 +82,8 @@ func (m ShareMember) Encode() []byte {
 // DecodeShareMember decodes a ShareMember value.
 func DecodeShareMember(v []byte) (ShareMember, error) {
 	var m ShareMember
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return m, err
 	}
@@ -113,7 +114,8 @@ func (t ShareTargetEpoch) Encode() []byte {
 // DecodeShareTargetEpoch decodes a ShareTargetEpoch value.
 func DecodeShareTargetEpoch(v []byte) (ShareTargetEpoch, error) {
 	var t ShareTargetEpoch
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return t, err
 	}
@@ -152,7 +154,8 @@ func (c ShareCurrent) Encode() []byte {
 // DecodeShareCurrent decodes a ShareCurrent value.
 func DecodeShareCurrent(v []byte) (ShareCurrent, error) {
 	var c ShareCurrent
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return c, err
 	}
@@ -215,7 +218,8 @@ func (p ShareGroupPartitions) Encode() []byte {
 // DecodeShareGroupPartitions decodes a ShareGroupPartitions value.
 func DecodeShareGroupPartitions(v []byte) (ShareGroupPartitions, error) {
 	var p ShareGroupPartitions
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return p, err
 	}

@@ -139,7 +139,8 @@ func MetaValue(v []byte) []byte { return kbin.AppendCompactBytes([]byte{valueVer
 
 // DecodeMetaValue decodes a meta value.
 func DecodeMetaValue(v []byte) ([]byte, error) {
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return nil, err
 	}

@@ -171,7 +171,8 @@ func (t Txn) Encode() []byte {
 // DecodeTxn decodes a Txn value.
 func DecodeTxn(v []byte) (Txn, error) {
 	var t Txn
-	r, err := valueReader(v)
+	rv, err := valueReader(v)
+	r := &rv
 	if err != nil {
 		return t, err
 	}

@@ -28,14 +28,28 @@ import (
 // sort by kind, offsets first), as Kafka's OffsetMetadataManager.replay
 // does.
 func (s *Shard) replayOffset(k record.OffsetKey, v []byte) error {
-	if err := s.offs.ReplayOffset(k, v); err != nil {
-		return err
+	g := s.h.Groups[gkey{Tenant: k.Tenant, Name: k.Group}]
+	if v == nil {
+		if err := s.offs.ReplayOffset(k, v); err != nil {
+			return err
+		}
+		if g != nil {
+			s.forget(g)
+		}
+		return nil
 	}
-	gk := gkey{Tenant: k.Tenant, Name: k.Group}
-	if g := s.h.Groups[gk]; g == nil && v != nil {
-		s.entry(gkey{Tenant: strings.Clone(k.Tenant), Name: strings.Clone(k.Group)})
-	} else if g != nil && v == nil {
-		s.forget(g)
+	created := g == nil
+	if created {
+		g = s.entry(gkey{Tenant: strings.Clone(k.Tenant), Name: strings.Clone(k.Group)})
+	}
+	// The Book keeps the registry's copy of the group's name, not one of
+	// its own.
+	k.Tenant, k.Group = g.Tenant, g.Name
+	if err := s.offs.ReplayNamed(k, v); err != nil {
+		if created {
+			s.forget(g)
+		}
+		return err
 	}
 	return nil
 }

@@ -134,6 +134,15 @@ const timerRetention = "r"
 
 // Replay applies a record: the only code that changes durable state.
 func (s *Shard) Replay(r machine.Record) error {
+	if len(r.Key) > 3 && record.Kind(r.Key[3]) == record.KindOffset {
+		// Most records are offsets: parsed without ParseKey's interface.
+		k, err := record.ParseOffsetKey(r.Key)
+		if err != nil {
+			return err
+		}
+		s.h.Replayed()
+		return s.replayOffset(k, r.Value)
+	}
 	kind, key, err := record.ParseKey(r.Key)
 	if err != nil {
 		return err

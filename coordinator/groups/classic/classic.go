@@ -420,6 +420,9 @@ func (g *Group) transition(to State, now time.Time) {
 // SortedMembers returns the members ordered by id, so that nothing that
 // reaches a client or the store depends on map order.
 func (g *Group) SortedMembers() []*Member {
+	if len(g.Members) == 0 {
+		return nil // sort.Slice allocates even for none: a load asks each group
+	}
 	ms := make([]*Member, 0, len(g.Members))
 	for _, m := range g.Members {
 		ms = append(ms, m)

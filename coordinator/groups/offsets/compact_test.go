@@ -262,10 +262,10 @@ func TestOverwriteAllocatesNothing(t *testing.T) {
 	b := newBook(t)
 	g := Group{"", "g"}
 	for p := range int32(10) {
-		b.apply(g, "a", p, record.Offset{Offset: 1})
+		b.apply(g, "a", p, record.Offset{Offset: 1}, false)
 	}
 	o := record.Offset{Offset: 2, CommitTimestamp: 7}
-	if n := testing.AllocsPerRun(100, func() { b.apply(g, "a", 7, o) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { b.apply(g, "a", 7, o, false) }); n != 0 {
 		t.Fatalf("an overwrite allocates %v times", n)
 	}
 }
@@ -284,12 +284,12 @@ func BenchmarkApply(b *testing.B) {
 	for i := range groups {
 		groups[i] = Group{"", fmt.Sprint("commit-", i)}
 		for p := range int32(10) {
-			book.apply(groups[i], "commits", p, record.Offset{Offset: 1})
+			book.apply(groups[i], "commits", p, record.Offset{Offset: 1}, false)
 		}
 	}
 	i := 0
 	for b.Loop() {
-		book.apply(groups[i%len(groups)], "commits", int32(i%10), record.Offset{Offset: int64(i)})
+		book.apply(groups[i%len(groups)], "commits", int32(i%10), record.Offset{Offset: int64(i)}, false)
 		i++
 	}
 }
@@ -301,7 +301,7 @@ func BenchmarkLoad(b *testing.B) {
 	for b.Loop() {
 		g := Group{"", fmt.Sprint("g", i)}
 		for p := range int32(100) {
-			book.apply(g, "orders", p, record.Offset{Offset: 1})
+			book.apply(g, "orders", p, record.Offset{Offset: 1}, false)
 		}
 		i++
 		if i%1000 == 0 {
@@ -325,7 +325,7 @@ func BenchmarkBookMemory(b *testing.B) {
 					g := Group{"", unsafe.String(&frame[0], len(frame))}
 					for t := range shape.topics {
 						for p := range shape.parts {
-							book.apply(g, []string{"orders", "payments", "shipments"}[t], int32(p), record.Offset{Offset: int64(p), LeaderEpoch: -1, CommitTimestamp: 1})
+							book.apply(g, []string{"orders", "payments", "shipments"}[t], int32(p), record.Offset{Offset: int64(p), LeaderEpoch: -1, CommitTimestamp: 1}, false)
 						}
 					}
 				}

@@ -188,19 +188,38 @@ func (b *Book) ReplayOffset(k record.OffsetKey, v []byte) error {
 	if err != nil {
 		return fmt.Errorf("offset %s/%s/%d: %w", k.Group, k.Topic, k.Partition, err)
 	}
-	b.apply(g, k.Topic, k.Partition, o)
+	b.apply(g, k.Topic, k.Partition, o, false)
+	return nil
+}
+
+// ReplayNamed is ReplayOffset for a key whose tenant and group are
+// strings the caller keeps for as long as the group's offsets (the
+// shard's registry's): the Book keeps them too, rather than copies of
+// its own, so that a group's name is held once.
+func (b *Book) ReplayNamed(k record.OffsetKey, v []byte) error {
+	if v == nil {
+		return b.ReplayOffset(k, v)
+	}
+	o, err := record.DecodeOffset(v)
+	if err != nil {
+		return fmt.Errorf("offset %s/%s/%d: %w", k.Group, k.Topic, k.Partition, err)
+	}
+	b.apply(Group{k.Tenant, k.Group}, k.Topic, k.Partition, o, true)
 	return nil
 }
 
 // apply is the replay of a committed offset's record once decoded; Commit
 // runs it for the records it writes, without decoding them. The names may
 // be a request's, which alias its whole frame: those that start an entry
-// are copied.
-func (b *Book) apply(g Group, topic string, p int32, o record.Offset) {
+// are copied, but for a group name the caller keeps (kept).
+func (b *Book) apply(g Group, topic string, p int32, o record.Offset, kept bool) {
 	gs := b.committed[g]
 	if gs == nil {
 		gs = &groupOffsets{}
-		b.committed[Group{b.intern(g.Tenant), strings.Clone(g.Name)}] = gs
+		if !kept {
+			g.Name = strings.Clone(g.Name)
+		}
+		b.committed[Group{b.intern(g.Tenant), g.Name}] = gs
 	}
 	i, ok := find(gs.topics, topic)
 	if !ok {
@@ -264,7 +283,7 @@ func (b *Book) remove(g Group, topic string, p int32) {
 func (b *Book) Commit(g Group, topic string, p int32, o record.Offset) {
 	o.Metadata = strings.Clone(o.Metadata) // kept: not the request's frame
 	b.rec.Applied(b.offsetKey(g, topic, p), o.Encode())
-	b.apply(g, topic, p, o)
+	b.apply(g, topic, p, o, false)
 }
 
 // Delete tombstones a committed offset, if there is one.
