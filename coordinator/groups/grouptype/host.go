@@ -81,6 +81,7 @@ func NewHost(cfg Config, replay func(machine.Record) error) *Host {
 	}
 	h.Rec.Replay = replay
 	h.Offs = offsets.New(cfg.Shard, &h.Rec)
+	h.Offs.StartLoad() // until SetLoaded
 	return h
 }
 
@@ -88,6 +89,7 @@ func NewHost(cfg Config, replay func(machine.Record) error) *Host {
 // counts (Config.Counts) from then on.
 func (h *Host) SetLoaded() {
 	h.loaded = true
+	h.Offs.Loaded()
 	h.Reserve.Start(h.replayed)
 	if h.Cfg.Counts != nil {
 		for tenant, n := range h.tenantGroups {

@@ -255,6 +255,42 @@ func TestEntriesGrowByLittle(t *testing.T) {
 	b.checkReplay(t, g)
 }
 
+// TestLoadGrowsByDoubling: a load's offsets grow by doubling (a group of
+// 4 allocates once, not at each), and Loaded leaves no more room than
+// growing by a quarter would have; the offsets are the same either way.
+func TestLoadGrowsByDoubling(t *testing.T) {
+	for _, n := range []int32{1, 2, 3, 4, 5, 9, 100} {
+		b := newBook(t)
+		b.StartLoad()
+		g := Group{"", fmt.Sprint("g", n)}
+		allocs := testing.AllocsPerRun(1, func() {
+			for p := range n {
+				b.apply(g, "a", p, record.Offset{Offset: int64(p)}, true)
+			}
+		})
+		if n == 4 && allocs > 3 { // the group, its topic, its one array of offsets
+			t.Errorf("a load of 4 offsets allocated %v times", allocs)
+		}
+		b.Loaded()
+		es := b.committed[g].topics[0].parts
+		if len(es) != int(n) || cap(es) > int(n)+max(1, int(n)/4) {
+			t.Errorf("%d offsets loaded: %d kept with room for %d", n, len(es), cap(es))
+		}
+		want := []string{}
+		for p := range n {
+			want = append(want, fmt.Sprintf("a/%d=%d", p, p))
+		}
+		if got := parts(b.Book, g); got != strings.Join(want, " ") {
+			t.Errorf("%d offsets loaded: %s", n, got)
+		}
+		// Loaded, it grows by a quarter again.
+		b.apply(g, "a", n, record.Offset{}, false)
+		if es := b.committed[g].topics[0].parts; cap(es) > int(n+1)+max(1, int(n+1)/4)+8 {
+			t.Errorf("after the load, %d offsets have room for %d", n+1, cap(es))
+		}
+	}
+}
+
 // TestOverwriteAllocatesNothing: a commit to a partition that has an
 // offset changes it in place (the hot path: quiet groups' consumers commit
 // the same partitions again and again).

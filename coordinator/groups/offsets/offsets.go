@@ -52,6 +52,32 @@ type Book struct {
 	names map[string]interned
 	// pending is each group's transactional offsets by producer.
 	pending map[Group]map[int64]map[TP]record.Offset
+	// loading: between StartLoad and Loaded, a group's offsets grow by
+	// doubling (a load adds them one by one, a group's in a row), and
+	// Loaded trims what is left over.
+	loading bool
+}
+
+// StartLoad makes the offsets a load replays grow by doubling, until
+// Loaded: growing by a quarter (apply) reallocated a group's offsets at
+// each of its first four.
+func (b *Book) StartLoad() { b.loading = true }
+
+// Loaded ends a load: a group's offsets keep no more room than apply
+// would have given them.
+func (b *Book) Loaded() {
+	if !b.loading {
+		return
+	}
+	b.loading = false
+	for _, gs := range b.committed {
+		for i := range gs.topics {
+			t := &gs.topics[i]
+			if n := len(t.parts); cap(t.parts) > n+max(1, n/4) {
+				t.parts = slices.Clone(t.parts)
+			}
+		}
+	}
 }
 
 // groupOffsets is a group's committed offsets, by topic sorted by name.
@@ -240,7 +266,11 @@ func (b *Book) apply(g Group, topic string, p int32, o record.Offset, kept bool)
 	// group of a hundred partitions room for 128. (By an eighth saved
 	// little more, as the allocator rounds sizes up, and made loading
 	// such a group more than twice as slow as the maps did.)
-	es := slices.Grow([]entry(nil), len(t.parts)+max(1, len(t.parts)/4))
+	n := len(t.parts) + max(1, len(t.parts)/4)
+	if b.loading {
+		n = max(2*len(t.parts), 4)
+	}
+	es := slices.Grow([]entry(nil), n)
 	es = append(es, t.parts[:j]...)
 	es = append(es, entry{o, p})
 	t.parts = append(es, t.parts[j:]...)
