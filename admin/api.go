@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -177,6 +178,16 @@ type API struct {
 	// kept are the groups a scrape reports, chosen once a sample
 	// (metricGroups).
 	kept keptGroups
+	// lastSorted says that last is sorted by tenant, then group, with
+	// no group twice: the next sample can walk it for the groups that
+	// did not change (Sample).
+	lastSorted bool
+	// slowOnly turns that off: every group is read in full (tests).
+	slowOnly bool
+	// clock, if set, is the samples' time (tests); else time.Now.
+	clock func() time.Time
+	// quietCount is how many groups the last sample took as quiet.
+	quietCount int
 
 	statusDesc, clearDesc, sampleDesc             *prometheus.Desc
 	groupsDesc, offsetsDesc, pendingDesc, genDesc *prometheus.Desc
@@ -229,6 +240,17 @@ func (a *API) Run(ctx context.Context) {
 
 // Sample reads every group's offsets, and every share group's
 // share-partition state, once into the lag tracker.
+//
+// A group that did not change since the last sample costs less than one
+// that did (issue 34: a sample costs what changed, not what exists): a
+// group the coordinator answers with its summary of the last reading
+// (quiet: the same slices of offsets and assigned partitions), whose
+// partitions' end offsets did not move, and that is not a share group,
+// has the sample it had: the tracker repeats its last one
+// (LagTracker.repeat) and its list entry is the last one's, its status
+// evaluated again unless the tracker says it cannot have changed. No
+// sample map, observe or lag sum for it: what is shown is what reading
+// it in full shows (TestSampleQuietSame).
 func (a *API) Sample(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(a.cfg.SampleInterval, time.Second))
 	defer cancel()
@@ -250,7 +272,11 @@ func (a *API) Sample(ctx context.Context) {
 			shares[groupRef{s.Tenant, s.Group}] = sh
 		}
 	}
-	now := time.Now()
+	start := time.Now()
+	now := start
+	if a.clock != nil {
+		now = a.clock()
+	}
 	seen := map[shareRef]bool{}
 	// One group's reading at a time, into one map: the tracker keeps
 	// what it needs of it, and a reading of every group at once would
@@ -263,15 +289,53 @@ func (a *API) Sample(ctx context.Context) {
 	entries := make([]listEntry, len(sums))
 	const chunk = 4096
 	a.mu.Lock()
+	// The last reading, for the groups that did not change since
+	// (quiet): usable when it was sorted, as the coordinator reads
+	// them, with no group twice, so that a walk along it finds each
+	// group's last summary, whose list entry is at the same position
+	// (newListIndex did not sort them), and the tracker's last sample
+	// of the group is that summary's.
+	prev, prevEntries := a.last, a.index.entries
+	var moved map[TopicPartition]bool
+	fast := a.lastSorted && a.ends != nil && !a.slowOnly
+	if fast {
+		moved = movedEnds(a.ends, ends)
+	}
+	sorted := true
+	j, nQuiet := 0, 0
 	a.tracker.begin()
-	for i, s := range sums {
+	for i := range sums {
 		if i > 0 && i%chunk == 0 {
 			a.mu.Unlock()
 			a.mu.Lock()
 		}
+		s := &sums[i]
+		if i > 0 && compareGroups(&sums[i-1], s) >= 0 {
+			sorted = false
+		}
+		if fast {
+			for j < len(prev) && compareGroups(&prev[j], s) < 0 {
+				j++
+			}
+			if j < len(prev) && quiet(s, &prev[j], moved) {
+				// Its sample is its last one: the tracker repeats it,
+				// and its entry's lag is as it was, as is its status
+				// when the tracker says it cannot have changed.
+				if stable, ok := a.tracker.repeat(s.Tenant, s.Group, now); ok {
+					e := prevEntries[j]
+					e.i = i
+					if !stable {
+						e.status = a.statusAt(s.Tenant, s.Group, e.lag, now)
+					}
+					entries[i] = e
+					nQuiet++
+					continue
+				}
+			}
+		}
 		clear(parts)
 		gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: parts}
-		a.shareSamples(s, shares[groupRef{s.Tenant, s.Group}], ends, now, gs, seen)
+		a.shareSamples(*s, shares[groupRef{s.Tenant, s.Group}], ends, now, gs, seen)
 		for _, o := range s.Offsets {
 			// The group's topic names are its organisation's; the log's
 			// are internal (topics.Internal).
@@ -280,9 +344,9 @@ func (a *API) Sample(ctx context.Context) {
 				gs.Partitions[tp] = LagSample{Committed: o.Offset, CommitAt: time.UnixMilli(o.CommitTimestamp), End: po.End}
 			}
 		}
-		gs.Unsampled = unsampled(s, shares[groupRef{s.Tenant, s.Group}], gs.Partitions)
+		gs.Unsampled = unsampled(*s, shares[groupRef{s.Tenant, s.Group}], gs.Partitions)
 		a.tracker.observe(now, gs)
-		entries[i] = a.listEntry(i, s, shares[groupRef{s.Tenant, s.Group}], ends, now)
+		entries[i] = a.listEntry(i, *s, shares[groupRef{s.Tenant, s.Group}], ends, now)
 	}
 	for ref := range a.progress {
 		if !seen[ref] {
@@ -290,10 +354,64 @@ func (a *API) Sample(ctx context.Context) {
 		}
 	}
 	a.tracker.end()
-	a.last, a.lastAt, a.shares, a.ends = sums, now, shares, ends
-	a.index = newListIndex(entries, sums)
-	a.sampleTook = time.Since(now)
+	a.last, a.lastAt, a.shares, a.ends, a.lastSorted = sums, now, shares, ends, sorted
+	a.index = newListIndex(entries, sums, sorted)
+	a.sampleTook, a.quietCount = time.Since(start), nQuiet
 	a.mu.Unlock()
+}
+
+// compareGroups orders summaries by tenant, then group, as the
+// coordinator reads them.
+func compareGroups(a, b *groups.Summary) int {
+	return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Group, b.Group))
+}
+
+// quiet reports whether group s's sample, and its list entry's lag, are
+// those of p, its summary of the last reading, moved being the
+// partitions whose end offsets moved since: it is not a share group
+// (whose sample is also its share-partition state, and moves
+// a.progress), and what its sample and lag are read from is as it was:
+// its committed offsets and assigned partitions are the same slices (the
+// coordinator keeps a group's summary while the group does not change,
+// and never changes one it answered), and none of its committed
+// partitions' end offsets moved. The rest of a summary (members, state,
+// generation) is read from the reading itself, by every view.
+func quiet(s, p *groups.Summary, moved map[TopicPartition]bool) bool {
+	if s.Tenant != p.Tenant || s.Group != p.Group || s.Type != p.Type || s.Type == "share" ||
+		!sameSlice(s.Offsets, p.Offsets) || !sameSlice(s.Assigned, p.Assigned) {
+		return false
+	}
+	if len(moved) > 0 {
+		for _, o := range s.Offsets {
+			if moved[TopicPartition{Topic: topics.Internal(s.Tenant, o.Topic), Partition: o.Partition}] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameSlice reports whether a and b are the same elements of one array
+// (or both empty).
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b))
+}
+
+// movedEnds are the partitions (by the log's names) whose end offset
+// differs between two readings of them, or that one of them lacks.
+func movedEnds(old, cur map[TopicPartition]PartitionOffsets) map[TopicPartition]bool {
+	moved := map[TopicPartition]bool{}
+	for tp, po := range cur {
+		if o, ok := old[tp]; !ok || o.End != po.End {
+			moved[tp] = true
+		}
+	}
+	for tp := range old {
+		if _, ok := cur[tp]; !ok {
+			moved[tp] = true
+		}
+	}
+	return moved
 }
 
 // unsampled counts the partitions of group s (those it has offsets of,

@@ -143,6 +143,9 @@ type LagTracker struct {
 	ids    map[string]uint32 // topic ids, by name
 	seq    uint32            // the number of the reading under way, or the last
 	times  []int64           // readings' times (Unix ns), by number % len(times)
+	// read counts the groups the reading under way has observed: when
+	// that is every group tracked, end forgets none without looking.
+	read int
 	// observe's scratch, reused from group to group.
 	keys []PartitionRef
 	runs []lagRun
@@ -354,6 +357,7 @@ func (t *LagTracker) Observe(at time.Time, groups []GroupSample) {
 // begin starts a reading: observe each group of it, then end.
 func (t *LagTracker) begin() {
 	t.seq++
+	t.read = 0
 }
 
 func comparePartitions(a, b PartitionRef) int {
@@ -368,6 +372,9 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	lo := since(seq, t.cfg.History)
 	ref := groupRef{gs.Tenant, gs.Group}
 	g := t.groups[ref]
+	if g == nil || g.last() != seq {
+		t.read++
+	}
 	// The reading's partitions, in the history's order: partitions gone
 	// from it go, the rest are kept, new ones added.
 	keys := t.keys[:0]
@@ -465,8 +472,82 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	}
 }
 
+// repeat records a group's sample of the reading under way that is equal
+// to its last one (the same partitions, each with the same committed
+// offset, commit time and high watermark, and the same unsampled count)
+// without being given it: what observe would do with that sample. For a
+// group whose history needs no trimming (no run ends before the
+// history's first reading) that is rewriting its last reading's number;
+// else the group's last sample is rebuilt from its history and observed.
+//
+// ok is false, and nothing is done, unless the group's last reading is
+// the one before this (a group new to the tracker, or observed twice in
+// this reading, is observe's). stable reports that the group's status
+// (GroupStatus) is as it was at its last reading, whatever now: every
+// partition's window, then and now, is all its last run's (Window equal
+// samples: OK with no lag, else STOP, not depending on times).
+func (t *LagTracker) repeat(tenant, group string, at time.Time) (stable, ok bool) {
+	seq := t.seq
+	ref := groupRef{tenant, group}
+	g, found := t.groups[ref]
+	if !found || g.last() != seq-1 {
+		return false, false
+	}
+	lo := since(seq, t.cfg.History)
+	trim := false
+	stable = true
+	r, _ := g.reader()
+	// runs reads n runs: one ends before lo if the second starts at or
+	// before it (addSample's drop); the last starts where.
+	runs := func(n int) (last uint32) {
+		for k := range n {
+			x := r.run()
+			if k == 1 && x.start <= lo {
+				trim = true
+			}
+			last = x.start
+		}
+		return last
+	}
+	for range int(r.uvarint()) {
+		_, _, n := r.part()
+		if last := runs(n); int64(last) > int64(seq)-int64(t.cfg.Window) {
+			stable = false
+		}
+	}
+	runs(r.trend())
+	if trim {
+		t.observe(at, t.lastSample(tenant, group, g))
+		return stable, true
+	}
+	t.times[seq%uint32(len(t.times))] = at.UnixNano()
+	binary.LittleEndian.PutUint32(g, seq)
+	t.read++
+	return stable, true
+}
+
+// lastSample is group g's last sample, as observe was given it (but for
+// the samples' At, which observe does not read).
+func (t *LagTracker) lastSample(tenant, group string, g groupLag) GroupSample {
+	r, unsampled := g.reader()
+	n := int(r.uvarint())
+	gs := GroupSample{Tenant: tenant, Group: group, Partitions: make(map[PartitionRef]LagSample, n), Unsampled: unsampled}
+	for range n {
+		topic, partition, runs := r.part()
+		var x lagRun
+		for range runs {
+			x = r.run()
+		}
+		gs.Partitions[PartitionRef{Topic: t.topics[topic], Partition: partition}] = LagSample{Committed: x.committed, CommitAt: time.Unix(0, x.commitAt), End: x.end}
+	}
+	return gs
+}
+
 // end ends a reading: a group not in it is forgotten.
 func (t *LagTracker) end() {
+	if t.read == len(t.groups) {
+		return
+	}
 	for ref, g := range t.groups {
 		if g.last() != t.seq {
 			delete(t.groups, ref)

@@ -77,12 +77,13 @@ func (a *API) listEntry(i int, s groups.Summary, shares map[TopicPartition]Share
 
 // newListIndex indexes a sample's groups. The coordinator reads them
 // sorted by tenant, then group, which is the list's order by name: only
-// a source that does not needs a sort.
-func newListIndex(entries []listEntry, last []groups.Summary) listIndex {
+// a source that does not needs a sort. sorted says the caller knows
+// entries are (no need to look).
+func newListIndex(entries []listEntry, last []groups.Summary, sorted bool) listIndex {
 	byName := func(x, y listEntry) int {
 		return cmp.Or(cmp.Compare(last[x.i].Tenant, last[y.i].Tenant), cmp.Compare(last[x.i].Group, last[y.i].Group))
 	}
-	if !slices.IsSortedFunc(entries, byName) {
+	if !sorted && !slices.IsSortedFunc(entries, byName) {
 		slices.SortFunc(entries, byName)
 	}
 	return listIndex{entries: entries, orders: &lazyOrders{}}

@@ -1,0 +1,552 @@
+package admin
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/coordinator/sharestate"
+	"github.com/cohort-dev/cohort/record"
+	"github.com/cohort-dev/cohort/topics"
+)
+
+// fakeSource answers Inspect with sums and Topics with ts, as they are
+// when asked: a test changes them between samples. Like the
+// coordinator's, a reading keeps the summaries of the groups that did
+// not change (their Offsets and Assigned the same slices).
+type fakeSource struct {
+	sums []groups.Summary
+	ts   []TopicInfo
+}
+
+func (s *fakeSource) Node() NodeInfo { return NodeInfo{} }
+func (s *fakeSource) Inspect(context.Context) ([]groups.Summary, error) {
+	return s.sums, nil
+}
+func (s *fakeSource) InspectGroup(_ context.Context, tenant, group string) (groups.Summary, bool, error) {
+	for _, x := range s.sums {
+		if x.Tenant == tenant && x.Group == group {
+			return x, true, nil
+		}
+	}
+	return groups.Summary{}, false, nil
+}
+func (s *fakeSource) Handle(context.Context, string, kmsg.Request) kmsg.Response { return nil }
+func (s *fakeSource) GroupConfigs(string, string) []GroupConfig                  { return nil }
+func (s *fakeSource) Topics() []TopicInfo                                        { return s.ts }
+
+// quietSource is n groups of the default organisation, each committed on
+// 4 partitions of one of 100 topics, nothing changing.
+func quietSource(n int) *fakeSource {
+	const nTopics, nParts = 100, 4
+	src := &fakeSource{}
+	for t := range nTopics {
+		ti := TopicInfo{Name: topics.Internal("", fmt.Sprintf("topic-%03d", t))}
+		for p := range nParts {
+			ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: int32(p), LogEndOffset: 1000})
+		}
+		src.ts = append(src.ts, ti)
+	}
+	for g := range n {
+		s := groups.Summary{Group: fmt.Sprintf("group-%07d", g), ID: fmt.Sprint("cgp_", g), Type: "classic", ProtocolType: "consumer", State: "Empty"}
+		topic := fmt.Sprintf("topic-%03d", g%nTopics)
+		for p := range nParts {
+			s.Offsets = append(s.Offsets, groups.OffsetSummary{Topic: topic, Partition: int32(p), Offset: 900 + int64(g%200), CommitTimestamp: 1_700_000_000_000})
+		}
+		src.sums = append(src.sums, s)
+	}
+	return src
+}
+
+// BenchmarkSampleQuiet: one lag sample of 100,000 quiet groups of 4
+// partitions each, once the window is full: reading every group in full
+// (full), and as the sampler does, repeating the groups that did not
+// change (quiet).
+func BenchmarkSampleQuiet(b *testing.B) {
+	src := quietSource(100_000)
+	for _, slow := range []bool{true, false} {
+		name := "quiet"
+		if slow {
+			name = "full"
+		}
+		b.Run(name, func(b *testing.B) {
+			api := NewAPI(APIConfig{Source: src})
+			api.slowOnly = slow
+			for range 12 {
+				api.Sample(context.Background())
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				api.Sample(context.Background())
+			}
+		})
+	}
+}
+
+// estate is a changing set of groups for TestSampleQuietSame: each step
+// changes some of them, as the coordinator's readings do (a changed group
+// gets a new summary; the others keep theirs, slices and all).
+type estate struct {
+	rnd    *rand.Rand
+	src    *fakeSource
+	groups map[groupRef]groups.Summary
+	ends   map[TopicPartition]int64 // by the log's names; absent: not known here
+	shares map[groupRef][]sharestate.Description
+	ids    map[string][16]byte // topic ids, by the log's names
+	next   int
+}
+
+var (
+	estateTenants = []string{"", "acme"}
+	estateTopics  = []string{"t0", "t1", "t2"}
+)
+
+const estateParts = 3
+
+func newEstate(seed int64) *estate {
+	e := &estate{rnd: rand.New(rand.NewSource(seed)), src: &fakeSource{}, groups: map[groupRef]groups.Summary{},
+		ends: map[TopicPartition]int64{}, shares: map[groupRef][]sharestate.Description{}, ids: map[string][16]byte{}}
+	for _, tenant := range estateTenants {
+		for k, topic := range estateTopics {
+			name := topics.Internal(tenant, topic)
+			e.ids[name] = [16]byte{byte(len(tenant)), byte(k + 1)}
+			for p := range estateParts {
+				e.ends[TopicPartition{Topic: name, Partition: int32(p)}] = 100
+			}
+		}
+	}
+	for range 30 {
+		e.add()
+	}
+	e.publish()
+	return e
+}
+
+func (e *estate) offsets() []groups.OffsetSummary {
+	var out []groups.OffsetSummary
+	for _, topic := range estateTopics {
+		for p := range estateParts {
+			if e.rnd.Intn(3) == 0 {
+				off := int64(80 + e.rnd.Intn(30))
+				if e.rnd.Intn(10) == 0 {
+					off = -1
+				}
+				out = append(out, groups.OffsetSummary{Topic: topic, Partition: int32(p), Offset: off, CommitTimestamp: 1_700_000_000_000 + int64(e.rnd.Intn(1000))})
+			}
+		}
+	}
+	if e.rnd.Intn(5) == 0 {
+		out = append(out, groups.OffsetSummary{Topic: "gone", Partition: 0, Offset: 5, CommitTimestamp: 1_700_000_000_000})
+		slices.SortFunc(out, func(a, b groups.OffsetSummary) int {
+			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
+	}
+	return out
+}
+
+func (e *estate) assigned() []groups.AssignedPartition {
+	var out []groups.AssignedPartition
+	for p := range estateParts {
+		if e.rnd.Intn(3) == 0 {
+			out = append(out, groups.AssignedPartition{Topic: estateTopics[e.rnd.Intn(len(estateTopics))], Partition: int32(p)})
+		}
+	}
+	return out
+}
+
+func (e *estate) shareState(ref groupRef) []sharestate.Description {
+	var out []sharestate.Description
+	for _, topic := range estateTopics[:2] {
+		for p := range 2 {
+			start := int64(70 + e.rnd.Intn(30))
+			d := sharestate.Description{Key: sharestate.Key{Tenant: ref.Tenant, Group: ref.Group, TopicID: e.ids[topics.Internal(ref.Tenant, topic)], Partition: int32(p)},
+				StartOffset: start, EndOffset: start + 4,
+				Runs: []sharestate.Run{{First: start, Last: start + 1, State: record.ShareAcknowledged}, {First: start + 2, Last: start + 3, State: record.ShareAcquired, DeliveryCount: 2}}}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (e *estate) add() {
+	e.next++
+	ref := groupRef{estateTenants[e.rnd.Intn(len(estateTenants))], fmt.Sprintf("G%03d-%c", e.next, 'a'+rune(e.rnd.Intn(26)))}
+	s := groups.Summary{Tenant: ref.Tenant, Group: ref.Group, ID: fmt.Sprint("cgp_", e.next), State: "Stable", Members: 1 + e.rnd.Intn(3)}
+	switch e.rnd.Intn(4) {
+	case 0:
+		s.Type = "share"
+		e.shares[ref] = e.shareState(ref)
+	case 1:
+		s.Type, s.Offsets, s.Assigned = "consumer", e.offsets(), e.assigned()
+	default:
+		s.Type, s.ProtocolType, s.Offsets, s.Assigned = "classic", "consumer", e.offsets(), e.assigned()
+	}
+	e.groups[ref] = s
+}
+
+// step changes the estate: each group may change in one way, with odds
+// low enough that most stay quiet for a window or longer.
+func (e *estate) step() {
+	for _, ref := range slices.SortedFunc(maps.Keys(e.groups), compareRefs) {
+		s := e.groups[ref]
+		if e.rnd.Intn(12) != 0 {
+			continue
+		}
+		switch e.rnd.Intn(9) {
+		case 0:
+			delete(e.groups, ref)
+			delete(e.shares, ref)
+			continue
+		case 1, 2: // a commit: progress, the same offset again, or back
+			if len(s.Offsets) == 0 {
+				break
+			}
+			s.Offsets = slices.Clone(s.Offsets)
+			o := &s.Offsets[e.rnd.Intn(len(s.Offsets))]
+			o.Offset += int64(e.rnd.Intn(8) - 2)
+			o.CommitTimestamp += int64(1 + e.rnd.Intn(5000))
+		case 3: // members and generation, the offsets as they were
+			s.Members, s.Generation, s.State = e.rnd.Intn(4), s.Generation+1, []string{"Stable", "Empty", "PreparingRebalance"}[e.rnd.Intn(3)]
+			s.PendingMembers = e.rnd.Intn(2)
+		case 4:
+			s.Assigned = e.assigned()
+		case 5: // offsets deleted or added
+			s.Offsets = e.offsets()
+		case 6:
+			if s.Type == "share" {
+				e.shares[ref] = e.shareState(ref)
+			}
+		case 7: // the same summary again, as a new value with new slices
+			s.Offsets, s.Assigned = slices.Clone(s.Offsets), slices.Clone(s.Assigned)
+		case 8: // another type under the same name
+			s.Type = []string{"classic", "consumer", "share"}[e.rnd.Intn(3)]
+			if s.Type == "share" {
+				s.Offsets, s.Assigned = nil, nil
+				e.shares[ref] = e.shareState(ref)
+			} else {
+				delete(e.shares, ref)
+			}
+		}
+		e.groups[ref] = s
+	}
+	for range e.rnd.Intn(3) {
+		e.add()
+	}
+	// Some partitions' logs grow; now and then one is not known here for
+	// a while.
+	for _, tp := range slices.SortedFunc(maps.Keys(e.ends), compareTPs) {
+		switch e.rnd.Intn(20) {
+		case 0, 1:
+			e.ends[tp] += int64(1 + e.rnd.Intn(5))
+		case 2:
+			if e.ends[tp] >= 0 {
+				e.ends[tp] = -1 - e.ends[tp]
+			} else {
+				e.ends[tp] = -1 - e.ends[tp]
+			}
+		}
+	}
+	e.publish()
+}
+
+func compareRefs(a, b groupRef) int {
+	return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
+}
+
+func compareTPs(a, b TopicPartition) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
+
+// publish makes the estate the source's reading: sorted, but now and
+// then shuffled, or with a group twice, which the coordinator never
+// answers and the sampler must survive.
+func (e *estate) publish() {
+	sums := make([]groups.Summary, 0, len(e.groups))
+	for _, ref := range slices.SortedFunc(maps.Keys(e.groups), compareRefs) {
+		sums = append(sums, e.groups[ref])
+	}
+	switch e.rnd.Intn(25) {
+	case 0:
+		e.rnd.Shuffle(len(sums), func(i, j int) { sums[i], sums[j] = sums[j], sums[i] })
+	case 1:
+		if len(sums) > 0 {
+			k := e.rnd.Intn(len(sums))
+			sums = slices.Insert(sums, k, sums[k])
+		}
+	}
+	e.src.sums = sums
+	e.src.ts = nil
+	for _, tenant := range estateTenants {
+		for _, topic := range estateTopics {
+			name := topics.Internal(tenant, topic)
+			ti := TopicInfo{Name: name, ID: e.ids[name]}
+			for p := range estateParts {
+				end := e.ends[TopicPartition{Topic: name, Partition: int32(p)}]
+				start := int64(0)
+				if end < 0 {
+					end, start = -1, -1
+				}
+				ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: int32(p), LogStartOffset: start, LogEndOffset: end})
+			}
+			e.src.ts = append(e.src.ts, ti)
+		}
+	}
+}
+
+// Handle answers a group's describe with no members.
+func (e *estate) handle(_ context.Context, _ string, req kmsg.Request) kmsg.Response {
+	switch r := req.(type) {
+	case *kmsg.DescribeGroupsRequest:
+		resp := kmsg.NewPtrDescribeGroupsResponse()
+		resp.Groups = []kmsg.DescribeGroupsResponseGroup{{Group: r.Groups[0], ProtocolType: "consumer"}}
+		return resp
+	case *kmsg.ConsumerGroupDescribeRequest:
+		resp := kmsg.NewPtrConsumerGroupDescribeResponse()
+		resp.Groups = []kmsg.ConsumerGroupDescribeResponseGroup{{Group: r.Groups[0]}}
+		return resp
+	case *kmsg.ShareGroupDescribeRequest:
+		resp := kmsg.NewPtrShareGroupDescribeResponse()
+		resp.Groups = []kmsg.ShareGroupDescribeResponseGroup{{GroupID: r.GroupIDs[0]}}
+		return resp
+	}
+	return nil
+}
+
+// estateSource is the estate as an APISource (Handle answering).
+type estateSource struct {
+	*fakeSource
+	e *estate
+}
+
+func (s estateSource) Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response {
+	return s.e.handle(ctx, tenant, req)
+}
+
+// apiLag is an API as the lag collector's source.
+type apiLag struct {
+	api *API
+	src *fakeSource
+}
+
+func (l apiLag) Groups(maxSeries int) ([]GroupOffsets, int) { return l.api.Groups(maxSeries) }
+func (l apiLag) Partitions() map[TopicPartition]PartitionOffsets {
+	return endOffsets(l.src.ts)
+}
+func (l apiLag) Remote() map[TopicPartition]PartitionOffsets { return nil }
+
+// TestSampleQuietSame: the sampler's path for the groups that did not
+// change since the last sample gives what reading every group in full
+// gives: two APIs, one reading every group in full, sample the same
+// random readings at the same times, and everything they show is the
+// same after each (the tracker byte for byte, the list's entries, every
+// order's pages, each group's detail, /metrics).
+func TestSampleQuietSame(t *testing.T) {
+	for _, tc := range []struct {
+		cfg    LagTrackerConfig
+		series int
+		seed   int64
+	}{
+		{LagTrackerConfig{Window: 3, History: 5}, 0, 1},
+		{LagTrackerConfig{Window: 4, History: 4}, 40, 2},
+		{LagTrackerConfig{Window: 2, History: 7}, 0, 3},
+		{LagTrackerConfig{}, 25, 4},
+	} {
+		t.Run(fmt.Sprint(tc.cfg, tc.seed), func(t *testing.T) {
+			e := newEstate(tc.seed)
+			src := estateSource{e.src, e}
+			now := time.Unix(1_700_000_100, 0)
+			clock := func() time.Time { return now }
+			newAPI := func(slow bool) (*API, http.Handler, *prometheus.Registry) {
+				api := NewAPI(APIConfig{Source: src, Tracker: tc.cfg, MaxGroupSeries: tc.series,
+					ShareState: func(_ context.Context, tenant, group string) []sharestate.Description {
+						return e.shares[groupRef{tenant, group}]
+					}})
+				api.slowOnly, api.clock = slow, clock
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(api, NewLag(LagConfig{Source: apiLag{api, e.src}, MaxGroupSeries: tc.series}))
+				return api, api.Handler(), reg
+			}
+			fast, fastH, fastReg := newAPI(false)
+			slow, slowH, slowReg := newAPI(true)
+			steps := 100
+			if tc.cfg.History == 0 {
+				steps = 75 // past the default history of 60
+			}
+			quiet := 0
+			for step := range steps {
+				if step > 0 {
+					e.step()
+					now = now.Add(time.Duration(1+e.rnd.Intn(9)) * time.Second)
+				}
+				fast.Sample(context.Background())
+				slow.Sample(context.Background())
+				quiet += countQuiet(fast)
+				where := fmt.Sprintf("step %d", step)
+				sameAPIs(t, where, fast, slow)
+				// The tracker forgets the groups gone, and only those.
+				for _, x := range e.src.sums {
+					if _, ok := fast.tracker.groups[groupRef{x.Tenant, x.Group}]; !ok {
+						t.Fatalf("%s: %s/%s not tracked", where, x.Tenant, x.Group)
+					}
+				}
+				if n := len(slices.CompactFunc(slices.SortedFunc(slices.Values(e.src.sums), func(a, b groups.Summary) int {
+					return compareGroups(&a, &b)
+				}), func(a, b groups.Summary) bool { return compareGroups(&a, &b) == 0 })); n != len(fast.tracker.groups) {
+					t.Fatalf("%s: %d groups tracked, %d read", where, len(fast.tracker.groups), n)
+				}
+				if step%3 != 0 {
+					// What the views show is read from what sameAPIs
+					// compared; reading them all every step is slow.
+					continue
+				}
+				for _, sort := range []string{"name", "lag", "status"} {
+					for _, q := range []string{"", "&org=acme&status=STOP,OK"} {
+						q := "sort=" + sort + q
+						if f, s := pages(t, fastH, q), pages(t, slowH, q); f != s {
+							t.Fatalf("%s: ?%s:\nfast %s\nslow %s", where, q, f, s)
+						}
+					}
+				}
+				for _, x := range e.src.sums {
+					path := "/api/v1/groups/" + url.PathEscape(x.Group) + "?tenant=" + url.QueryEscape(x.Tenant)
+					if f, s := get(t, fastH, path), get(t, slowH, path); f != s {
+						t.Fatalf("%s: %s:\nfast %s\nslow %s", where, path, f, s)
+					}
+				}
+				if f, s := scrape(t, fastReg), scrape(t, slowReg); f != s {
+					fl, sl := strings.Split(f, "\n"), strings.Split(s, "\n")
+					for k := range min(len(fl), len(sl)) {
+						if fl[k] != sl[k] {
+							t.Fatalf("%s: /metrics, line %d:\nfast %.3000s\nslow %.3000s", where, k, fl[k], sl[k])
+						}
+					}
+					t.Fatalf("%s: /metrics: %d lines fast, %d slow", where, len(fl), len(sl))
+				}
+			}
+			if quiet == 0 {
+				t.Fatal("no group took the quiet path")
+			}
+			t.Logf("%d steps, %d quiet group samples", steps, quiet)
+		})
+	}
+}
+
+// countQuiet counts the groups the last sample repeated: those whose
+// list entry it did not build (not a test of anything but the test).
+func countQuiet(a *API) int { return a.quietCount }
+
+// sameAPIs compares what the sample left in fast and slow.
+func sameAPIs(t *testing.T, where string, fast, slow *API) {
+	t.Helper()
+	ft, st := fast.tracker, slow.tracker
+	if ft.seq != st.seq || !slices.Equal(ft.times, st.times) || !slices.Equal(ft.topics, st.topics) {
+		t.Fatalf("%s: tracker readings or topics differ", where)
+	}
+	if !maps.EqualFunc(ft.groups, st.groups, func(a, b groupLag) bool { return bytes.Equal(a, b) }) {
+		for ref, g := range st.groups {
+			if !bytes.Equal(ft.groups[ref], g) {
+				f, _ := ft.Group(ref.Tenant, ref.Group, fast.lastAt)
+				s, _ := st.Group(ref.Tenant, ref.Group, slow.lastAt)
+				t.Errorf("%s: %v:\nfast %x %+v\nslow %x %+v", where, ref, []byte(ft.groups[ref]), f, []byte(g), s)
+			}
+		}
+		t.Fatalf("%s: %d groups tracked fast, %d slow", where, len(ft.groups), len(st.groups))
+	}
+	for ref := range st.groups {
+		f, _ := ft.Group(ref.Tenant, ref.Group, fast.lastAt)
+		s, _ := st.Group(ref.Tenant, ref.Group, slow.lastAt)
+		if !reflect.DeepEqual(f, s) {
+			t.Fatalf("%s: %v: Group\nfast %+v\nslow %+v", where, ref, f, s)
+		}
+		fs, _ := ft.GroupStatus(ref.Tenant, ref.Group, fast.lastAt)
+		ss, _ := st.GroupStatus(ref.Tenant, ref.Group, slow.lastAt)
+		if fs != ss {
+			t.Fatalf("%s: %v: GroupStatus fast %q, slow %q", where, ref, fs, ss)
+		}
+	}
+	if !reflect.DeepEqual(fast.index.entries, slow.index.entries) {
+		t.Fatalf("%s: list entries\nfast %+v\nslow %+v", where, fast.index.entries, slow.index.entries)
+	}
+	if !reflect.DeepEqual(fast.progress, slow.progress) || !reflect.DeepEqual(fast.shares, slow.shares) || !reflect.DeepEqual(fast.ends, slow.ends) {
+		t.Fatalf("%s: share progress, shares or ends differ", where)
+	}
+	for _, max := range []int{5, 1000} {
+		fg, fd := fast.Groups(max)
+		sg, sd := slow.Groups(max)
+		if fd != sd || !reflect.DeepEqual(fg, sg) {
+			t.Fatalf("%s: Groups(%d) differ", where, max)
+		}
+	}
+}
+
+// pages is every page of the list with query q, pages of 20.
+func pages(t *testing.T, h http.Handler, q string) string {
+	t.Helper()
+	var out strings.Builder
+	cursor := ""
+	for range 1000 {
+		path := "/api/v1/groups?limit=20&" + q
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		body := get(t, h, path)
+		out.WriteString(body)
+		var p struct {
+			NextCursor string `json:"next_cursor"`
+		}
+		code, js, _ := strings.Cut(body, " ")
+		if err := json.Unmarshal([]byte(js), &p); code != "200" || err != nil {
+			t.Fatal(path, body, err)
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			return out.String()
+		}
+	}
+	t.Fatal("the cursor never ends")
+	return ""
+}
+
+func get(t *testing.T, h http.Handler, path string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	return fmt.Sprint(rec.Code, " ", rec.Body.String())
+}
+
+// scrape is the registry's families, but for how long the sample took.
+func scrape(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	// A reading with a group twice (which the coordinator never
+	// answers) has its series twice: the error is compared too.
+	// (its lines in no order: collectors run at once).
+	mfs, err := reg.Gather()
+	var out strings.Builder
+	if err != nil {
+		lines := strings.Split(err.Error(), "\n")
+		slices.Sort(lines)
+		out.WriteString(strings.Join(lines, "\n") + "\n")
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "cohort_lag_sample_seconds" {
+			out.WriteString(mf.String() + "\n")
+		}
+	}
+	return out.String()
+}
