@@ -224,6 +224,9 @@ func NewAPI(cfg APIConfig) *API {
 	}
 }
 
+// readingTimeout bounds a lag sample's reading of the groups (Sample).
+const readingTimeout = time.Minute
+
 // Run samples every group's lag each SampleInterval until ctx ends.
 func (a *API) Run(ctx context.Context) {
 	t := time.NewTicker(a.cfg.SampleInterval)
@@ -251,15 +254,22 @@ func (a *API) Run(ctx context.Context) {
 // evaluated again unless the tracker says it cannot have changed. No
 // sample map, observe or lag sum for it: what is shown is what reading
 // it in full shows (TestSampleQuietSame).
-func (a *API) Sample(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, max(a.cfg.SampleInterval, time.Second))
+func (a *API) Sample(parent context.Context) {
+	ctx, cancel := context.WithTimeout(parent, max(a.cfg.SampleInterval, time.Second))
 	defer cancel()
 	if a.cfg.RefreshEnds != nil {
 		a.cfg.RefreshEnds(ctx)
 	}
+	// The reading of the groups has a bound of its own, longer than an
+	// interval: a reading cut short is thrown away, and the shards then
+	// answer the next one in full, so a reading of a million groups cut
+	// at the interval would be cut every time. Readings never overlap
+	// (Run waits for each), so a long one only delays the next.
+	ctx, cancel = context.WithTimeout(parent, max(a.cfg.SampleInterval, readingTimeout))
+	defer cancel()
 	sums, err := a.cfg.Source.Inspect(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
+		if parent.Err() == nil {
 			a.cfg.Logger.Warn("lag sampling: reading the groups", "err", err)
 		}
 		return

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -303,5 +304,36 @@ func TestGroupLagByOrg(t *testing.T) {
 		if g := list.Groups[0]; g.TotalLag != c.want {
 			t.Errorf("%s's %s: total lag %d, want %d", c.org, g.Group, g.TotalLag, c.want)
 		}
+	}
+}
+
+// slowSource is tenantsSource whose reading of the groups takes wait.
+type slowSource struct {
+	tenantsSource
+	wait time.Duration
+}
+
+func (s slowSource) Inspect(ctx context.Context) ([]groups.Summary, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(s.wait):
+		return s.tenantsSource.Inspect(ctx)
+	}
+}
+
+// TestSampleLongerThanInterval: a reading of the groups that takes
+// longer than the sample interval is kept, not cut at the interval (a
+// reading cut short is read in full again the next time, so a large
+// estate's would be cut every time).
+func TestSampleLongerThanInterval(t *testing.T) {
+	// Longer than the interval and than a second, the least the rest
+	// of a sample (the end offsets' refresh) is given.
+	const interval, wait = 20 * time.Millisecond, 1500 * time.Millisecond
+	api := admin.NewAPI(admin.APIConfig{Source: slowSource{tenantsSource{groups: 2, parts: 1}, wait}, SampleInterval: interval})
+	api.Sample(context.Background())
+	gs, _ := api.Groups(1000)
+	if len(gs) != 6 {
+		t.Fatalf("after a reading of %v with a %v interval: %d groups sampled, want 6", wait, interval, len(gs))
 	}
 }

@@ -212,6 +212,9 @@ func saveHeapProfile(b *testing.B, httpAddr, name string) {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if err := os.MkdirAll(*quietProfiles, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	f, err := os.Create(filepath.Join(*quietProfiles, name))
 	if err != nil {
 		b.Fatal(err)
