@@ -9,7 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cohort-dev/cohort/coordinator"
 	"github.com/cohort-dev/cohort/coordinator/groups"
+	"github.com/cohort-dev/cohort/coordinator/machine"
 )
 
 // TestInspectChanges: Inspect reads each shard's changes only, and its
@@ -79,6 +81,22 @@ func TestInspectChanges(t *testing.T) {
 	for i := range third {
 		if &third[i].Offsets[0] != &second[i].Offsets[0] {
 			t.Errorf("%s: read afresh though unchanged", third[i].Group)
+		}
+	}
+	// A topic catalog coming to every shard (with any request, as after
+	// a restart) changes no commit-only group's summary: none is read
+	// afresh.
+	for i := range 22 {
+		fetch := kmsg.NewPtrOffsetFetchRequest()
+		fetch.SetVersion(5)
+		fetch.Group = fmt.Sprintf("g%02d", i)
+		catalog := &machine.Catalog{Version: 9, ByName: map[string]machine.TopicMeta{"t": {ID: [16]byte{1}, Partitions: 1}},
+			ByID: map[[16]byte]string{{1}: "t"}, Names: []string{"t"}}
+		c.Handle(ctx, coordinator.Request{Msg: fetch, Topics: catalog})()
+	}
+	for i, s := range check("a topic catalog came") {
+		if &s.Offsets[0] != &third[i].Offsets[0] {
+			t.Errorf("%s: read afresh when a topic catalog came", s.Group)
 		}
 	}
 	// A shard let go: its groups leave the reading; loaded again, they

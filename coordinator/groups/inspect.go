@@ -214,9 +214,13 @@ func (s *Shard) fingerprint(e *group) (uint64, bool) {
 		return 0, false
 	}
 	// The catalog names a consumer or share group's assigned topics:
-	// the summary changes when it does.
-	if cat := s.h.Catalog(e.Tenant); cat != nil {
-		h.int(int64(len(cat.ByID)))
+	// the summary of one with members changes when it does. No other's
+	// does (a catalog coming with the first request after a load would
+	// otherwise change every group's fingerprint at once).
+	if catalogNames(e) {
+		if cat := s.h.Catalog(e.Tenant); cat != nil {
+			h.int(int64(len(cat.ByID)))
+		}
 	}
 	s.offs.Read(e.Off(), func(topic string, p int32, o *record.Offset) {
 		h.str(topic)
@@ -225,6 +229,19 @@ func (s *Shard) fingerprint(e *group) (uint64, bool) {
 		h.int(o.CommitTimestamp)
 	})
 	return max(uint64(h), 1), true
+}
+
+// catalogNames reports whether e's summary names topics through the
+// topic catalog: a consumer or share group's with members
+// (appendAssigned).
+func catalogNames(e *group) bool {
+	switch g := e.Part.(type) {
+	case *consumer.Group:
+		return len(g.Members) > 0
+	case *share.Group:
+		return len(g.Members) > 0
+	}
+	return false
 }
 
 // sortedKeys is m's keys, sorted; nil, allocating nothing, for an empty
