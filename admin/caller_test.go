@@ -107,8 +107,8 @@ func tenantsHandlerLag(src tenantsSource, cfg admin.LagConfig) http.Handler {
 	}})
 }
 
-// scrapeFamily is one family of the operator's scrape.
-func scrapeFamily(t testing.TB, h http.Handler, name string) []*dto.Metric {
+// scrapeAll is the operator's scrape, by family.
+func scrapeAll(t testing.TB, h http.Handler) map[string]*dto.MetricFamily {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -116,6 +116,12 @@ func scrapeFamily(t testing.TB, h http.Handler, name string) []*dto.Metric {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mfs
+}
+
+// scrapeFamily is one family of the operator's scrape.
+func scrapeFamily(t testing.TB, h http.Handler, name string) []*dto.Metric {
+	mfs := scrapeAll(t, h)
 	if mfs[name] == nil {
 		t.Fatalf("no %s in the scrape", name)
 	}
@@ -231,13 +237,7 @@ func TestMetricsGroupBudget(t *testing.T) {
 	} {
 		h := tenantsHandlerLag(src, admin.LagConfig{MaxGroupSeries: c.max})
 		var orgs []string
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		mfs, err := parser.TextToMetricFamilies(rec.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mfs := scrapeAll(t, h)
 		for _, m := range mfs["kafka_consumergroup_members"].GetMetric() {
 			for _, lp := range m.GetLabel() {
 				if lp.GetName() == "org" {

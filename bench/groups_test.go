@@ -578,26 +578,31 @@ func benchOffsetMemory(b *testing.B, tg groupTarget) {
 	b.ReportMetric((float64(after)-float64(before))/float64(b.N*memOffsetsPerOp), "heap-B/offset")
 }
 
+// simpleCommit is a simple group's OffsetCommit (no member, generation
+// -1) of partitions 0..n-1 of every topic, partition p at offset+p.
+func simpleCommit(group string, topics []string, n int32, offset int64) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	for _, topic := range topics {
+		t := kmsg.NewOffsetCommitRequestTopic()
+		t.Topic = topic
+		for p := range n {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, offset+int64(p)
+			t.Partitions = append(t.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	return req
+}
+
 // commitAll makes one simple OffsetCommit per group, of partitions 0..n-1
 // of every topic, at offset, spread over conns.
 func commitAll(conns []*loadgen.Conn, groups, topics []string, n int32, offset int64) error {
 	var next atomic.Int64
 	return loadgen.Parallel(len(conns), len(conns), func(c int) error {
 		for i := int(next.Add(1)) - 1; i < len(groups); i = int(next.Add(1)) - 1 {
-			req := kmsg.NewPtrOffsetCommitRequest()
-			req.Group = groups[i]
-			req.Generation = -1
-			for _, topic := range topics {
-				t := kmsg.NewOffsetCommitRequestTopic()
-				t.Topic = topic
-				for p := range n {
-					rp := kmsg.NewOffsetCommitRequestTopicPartition()
-					rp.Partition = p
-					rp.Offset = offset + int64(p)
-					t.Partitions = append(t.Partitions, rp)
-				}
-				req.Topics = append(req.Topics, t)
-			}
+			req := simpleCommit(groups[i], topics, n, offset)
 			resp, err := loadgen.Do[*kmsg.OffsetCommitResponse](conns[c], loadgen.CommitVersion, req)
 			if err != nil {
 				return fmt.Errorf("group %s: %w", groups[i], err)

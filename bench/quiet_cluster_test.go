@@ -260,16 +260,7 @@ func commitRetriable(conns []*loadgen.Conn, groups []string) ([]string, error) {
 	var again []string
 	err := loadgen.Parallel(len(conns), len(conns), func(c int) error {
 		for i := int(next.Add(1)) - 1; i < len(groups); i = int(next.Add(1)) - 1 {
-			req := kmsg.NewPtrOffsetCommitRequest()
-			req.Group, req.Generation = groups[i], -1
-			t := kmsg.NewOffsetCommitRequestTopic()
-			t.Topic = "quiet"
-			for p := range int32(quietPartitions) {
-				rp := kmsg.NewOffsetCommitRequestTopicPartition()
-				rp.Partition, rp.Offset = p, 1+int64(p)
-				t.Partitions = append(t.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, t)
+			req := simpleCommit(groups[i], []string{"quiet"}, quietPartitions, 1)
 			resp, err := loadgen.Do[*kmsg.OffsetCommitResponse](conns[c], loadgen.CommitVersion, req)
 			if err != nil {
 				return fmt.Errorf("group %s: %w", groups[i], err)

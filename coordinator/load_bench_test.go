@@ -76,16 +76,21 @@ func BenchmarkLoadQuietGroups(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/groups, "ns/group")
 }
 
+// quietCoordinator is a coordinator serving quietStore's groups.
+func quietCoordinator(b *testing.B, groups int) *coordinator.Coordinator {
+	co, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: quietStore(b, groups)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(co.Close)
+	return co
+}
+
 // BenchmarkListGroupsQuiet: ListGroups of 100,000 quiet groups, answered
 // and encoded as the wire server does.
 func BenchmarkListGroupsQuiet(b *testing.B) {
 	const groups = 100000
-	st := quietStore(b, groups)
-	co, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer co.Close()
+	co := quietCoordinator(b, groups)
 	var buf []byte
 	for b.Loop() {
 		req := kmsg.NewPtrListGroupsRequest()
@@ -104,12 +109,7 @@ func BenchmarkListGroupsQuiet(b *testing.B) {
 // again with nothing changed.
 func BenchmarkInspectQuiet(b *testing.B) {
 	const groups = 100000
-	st := quietStore(b, groups)
-	co, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer co.Close()
+	co := quietCoordinator(b, groups)
 	b.Run("full", func(b *testing.B) {
 		for b.Loop() {
 			co.ForgetInspected()
