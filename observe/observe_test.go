@@ -45,6 +45,28 @@ func TestErrorCodeFindsTheFirstNested(t *testing.T) {
 	if got := (observe.Answer{}).ErrorCode(); got != 0 {
 		t.Fatalf("no response: got %d", got)
 	}
+	lr := kmsg.NewPtrListGroupsResponse()
+	lr.Groups = make([]kmsg.ListGroupsResponseGroup, 100000)
+	if got := (observe.Answer{Resp: lr}).ErrorCode(); got != 0 {
+		t.Fatalf("list groups: got %d", got)
+	}
+	lr.ErrorCode = 15
+	if got := (observe.Answer{Resp: lr}).ErrorCode(); got != 15 {
+		t.Fatalf("list groups: got %d, want 15", got)
+	}
+
+}
+
+// BenchmarkErrorCodeListGroups: the error code of a ListGroups answer of
+// 100,000 groups, which every answered request's metrics ask for.
+func BenchmarkErrorCodeListGroups(b *testing.B) {
+	lr := kmsg.NewPtrListGroupsResponse()
+	lr.Groups = make([]kmsg.ListGroupsResponseGroup, 100000)
+	for b.Loop() {
+		if (observe.Answer{Resp: lr}).ErrorCode() != 0 {
+			b.Fatal("an error code")
+		}
+	}
 }
 
 func TestMultiReportsToEach(t *testing.T) {
