@@ -114,7 +114,7 @@ go run "$STATICCHECK" -tags invariants "${pkgs[@]}"
 #    read: the end-to-end package, the longest by far, with -v filtered to
 #    each test's verdict as it finishes (go test prints a package's output
 #    only once the packages named before it are done, so in one run the
-#    rest would wait for it), and every other package, one at a time,
+#    rest would wait for it), and every other package, two at a time,
 #    each printed as it finishes. Then the slowest packages and tests, and
 #    the time taken.
 step "go test -race"
@@ -135,7 +135,7 @@ for p in "${pkgs[@]}"; do
 	[ "$p" = ./e2e/... ] && rest+=($(go list -f '{{.ImportPath}}' ./e2e/... | grep -vx 'github.com/cohort-dev/cohort/e2e')) || rest+=("$p")
 done
 set +e
-go test -race -tags invariants -count=1 -timeout 20m -p 1 "$@" "${rest[@]}" 2>&1 | tee "$out/rest.log"
+go test -race -tags invariants -count=1 -timeout 20m -p 2 "$@" "${rest[@]}" 2>&1 | tee "$out/rest.log"
 rest_status=${PIPESTATUS[0]}
 wait "$e2e"
 e2e_status=$(cat "$out/e2e.status")
