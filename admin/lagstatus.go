@@ -703,15 +703,3 @@ func evaluate(w []LagSample, now time.Time, window int) Status {
 	}
 	return StatusOK
 }
-
-// groupRefs returns the tracked groups, sorted.
-func (t *LagTracker) groupRefs() []groupRef {
-	out := make([]groupRef, 0, len(t.groups))
-	for r := range t.groups {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b groupRef) int {
-		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
-	})
-	return out
-}

@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"cmp"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -242,15 +244,34 @@ func TestLagTrackerRuns(t *testing.T) {
 	}
 }
 
+// quietPartitions is the sample of a quiet group's 4 partitions: the
+// same at every reading, committed at base.
+func quietPartitions(base time.Time) map[PartitionRef]LagSample {
+	parts := map[PartitionRef]LagSample{}
+	for p := range int32(4) {
+		parts[PartitionRef{Topic: "t", Partition: p}] = LagSample{Committed: 5, CommitAt: base, End: 9}
+	}
+	return parts
+}
+
+// groupRefs returns the tracked groups, sorted.
+func (t *LagTracker) groupRefs() []groupRef {
+	out := make([]groupRef, 0, len(t.groups))
+	for r := range t.groups {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b groupRef) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
+	})
+	return out
+}
+
 // TestLagTrackerQuietCostsOneRun: a group whose readings repeat keeps one
 // run a partition and one for its trend, however many readings.
 func TestLagTrackerQuietCostsOneRun(t *testing.T) {
 	tr := NewLagTracker(LagTrackerConfig{})
 	base := time.Unix(1_700_000_000, 0)
-	parts := map[PartitionRef]LagSample{}
-	for p := range int32(4) {
-		parts[PartitionRef{Topic: "t", Partition: p}] = LagSample{Committed: 5, CommitAt: base, End: 9}
-	}
+	parts := quietPartitions(base)
 	for i := range 1000 {
 		tr.Observe(base.Add(time.Duration(i)*5*time.Second), []GroupSample{{Group: "g", Partitions: parts}})
 	}
@@ -277,10 +298,7 @@ func TestLagTrackerQuietCostsOneRun(t *testing.T) {
 func TestGroupStatusAllocates(t *testing.T) {
 	tr := NewLagTracker(LagTrackerConfig{})
 	base := time.Unix(1_700_000_000, 0)
-	parts := map[PartitionRef]LagSample{}
-	for p := range int32(4) {
-		parts[PartitionRef{Topic: "t", Partition: p}] = LagSample{Committed: 5, CommitAt: base, End: 9}
-	}
+	parts := quietPartitions(base)
 	for i := range 20 {
 		tr.Observe(base.Add(time.Duration(i)*5*time.Second), []GroupSample{{Group: "g", Partitions: parts}})
 	}
