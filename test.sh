@@ -145,8 +145,8 @@ if [ "$e2e_status" != 0 ]; then
 	grep -vE '^(=== (RUN|PAUSE|CONT)|--- PASS)' "$out/e2e.log" | tail -n 400
 fi
 step "slowest packages"
-grep -hE '^ok' "$out/e2e.log" "$out/rest.log" | awk '{print $3, $2}' | sort -rn | head -n 8
+grep -hE '^ok' "$out/e2e.log" "$out/rest.log" | awk '{print $3, $2}' | sort -rn | sed -n 1,8p # sed reads to the end: head would leave sort writing to a closed pipe (SIGPIPE, and pipefail fails the run)
 step "slowest end-to-end tests"
-grep -hE '^--- (PASS|FAIL)' "$out/e2e.log" | sed -E 's/^--- (PASS|FAIL): ([^ ]+) \(([0-9.]+)s\)/\3s \2/' | sort -rn | head -n 10
+grep -hE '^--- (PASS|FAIL)' "$out/e2e.log" | sed -E 's/^--- (PASS|FAIL): ([^ ]+) \(([0-9.]+)s\)/\3s \2/' | sort -rn | sed -n 1,10p
 step "done in $((SECONDS - start)) s: end-to-end $([ "$e2e_status" = 0 ] && echo ok || echo FAILED), the rest $([ "$rest_status" = 0 ] && echo ok || echo FAILED)"
 [ "$e2e_status" = 0 ] && [ "$rest_status" = 0 ]
