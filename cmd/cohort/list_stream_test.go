@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -99,4 +102,60 @@ type countingWriter struct {
 func (c *countingWriter) Write(p []byte) (int, error) {
 	c.writes++
 	return c.Buffer.Write(p)
+}
+
+// TestSortByGroup: the list comes out sorted by group whatever runs the
+// brokers' answers make (one, a shard's each, more than are merged, none
+// at all), every row once, and rows of one name in the order they came.
+func TestSortByGroup(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 500 {
+		n := rng.IntN(300)
+		runs := 1 + rng.IntN(80)
+		rows := make([]listedGroup, n)
+		for i := range rows {
+			// Few names, so that some repeat: the coordinator tells rows
+			// of one name apart.
+			rows[i] = listedGroup{Group: fmt.Sprintf("g%03d", rng.IntN(200)), Coordinator: broker{ID: int32(i)}}
+		}
+		// Sort each of runs chunks, as a broker's shards answer.
+		for r := range runs {
+			lo, hi := r*n/runs, (r+1)*n/runs
+			slices.SortStableFunc(rows[lo:hi], func(a, b listedGroup) int { return strings.Compare(a.Group, b.Group) })
+		}
+		want := slices.Clone(rows)
+		slices.SortStableFunc(want, func(a, b listedGroup) int { return strings.Compare(a.Group, b.Group) })
+		if got := sortByGroup(slices.Clone(rows)); !slices.Equal(got, want) {
+			t.Fatalf("trial %d (%d rows, %d runs): got %v\nwant %v", trial, n, runs, got, want)
+		}
+	}
+}
+
+// BenchmarkListRows: what `cohort groups list` does with a million
+// listed groups once they are read (in 16 sorted runs, as one Cohort
+// node's 16 shards answer): sorting them, and writing the table.
+func BenchmarkListRows(b *testing.B) {
+	const n, shards = 1_000_000, 16
+	rows := make([]listedGroup, 0, n)
+	for s := range shards {
+		for i := s; i < n; i += shards {
+			rows = append(rows, listedGroup{Group: fmt.Sprintf("quiet-%07d", i), Coordinator: broker{1, "127.0.0.1", 9092}, State: "Empty", Type: "classic"})
+		}
+	}
+	b.Run("sort", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			in := slices.Clone(rows)
+			b.StartTimer()
+			sortByGroup(in)
+		}
+	})
+	sorted := sortByGroup(slices.Clone(rows))
+	b.Run("write", func(b *testing.B) {
+		for b.Loop() {
+			if err := writeListTable(io.Discard, sorted, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
