@@ -80,3 +80,16 @@ func EventMembers(s *Shard) map[EventKey]map[string]bool {
 	}
 	return out
 }
+
+// InspectChanges reads s's changes as the lag sampler does: since the
+// last such reading, or in full.
+func InspectChanges(s *Shard, full bool) InspectDelta {
+	since := s.inspectToken
+	if full {
+		since = 0
+	}
+	return s.inspectDelta(InspectCmd{Token: s.inspectToken + 1, Since: since})
+}
+
+// InspectAll reads every group of s in full.
+func InspectAll(s *Shard) []Summary { return s.inspect(nil) }

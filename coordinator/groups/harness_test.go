@@ -1,6 +1,7 @@
 package groups_test
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -47,6 +48,9 @@ type harness struct {
 	// groupConfig is the groups' dynamic configs, sent with every
 	// request.
 	groupConfig machine.GroupConfig
+	// reading is what the lag sampler's readings of changes add up to
+	// (guard): it must be what a full reading gives.
+	reading map[groups.GroupRef]groups.Summary
 }
 
 // propGuardEvery thins the guard out in the property tests, which take
@@ -197,6 +201,38 @@ func (h *harness) guard() {
 	cfg := h.cfg
 	if err := machine.CheckReplay(h.m, h.records, func() *groups.Shard { return groups.New(cfg) }); err != nil {
 		h.t.Fatalf("at %v: %v", h.now, err)
+	}
+	h.checkReading()
+}
+
+// checkReading reads the shard's changes as the lag sampler does (a
+// reading in full when the last is not the shard's, or when the count
+// says a group went) and checks that the changes add up to a full
+// reading. The marks this reading clears are what the next guard's
+// Check holds every change to.
+func (h *harness) checkReading() {
+	h.t.Helper()
+	d := groups.InspectChanges(h.m, false)
+	apply := func(d groups.InspectDelta) {
+		if d.Full {
+			h.reading = map[groups.GroupRef]groups.Summary{}
+		}
+		for _, s := range d.Changed {
+			h.reading[groups.GroupRef{Tenant: s.Tenant, Group: s.Group}] = s
+		}
+	}
+	apply(d)
+	if len(h.reading) != d.Count {
+		apply(groups.InspectChanges(h.m, true))
+	}
+	full := groups.InspectAll(h.m)
+	if len(full) != len(h.reading) {
+		h.t.Fatalf("at %v: the readings of changes hold %d groups, a full reading %d", h.now, len(h.reading), len(full))
+	}
+	for _, s := range full {
+		if got := h.reading[groups.GroupRef{Tenant: s.Tenant, Group: s.Group}]; !reflect.DeepEqual(got, s) {
+			h.t.Fatalf("at %v: group %q from the readings of changes:\n%+v\nread in full:\n%+v", h.now, s.Group, got, s)
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ import (
 // sort by kind, offsets first), as Kafka's OffsetMetadataManager.replay
 // does.
 func (s *Shard) replayOffset(k record.OffsetKey, v []byte) error {
-	g := s.h.Groups[gkey{Tenant: k.Tenant, Name: k.Group}]
+	g := s.h.Get(gkey{Tenant: k.Tenant, Name: k.Group})
 	if v == nil {
 		if err := s.offs.ReplayOffset(k, v); err != nil {
 			return err

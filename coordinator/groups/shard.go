@@ -193,6 +193,7 @@ func (s *Shard) Loaded(now time.Time) machine.Output {
 		}
 	}
 	s.h.SetLoaded()
+	s.h.TouchAll()
 	s.timer(timerRetention, now.Add(s.cfg.RetentionCheck))
 	return s.flush()
 }
@@ -284,7 +285,7 @@ func (s *Shard) Fire(now time.Time, key string) machine.Output {
 		return s.flush()
 	}
 	kind, k, mid, ok := grouptype.ParseTimer(key)
-	g := s.h.Groups[k]
+	g := s.h.Get(k)
 	if !ok || g == nil {
 		return s.flush()
 	}
@@ -346,6 +347,9 @@ func (s *Shard) DurableState() string {
 // writing the record; a share group whose epochs or targets disagree.
 // Tests call it after every step.
 func (s *Shard) Check() error {
+	if err := s.checkTouched(); err != nil {
+		return err
+	}
 	for _, g := range s.sortedGroups() {
 		var err error
 		switch p := g.Part.(type) {

@@ -58,6 +58,7 @@ func (s *Shard) txnEnd(now time.Time, c TxnEndCmd) {
 		// commit makes it again.
 		s.classic.EmitRecord(s.classic.Create(k, now))
 	}
+	s.lookup(k.Tenant, k.Name) // touched: its offsets change
 	s.offs.EndTxn(k.Off(), c.ProducerID, c.Commit, now.UnixMilli())
 }
 

@@ -228,7 +228,7 @@ func Of(g *grouptype.Entry) *Group {
 func (s *Type) Replay(k record.GroupKey, value []byte) error {
 	gk := grouptype.Key{Tenant: k.Tenant, Name: k.Group}
 	if value == nil {
-		if g := s.h.Groups[gk]; Of(g) != nil {
+		if g := s.h.Get(gk); Of(g) != nil {
 			g.Part = nil
 			s.h.Forget(g)
 		}

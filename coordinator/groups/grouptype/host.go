@@ -51,6 +51,13 @@ type Host struct {
 	// entry is added or removed (Sorted): listing a million quiet groups,
 	// or inspecting them at every lag sample, sorts none of them.
 	sorted []*Entry
+	// touched are the groups touched since the last inspect of changes
+	// (Touch); allTouched: every group may have changed. Listed is how
+	// many groups that inspect listed (Entry.Inspected not 0), less those
+	// forgotten since.
+	touched    []*Entry
+	allTouched bool
+	Listed     int
 	// catalogs are the newest topic catalog a request brought, by
 	// tenant: each organisation has its own topics, by the names its
 	// clients know them by.
@@ -147,6 +154,9 @@ func (h *Host) NoteCatalog(tenant string, c *machine.Catalog) {
 			h.catalogs = map[string]*machine.Catalog{}
 		}
 		h.catalogs[tenant] = c
+		if cur == nil || c.Version > cur.Version {
+			h.TouchAll()
+		}
 	}
 }
 

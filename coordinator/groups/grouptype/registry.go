@@ -42,6 +42,8 @@ type Entry struct {
 	// Inspected is the group's fingerprint at the shard's last inspect
 	// of changes (coordinator/groups' InspectCmd with a Token); 0: none.
 	Inspected uint64
+	// touched: the group may have changed since that inspect (Touch).
+	touched bool
 }
 
 // Part is a group type's state of one group, as the shard sees it.
@@ -51,13 +53,23 @@ type Part interface {
 	DurableState() []string
 }
 
-// Lookup returns the group, or nil.
+// Lookup returns the group, or nil. A group found is touched: whoever
+// looks a group up may change it.
 func (h *Host) Lookup(tenant, name string) *Entry {
-	return h.Groups[Key{tenant, name}]
+	return h.Get(Key{tenant, name})
+}
+
+// Get is Lookup by key.
+func (h *Host) Get(k Key) *Entry {
+	g := h.Groups[k]
+	if g != nil {
+		h.Touch(g)
+	}
+	return g
 }
 
 // Register returns the group, registering an empty entry (no part, no
-// id) if there is none.
+// id) if there is none; either way it is touched.
 func (h *Host) Register(k Key) *Entry {
 	g := h.Groups[k]
 	if g == nil {
@@ -66,6 +78,7 @@ func (h *Host) Register(k Key) *Entry {
 		h.sorted = nil
 		h.countGroup(k.Tenant, 1)
 	}
+	h.Touch(g)
 	return g
 }
 
@@ -75,8 +88,64 @@ func (h *Host) Forget(g *Entry) {
 		delete(h.Groups, g.Key)
 		h.sorted = nil
 		h.countGroup(g.Tenant, -1)
+		if g.Inspected != 0 {
+			h.Listed--
+		}
 	}
 }
+
+// Touch marks g as maybe changed since the last inspect of changes, so
+// that the next reads it again: the groups that changed between two
+// lag samples are found without a walk of every group (a million quiet
+// ones). Every change of a group comes through a lookup (Lookup, Get,
+// Register: requests, timers, replays), but those of many at once
+// (TouchAll).
+func (h *Host) Touch(g *Entry) {
+	if g.touched || h.allTouched {
+		return
+	}
+	g.touched = true
+	h.touched = append(h.touched, g)
+	if len(h.touched) > len(h.Groups)+1024 {
+		// Forgotten entries pile up when nothing inspects: a walk of
+		// every group is as cheap by then.
+		h.TouchAll()
+	}
+}
+
+// TouchAll marks every group as maybe changed: a topic catalog's change
+// (a consumer group's summary names its topics by it), a deletion of
+// topics, a load.
+func (h *Host) TouchAll() {
+	h.allTouched, h.touched = true, nil
+}
+
+// TakeTouched returns the groups touched since the last call, still
+// registered, sorted by tenant then name, or all true if every group may
+// have changed (the caller then walks them all, and must call Untouched
+// for each); the marks are cleared.
+func (h *Host) TakeTouched() (touched []*Entry, all bool) {
+	touched, all = h.touched, h.allTouched
+	h.touched, h.allTouched = nil, false
+	for _, g := range touched {
+		g.touched = false
+	}
+	if all {
+		return nil, true
+	}
+	touched = slices.DeleteFunc(touched, func(g *Entry) bool { return h.Groups[g.Key] != g })
+	slices.SortFunc(touched, func(a, b *Entry) int {
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
+	})
+	return touched, false
+}
+
+// Untouched clears g's mark, for a walk of every group after TouchAll.
+func (h *Host) Untouched(g *Entry) { g.touched = false }
+
+// Touched reports whether g may have changed since the last inspect of
+// changes (for the check that every change touched its group).
+func (h *Host) Touched(g *Entry) bool { return g.touched || h.allTouched }
 
 // Sorted returns every group in (tenant, name) order, so that map order
 // never reaches an output. The slice is kept for the next call until an

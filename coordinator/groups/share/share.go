@@ -296,7 +296,7 @@ func (s *Type) Replay(kind record.Kind, k any, value []byte) error {
 		gk := k.(record.GroupKey)
 		key := grouptype.Key{Tenant: gk.Tenant, Name: gk.Group}
 		if value == nil {
-			if g := s.h.Groups[key]; Of(g) != nil {
+			if g := s.h.Get(key); Of(g) != nil {
 				g.Part = nil
 				s.h.Forget(g)
 			}
