@@ -48,7 +48,9 @@ func TestMain(m *testing.M) {
 		floodHelper(addr, n)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testkit.RemoveBuilds()
+	os.Exit(code)
 }
 
 // floodHelper opens n idle connections to addr, reports on stdout how

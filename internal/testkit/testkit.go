@@ -138,6 +138,20 @@ func Build(t testing.TB, pkg string) string {
 	return bd.path
 }
 
+// RemoveBuilds removes the binaries Build built in this process. A test
+// package that builds them calls it from TestMain once its tests have
+// run: each build is a directory of about 50 MB under the temporary
+// directory, and a machine that runs the suite many times would keep
+// every one.
+func RemoveBuilds() {
+	builds.Range(func(_, v any) bool {
+		if bd := v.(*build); bd.path != "" {
+			os.RemoveAll(filepath.Dir(bd.path))
+		}
+		return true
+	})
+}
+
 // ModuleRoot is the repository root, found from this file's location.
 func ModuleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
