@@ -190,6 +190,7 @@ type API struct {
 	quietCount int
 
 	statusDesc, clearDesc, sampleDesc             *prometheus.Desc
+	historyBytesDesc, historyReadingsDesc         *prometheus.Desc
 	groupsDesc, offsetsDesc, pendingDesc, genDesc *prometheus.Desc
 }
 
@@ -211,16 +212,18 @@ func NewAPI(cfg APIConfig) *API {
 		cfg.MaxGroupSeries = DefaultMaxGroupSeries
 	}
 	return &API{
-		cfg:         cfg,
-		tracker:     NewLagTracker(cfg.Tracker),
-		progress:    map[shareRef]shareProgress{},
-		statusDesc:  prometheus.NewDesc("cohort_consumergroup_status", "A consumer group's Burrow-like lag status: 1 for its current status (OK, WARN, STALL, STOP, ERR; UNKNOWN until a full window of samples), by organisation.", []string{"org", "consumergroup", "status"}, nil),
-		sampleDesc:  prometheus.NewDesc("cohort_lag_sample_seconds", "How long the last lag sample took to read every group it had read into the lag tracker and the groups list (from the coordinator's answer; every --lag-sample-interval).", nil, nil),
-		clearDesc:   prometheus.NewDesc("cohort_consumergroup_time_to_clear_seconds", "Estimated time for a consumer group to consume its lag at the rates of the last window; absent when its lag is not shrinking.", []string{"org", "consumergroup"}, nil),
-		groupsDesc:  prometheus.NewDesc("cohort_groups", "Groups this node coordinates, by organisation, type and state (at the last lag sample).", []string{"org", "type", "state"}, nil),
-		offsetsDesc: prometheus.NewDesc("cohort_offsets", "Committed offsets this node holds, by organisation (at the last lag sample).", []string{"org"}, nil),
-		pendingDesc: prometheus.NewDesc("cohort_pending_members", "Member ids handed out with MEMBER_ID_REQUIRED and not yet used to join (KIP-394), by organisation (at the last lag sample).", []string{"org"}, nil),
-		genDesc:     prometheus.NewDesc("cohort_consumergroup_generation", "A group's generation (classic) or group epoch (consumer, share) (at the last lag sample).", []string{"org", "consumergroup", "type"}, nil),
+		cfg:                 cfg,
+		tracker:             NewLagTracker(cfg.Tracker),
+		progress:            map[shareRef]shareProgress{},
+		statusDesc:          prometheus.NewDesc("cohort_consumergroup_status", "A consumer group's Burrow-like lag status: 1 for its current status (OK, WARN, STALL, STOP, ERR; UNKNOWN until a full window of samples), by organisation.", []string{"org", "consumergroup", "status"}, nil),
+		sampleDesc:          prometheus.NewDesc("cohort_lag_sample_seconds", "How long the last lag sample took to read every group it had read into the lag tracker and the groups list (from the coordinator's answer; every --lag-sample-interval).", nil, nil),
+		historyBytesDesc:    prometheus.NewDesc("cohort_lag_history_bytes", "The lag histories' bytes, which --lag-history-max-bytes bounds.", nil, nil),
+		historyReadingsDesc: prometheus.NewDesc("cohort_lag_history_samples", "How many lag samples of history the tracker keeps now: 60, fewer (down to the 10 of a status's window) while the histories are over --lag-history-max-bytes.", nil, nil),
+		clearDesc:           prometheus.NewDesc("cohort_consumergroup_time_to_clear_seconds", "Estimated time for a consumer group to consume its lag at the rates of the last window; absent when its lag is not shrinking.", []string{"org", "consumergroup"}, nil),
+		groupsDesc:          prometheus.NewDesc("cohort_groups", "Groups this node coordinates, by organisation, type and state (at the last lag sample).", []string{"org", "type", "state"}, nil),
+		offsetsDesc:         prometheus.NewDesc("cohort_offsets", "Committed offsets this node holds, by organisation (at the last lag sample).", []string{"org"}, nil),
+		pendingDesc:         prometheus.NewDesc("cohort_pending_members", "Member ids handed out with MEMBER_ID_REQUIRED and not yet used to join (KIP-394), by organisation (at the last lag sample).", []string{"org"}, nil),
+		genDesc:             prometheus.NewDesc("cohort_consumergroup_generation", "A group's generation (classic) or group epoch (consumer, share) (at the last lag sample).", []string{"org", "consumergroup", "type"}, nil),
 	}
 }
 
@@ -1076,7 +1079,7 @@ func RRL(tenant, group string) string {
 
 // Describe implements prometheus.Collector: the lag status metrics.
 func (a *API) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{a.statusDesc, a.clearDesc, a.sampleDesc, a.groupsDesc, a.offsetsDesc, a.pendingDesc, a.genDesc} {
+	for _, d := range []*prometheus.Desc{a.statusDesc, a.clearDesc, a.sampleDesc, a.historyBytesDesc, a.historyReadingsDesc, a.groupsDesc, a.offsetsDesc, a.pendingDesc, a.genDesc} {
 		ch <- d
 	}
 }
@@ -1095,6 +1098,9 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		now = time.Now()
 	}
 	ch <- prometheus.MustNewConstMetric(a.sampleDesc, prometheus.GaugeValue, a.sampleTook.Seconds())
+	hb, hr := a.tracker.HistoryBytes()
+	ch <- prometheus.MustNewConstMetric(a.historyBytesDesc, prometheus.GaugeValue, float64(hb))
+	ch <- prometheus.MustNewConstMetric(a.historyReadingsDesc, prometheus.GaugeValue, float64(hr))
 	type typeState struct{ org, typ, state string }
 	counts := map[typeState]int{}
 	offsets, pending := map[string]int{}, map[string]int{}

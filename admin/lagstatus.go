@@ -112,7 +112,18 @@ type LagTrackerConfig struct {
 	// History is how many samples are kept for trends (at least Window).
 	// Default 60.
 	History int
+	// MaxBytes bounds the histories' bytes in total (DefaultHistoryBytes
+	// if 0; negative: no bound). While they are over it, the tracker
+	// keeps fewer readings of history, down to Window, a quarter fewer
+	// at each reading, the groups that change losing their older runs
+	// first (a quiet group has one run a partition anyway); under half
+	// of it, a reading more at each reading, up to History.
+	MaxBytes int64
 }
+
+// DefaultHistoryBytes is LagTrackerConfig.MaxBytes's default: a million
+// quiet groups of 4 partitions take about 48 MB of it.
+const DefaultHistoryBytes = 256 << 20
 
 // LagTracker keeps the samples. It is not safe for concurrent use; the
 // API serialises it.
@@ -143,6 +154,11 @@ type LagTracker struct {
 	ids    map[string]uint32 // topic ids, by name
 	seq    uint32            // the number of the reading under way, or the last
 	times  []int64           // readings' times (Unix ns), by number % len(times)
+	// bytes is the histories' bytes (their slices' capacity); keep is
+	// how many readings of history are kept now: History, fewer while
+	// bytes is over MaxBytes (fit).
+	bytes int64
+	keep  int
 	// read counts the groups the reading under way has observed: when
 	// that is every group tracked, end forgets none without looking.
 	read int
@@ -329,7 +345,10 @@ func NewLagTracker(cfg LagTrackerConfig) *LagTracker {
 	if cfg.History < cfg.Window {
 		cfg.History = max(60, cfg.Window)
 	}
-	return &LagTracker{cfg: cfg, groups: map[groupRef]groupLag{}, ids: map[string]uint32{}, times: make([]int64, cfg.History+1)}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = DefaultHistoryBytes
+	}
+	return &LagTracker{cfg: cfg, groups: map[groupRef]groupLag{}, ids: map[string]uint32{}, times: make([]int64, cfg.History+1), keep: cfg.History}
 }
 
 // GroupSample is one group's reading: a sample per committed offset
@@ -369,7 +388,7 @@ func comparePartitions(a, b PartitionRef) int {
 func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	seq := t.seq
 	t.times[seq%uint32(len(t.times))] = at.UnixNano()
-	lo := since(seq, t.cfg.History)
+	lo := since(seq, t.keep)
 	ref := groupRef{gs.Tenant, gs.Group}
 	g := t.groups[ref]
 	if g == nil || g.last() != seq {
@@ -468,7 +487,9 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	case cap(g) >= len(enc) && cap(g) <= 2*len(enc):
 		t.groups[ref] = append(g[:0], enc...)
 	default:
-		t.groups[ref] = bytes.Clone(enc)
+		n := bytes.Clone(enc)
+		t.bytes += int64(cap(n)) - int64(cap(g))
+		t.groups[ref] = n
 	}
 }
 
@@ -493,7 +514,7 @@ func (t *LagTracker) repeat(tenant, group string, at time.Time) (stable, ok bool
 	if !found || g.last() != seq-1 {
 		return false, false
 	}
-	lo := since(seq, t.cfg.History)
+	lo := since(seq, t.keep)
 	trim := false
 	stable = true
 	r, _ := g.reader()
@@ -545,15 +566,35 @@ func (t *LagTracker) lastSample(tenant, group string, g groupLag) GroupSample {
 
 // end ends a reading: a group not in it is forgotten.
 func (t *LagTracker) end() {
-	if t.read == len(t.groups) {
-		return
-	}
-	for ref, g := range t.groups {
-		if g.last() != t.seq {
-			delete(t.groups, ref)
+	if t.read != len(t.groups) {
+		for ref, g := range t.groups {
+			if g.last() != t.seq {
+				t.bytes -= int64(cap(g))
+				delete(t.groups, ref)
+			}
 		}
 	}
+	t.fit()
 }
+
+// fit sets how many readings of history the next reading keeps, so that
+// the histories stay within MaxBytes (LagTrackerConfig): a quarter fewer
+// while over it, never fewer than Window; one more while under half of
+// it, up to History. A group's history is cut to it when the group is
+// next observed (every reading, for a group that changes), or repeated
+// with a run older than it.
+func (t *LagTracker) fit() {
+	switch {
+	case t.cfg.MaxBytes > 0 && t.bytes > t.cfg.MaxBytes:
+		t.keep = max(t.cfg.Window, t.keep*3/4)
+	case t.keep < t.cfg.History && (t.cfg.MaxBytes < 0 || t.bytes < t.cfg.MaxBytes/2):
+		t.keep++
+	}
+}
+
+// HistoryBytes returns the histories' bytes, and how many readings of
+// history the tracker keeps now (LagTrackerConfig.MaxBytes).
+func (t *LagTracker) HistoryBytes() (bytes int64, readings int) { return t.bytes, t.keep }
 
 // topicID returns the id of a topic name, numbering it if new.
 func (t *LagTracker) topicID(s string) uint32 {
@@ -592,7 +633,7 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 	}
 	r, unsampled := g.reader()
 	hi := g.last()
-	lo := since(hi, t.cfg.History)
+	lo := since(hi, t.keep)
 	parts := int(r.uvarint())
 	out := GroupLag{Partitions: make(map[PartitionRef]PartitionLag, parts)}
 	var lag, consumed, produced int64

@@ -169,7 +169,7 @@ func TestReadyzWhileAShardIsNotServed(t *testing.T) {
 // left out and counted, and the per-group sums stay.
 func TestLagMetrics(t *testing.T) {
 	p := testkit.StartBinary(t, t.TempDir(), "--group-initial-rebalance-delay", "100ms", "--lag-sample-interval", "100ms")
-	small := testkit.StartBinary(t, t.TempDir(), "--metrics-max-partition-series", "2", "--metrics-max-group-series", "6", "--lag-sample-interval", "100ms")
+	small := testkit.StartBinary(t, t.TempDir(), "--metrics-max-partition-series", "2", "--metrics-max-group-series", "6", "--lag-sample-interval", "100ms", "--lag-history-max-bytes", "1")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, n := range []*testkit.Proc{p, small} {
@@ -275,4 +275,16 @@ func TestLagMetrics(t *testing.T) {
 	if got := sample(mfs, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "idle", "topic": "lagged"}); got != 12 {
 		t.Errorf("capped: the idle group's lag sum %v, want 12", got)
 	}
+	// The lag histories: the node within its bound keeps 60 samples;
+	// the one over its bound of a byte, a status's window of 10.
+	mfs = scrape(t, p.HTTPAddr)
+	if got := sample(mfs, "cohort_lag_history_samples", nil); got != 60 {
+		t.Errorf("cohort_lag_history_samples %v, want 60", got)
+	}
+	if got := sample(mfs, "cohort_lag_history_bytes", nil); got <= 0 {
+		t.Errorf("cohort_lag_history_bytes %v, want some", got)
+	}
+	testkit.Eventually(t, 30*time.Second, "the node over its history bound keeps a window of 10 samples", func() bool {
+		return sample(scrape(t, small.HTTPAddr), "cohort_lag_history_samples", nil) == 10
+	})
 }

@@ -219,6 +219,10 @@ type Config struct {
 	// (--lag-sample-interval). Default 5 s; a status needs a window of
 	// 10 samples.
 	LagSampleInterval time.Duration
+	// LagHistoryMaxBytes bounds the lag histories' bytes in total
+	// (--lag-history-max-bytes; admin.LagTrackerConfig.MaxBytes: 0 is
+	// its default, negative no bound).
+	LagHistoryMaxBytes int64
 	// Version is what the admin API reports as the node's version.
 	Version string
 	// Logger; nil discards.
@@ -512,6 +516,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		n.api = admin.NewAPI(admin.APIConfig{
 			Source:         apiSrc,
 			SampleInterval: cfg.LagSampleInterval,
+			Tracker:        admin.LagTrackerConfig{MaxBytes: cfg.LagHistoryMaxBytes},
 			MaxGroupSeries: cfg.MetricsMaxGroupSeries,
 			Timeline: func(tenant, group string) any {
 				if rs := n.timeline.Rebalances(tenant, group); rs != nil {

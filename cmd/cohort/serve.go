@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cohort-dev/cohort/admin"
 	cgroups "github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/kafka"
 	"github.com/cohort-dev/cohort/node"
@@ -129,6 +130,7 @@ func serveWith(args []string, stderr io.Writer, start func(cfg node.Config, logg
 	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:9644", "`host:port` of the admin HTTP listener: the web page (/), the JSON API (/api/v1/, described at /api/v1/openapi.json), /metrics (Prometheus), /healthz, /readyz; port 0 picks a free port, - turns it off")
 	fs.BoolVar(&cfg.Profiling, "pprof", false, "serve Go's profiles (CPU, heap, block, mutex, goroutines, execution trace) on the admin HTTP listener under /debug/pprof/, for `go tool pprof` and `go tool trace`")
 	fs.DurationVar(&cfg.LagSampleInterval, "lag-sample-interval", 5*time.Second, "how often every group's committed offsets are sampled for lag status (Burrow-like, over a window of 10 samples) and time to clear")
+	fs.Int64Var(&cfg.LagHistoryMaxBytes, "lag-history-max-bytes", admin.DefaultHistoryBytes, "most bytes of lag history (every group's samples, kept for trends and the lag status) in total; over it, fewer samples are kept, down to a status's window of 10; -1 for no bound")
 	fs.IntVar(&cfg.MetricsMaxGroupSeries, "metrics-max-group-series", 250000, "most per-group series (kafka_consumergroup_members, _lag_sum, _current_offset_sum, cohort_consumergroup_generation, _status, _time_to_clear_seconds, cohort_sharegroup_lag_sum, _records_in_flight, _records_redelivered) in one /metrics scrape; beyond it the groups with the most lag are kept and the rest left out; -1 for none")
 	fs.IntVar(&cfg.MetricsMaxPartitionSeries, "metrics-max-partition-series", 10000, "most per-partition lag series (kafka_consumergroup_lag, _current_offset, kafka_topic_partition_*, cohort_sharegroup_lag, _start_offset) in one /metrics scrape; beyond it they are left out and the per-group sums remain; -1 for none")
 	fs.StringVar(&cfg.GRPCListen, "grpc-listen", "127.0.0.1:9095", "`host:port` of the gRPC warm-handoff assignment service (kafka-assigner's contract, health checking, reflection); port 0 picks a free port, - turns it off")
