@@ -278,7 +278,7 @@ func (s *Shard) fingerprint(e *group) (uint64, bool) {
 			h.int(int64(len(cat.ByID)))
 		}
 	}
-	s.offs.Read(e.Off(), func(topic string, p int32, o *record.Offset) {
+	s.offs.Read(e.Off(), func(topic string, p int32, o record.Offset) {
 		h.str(topic)
 		h.int(int64(p))
 		h.int(o.Offset)
@@ -349,7 +349,7 @@ func (s *Shard) summary(e *group) (Summary, bool) {
 	if n := s.offs.Count(e.Off()); n > 0 {
 		sum.Offsets = make([]OffsetSummary, 0, n) // sized once: a reading makes one a group
 	}
-	s.offs.Read(e.Off(), func(topic string, p int32, o *record.Offset) {
+	s.offs.Read(e.Off(), func(topic string, p int32, o record.Offset) {
 		sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset, CommitTimestamp: o.CommitTimestamp})
 	})
 	slices.SortFunc(sum.Assigned, func(a, b AssignedPartition) int {

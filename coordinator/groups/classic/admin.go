@@ -55,14 +55,14 @@ func (s *Type) Sweep(g *Group, now time.Time) {
 	offs := s.h.Offs
 	// The time an offset's retention counts from, by kind of group; nil:
 	// nothing expires.
-	var base func(o *record.Offset) int64
+	var base func(o record.Offset) int64
 	switch {
 	case g.ProtocolType == "":
-		base = func(o *record.Offset) int64 { return o.CommitTimestamp }
+		base = func(o record.Offset) int64 { return o.CommitTimestamp }
 	case g.State == Empty:
-		base = func(*record.Offset) int64 { return g.StateTime.UnixMilli() }
+		base = func(record.Offset) int64 { return g.StateTime.UnixMilli() }
 	case g.ProtocolType == "consumer" && g.State == Stable && g.subscribedKnown:
-		base = func(o *record.Offset) int64 { return o.CommitTimestamp }
+		base = func(o record.Offset) int64 { return o.CommitTimestamp }
 	}
 	if base != nil {
 		keep := func(t string) bool { return g.ProtocolType != "" && g.State == Stable && g.subscribed[t] }

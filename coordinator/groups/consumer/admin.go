@@ -89,7 +89,7 @@ func (s *Type) describeAssignment(tenant string, a Assignment) []kmsg.Assignment
 func (s *Type) Sweep(g *Group, now time.Time) {
 	subscribed := g.SubscribedTopics(s.catalog(g.Tenant))
 	keep := func(t string) bool { return subscribed[t] }
-	s.h.Offs.Expire(g.Off(), now.UnixMilli(), s.cfg.Retention.Milliseconds(), keep, func(o *record.Offset) int64 { return o.CommitTimestamp })
+	s.h.Offs.Expire(g.Off(), now.UnixMilli(), s.cfg.Retention.Milliseconds(), keep, func(o record.Offset) int64 { return o.CommitTimestamp })
 	if len(g.Members) == 0 && !s.h.Offs.Has(g.Off()) {
 		s.EmitRemove(g)
 	}

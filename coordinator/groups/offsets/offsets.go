@@ -90,14 +90,127 @@ type groupOffsets struct {
 // topicOffsets is a group's committed offsets of one topic, sorted by
 // partition; a topic with none is not kept.
 type topicOffsets struct {
-	name  string // interned
+	name string // interned
+	// id is the topic id of its offsets but those odd names another for:
+	// a group's partitions of one topic nearly always have the same.
+	id    [16]byte
 	parts []entry
+	// odd holds what few offsets have: nil in the normal case.
+	odd *oddities
 }
 
-// entry is a partition's committed offset, held inline: 64 bytes.
+// oddities are what the offsets of a topic rarely carry, by partition:
+// ids other than the topic's (the offsets of a topic deleted and created
+// again under its name, until their tombstones), and metadata other than
+// "" (clients almost always commit none).
+type oddities struct {
+	ids  map[int32][16]byte
+	meta map[int32]string
+}
+
+// entry is a partition's committed offset, held inline: 24 bytes. Its
+// topic id and metadata are its topic's (topicOffsets.offset).
 type entry struct {
-	o record.Offset
-	p int32
+	offset, ts int64 // record.Offset's Offset and CommitTimestamp
+	epoch, p   int32 // its LeaderEpoch, and the partition
+}
+
+// offset returns the committed offset e holds.
+func (t *topicOffsets) offset(e entry) record.Offset {
+	o := record.Offset{Offset: e.offset, LeaderEpoch: e.epoch, CommitTimestamp: e.ts, TopicID: t.id}
+	if x := t.odd; x != nil {
+		if id, ok := x.ids[e.p]; ok {
+			o.TopicID = id
+		}
+		o.Metadata = x.meta[e.p]
+	}
+	return o
+}
+
+// set records partition p's topic id and metadata (apply calls it only
+// when either is odd, or was).
+func (t *topicOffsets) set(p int32, id [16]byte, meta string) {
+	if t.odd == nil {
+		t.odd = &oddities{}
+	}
+	x := t.odd
+	if id != t.id {
+		if x.ids == nil {
+			x.ids = map[int32][16]byte{}
+		}
+		x.ids[p] = id
+		if len(x.ids) > len(t.parts)/2 {
+			t.rebase()
+		}
+	} else {
+		delete(x.ids, p)
+	}
+	if meta != "" {
+		if x.meta == nil {
+			x.meta = map[int32]string{}
+		}
+		x.meta[p] = meta
+	} else {
+		delete(x.meta, p)
+	}
+	t.tidy()
+}
+
+// unset forgets partition p's topic id and metadata, as its entry goes.
+func (t *topicOffsets) unset(p int32) {
+	if t.odd == nil {
+		return
+	}
+	delete(t.odd.ids, p)
+	delete(t.odd.meta, p)
+	t.tidy()
+}
+
+// tidy drops maps left empty, so that a topic whose oddities went costs
+// no more than one that never had any.
+func (t *topicOffsets) tidy() {
+	x := t.odd
+	if len(x.ids) == 0 {
+		x.ids = nil
+	}
+	if len(x.meta) == 0 {
+		x.meta = nil
+	}
+	if x.ids == nil && x.meta == nil {
+		t.odd = nil
+	}
+}
+
+// rebase makes the topic's id the one most of its offsets have, so that
+// the offsets of a topic created again, committed afresh, are not all
+// kept as exceptions.
+func (t *topicOffsets) rebase() {
+	x := t.odd
+	count := map[[16]byte]int{}
+	best, most := t.id, 0
+	for _, e := range t.parts {
+		id, ok := x.ids[e.p]
+		if !ok {
+			id = t.id
+		}
+		if count[id]++; count[id] > most {
+			best, most = id, count[id]
+		}
+	}
+	if best == t.id {
+		return
+	}
+	ids := map[int32][16]byte{}
+	for _, e := range t.parts {
+		id, ok := x.ids[e.p]
+		if !ok {
+			id = t.id
+		}
+		if id != best {
+			ids[e.p] = id
+		}
+	}
+	t.id, x.ids = best, ids
 }
 
 // interned is a name's one copy, and how many uses of it committed holds.
@@ -174,21 +287,23 @@ func findPart(es []entry, p int32) (int, bool) {
 	return lo, es[lo].p == p
 }
 
-// lookup returns g's committed offset of topic's partition p, or nil.
-func (b *Book) lookup(g Group, topic string, p int32) *record.Offset {
+// lookup returns g's committed offset of topic's partition p, if it has
+// one.
+func (b *Book) lookup(g Group, topic string, p int32) (record.Offset, bool) {
 	gs := b.committed[g]
 	if gs == nil {
-		return nil
+		return record.Offset{}, false
 	}
 	i, ok := find(gs.topics, topic)
 	if !ok {
-		return nil
+		return record.Offset{}, false
 	}
-	j, ok := findPart(gs.topics[i].parts, p)
+	t := &gs.topics[i]
+	j, ok := findPart(t.parts, p)
 	if !ok {
-		return nil
+		return record.Offset{}, false
 	}
-	return &gs.topics[i].parts[j].o
+	return t.offset(t.parts[j]), true
 }
 
 func (b *Book) groupKey(g Group) record.GroupKey {
@@ -249,31 +364,39 @@ func (b *Book) apply(g Group, topic string, p int32, o record.Offset, kept bool)
 	}
 	i, ok := find(gs.topics, topic)
 	if !ok {
-		gs.topics = slices.Insert(gs.topics, i, topicOffsets{name: b.intern(topic)})
+		gs.topics = slices.Insert(gs.topics, i, topicOffsets{name: b.intern(topic), id: o.TopicID})
 	}
 	t := &gs.topics[i]
+	e := entry{offset: o.Offset, ts: o.CommitTimestamp, epoch: o.LeaderEpoch, p: p}
 	j, ok := findPart(t.parts, p)
-	if ok {
-		t.parts[j].o = o
-		return
+	switch {
+	case ok:
+		t.parts[j] = e
+	case len(t.parts) < cap(t.parts):
+		t.parts = slices.Insert(t.parts, j, e)
+	default:
+		t.parts = b.grow(t.parts, j, e)
 	}
-	if len(t.parts) < cap(t.parts) {
-		t.parts = slices.Insert(t.parts, j, entry{o, p})
-		return
+	if t.odd != nil || o.TopicID != t.id || o.Metadata != "" {
+		t.set(p, o.TopicID, o.Metadata) // after the entry is in: set counts them
 	}
+}
+
+// grow returns es with e inserted at j, in a new array.
+func (b *Book) grow(es []entry, j int, e entry) []entry {
 	// Grow by a quarter, not by append's doubling: a quiet group's
 	// offsets stay as they are for days, and doubling would give a
 	// group of a hundred partitions room for 128. (By an eighth saved
 	// little more, as the allocator rounds sizes up, and made loading
 	// such a group more than twice as slow as the maps did.)
-	n := len(t.parts) + max(1, len(t.parts)/4)
+	n := len(es) + max(1, len(es)/4)
 	if b.loading {
-		n = max(2*len(t.parts), 4)
+		n = max(2*len(es), 4)
 	}
-	es := slices.Grow([]entry(nil), n)
-	es = append(es, t.parts[:j]...)
-	es = append(es, entry{o, p})
-	t.parts = append(es, t.parts[j:]...)
+	out := slices.Grow([]entry(nil), n)
+	out = append(out, es[:j]...)
+	out = append(out, e)
+	return append(out, es[j:]...)
 }
 
 // remove is the replay of a committed offset's tombstone: the entry goes,
@@ -292,7 +415,8 @@ func (b *Book) remove(g Group, topic string, p int32) {
 	if !ok {
 		return
 	}
-	t.parts = slices.Delete(t.parts, j, j+1) // clears the last, so its metadata is not kept
+	t.parts = slices.Delete(t.parts, j, j+1)
+	t.unset(p)
 	if n := len(t.parts); n > 0 {
 		if cap(t.parts) > 8 && n <= cap(t.parts)/4 {
 			t.parts = slices.Clone(t.parts) // expired offsets do not keep their room
@@ -318,15 +442,13 @@ func (b *Book) Commit(g Group, topic string, p int32, o record.Offset) {
 
 // Delete tombstones a committed offset, if there is one.
 func (b *Book) Delete(g Group, topic string, p int32) {
-	if b.lookup(g, topic, p) != nil {
+	if _, ok := b.lookup(g, topic, p); ok {
 		b.rec.Emit(b.offsetKey(g, topic, p), nil)
 	}
 }
 
-// Get returns a committed offset, or nil. It must not be changed, nor
-// kept past the next change of the Book: it points into the group's
-// entries, which a commit or a tombstone moves.
-func (b *Book) Get(g Group, topic string, p int32) *record.Offset {
+// Get returns a committed offset, if there is one.
+func (b *Book) Get(g Group, topic string, p int32) (record.Offset, bool) {
 	return b.lookup(g, topic, p)
 }
 
@@ -376,19 +498,18 @@ func (b *Book) Partitions(g Group, topic string) []int32 {
 }
 
 // Read calls fn for every committed offset of g, in topic and partition
-// order, with the Book's own value: fn must not change the Book, nor
-// keep o once it returns. It is the walk the lag sampler's reading makes
-// of every group (Each copies each offset and looks g up again at each,
-// so that fn may delete).
-func (b *Book) Read(g Group, fn func(topic string, p int32, o *record.Offset)) {
+// order; fn must not change the Book. It is the walk the lag sampler's
+// reading makes of every group (Each looks g up again at each offset, so
+// that fn may delete).
+func (b *Book) Read(g Group, fn func(topic string, p int32, o record.Offset)) {
 	gs := b.committed[g]
 	if gs == nil {
 		return
 	}
 	for i := range gs.topics {
 		t := &gs.topics[i]
-		for j := range t.parts {
-			fn(t.name, t.parts[j].p, &t.parts[j].o)
+		for _, e := range t.parts {
+			fn(t.name, e.p, t.offset(e))
 		}
 	}
 }
@@ -396,10 +517,8 @@ func (b *Book) Read(g Group, fn func(topic string, p int32, o *record.Offset)) {
 // Each calls fn for every committed offset of g, in topic and partition
 // order. fn may tombstone offsets (its records replay at once): the walk
 // goes on from the offset after the one it was given, as it finds the
-// Book then. The offset fn is given is a copy, valid during the call,
-// which a tombstone of it does not change.
-func (b *Book) Each(g Group, fn func(topic string, p int32, o *record.Offset)) {
-	var cur *record.Offset // one copy for the walk, not one per offset
+// Book then.
+func (b *Book) Each(g Group, fn func(topic string, p int32, o record.Offset)) {
 	i, j := 0, 0
 	for {
 		gs := b.committed[g]
@@ -411,12 +530,8 @@ func (b *Book) Each(g Group, fn func(topic string, p int32, o *record.Offset)) {
 			i, j = i+1, 0
 			continue
 		}
-		if cur == nil {
-			cur = new(record.Offset)
-		}
 		name, p := t.name, t.parts[j].p
-		*cur = t.parts[j].o
-		fn(name, p, cur)
+		fn(name, p, t.offset(t.parts[j]))
 		i, j = b.after(g, i, j, name, p)
 	}
 }
@@ -448,7 +563,7 @@ func (b *Book) after(g Group, i, j int, topic string, p int32) (int, int) {
 // DeleteGroup tombstones every committed offset of g (in topic, partition
 // order).
 func (b *Book) DeleteGroup(g Group) {
-	b.Each(g, func(t string, p int32, _ *record.Offset) { b.rec.Emit(b.offsetKey(g, t, p), nil) })
+	b.Each(g, func(t string, p int32, _ record.Offset) { b.rec.Emit(b.offsetKey(g, t, p), nil) })
 }
 
 // Expire tombstones g's committed offsets whose retention has run out:
@@ -456,8 +571,8 @@ func (b *Book) DeleteGroup(g Group) {
 // is at least retention (all in milliseconds). (Kafka's
 // cleanupGroupMetadata; which offsets a group keeps and when their
 // retention starts are its type's rules.)
-func (b *Book) Expire(g Group, nowMs, retentionMs int64, keep func(topic string) bool, since func(o *record.Offset) int64) {
-	b.Each(g, func(t string, p int32, o *record.Offset) {
+func (b *Book) Expire(g Group, nowMs, retentionMs int64, keep func(topic string) bool, since func(o record.Offset) int64) {
+	b.Each(g, func(t string, p int32, o record.Offset) {
 		if !keep(t) && nowMs-since(o) >= retentionMs {
 			b.rec.Emit(b.offsetKey(g, t, p), nil)
 		}
@@ -487,7 +602,7 @@ func (b *Book) DeleteTopics(tenant string, topics []string) {
 // name exists.
 func (b *Book) Reconcile(live map[string]map[string][16]byte) {
 	for _, g := range b.sortedGroups() {
-		b.Each(g, func(t string, p int32, o *record.Offset) {
+		b.Each(g, func(t string, p int32, o record.Offset) {
 			id, ok := live[g.Tenant][t]
 			if !ok || (o.TopicID != [16]byte{} && o.TopicID != id) {
 				b.rec.Emit(b.offsetKey(g, t, p), nil)
@@ -513,8 +628,8 @@ func compareGroups(a, b Group) int {
 // rendering of its durable state.
 func (b *Book) Durable(g Group) []string {
 	var lines []string
-	b.Each(g, func(t string, p int32, o *record.Offset) {
-		lines = append(lines, fmt.Sprintf("  offset %s/%d %+v", t, p, *o))
+	b.Each(g, func(t string, p int32, o record.Offset) {
+		lines = append(lines, fmt.Sprintf("  offset %s/%d %+v", t, p, o))
 	})
 	return lines
 }

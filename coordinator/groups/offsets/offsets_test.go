@@ -60,6 +60,12 @@ func (b *Book) rendering(groups ...Group) string {
 	return strings.Join(lines, "\n") + "\n" + b.PendingState()
 }
 
+// has reports whether g has a committed offset of topic's partition p.
+func has(b *Book, g Group, topic string, p int32) bool {
+	_, ok := b.Get(g, topic, p)
+	return ok
+}
+
 // checkReplay rebuilds a Book from the stored records and compares.
 func (b *book) checkReplay(t *testing.T, groups ...Group) {
 	t.Helper()
@@ -81,10 +87,10 @@ func TestCommitDeleteExpire(t *testing.T) {
 	b.Commit(g, "b", 0, record.Offset{Offset: 12, CommitTimestamp: 1000})
 	b.Commit(h, "a", 0, record.Offset{Offset: 13, CommitTimestamp: 1000})
 	b.checkReplay(t, g, h)
-	if got := b.Get(g, "a", 1); got == nil || got.Offset != 11 {
+	if got, ok := b.Get(g, "a", 1); !ok || got.Offset != 11 {
 		t.Fatalf("Get = %+v, want offset 11", got)
 	}
-	if got := b.Get(Group{"other", "g"}, "a", 0); got != nil {
+	if got, ok := b.Get(Group{"other", "g"}, "a", 0); ok {
 		t.Fatalf("another tenant's group of the same name has %+v", got)
 	}
 	if b.Count(g) != 3 || !slices.Equal(b.Topics(g), []string{"a", "b"}) || !slices.Equal(b.Partitions(g, "a"), []int32{0, 1}) {
@@ -92,9 +98,9 @@ func TestCommitDeleteExpire(t *testing.T) {
 	}
 
 	// Retention: b is kept by keep; of a, only the old commit expires.
-	b.Expire(g, 6000, 4000, func(topic string) bool { return topic == "b" }, func(o *record.Offset) int64 { return o.CommitTimestamp })
-	if b.Get(g, "a", 0) != nil || b.Get(g, "a", 1) == nil || b.Get(g, "b", 0) == nil {
-		t.Fatalf("after expiry: a/0 %v, a/1 %v, b/0 %v", b.Get(g, "a", 0), b.Get(g, "a", 1), b.Get(g, "b", 0))
+	b.Expire(g, 6000, 4000, func(topic string) bool { return topic == "b" }, func(o record.Offset) int64 { return o.CommitTimestamp })
+	if has(b.Book, g, "a", 0) || !has(b.Book, g, "a", 1) || !has(b.Book, g, "b", 0) {
+		t.Fatalf("after expiry: a/0 %v, a/1 %v, b/0 %v", has(b.Book, g, "a", 0), has(b.Book, g, "a", 1), has(b.Book, g, "b", 0))
 	}
 	b.checkReplay(t, g, h)
 
@@ -123,7 +129,7 @@ func TestTopicsDeletedAndReconciled(t *testing.T) {
 	b.Commit(g, "unstamped", 0, record.Offset{Offset: 4})
 	b.Commit(g, "deleted", 0, record.Offset{Offset: 5})
 	b.DeleteTopics("other-tenant", []string{"deleted"})
-	if b.Get(g, "deleted", 0) == nil {
+	if !has(b.Book, g, "deleted", 0) {
 		t.Fatal("another tenant's topic deletion removed this tenant's offsets")
 	}
 	b.DeleteTopics("", []string{"deleted"})
@@ -150,11 +156,11 @@ func TestPendingEndTxn(t *testing.T) {
 		t.Fatalf("PendingGroups(7) = %v", got)
 	}
 	b.EndTxn(g, 7, true, 9000)
-	if o := b.Get(g, "a", 1); o == nil || o.Offset != 21 || o.CommitTimestamp != 9000 {
+	if o, ok := b.Get(g, "a", 1); !ok || o.Offset != 21 || o.CommitTimestamp != 9000 {
 		t.Fatalf("committed pending offset = %+v, want 21 stamped 9000", o)
 	}
 	b.EndTxn(g, 8, false, 9000)
-	if o := b.Get(g, "a", 0); o == nil || o.Offset != 20 {
+	if o, ok := b.Get(g, "a", 0); !ok || o.Offset != 20 {
 		t.Fatalf("an aborted transaction changed a/0: %+v", o)
 	}
 	if b.HasPending(g) || !b.HasPending(h) || !b.AnyPending() {

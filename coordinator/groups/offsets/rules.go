@@ -48,20 +48,20 @@ func CheckCommit(cat *machine.Catalog, resolved bool, topic string, p int32, met
 //     is an offset stamped with another id than the topic's.
 func (b *Book) Fetch(g *Group, topics []kmsg.OffsetFetchRequestGroupTopic, all bool, ids *machine.Catalog) []kmsg.OffsetFetchResponseGroupTopic {
 	// stored returns the committed offset of a partition of topic
-	// (whose id is id if ids is set), or nil.
-	stored := func(topic string, id [16]byte, p int32) *record.Offset {
+	// (whose id is id if ids is set), if there is one.
+	stored := func(topic string, id [16]byte, p int32) (record.Offset, bool) {
 		if g == nil {
-			return nil
+			return record.Offset{}, false
 		}
-		o := b.Get(*g, topic, p)
-		if o != nil && ids != nil && o.TopicID != [16]byte{} && o.TopicID != id {
-			return nil
+		o, ok := b.Get(*g, topic, p)
+		if ok && ids != nil && o.TopicID != [16]byte{} && o.TopicID != id {
+			return record.Offset{}, false
 		}
-		return o
+		return o, ok
 	}
-	answer := func(p int32, o *record.Offset) kmsg.OffsetFetchResponseGroupTopicPartition {
+	answer := func(p int32, o record.Offset, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: new(string)}
-		if o != nil {
+		if ok {
 			meta := o.Metadata
 			rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset, o.LeaderEpoch, &meta
 		}
@@ -82,8 +82,8 @@ func (b *Book) Fetch(g *Group, topics []kmsg.OffsetFetchRequestGroupTopic, all b
 				rt.TopicID = meta.ID
 			}
 			for _, p := range b.Partitions(*g, t) {
-				if o := stored(t, rt.TopicID, p); o != nil {
-					rt.Partitions = append(rt.Partitions, answer(p, o))
+				if o, ok := stored(t, rt.TopicID, p); ok {
+					rt.Partitions = append(rt.Partitions, answer(p, o, true))
 				}
 			}
 			if len(rt.Partitions) > 0 {
@@ -100,12 +100,13 @@ func (b *Book) Fetch(g *Group, topics []kmsg.OffsetFetchRequestGroupTopic, all b
 		}
 		for _, p := range t.Partitions {
 			if !known {
-				rp := answer(p, nil)
+				rp := answer(p, record.Offset{}, false)
 				rp.ErrorCode = kerr.UnknownTopicID.Code
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			rt.Partitions = append(rt.Partitions, answer(p, stored(name, t.TopicID, p)))
+			o, ok := stored(name, t.TopicID, p)
+			rt.Partitions = append(rt.Partitions, answer(p, o, ok))
 		}
 		out = append(out, rt)
 	}
