@@ -224,7 +224,7 @@ func (h *fnv) int(v int64) {
 
 // fingerprint hashes what e's summary shows, without building it; ok is
 // false for a group inspect leaves out. Never 0 for a listed group.
-func (s *Shard) fingerprint(e *group) (uint64, bool) {
+func (s *Shard) fingerprint(e *group) (uint32, bool) {
 	h := newFNV()
 	h.str(e.ID)
 	members := func(n int, gen int32) {
@@ -284,7 +284,8 @@ func (s *Shard) fingerprint(e *group) (uint64, bool) {
 		h.int(o.Offset)
 		h.int(o.CommitTimestamp)
 	})
-	return max(uint64(h), 1), true
+	v := uint64(h)
+	return max(uint32(v^v>>32), 1), true
 }
 
 // catalogNames reports whether e's summary names topics through the

@@ -87,7 +87,7 @@ func NewHost(cfg Config, replay func(machine.Record) error) *Host {
 		Reserve:      Reserver{Block: cfg.OffsetsTopicBlock},
 	}
 	h.Rec.Replay = replay
-	h.Offs = offsets.New(cfg.Shard, &h.Rec)
+	h.Offs = offsets.NewIn(cfg.Shard, &h.Rec, h)
 	h.Offs.StartLoad() // until SetLoaded
 	return h
 }

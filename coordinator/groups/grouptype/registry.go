@@ -39,11 +39,48 @@ type Entry struct {
 	// replayed (Loaded makes such a group a simple classic group) or
 	// between a conversion's tombstone and its new type's first record.
 	Part Part
+	// Offs holds the group's committed offsets: the registry is the
+	// Book's Index (Host.Slot), one map of the groups for both.
+	Offs offsets.Slot
 	// Inspected is the group's fingerprint at the shard's last inspect
 	// of changes (coordinator/groups' InspectCmd with a Token); 0: none.
-	Inspected uint64
+	// (32 bits keep an entry in 80 bytes.)
+	Inspected uint32
 	// touched: the group may have changed since that inspect (Touch).
 	touched bool
+}
+
+// Slot is the offsets.Index of the Host's Book: a group's offsets are in
+// its entry. A group with none gets an entry (names copied unless kept);
+// the shard forgets it once nothing is left in it (Forget). A lookup
+// here touches nothing: the Book reads every group's offsets for the
+// lag sampler's inspect.
+func (h *Host) Slot(g offsets.Group, add, kept bool) *offsets.Slot {
+	k := Key{g.Tenant, g.Name}
+	e := h.Groups[k]
+	if e == nil {
+		if !add {
+			return nil
+		}
+		if !kept {
+			k = Key{strings.Clone(k.Tenant), strings.Clone(k.Name)}
+		}
+		e = h.Register(k)
+	}
+	return &e.Offs
+}
+
+// Emptied is nothing to the registry: Forget drops an entry with
+// nothing left in it.
+func (h *Host) Emptied(offsets.Group) {}
+
+// Range calls fn for every group with committed offsets.
+func (h *Host) Range(fn func(offsets.Group, *offsets.Slot)) {
+	for _, e := range h.Groups {
+		if !e.Offs.Empty() {
+			fn(e.Off(), &e.Offs)
+		}
+	}
 }
 
 // Part is a group type's state of one group, as the shard sees it.

@@ -1,6 +1,7 @@
 package grouptype
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
@@ -44,5 +45,13 @@ func TestSortedKept(t *testing.T) {
 	}
 	if got := names(h.Sorted()); got != "/a /aa /c t/a " {
 		t.Errorf("after a group went and another came: %q", got)
+	}
+}
+
+// TestEntrySize: a registry entry, which every group has (a million on a
+// node), stays in the allocator's 80-byte class with its offsets' slot.
+func TestEntrySize(t *testing.T) {
+	if n := reflect.TypeFor[Entry]().Size(); n > 80 {
+		t.Errorf("Entry is %d bytes, want at most 80", n)
 	}
 }

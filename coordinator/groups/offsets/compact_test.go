@@ -49,8 +49,8 @@ func TestEntriesDeletedAndAddedAgain(t *testing.T) {
 	for _, p := range b.Partitions(g, "a") {
 		b.Delete(g, "a", p)
 	}
-	if b.Has(g) || len(b.committed) != 0 || len(b.names) != 0 {
-		t.Fatalf("a group with no offsets left is kept: Has %v, %d groups, names %v", b.Has(g), len(b.committed), b.names)
+	if b.Has(g) || len(b.all()) != 0 || len(b.names) != 0 {
+		t.Fatalf("a group with no offsets left is kept: Has %v, %d groups, names %v", b.Has(g), len(b.all()), b.names)
 	}
 	b.Commit(g, "a", 7, record.Offset{Offset: 70})
 	if got := parts(b.Book, g); got != "a/7=70" {
@@ -101,7 +101,7 @@ func TestNamesInterned(t *testing.T) {
 	copy(frame, "XXXXXXXXXXXXX") // the next request in the same buffer
 	seen := map[*byte]bool{}
 	tenants := map[*byte]bool{}
-	for g, gs := range b.committed {
+	for g, gs := range b.all() {
 		if g.Tenant != "tenant" || len(gs.topics) != 1 || gs.topics[0].name != "orders" {
 			t.Fatalf("group %+v kept %q of tenant %q: a request's bytes", g, gs.topics[0].name, g.Tenant)
 		}
@@ -117,8 +117,8 @@ func TestNamesInterned(t *testing.T) {
 	for i := range n {
 		b.DeleteGroup(Group{"tenant", fmt.Sprint("g", i)})
 	}
-	if len(b.names) != 0 || len(b.committed) != 0 {
-		t.Fatalf("names %v and %d groups left", b.names, len(b.committed))
+	if len(b.names) != 0 || len(b.all()) != 0 {
+		t.Fatalf("names %v and %d groups left", b.names, len(b.all()))
 	}
 }
 
@@ -301,7 +301,7 @@ func TestAgainstMaps(t *testing.T) {
 // and are nil when there are none.
 func checkOddities(t *testing.T, b *Book) {
 	t.Helper()
-	for g, gs := range b.committed {
+	for g, gs := range b.all() {
 		for _, to := range gs.topics {
 			x := to.odd
 			if x == nil {
@@ -339,7 +339,7 @@ func TestOdditiesGo(t *testing.T) {
 	for p := range int32(4) {
 		b.Commit(g, "a", p, record.Offset{Offset: 3, TopicID: cur})
 	}
-	to := b.committed[g].topics[0]
+	to := b.offsetsOf(g).topics[0]
 	if to.id != cur || to.odd != nil {
 		t.Fatalf("the topic's id is %v, its oddities %+v; want %v and none", to.id, to.odd, cur)
 	}
@@ -354,7 +354,7 @@ func TestEntriesGrowByLittle(t *testing.T) {
 	for p := range int32(100) {
 		b.Commit(g, "a", p, record.Offset{Offset: 1})
 	}
-	es := b.committed[g].topics[0].parts
+	es := b.offsetsOf(g).topics[0].parts
 	// A quarter more, as the allocator rounds it up (to 128 for 24-byte
 	// entries).
 	if most := cap(slices.Grow([]entry(nil), 100+100/4)); cap(es) > most {
@@ -363,7 +363,7 @@ func TestEntriesGrowByLittle(t *testing.T) {
 	for p := range int32(90) {
 		b.Delete(g, "a", p)
 	}
-	if es := b.committed[g].topics[0].parts; cap(es) > 4*len(es) {
+	if es := b.offsetsOf(g).topics[0].parts; cap(es) > 4*len(es) {
 		t.Fatalf("10 offsets left have room for %d", cap(es))
 	}
 	b.checkReplay(t, g)
@@ -386,7 +386,7 @@ func TestLoadGrowsByDoubling(t *testing.T) {
 			t.Errorf("a load of 4 offsets allocated %v times", allocs)
 		}
 		b.Loaded()
-		es := b.committed[g].topics[0].parts
+		es := b.offsetsOf(g).topics[0].parts
 		if len(es) != int(n) || cap(es) > int(n)+max(1, int(n)/4) {
 			t.Errorf("%d offsets loaded: %d kept with room for %d", n, len(es), cap(es))
 		}
@@ -399,7 +399,7 @@ func TestLoadGrowsByDoubling(t *testing.T) {
 		}
 		// Loaded, it grows by a quarter again.
 		b.apply(g, "a", n, record.Offset{}, false)
-		if es := b.committed[g].topics[0].parts; cap(es) > int(n+1)+max(1, int(n+1)/4)+8 {
+		if es := b.offsetsOf(g).topics[0].parts; cap(es) > int(n+1)+max(1, int(n+1)/4)+8 {
 			t.Errorf("after the load, %d offsets have room for %d", n+1, cap(es))
 		}
 	}

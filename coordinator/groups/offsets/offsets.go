@@ -41,12 +41,12 @@ type TP struct {
 type Book struct {
 	shard uint16
 	rec   *machine.Recorder
-	// committed is each group's committed offsets, by topic (sorted by
-	// name); a group with none has no entry. It is kept compact, not as
-	// maps of maps, because a node holds the offsets of up to a million
-	// mostly quiet groups (issue 34): an offset costs its entry and no
-	// allocation of its own.
-	committed map[Group]*groupOffsets
+	// idx holds each group's committed offsets, by topic (sorted by
+	// name); a group with none has an empty Slot or none. They are kept
+	// compact, not as maps of maps, because a node holds the offsets of
+	// up to a million mostly quiet groups (issue 34): an offset costs its
+	// entry and no allocation of its own.
+	idx Index
 	// names interns the topic and tenant names that committed holds, so
 	// that the groups committing to one topic share one copy of its name.
 	names map[string]interned
@@ -70,14 +70,75 @@ func (b *Book) Loaded() {
 		return
 	}
 	b.loading = false
-	for _, gs := range b.committed {
+	b.idx.Range(func(_ Group, s *Slot) {
+		gs := s.g
 		for i := range gs.topics {
 			t := &gs.topics[i]
 			if n := len(t.parts); cap(t.parts) > n+max(1, n/4) {
 				t.parts = slices.Clone(t.parts)
 			}
 		}
+	})
+}
+
+// Slot is where an Index keeps a group's offsets.
+type Slot struct{ g *groupOffsets }
+
+// Empty reports whether the slot holds no offsets.
+func (s *Slot) Empty() bool { return s.g == nil }
+
+// Index is where a Book keeps each group's offsets: a map of its own
+// (New), or the shard's registry of groups, whose entries hold their
+// group's Slot (NewIn), so that a node of a million groups keeps one map
+// of them, not two.
+type Index interface {
+	// Slot returns g's slot, or nil if it has none; with add, it makes
+	// one (g's names may alias a request's frame: copied unless kept
+	// says the caller keeps them).
+	Slot(g Group, add, kept bool) *Slot
+	// Emptied says that g's slot holds no offsets any more.
+	Emptied(g Group)
+	// Range calls fn for every group whose slot holds offsets.
+	Range(fn func(g Group, s *Slot))
+}
+
+// mapIndex is a Book's own Index.
+type mapIndex struct {
+	b *Book
+	m map[Group]*Slot
+}
+
+func (x *mapIndex) Slot(g Group, add, kept bool) *Slot {
+	s := x.m[g]
+	if s == nil && add {
+		if !kept {
+			g.Name = strings.Clone(g.Name)
+		}
+		s = &Slot{}
+		x.m[Group{x.b.intern(g.Tenant), g.Name}] = s
 	}
+	return s
+}
+
+func (x *mapIndex) Emptied(g Group) {
+	x.b.release(g.Tenant)
+	delete(x.m, g)
+}
+
+func (x *mapIndex) Range(fn func(Group, *Slot)) {
+	for g, s := range x.m {
+		if s.g != nil {
+			fn(g, s)
+		}
+	}
+}
+
+// offsetsOf returns g's offsets, nil if none.
+func (b *Book) offsetsOf(g Group) *groupOffsets {
+	if s := b.idx.Slot(g, false, false); s != nil {
+		return s.g
+	}
+	return nil
 }
 
 // groupOffsets is a group's committed offsets, by topic sorted by name.
@@ -221,7 +282,15 @@ type interned struct {
 
 // New returns the empty offsets of shard, whose records go through rec.
 func New(shard uint16, rec *machine.Recorder) *Book {
-	return &Book{shard: shard, rec: rec, committed: map[Group]*groupOffsets{}, names: map[string]interned{}}
+	b := &Book{shard: shard, rec: rec, names: map[string]interned{}}
+	b.idx = &mapIndex{b: b, m: map[Group]*Slot{}}
+	return b
+}
+
+// NewIn returns the empty offsets of shard, kept in idx, whose records go
+// through rec.
+func NewIn(shard uint16, rec *machine.Recorder, idx Index) *Book {
+	return &Book{shard: shard, rec: rec, names: map[string]interned{}, idx: idx}
 }
 
 // intern returns the Book's copy of s (cloned if it has none: s may alias
@@ -290,7 +359,7 @@ func findPart(es []entry, p int32) (int, bool) {
 // lookup returns g's committed offset of topic's partition p, if it has
 // one.
 func (b *Book) lookup(g Group, topic string, p int32) (record.Offset, bool) {
-	gs := b.committed[g]
+	gs := b.offsetsOf(g)
 	if gs == nil {
 		return record.Offset{}, false
 	}
@@ -354,13 +423,11 @@ func (b *Book) ReplayNamed(k record.OffsetKey, v []byte) error {
 // be a request's, which alias its whole frame: those that start an entry
 // are copied, but for a group name the caller keeps (kept).
 func (b *Book) apply(g Group, topic string, p int32, o record.Offset, kept bool) {
-	gs := b.committed[g]
+	slot := b.idx.Slot(g, true, kept)
+	gs := slot.g
 	if gs == nil {
 		gs = &groupOffsets{}
-		if !kept {
-			g.Name = strings.Clone(g.Name)
-		}
-		b.committed[Group{b.intern(g.Tenant), g.Name}] = gs
+		slot.g = gs
 	}
 	i, ok := find(gs.topics, topic)
 	if !ok {
@@ -402,7 +469,7 @@ func (b *Book) grow(es []entry, j int, e entry) []entry {
 // remove is the replay of a committed offset's tombstone: the entry goes,
 // and with its last entry its topic, and with its last topic the group.
 func (b *Book) remove(g Group, topic string, p int32) {
-	gs := b.committed[g]
+	gs := b.offsetsOf(g)
 	if gs == nil {
 		return
 	}
@@ -428,8 +495,8 @@ func (b *Book) remove(g Group, topic string, p int32) {
 	if len(gs.topics) > 0 {
 		return
 	}
-	b.release(g.Tenant)
-	delete(b.committed, g)
+	b.idx.Slot(g, false, false).g = nil
+	b.idx.Emptied(g)
 }
 
 // Commit writes a committed offset and applies it (the one record rule,
@@ -453,12 +520,12 @@ func (b *Book) Get(g Group, topic string, p int32) (record.Offset, bool) {
 }
 
 // Has reports whether g has a committed offset.
-func (b *Book) Has(g Group) bool { return b.committed[g] != nil }
+func (b *Book) Has(g Group) bool { return b.offsetsOf(g) != nil }
 
 // Count counts g's committed offsets.
 func (b *Book) Count(g Group) int {
 	n := 0
-	if gs := b.committed[g]; gs != nil {
+	if gs := b.offsetsOf(g); gs != nil {
 		for _, t := range gs.topics {
 			n += len(t.parts)
 		}
@@ -468,7 +535,7 @@ func (b *Book) Count(g Group) int {
 
 // Topics returns the topics g has committed offsets of, sorted.
 func (b *Book) Topics(g Group) []string {
-	gs := b.committed[g]
+	gs := b.offsetsOf(g)
 	if gs == nil {
 		return nil
 	}
@@ -482,7 +549,7 @@ func (b *Book) Topics(g Group) []string {
 // Partitions returns the partitions of topic g has committed offsets of,
 // sorted.
 func (b *Book) Partitions(g Group, topic string) []int32 {
-	gs := b.committed[g]
+	gs := b.offsetsOf(g)
 	if gs == nil {
 		return nil
 	}
@@ -502,7 +569,7 @@ func (b *Book) Partitions(g Group, topic string) []int32 {
 // reading makes of every group (Each looks g up again at each offset, so
 // that fn may delete).
 func (b *Book) Read(g Group, fn func(topic string, p int32, o record.Offset)) {
-	gs := b.committed[g]
+	gs := b.offsetsOf(g)
 	if gs == nil {
 		return
 	}
@@ -521,7 +588,7 @@ func (b *Book) Read(g Group, fn func(topic string, p int32, o record.Offset)) {
 func (b *Book) Each(g Group, fn func(topic string, p int32, o record.Offset)) {
 	i, j := 0, 0
 	for {
-		gs := b.committed[g]
+		gs := b.offsetsOf(g)
 		if gs == nil || i >= len(gs.topics) {
 			return
 		}
@@ -539,7 +606,7 @@ func (b *Book) Each(g Group, fn func(topic string, p int32, o record.Offset)) {
 // after returns where Each goes on after g's offset of topic's partition p,
 // which was at i, j before fn ran.
 func (b *Book) after(g Group, i, j int, topic string, p int32) (int, int) {
-	gs := b.committed[g]
+	gs := b.offsetsOf(g)
 	if gs == nil {
 		return 0, 0
 	}
@@ -612,10 +679,8 @@ func (b *Book) Reconcile(live map[string]map[string][16]byte) {
 }
 
 func (b *Book) sortedGroups() []Group {
-	out := make([]Group, 0, len(b.committed))
-	for g := range b.committed {
-		out = append(out, g)
-	}
+	var out []Group
+	b.idx.Range(func(g Group, _ *Slot) { out = append(out, g) })
 	slices.SortFunc(out, compareGroups)
 	return out
 }

@@ -168,3 +168,10 @@ func TestPendingEndTxn(t *testing.T) {
 	}
 	b.checkReplay(t, g, h)
 }
+
+// all is every group's offsets, by group.
+func (b *Book) all() map[Group]*groupOffsets {
+	out := map[Group]*groupOffsets{}
+	b.idx.Range(func(g Group, s *Slot) { out[g] = s.g })
+	return out
+}
