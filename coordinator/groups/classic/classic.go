@@ -119,18 +119,17 @@ func (m *Member) SameProtocols(ps []Protocol) bool { return grouptype.SameProtoc
 //
 // Most groups of a large estate never have a member (commit-only, or
 // empty with their offsets kept), so a group holds here only what every
-// group needs, 80 bytes, and ext, made with its first member or pending
-// member id, holds the rest. A memberless record is kept inline too
-// (rec), not decoded: the record is about 100 bytes and its id is the
-// Entry's.
+// group needs, 48 bytes, and ext, made with its first member or pending
+// member id, holds the rest. Such a group's record is not kept decoded
+// either (about 100 bytes): it is what the group holds (recLive).
 type Group struct {
 	*grouptype.Entry
 
 	State, PrevState State
 	// rec says where the group's committed record is (its last record:
 	// the durable part, set only by replay): none until the group's
-	// existence is written, inline in recType, recGen and recTime, or
-	// decoded in ext.committed.
+	// existence is written, the live group's fields, or decoded in
+	// ext.committed.
 	rec recWhere
 	// subscribedKnown: see ext.subscribed.
 	subscribedKnown bool
@@ -142,12 +141,6 @@ type Group struct {
 	ProtocolType string
 
 	ext *ext
-
-	// The committed record when it is inline: a record without members,
-	// protocol or leader, whose id is Entry.ID.
-	recType string
-	recGen  int32
-	recTime int64
 }
 
 // recWhere is where a group's committed record is.
@@ -155,7 +148,11 @@ type recWhere uint8
 
 const (
 	recNone recWhere = iota
-	recInline
+	// recLive: the record is {Entry.ID, ProtocolType, Generation,
+	// stateTime} and nothing else. Only a group without an ext has it
+	// (setCommitted), and whatever changes one of those fields first
+	// makes one (pin): the record is then decoded.
+	recLive
 	recDecoded
 )
 
@@ -196,8 +193,26 @@ type ext struct {
 func (g *Group) more() *ext {
 	if g.ext == nil {
 		g.ext = &ext{}
+		if g.rec == recLive { // the live fields may now move on from the record
+			v := g.liveRecord()
+			g.ext.committed, g.rec = &v, recDecoded
+		}
 	}
 	return g.ext
+}
+
+// pin keeps the group's record as it is before a change of its
+// ProtocolType, Generation or stateTime.
+func (g *Group) pin() {
+	if g.rec == recLive {
+		g.more()
+	}
+}
+
+// liveRecord is the record of a group without members that the live
+// fields make.
+func (g *Group) liveRecord() record.ClassicGroup {
+	return record.ClassicGroup{ID: g.ID, ProtocolType: g.ProtocolType, Generation: g.Generation, StateTimestamp: g.stateTime}
 }
 
 // Members is the group's members by id; nil before the first.
@@ -283,12 +298,12 @@ func (g *Group) awaitingJoin() int {
 // HasRecord reports whether the group's record has been replayed.
 func (g *Group) HasRecord() bool { return g.rec != recNone }
 
-// Committed returns the group's committed record, built afresh when it
-// is inline; false before the group's existence is written.
+// Committed returns the group's committed record, built afresh when the
+// live fields hold it; false before the group's existence is written.
 func (g *Group) Committed() (record.ClassicGroup, bool) {
 	switch g.rec {
-	case recInline:
-		return record.ClassicGroup{ID: g.ID, ProtocolType: g.recType, Generation: g.recGen, StateTimestamp: g.recTime}, true
+	case recLive:
+		return g.liveRecord(), true
 	case recDecoded:
 		return *g.ext.committed, true
 	}
@@ -307,25 +322,17 @@ func (g *Group) committedPtr() *record.ClassicGroup {
 	return nil
 }
 
-// setCommitted makes v the group's committed record: inline when it has
-// no members, protocol or leader, else decoded.
+// setCommitted makes v the group's committed record: the live fields of
+// a group without an ext when they hold all of it (a record without
+// members, protocol or leader, as most groups have), else decoded.
 func (g *Group) setCommitted(v *record.ClassicGroup) {
-	if len(v.Members) == 0 && v.Protocol == nil && v.Leader == nil {
-		g.rec = recInline
-		g.recType, g.recGen, g.recTime = v.ProtocolType, v.Generation, v.StateTimestamp
-		switch g.recType {
-		case g.ProtocolType:
-			g.recType = g.ProtocolType // one copy, the live group's
-		case "consumer":
-			g.recType = "consumer" // the decoded copy is 8 bytes more a group
-		}
-		if g.ext != nil {
-			g.ext.committed = nil
-		}
+	if g.ext == nil && len(v.Members) == 0 && v.Protocol == nil && v.Leader == nil &&
+		v.ID == g.ID && v.ProtocolType == g.ProtocolType && v.Generation == g.Generation && v.StateTimestamp == g.stateTime {
+		g.rec = recLive
 		return
 	}
-	g.rec, g.recType = recDecoded, ""
-	c := new(record.ClassicGroup) // a copy: v itself need not escape for an inline record
+	g.rec = recDecoded
+	c := new(record.ClassicGroup) // a copy: v itself need not escape for a record the live fields hold
 	*c = *v
 	g.more().committed = c
 }
@@ -427,8 +434,14 @@ func (s *Type) Replay(k record.GroupKey, value []byte) error {
 	g := s.h.Register(gk)
 	g.ID = v.ID
 	c := Of(g)
-	if c == nil {
+	if c == nil { // at load: live, a handler makes the part before its record
 		c = NewGroup(g, time.UnixMilli(v.StateTimestamp))
+		// As Loaded will, so that the live fields can hold a record
+		// without members (setCommitted).
+		c.ProtocolType, c.Generation = v.ProtocolType, v.Generation
+		if v.ProtocolType == "consumer" {
+			c.ProtocolType = "consumer" // not the decoded copy: 8 bytes a group
+		}
 	}
 	c.shareLive(&v)
 	c.setCommitted(&v)
@@ -533,6 +546,9 @@ func (g *Group) CheckAtRest() error {
 	if g.State != Stable && g.State != Empty {
 		return nil
 	}
+	if g.rec == recLive && g.ext != nil {
+		return errors.New("classic group with an ext whose record is its live fields")
+	}
 	rec, ok := g.Committed()
 	if !ok {
 		if len(g.Members()) > 0 {
@@ -598,6 +614,7 @@ func (s *Type) CancelSession(g *Group, m *Member) {
 }
 
 func (g *Group) transition(to State, now time.Time) {
+	g.pin()
 	g.PrevState, g.State, g.stateTime = g.State, to, now.UnixMilli()
 	if g.ext == nil {
 		return

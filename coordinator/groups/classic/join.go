@@ -334,6 +334,7 @@ func (s *Type) addMember(now time.Time, g *Group, j joinReq, id string) {
 		}
 	}
 	if len(g.Members()) == 0 {
+		g.pin()
 		g.ProtocolType = r.ProtocolType
 	}
 	g.EnsureMaps()
@@ -565,6 +566,7 @@ func (s *Type) completeJoin(g *Group, now time.Time) {
 			return
 		}
 	}
+	g.pin()
 	g.Generation++
 	clear(g.pendingSyncs())
 	if len(g.Members()) == 0 {
