@@ -6,10 +6,12 @@ package classic
 // when a JoinGroup or a simple commit creates the group, when the leader's
 // SyncGroup stores a generation's assignment, when a static member
 // replaces itself in a Stable group, and when the group empties; replay
-// sets committed and nothing else. Soft: everything a rebalance in
-// progress holds (who has joined, the generation being formed, parked
-// requests, deadlines). Loaded derives it from committed: a group with
-// members is Stable, one without is Empty.
+// sets committed and nothing else (but at load, where the part it makes
+// takes the record's protocol type and generation as Loaded would, so
+// that a record without members can be the live fields: Group). Soft:
+// everything a rebalance in progress holds (who has joined, the
+// generation being formed, parked requests, deadlines). Loaded derives it
+// from committed: a group with members is Stable, one without is Empty.
 
 import (
 	"bytes"
