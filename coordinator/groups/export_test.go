@@ -33,7 +33,7 @@ func EventViews(s *Shard) map[EventKey]EventView {
 				continue
 			}
 			out[EventKey{g.Tenant, g.Name, grouptype.ProtoClassic}] = EventView{
-				Members:     len(c.Members),
+				Members:     len(c.Members()),
 				Rebalancing: c.State == classic.PreparingRebalance || c.State == classic.CompletingRebalance,
 			}
 		case *consumer.Group:
@@ -58,7 +58,7 @@ func EventMembers(s *Shard) map[EventKey]map[string]bool {
 				continue
 			}
 			k = EventKey{g.Tenant, g.Name, grouptype.ProtoClassic}
-			for id := range c.Members {
+			for id := range c.Members() {
 				ids[id] = true
 			}
 		case *consumer.Group:

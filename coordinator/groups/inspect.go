@@ -261,10 +261,10 @@ func (s *Shard) fingerprint(e *group) (uint32, bool) {
 		h.str("classic")
 		h.str(g.ProtocolType)
 		h.str(g.State.String())
-		members(len(g.Members), g.Generation)
-		h.int(int64(len(g.PendingJoin)))
-		for _, id := range sortedKeys(g.Members) {
-			h.bytes(g.Members[id].Assignment)
+		members(len(g.Members()), g.Generation)
+		h.int(int64(len(g.PendingJoin())))
+		for _, id := range sortedKeys(g.Members()) {
+			h.bytes(g.Members()[id].Assignment)
 		}
 	default:
 		return 0, false
@@ -329,10 +329,10 @@ func (s *Shard) summary(e *group) (Summary, bool) {
 		if g.State == classic.Dead {
 			return Summary{}, false
 		}
-		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.ProtocolType, g.State.String(), len(g.Members), g.Generation
-		sum.PendingMembers = len(g.PendingJoin)
+		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.ProtocolType, g.State.String(), len(g.Members()), g.Generation
+		sum.PendingMembers = len(g.PendingJoin())
 		if g.ProtocolType == "consumer" {
-			for _, m := range g.Members {
+			for _, m := range g.Members() {
 				var a kmsg.ConsumerMemberAssignment
 				if len(m.Assignment) == 0 || a.ReadFrom(m.Assignment) != nil {
 					continue

@@ -20,7 +20,7 @@ import (
 func (g *Group) Describe(d *kmsg.DescribeGroupsResponseGroup) {
 	d.State, d.ProtocolType = g.State.String(), g.ProtocolType
 	if g.State == Stable {
-		d.Protocol = g.Protocol
+		d.Protocol = g.Protocol()
 	}
 	for _, m := range g.SortedMembers() {
 		dm := kmsg.DescribeGroupsResponseGroupMember{
@@ -28,7 +28,7 @@ func (g *Group) Describe(d *kmsg.DescribeGroupsResponseGroup) {
 			ProtocolMetadata: []byte{}, MemberAssignment: m.Assignment,
 		}
 		if g.State == Stable {
-			dm.ProtocolMetadata = m.MetadataFor(g.Protocol)
+			dm.ProtocolMetadata = m.MetadataFor(g.Protocol())
 		}
 		if dm.MemberAssignment == nil {
 			dm.MemberAssignment = []byte{}
@@ -40,7 +40,7 @@ func (g *Group) Describe(d *kmsg.DescribeGroupsResponseGroup) {
 // Delete makes g Dead and writes its tombstone (its offsets are the
 // caller's).
 func (s *Type) Delete(g *Group) {
-	for _, id := range grouptype.SortedKeys(g.PendingJoin) {
+	for _, id := range grouptype.SortedKeys(g.PendingJoin()) {
 		s.timer(grouptype.MemberTimer(TimerMember, g.Key, id), time.Time{})
 	}
 	s.timer(grouptype.GroupTimer(TimerJoin, g.Key), time.Time{})
@@ -60,15 +60,15 @@ func (s *Type) Sweep(g *Group, now time.Time) {
 	case g.ProtocolType == "":
 		base = func(o record.Offset) int64 { return o.CommitTimestamp }
 	case g.State == Empty:
-		base = func(record.Offset) int64 { return g.StateTime.UnixMilli() }
+		base = func(record.Offset) int64 { return g.stateTime }
 	case g.ProtocolType == "consumer" && g.State == Stable && g.subscribedKnown:
 		base = func(o record.Offset) int64 { return o.CommitTimestamp }
 	}
 	if base != nil {
-		keep := func(t string) bool { return g.ProtocolType != "" && g.State == Stable && g.subscribed[t] }
+		keep := func(t string) bool { return g.ProtocolType != "" && g.State == Stable && g.subscribedSet()[t] }
 		offs.Expire(g.Off(), now.UnixMilli(), s.cfg.Retention.Milliseconds(), keep, base)
 	}
-	if g.State == Empty && len(g.Members) == 0 && !offs.Has(g.Off()) {
+	if g.State == Empty && len(g.Members()) == 0 && !offs.Has(g.Off()) {
 		s.Delete(g)
 	}
 }
@@ -94,7 +94,7 @@ func (s *Type) ValidateCommit(now time.Time, g *Group, r *kmsg.OffsetCommitReque
 	if g.State == CompletingRebalance {
 		return kerr.RebalanceInProgress.Code
 	}
-	if m := g.Members[memberID]; m != nil {
+	if m := g.Members()[memberID]; m != nil {
 		s.ArmSession(g, m, now, time.Duration(m.SessionTimeout)*time.Millisecond)
 	}
 	return 0

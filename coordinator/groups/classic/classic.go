@@ -6,10 +6,12 @@ package classic
 // when a JoinGroup or a simple commit creates the group, when the leader's
 // SyncGroup stores a generation's assignment, when a static member
 // replaces itself in a Stable group, and when the group empties; replay
-// sets committed and nothing else. Soft: everything a rebalance in
-// progress holds (who has joined, the generation being formed, parked
-// requests, deadlines). Loaded derives it from committed: a group with
-// members is Stable, one without is Empty.
+// sets committed and nothing else (but at load, where the part it makes
+// takes the record's protocol type and generation as Loaded would, so
+// that a record without members can be the live fields: Group). Soft:
+// everything a rebalance in progress holds (who has joined, the
+// generation being formed, parked requests, deadlines). Loaded derives it
+// from committed: a group with members is Stable, one without is Empty.
 
 import (
 	"bytes"
@@ -116,19 +118,51 @@ func (m *Member) SameProtocols(ps []Protocol) bool { return grouptype.SameProtoc
 
 // Group is a classic group, or a simple group (one that only
 // commits offsets: no protocol type, always Empty).
+//
+// Most groups of a large estate never have a member (commit-only, or
+// empty with their offsets kept), so a group holds here only what every
+// group needs, 48 bytes, and ext, made with its first member or pending
+// member id, holds the rest. Such a group's record is not kept decoded
+// either (about 100 bytes): it is what the group holds (recLive).
 type Group struct {
 	*grouptype.Entry
 
-	// committed is the group's last record: the durable part, set only
-	// by replay. Nil until the group's existence is written.
-	Committed *record.ClassicGroup
-
 	State, PrevState State
-	StateTime        time.Time
-	ProtocolType     string
-	Protocol         string // chosen protocol; "" when none
-	Generation       int32
-	Leader           string // "" when none
+	// rec says where the group's committed record is (its last record:
+	// the durable part, set only by replay): none until the group's
+	// existence is written, the live group's fields, or decoded in
+	// ext.committed.
+	rec recWhere
+	// subscribedKnown: see ext.subscribed.
+	subscribedKnown bool
+	Generation      int32
+	// stateTime is when the group last changed state, in Unix ms: all
+	// that the record and retention read of it (a time.Time is 24
+	// bytes).
+	stateTime    int64
+	ProtocolType string
+
+	ext *ext
+}
+
+// recWhere is where a group's committed record is.
+type recWhere uint8
+
+const (
+	recNone recWhere = iota
+	// recLive: the record is {Entry.ID, ProtocolType, Generation,
+	// stateTime} and nothing else. Only a group without an ext has it
+	// (setCommitted), and whatever changes one of those fields first
+	// makes one (pin): the record is then decoded.
+	recLive
+	recDecoded
+)
+
+// ext is the part of a classic group that only a group that has (or
+// had) members or pending member ids needs.
+type ext struct {
+	Protocol string // chosen protocol; "" when none
+	Leader   string // "" when none
 
 	Members     map[string]*Member
 	Static      map[string]string    // instance id → member id
@@ -138,20 +172,171 @@ type Group struct {
 	supported   map[string]int
 
 	// subscribed is the set of topics the members of the last completed
-	// generation subscribe to, when known (a "consumer" group whose
-	// subscriptions parse); see Kafka's ClassicGroup.computeSubscribedTopics.
-	subscribed      map[string]bool
-	subscribedKnown bool
+	// generation subscribe to, when known (Group.subscribedKnown: a
+	// "consumer" group whose subscriptions parse); see Kafka's
+	// ClassicGroup.computeSubscribedTopics. Nil when known and empty.
+	subscribed map[string]bool
 
 	// initial is the initial rebalance's barrier (from Empty), made when
-	// one begins and dropped when it ends: a group that never has members
-	// (most groups of a large estate only commit offsets) carries a
-	// pointer, not the barrier's 90 bytes.
+	// one begins and dropped when it ends.
 	initial *initialBarrier
 
 	// rebalance is the rebalance under way, for events (events.go); nil
 	// when none.
 	rebalance *rebalance
+
+	// committed is the committed record when it is decoded (rec ==
+	// recDecoded): a record with members shares their strings with the
+	// live members (shareLive).
+	committed *record.ClassicGroup
+}
+
+// more returns the group's ext, making it if there is none.
+func (g *Group) more() *ext {
+	if g.ext == nil {
+		g.ext = &ext{}
+		if g.rec == recLive { // the live fields may now move on from the record
+			v := g.liveRecord()
+			g.ext.committed, g.rec = &v, recDecoded
+		}
+	}
+	return g.ext
+}
+
+// pin keeps the group's record as it is before a change of its
+// ProtocolType, Generation or stateTime.
+func (g *Group) pin() {
+	if g.rec == recLive {
+		g.more()
+	}
+}
+
+// liveRecord is the record of a group without members that the live
+// fields make.
+func (g *Group) liveRecord() record.ClassicGroup {
+	return record.ClassicGroup{ID: g.ID, ProtocolType: g.ProtocolType, Generation: g.Generation, StateTimestamp: g.stateTime}
+}
+
+// Members is the group's members by id; nil before the first.
+func (g *Group) Members() map[string]*Member {
+	if g.ext == nil {
+		return nil
+	}
+	return g.ext.Members
+}
+
+// Static maps the static members' instance ids to their member ids.
+func (g *Group) Static() map[string]string {
+	if g.ext == nil {
+		return nil
+	}
+	return g.ext.Static
+}
+
+// PendingJoin holds the member ids handed out with MEMBER_ID_REQUIRED,
+// each with its deadline.
+func (g *Group) PendingJoin() map[string]time.Time {
+	if g.ext == nil {
+		return nil
+	}
+	return g.ext.PendingJoin
+}
+
+// Protocol is the chosen protocol; "" when none.
+func (g *Group) Protocol() string {
+	if g.ext == nil {
+		return ""
+	}
+	return g.ext.Protocol
+}
+
+// Leader is the leader's member id; "" when none.
+func (g *Group) Leader() string {
+	if g.ext == nil {
+		return ""
+	}
+	return g.ext.Leader
+}
+
+// SetProtocol sets the chosen protocol.
+func (g *Group) SetProtocol(p string) {
+	if p != "" || g.ext != nil { // "" is already so without an ext
+		g.more().Protocol = p
+	}
+}
+
+// SetLeader sets the leader's member id.
+func (g *Group) SetLeader(id string) {
+	if id != "" || g.ext != nil {
+		g.more().Leader = id
+	}
+}
+
+// pendingSyncs is the members the group waits on to sync.
+func (g *Group) pendingSyncs() map[string]bool {
+	if g.ext == nil {
+		return nil
+	}
+	return g.ext.pendingSync
+}
+
+// subscribedSet is the topics the group subscribes to, when
+// subscribedKnown.
+func (g *Group) subscribedSet() map[string]bool {
+	if g.ext == nil {
+		return nil
+	}
+	return g.ext.subscribed
+}
+
+// awaitingJoin is how many members have a parked JoinGroup.
+func (g *Group) awaitingJoin() int {
+	if g.ext == nil {
+		return 0
+	}
+	return g.ext.awaiting
+}
+
+// HasRecord reports whether the group's record has been replayed.
+func (g *Group) HasRecord() bool { return g.rec != recNone }
+
+// Committed returns the group's committed record, built afresh when the
+// live fields hold it; false before the group's existence is written.
+func (g *Group) Committed() (record.ClassicGroup, bool) {
+	switch g.rec {
+	case recLive:
+		return g.liveRecord(), true
+	case recDecoded:
+		return *g.ext.committed, true
+	}
+	return record.ClassicGroup{}, false
+}
+
+// committedPtr is the committed record as a pointer (nil: none), for a
+// rebalance's Before.
+func (g *Group) committedPtr() *record.ClassicGroup {
+	if g.rec == recDecoded {
+		return g.ext.committed
+	}
+	if v, ok := g.Committed(); ok {
+		return &v
+	}
+	return nil
+}
+
+// setCommitted makes v the group's committed record: the live fields of
+// a group without an ext when they hold all of it (a record without
+// members, protocol or leader, as most groups have), else decoded.
+func (g *Group) setCommitted(v *record.ClassicGroup) {
+	if g.ext == nil && len(v.Members) == 0 && v.Protocol == nil && v.Leader == nil &&
+		v.ID == g.ID && v.ProtocolType == g.ProtocolType && v.Generation == g.Generation && v.StateTimestamp == g.stateTime {
+		g.rec = recLive
+		return
+	}
+	g.rec = recDecoded
+	c := new(record.ClassicGroup) // a copy: v itself need not escape for a record the live fields hold
+	*c = *v
+	g.more().committed = c
 }
 
 // initialBarrier is the state of an initial rebalance's barrier:
@@ -173,10 +358,19 @@ type initialBarrier struct {
 // none (a zero barrier, as the fields it holds were before they moved
 // here).
 func (g *Group) barrier() *initialBarrier {
-	if g.initial == nil {
-		g.initial = &initialBarrier{}
+	x := g.more()
+	if x.initial == nil {
+		x.initial = &initialBarrier{}
 	}
-	return g.initial
+	return x.initial
+}
+
+// barrierIf returns the group's initial barrier, or nil.
+func (g *Group) barrierIf() *initialBarrier {
+	if g.ext == nil {
+		return nil
+	}
+	return g.ext.initial
 }
 
 // NewGroup gives g an Empty classic part.
@@ -185,7 +379,7 @@ func NewGroup(g *grouptype.Entry, now time.Time) *Group {
 		Entry:     g,
 		State:     Empty,
 		PrevState: Dead,
-		StateTime: now,
+		stateTime: now.UnixMilli(),
 	}
 	g.Part = c
 	return c
@@ -197,11 +391,12 @@ func NewGroup(g *grouptype.Entry, now time.Time) *Group {
 // their offsets kept) never needs them, and five empty maps cost it more
 // than its offsets. Reading and deleting from the nil maps is fine.
 func (g *Group) EnsureMaps() {
-	if g.Members != nil {
+	x := g.more()
+	if x.Members != nil {
 		return
 	}
-	g.Members, g.Static, g.PendingJoin = map[string]*Member{}, map[string]string{}, map[string]time.Time{}
-	g.pendingSync, g.supported = map[string]bool{}, map[string]int{}
+	x.Members, x.Static, x.PendingJoin = map[string]*Member{}, map[string]string{}, map[string]time.Time{}
+	x.pendingSync, x.supported = map[string]bool{}, map[string]int{}
 }
 
 // Create registers a new classic group with a fresh id (soft until
@@ -241,11 +436,17 @@ func (s *Type) Replay(k record.GroupKey, value []byte) error {
 	g := s.h.Register(gk)
 	g.ID = v.ID
 	c := Of(g)
-	if c == nil {
+	if c == nil { // at load: live, a handler makes the part before its record
 		c = NewGroup(g, time.UnixMilli(v.StateTimestamp))
+		// As Loaded will, so that the live fields can hold a record
+		// without members (setCommitted).
+		c.ProtocolType, c.Generation = v.ProtocolType, v.Generation
+		if v.ProtocolType == "consumer" {
+			c.ProtocolType = "consumer" // not the decoded copy: 8 bytes a group
+		}
 	}
 	c.shareLive(&v)
-	c.Committed = &v
+	c.setCommitted(&v)
 	return nil
 }
 
@@ -257,12 +458,12 @@ func (s *Type) Replay(k record.GroupKey, value []byte) error {
 // members yet and the record's copies become the live ones (Loaded).
 // Neither side changes these values in place: a change replaces them.
 func (c *Group) shareLive(v *record.ClassicGroup) {
-	if len(c.Members) == 0 {
+	if len(c.Members()) == 0 {
 		return
 	}
 	for i := range v.Members {
 		rm := &v.Members[i]
-		m := c.Members[rm.MemberID]
+		m := c.ext.Members[rm.MemberID]
 		if m == nil {
 			continue
 		}
@@ -297,14 +498,14 @@ func (s *Type) EmitRecord(g *Group) {
 // member gets a fresh session timer, and a group over the size limit
 // rebalances.
 func (s *Type) Loaded(g *Group, now time.Time) {
-	if v := g.Committed; v != nil {
-		g.StateTime = time.UnixMilli(v.StateTimestamp)
+	if v, ok := g.Committed(); ok {
+		g.stateTime = v.StateTimestamp
 		g.ProtocolType, g.Generation = v.ProtocolType, v.Generation
 		if v.Protocol != nil {
-			g.Protocol = *v.Protocol
+			g.SetProtocol(*v.Protocol)
 		}
 		if v.Leader != nil {
-			g.Leader = *v.Leader
+			g.SetLeader(*v.Leader)
 		}
 		for _, rm := range v.Members {
 			m := &Member{
@@ -314,20 +515,20 @@ func (s *Type) Loaded(g *Group, now time.Time) {
 				ClientHost:       rm.ClientHost,
 				RebalanceTimeout: rm.RebalanceTimeout,
 				SessionTimeout:   rm.SessionTimeout,
-				Protocols:        []Protocol{{Name: g.Protocol, Meta: rm.Subscription}},
+				Protocols:        []Protocol{{Name: g.Protocol(), Meta: rm.Subscription}},
 				Assignment:       rm.Assignment,
 			}
 			if m.RebalanceTimeout < 0 {
 				m.RebalanceTimeout = m.SessionTimeout
 			}
 			g.EnsureMaps()
-			g.Members[m.ID] = m
+			g.ext.Members[m.ID] = m
 			if m.Instance != nil {
-				g.Static[*m.Instance] = m.ID
+				g.ext.Static[*m.Instance] = m.ID
 			}
 			g.CountProtocols(m, 1)
 		}
-		if len(g.Members) > 0 {
+		if len(g.Members()) > 0 {
 			g.State, g.PrevState = Stable, Empty
 		}
 		g.ComputeSubscribed()
@@ -335,7 +536,7 @@ func (s *Type) Loaded(g *Group, now time.Time) {
 	for _, m := range g.SortedMembers() {
 		s.ArmSession(g, m, now, time.Duration(m.SessionTimeout)*time.Millisecond)
 	}
-	if len(g.Members) > s.cfg.MaxSize {
+	if len(g.Members()) > s.cfg.MaxSize {
 		s.PrepareRebalance(g, now, grouptype.Trigger{Cause: observe.CauseOther}, fmt.Sprintf("Freshly-loaded group is over capacity (%d). Rebalancing in order to give a chance for consumers to commit offsets", s.cfg.MaxSize))
 	}
 }
@@ -347,13 +548,17 @@ func (g *Group) CheckAtRest() error {
 	if g.State != Stable && g.State != Empty {
 		return nil
 	}
-	if g.Committed == nil {
-		if len(g.Members) > 0 {
+	if g.rec == recLive && g.ext != nil {
+		return errors.New("classic group with an ext whose record is its live fields")
+	}
+	rec, ok := g.Committed()
+	if !ok {
+		if len(g.Members()) > 0 {
 			return errors.New("classic group with members but no record")
 		}
 		return nil
 	}
-	live, rec := g.snapshot(), *g.Committed
+	live := g.snapshot()
 	if g.State == Stable {
 		live.StateTimestamp, rec.StateTimestamp = 0, 0
 	}
@@ -373,10 +578,11 @@ func (g *Group) CheckAtRest() error {
 // DurableState renders what the group's record holds: nil before it is
 // written.
 func (g *Group) DurableState() []string {
-	if g.Committed == nil {
+	v, ok := g.Committed()
+	if !ok {
 		return nil
 	}
-	return renderClassic(*g.Committed)
+	return renderClassic(v)
 }
 
 // renderClassic renders a classic record for DurableState.
@@ -410,21 +616,25 @@ func (s *Type) CancelSession(g *Group, m *Member) {
 }
 
 func (g *Group) transition(to State, now time.Time) {
-	g.PrevState, g.State, g.StateTime = g.State, to, now
-	g.rebalance.Enter(classicPhase(to), now)
+	g.pin()
+	g.PrevState, g.State, g.stateTime = g.State, to, now.UnixMilli()
+	if g.ext == nil {
+		return
+	}
+	g.ext.rebalance.Enter(classicPhase(to), now)
 	if to != PreparingRebalance {
-		g.initial = nil // the barrier is read only while the join phase lasts
+		g.ext.initial = nil // the barrier is read only while the join phase lasts
 	}
 }
 
 // SortedMembers returns the members ordered by id, so that nothing that
 // reaches a client or the store depends on map order.
 func (g *Group) SortedMembers() []*Member {
-	if len(g.Members) == 0 {
+	if len(g.Members()) == 0 {
 		return nil // sort.Slice allocates even for none: a load asks each group
 	}
-	ms := make([]*Member, 0, len(g.Members))
-	for _, m := range g.Members {
+	ms := make([]*Member, 0, len(g.Members()))
+	for _, m := range g.Members() {
 		ms = append(ms, m)
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
@@ -433,13 +643,13 @@ func (g *Group) SortedMembers() []*Member {
 
 // allJoined is Kafka's hasAllMembersJoined.
 func (g *Group) allJoined() bool {
-	return g.awaiting == len(g.Members) && len(g.PendingJoin) == 0
+	return g.awaitingJoin() == len(g.Members()) && len(g.PendingJoin()) == 0
 }
 
 // RebalanceTimeout is the largest of the members' (ms).
 func (g *Group) RebalanceTimeout() time.Duration {
 	var max int32
-	for _, m := range g.Members {
+	for _, m := range g.Members() {
 		if m.RebalanceTimeout > max {
 			max = m.RebalanceTimeout
 		}
@@ -459,7 +669,7 @@ func (g *Group) acceptsProtocols(typ string, ps []Protocol) bool {
 		return false
 	}
 	for _, p := range ps {
-		if g.supported[p.Name] == len(g.Members) {
+		if g.supports(p.Name) == len(g.Members()) {
 			return true
 		}
 	}
@@ -470,12 +680,21 @@ func (g *Group) acceptsProtocols(typ string, ps []Protocol) bool {
 // (delta -1) in the protocols every member supports.
 func (g *Group) CountProtocols(m *Member, delta int) {
 	g.EnsureMaps()
+	supported := g.ext.supported
 	for _, p := range m.Protocols {
-		g.supported[p.Name] += delta
-		if g.supported[p.Name] <= 0 {
-			delete(g.supported, p.Name)
+		supported[p.Name] += delta
+		if supported[p.Name] <= 0 {
+			delete(supported, p.Name)
 		}
 	}
+}
+
+// supports is how many members support protocol name.
+func (g *Group) supports(name string) int {
+	if g.ext == nil {
+		return 0
+	}
+	return g.ext.supported[name]
 }
 
 // SelectProtocol is Kafka's ClassicGroup.selectProtocol: the candidates
@@ -487,7 +706,7 @@ func (g *Group) SelectProtocol() string {
 	votes := map[string]int{}
 	for _, m := range ms {
 		for _, p := range m.Protocols {
-			if g.supported[p.Name] == len(g.Members) {
+			if g.supports(p.Name) == len(g.Members()) {
 				votes[p.Name]++
 				break
 			}
@@ -511,27 +730,36 @@ func (g *Group) SelectProtocol() string {
 // each member's metadata for the chosen protocol read as a consumer
 // protocol Subscription (only its v0 prefix: version, topics).
 func (g *Group) ComputeSubscribed() {
-	g.subscribed, g.subscribedKnown = nil, false
+	g.subscribedKnown = false
+	if g.ext != nil {
+		g.ext.subscribed = nil
+	}
 	if g.ProtocolType != "consumer" {
 		return
 	}
-	set := map[string]bool{}
-	for _, m := range g.Members {
-		topics, ok := subscriptionTopics(m.MetadataFor(g.Protocol))
+	var set map[string]bool // nil while empty: a memberless group needs no ext
+	for _, m := range g.Members() {
+		topics, ok := subscriptionTopics(m.MetadataFor(g.Protocol()))
 		if !ok {
 			return
 		}
 		for _, t := range topics {
+			if set == nil {
+				set = map[string]bool{}
+			}
 			set[t] = true
 		}
 	}
-	g.subscribed, g.subscribedKnown = set, true
+	g.subscribedKnown = true
+	if set != nil {
+		g.more().subscribed = set
+	}
 }
 
 // subscribedTo is Kafka's isSubscribedToTopic.
 func (g *Group) subscribedTo(topic string) bool {
 	if g.subscribedKnown {
-		return g.subscribed[topic]
+		return g.subscribedSet()[topic]
 	}
 	return g.ProtocolType == "consumer"
 }
@@ -569,10 +797,10 @@ func (g *Group) snapshot() record.ClassicGroup {
 		ID:             g.ID,
 		ProtocolType:   g.ProtocolType,
 		Generation:     g.Generation,
-		StateTimestamp: g.StateTime.UnixMilli(),
+		StateTimestamp: g.stateTime,
 	}
-	if len(g.Members) > 0 {
-		p, l := g.Protocol, g.Leader
+	if len(g.Members()) > 0 {
+		p, l := g.Protocol(), g.Leader()
 		v.Protocol, v.Leader = &p, &l
 	}
 	for _, m := range g.SortedMembers() {
@@ -583,7 +811,7 @@ func (g *Group) snapshot() record.ClassicGroup {
 			ClientHost:       m.ClientHost,
 			RebalanceTimeout: m.RebalanceTimeout,
 			SessionTimeout:   m.SessionTimeout,
-			Subscription:     m.MetadataFor(g.Protocol),
+			Subscription:     m.MetadataFor(g.Protocol()),
 			Assignment:       m.Assignment,
 		})
 	}

@@ -32,18 +32,20 @@ func Trigger(c observe.Cause, m *Member) grouptype.Trigger {
 func (s *Type) Event(g *Group, kind observe.GroupEventKind, now time.Time, m *Member, reason string) {
 	e := observe.GroupEvent{
 		Kind: kind, Tenant: g.Tenant, Group: g.Name, Protocol: grouptype.ProtoClassic,
-		Generation: g.Generation, Members: len(g.Members), Reason: reason, At: now,
+		Generation: g.Generation, Members: len(g.Members()), Reason: reason, At: now,
 	}
 	if m != nil {
 		e.Member, e.InstanceID = m.ID, grouptype.OrEmpty(m.Instance)
 	}
 	if kind == observe.RebalanceCompleted {
-		r := g.rebalance
-		g.rebalance = nil
+		var r *rebalance
+		if g.ext != nil {
+			r, g.ext.rebalance = g.ext.rebalance, nil
+		}
 		if r.Complete(&e, now) {
 			e.PartitionsMoved = classicMoved(r.Before, g)
 		}
-		e.Leader = g.Leader
+		e.Leader = g.Leader()
 	}
 	s.report(e)
 }
@@ -52,12 +54,12 @@ func (s *Type) Event(g *Group, kind observe.GroupEventKind, now time.Time, m *Me
 // (it has just entered PreparingRebalance), naming the generation being
 // formed; a rebalance already under way goes on, keeping its story.
 func (s *Type) started(g *Group, now time.Time, t grouptype.Trigger, reason string) {
-	if g.rebalance == nil {
-		g.rebalance = &rebalance{Since: now, Why: t, Phase: grouptype.PhaseJoin, PhaseAt: now, Before: g.Committed}
+	if x := g.more(); x.rebalance == nil {
+		x.rebalance = &rebalance{Since: now, Why: t, Phase: grouptype.PhaseJoin, PhaseAt: now, Before: g.committedPtr()}
 	}
 	s.report(observe.GroupEvent{
 		Kind: observe.RebalanceStarted, Tenant: g.Tenant, Group: g.Name, Protocol: grouptype.ProtoClassic,
-		Generation: g.Generation + 1, Members: len(g.Members), Reason: reason, At: now,
+		Generation: g.Generation + 1, Members: len(g.Members()), Reason: reason, At: now,
 		Cause: t.Cause, Member: t.Member, InstanceID: t.Instance,
 	})
 }
@@ -75,7 +77,7 @@ func classicPhase(st State) grouptype.Phase {
 // from before, the group's record when the rebalance started, to the
 // members' assignments now.
 func classicMoved(before *record.ClassicGroup, g *Group) int {
-	if len(g.Members) == 0 {
+	if len(g.Members()) == 0 {
 		return 0
 	}
 	if g.ProtocolType != "consumer" {
@@ -94,7 +96,7 @@ func classicMoved(before *record.ClassicGroup, g *Group) int {
 		}
 	}
 	n := 0
-	for _, m := range g.Members { // a count: the order does not matter
+	for _, m := range g.Members() { // a count: the order does not matter
 		o := grouptype.OwnerOf(m.Instance, m.ID)
 		if !eachAssigned(m.Assignment, func(a assigned) {
 			if prev[a] != o {

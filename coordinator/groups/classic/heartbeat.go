@@ -35,7 +35,7 @@ func (s *Type) Heartbeat(now time.Time, req machine.Request, r *kmsg.HeartbeatRe
 		if r.Generation != g.Generation {
 			return kerr.IllegalGeneration.Code
 		}
-		m := g.Members[r.MemberID]
+		m := g.Members()[r.MemberID]
 		switch g.State {
 		case Empty:
 			return kerr.UnknownMemberID.Code
@@ -98,14 +98,14 @@ func (s *Type) LeaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGroup
 				if l.InstanceID == nil {
 					return kerr.UnknownMemberID.Code
 				}
-				id, ok := g.Static[*l.InstanceID]
+				id, ok := g.Static()[*l.InstanceID]
 				if !ok {
 					return kerr.UnknownMemberID.Code
 				}
-				leave(g.Members[id], l.Reason, observe.CauseAdminAction)
+				leave(g.Members()[id], l.Reason, observe.CauseAdminAction)
 				return 0
 			}
-			if _, ok := g.PendingJoin[l.MemberID]; ok {
+			if _, ok := g.PendingJoin()[l.MemberID]; ok {
 				s.DropPending(g, l.MemberID)
 				droppedPending = true
 				return 0
@@ -113,7 +113,7 @@ func (s *Type) LeaveGroup(now time.Time, req machine.Request, r *kmsg.LeaveGroup
 			if code := g.validateMember(l.MemberID, l.InstanceID); code != 0 {
 				return code
 			}
-			leave(g.Members[l.MemberID], l.Reason, observe.CauseMemberLeft)
+			leave(g.Members()[l.MemberID], l.Reason, observe.CauseMemberLeft)
 			return 0
 		}()
 		resp.Members = append(resp.Members, kmsg.LeaveGroupResponseMember{MemberID: l.MemberID, InstanceID: l.InstanceID, ErrorCode: code})

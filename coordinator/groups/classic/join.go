@@ -29,10 +29,10 @@ func JoinError(version, code int16, memberID string) *kmsg.JoinGroupResponse {
 // leader gets the member list.
 func (g *Group) joinSuccess(version int16, m *Member) *kmsg.JoinGroupResponse {
 	r := kmsg.NewPtrJoinGroupResponse()
-	r.Version, r.Generation, r.MemberID, r.LeaderID = version, g.Generation, m.ID, g.Leader
-	typ, proto := g.ProtocolType, g.Protocol
+	r.Version, r.Generation, r.MemberID, r.LeaderID = version, g.Generation, m.ID, g.Leader()
+	typ, proto := g.ProtocolType, g.Protocol()
 	r.ProtocolType, r.Protocol = &typ, &proto
-	if m.ID == g.Leader {
+	if m.ID == g.Leader() {
 		r.Members = g.memberList()
 	}
 	return r
@@ -42,7 +42,7 @@ func (g *Group) memberList() []kmsg.JoinGroupResponseMember {
 	ms := g.SortedMembers()
 	out := make([]kmsg.JoinGroupResponseMember, len(ms))
 	for i, m := range ms {
-		out[i] = kmsg.JoinGroupResponseMember{MemberID: m.ID, InstanceID: m.Instance, ProtocolMetadata: m.MetadataFor(g.Protocol)}
+		out[i] = kmsg.JoinGroupResponseMember{MemberID: m.ID, InstanceID: m.Instance, ProtocolMetadata: m.MetadataFor(g.Protocol())}
 	}
 	return out
 }
@@ -84,17 +84,17 @@ func (s *Type) JoinGroup(now time.Time, req machine.Request, r *kmsg.JoinGroupRe
 		// As Kafka: a group created by a JoinGroup exists durably from
 		// then on, whatever becomes of the join (§4.2 side effect).
 		defer func() {
-			if g.Committed == nil {
+			if !g.HasRecord() {
 				s.emit(s.key(k).Key(), record.ClassicGroup{ID: g.ID, StateTimestamp: now.UnixMilli()}.Encode())
 			}
 		}()
 	}
 	if !s.acceptJoining(g, r.MemberID) {
-		if m := g.Members[r.MemberID]; m != nil {
+		if m := g.Members()[r.MemberID]; m != nil {
 			s.removeMember(g, m, kerr.GroupMaxSizeReached.Code)
 			s.Event(g, observe.MemberFenced, now, m, "the group is full (group.max.size)")
 		}
-		if _, ok := g.PendingJoin[r.MemberID]; ok {
+		if _, ok := g.PendingJoin()[r.MemberID]; ok {
 			s.DropPending(g, r.MemberID)
 		}
 		fail(kerr.GroupMaxSizeReached.Code, "")
@@ -137,15 +137,15 @@ func (j joinReq) fail(s *Type, code int16, memberID string) {
 
 // acceptJoining is Kafka's acceptJoiningMember (§4.2 step 7).
 func (s *Type) acceptJoining(g *Group, memberID string) bool {
-	m := g.Members[memberID]
+	m := g.Members()[memberID]
 	maxSize, _ := s.h.MaxMembers(g.Tenant, s.cfg.MaxSize)
 	switch g.State {
 	case Empty, Dead:
 		return true
 	case PreparingRebalance:
-		return (m != nil && m.Join != nil) || g.awaiting < maxSize
+		return (m != nil && m.Join != nil) || g.awaitingJoin() < maxSize
 	default:
-		return m != nil || len(g.Members) < maxSize
+		return m != nil || len(g.Members()) < maxSize
 	}
 }
 
@@ -162,7 +162,7 @@ func (s *Type) joinNewMember(now time.Time, g *Group, j joinReq) {
 	id := s.h.MemberID(prefix)
 	switch {
 	case r.InstanceID != nil:
-		if old, ok := g.Static[*r.InstanceID]; ok {
+		if old, ok := g.Static()[*r.InstanceID]; ok {
 			s.replaceStatic(now, g, j, old, id)
 		} else {
 			s.addMember(now, g, j, id)
@@ -176,14 +176,14 @@ func (s *Type) joinNewMember(now time.Time, g *Group, j joinReq) {
 		// and at most MaxPendingMembers are outstanding: each lives for
 		// the session timeout, so otherwise one connection sending
 		// JoinGroups without a member id makes millions.
-		if maxSize, _ := s.h.MaxMembers(g.Tenant, s.cfg.MaxSize); len(g.Members)+len(g.PendingJoin) >= maxSize ||
-			(s.cfg.MaxPendingMembers > 0 && len(g.PendingJoin) >= s.cfg.MaxPendingMembers) {
+		if maxSize, _ := s.h.MaxMembers(g.Tenant, s.cfg.MaxSize); len(g.Members())+len(g.PendingJoin()) >= maxSize ||
+			(s.cfg.MaxPendingMembers > 0 && len(g.PendingJoin()) >= s.cfg.MaxPendingMembers) {
 			j.fail(s, kerr.GroupMaxSizeReached.Code, "")
 			return
 		}
 		deadline := now.Add(time.Duration(r.SessionTimeoutMillis) * time.Millisecond)
 		g.EnsureMaps()
-		g.PendingJoin[id] = deadline
+		g.PendingJoin()[id] = deadline
 		s.timer(grouptype.MemberTimer(TimerMember, g.Key, id), deadline)
 		j.fail(s, kerr.MemberIDRequired.Code, id)
 	default:
@@ -197,7 +197,7 @@ func (s *Type) joinExistingMember(now time.Time, g *Group, j joinReq) {
 		j.fail(s, kerr.InconsistentGroupProtocol.Code, r.MemberID)
 		return
 	}
-	if _, ok := g.PendingJoin[r.MemberID]; ok {
+	if _, ok := g.PendingJoin()[r.MemberID]; ok {
 		if r.InstanceID != nil {
 			// Static members are never made pending (Kafka answers an
 			// internal error here).
@@ -211,12 +211,12 @@ func (s *Type) joinExistingMember(now time.Time, g *Group, j joinReq) {
 		j.fail(s, code, r.MemberID)
 		return
 	}
-	m := g.Members[r.MemberID]
+	m := g.Members()[r.MemberID]
 	// Why the rebalance (before the member changes): Kafka's reason,
 	// and its cause.
 	why := rejoinTrigger(g, m, j.protocols)
 	updating := func() string {
-		if g.State == Stable && m.ID == g.Leader {
+		if g.State == Stable && m.ID == g.Leader() {
 			return fmt.Sprintf("Leader %s re-joining group during %v; client reason: %s", m.ID, g.State, ClientReason(r.Reason))
 		}
 		return fmt.Sprintf("Updating metadata for member %s during %v; client reason: %s", m.ID, g.State, ClientReason(r.Reason))
@@ -234,7 +234,7 @@ func (s *Type) joinExistingMember(now time.Time, g *Group, j joinReq) {
 		s.updateMember(g, m, j)
 		s.PrepareRebalance(g, now, why, updating())
 	case Stable:
-		if m.ID != g.Leader && m.SameProtocols(j.protocols) {
+		if m.ID != g.Leader() && m.SameProtocols(j.protocols) {
 			// As Kafka: a follower's rejoin with unchanged metadata
 			// returns the current generation without a rebalance.
 			s.reply(j.req.ID, g.joinSuccess(r.Version, m))
@@ -255,12 +255,12 @@ func rejoinTrigger(g *Group, m *Member, ps []Protocol) grouptype.Trigger {
 	if g.ProtocolType == "consumer" {
 		var meta []byte
 		for _, p := range ps {
-			if p.Name == g.Protocol {
+			if p.Name == g.Protocol() {
 				meta = p.Meta
 				break
 			}
 		}
-		was, ok1 := subscriptionTopics(m.MetadataFor(g.Protocol))
+		was, ok1 := subscriptionTopics(m.MetadataFor(g.Protocol()))
 		is, ok2 := subscriptionTopics(meta)
 		if ok1 && ok2 {
 			slices.Sort(was)
@@ -276,7 +276,7 @@ func rejoinTrigger(g *Group, m *Member, ps []Protocol) grouptype.Trigger {
 // validateMember is Kafka's ClassicGroup.validateMember.
 func (g *Group) validateMember(memberID string, instance *string) int16 {
 	if instance != nil {
-		holder, ok := g.Static[*instance]
+		holder, ok := g.Static()[*instance]
 		switch {
 		case !ok:
 			return kerr.UnknownMemberID.Code
@@ -284,7 +284,7 @@ func (g *Group) validateMember(memberID string, instance *string) int16 {
 			return kerr.FencedInstanceID.Code
 		}
 	}
-	if g.Members[memberID] == nil {
+	if g.Members()[memberID] == nil {
 		return kerr.UnknownMemberID.Code
 	}
 	return 0
@@ -297,7 +297,7 @@ func (s *Type) park(g *Group, m *Member, p *Parked) {
 	if m.Join != nil {
 		s.reply(m.Join.ID, JoinError(m.Join.Version, kerr.RebalanceInProgress.Code, m.ID))
 	} else {
-		g.awaiting++
+		g.ext.awaiting++ // a member: the ext is there
 	}
 	m.Join = p
 }
@@ -333,20 +333,21 @@ func (s *Type) addMember(now time.Time, g *Group, j joinReq, id string) {
 			s.timer(grouptype.GroupTimer(TimerJoin, g.Key), minTime(now.Add(s.initialWait(g)), b.initialEnd))
 		}
 	}
-	if len(g.Members) == 0 {
+	if len(g.Members()) == 0 {
+		g.pin()
 		g.ProtocolType = r.ProtocolType
 	}
 	g.EnsureMaps()
-	g.Members[id] = m
+	g.Members()[id] = m
 	if m.Instance != nil {
-		g.Static[*m.Instance] = id
+		g.Static()[*m.Instance] = id
 	}
-	if g.Leader == "" {
-		g.Leader = id
+	if g.Leader() == "" {
+		g.SetLeader(id)
 	}
 	g.CountProtocols(m, 1)
 	s.park(g, m, j.parked)
-	delete(g.PendingJoin, id)
+	delete(g.PendingJoin(), id)
 	// A new member cannot heartbeat while its join is parked; this
 	// bounds how long a member whose client gave up can linger.
 	m.armedAt = 0
@@ -381,32 +382,32 @@ func orNull(p *string) string {
 // member's place.
 func (s *Type) replaceStatic(now time.Time, g *Group, j joinReq, oldID, newID string) {
 	r := j.r
-	oldLeader := g.Leader
-	old := g.Members[oldID]
+	oldLeader := g.Leader()
+	old := g.Members()[oldID]
 	if old.Join != nil {
 		s.reply(old.Join.ID, JoinError(old.Join.Version, kerr.FencedInstanceID.Code, oldID))
 		old.Join = nil
-		g.awaiting--
+		g.ext.awaiting--
 	}
 	if old.Sync != nil {
 		s.reply(old.Sync.ID, SyncError(old.Sync.Version, kerr.FencedInstanceID.Code))
 		old.Sync = nil
 	}
 	s.CancelSession(g, old)
-	delete(g.Members, oldID)
+	delete(g.Members(), oldID)
 	s.Event(g, observe.MemberFenced, now, old, "replaced by a new instance of the static member: "+newID)
 	m := &Member{}
 	*m = *old
 	// A fresh member, as Kafka's replaceStaticMember: not new.
 	m.ID, m.armedAt, m.expireAt, m.isNew = newID, 0, 0, false
-	g.Members[newID] = m
-	g.Static[*m.Instance] = newID
-	if g.Leader == oldID {
-		g.Leader = newID
+	g.Members()[newID] = m
+	g.Static()[*m.Instance] = newID
+	if g.Leader() == oldID {
+		g.SetLeader(newID)
 	}
-	if g.pendingSync[oldID] {
-		delete(g.pendingSync, oldID)
-		g.pendingSync[newID] = true
+	if g.pendingSyncs()[oldID] {
+		delete(g.pendingSyncs(), oldID)
+		g.pendingSyncs()[newID] = true
 	}
 	s.Event(g, observe.MemberJoined, now, m, "")
 	// Armed with the timeout it inherits, before the request's timeouts
@@ -415,7 +416,7 @@ func (s *Type) replaceStatic(now time.Time, g *Group, j joinReq, oldID, newID st
 	s.updateMember(g, m, j)
 	switch g.State {
 	case Stable:
-		if g.SelectProtocol() != g.Protocol {
+		if g.SelectProtocol() != g.Protocol() {
 			s.PrepareRebalance(g, now, Trigger(observe.CauseStaticMemberReplaced, m), fmt.Sprintf("Group's selectedProtocol will change because static member %s with instance id %s joined with change of protocol; client reason: %s",
 				newID, *m.Instance, ClientReason(r.Reason)))
 			return
@@ -425,10 +426,10 @@ func (s *Type) replaceStatic(now time.Time, g *Group, j joinReq, oldID, newID st
 		// id must be durable before the member learns it.
 		s.EmitRecord(g)
 		m.Join = nil
-		g.awaiting--
+		g.ext.awaiting--
 		resp := g.joinSuccess(r.Version, m)
 		if r.Version >= 9 {
-			resp.SkipAssignment = m.ID == g.Leader
+			resp.SkipAssignment = m.ID == g.Leader()
 		} else {
 			// An older client told it leads would run an assignment
 			// that a Stable group ignores: name the old leader id, so
@@ -458,7 +459,7 @@ func (s *Type) PrepareRebalance(g *Group, now time.Time, why grouptype.Trigger, 
 		}
 	}
 	s.timer(grouptype.GroupTimer(TimerSync, g.Key), time.Time{})
-	clear(g.pendingSync)
+	clear(g.pendingSyncs())
 	initial := g.State == Empty
 	g.transition(PreparingRebalance, now)
 	s.started(g, now, why, reason)
@@ -528,7 +529,7 @@ func (s *Type) joinTimer(g *Group, now time.Time) {
 		s.completeJoin(g, now)
 		return
 	}
-	if b := g.initial; g.PrevState == Empty && b != nil && b.newMemberAdded && b.initialLeft > 0 {
+	if b := g.barrierIf(); g.PrevState == Empty && b != nil && b.newMemberAdded && b.initialLeft > 0 {
 		b.newMemberAdded = false
 		step := min(s.cfg.InitialQuiet, b.initialLeft)
 		b.initialLeft -= step
@@ -549,25 +550,28 @@ func (s *Type) completeJoin(g *Group, now time.Time) {
 			s.Event(g, observe.MemberFenced, now, m, "did not rejoin within the rebalance timeout")
 		}
 	}
-	if l := g.Members[g.Leader]; l == nil || l.Join == nil {
+	if l := g.Members()[g.Leader()]; l == nil || l.Join == nil {
 		elected := false
 		for _, m := range g.SortedMembers() {
 			if m.Join != nil {
-				g.Leader, elected = m.ID, true
+				g.SetLeader(m.ID)
+				elected = true
 				break
 			}
 		}
-		if !elected && len(g.Members) > 0 {
+		if !elected && len(g.Members()) > 0 {
 			// Only static members that have not rejoined are left: wait
 			// for them (their session timers remove them).
 			s.timer(grouptype.GroupTimer(TimerJoin, g.Key), now.Add(g.RebalanceTimeout()))
 			return
 		}
 	}
+	g.pin()
 	g.Generation++
-	clear(g.pendingSync)
-	if len(g.Members) == 0 {
-		g.Protocol, g.Leader = "", ""
+	clear(g.pendingSyncs())
+	if len(g.Members()) == 0 {
+		g.SetProtocol("")
+		g.SetLeader("")
 		g.transition(Empty, now)
 		g.ComputeSubscribed()
 		s.EmitRecord(g)
@@ -576,18 +580,18 @@ func (s *Type) completeJoin(g *Group, now time.Time) {
 		s.Event(g, observe.RebalanceCompleted, now, nil, "")
 		return
 	}
-	g.Protocol = g.SelectProtocol()
+	g.SetProtocol(g.SelectProtocol())
 	g.transition(CompletingRebalance, now)
 	g.ComputeSubscribed()
 	for _, m := range g.SortedMembers() {
 		if m.Join != nil {
 			s.reply(m.Join.ID, g.joinSuccess(m.Join.Version, m))
 			m.Join = nil
-			g.awaiting--
+			g.ext.awaiting--
 		}
 		s.ArmSession(g, m, now, time.Duration(m.SessionTimeout)*time.Millisecond)
 		m.isNew = false
-		g.pendingSync[m.ID] = true
+		g.pendingSyncs()[m.ID] = true
 	}
 	// No record here: the generation becomes durable with the leader's
 	// SyncGroup (§6.3), as in Kafka.
@@ -603,7 +607,7 @@ func (s *Type) removeMember(g *Group, m *Member, code int16) {
 			s.reply(m.Join.ID, JoinError(m.Join.Version, code, ""))
 		}
 		m.Join = nil
-		g.awaiting--
+		g.ext.awaiting--
 	}
 	if m.Sync != nil {
 		if code != 0 {
@@ -612,22 +616,22 @@ func (s *Type) removeMember(g *Group, m *Member, code int16) {
 		m.Sync = nil
 	}
 	g.CountProtocols(m, -1)
-	delete(g.Members, m.ID)
-	delete(g.pendingSync, m.ID)
-	if m.Instance != nil && g.Static[*m.Instance] == m.ID {
-		delete(g.Static, *m.Instance)
+	delete(g.Members(), m.ID)
+	delete(g.pendingSyncs(), m.ID)
+	if m.Instance != nil && g.Static()[*m.Instance] == m.ID {
+		delete(g.Static(), *m.Instance)
 	}
-	if g.Leader == m.ID {
-		g.Leader = ""
+	if g.Leader() == m.ID {
+		g.SetLeader("")
 		if ms := g.SortedMembers(); len(ms) > 0 {
-			g.Leader = ms[0].ID
+			g.SetLeader(ms[0].ID)
 		}
 	}
 }
 
 // DropPending forgets a member id handed out with MEMBER_ID_REQUIRED.
 func (s *Type) DropPending(g *Group, id string) {
-	delete(g.PendingJoin, id)
+	delete(g.PendingJoin(), id)
 	s.timer(grouptype.MemberTimer(TimerMember, g.Key, id), time.Time{})
 }
 
@@ -660,18 +664,18 @@ func (s *Type) Fire(g *Group, kind byte, id string, now time.Time) {
 
 // memberDeadline runs a member's (or pending id's) timer (§10).
 func (s *Type) memberDeadline(g *Group, id string, now time.Time) {
-	if deadline, ok := g.PendingJoin[id]; ok {
+	if deadline, ok := g.PendingJoin()[id]; ok {
 		if now.Before(deadline) {
 			s.timer(grouptype.MemberTimer(TimerMember, g.Key, id), deadline)
 			return
 		}
-		delete(g.PendingJoin, id)
+		delete(g.PendingJoin(), id)
 		if g.State == PreparingRebalance && g.allJoined() {
 			s.completeJoin(g, now)
 		}
 		return
 	}
-	m := g.Members[id]
+	m := g.Members()[id]
 	if m == nil || m.armedAt.IsZero() {
 		return
 	}
@@ -699,13 +703,13 @@ func (s *Type) memberDeadline(g *Group, id string, now time.Time) {
 // syncTimer is Kafka's expirePendingSync (§6.4). Every rebalance cancels
 // the timer, so it always belongs to the current generation.
 func (s *Type) syncTimer(g *Group, now time.Time) {
-	if (g.State != CompletingRebalance && g.State != Stable) || len(g.pendingSync) == 0 {
+	if (g.State != CompletingRebalance && g.State != Stable) || len(g.pendingSyncs()) == 0 {
 		return
 	}
 	var removed []string
 	var why grouptype.Trigger // the first member removed
 	for _, m := range g.SortedMembers() {
-		if g.pendingSync[m.ID] {
+		if g.pendingSyncs()[m.ID] {
 			s.removeMember(g, m, 0)
 			s.Event(g, observe.MemberFenced, now, m, "did not sync within the rebalance timeout")
 			if removed == nil {

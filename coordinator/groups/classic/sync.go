@@ -21,7 +21,7 @@ func SyncError(version, code int16) *kmsg.SyncGroupResponse {
 func (g *Group) syncSuccess(version int16, m *Member) *kmsg.SyncGroupResponse {
 	r := kmsg.NewPtrSyncGroupResponse()
 	r.Version = version
-	typ, proto := g.ProtocolType, g.Protocol
+	typ, proto := g.ProtocolType, g.Protocol()
 	r.ProtocolType, r.Protocol = &typ, &proto
 	r.MemberAssignment = m.Assignment
 	if r.MemberAssignment == nil {
@@ -66,11 +66,11 @@ func (s *Type) SyncGroup(now time.Time, req machine.Request, r *kmsg.SyncGroupRe
 		fail(kerr.IllegalGeneration.Code)
 		return
 	}
-	if (r.ProtocolType != nil && *r.ProtocolType != g.ProtocolType) || (r.Protocol != nil && *r.Protocol != g.Protocol) {
+	if (r.ProtocolType != nil && *r.ProtocolType != g.ProtocolType) || (r.Protocol != nil && *r.Protocol != g.Protocol()) {
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
-	m := g.Members[r.MemberID]
+	m := g.Members()[r.MemberID]
 	switch g.State {
 	case PreparingRebalance:
 		fail(kerr.RebalanceInProgress.Code)
@@ -80,7 +80,7 @@ func (s *Type) SyncGroup(now time.Time, req machine.Request, r *kmsg.SyncGroupRe
 		}
 		m.Sync = &Parked{ID: req.ID, Version: v}
 		s.synced(g, m)
-		if m.ID != g.Leader {
+		if m.ID != g.Leader() {
 			return
 		}
 		// The leader's assignment: members it left out get empty bytes,
@@ -113,9 +113,9 @@ func (s *Type) SyncGroup(now time.Time, req machine.Request, r *kmsg.SyncGroupRe
 
 // synced notes that m has sent its SyncGroup for this generation.
 func (s *Type) synced(g *Group, m *Member) {
-	if g.pendingSync[m.ID] {
-		delete(g.pendingSync, m.ID)
-		if len(g.pendingSync) == 0 {
+	if g.pendingSyncs()[m.ID] {
+		delete(g.pendingSyncs(), m.ID)
+		if len(g.pendingSyncs()) == 0 {
 			s.timer(grouptype.GroupTimer(TimerSync, g.Key), time.Time{})
 		}
 	}

@@ -99,7 +99,7 @@ func (s *Type) upgrade(now time.Time, c *classic.Group, joining string, joiningS
 	switch {
 	case !s.cfg.MigrationPolicy.Upgrades(), c.ProtocolType != "consumer":
 		return nil, kerr.GroupIDNotFound.Code, notConsumer
-	case s.cfg.ConsumerMaxSize > 0 && len(c.Members) > s.cfg.ConsumerMaxSize:
+	case s.cfg.ConsumerMaxSize > 0 && len(c.Members()) > s.cfg.ConsumerMaxSize:
 		return nil, kerr.GroupIDNotFound.Code, notConsumer
 	}
 	type carried struct {
@@ -109,7 +109,7 @@ func (s *Type) upgrade(now time.Time, c *classic.Group, joining string, joiningS
 	}
 	var ms []carried
 	for _, m := range c.SortedMembers() {
-		sub, ok := subscription(m.MetadataFor(c.Protocol))
+		sub, ok := subscription(m.MetadataFor(c.Protocol()))
 		var a kmsg.ConsumerMemberAssignment
 		if !ok || len(m.Assignment) < 2 || a.ReadFrom(m.Assignment) != nil {
 			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf(
@@ -121,9 +121,9 @@ func (s *Type) upgrade(now time.Time, c *classic.Group, joining string, joiningS
 		}
 		ms = append(ms, carried{m, sub, s.byName(c.Tenant, byTopic)})
 	}
-	replaces := joiningStatic != nil && c.Static[*joiningStatic] != ""
+	replaces := joiningStatic != nil && c.Static()[*joiningStatic] != ""
 	if max, _ := s.h.MaxMembers(c.Tenant, s.cfg.ConsumerMaxSize); max > 0 {
-		if _, known := c.Members[joining]; !known && !replaces && len(c.Members) >= max {
+		if _, known := c.Members()[joining]; !known && !replaces && len(c.Members()) >= max {
 			return nil, kerr.GroupMaxSizeReached.Code, s.h.FullMessage(c.Tenant, s.cfg.ConsumerMaxSize)
 		}
 	}
@@ -141,7 +141,7 @@ func (s *Type) upgrade(now time.Time, c *classic.Group, joining string, joiningS
 		}
 		s.classic.CancelSession(c, m)
 	}
-	for id := range c.PendingJoin {
+	for id := range c.PendingJoin() {
 		s.classic.DropPending(c, id)
 	}
 	s.timer(grouptype.GroupTimer(classic.TimerJoin, c.Key), time.Time{})
@@ -191,7 +191,7 @@ func (s *Type) upgrade(now time.Time, c *classic.Group, joining string, joiningS
 func (s *Type) Join(now time.Time, e *grouptype.Entry, r *kmsg.ConsumerGroupHeartbeatRequest) (*consumer.Group, int16, string) {
 	join := r.MemberEpoch == 0
 	c := classic.Of(e)
-	if c == nil || len(c.Members) > 0 || c.State != classic.Empty {
+	if c == nil || len(c.Members()) > 0 || c.State != classic.Empty {
 		if !join || c == nil {
 			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", e.Name)
 		}
@@ -205,7 +205,7 @@ func (s *Type) Join(now time.Time, e *grouptype.Entry, r *kmsg.ConsumerGroupHear
 	// types had packages of their own.
 	s.h.NewGroupID(now)
 	k, id := e.Key, e.ID
-	if c.Committed != nil {
+	if c.HasRecord() {
 		s.emit(s.key(k).Key(), nil)
 	}
 	e.Part = nil
@@ -314,19 +314,19 @@ func (s *Type) toClassic(now time.Time, g *consumer.Group, leaving *consumer.Mem
 			Protocols: km.m.Classic.Protocols,
 		}
 		c.EnsureMaps()
-		c.Members[m.ID] = m
+		c.Members()[m.ID] = m
 		if m.Instance != nil {
-			c.Static[*m.Instance] = m.ID
+			c.Static()[*m.Instance] = m.ID
 		}
 		c.CountProtocols(m, 1)
 	}
-	c.Protocol = c.SelectProtocol()
+	c.SetProtocol(c.SelectProtocol())
 	for _, km := range ms {
-		m := c.Members[km.m.ID]
-		m.Assignment = s.assignmentBytes(c.Tenant, km.target, m.MetadataFor(c.Protocol))
+		m := c.Members()[km.m.ID]
+		m.Assignment = s.assignmentBytes(c.Tenant, km.target, m.MetadataFor(c.Protocol()))
 	}
 	if ms := c.SortedMembers(); len(ms) > 0 {
-		c.Leader = ms[0].ID
+		c.SetLeader(ms[0].ID)
 	}
 	c.State, c.PrevState = classic.Stable, classic.Empty
 	c.ComputeSubscribed()
@@ -334,7 +334,7 @@ func (s *Type) toClassic(now time.Time, g *consumer.Group, leaving *consumer.Mem
 	for _, m := range c.SortedMembers() {
 		s.classic.ArmSession(c, m, now, time.Duration(m.SessionTimeout)*time.Millisecond)
 	}
-	n := len(c.Members)
+	n := len(c.Members())
 	if joiner != nil {
 		n-- // reported joining below
 	}
@@ -342,7 +342,7 @@ func (s *Type) toClassic(now time.Time, g *consumer.Group, leaving *consumer.Mem
 		Generation: epoch, Members: n, Member: leaving.ID, InstanceID: grouptype.OrEmpty(leaving.Instance), At: now,
 		Reason: fmt.Sprintf("downgraded to a classic group: %s", why)})
 	if joiner != nil {
-		s.classic.Event(c, observe.MemberJoined, now, c.Members[joiner.ID], "")
+		s.classic.Event(c, observe.MemberJoined, now, c.Members()[joiner.ID], "")
 	}
 	return c
 }
