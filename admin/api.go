@@ -349,7 +349,7 @@ func (a *API) Sample(parent context.Context) {
 		clear(parts)
 		gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: parts}
 		a.shareSamples(*s, shares[groupRef{s.Tenant, s.Group}], ends, now, gs, seen)
-		for _, o := range s.Offsets {
+		for o := range s.Offsets.All() {
 			// The group's topic names are its organisation's; the log's
 			// are internal (topics.Internal).
 			tp := PartitionRef{Topic: o.Topic, Partition: o.Partition}
@@ -384,18 +384,19 @@ func compareGroups(a, b *groups.Summary) int {
 // partitions whose end offsets moved since: it is not a share group
 // (whose sample is also its share-partition state, and moves
 // a.progress), and what its sample and lag are read from is as it was:
-// its committed offsets and assigned partitions are the same slices (the
-// coordinator keeps a group's summary while the group does not change,
-// and never changes one it answered), and none of its committed
-// partitions' end offsets moved. The rest of a summary (members, state,
-// generation) is read from the reading itself, by every view.
+// its committed offsets are the same Offsets and its assigned partitions
+// the same slice (the coordinator keeps a group's summary while the
+// group does not change, and never changes one it answered), and none
+// of its committed partitions' end offsets moved. The rest of a summary
+// (members, state, generation) is read from the reading itself, by
+// every view.
 func quiet(s, p *groups.Summary, moved map[TopicPartition]bool) bool {
 	if s.Tenant != p.Tenant || s.Group != p.Group || s.Type != p.Type || s.Type == "share" ||
-		!sameSlice(s.Offsets, p.Offsets) || !sameSlice(s.Assigned, p.Assigned) {
+		!s.Offsets.Same(p.Offsets) || !sameSlice(s.Assigned, p.Assigned) {
 		return false
 	}
 	if len(moved) > 0 {
-		for _, o := range s.Offsets {
+		for o := range s.Offsets.All() {
 			if moved[TopicPartition{Topic: topics.Internal(s.Tenant, o.Topic), Partition: o.Partition}] {
 				return false
 			}
@@ -433,7 +434,7 @@ func movedEnds(old, cur map[TopicPartition]PartitionOffsets) map[TopicPartition]
 // status, so the group's status counts each as not evaluated.
 func unsampled(s groups.Summary, shares map[TopicPartition]SharePartition, sampled map[PartitionRef]LagSample) int {
 	missing := map[PartitionRef]bool{}
-	for _, o := range s.Offsets {
+	for o := range s.Offsets.All() {
 		tp := PartitionRef{Topic: o.Topic, Partition: o.Partition}
 		if _, ok := sampled[tp]; !ok {
 			missing[tp] = true
@@ -479,9 +480,9 @@ func (a *API) Groups(maxSeries int) ([]GroupOffsets, int) {
 		if !a.coordinates(s.Tenant, s.Group) {
 			continue // its shard moved since the sample
 		}
-		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, len(s.Offsets)),
+		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, s.Offsets.Len()),
 			Share: a.shares[groupRef{s.Tenant, s.Group}], Ends: a.ends}
-		for _, o := range s.Offsets {
+		for o := range s.Offsets.All() {
 			if o.Offset >= 0 {
 				g.Committed[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
 			}
@@ -549,9 +550,9 @@ func (a *API) metricGroups(maxSeries int) ([]int32, int) {
 // committedTopics counts the topics of offsets (sorted by topic) with a
 // committed offset, each a kafka_consumergroup_lag_sum and
 // _current_offset_sum series.
-func committedTopics(offsets []groups.OffsetSummary) int {
+func committedTopics(offsets groups.Offsets) int {
 	n, last := 0, ""
-	for _, o := range offsets {
+	for o := range offsets.All() {
 		if o.Offset >= 0 && (n == 0 || o.Topic != last) {
 			n++
 			last = o.Topic
@@ -770,7 +771,7 @@ func (a *API) summaryLocked(s groups.Summary, shares map[TopicPartition]SharePar
 		self := a.cfg.Cluster.Self()
 		g.Coordinator = &self
 	}
-	for _, o := range s.Offsets {
+	for o := range s.Offsets.All() {
 		// The log's name of the group's topic (topics.Internal).
 		if po, ok := ends[TopicPartition{Topic: topics.Internal(s.Tenant, o.Topic), Partition: o.Partition}]; ok && o.Offset >= 0 {
 			g.TotalLag += max(0, po.End-o.Offset)
@@ -916,9 +917,8 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Partitions = append(d.Partitions, p)
 	}
-	for i := range s.Offsets {
-		o := &s.Offsets[i]
-		add(TopicPartition{Topic: o.Topic, Partition: o.Partition}, o)
+	for o := range s.Offsets.All() {
+		add(TopicPartition{Topic: o.Topic, Partition: o.Partition}, &o)
 	}
 	for tp := range shares {
 		add(tp, nil)
@@ -1110,7 +1110,7 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		}
 		org := security.OrgName(s.Tenant)
 		counts[typeState{org, s.Type, s.State}]++
-		offsets[org] += len(s.Offsets)
+		offsets[org] += s.Offsets.Len()
 		pending[org] += s.PendingMembers
 	}
 	// The default organisation's totals are there even with no groups,

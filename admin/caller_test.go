@@ -39,9 +39,11 @@ func (s tenantsSource) Inspect(context.Context) ([]groups.Summary, error) {
 	for _, tenant := range []string{"", "acme", "globex"} {
 		for g := range s.groups {
 			sum := groups.Summary{Tenant: tenant, Group: fmt.Sprintf("g%d", g), ID: fmt.Sprintf("cgp_%s%d", tenant, g), Type: "classic", State: "Empty"}
+			var offs []groups.OffsetSummary
 			for p := range s.parts {
-				sum.Offsets = append(sum.Offsets, groups.OffsetSummary{Topic: "events", Partition: int32(p), Offset: 1})
+				offs = append(offs, groups.OffsetSummary{Topic: "events", Partition: int32(p), Offset: 1})
 			}
+			sum.Offsets = groups.MakeOffsets(offs)
 			out = append(out, sum)
 		}
 	}

@@ -132,9 +132,9 @@ func (ix listIndex) order(sort string, last []groups.Summary) func(i int) int32 
 
 // totalLag is a group's lag: over its committed offsets, and a share
 // group's share partitions, whose partitions' end offsets ends knows.
-func totalLag(tenant string, offsets []groups.OffsetSummary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets) int64 {
+func totalLag(tenant string, offsets groups.Offsets, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets) int64 {
 	var lag int64
-	for _, o := range offsets {
+	for o := range offsets.All() {
 		// The log's name of the group's topic (topics.Internal).
 		if po, ok := ends[TopicPartition{Topic: topics.Internal(tenant, o.Topic), Partition: o.Partition}]; ok && o.Offset >= 0 {
 			lag += max(0, po.End-o.Offset)

@@ -153,7 +153,7 @@ func (s namedSource) Inspect(context.Context) ([]groups.Summary, error) {
 	var out []groups.Summary
 	for name, lag := range s.lag {
 		out = append(out, groups.Summary{Group: name, ID: "cgp_" + name, Type: "classic", State: "Empty",
-			Offsets: []groups.OffsetSummary{{Topic: "events", Offset: 100 - lag}}})
+			Offsets: groups.MakeOffsets([]groups.OffsetSummary{{Topic: "events", Offset: 100 - lag}})})
 	}
 	return out, nil
 }

@@ -66,9 +66,11 @@ func quietSource(n int) *fakeSource {
 	for g := range n {
 		s := groups.Summary{Group: fmt.Sprintf("group-%07d", g), ID: fmt.Sprint("cgp_", g), Type: "classic", ProtocolType: "consumer", State: "Empty"}
 		topic := fmt.Sprintf("topic-%03d", g%nTopics)
+		var offs []groups.OffsetSummary
 		for p := range nParts {
-			s.Offsets = append(s.Offsets, groups.OffsetSummary{Topic: topic, Partition: int32(p), Offset: 900 + int64(g%200), CommitTimestamp: 1_700_000_000_000})
+			offs = append(offs, groups.OffsetSummary{Topic: topic, Partition: int32(p), Offset: 900 + int64(g%200), CommitTimestamp: 1_700_000_000_000})
 		}
+		s.Offsets = groups.MakeOffsets(offs)
 		src.sums = append(src.sums, s)
 	}
 	return src
@@ -139,7 +141,7 @@ func newEstate(seed int64) *estate {
 	return e
 }
 
-func (e *estate) offsets() []groups.OffsetSummary {
+func (e *estate) offsets() groups.Offsets {
 	var out []groups.OffsetSummary
 	for _, topic := range estateTopics {
 		for p := range estateParts {
@@ -158,7 +160,7 @@ func (e *estate) offsets() []groups.OffsetSummary {
 			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 		})
 	}
-	return out
+	return groups.MakeOffsets(out)
 }
 
 func (e *estate) assigned() []groups.AssignedPartition {
@@ -215,13 +217,14 @@ func (e *estate) step() {
 			delete(e.shares, ref)
 			continue
 		case 1, 2: // a commit: progress, the same offset again, or back
-			if len(s.Offsets) == 0 {
+			if s.Offsets.Len() == 0 {
 				break
 			}
-			s.Offsets = slices.Clone(s.Offsets)
-			o := &s.Offsets[e.rnd.Intn(len(s.Offsets))]
+			offs := slices.Collect(s.Offsets.All())
+			o := &offs[e.rnd.Intn(len(offs))]
 			o.Offset += int64(e.rnd.Intn(8) - 2)
 			o.CommitTimestamp += int64(1 + e.rnd.Intn(5000))
+			s.Offsets = groups.MakeOffsets(offs)
 		case 3: // members and generation, the offsets as they were
 			s.Members, s.Generation, s.State = e.rnd.Intn(4), s.Generation+1, []string{"Stable", "Empty", "PreparingRebalance"}[e.rnd.Intn(3)]
 			s.PendingMembers = e.rnd.Intn(2)
@@ -234,11 +237,11 @@ func (e *estate) step() {
 				e.shares[ref] = e.shareState(ref)
 			}
 		case 7: // the same summary again, as a new value with new slices
-			s.Offsets, s.Assigned = slices.Clone(s.Offsets), slices.Clone(s.Assigned)
+			s.Offsets, s.Assigned = groups.MakeOffsets(slices.Collect(s.Offsets.All())), slices.Clone(s.Assigned)
 		case 8: // another type under the same name
 			s.Type = []string{"classic", "consumer", "share"}[e.rnd.Intn(3)]
 			if s.Type == "share" {
-				s.Offsets, s.Assigned = nil, nil
+				s.Offsets, s.Assigned = groups.Offsets{}, nil
 				e.shares[ref] = e.shareState(ref)
 			} else {
 				delete(e.shares, ref)

@@ -79,7 +79,7 @@ func TestInspectChanges(t *testing.T) {
 	}
 	third := check("unchanged")
 	for i := range third {
-		if &third[i].Offsets[0] != &second[i].Offsets[0] {
+		if !third[i].Offsets.Same(second[i].Offsets) {
 			t.Errorf("%s: read afresh though unchanged", third[i].Group)
 		}
 	}
@@ -95,7 +95,7 @@ func TestInspectChanges(t *testing.T) {
 		c.Handle(ctx, coordinator.Request{Msg: fetch, Topics: catalog})()
 	}
 	for i, s := range check("a topic catalog came") {
-		if &s.Offsets[0] != &third[i].Offsets[0] {
+		if !s.Offsets.Same(third[i].Offsets) {
 			t.Errorf("%s: read afresh when a topic catalog came", s.Group)
 		}
 	}

@@ -16,7 +16,14 @@ import (
 // quietStore writes groups commit-only groups (a group record and 4
 // offsets each) of a 16-shard coordinator into a Pebble store under dir,
 // and opens it again, as a restart finds it.
-func quietStore(b *testing.B, groups int) store.Store {
+func quietStore(b testing.TB, groups int) store.Store {
+	return quietStoreOf(b, groups, func(int, int32) record.Offset {
+		return record.Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 1_700_000_000_000}
+	})
+}
+
+// quietStoreOf is quietStore with group i's offset of partition p.
+func quietStoreOf(b testing.TB, groups int, offset func(i int, p int32) record.Offset) store.Store {
 	const parts = 4
 	dir := filepath.Join(b.TempDir(), "store")
 	st, err := pebble.Open(dir, pebble.Options{})
@@ -34,7 +41,7 @@ func quietStore(b *testing.B, groups int) store.Store {
 		gk := record.GroupKey{Shard: uint16(co.ShardFor("", name)), Group: name}
 		batch.Put(gk.Key(), record.ClassicGroup{ID: fmt.Sprintf("cgp_%026d", i), Generation: 0, StateTimestamp: 1_700_000_000_000}.Encode())
 		for p := range int32(parts) {
-			batch.Put(record.OffsetKey{GroupKey: gk, Topic: "quiet", Partition: p}.Key(), record.Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 1_700_000_000_000}.Encode())
+			batch.Put(record.OffsetKey{GroupKey: gk, Topic: "quiet", Partition: p}.Key(), offset(i, p).Encode())
 		}
 		if batch.Len() >= 50000 {
 			if err := st.Apply(batch); err != nil {

@@ -64,7 +64,7 @@ type Summary struct {
 	// PendingMembers counts a classic group's member ids handed out with
 	// MEMBER_ID_REQUIRED and not yet used to join (KIP-394).
 	PendingMembers int
-	Offsets        []OffsetSummary // sorted by topic, then partition
+	Offsets        Offsets // sorted by topic, then partition
 	// Assigned are the partitions the group's members are assigned now
 	// (a classic group's, of the consumer protocol's assignments), by
 	// the names its tenant knows, sorted: the lag status counts one with
@@ -347,12 +347,10 @@ func (s *Shard) summary(e *group) (Summary, bool) {
 	default:
 		return Summary{}, false
 	}
-	if n := s.offs.Count(e.Off()); n > 0 {
-		sum.Offsets = make([]OffsetSummary, 0, n) // sized once: a reading makes one a group
-	}
 	s.offs.Read(e.Off(), func(topic string, p int32, o record.Offset) {
-		sum.Offsets = append(sum.Offsets, OffsetSummary{Topic: topic, Partition: p, Offset: o.Offset, CommitTimestamp: o.CommitTimestamp})
+		s.inspectOffs.add(topic, p, o.Offset, o.CommitTimestamp)
 	})
+	sum.Offsets = s.inspectOffs.build() // one allocation a group: a reading makes one a group
 	slices.SortFunc(sum.Assigned, func(a, b AssignedPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})

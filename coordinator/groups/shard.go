@@ -104,6 +104,8 @@ type Shard struct {
 	// inspectToken is the Token of the last InspectCmd that asked for
 	// changes (inspect.go).
 	inspectToken uint64
+	// inspectOffs builds the Offsets of the summaries inspect reads.
+	inspectOffs offsetsBuilder
 
 	// The group types, and the migration between them.
 	classic   *classic.Type
@@ -117,6 +119,7 @@ func New(cfg Config) *Shard {
 	s := &Shard{}
 	s.h = grouptype.NewHost(cfg, s.Replay)
 	s.cfg, s.offs = &s.h.Cfg, s.h.Offs
+	s.inspectOffs = newOffsetsBuilder()
 	s.classic = classic.New(s.h)
 	s.migration = migration.New(s.h, s.classic)
 	s.consumer = s.migration.Consumer()
