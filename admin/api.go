@@ -334,11 +334,11 @@ func (a *API) Sample(parent context.Context) {
 				// Its sample is its last one: the tracker repeats it,
 				// and its entry's lag is as it was, as is its status
 				// when the tracker says it cannot have changed.
-				if stable, ok := a.tracker.repeat(s.Tenant, s.Group, now); ok {
-					e := prevEntries[j]
-					e.i = i
+				e := prevEntries[j]
+				if hist, stable, ok := a.tracker.repeat(s.Tenant, s.Group, e.hist, now); ok {
+					e.i, e.hist = int32(i), hist
 					if !stable {
-						e.status = a.statusAt(s.Tenant, s.Group, e.lag, now)
+						e.status = a.statusOf(hist, e.lag, now)
 					}
 					entries[i] = e
 					nQuiet++

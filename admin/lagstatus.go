@@ -507,12 +507,13 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 // (GroupStatus) is as it was at its last reading, whatever now: every
 // partition's window, then and now, is all its last run's (Window equal
 // samples: OK with no lag, else STOP, not depending on times).
-func (t *LagTracker) repeat(tenant, group string, at time.Time) (stable, ok bool) {
+//
+// g is the group's history as the last reading left it (listEntry.hist);
+// the group's history now is returned, the same unless trimmed.
+func (t *LagTracker) repeat(tenant, group string, g groupLag, at time.Time) (now groupLag, stable, ok bool) {
 	seq := t.seq
-	ref := groupRef{tenant, group}
-	g, found := t.groups[ref]
-	if !found || g.last() != seq-1 {
-		return false, false
+	if g == nil || g.last() != seq-1 {
+		return g, false, false
 	}
 	lo := since(seq, t.keep)
 	trim := false
@@ -539,12 +540,12 @@ func (t *LagTracker) repeat(tenant, group string, at time.Time) (stable, ok bool
 	runs(r.trend())
 	if trim {
 		t.observe(at, t.lastSample(tenant, group, g))
-		return stable, true
+		return t.history(tenant, group), stable, true
 	}
 	t.times[seq%uint32(len(t.times))] = at.UnixNano()
 	binary.LittleEndian.PutUint32(g, seq)
 	t.read++
-	return stable, true
+	return g, stable, true
 }
 
 // lastSample is group g's last sample, as observe was given it (but for
@@ -674,6 +675,16 @@ func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, b
 	if !ok {
 		return StatusUnknown, false
 	}
+	return t.statusOf(g, now), true
+}
+
+// history is the group's history, nil if it has none.
+func (t *LagTracker) history(tenant, group string) groupLag {
+	return t.groups[groupRef{tenant, group}]
+}
+
+// statusOf is GroupStatus of the group whose history is g.
+func (t *LagTracker) statusOf(g groupLag, now time.Time) Status {
 	r, unsampled := g.reader()
 	hi := g.last()
 	lo := since(hi, t.cfg.Window)
@@ -691,7 +702,7 @@ func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, b
 		}
 		statuses = append(statuses, evaluate(t.samples(w, &r, runs, lo, hi), now, t.cfg.Window))
 	}
-	return groupStatus(statuses), true
+	return groupStatus(statuses)
 }
 
 // timeToClear estimates how long lag takes to clear when consumed grew

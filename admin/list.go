@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/topics"
@@ -57,21 +58,21 @@ type lazyOrders struct {
 
 // listEntry is a group of the last sample (API.last[i]).
 type listEntry struct {
-	i      int
-	lower  string // the group's name lowercased, when that differs
-	lag    int64
+	// hist is the tracker's history of the group as this sample left
+	// it: the next sample repeats a quiet group through it, without a
+	// lookup in the tracker's map of every group (LagTracker.repeat).
+	hist   groupLag
 	status Status
+	lag    int64
+	i      int32
 }
 
 // listEntry is group s (last[i]) as the list finds it, evaluated at now
 // (under a.mu, once the tracker has observed it).
 func (a *API) listEntry(i int, s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) listEntry {
-	e := listEntry{i: i}
-	if l := strings.ToLower(s.Group); l != s.Group {
-		e.lower = l
-	}
+	e := listEntry{i: int32(i), hist: a.tracker.history(s.Tenant, s.Group)}
 	e.lag = totalLag(s.Tenant, s.Offsets, shares, ends)
-	e.status = a.statusAt(s.Tenant, s.Group, e.lag, now)
+	e.status = a.statusOf(e.hist, e.lag, now)
 	return e
 }
 
@@ -151,8 +152,13 @@ func totalLag(tenant string, offsets groups.Offsets, shares map[TopicPartition]S
 // statusAt is a group's status as the list shows it: the tracker's, or
 // OK for a group it has not evaluated yet that has no lag (under a.mu).
 func (a *API) statusAt(tenant, group string, lag int64, now time.Time) Status {
-	if st, ok := a.tracker.GroupStatus(tenant, group, now); ok {
-		return st
+	return a.statusOf(a.tracker.history(tenant, group), lag, now)
+}
+
+// statusOf is statusAt of the group whose history is g (nil: none).
+func (a *API) statusOf(g groupLag, lag int64, now time.Time) Status {
+	if g != nil {
+		return a.tracker.statusOf(g, now)
 	}
 	if lag == 0 {
 		return StatusOK
@@ -304,16 +310,21 @@ func (q listQuery) matches(e listEntry, s *groups.Summary) bool {
 	if q.statuses != nil && !q.statuses[e.status] {
 		return false
 	}
-	if q.q != "" {
-		name := e.lower
-		if name == "" {
-			name = s.Group
-		}
-		if !strings.Contains(name, q.q) {
-			return false
-		}
+	if q.q != "" && !containsLower(s.Group, q.q) {
+		return false
 	}
 	return true
+}
+
+// containsLower reports whether name, lowercased, contains q; name is
+// lowercased only if it has a letter to lower (most names have none).
+func containsLower(name, q string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return strings.Contains(strings.ToLower(name), q)
+		}
+	}
+	return strings.Contains(name, q)
 }
 
 // listPage is one node's page: its groups, how many match in all, and
