@@ -689,7 +689,10 @@ func (t *LagTracker) statusOf(g groupLag, now time.Time) Status {
 	hi := g.last()
 	lo := since(hi, t.cfg.Window)
 	parts := int(r.uvarint())
-	statuses := make([]Status, 0, parts+unsampled)
+	// On the stack for most groups: the sampler evaluates a million of
+	// them in the first readings after a load.
+	var sbuf [16]Status
+	statuses := sbuf[:0]
 	for range unsampled {
 		statuses = append(statuses, StatusUnknown)
 	}
