@@ -33,6 +33,12 @@ var quietGroups = flag.Int("quiet.groups", 10000, "BenchmarkQuietGroups: the num
 // sampler has read every group (sampled.heap), for go tool pprof.
 var quietProfiles = flag.String("quiet.profiles", "", "BenchmarkQuietGroups: write heap profiles to this directory")
 
+// quietDir, if set, is the data directory BenchmarkQuietGroups keeps its
+// groups in: a run that finds them there (quiet.groups of them, made by
+// an earlier run) skips making them and starts at the restart, so that a
+// million groups are made once for several looks.
+var quietDir = flag.String("quiet.dir", "", "BenchmarkQuietGroups: keep the groups in this data directory and reuse them")
+
 const (
 	quietPartitions = 4 // every group commits 4 offsets, one per partition
 	quietConns      = 64
@@ -75,103 +81,160 @@ func BenchmarkQuietGroups(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	dir := b.TempDir()
+	made := ""
+	if *quietDir != "" {
+		dir = *quietDir
+		made = filepath.Join(dir, fmt.Sprintf("quiet-groups-%d", n))
+	}
 	args := []string{"--pprof", "--lag-sample-interval", "5s"}
 	for b.Loop() {
-		p := testkit.StartBinary(b, dir, args...)
-		createTopics(ctx, b, p.Addr, quietPartitions, "quiet")
-		conns := dialAll(b, p.Addr, quietConns, "bench-quiet")
-		const batch = 10000
-		for start := 0; start < n; start += batch {
-			groups := make([]string, min(batch, n-start))
-			for i := range groups {
-				groups[i] = fmt.Sprintf("quiet-%07d", start+i)
-			}
-			if err := commitAll(conns, groups, []string{"quiet"}, quietPartitions, 1); err != nil {
-				b.Fatal(err)
+		if _, err := os.Stat(made); made != "" && err == nil {
+			b.Logf("reusing the %d groups in %s", n, dir)
+		} else {
+			makeQuietGroups(ctx, b, dir, args, n)
+			if made != "" {
+				if err := os.WriteFile(made, nil, 0o644); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
-		loadgen.CloseAll(conns)
-		heap, rss := liveHeap(b, p.HTTPAddr), rssOf(b, p.Pid())
-		b.ReportMetric(float64(heap)/float64(n), "heap-B/group")
-		b.ReportMetric(float64(rss)/float64(n), "rss-B/group")
-		if code := p.Stop(time.Minute); code != 0 {
-			b.Fatalf("shutdown: exit %d", code)
-		}
-
 		start := time.Now()
-		p = testkit.StartBinary(b, dir, args...)
+		p := testkit.StartBinary(b, dir, args...)
 		waitReady(b, p.HTTPAddr)
 		b.ReportMetric(time.Since(start).Seconds(), "load-s")
-		heap, rss = liveHeap(b, p.HTTPAddr), rssOf(b, p.Pid())
+		heap, rss := liveHeap(b, p.HTTPAddr), rssOf(b, p.Pid())
 		saveHeapProfile(b, p.HTTPAddr, "load.heap")
 		b.ReportMetric(float64(heap)/float64(n), "heap-load-B/group")
 		b.ReportMetric(float64(rss)/float64(n), "rss-load-B/group")
-
-		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
-		if err != nil {
-			b.Fatal(err)
-		}
-		adm := kadm.NewClient(cl)
-		start = time.Now()
-		listed, err := adm.ListGroups(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(time.Since(start).Seconds(), "listgroups-load-s")
-		if len(listed) != n {
-			b.Fatalf("ListGroups listed %d groups, want %d", len(listed), n)
-		}
-		start = time.Now()
-		offs, err := adm.FetchOffsets(ctx, "quiet-0000000")
-		if err != nil || offs.Error() != nil {
-			b.Fatalf("fetch offsets: %v %v", err, offs.Error())
-		}
-		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "fetch-ms")
-		if len(offs["quiet"]) != quietPartitions {
-			b.Fatalf("fetched %d offsets, want %d", len(offs["quiet"]), quietPartitions)
-		}
-
-		// The admin API answers from the lag sampler's first reading:
-		// wait for one, then time the lists.
-		waitSampled(b, p.HTTPAddr, n)
-		b.ReportMetric(float64(liveHeap(b, p.HTTPAddr))/float64(n), "heap-sampled-B/group")
-		saveHeapProfile(b, p.HTTPAddr, "sampled.heap")
-		b.ReportMetric(median3(func() float64 {
-			start := time.Now()
-			listed, err := adm.ListGroups(ctx)
-			if err != nil || len(listed) != n {
-				b.Fatalf("ListGroups: %d groups, want %d (%v)", len(listed), n, err)
-			}
-			return time.Since(start).Seconds()
-		}), "listgroups-s")
-		b.ReportMetric(median3(func() float64 {
-			start := time.Now()
-			resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl)
-			if err != nil || len(resp.Groups) != n {
-				b.Fatalf("ListGroups: %v", err)
-			}
-			return time.Since(start).Seconds()
-		}), "listgroups-wire-s")
-		cl.Close()
-		var firsts []float64
-		b.ReportMetric(median3(func() float64 {
-			first, total := cliList(b, p.Addr)
-			firsts = append(firsts, first)
-			return total
-		}), "cli-s")
-		b.ReportMetric(median3(func() float64 { f := firsts[0]; firsts = firsts[1:]; return f }), "cli-first-s")
-		start = time.Now()
-		size := httpSize(b, "http://"+p.HTTPAddr+"/api/v1/groups")
-		b.ReportMetric(time.Since(start).Seconds(), "api-first-s")
-		b.ReportMetric(float64(size)/float64(n), "api-B/group")
-		b.ReportMetric(float64(rssOf(b, p.Pid()))/float64(n), "rss-api-B/group")
-		b.ReportMetric(metricValue(b, p.HTTPAddr, "cohort_lag_sample_seconds"), "sample-s")
-		start = time.Now()
-		size = httpSize(b, "http://"+p.HTTPAddr+"/metrics")
-		b.ReportMetric(time.Since(start).Seconds(), "metrics-s")
-		b.ReportMetric(float64(size)/float64(n), "metrics-B/group")
-		b.ReportMetric(float64(rssOf(b, p.Pid()))/float64(n), "rss-metrics-B/group")
+		quietLists(ctx, b, p, n)
 		p.Stop(time.Minute)
+	}
+}
+
+// makeQuietGroups starts the node on dir and makes n quiet groups,
+// reporting its heap and RSS once they are made.
+func makeQuietGroups(ctx context.Context, b *testing.B, dir string, args []string, n int) {
+	p := testkit.StartBinary(b, dir, args...)
+	createTopics(ctx, b, p.Addr, quietPartitions, "quiet")
+	conns := dialAll(b, p.Addr, quietConns, "bench-quiet")
+	const batch = 10000
+	for start := 0; start < n; start += batch {
+		groups := make([]string, min(batch, n-start))
+		for i := range groups {
+			groups[i] = fmt.Sprintf("quiet-%07d", start+i)
+		}
+		if err := commitAll(conns, groups, []string{"quiet"}, quietPartitions, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	loadgen.CloseAll(conns)
+	heap, rss := liveHeap(b, p.HTTPAddr), rssOf(b, p.Pid())
+	b.ReportMetric(float64(heap)/float64(n), "heap-B/group")
+	b.ReportMetric(float64(rss)/float64(n), "rss-B/group")
+	if code := p.Stop(time.Minute); code != 0 {
+		b.Fatalf("shutdown: exit %d", code)
+	}
+}
+
+// quietLists times the lists of a node holding n quiet groups, p, just
+// loaded.
+func quietLists(ctx context.Context, b *testing.B, p *testkit.Proc, n int) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	start := time.Now()
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(time.Since(start).Seconds(), "listgroups-load-s")
+	if len(listed) != n {
+		b.Fatalf("ListGroups listed %d groups, want %d", len(listed), n)
+	}
+	start = time.Now()
+	offs, err := adm.FetchOffsets(ctx, "quiet-0000000")
+	if err != nil || offs.Error() != nil {
+		b.Fatalf("fetch offsets: %v %v", err, offs.Error())
+	}
+	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "fetch-ms")
+	if len(offs["quiet"]) != quietPartitions {
+		b.Fatalf("fetched %d offsets, want %d", len(offs["quiet"]), quietPartitions)
+	}
+
+	// The admin API answers from the lag sampler's first reading:
+	// wait for one, then time the lists.
+	waitSampled(b, p.HTTPAddr, n)
+	b.ReportMetric(float64(liveHeap(b, p.HTTPAddr))/float64(n), "heap-sampled-B/group")
+	saveHeapProfile(b, p.HTTPAddr, "sampled.heap")
+	// A CPU profile of the node while the lists below are timed.
+	profiled := saveCPUProfile(b, p.HTTPAddr, "lists.cpu", 20*time.Second)
+	b.ReportMetric(median3(func() float64 {
+		start := time.Now()
+		listed, err := adm.ListGroups(ctx)
+		if err != nil || len(listed) != n {
+			b.Fatalf("ListGroups: %d groups, want %d (%v)", len(listed), n, err)
+		}
+		return time.Since(start).Seconds()
+	}), "listgroups-s")
+	b.ReportMetric(median3(func() float64 {
+		start := time.Now()
+		resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl)
+		if err != nil || len(resp.Groups) != n {
+			b.Fatalf("ListGroups: %v", err)
+		}
+		return time.Since(start).Seconds()
+	}), "listgroups-wire-s")
+	cl.Close()
+	var firsts []float64
+	b.ReportMetric(median3(func() float64 {
+		first, total := cliList(b, p.Addr)
+		firsts = append(firsts, first)
+		return total
+	}), "cli-s")
+	b.ReportMetric(median3(func() float64 { f := firsts[0]; firsts = firsts[1:]; return f }), "cli-first-s")
+	profiled()
+	start = time.Now()
+	size := httpSize(b, "http://"+p.HTTPAddr+"/api/v1/groups")
+	b.ReportMetric(time.Since(start).Seconds(), "api-first-s")
+	b.ReportMetric(float64(size)/float64(n), "api-B/group")
+	b.ReportMetric(float64(rssOf(b, p.Pid()))/float64(n), "rss-api-B/group")
+	b.ReportMetric(metricValue(b, p.HTTPAddr, "cohort_lag_sample_seconds"), "sample-s")
+	start = time.Now()
+	size = httpSize(b, "http://"+p.HTTPAddr+"/metrics")
+	b.ReportMetric(time.Since(start).Seconds(), "metrics-s")
+	b.ReportMetric(float64(size)/float64(n), "metrics-B/group")
+	b.ReportMetric(float64(rssOf(b, p.Pid()))/float64(n), "rss-metrics-B/group")
+}
+
+// saveCPUProfile starts a CPU profile of the node of d (if
+// -quiet.profiles is set), and returns a function that waits for it and
+// writes it.
+func saveCPUProfile(b *testing.B, httpAddr, name string, d time.Duration) func() {
+	b.Helper()
+	if *quietProfiles == "" {
+		return func() {}
+	}
+	done := make(chan []byte, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", httpAddr, int(d.Seconds())))
+		if err != nil {
+			done <- nil
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		done <- body
+	}()
+	return func() {
+		body := <-done
+		if err := os.MkdirAll(*quietProfiles, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(*quietProfiles, name), body, 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
