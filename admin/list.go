@@ -149,13 +149,9 @@ func totalLag(tenant string, offsets groups.Offsets, shares map[TopicPartition]S
 	return lag
 }
 
-// statusAt is a group's status as the list shows it: the tracker's, or
-// OK for a group it has not evaluated yet that has no lag (under a.mu).
-func (a *API) statusAt(tenant, group string, lag int64, now time.Time) Status {
-	return a.statusOf(a.tracker.history(tenant, group), lag, now)
-}
-
-// statusOf is statusAt of the group whose history is g (nil: none).
+// statusOf is a group's status as the list shows it, from its history g
+// (nil: none): the tracker's, or OK for a group it has not evaluated yet
+// that has no lag (under a.mu).
 func (a *API) statusOf(g groupLag, lag int64, now time.Time) Status {
 	if g != nil {
 		return a.tracker.statusOf(g, now)
