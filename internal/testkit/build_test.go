@@ -10,6 +10,7 @@ import (
 // with the invariants tag exactly when the test binary is, so that the
 // suite's checks reach the real server too.
 func TestBinaryHasTheTestsTags(t *testing.T) {
+	t.Cleanup(RemoveBuilds)
 	out, err := exec.Command("go", "version", "-m", Binary(t)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go version -m: %v\n%s", err, out)
