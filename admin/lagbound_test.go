@@ -91,7 +91,7 @@ func max64(a, b int64) int64 { return max(a, b) }
 func TestLagTrackerHistoryBytesCounted(t *testing.T) {
 	tr := quietTracker([]string{"a", "b", "c"}, 3)
 	var sum int64
-	for _, g := range tr.groups {
+	for _, g := range tr.groupMap() {
 		sum += int64(cap(g))
 	}
 	if b, _ := tr.HistoryBytes(); b != sum || b == 0 {
@@ -99,7 +99,7 @@ func TestLagTrackerHistoryBytesCounted(t *testing.T) {
 	}
 	tr.Observe(time.Unix(1_800_000_000, 0), []GroupSample{{Tenant: "acme", Group: "a"}})
 	sum = 0
-	for _, g := range tr.groups {
+	for _, g := range tr.groupMap() {
 		sum += int64(cap(g))
 	}
 	if b, _ := tr.HistoryBytes(); b != sum || len(tr.groups) != 1 {

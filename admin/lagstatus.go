@@ -146,22 +146,32 @@ const DefaultHistoryBytes = 256 << 20
 // partitions, in one byte slice of varints (encodeRun), and topic names
 // are numbered (for good: like the names the tracker shared before) and
 // shared between groups: a quiet group of 4 partitions
-// costs about 150 bytes (TestLagTrackerQuietGroupBytes).
+// costs about 120 bytes (TestLagTrackerQuietGroupBytes).
+//
+// The groups are a slice sorted by tenant then group, not a map: a
+// reading observes them in that order, each at the next place, and a
+// map of a million groups cost 129 bytes a group, the slice 56. A
+// reading that adds or drops a group builds the slice anew (rebuild);
+// one that does not, the common case, changes it in place.
 type LagTracker struct {
 	cfg    LagTrackerConfig
-	groups map[groupRef]groupLag
-	topics []string          // topic names, by id
-	ids    map[string]uint32 // topic ids, by name
-	seq    uint32            // the number of the reading under way, or the last
-	times  []int64           // readings' times (Unix ns), by number % len(times)
+	groups []tracked
+	// The reading under way: cur is the place in groups after the last
+	// group it observed (where the next is, in the common case), last
+	// that group's place (-1: a new one); rebuild, if not nil, is the
+	// groups it has observed, when they are not the groups in their
+	// order.
+	cur, last int
+	rebuild   []tracked
+	topics    []string          // topic names, by id
+	ids       map[string]uint32 // topic ids, by name
+	seq       uint32            // the number of the reading under way, or the last
+	times     []int64           // readings' times (Unix ns), by number % len(times)
 	// bytes is the histories' bytes (their slices' capacity); keep is
 	// how many readings of history are kept now: History, fewer while
 	// bytes is over MaxBytes (fit).
 	bytes int64
 	keep  int
-	// read counts the groups the reading under way has observed: when
-	// that is every group tracked, end forgets none without looking.
-	read int
 	// observe's scratch, reused from group to group.
 	keys []PartitionRef
 	runs []lagRun
@@ -169,6 +179,72 @@ type LagTracker struct {
 }
 
 type groupRef struct{ Tenant, Group string }
+
+func compareRefs(a, b groupRef) int {
+	return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Group, b.Group))
+}
+
+// tracked is a group's history.
+type tracked struct {
+	ref  groupRef
+	hist groupLag
+}
+
+// find returns the place of ref in the groups, or -1.
+func (t *LagTracker) find(ref groupRef) int {
+	if i, ok := slices.BinarySearchFunc(t.groups, ref, func(x tracked, r groupRef) int { return compareRefs(x.ref, r) }); ok {
+		return i
+	}
+	return -1
+}
+
+// lookup returns the place in the groups of ref, or -1, and its
+// history as the reading under way has it: the one the reading gave it
+// if it observed it already (a group twice in a reading), else the last.
+func (t *LagTracker) lookup(ref groupRef) (int, groupLag) {
+	if n := len(t.rebuild); n > 0 && t.rebuild[n-1].ref == ref {
+		return t.last, t.rebuild[n-1].hist
+	}
+	switch {
+	case t.cur < len(t.groups) && t.groups[t.cur].ref == ref:
+		return t.cur, t.groups[t.cur].hist
+	case t.rebuild == nil && t.cur > 0 && t.groups[t.cur-1].ref == ref:
+		return t.cur - 1, t.groups[t.cur-1].hist
+	}
+	if i := t.find(ref); i >= 0 {
+		return i, t.groups[i].hist
+	}
+	return -1, nil
+}
+
+// record notes the reading's history g of ref, which is at place i of
+// the groups (-1: none).
+func (t *LagTracker) record(ref groupRef, i int, g groupLag) {
+	if i >= 0 {
+		// Readers between the reading's chunks (the API's) see the
+		// group's history as the reading left it.
+		t.groups[i].hist = g
+	}
+	if t.rebuild == nil {
+		switch {
+		case i >= 0 && i == t.cur:
+			t.cur, t.last = i+1, i
+			return
+		case i >= 0 && i == t.cur-1:
+			return // again
+		}
+		t.rebuild = append(make([]tracked, 0, len(t.groups)+1), t.groups[:t.cur]...)
+	}
+	if i >= 0 {
+		t.cur = i + 1
+	}
+	t.last = i
+	if n := len(t.rebuild); n > 0 && t.rebuild[n-1].ref == ref {
+		t.rebuild[n-1].hist = g
+		return
+	}
+	t.rebuild = append(t.rebuild, tracked{ref, g})
+}
 
 // PartitionRef names a group's partition.
 type PartitionRef = TopicPartition
@@ -348,7 +424,7 @@ func NewLagTracker(cfg LagTrackerConfig) *LagTracker {
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultHistoryBytes
 	}
-	return &LagTracker{cfg: cfg, groups: map[groupRef]groupLag{}, ids: map[string]uint32{}, times: make([]int64, cfg.History+1), keep: cfg.History}
+	return &LagTracker{cfg: cfg, ids: map[string]uint32{}, times: make([]int64, cfg.History+1), keep: cfg.History}
 }
 
 // GroupSample is one group's reading: a sample per committed offset
@@ -376,7 +452,7 @@ func (t *LagTracker) Observe(at time.Time, groups []GroupSample) {
 // begin starts a reading: observe each group of it, then end.
 func (t *LagTracker) begin() {
 	t.seq++
-	t.read = 0
+	t.cur, t.rebuild = 0, nil
 }
 
 func comparePartitions(a, b PartitionRef) int {
@@ -390,10 +466,7 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	t.times[seq%uint32(len(t.times))] = at.UnixNano()
 	lo := since(seq, t.keep)
 	ref := groupRef{gs.Tenant, gs.Group}
-	g := t.groups[ref]
-	if g == nil || g.last() != seq {
-		t.read++
-	}
+	at0, g := t.lookup(ref)
 	// The reading's partitions, in the history's order: partitions gone
 	// from it go, the rest are kept, new ones added.
 	keys := t.keys[:0]
@@ -485,12 +558,11 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 	case g != nil && bytes.Equal(enc[4:], g[4:]):
 		binary.LittleEndian.PutUint32(g, seq)
 	case cap(g) >= len(enc) && cap(g) <= 2*len(enc):
-		t.groups[ref] = append(g[:0], enc...)
+		g = append(g[:0], enc...)
 	default:
-		n := bytes.Clone(enc)
-		t.bytes += int64(cap(n)) - int64(cap(g))
-		t.groups[ref] = n
+		g = bytes.Clone(enc)
 	}
+	t.record(ref, at0, g)
 }
 
 // repeat records a group's sample of the reading under way that is equal
@@ -544,7 +616,9 @@ func (t *LagTracker) repeat(tenant, group string, g groupLag, at time.Time) (now
 	}
 	t.times[seq%uint32(len(t.times))] = at.UnixNano()
 	binary.LittleEndian.PutUint32(g, seq)
-	t.read++
+	ref := groupRef{tenant, group}
+	i, _ := t.lookup(ref)
+	t.record(ref, i, g)
 	return g, stable, true
 }
 
@@ -567,13 +641,26 @@ func (t *LagTracker) lastSample(tenant, group string, g groupLag) GroupSample {
 
 // end ends a reading: a group not in it is forgotten.
 func (t *LagTracker) end() {
-	if t.read != len(t.groups) {
-		for ref, g := range t.groups {
-			if g.last() != t.seq {
-				t.bytes -= int64(cap(g))
-				delete(t.groups, ref)
+	if t.rebuild != nil {
+		// Sorted (a reading may come in any order), a group twice in
+		// it keeping its later history.
+		slices.SortStableFunc(t.rebuild, func(a, b tracked) int { return compareRefs(a.ref, b.ref) })
+		out := t.rebuild[:0]
+		for i, x := range t.rebuild {
+			if i+1 < len(t.rebuild) && t.rebuild[i+1].ref == x.ref {
+				continue
 			}
+			out = append(out, x)
 		}
+		clear(t.rebuild[len(out):])
+		t.groups, t.rebuild = slices.Clip(out), nil
+	} else {
+		clear(t.groups[t.cur:]) // not in the reading
+		t.groups = t.groups[:t.cur]
+	}
+	t.bytes = 0
+	for _, x := range t.groups {
+		t.bytes += int64(cap(x.hist))
 	}
 	t.fit()
 }
@@ -628,8 +715,8 @@ type GroupLag struct {
 
 // Group evaluates a group at now; ok is false if it has no samples.
 func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool) {
-	g, ok := t.groups[groupRef{tenant, group}]
-	if !ok {
+	g := t.history(tenant, group)
+	if g == nil {
 		return GroupLag{}, false
 	}
 	r, unsampled := g.reader()
@@ -671,8 +758,8 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 // GroupStatus is Group's Status alone, without the history and time to
 // clear it also builds; ok is false if the group has no samples.
 func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, bool) {
-	g, ok := t.groups[groupRef{tenant, group}]
-	if !ok {
+	g := t.history(tenant, group)
+	if g == nil {
 		return StatusUnknown, false
 	}
 	return t.statusOf(g, now), true
@@ -680,7 +767,14 @@ func (t *LagTracker) GroupStatus(tenant, group string, now time.Time) (Status, b
 
 // history is the group's history, nil if it has none.
 func (t *LagTracker) history(tenant, group string) groupLag {
-	return t.groups[groupRef{tenant, group}]
+	ref := groupRef{tenant, group}
+	if n := len(t.rebuild); n > 0 && t.rebuild[n-1].ref == ref {
+		return t.rebuild[n-1].hist // new to the reading under way
+	}
+	if i := t.find(ref); i >= 0 {
+		return t.groups[i].hist
+	}
+	return nil
 }
 
 // statusOf is GroupStatus of the group whose history is g.

@@ -1,9 +1,7 @@
 package admin
 
 import (
-	"cmp"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 )
@@ -257,12 +255,18 @@ func quietPartitions(base time.Time) map[PartitionRef]LagSample {
 // groupRefs returns the tracked groups, sorted.
 func (t *LagTracker) groupRefs() []groupRef {
 	out := make([]groupRef, 0, len(t.groups))
-	for r := range t.groups {
-		out = append(out, r)
+	for _, x := range t.groups {
+		out = append(out, x.ref)
 	}
-	slices.SortFunc(out, func(a, b groupRef) int {
-		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
-	})
+	return out
+}
+
+// groupMap is the tracked groups' histories, by group.
+func (t *LagTracker) groupMap() map[groupRef]groupLag {
+	out := make(map[groupRef]groupLag, len(t.groups))
+	for _, x := range t.groups {
+		out[x.ref] = x.hist
+	}
 	return out
 }
 
@@ -275,7 +279,7 @@ func TestLagTrackerQuietCostsOneRun(t *testing.T) {
 	for i := range 1000 {
 		tr.Observe(base.Add(time.Duration(i)*5*time.Second), []GroupSample{{Group: "g", Partitions: parts}})
 	}
-	hist, trend := tr.runsOf(tr.groups[groupRef{"", "g"}])
+	hist, trend := tr.runsOf(tr.groupMap()[groupRef{"", "g"}])
 	if len(trend) != 1 || trend[0].n != 60 {
 		t.Errorf("trend runs %+v, want one of the last 60 samples", trend)
 	}

@@ -205,7 +205,7 @@ func TestLagTrackerTwiceInAReading(t *testing.T) {
 			t.Fatalf("history %+v, want lags %v a second apart", h, want)
 		}
 	}
-	if parts, _ := tr.runsOf(tr.groups[groupRef{"", "g"}]); len(parts[ref]) != 2 {
+	if parts, _ := tr.runsOf(tr.groupMap()[groupRef{"", "g"}]); len(parts[ref]) != 2 {
 		t.Fatalf("runs %+v, want 2", parts[ref])
 	}
 }

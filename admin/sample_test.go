@@ -269,10 +269,6 @@ func (e *estate) step() {
 	e.publish()
 }
 
-func compareRefs(a, b groupRef) int {
-	return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
-}
-
 func compareTPs(a, b TopicPartition) int {
 	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
@@ -408,7 +404,7 @@ func TestSampleQuietSame(t *testing.T) {
 				sameAPIs(t, where, fast, slow)
 				// The tracker forgets the groups gone, and only those.
 				for _, x := range e.src.sums {
-					if _, ok := fast.tracker.groups[groupRef{x.Tenant, x.Group}]; !ok {
+					if _, ok := fast.tracker.groupMap()[groupRef{x.Tenant, x.Group}]; !ok {
 						t.Fatalf("%s: %s/%s not tracked", where, x.Tenant, x.Group)
 					}
 				}
@@ -468,17 +464,17 @@ func sameAPIs(t *testing.T, where string, fast, slow *API) {
 	if ft.seq != st.seq || !slices.Equal(ft.times, st.times) || !slices.Equal(ft.topics, st.topics) {
 		t.Fatalf("%s: tracker readings or topics differ", where)
 	}
-	if !maps.EqualFunc(ft.groups, st.groups, func(a, b groupLag) bool { return bytes.Equal(a, b) }) {
-		for ref, g := range st.groups {
-			if !bytes.Equal(ft.groups[ref], g) {
+	if !maps.EqualFunc(ft.groupMap(), st.groupMap(), func(a, b groupLag) bool { return bytes.Equal(a, b) }) {
+		for ref, g := range st.groupMap() {
+			if !bytes.Equal(ft.groupMap()[ref], g) {
 				f, _ := ft.Group(ref.Tenant, ref.Group, fast.lastAt)
 				s, _ := st.Group(ref.Tenant, ref.Group, slow.lastAt)
-				t.Errorf("%s: %v:\nfast %x %+v\nslow %x %+v", where, ref, []byte(ft.groups[ref]), f, []byte(g), s)
+				t.Errorf("%s: %v:\nfast %x %+v\nslow %x %+v", where, ref, []byte(ft.groupMap()[ref]), f, []byte(g), s)
 			}
 		}
 		t.Fatalf("%s: %d groups tracked fast, %d slow", where, len(ft.groups), len(st.groups))
 	}
-	for ref := range st.groups {
+	for ref := range st.groupMap() {
 		f, _ := ft.Group(ref.Tenant, ref.Group, fast.lastAt)
 		s, _ := st.Group(ref.Tenant, ref.Group, slow.lastAt)
 		if !reflect.DeepEqual(f, s) {
