@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/cohort-dev/cohort/internal/memtest"
 )
 
 // quietTracker builds a tracker of groups quiet groups, each with 4
@@ -29,14 +31,6 @@ func quietTracker(names []string, readings int) *LagTracker {
 	return tr
 }
 
-func heapAlloc() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // TestLagTrackerQuietGroupBytes: a quiet group of 4 partitions costs the
 // tracker little memory (a node may hold a million groups, most quiet).
 // The bytes counted are the tracker's own: its groups and histories, not
@@ -57,9 +51,9 @@ func TestLagTrackerQuietGroupBytes(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("group-%07d", i)
 	}
-	before := heapAlloc()
+	before := memtest.HeapAlloc()
 	tr := quietTracker(names, 3)
-	after := heapAlloc()
+	after := memtest.HeapAlloc()
 	runtime.KeepAlive(tr)
 	runtime.KeepAlive(names)
 	per := float64(int64(after)-int64(before)) / groups

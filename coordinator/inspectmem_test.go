@@ -6,16 +6,9 @@ import (
 	"testing"
 
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/internal/memtest"
 	"github.com/cohort-dev/cohort/record"
 )
-
-func heapAlloc() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
 
 // TestInspectQuietGroupBytes: the reading Inspect keeps (and the lag
 // sampler with it) costs little a quiet group, as a node may hold a
@@ -37,12 +30,12 @@ func TestInspectQuietGroupBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer co.Close()
-	before := heapAlloc()
+	before := memtest.HeapAlloc()
 	reading, err := co.Inspect(context.Background())
 	if err != nil || len(reading) != groups {
 		t.Fatalf("%d groups read, %v", len(reading), err)
 	}
-	after := heapAlloc()
+	after := memtest.HeapAlloc()
 	runtime.KeepAlive(reading)
 	per := float64(int64(after)-int64(before)) / groups
 	t.Logf("%.0f bytes per quiet group of 4 offsets", per)

@@ -8,17 +8,11 @@ import (
 
 	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/internal/memtest"
 	"github.com/cohort-dev/cohort/record"
 )
 
 // heapAlloc is the live heap after a full collection.
-func heapAlloc() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
 
 // TestQuietClassicGroupBytes: the classic part of a commit-only group
 // (a record without members, loaded as a restart does) costs little (a
@@ -51,14 +45,14 @@ func TestQuietClassicGroupBytes(t *testing.T) {
 		}
 	}
 	offs = nil
-	before := heapAlloc()
+	before := memtest.HeapAlloc()
 	for _, r := range recs {
 		if err := s.Replay(r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s.Loaded(epoch)
-	after := heapAlloc()
+	after := memtest.HeapAlloc()
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(recs) // in both measures, as the records are not the group's
 	if got := strings.Count(s.DurableState(), `classic type="" generation=0`); got != n {

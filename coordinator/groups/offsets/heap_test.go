@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/cohort-dev/cohort/internal/memtest"
 	"github.com/cohort-dev/cohort/record"
 )
 
@@ -26,7 +27,7 @@ func TestQuietGroupBytes(t *testing.T) {
 	}
 	id := [16]byte{1, 2, 3}
 	val := record.Offset{Offset: 1234, LeaderEpoch: 7, CommitTimestamp: 1_700_000_000_000, TopicID: id}.Encode()
-	before := heapAlloc()
+	before := memtest.HeapAlloc()
 	b := New(0, nil)
 	b.StartLoad()
 	for _, name := range names {
@@ -38,7 +39,7 @@ func TestQuietGroupBytes(t *testing.T) {
 		}
 	}
 	b.Loaded()
-	after := heapAlloc()
+	after := memtest.HeapAlloc()
 	runtime.KeepAlive(b)
 	runtime.KeepAlive(names)
 	per := float64(int64(after)-int64(before)) / groups
@@ -47,12 +48,4 @@ func TestQuietGroupBytes(t *testing.T) {
 	if per > most {
 		t.Errorf("%.0f bytes per quiet group of 4 offsets, want at most %d", per, most)
 	}
-}
-
-func heapAlloc() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
