@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"cmp"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -10,9 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -196,21 +200,25 @@ func listGroups(e *groupsEnv, states, types []string) ([]listedGroup, error) {
 		}
 		return false
 	}
-	for _, shard := range e.kgo().RequestSharded(ctx, req) {
-		if shard.Err != nil {
-			return nil, shard.Err
+	answers, err := askEveryBroker(ctx, e.kgo(), req)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range answers {
+		if a.err != nil {
+			return nil, fmt.Errorf("broker %d: %w", a.broker.ID, a.err)
 		}
-		resp := shard.Resp.(*kmsg.ListGroupsResponse)
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return nil, fmt.Errorf("broker %d: %w", shard.Meta.NodeID, err)
+		if err := kerr.ErrorForCode(a.resp.ErrorCode); err != nil {
+			return nil, fmt.Errorf("broker %d: %w", a.broker.ID, err)
 		}
-		for _, g := range resp.Groups {
+		rows = slices.Grow(rows, len(a.resp.Groups))
+		for _, g := range a.resp.Groups {
 			if !in(states, g.GroupState) || !in(types, g.GroupType) {
 				continue
 			}
 			rows = append(rows, listedGroup{
 				Group:        g.Group,
-				Coordinator:  broker{shard.Meta.NodeID, shard.Meta.Host, shard.Meta.Port},
+				Coordinator:  a.broker,
 				State:        g.GroupState,
 				Type:         g.GroupType,
 				ProtocolType: g.ProtocolType,
@@ -219,6 +227,57 @@ func listGroups(e *groupsEnv, states, types []string) ([]listedGroup, error) {
 	}
 	return sortByGroup(rows), nil
 }
+
+// listAnswer is one broker's answer to ListGroups.
+type listAnswer struct {
+	broker broker
+	resp   *kmsg.ListGroupsResponse
+	err    error
+}
+
+// askEveryBroker sends req to every broker of the cluster at once, as
+// kgo's RequestSharded does for a ListGroups, but with the answers
+// decoded by kmsg's UnsafeReadFrom (unsafeListGroups): a million
+// groups' names, states and types then alias each answer's bytes, which
+// the list keeps whole anyway, rather than being three million strings
+// of their own.
+func askEveryBroker(ctx context.Context, cl *kgo.Client, req *kmsg.ListGroupsRequest) ([]listAnswer, error) {
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.Topics = []kmsg.MetadataRequestTopic{} // the brokers only
+	m, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(m.Brokers, func(a, b kmsg.MetadataResponseBroker) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	answers := make([]listAnswer, len(m.Brokers))
+	var wg sync.WaitGroup
+	for i, b := range m.Brokers {
+		answers[i].broker = broker{b.NodeID, b.Host, b.Port}
+		wg.Go(func() {
+			r, err := cl.Broker(int(b.NodeID)).Request(ctx, unsafeListGroups{req})
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			answers[i].resp = r.(unsafeListGroupsResponse).ListGroupsResponse
+		})
+	}
+	wg.Wait()
+	return answers, nil
+}
+
+// unsafeListGroups is a ListGroups request whose answer is decoded
+// without copying its strings (kmsg's UnsafeReadFrom). kgo reads each
+// answer into a buffer of its own, which the strings then keep.
+type unsafeListGroups struct{ *kmsg.ListGroupsRequest }
+
+func (r unsafeListGroups) ResponseKind() kmsg.Response {
+	return unsafeListGroupsResponse{r.ListGroupsRequest.ResponseKind().(*kmsg.ListGroupsResponse)}
+}
+
+type unsafeListGroupsResponse struct{ *kmsg.ListGroupsResponse }
+
+func (r unsafeListGroupsResponse) ReadFrom(b []byte) error { return r.UnsafeReadFrom(b) }
 
 // sortByGroup returns rows sorted by group name. Each broker's answer
 // comes as a few sorted runs (Cohort's, one per coordinator shard), so
