@@ -736,11 +736,15 @@ func (c *conn) appendResponse(buf []byte, p *pending) []byte {
 	// ApiVersions responses always use header v0 (KIP-511), so a client
 	// can read them before knowing what we support.
 	flexible := resp.IsFlexible() && p.hdr.key != kmsg.ApiVersions.Int16()
-	if fr, ok := resp.(*kmsg.FetchResponse); ok {
-		// Make room for the record data at once rather than letting
-		// append grow the buffer by a quarter at a time through
-		// megabytes of batches, copying it each time.
-		buf = slices.Grow(buf, fetchSizeHint(fr))
+	// Make room for a large answer at once rather than letting append
+	// grow the buffer by a quarter at a time through megabytes, copying
+	// it each time: a fetch's record data, a ListGroups of a million
+	// groups (30 MB).
+	switch r := resp.(type) {
+	case *kmsg.FetchResponse:
+		buf = slices.Grow(buf, fetchSizeHint(r))
+	case *kmsg.ListGroupsResponse:
+		buf = slices.Grow(buf, listGroupsSizeHint(r))
 	}
 	buf = appendFrame(buf, p.hdr, flexible, resp.AppendTo)
 	c.s.answered(p, resp)
@@ -791,6 +795,16 @@ func fetchSizeHint(r *kmsg.FetchResponse) int {
 		for _, p := range t.Partitions {
 			n += 64 + 32*len(p.AbortedTransactions) + len(p.RecordBatches)
 		}
+	}
+	return n
+}
+
+// listGroupsSizeHint is a little more than a ListGroups response's
+// encoded size: each group's strings, and their lengths and tags.
+func listGroupsSizeHint(r *kmsg.ListGroupsResponse) int {
+	n := 64
+	for _, g := range r.Groups {
+		n += 16 + len(g.Group) + len(g.ProtocolType) + len(g.GroupState) + len(g.GroupType)
 	}
 	return n
 }
