@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -61,8 +62,8 @@ const (
 //	                            reading of every group runs beside it)
 //	fetch-ms                    OffsetFetch of one group
 //
-// and once the lag sampler has read every group (the node as it is
-// most of the time), each the median of three:
+// and once the lag sampler has read every group ten times (its windows
+// full: the node as it is most of the time), each the median of three:
 //
 //	listgroups-s                kadm ListGroups of every group
 //	listgroups-wire-s           the same request through kgo alone: the
@@ -169,6 +170,10 @@ func quietLists(ctx context.Context, b *testing.B, p *testkit.Proc, n int) {
 	waitSampled(b, p.HTTPAddr, n)
 	b.ReportMetric(float64(liveHeap(b, p.HTTPAddr))/float64(n), "heap-sampled-B/group")
 	saveHeapProfile(b, p.HTTPAddr, "sampled.heap")
+	// The node as it is most of the time: the lag windows full (their
+	// first readings evaluate every group's status, a reading twice as
+	// long as the later ones).
+	waitWindows(b, p.HTTPAddr, "quiet-0000000", 10)
 	// A CPU profile of the node while the lists below are timed.
 	profiled := saveCPUProfile(b, p.HTTPAddr, "lists.cpu", 20*time.Second)
 	b.ReportMetric(median3(func() float64 {
@@ -380,6 +385,23 @@ func waitSampled(b *testing.B, httpAddr string, n int) {
 			}
 		}
 		return false
+	})
+}
+
+// waitWindows waits until the lag sampler has read group n times (its
+// lag trend has n points), so that its window is full.
+func waitWindows(b *testing.B, httpAddr, group string, n int) {
+	b.Helper()
+	testkit.Eventually(b, 10*time.Minute, fmt.Sprintf("%d lag readings of %s", n, group), func() bool {
+		resp, err := http.Get("http://" + httpAddr + "/api/v1/groups/" + group)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var g struct {
+			Trend []json.RawMessage `json:"lag_trend"`
+		}
+		return json.NewDecoder(resp.Body).Decode(&g) == nil && len(g.Trend) >= n
 	})
 }
 
