@@ -1134,18 +1134,22 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		}
 		org := security.OrgName(s.Tenant)
 		ch <- prometheus.MustNewConstMetric(a.genDesc, prometheus.GaugeValue, float64(s.Generation), org, s.Group, s.Type)
-		l, ok := a.tracker.Group(s.Tenant, s.Group, now)
-		if !ok {
-			continue
+		// The tracker's history, not the entry's copy of it: a scrape
+		// may come between a reading's chunks, which re-encode some
+		// histories in place. Evaluated without the trend and histories
+		// a group's detail shows.
+		h := a.tracker.history(s.Tenant, s.Group)
+		if h == nil {
+			continue // no samples
 		}
-		ref := groupRef{s.Tenant, s.Group}
-		status := string(l.Status)
+		st, clear := a.tracker.evaluateOf(h, now)
+		status := string(st)
 		if status == "" {
 			status = "UNKNOWN"
 		}
-		ch <- prometheus.MustNewConstMetric(a.statusDesc, prometheus.GaugeValue, 1, org, ref.Group, status)
-		if l.TimeToClear != nil {
-			ch <- prometheus.MustNewConstMetric(a.clearDesc, prometheus.GaugeValue, l.TimeToClear.Seconds(), org, ref.Group)
+		ch <- prometheus.MustNewConstMetric(a.statusDesc, prometheus.GaugeValue, 1, org, s.Group, status)
+		if clear != nil {
+			ch <- prometheus.MustNewConstMetric(a.clearDesc, prometheus.GaugeValue, clear.Seconds(), org, s.Group)
 		}
 	}
 }

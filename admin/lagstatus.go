@@ -779,6 +779,14 @@ func (t *LagTracker) history(tenant, group string) groupLag {
 
 // statusOf is GroupStatus of the group whose history is g.
 func (t *LagTracker) statusOf(g groupLag, now time.Time) Status {
+	st, _ := t.evaluateOf(g, now)
+	return st
+}
+
+// evaluateOf is Group's Status and TimeToClear of the group whose history
+// is g, without the histories and trend Group also builds: what a scrape
+// of /metrics reports for each of up to a quarter of a million groups.
+func (t *LagTracker) evaluateOf(g groupLag, now time.Time) (Status, *time.Duration) {
 	r, unsampled := g.reader()
 	hi := g.last()
 	lo := since(hi, t.cfg.Window)
@@ -791,15 +799,23 @@ func (t *LagTracker) statusOf(g groupLag, now time.Time) Status {
 		statuses = append(statuses, StatusUnknown)
 	}
 	var buf [16]LagSample
+	var lag, consumed, produced int64
+	var span time.Duration
 	for range parts {
 		_, _, runs := r.part()
 		w := buf[:0]
 		if t.cfg.Window > len(buf) {
 			w = nil
 		}
-		statuses = append(statuses, evaluate(t.samples(w, &r, runs, lo, hi), now, t.cfg.Window))
+		w = t.samples(w, &r, runs, lo, hi)
+		statuses = append(statuses, evaluate(w, now, t.cfg.Window))
+		first, last := w[0], w[len(w)-1]
+		lag += last.Lag()
+		consumed += last.Committed - first.Committed
+		produced += last.End - first.End
+		span = max(span, last.At.Sub(first.At))
 	}
-	return groupStatus(statuses)
+	return groupStatus(statuses), timeToClear(lag, consumed, produced, span)
 }
 
 // timeToClear estimates how long lag takes to clear when consumed grew
