@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/cohort-dev/cohort/internal/memtest"
 )
 
 const (
@@ -103,7 +105,7 @@ func BenchmarkAssignerJoin(b *testing.B) {
 		b.StopTimer()
 		iter++
 		group := fmt.Sprintf("bench-%d", iter)
-		before := heapAfterGC()
+		before := memtest.HeapAlloc()
 		var streams []*akStream
 		for i := range akConsumers {
 			s, err := registerAK(ctx, cl, group, fmt.Sprintf("c%03d", i))
@@ -130,7 +132,7 @@ func BenchmarkAssignerJoin(b *testing.B) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		perConsumer = (float64(heapAfterGC()) - float64(before)) / akConsumers / 1024
+		perConsumer = (float64(memtest.HeapAlloc()) - float64(before)) / akConsumers / 1024
 
 		b.StartTimer()
 		t0 := time.Now()

@@ -27,6 +27,8 @@ import (
 	"github.com/cohort-dev/cohort/node"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cohort-dev/cohort/internal/memtest"
 )
 
 // timedAssignor is the uniform assignor, timed: the coordinator calls it
@@ -649,7 +651,7 @@ func BenchmarkConsumerJoin(b *testing.B) {
 func BenchmarkConsumerHeartbeat(b *testing.B) {
 	addr, _ := startConsumerNode(b, coordinator.Config{ConsumerSessionTimeout: 5 * time.Minute})
 	createTopics(benchContext(b), b, addr, hbPartitions, hbTopic)
-	before := heapAfterGC()
+	before := memtest.HeapAlloc()
 	t0 := time.Now()
 	addrs := slices.Repeat([]string{addr}, hbGroups)
 	members, err := loadgen.JoinConsumers(addrs, "bench-cg-heartbeat", hbTopic, hbMembersPerGroup, hbJoinParallel,
@@ -662,7 +664,7 @@ func BenchmarkConsumerHeartbeat(b *testing.B) {
 	// count its 16 KiB read buffer as the server's); wait until the
 	// server has let them go.
 	connsClosed(b, addr)
-	after := heapAfterGC()
+	after := memtest.HeapAlloc()
 	writeHeapProfile(b)
 	// What this benchmark itself keeps per member.
 	idBytes := 0

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -33,6 +32,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cohort-dev/cohort/internal/memtest"
 )
 
 // ---------------------------------------------------------------------------
@@ -405,7 +406,7 @@ func benchHeartbeat(b *testing.B, tg groupTarget) {
 	if tg.cohort {
 		warmGoroutines(3 * hbMembers)
 	}
-	before := heapAfterGC()
+	before := memtest.HeapAlloc()
 	members, err := loadgen.JoinGroups(slices.Repeat([]string{addr}, hbGroups), "bench-heartbeat", loadgen.RebalanceParams{
 		Topic:          hbTopic,
 		Partitions:     hbPartitions,
@@ -420,7 +421,7 @@ func benchHeartbeat(b *testing.B, tg groupTarget) {
 	b.Logf("%d members joined %d groups in %v (untimed set-up)", len(members), hbGroups, time.Since(t0).Round(time.Millisecond))
 	if tg.cohort {
 		connsClosed(b, addr)
-		after := heapAfterGC()
+		after := memtest.HeapAlloc()
 		writeHeapProfile(b)
 		// What this benchmark keeps: the member ids and the slice of
 		// members (made after before).
@@ -463,15 +464,6 @@ func heartbeatRounds[T any](b *testing.B, addr string, members []T, beat func(*l
 	}
 	b.ReportMetric(float64(b.N*len(members))/b.Elapsed().Seconds(), "heartbeats/s")
 	b.ReportMetric(cpu.perOp(b.N*len(members)), "cpu-us/heartbeat")
-}
-
-// heapAfterGC is the live Go heap after a full collection.
-func heapAfterGC() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 // warmGoroutines starts n goroutines and lets them end. The runtime keeps
@@ -559,7 +551,7 @@ func benchOffsetMemory(b *testing.B, tg groupTarget) {
 	}
 	loadgen.CloseAll(warm)
 	connsClosed(b, addr)
-	before := heapAfterGC()
+	before := memtest.HeapAlloc()
 	conns := dialAll(b, addr, memCommitConns, "bench-offsets")
 	op := 0
 	for b.Loop() {
@@ -574,7 +566,7 @@ func benchOffsetMemory(b *testing.B, tg groupTarget) {
 	}
 	loadgen.CloseAll(conns)
 	connsClosed(b, addr)
-	after := heapAfterGC()
+	after := memtest.HeapAlloc()
 	b.ReportMetric((float64(after)-float64(before))/float64(b.N*memOffsetsPerOp), "heap-B/offset")
 }
 

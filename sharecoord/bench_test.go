@@ -14,6 +14,8 @@ import (
 	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/cohort-dev/cohort/store/pebble"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cohort-dev/cohort/internal/memtest"
 )
 
 // BenchmarkAck measures acknowledgements through the host on Pebble (the
@@ -106,7 +108,7 @@ func BenchmarkInFlightMemory(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				before := heap()
+				before := memtest.HeapAlloc()
 				records := 0
 				for p := range int32(parts) {
 					k := key("g", p)
@@ -119,7 +121,7 @@ func BenchmarkInFlightMemory(b *testing.B) {
 					// The records between the start and end offsets.
 					records += fragment(b, h, k, inflight, sharestate.Limits{})
 				}
-				after := heap()
+				after := memtest.HeapAlloc()
 				perRecord = float64(after-before) / float64(records)
 				h.Close()
 			}

@@ -3,7 +3,6 @@ package sharecoord_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -11,6 +10,8 @@ import (
 	"github.com/cohort-dev/cohort/sharecoord"
 	"github.com/cohort-dev/cohort/store/memstore"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cohort-dev/cohort/internal/memtest"
 )
 
 // The memory test's shard: partitions it keeps, records each holds in
@@ -20,14 +21,6 @@ const (
 	maxParts = 10
 	maxLocks = 200
 )
-
-// heap returns the live heap after a collection.
-func heap() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
 
 // fragment fills partition k (a log of one-record batches) up to max
 // records or its in-flight limit and leaves it in its most expensive
@@ -76,13 +69,13 @@ func TestMemoryBounded(t *testing.T) {
 	l := plog{end: 1 << 40, batch: 1}
 	lim := sharestate.Limits{MaxInFlight: 1 << 30}
 	ctx := context.Background()
-	before := heap()
+	before := memtest.HeapAlloc()
 	for p := range int32(maxParts) {
 		if n := fragment(t, h, key("g", p), 2*maxLocks, lim); n != maxLocks {
 			t.Fatalf("partition %d: %d records in flight, want the cap %d", p, n, maxLocks)
 		}
 	}
-	full := heap()
+	full := memtest.HeapAlloc()
 
 	// The flood: ten times as many partitions, of other groups too,
 	// each refused; a hundred more fetches of every full partition;
@@ -106,7 +99,7 @@ func TestMemoryBounded(t *testing.T) {
 	for p := range 10_000 {
 		h.Watch(key("g", int32(p%maxParts)), key("w", int32(p))).Stop()
 	}
-	after := heap()
+	after := memtest.HeapAlloc()
 	grown := int64(after) - int64(full)
 	perPart := (int64(full) - int64(before)) / maxParts
 	t.Logf("%d partitions at their limit of %d records, fragmented: %d bytes each (%d per record); after the flood the heap grew %d bytes",

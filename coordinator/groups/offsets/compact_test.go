@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/cohort-dev/cohort/record"
+
+	"github.com/cohort-dev/cohort/internal/memtest"
 )
 
 // The committed offsets are kept in sorted slices, not maps (issue 34):
@@ -490,7 +492,7 @@ func BenchmarkBookMemory(b *testing.B) {
 		b.Run(fmt.Sprintf("topics=%d/partitions=%d", shape.topics, shape.parts), func(b *testing.B) {
 			var perOffset float64
 			for b.Loop() {
-				before := heapInUse()
+				before := int64(memtest.HeapAlloc())
 				book := New(0, nil)
 				for i := range shape.groups {
 					// The names alias a reused buffer, as a request's do.
@@ -502,17 +504,10 @@ func BenchmarkBookMemory(b *testing.B) {
 						}
 					}
 				}
-				perOffset = float64(heapInUse()-before) / float64(shape.groups*shape.topics*shape.parts)
+				perOffset = float64(int64(memtest.HeapAlloc())-before) / float64(shape.groups*shape.topics*shape.parts)
 				runtime.KeepAlive(book)
 			}
 			b.ReportMetric(perOffset, "heap-B/offset")
 		})
 	}
-}
-
-func heapInUse() int64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }
