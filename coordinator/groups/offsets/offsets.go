@@ -522,17 +522,6 @@ func (b *Book) Get(g Group, topic string, p int32) (record.Offset, bool) {
 // Has reports whether g has a committed offset.
 func (b *Book) Has(g Group) bool { return b.offsetsOf(g) != nil }
 
-// Count counts g's committed offsets.
-func (b *Book) Count(g Group) int {
-	n := 0
-	if gs := b.offsetsOf(g); gs != nil {
-		for _, t := range gs.topics {
-			n += len(t.parts)
-		}
-	}
-	return n
-}
-
 // Topics returns the topics g has committed offsets of, sorted.
 func (b *Book) Topics(g Group) []string {
 	gs := b.offsetsOf(g)

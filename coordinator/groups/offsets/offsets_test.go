@@ -175,3 +175,14 @@ func (b *Book) all() map[Group]*groupOffsets {
 	b.idx.Range(func(g Group, s *Slot) { out[g] = s.g })
 	return out
 }
+
+// Count counts g's committed offsets.
+func (b *Book) Count(g Group) int {
+	n := 0
+	if gs := b.offsetsOf(g); gs != nil {
+		for _, t := range gs.topics {
+			n += len(t.parts)
+		}
+	}
+	return n
+}
