@@ -56,6 +56,10 @@ func Start(t testing.TB) *Browser {
 		chromedp.NoSandbox,
 		chromedp.WindowSize(1280, 900),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium leaves a directory for its singleton socket in
+		// TMPDIR at every start (808 of them had piled up in /tmp on
+		// this machine): the test's own directory goes with the test.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	b := &Browser{t: t, dir: t.TempDir()}
