@@ -99,7 +99,7 @@ func addCohortInfo(e *groupsEnv, gs []describedGroup) error {
 // for each node that did not answer; the caller's organisation's, or --org's; for an
 // operator naming none, every organisation's, of which a name's in the
 // default organisation is taken).
-func addCohortIDs(e *groupsEnv, rows []listedGroup) error {
+func addCohortIDs(e *groupsEnv, l *listing) error {
 	if e.adminURL == "" {
 		return nil
 	}
@@ -154,11 +154,12 @@ func addCohortIDs(e *groupsEnv, rows []listedGroup) error {
 		}
 		cursor = l.NextCursor
 	}
-	for i := range rows {
-		r := &rows[i]
-		for _, g := range byName[r.Group] {
-			if r.CgpID == "" || g.Org == "default" {
-				r.CgpID, r.RRL = g.CgpID, g.RRL
+	l.ids = make([]cohortID, len(l.order))
+	for i, r := range l.order {
+		id := &l.ids[i]
+		for _, g := range byName[l.group(r).Group] {
+			if id.CgpID == "" || g.Org == "default" {
+				id.CgpID, id.RRL = g.CgpID, g.RRL
 			}
 		}
 	}

@@ -53,9 +53,9 @@ func listFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 				return usageError(fmt.Sprintf("--type takes classic, consumer or share, not %q", t))
 			}
 		}
-		rows, err := listGroups(e, sf, tf)
+		l, err := listGroups(e, sf, tf)
 		if err == nil {
-			err = addCohortIDs(e, rows)
+			err = addCohortIDs(e, l)
 		}
 		if err != nil {
 			return err
@@ -63,30 +63,71 @@ func listFlags(fs *flag.FlagSet) func(*groupsEnv, []string) error {
 		// Written as it is formatted, a block at a time: a million
 		// groups are not one table or one JSON document held whole.
 		if e.json {
-			return writeJSONRows(e.stdout, rows)
+			return writeJSONRows(e.stdout, len(l.order), l.row)
 		}
-		return writeListTable(e.stdout, rows, e.adminURL != "")
+		return writeListTable(e.stdout, l, e.adminURL != "")
 	}
+}
+
+// listing is what `cohort groups list` lists: every broker's answer as
+// kmsg decoded it, and the order of their groups by name. A row is made
+// from them as it is written: a million rows copied out of the answers
+// and then merged were two slices of 128 MB for the collector to scan.
+type listing struct {
+	answers []listAnswer
+	// names are the brokers' names as the table shows them, by answer,
+	// formatted once.
+	names []string
+	order []groupRef
+	// ids are the groups' cgp_ ids and RRLs by place in order, with
+	// --admin-url (addCohortIDs); else nil.
+	ids []cohortID
+}
+
+// groupRef is a group of a listing: answers[answer].resp.Groups[group].
+type groupRef struct{ answer, group uint32 }
+
+// cohortID is what the admin API adds to a listed group.
+type cohortID struct{ CgpID, RRL string }
+
+func (l *listing) group(r groupRef) *kmsg.ListGroupsResponseGroup {
+	return &l.answers[r.answer].resp.Groups[r.group]
+}
+
+// row returns the i-th row of the list.
+func (l *listing) row(i int) listedGroup {
+	r := l.order[i]
+	g := l.group(r)
+	row := listedGroup{
+		Group:        g.Group,
+		Coordinator:  l.answers[r.answer].broker,
+		State:        g.GroupState,
+		Type:         g.GroupType,
+		ProtocolType: g.ProtocolType,
+	}
+	if l.ids != nil {
+		row.CgpID, row.RRL = l.ids[i].CgpID, l.ids[i].RRL
+	}
+	return row
 }
 
 // writeListTable writes the list as a table; withIDs adds the cgp_ id
 // and RRL columns.
-func writeListTable(w io.Writer, rows []listedGroup, withIDs bool) error {
+func writeListTable(w io.Writer, l *listing, withIDs bool) error {
 	headers := []string{"GROUP", "COORDINATOR", "STATE", "TYPE", "PROTOCOL-TYPE"}
 	if withIDs {
 		headers = append(headers, "CGP-ID", "RRL")
 	}
-	// A broker's name is formatted once, not once a row.
-	var last broker
-	var lastName string
-	return writeTableRows(w, headers, len(rows), func(i int, cells []string) []string {
-		r := rows[i]
-		if lastName == "" || r.Coordinator != last {
-			last, lastName = r.Coordinator, r.Coordinator.String()
-		}
-		cells = append(cells, r.Group, lastName, r.State, r.Type, r.ProtocolType)
+	return writeTableRows(w, headers, len(l.order), func(i int, cells []string) []string {
+		r := l.order[i]
+		g := l.group(r)
+		cells = append(cells, g.Group, l.names[r.answer], g.GroupState, g.GroupType, g.ProtocolType)
 		if withIDs {
-			cells = append(cells, dash(r.CgpID), dash(r.RRL))
+			var id cohortID
+			if l.ids != nil {
+				id = l.ids[i]
+			}
+			cells = append(cells, dash(id.CgpID), dash(id.RRL))
 		}
 		return cells
 	})
@@ -111,7 +152,7 @@ func writeTableRows(w io.Writer, headers []string, n int, row func(i int, cells 
 		for r := range len(bounds) - 1 {
 			row := cells[bounds[r] : bounds[r+1]-1]
 			for i, c := range row {
-				widths[i] = max(widths[i], utf8.RuneCountInString(c))
+				widths[i] = max(widths[i], cellWidth(c))
 			}
 		}
 		buf = buf[:0]
@@ -120,9 +161,7 @@ func writeTableRows(w io.Writer, headers []string, n int, row func(i int, cells 
 			for i, c := range row {
 				buf = append(buf, c...)
 				if i < len(row)-1 {
-					for range widths[i] - utf8.RuneCountInString(c) + 2 {
-						buf = append(buf, ' ')
-					}
+					buf = appendSpaces(buf, widths[i]-cellWidth(c)+2)
 				}
 			}
 			buf = append(buf, '\n')
@@ -143,23 +182,44 @@ func writeTableRows(w io.Writer, headers []string, n int, row func(i int, cells 
 	return flush()
 }
 
-// writeJSONRows writes rows as output's indented JSON array, one row at
-// a time.
-func writeJSONRows[T any](w io.Writer, rows []T) error {
-	if len(rows) == 0 {
+// cellWidth is a cell's width as text/tabwriter counts it: its runes.
+func cellWidth(c string) int {
+	for i := 0; i < len(c); i++ {
+		if c[i] >= utf8.RuneSelf {
+			return utf8.RuneCountInString(c)
+		}
+	}
+	return len(c)
+}
+
+// spaces pads cells a run at a time rather than a byte at a time.
+const spaces = "                                                                "
+
+func appendSpaces(buf []byte, n int) []byte {
+	for n > len(spaces) {
+		buf = append(buf, spaces...)
+		n -= len(spaces)
+	}
+	return append(buf, spaces[:n]...)
+}
+
+// writeJSONRows writes n rows, row(i) the i-th, as output's indented
+// JSON array, one row at a time.
+func writeJSONRows[T any](w io.Writer, n int, row func(int) T) error {
+	if n == 0 {
 		_, err := io.WriteString(w, "[]\n")
 		return err
 	}
 	bw := bufio.NewWriter(w)
 	bw.WriteString("[\n")
-	for i, r := range rows {
-		b, err := json.MarshalIndent(r, "  ", "  ")
+	for i := range n {
+		b, err := json.MarshalIndent(row(i), "  ", "  ")
 		if err != nil {
 			return err
 		}
 		bw.WriteString("  ")
 		bw.Write(b)
-		if i < len(rows)-1 {
+		if i < n-1 {
 			bw.WriteByte(',')
 		}
 		bw.WriteByte('\n')
@@ -183,12 +243,11 @@ func splitList(s string) []string {
 // coordinator). The filters go in the request (states since v4, types
 // since v5, KIP-518 and KIP-848) and are applied here too, for brokers
 // that ignore them.
-func listGroups(e *groupsEnv, states, types []string) ([]listedGroup, error) {
+func listGroups(e *groupsEnv, states, types []string) (*listing, error) {
 	ctx, cancel := e.ctx()
 	defer cancel()
 	req := kmsg.NewPtrListGroupsRequest()
 	req.StatesFilter, req.TypesFilter = states, types
-	rows := []listedGroup{}
 	in := func(set []string, v string) bool {
 		if len(set) == 0 || v == "" {
 			return true
@@ -204,28 +263,31 @@ func listGroups(e *groupsEnv, states, types []string) ([]listedGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range answers {
+	l := &listing{answers: answers, names: make([]string, len(answers))}
+	n := 0
+	for i, a := range answers {
 		if a.err != nil {
 			return nil, fmt.Errorf("broker %d: %w", a.broker.ID, a.err)
 		}
 		if err := kerr.ErrorForCode(a.resp.ErrorCode); err != nil {
 			return nil, fmt.Errorf("broker %d: %w", a.broker.ID, err)
 		}
-		rows = slices.Grow(rows, len(a.resp.Groups))
-		for _, g := range a.resp.Groups {
-			if !in(states, g.GroupState) || !in(types, g.GroupType) {
-				continue
-			}
-			rows = append(rows, listedGroup{
-				Group:        g.Group,
-				Coordinator:  a.broker,
-				State:        g.GroupState,
-				Type:         g.GroupType,
-				ProtocolType: g.ProtocolType,
+		if len(states) > 0 || len(types) > 0 {
+			a.resp.Groups = slices.DeleteFunc(a.resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+				return !in(states, g.GroupState) || !in(types, g.GroupType)
 			})
 		}
+		l.names[i] = a.broker.String()
+		n += len(a.resp.Groups)
 	}
-	return sortByGroup(rows), nil
+	l.order = make([]groupRef, 0, n)
+	for i, a := range answers {
+		for j := range a.resp.Groups {
+			l.order = append(l.order, groupRef{uint32(i), uint32(j)})
+		}
+	}
+	l.order = sortByGroup(l.order, func(a, b groupRef) int { return strings.Compare(l.group(a).Group, l.group(b).Group) })
+	return l, nil
 }
 
 // listAnswer is one broker's answer to ListGroups.
@@ -279,14 +341,15 @@ type unsafeListGroupsResponse struct{ *kmsg.ListGroupsResponse }
 
 func (r unsafeListGroupsResponse) ReadFrom(b []byte) error { return r.UnsafeReadFrom(b) }
 
-// sortByGroup returns rows sorted by group name. Each broker's answer
-// comes as a few sorted runs (Cohort's, one per coordinator shard), so
-// the runs are found and merged: a million rows merged from sixteen runs
-// take a tenth of the time that sorting them takes.
-func sortByGroup(rows []listedGroup) []listedGroup {
+// sortByGroup returns rows sorted by compare (by group name), stably.
+// Each broker's answer comes as a few sorted runs (Cohort's, one per
+// coordinator shard), so the runs are found and merged: a million rows
+// merged from sixteen runs take a tenth of the time that sorting them
+// takes.
+func sortByGroup[T any](rows []T, compare func(a, b T) int) []T {
 	var starts []int
 	for i := range rows {
-		if i == 0 || rows[i].Group < rows[i-1].Group {
+		if i == 0 || compare(rows[i], rows[i-1]) < 0 {
 			starts = append(starts, i)
 		}
 	}
@@ -294,7 +357,7 @@ func sortByGroup(rows []listedGroup) []listedGroup {
 		return rows
 	}
 	if len(starts) > 64 { // not runs worth merging
-		slices.SortStableFunc(rows, func(a, b listedGroup) int { return strings.Compare(a.Group, b.Group) })
+		slices.SortStableFunc(rows, compare)
 		return rows
 	}
 	// A heap of the runs by their next row (ties by run, so that the
@@ -308,8 +371,8 @@ func sortByGroup(rows []listedGroup) []listedGroup {
 		}
 	}
 	less := func(a, b int) bool {
-		x, y := rows[runs[a].next].Group, rows[runs[b].next].Group
-		return x < y || x == y && a < b
+		c := compare(rows[runs[a].next], rows[runs[b].next])
+		return c < 0 || c == 0 && a < b
 	}
 	heap := make([]int, len(runs))
 	for i := range heap {
@@ -334,7 +397,7 @@ func sortByGroup(rows []listedGroup) []listedGroup {
 	for i := len(heap)/2 - 1; i >= 0; i-- {
 		down(i)
 	}
-	out := make([]listedGroup, 0, len(rows))
+	out := make([]T, 0, len(rows))
 	for len(heap) > 0 {
 		r := &runs[heap[0]]
 		out = append(out, rows[r.next])
