@@ -335,10 +335,10 @@ func (a *API) Sample(parent context.Context) {
 				// and its entry's lag is as it was, as is its status
 				// when the tracker says it cannot have changed.
 				e := prevEntries[j]
-				if hist, stable, ok := a.tracker.repeat(s.Tenant, s.Group, e.hist, now); ok {
-					e.i, e.hist = int32(i), hist
+				if hist, stable, ok := a.tracker.repeat(s.Tenant, s.Group, now); ok {
+					e.i = int32(i)
 					if !stable {
-						e.status = a.statusOf(hist, e.lag, now)
+						e.code = codeOf(a.statusOf(hist, e.lag, now))
 					}
 					entries[i] = e
 					nQuiet++

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
@@ -60,5 +61,20 @@ func TestLagTrackerQuietGroupBytes(t *testing.T) {
 	t.Logf("%.0f bytes per quiet group of 4 partitions", per)
 	if per > 140 {
 		t.Errorf("%.0f bytes per quiet group of 4 partitions, want at most %d", per, 140)
+	}
+}
+
+// TestListEntrySize: a list entry, which every group of the last sample
+// has (a million on a node), stays 16 bytes: its status a byte, no
+// history of its own (the tracker finds a quiet group's where the
+// reading is).
+func TestListEntrySize(t *testing.T) {
+	if n := reflect.TypeFor[listEntry]().Size(); n > 16 {
+		t.Errorf("listEntry is %d bytes, want at most 16", n)
+	}
+	for _, s := range []Status{StatusUnknown, StatusOK, StatusWarn, StatusStall, StatusStop, StatusErr} {
+		if got := codeOf(s).status(); got != s {
+			t.Errorf("status %q is %q through its code", s, got)
+		}
 	}
 }

@@ -580,10 +580,13 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 // partition's window, then and now, is all its last run's (Window equal
 // samples: OK with no lag, else STOP, not depending on times).
 //
-// g is the group's history as the last reading left it (listEntry.hist);
-// the group's history now is returned, the same unless trimmed.
-func (t *LagTracker) repeat(tenant, group string, g groupLag, at time.Time) (now groupLag, stable, ok bool) {
+// The group's history now is returned. The group is found where the
+// reading is in the tracker's groups (the next place, in the common
+// case), without a search.
+func (t *LagTracker) repeat(tenant, group string, at time.Time) (now groupLag, stable, ok bool) {
 	seq := t.seq
+	ref := groupRef{tenant, group}
+	i, g := t.lookup(ref)
 	if g == nil || g.last() != seq-1 {
 		return g, false, false
 	}
@@ -616,8 +619,6 @@ func (t *LagTracker) repeat(tenant, group string, g groupLag, at time.Time) (now
 	}
 	t.times[seq%uint32(len(t.times))] = at.UnixNano()
 	binary.LittleEndian.PutUint32(g, seq)
-	ref := groupRef{tenant, group}
-	i, _ := t.lookup(ref)
 	t.record(ref, i, g)
 	return g, stable, true
 }

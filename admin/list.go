@@ -57,22 +57,29 @@ type lazyOrders struct {
 }
 
 // listEntry is a group of the last sample (API.last[i]).
+// (16 bytes: a million of them are the list of a million groups.)
 type listEntry struct {
-	// hist is the tracker's history of the group as this sample left
-	// it: the next sample repeats a quiet group through it, without a
-	// lookup in the tracker's map of every group (LagTracker.repeat).
-	hist   groupLag
-	status Status
-	lag    int64
-	i      int32
+	lag  int64
+	i    int32
+	code statusCode
 }
+
+// status is the group's lag status.
+func (e listEntry) status() Status { return e.code.status() }
+
+// statusCode is a Status in a byte: its rank.
+type statusCode uint8
+
+var statusOfRank = [...]Status{StatusUnknown, StatusOK, StatusWarn, StatusStall, StatusStop, StatusErr}
+
+func codeOf(s Status) statusCode    { return statusCode(s.rank()) }
+func (c statusCode) status() Status { return statusOfRank[c] }
 
 // listEntry is group s (last[i]) as the list finds it, evaluated at now
 // (under a.mu, once the tracker has observed it).
 func (a *API) listEntry(i int, s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) listEntry {
-	e := listEntry{i: int32(i), hist: a.tracker.history(s.Tenant, s.Group)}
-	e.lag = totalLag(s.Tenant, s.Offsets, shares, ends)
-	e.status = a.statusOf(e.hist, e.lag, now)
+	e := listEntry{i: int32(i), lag: totalLag(s.Tenant, s.Offsets, shares, ends)}
+	e.code = codeOf(a.statusOf(a.tracker.history(s.Tenant, s.Group), e.lag, now))
 	return e
 }
 
@@ -114,7 +121,7 @@ func (ix listIndex) order(sort string, last []groups.Summary) func(i int) int32 
 	o.statusOnce.Do(func() {
 		var counts [8]int
 		for _, e := range ix.entries {
-			counts[7-statusSortRank(e.status)]++
+			counts[7-statusSortRank(e.status())]++
 		}
 		at := 0
 		for r, n := range counts {
@@ -123,7 +130,7 @@ func (ix listIndex) order(sort string, last []groups.Summary) func(i int) int32 
 		}
 		o.byStatus = make([]int32, len(ix.entries))
 		for i, e := range ix.entries {
-			r := 7 - statusSortRank(e.status)
+			r := 7 - statusSortRank(e.status())
 			o.byStatus[counts[r]] = int32(i)
 			counts[r]++
 		}
@@ -202,7 +209,7 @@ func statusSortRank(s Status) int {
 
 func (ix listIndex) key(sort string, pos int32, last []groups.Summary) listKey {
 	e := ix.entries[pos]
-	return keyOf(sort, last[e.i].Tenant, last[e.i].Group, e.lag, e.status)
+	return keyOf(sort, last[e.i].Tenant, last[e.i].Group, e.lag, e.status())
 }
 
 // listQuery is a list request's parameters.
@@ -303,7 +310,7 @@ func (q listQuery) matches(e listEntry, s *groups.Summary) bool {
 	if q.states != nil && !q.states[s.State] && !q.states[strings.ToLower(s.State)] {
 		return false
 	}
-	if q.statuses != nil && !q.statuses[e.status] {
+	if q.statuses != nil && !q.statuses[e.status()] {
 		return false
 	}
 	if q.q != "" && !containsLower(s.Group, q.q) {
@@ -374,7 +381,7 @@ func (a *API) page(q listQuery, sc scope) listPage {
 			continue
 		}
 		p.total++
-		p.totals.add(ListTotals{Members: s.Members, Lag: e.lag, NotOK: notOK(e.status)})
+		p.totals.add(ListTotals{Members: s.Members, Lag: e.lag, NotOK: notOK(e.status())})
 		if i < start {
 			continue
 		}
