@@ -329,12 +329,14 @@ func (r *Runtime) load() error {
 		return fmt.Errorf("load shard %d: %w", r.cfg.ID, err)
 	}
 	r.m = m
-	r.loadedRecords, r.loadTook = n, r.cfg.Clock.Now().Sub(start)
-	r.logger.Debug("shard loaded", "records", n, "took", r.loadTook)
 	if t != nil {
 		t.Loaded(r.cfg.Clock.Now())
 	}
 	r.apply(context.Background(), m.Loaded(r.cfg.Clock.Now()))
+	// The load's time includes the machine's Loaded, which at a
+	// million groups takes a tenth of it or more. The shard set's
+	// observer logs it.
+	r.loadedRecords, r.loadTook = n, r.cfg.Clock.Now().Sub(start)
 	return nil
 }
 

@@ -181,7 +181,6 @@ func (s *ShardSet) load(id uint16, sl *slot, gen uint64) error {
 		return nil // lost at once; loading again
 	}
 	n, took := rt.Loaded()
-	s.cfg.Logger.Debug("shard loaded", "shard", id, "records", n, "took", took)
 	s.cfg.Observer.Shard(observe.ShardEvent{Kind: observe.ShardLoaded, Shard: id, Records: n, Took: took})
 	return nil
 }
