@@ -480,7 +480,7 @@ func (a *API) Groups(maxSeries int) ([]GroupOffsets, int) {
 		if !a.coordinates(s.Tenant, s.Group) {
 			continue // its shard moved since the sample
 		}
-		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, s.Offsets.Len()),
+		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: int(s.Members), Committed: make(map[TopicPartition]int64, s.Offsets.Len()),
 			Share: a.shares[groupRef{s.Tenant, s.Group}], Ends: a.ends}
 		for o := range s.Offsets.All() {
 			if o.Offset >= 0 {
@@ -764,7 +764,7 @@ func (a *API) summary(s groups.Summary, shares map[TopicPartition]SharePartition
 func (a *API) summaryLocked(s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {
 	g := GroupSummary{
 		Group: s.Group, Org: security.OrgName(s.Tenant), Tenant: s.Tenant, CgpID: s.ID, RRL: RRL(s.Tenant, s.Group),
-		Type: s.Type, ProtocolType: s.ProtocolType, State: s.State, Members: s.Members,
+		Type: s.Type, ProtocolType: s.ProtocolType, State: s.State, Members: int(s.Members),
 		LagTrend: []LagPoint{},
 	}
 	if a.cfg.Cluster != nil {
@@ -1111,7 +1111,7 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		org := security.OrgName(s.Tenant)
 		counts[typeState{org, s.Type, s.State}]++
 		offsets[org] += s.Offsets.Len()
-		pending[org] += s.PendingMembers
+		pending[org] += int(s.PendingMembers)
 	}
 	// The default organisation's totals are there even with no groups,
 	// as the unlabelled totals were.

@@ -374,7 +374,7 @@ func (a *API) page(q listQuery, sc scope) listPage {
 			continue
 		}
 		p.total++
-		p.totals.add(ListTotals{Members: s.Members, Lag: e.lag, NotOK: notOK(e.status)})
+		p.totals.add(ListTotals{Members: int(s.Members), Lag: e.lag, NotOK: notOK(e.status)})
 		if i < start {
 			continue
 		}

@@ -190,7 +190,7 @@ func (e *estate) shareState(ref groupRef) []sharestate.Description {
 func (e *estate) add() {
 	e.next++
 	ref := groupRef{estateTenants[e.rnd.Intn(len(estateTenants))], fmt.Sprintf("G%03d-%c", e.next, 'a'+rune(e.rnd.Intn(26)))}
-	s := groups.Summary{Tenant: ref.Tenant, Group: ref.Group, ID: fmt.Sprint("cgp_", e.next), State: "Stable", Members: 1 + e.rnd.Intn(3)}
+	s := groups.Summary{Tenant: ref.Tenant, Group: ref.Group, ID: fmt.Sprint("cgp_", e.next), State: "Stable", Members: 1 + e.rnd.Int31n(3)}
 	switch e.rnd.Intn(4) {
 	case 0:
 		s.Type = "share"
@@ -226,8 +226,8 @@ func (e *estate) step() {
 			o.CommitTimestamp += int64(1 + e.rnd.Intn(5000))
 			s.Offsets = groups.MakeOffsets(offs)
 		case 3: // members and generation, the offsets as they were
-			s.Members, s.Generation, s.State = e.rnd.Intn(4), s.Generation+1, []string{"Stable", "Empty", "PreparingRebalance"}[e.rnd.Intn(3)]
-			s.PendingMembers = e.rnd.Intn(2)
+			s.Members, s.Generation, s.State = e.rnd.Int31n(4), s.Generation+1, []string{"Stable", "Empty", "PreparingRebalance"}[e.rnd.Intn(3)]
+			s.PendingMembers = e.rnd.Int31n(2)
 		case 4:
 			s.Assigned = e.assigned()
 		case 5: // offsets deleted or added

@@ -57,13 +57,16 @@ type Summary struct {
 	Type         string // "classic" (also simple groups), "consumer" or "share"
 	ProtocolType string
 	State        string
-	Members      int
+	// Members and PendingMembers are int32, not int: a reading holds a
+	// summary for each of a million groups, and a group's members fit
+	// the int32 Kafka's protocol counts an array's elements with.
+	Members int32
 	// Generation is a classic group's generation, or a consumer or share
 	// group's group epoch.
 	Generation int32
 	// PendingMembers counts a classic group's member ids handed out with
 	// MEMBER_ID_REQUIRED and not yet used to join (KIP-394).
-	PendingMembers int
+	PendingMembers int32
 	Offsets        Offsets // sorted by topic, then partition
 	// Assigned are the partitions the group's members are assigned now
 	// (a classic group's, of the consumer protocol's assignments), by
@@ -316,12 +319,12 @@ func (s *Shard) summary(e *group) (Summary, bool) {
 	sum := Summary{Tenant: e.Tenant, Group: e.Name, ID: e.ID}
 	switch g := e.Part.(type) {
 	case *consumer.Group:
-		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", g.State(), len(g.Members), g.Epoch
+		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", g.State(), int32(len(g.Members)), g.Epoch
 		for _, m := range g.Members {
 			sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
 		}
 	case *share.Group:
-		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "share", "share", g.State(), len(g.Members), g.Epoch
+		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "share", "share", g.State(), int32(len(g.Members)), g.Epoch
 		for _, m := range g.Members {
 			sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
 		}
@@ -329,8 +332,8 @@ func (s *Shard) summary(e *group) (Summary, bool) {
 		if g.State == classic.Dead {
 			return Summary{}, false
 		}
-		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.ProtocolType, g.State.String(), len(g.Members()), g.Generation
-		sum.PendingMembers = len(g.PendingJoin())
+		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.ProtocolType, g.State.String(), int32(len(g.Members())), g.Generation
+		sum.PendingMembers = int32(len(g.PendingJoin()))
 		if g.ProtocolType == "consumer" {
 			for _, m := range g.Members() {
 				var a kmsg.ConsumerMemberAssignment
