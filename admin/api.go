@@ -391,7 +391,7 @@ func compareGroups(a, b *groups.Summary) int {
 // (members, state, generation) is read from the reading itself, by
 // every view.
 func quiet(s, p *groups.Summary, moved map[TopicPartition]bool) bool {
-	if s.Tenant != p.Tenant || s.Group != p.Group || s.Type != p.Type || s.Type == "share" ||
+	if s.Tenant != p.Tenant || s.Group != p.Group || s.Type != p.Type || s.Type == groups.ShareGroup ||
 		!s.Offsets.Same(p.Offsets) || !sameSlice(s.Assigned, p.Assigned) {
 		return false
 	}
@@ -480,7 +480,7 @@ func (a *API) Groups(maxSeries int) ([]GroupOffsets, int) {
 		if !a.coordinates(s.Tenant, s.Group) {
 			continue // its shard moved since the sample
 		}
-		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: s.Members, Committed: make(map[TopicPartition]int64, s.Offsets.Len()),
+		g := GroupOffsets{Org: security.OrgName(s.Tenant), Group: s.Group, Members: int(s.Members), Committed: make(map[TopicPartition]int64, s.Offsets.Len()),
 			Share: a.shares[groupRef{s.Tenant, s.Group}], Ends: a.ends}
 		for o := range s.Offsets.All() {
 			if o.Offset >= 0 {
@@ -764,7 +764,7 @@ func (a *API) summary(s groups.Summary, shares map[TopicPartition]SharePartition
 func (a *API) summaryLocked(s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) GroupSummary {
 	g := GroupSummary{
 		Group: s.Group, Org: security.OrgName(s.Tenant), Tenant: s.Tenant, CgpID: s.ID, RRL: RRL(s.Tenant, s.Group),
-		Type: s.Type, ProtocolType: s.ProtocolType, State: s.State, Members: s.Members,
+		Type: s.Type.String(), ProtocolType: s.ProtocolType, State: s.State.String(), Members: int(s.Members),
 		LagTrend: []LagPoint{},
 	}
 	if a.cfg.Cluster != nil {
@@ -777,7 +777,7 @@ func (a *API) summaryLocked(s groups.Summary, shares map[TopicPartition]SharePar
 			g.TotalLag += max(0, po.End-o.Offset)
 		}
 	}
-	if s.Type == "share" {
+	if s.Type == groups.ShareGroup {
 		g.Share = shareTotals(shares)
 		for tp, p := range shares {
 			if po, ok := ends[TopicPartition{Topic: topics.Internal(s.Tenant, tp.Topic), Partition: tp.Partition}]; ok {
@@ -852,7 +852,7 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	if !sampled && s.Type == "share" {
+	if !sampled && s.Type == groups.ShareGroup {
 		shares = a.shareState(r.Context(), s, topicNames(a.cfg.Source.Topics()))
 	}
 	// Evaluated as of the reading shown, as the list evaluates it.
@@ -887,7 +887,7 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 		}
 		seen[tp] = true
 		p := PartitionDetail{Topic: tp.Topic, Partition: tp.Partition, CommittedOffset: -1, LogStartOffset: -1, LogEndOffset: -1, LagHistory: []LagPoint{}}
-		if s.Type == "share" {
+		if s.Type == groups.ShareGroup {
 			p.MemberIDs = slices.Sorted(slices.Values(owners[tp]))
 		} else if ms := owners[tp]; len(ms) > 0 {
 			p.MemberID = ms[0]
@@ -951,7 +951,7 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 // DescribeGroups (classic), ConsumerGroupDescribe (consumer) or
 // ShareGroupDescribe (share).
 func (a *API) describeMembers(ctx context.Context, s groups.Summary, d *GroupDetail) error {
-	if s.Type == "share" {
+	if s.Type == groups.ShareGroup {
 		req := kmsg.NewPtrShareGroupDescribeRequest()
 		req.GroupIDs = []string{s.Group}
 		resp, ok := a.cfg.Source.Handle(ctx, s.Tenant, req).(*kmsg.ShareGroupDescribeResponse)
@@ -974,7 +974,7 @@ func (a *API) describeMembers(ctx context.Context, s groups.Summary, d *GroupDet
 		}
 		return nil
 	}
-	if s.Type == "consumer" {
+	if s.Type == groups.ConsumerGroup {
 		req := kmsg.NewPtrConsumerGroupDescribeRequest()
 		req.Groups = []string{s.Group}
 		resp, ok := a.cfg.Source.Handle(ctx, s.Tenant, req).(*kmsg.ConsumerGroupDescribeResponse)
@@ -1101,7 +1101,11 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 	hb, hr := a.tracker.HistoryBytes()
 	ch <- prometheus.MustNewConstMetric(a.historyBytesDesc, prometheus.GaugeValue, float64(hb))
 	ch <- prometheus.MustNewConstMetric(a.historyReadingsDesc, prometheus.GaugeValue, float64(hr))
-	type typeState struct{ org, typ, state string }
+	type typeState struct {
+		org   string
+		typ   groups.GroupType
+		state groups.GroupState
+	}
 	counts := map[typeState]int{}
 	offsets, pending := map[string]int{}, map[string]int{}
 	for _, s := range a.last {
@@ -1111,7 +1115,7 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		org := security.OrgName(s.Tenant)
 		counts[typeState{org, s.Type, s.State}]++
 		offsets[org] += s.Offsets.Len()
-		pending[org] += s.PendingMembers
+		pending[org] += int(s.PendingMembers)
 	}
 	// The default organisation's totals are there even with no groups,
 	// as the unlabelled totals were.
@@ -1119,7 +1123,7 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		offsets[security.DefaultOrg], pending[security.DefaultOrg] = 0, 0
 	}
 	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(a.groupsDesc, prometheus.GaugeValue, float64(n), k.org, k.typ, k.state)
+		ch <- prometheus.MustNewConstMetric(a.groupsDesc, prometheus.GaugeValue, float64(n), k.org, k.typ.String(), k.state.String())
 	}
 	for org, n := range offsets {
 		ch <- prometheus.MustNewConstMetric(a.offsetsDesc, prometheus.GaugeValue, float64(n), org)
@@ -1133,7 +1137,7 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 			continue // its shard moved since the sample
 		}
 		org := security.OrgName(s.Tenant)
-		ch <- prometheus.MustNewConstMetric(a.genDesc, prometheus.GaugeValue, float64(s.Generation), org, s.Group, s.Type)
+		ch <- prometheus.MustNewConstMetric(a.genDesc, prometheus.GaugeValue, float64(s.Generation), org, s.Group, s.Type.String())
 		// The tracker's history, not the entry's copy of it: a scrape
 		// may come between a reading's chunks, which re-encode some
 		// histories in place. Evaluated without the trend and histories

@@ -38,7 +38,7 @@ func (s tenantsSource) Inspect(context.Context) ([]groups.Summary, error) {
 	var out []groups.Summary
 	for _, tenant := range []string{"", "acme", "globex"} {
 		for g := range s.groups {
-			sum := groups.Summary{Tenant: tenant, Group: fmt.Sprintf("g%d", g), ID: fmt.Sprintf("cgp_%s%d", tenant, g), Type: "classic", State: "Empty"}
+			sum := groups.Summary{Tenant: tenant, Group: fmt.Sprintf("g%d", g), ID: fmt.Sprintf("cgp_%s%d", tenant, g), Type: groups.ClassicGroup, State: groups.StateEmpty}
 			var offs []groups.OffsetSummary
 			for p := range s.parts {
 				offs = append(offs, groups.OffsetSummary{Topic: "events", Partition: int32(p), Offset: 1})

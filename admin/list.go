@@ -304,10 +304,10 @@ func decodeCursor(c string) (listKey, error) {
 // matches reports whether the group at e, of the last sample's s, is in
 // q's filters (not its scope).
 func (q listQuery) matches(e listEntry, s *groups.Summary) bool {
-	if q.types != nil && !q.types[s.Type] {
+	if q.types != nil && !q.types[s.Type.String()] {
 		return false
 	}
-	if q.states != nil && !q.states[s.State] && !q.states[strings.ToLower(s.State)] {
+	if q.states != nil && !q.states[s.State.String()] && !q.states[strings.ToLower(s.State.String())] {
 		return false
 	}
 	if q.statuses != nil && !q.statuses[e.status()] {
@@ -381,7 +381,7 @@ func (a *API) page(q listQuery, sc scope) listPage {
 			continue
 		}
 		p.total++
-		p.totals.add(ListTotals{Members: s.Members, Lag: e.lag, NotOK: notOK(e.status())})
+		p.totals.add(ListTotals{Members: int(s.Members), Lag: e.lag, NotOK: notOK(e.status())})
 		if i < start {
 			continue
 		}

@@ -152,7 +152,7 @@ func (s namedSource) Node() admin.NodeInfo { return admin.NodeInfo{} }
 func (s namedSource) Inspect(context.Context) ([]groups.Summary, error) {
 	var out []groups.Summary
 	for name, lag := range s.lag {
-		out = append(out, groups.Summary{Group: name, ID: "cgp_" + name, Type: "classic", State: "Empty",
+		out = append(out, groups.Summary{Group: name, ID: "cgp_" + name, Type: groups.ClassicGroup, State: groups.StateEmpty,
 			Offsets: groups.MakeOffsets([]groups.OffsetSummary{{Topic: "events", Offset: 100 - lag}})})
 	}
 	return out, nil

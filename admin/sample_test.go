@@ -64,7 +64,7 @@ func quietSource(n int) *fakeSource {
 		src.ts = append(src.ts, ti)
 	}
 	for g := range n {
-		s := groups.Summary{Group: fmt.Sprintf("group-%07d", g), ID: fmt.Sprint("cgp_", g), Type: "classic", ProtocolType: "consumer", State: "Empty"}
+		s := groups.Summary{Group: fmt.Sprintf("group-%07d", g), ID: fmt.Sprint("cgp_", g), Type: groups.ClassicGroup, ProtocolType: "consumer", State: groups.StateEmpty}
 		topic := fmt.Sprintf("topic-%03d", g%nTopics)
 		var offs []groups.OffsetSummary
 		for p := range nParts {
@@ -190,15 +190,15 @@ func (e *estate) shareState(ref groupRef) []sharestate.Description {
 func (e *estate) add() {
 	e.next++
 	ref := groupRef{estateTenants[e.rnd.Intn(len(estateTenants))], fmt.Sprintf("G%03d-%c", e.next, 'a'+rune(e.rnd.Intn(26)))}
-	s := groups.Summary{Tenant: ref.Tenant, Group: ref.Group, ID: fmt.Sprint("cgp_", e.next), State: "Stable", Members: 1 + e.rnd.Intn(3)}
+	s := groups.Summary{Tenant: ref.Tenant, Group: ref.Group, ID: fmt.Sprint("cgp_", e.next), State: groups.StateStable, Members: 1 + e.rnd.Int31n(3)}
 	switch e.rnd.Intn(4) {
 	case 0:
-		s.Type = "share"
+		s.Type = groups.ShareGroup
 		e.shares[ref] = e.shareState(ref)
 	case 1:
-		s.Type, s.Offsets, s.Assigned = "consumer", e.offsets(), e.assigned()
+		s.Type, s.Offsets, s.Assigned = groups.ConsumerGroup, e.offsets(), e.assigned()
 	default:
-		s.Type, s.ProtocolType, s.Offsets, s.Assigned = "classic", "consumer", e.offsets(), e.assigned()
+		s.Type, s.ProtocolType, s.Offsets, s.Assigned = groups.ClassicGroup, "consumer", e.offsets(), e.assigned()
 	}
 	e.groups[ref] = s
 }
@@ -226,21 +226,21 @@ func (e *estate) step() {
 			o.CommitTimestamp += int64(1 + e.rnd.Intn(5000))
 			s.Offsets = groups.MakeOffsets(offs)
 		case 3: // members and generation, the offsets as they were
-			s.Members, s.Generation, s.State = e.rnd.Intn(4), s.Generation+1, []string{"Stable", "Empty", "PreparingRebalance"}[e.rnd.Intn(3)]
-			s.PendingMembers = e.rnd.Intn(2)
+			s.Members, s.Generation, s.State = e.rnd.Int31n(4), s.Generation+1, []groups.GroupState{groups.StateStable, groups.StateEmpty, groups.StatePreparingRebalance}[e.rnd.Intn(3)]
+			s.PendingMembers = e.rnd.Int31n(2)
 		case 4:
 			s.Assigned = e.assigned()
 		case 5: // offsets deleted or added
 			s.Offsets = e.offsets()
 		case 6:
-			if s.Type == "share" {
+			if s.Type == groups.ShareGroup {
 				e.shares[ref] = e.shareState(ref)
 			}
 		case 7: // the same summary again, as a new value with new slices
 			s.Offsets, s.Assigned = groups.MakeOffsets(slices.Collect(s.Offsets.All())), slices.Clone(s.Assigned)
 		case 8: // another type under the same name
-			s.Type = []string{"classic", "consumer", "share"}[e.rnd.Intn(3)]
-			if s.Type == "share" {
+			s.Type = []groups.GroupType{groups.ClassicGroup, groups.ConsumerGroup, groups.ShareGroup}[e.rnd.Intn(3)]
+			if s.Type == groups.ShareGroup {
 				s.Offsets, s.Assigned = groups.Offsets{}, nil
 				e.shares[ref] = e.shareState(ref)
 			} else {

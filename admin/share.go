@@ -120,7 +120,7 @@ func topicNames(ts []TopicInfo) map[[16]byte]string {
 // another type, or with no share coordinator. A partition with no state
 // (never fetched, or deleted) or of a topic deleted since is left out.
 func (a *API) shareState(ctx context.Context, s groups.Summary, names map[[16]byte]string) map[TopicPartition]SharePartition {
-	if s.Type != "share" || a.cfg.ShareState == nil {
+	if s.Type != groups.ShareGroup || a.cfg.ShareState == nil {
 		return nil
 	}
 	out := map[TopicPartition]SharePartition{}

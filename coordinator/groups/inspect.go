@@ -54,16 +54,21 @@ type Summary struct {
 	// ID is the stable cgp_<ULID> id; "" for a group known only by its
 	// offsets while its shard loads (never once loaded).
 	ID           string
-	Type         string // "classic" (also simple groups), "consumer" or "share"
 	ProtocolType string
-	State        string
-	Members      int
+	// Type and State are a byte each, not strings, and the counts int32,
+	// not int, next to them with no padding between: a reading holds a
+	// summary for each of a million groups (TestSummarySize). A group's
+	// members fit the int32 Kafka's protocol counts an array's elements
+	// with.
+	Type    GroupType // ClassicGroup (also simple groups), ConsumerGroup or ShareGroup
+	State   GroupState
+	Members int32
 	// Generation is a classic group's generation, or a consumer or share
 	// group's group epoch.
 	Generation int32
 	// PendingMembers counts a classic group's member ids handed out with
 	// MEMBER_ID_REQUIRED and not yet used to join (KIP-394).
-	PendingMembers int
+	PendingMembers int32
 	Offsets        Offsets // sorted by topic, then partition
 	// Assigned are the partitions the group's members are assigned now
 	// (a classic group's, of the consumer protocol's assignments), by
@@ -316,12 +321,14 @@ func (s *Shard) summary(e *group) (Summary, bool) {
 	sum := Summary{Tenant: e.Tenant, Group: e.Name, ID: e.ID}
 	switch g := e.Part.(type) {
 	case *consumer.Group:
-		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "consumer", "consumer", g.State(), len(g.Members), g.Epoch
+		sum.Type, sum.ProtocolType, sum.Members, sum.Generation = ConsumerGroup, "consumer", int32(len(g.Members)), g.Epoch
+		sum.State, _ = stateOf(g.State())
 		for _, m := range g.Members {
 			sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
 		}
 	case *share.Group:
-		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "share", "share", g.State(), len(g.Members), g.Epoch
+		sum.Type, sum.ProtocolType, sum.Members, sum.Generation = ShareGroup, "share", int32(len(g.Members)), g.Epoch
+		sum.State, _ = stateOf(g.State())
 		for _, m := range g.Members {
 			sum.Assigned = s.appendAssigned(sum.Assigned, e.Tenant, m.Assigned)
 		}
@@ -329,8 +336,9 @@ func (s *Shard) summary(e *group) (Summary, bool) {
 		if g.State == classic.Dead {
 			return Summary{}, false
 		}
-		sum.Type, sum.ProtocolType, sum.State, sum.Members, sum.Generation = "classic", g.ProtocolType, g.State.String(), len(g.Members()), g.Generation
-		sum.PendingMembers = len(g.PendingJoin())
+		sum.Type, sum.ProtocolType, sum.Members, sum.Generation = ClassicGroup, g.ProtocolType, int32(len(g.Members())), g.Generation
+		sum.State, _ = stateOf(g.State.String())
+		sum.PendingMembers = int32(len(g.PendingJoin()))
 		if g.ProtocolType == "consumer" {
 			for _, m := range g.Members() {
 				var a kmsg.ConsumerMemberAssignment

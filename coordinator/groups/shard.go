@@ -347,19 +347,26 @@ func (s *Shard) DurableState() string {
 // classic group at rest (Stable or Empty, no rebalance under way) whose
 // members, generation, protocol, leader or assignments differ from its
 // committed record, which would mean a handler changed them without
-// writing the record; a share group whose epochs or targets disagree.
-// Tests call it after every step.
+// writing the record; a share group whose epochs or targets disagree;
+// a group whose state a Summary has no GroupState for. Tests call it
+// after every step.
 func (s *Shard) Check() error {
 	if err := s.checkTouched(); err != nil {
 		return err
 	}
 	for _, g := range s.sortedGroups() {
 		var err error
+		var state string
 		switch p := g.Part.(type) {
 		case *classic.Group:
-			err = p.CheckAtRest()
+			err, state = p.CheckAtRest(), p.State.String()
+		case *consumer.Group:
+			state = p.State()
 		case *share.Group:
-			err = p.Check()
+			err, state = p.Check(), p.State()
+		}
+		if _, ok := stateOf(state); err == nil && state != "" && !ok {
+			err = fmt.Errorf("state %q has no GroupState: the group's summary would show none", state)
 		}
 		if err != nil {
 			return fmt.Errorf("group %q/%q: %w", g.Tenant, g.Name, err)
