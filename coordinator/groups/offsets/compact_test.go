@@ -103,24 +103,28 @@ func TestNamesInterned(t *testing.T) {
 	copy(frame, "XXXXXXXXXXXXX") // the next request in the same buffer
 	seen := map[*byte]bool{}
 	tenants := map[*byte]bool{}
+	refs := map[uint32]bool{}
 	for g, gs := range b.all() {
-		if g.Tenant != "tenant" || len(gs.topics) != 1 || gs.topics[0].name != "orders" {
-			t.Fatalf("group %+v kept %q of tenant %q: a request's bytes", g, gs.topics[0].name, g.Tenant)
+		name := b.topic(&gs.topics[0]).name
+		if g.Tenant != "tenant" || len(gs.topics) != 1 || name != "orders" {
+			t.Fatalf("group %+v kept %q of tenant %q: a request's bytes", g, name, g.Tenant)
 		}
-		seen[unsafe.StringData(gs.topics[0].name)] = true
+		seen[unsafe.StringData(name)] = true
 		tenants[unsafe.StringData(g.Tenant)] = true
+		refs[gs.topics[0].ref] = true
 	}
-	if len(seen) != 1 || len(tenants) != 1 {
-		t.Fatalf("%d groups hold %d copies of their topic's name and %d of their tenant's, want 1", n, len(seen), len(tenants))
+	if len(seen) != 1 || len(tenants) != 1 || len(refs) != 1 {
+		t.Fatalf("%d groups hold %d copies of their topic's name, %d of their tenant's and %d entries of the table, want 1", n, len(seen), len(tenants), len(refs))
 	}
-	if got := b.names["orders"].refs; got != n {
-		t.Fatalf("orders is counted %d times, want %d", got, n)
+	// The table's entry is counted by the groups, its name by the entry.
+	if got := b.topics[b.topicRefs[topicKey{name: "orders"}]].refs; got != n || b.names["orders"].refs != 1 {
+		t.Fatalf("orders is counted %d times (its name %d), want %d (1)", got, b.names["orders"].refs, n)
 	}
 	for i := range n {
 		b.DeleteGroup(Group{"tenant", fmt.Sprint("g", i)})
 	}
-	if len(b.names) != 0 || len(b.all()) != 0 {
-		t.Fatalf("names %v and %d groups left", b.names, len(b.all()))
+	if len(b.names) != 0 || len(b.all()) != 0 || len(b.topicRefs) != 0 {
+		t.Fatalf("names %v, topics %v and %d groups left", b.names, b.topicRefs, len(b.all()))
 	}
 }
 
@@ -256,6 +260,7 @@ func TestAgainstMaps(t *testing.T) {
 			continue
 		}
 		checkOddities(t, b.Book)
+		checkShared(t, b.Book)
 		for _, g := range groups {
 			var want []string
 			keys := []key{}
@@ -310,19 +315,61 @@ func checkOddities(t *testing.T, b *Book) {
 				continue
 			}
 			if x.ids == nil && x.meta == nil || x.ids != nil && len(x.ids) == 0 || x.meta != nil && len(x.meta) == 0 {
-				t.Fatalf("%v %s: empty oddities kept: %+v", g, to.name, *x)
+				t.Fatalf("%v %s: empty oddities kept: %+v", g, b.topic(&to).name, *x)
 			}
 			for p, id := range x.ids {
-				if _, ok := findPart(to.parts, p); !ok || id == to.id {
-					t.Fatalf("%v %s/%d: id %v kept as odd (topic's %v, offset there: %v)", g, to.name, p, id, to.id, ok)
+				if _, ok := findPart(to.parts, p); !ok || id == b.topic(&to).id {
+					t.Fatalf("%v %s/%d: id %v kept as odd (topic's %v, offset there: %v)", g, b.topic(&to).name, p, id, b.topic(&to).id, ok)
 				}
 			}
 			for p, m := range x.meta {
 				if _, ok := findPart(to.parts, p); !ok || m == "" {
-					t.Fatalf("%v %s/%d: metadata %q kept (offset there: %v)", g, to.name, p, m, ok)
+					t.Fatalf("%v %s/%d: metadata %q kept (offset there: %v)", g, b.topic(&to).name, p, m, ok)
 				}
 			}
 		}
+	}
+}
+
+// checkShared checks the Book's table of topics against the groups'
+// topics: each entry in use is counted once by each topic that refers to
+// it, and found under its name and id; the others are free and found
+// nowhere. The names are counted once by each entry in use and each
+// group of their tenant (the Book's own Index interns the tenants).
+func checkShared(t *testing.T, b *Book) {
+	t.Helper()
+	refs := make([]int, len(b.topics))
+	names := map[string]int{}
+	for g, gs := range b.all() {
+		for _, to := range gs.topics {
+			refs[to.ref]++
+		}
+		if g.Tenant != "" {
+			names[g.Tenant]++
+		}
+	}
+	free := map[uint32]bool{}
+	for _, ref := range b.free {
+		free[ref] = true
+	}
+	for ref, s := range b.topics {
+		if got := b.topicRefs[s.topicKey]; refs[ref] != s.refs || (s.refs > 0) == free[uint32(ref)] || s.refs > 0 && got != uint32(ref) {
+			t.Fatalf("topic %d (%q %v) is counted %d times, used by %d groups' topics; free %v, found at %d", ref, s.name, s.id, s.refs, refs[ref], free[uint32(ref)], got)
+		}
+		if s.refs > 0 && s.name != "" {
+			names[s.name]++
+		}
+	}
+	if len(b.topicRefs)+len(b.free) != len(b.topics) || len(free) != len(b.free) {
+		t.Fatalf("%d topics found, %d free (%d distinct), of %d", len(b.topicRefs), len(b.free), len(free), len(b.topics))
+	}
+	for name, n := range b.names {
+		if names[name] != n.refs || n.s != name {
+			t.Fatalf("name %q is counted %d times, used %d", name, n.refs, names[name])
+		}
+	}
+	if len(names) != len(b.names) {
+		t.Fatalf("names %v in use, %d interned", names, len(b.names))
 	}
 }
 
@@ -342,8 +389,8 @@ func TestOdditiesGo(t *testing.T) {
 		b.Commit(g, "a", p, record.Offset{Offset: 3, TopicID: cur})
 	}
 	to := b.offsetsOf(g).topics[0]
-	if to.id != cur || to.odd != nil {
-		t.Fatalf("the topic's id is %v, its oddities %+v; want %v and none", to.id, to.odd, cur)
+	if id := b.topic(&to).id; id != cur || to.odd != nil {
+		t.Fatalf("the topic's id is %v, its oddities %+v; want %v and none", id, to.odd, cur)
 	}
 	b.checkReplay(t, g)
 }
