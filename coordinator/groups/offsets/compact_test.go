@@ -105,13 +105,13 @@ func TestNamesInterned(t *testing.T) {
 	tenants := map[*byte]bool{}
 	refs := map[uint32]bool{}
 	for g, gs := range b.all() {
-		name := b.topic(&gs.topics[0]).name
-		if g.Tenant != "tenant" || len(gs.topics) != 1 || name != "orders" {
+		name := b.topic(&gs.topics()[0]).name
+		if g.Tenant != "tenant" || len(gs.topics()) != 1 || name != "orders" {
 			t.Fatalf("group %+v kept %q of tenant %q: a request's bytes", g, name, g.Tenant)
 		}
 		seen[unsafe.StringData(name)] = true
 		tenants[unsafe.StringData(g.Tenant)] = true
-		refs[gs.topics[0].ref] = true
+		refs[gs.topics()[0].ref] = true
 	}
 	if len(seen) != 1 || len(tenants) != 1 || len(refs) != 1 {
 		t.Fatalf("%d groups hold %d copies of their topic's name, %d of their tenant's and %d entries of the table, want 1", n, len(seen), len(tenants), len(refs))
@@ -184,7 +184,10 @@ func TestAgainstMaps(t *testing.T) {
 		p     int32
 	}
 	model := map[key]record.Offset{}
-	groups := []Group{{"", "g"}, {"", "h"}, {"x", "g"}}
+	// Group q commits to few partitions of two topics: it goes from one
+	// topic (held in its groupOffsets) to two (a slice) and back, and to
+	// none, often.
+	groups := []Group{{"", "g"}, {"", "h"}, {"x", "g"}, {"y", "q"}}
 	topics := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}
 	ids := [][16]byte{{}, {1}, {2}, {3}}
 	// cur is each topic's id now; a commit mostly stamps it.
@@ -201,6 +204,9 @@ func TestAgainstMaps(t *testing.T) {
 	}
 	for step := range 5000 {
 		k := key{groups[r.IntN(len(groups))], topics[r.IntN(len(topics))], int32(r.IntN(300))}
+		if k.g.Name == "q" {
+			k.topic, k.p = topics[r.IntN(2)], int32(r.IntN(4))
+		}
 		switch n := r.IntN(100); {
 		case n < 25:
 			b.Delete(k.g, k.topic, k.p)
@@ -216,7 +222,7 @@ func TestAgainstMaps(t *testing.T) {
 			drop(func(mk key, _ record.Offset) bool { return mk.g.Tenant == k.g.Tenant && mk.topic == k.topic })
 		case n == 32 && r.IntN(4) == 0:
 			live := map[string]map[string][16]byte{}
-			for _, tenant := range []string{"", "x"} {
+			for _, tenant := range []string{"", "x", "y"} {
 				live[tenant] = map[string][16]byte{}
 				for _, topic := range topics {
 					if r.IntN(10) != 0 {
@@ -309,7 +315,7 @@ func TestAgainstMaps(t *testing.T) {
 func checkOddities(t *testing.T, b *Book) {
 	t.Helper()
 	for g, gs := range b.all() {
-		for _, to := range gs.topics {
+		for _, to := range gs.topics() {
 			x := to.odd
 			if x == nil {
 				continue
@@ -341,7 +347,10 @@ func checkShared(t *testing.T, b *Book) {
 	refs := make([]int, len(b.topics))
 	names := map[string]int{}
 	for g, gs := range b.all() {
-		for _, to := range gs.topics {
+		if gs.many != nil && (len(*gs.many) < 2 || gs.one[0].ref != 0 || gs.one[0].parts != nil || gs.one[0].odd != nil) {
+			t.Fatalf("%v holds %d topics in a slice, and %+v as its one", g, len(*gs.many), gs.one[0])
+		}
+		for _, to := range gs.topics() {
 			refs[to.ref]++
 		}
 		if g.Tenant != "" {
@@ -388,7 +397,7 @@ func TestOdditiesGo(t *testing.T) {
 	for p := range int32(4) {
 		b.Commit(g, "a", p, record.Offset{Offset: 3, TopicID: cur})
 	}
-	to := b.offsetsOf(g).topics[0]
+	to := b.offsetsOf(g).topics()[0]
 	if id := b.topic(&to).id; id != cur || to.odd != nil {
 		t.Fatalf("the topic's id is %v, its oddities %+v; want %v and none", id, to.odd, cur)
 	}
@@ -403,7 +412,7 @@ func TestEntriesGrowByLittle(t *testing.T) {
 	for p := range int32(100) {
 		b.Commit(g, "a", p, record.Offset{Offset: 1})
 	}
-	es := b.offsetsOf(g).topics[0].parts
+	es := b.offsetsOf(g).topics()[0].parts
 	// A quarter more, as the allocator rounds it up (to 128 for 24-byte
 	// entries).
 	if most := cap(slices.Grow([]entry(nil), 100+100/4)); cap(es) > most {
@@ -412,7 +421,7 @@ func TestEntriesGrowByLittle(t *testing.T) {
 	for p := range int32(90) {
 		b.Delete(g, "a", p)
 	}
-	if es := b.offsetsOf(g).topics[0].parts; cap(es) > 4*len(es) {
+	if es := b.offsetsOf(g).topics()[0].parts; cap(es) > 4*len(es) {
 		t.Fatalf("10 offsets left have room for %d", cap(es))
 	}
 	b.checkReplay(t, g)
@@ -435,7 +444,7 @@ func TestLoadGrowsByDoubling(t *testing.T) {
 			t.Errorf("a load of 4 offsets allocated %v times", allocs)
 		}
 		b.Loaded()
-		es := b.offsetsOf(g).topics[0].parts
+		es := b.offsetsOf(g).topics()[0].parts
 		if len(es) != int(n) || cap(es) > int(n)+max(1, int(n)/4) {
 			t.Errorf("%d offsets loaded: %d kept with room for %d", n, len(es), cap(es))
 		}
@@ -448,7 +457,7 @@ func TestLoadGrowsByDoubling(t *testing.T) {
 		}
 		// Loaded, it grows by a quarter again.
 		b.apply(g, "a", n, record.Offset{}, false)
-		if es := b.offsetsOf(g).topics[0].parts; cap(es) > int(n+1)+max(1, int(n+1)/4)+8 {
+		if es := b.offsetsOf(g).topics()[0].parts; cap(es) > int(n+1)+max(1, int(n+1)/4)+8 {
 			t.Errorf("after the load, %d offsets have room for %d", n+1, cap(es))
 		}
 	}
@@ -495,6 +504,11 @@ func TestReadsAllocateNothing(t *testing.T) {
 func TestEntrySize(t *testing.T) {
 	if n := unsafe.Sizeof(entry{}); n != 24 {
 		t.Fatalf("an entry takes %d bytes, want 24", n)
+	}
+	// A topic's offsets with their topic's reference; a group's offsets
+	// of one topic, which is an allocation's size class.
+	if n, m := unsafe.Sizeof(topicOffsets{}), unsafe.Sizeof(groupOffsets{}); n != 40 || m != 48 {
+		t.Fatalf("a topic's offsets take %d bytes, a group's %d, want 40 and 48", n, m)
 	}
 }
 

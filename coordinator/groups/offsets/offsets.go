@@ -80,9 +80,9 @@ func (b *Book) Loaded() {
 	}
 	b.loading = false
 	b.idx.Range(func(_ Group, s *Slot) {
-		gs := s.g
-		for i := range gs.topics {
-			t := &gs.topics[i]
+		ts := s.g.topics()
+		for i := range ts {
+			t := &ts[i]
 			if n := len(t.parts); cap(t.parts) > n+max(1, n/4) {
 				t.parts = slices.Clone(t.parts)
 			}
@@ -150,11 +150,40 @@ func (b *Book) offsetsOf(g Group) *groupOffsets {
 	return nil
 }
 
-// groupOffsets is a group's committed offsets, by topic sorted by name.
-// (A pointer in the map, not the slice itself, so that adding a topic
-// does not write the map, whose key a request's Group may alias.)
+// groupOffsets is a group's committed offsets, by topic sorted by name
+// (topics). A group nearly always commits to one topic, which it holds
+// itself: 48 bytes in all, where its topics' slice in an object of its
+// own and their array took 24 and 48. (The Slot holds a pointer to it,
+// not the slice, so as to fit in a registry entry.)
 type groupOffsets struct {
-	topics []topicOffsets
+	// one is the group's topic when it has only one.
+	one [1]topicOffsets
+	// many are its topics when it has more, nil when it has one.
+	many *[]topicOffsets
+}
+
+// topics returns the group's topics: one or more.
+func (gs *groupOffsets) topics() []topicOffsets {
+	if gs.many != nil {
+		return *gs.many
+	}
+	return gs.one[:]
+}
+
+// setTopics makes ts, one topic or more (a group with none is not
+// kept), the group's topics, in place of those topics returned.
+func (gs *groupOffsets) setTopics(ts []topicOffsets) {
+	switch {
+	case len(ts) == 1:
+		gs.one[0], gs.many = ts[0], nil
+	case gs.many == nil:
+		// ts is a new array (one's has room for one): one's topic
+		// is in it, and must not stay referred to from here.
+		gs.one[0] = topicOffsets{}
+		gs.many = &ts
+	default:
+		*gs.many = ts
+	}
 }
 
 // topicOffsets is a group's committed offsets of one topic, sorted by
@@ -426,11 +455,12 @@ func (b *Book) lookup(g Group, topic string, p int32) (record.Offset, bool) {
 	if gs == nil {
 		return record.Offset{}, false
 	}
-	i, ok := b.find(gs.topics, topic)
+	ts := gs.topics()
+	i, ok := b.find(ts, topic)
 	if !ok {
 		return record.Offset{}, false
 	}
-	t := &gs.topics[i]
+	t := &ts[i]
 	j, ok := findPart(t.parts, p)
 	if !ok {
 		return record.Offset{}, false
@@ -489,14 +519,16 @@ func (b *Book) apply(g Group, topic string, p int32, o record.Offset, kept bool)
 	slot := b.idx.Slot(g, true, kept)
 	gs := slot.g
 	if gs == nil {
-		gs = &groupOffsets{}
+		gs = &groupOffsets{one: [1]topicOffsets{{ref: b.share(topic, o.TopicID)}}}
 		slot.g = gs
 	}
-	i, ok := b.find(gs.topics, topic)
+	ts := gs.topics()
+	i, ok := b.find(ts, topic)
 	if !ok {
-		gs.topics = slices.Insert(gs.topics, i, topicOffsets{ref: b.share(topic, o.TopicID)})
+		gs.setTopics(slices.Insert(ts, i, topicOffsets{ref: b.share(topic, o.TopicID)}))
+		ts = gs.topics()
 	}
-	t := &gs.topics[i]
+	t := &ts[i]
 	e := entry{offset: o.Offset, ts: o.CommitTimestamp, epoch: o.LeaderEpoch, p: p}
 	j, ok := findPart(t.parts, p)
 	switch {
@@ -536,11 +568,12 @@ func (b *Book) remove(g Group, topic string, p int32) {
 	if gs == nil {
 		return
 	}
-	i, ok := b.find(gs.topics, topic)
+	ts := gs.topics()
+	i, ok := b.find(ts, topic)
 	if !ok {
 		return
 	}
-	t := &gs.topics[i]
+	t := &ts[i]
 	j, ok := findPart(t.parts, p)
 	if !ok {
 		return
@@ -554,8 +587,8 @@ func (b *Book) remove(g Group, topic string, p int32) {
 		return
 	}
 	b.unshare(t.ref)
-	gs.topics = slices.Delete(gs.topics, i, i+1)
-	if len(gs.topics) > 0 {
+	if ts = slices.Delete(ts, i, i+1); len(ts) > 0 {
+		gs.setTopics(ts)
 		return
 	}
 	b.idx.Slot(g, false, false).g = nil
@@ -591,9 +624,10 @@ func (b *Book) Topics(g Group) []string {
 	if gs == nil {
 		return nil
 	}
-	out := make([]string, len(gs.topics))
-	for i := range gs.topics {
-		out[i] = b.topic(&gs.topics[i]).name
+	ts := gs.topics()
+	out := make([]string, len(ts))
+	for i := range ts {
+		out[i] = b.topic(&ts[i]).name
 	}
 	return out
 }
@@ -605,12 +639,13 @@ func (b *Book) Partitions(g Group, topic string) []int32 {
 	if gs == nil {
 		return nil
 	}
-	i, ok := b.find(gs.topics, topic)
+	ts := gs.topics()
+	i, ok := b.find(ts, topic)
 	if !ok {
 		return nil
 	}
-	out := make([]int32, len(gs.topics[i].parts))
-	for j, e := range gs.topics[i].parts {
+	out := make([]int32, len(ts[i].parts))
+	for j, e := range ts[i].parts {
 		out[j] = e.p
 	}
 	return out
@@ -625,8 +660,9 @@ func (b *Book) Read(g Group, fn func(topic string, p int32, o record.Offset)) {
 	if gs == nil {
 		return
 	}
-	for i := range gs.topics {
-		t := &gs.topics[i]
+	ts := gs.topics()
+	for i := range ts {
+		t := &ts[i]
 		name := b.topic(t).name
 		for _, e := range t.parts {
 			fn(name, e.p, b.offset(t, e))
@@ -642,10 +678,10 @@ func (b *Book) Each(g Group, fn func(topic string, p int32, o record.Offset)) {
 	i, j := 0, 0
 	for {
 		gs := b.offsetsOf(g)
-		if gs == nil || i >= len(gs.topics) {
+		if gs == nil || i >= len(gs.topics()) {
 			return
 		}
-		t := &gs.topics[i]
+		t := &gs.topics()[i]
 		if j >= len(t.parts) {
 			i, j = i+1, 0
 			continue
@@ -663,16 +699,17 @@ func (b *Book) after(g Group, i, j int, topic string, p int32) (int, int) {
 	if gs == nil {
 		return 0, 0
 	}
-	if i < len(gs.topics) && b.topic(&gs.topics[i]).name == topic {
-		if es := gs.topics[i].parts; j < len(es) && es[j].p == p {
+	ts := gs.topics()
+	if i < len(ts) && b.topic(&ts[i]).name == topic {
+		if es := ts[i].parts; j < len(es) && es[j].p == p {
 			return i, j + 1 // unchanged: the common case
 		}
 	}
-	i, ok := b.find(gs.topics, topic)
+	i, ok := b.find(ts, topic)
 	if !ok {
 		return i, 0 // the topic went: its successor is now at i
 	}
-	es := gs.topics[i].parts
+	es := ts[i].parts
 	j, ok = findPart(es, p)
 	if ok {
 		j++
