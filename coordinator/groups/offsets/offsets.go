@@ -54,11 +54,13 @@ type Book struct {
 	// offsets refer to (topicOffsets.ref), so that a million groups
 	// committing to one topic hold it once, not a million times: an
 	// entry is counted by the groups' topics that refer to it and freed
-	// (its index in free, for the next) when none do, as names are.
+	// when none do, as names are.
 	topics []sharedTopic
 	// topicRefs is the index in topics of each topic held there.
 	topicRefs map[topicKey]uint32
-	free      []uint32
+	// free holds the indexes of the entries freed, for the next topics
+	// added: the table is as long as the most topics held at once.
+	free []uint32
 	// pending is each group's transactional offsets by producer.
 	pending map[Group]map[int64]map[TP]record.Offset
 	// loading: between StartLoad and Loaded, a group's offsets grow by
@@ -228,7 +230,8 @@ type entry struct {
 	epoch, p   int32 // its LeaderEpoch, and the partition
 }
 
-// topic returns the name and id t refers to.
+// topic returns the name and id t refers to, where the table holds
+// them: until share next adds to it.
 func (b *Book) topic(t *topicOffsets) *topicKey { return &b.topics[t.ref].topicKey }
 
 // offset returns the committed offset e, of t, holds.
