@@ -44,7 +44,11 @@ func TestQuietGroupBytes(t *testing.T) {
 	runtime.KeepAlive(names)
 	per := float64(int64(after)-int64(before)) / groups
 	t.Logf("%.0f bytes per quiet group of 4 offsets", per)
-	const most = 300 // 263 measured (407 with 64-byte entries holding the id)
+	// 231 measured; 271 on the same machine with each group holding its
+	// topic's name and id, and its topics in a slice of an object of its
+	// own (263 where that was recorded); 407 with 64-byte entries holding
+	// the id.
+	const most = 250
 	if per > most {
 		t.Errorf("%.0f bytes per quiet group of 4 offsets, want at most %d", per, most)
 	}

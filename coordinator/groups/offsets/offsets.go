@@ -50,6 +50,17 @@ type Book struct {
 	// names interns the topic and tenant names that committed holds, so
 	// that the groups committing to one topic share one copy of its name.
 	names map[string]interned
+	// topics is the table of the topics (a name and an id) that groups'
+	// offsets refer to (topicOffsets.ref), so that a million groups
+	// committing to one topic hold it once, not a million times: an
+	// entry is counted by the groups' topics that refer to it and freed
+	// when none do, as names are.
+	topics []sharedTopic
+	// topicRefs is the index in topics of each topic held there.
+	topicRefs map[topicKey]uint32
+	// free holds the indexes of the entries freed, for the next topics
+	// added: the table is as long as the most topics held at once.
+	free []uint32
 	// pending is each group's transactional offsets by producer.
 	pending map[Group]map[int64]map[TP]record.Offset
 	// loading: between StartLoad and Loaded, a group's offsets grow by
@@ -71,9 +82,9 @@ func (b *Book) Loaded() {
 	}
 	b.loading = false
 	b.idx.Range(func(_ Group, s *Slot) {
-		gs := s.g
-		for i := range gs.topics {
-			t := &gs.topics[i]
+		ts := s.g.topics()
+		for i := range ts {
+			t := &ts[i]
 			if n := len(t.parts); cap(t.parts) > n+max(1, n/4) {
 				t.parts = slices.Clone(t.parts)
 			}
@@ -141,23 +152,66 @@ func (b *Book) offsetsOf(g Group) *groupOffsets {
 	return nil
 }
 
-// groupOffsets is a group's committed offsets, by topic sorted by name.
-// (A pointer in the map, not the slice itself, so that adding a topic
-// does not write the map, whose key a request's Group may alias.)
+// groupOffsets is a group's committed offsets, by topic sorted by name
+// (topics). A group nearly always commits to one topic, which it holds
+// itself: 48 bytes in all, where its topics' slice in an object of its
+// own and their array took 24 and 48. (The Slot holds a pointer to it,
+// not the slice, so as to fit in a registry entry.)
 type groupOffsets struct {
-	topics []topicOffsets
+	// one is the group's topic when it has only one.
+	one [1]topicOffsets
+	// many are its topics when it has more, nil when it has one.
+	many *[]topicOffsets
+}
+
+// topics returns the group's topics: one or more.
+func (gs *groupOffsets) topics() []topicOffsets {
+	if gs.many != nil {
+		return *gs.many
+	}
+	return gs.one[:]
+}
+
+// setTopics makes ts, one topic or more (a group with none is not
+// kept), the group's topics, in place of those topics returned.
+func (gs *groupOffsets) setTopics(ts []topicOffsets) {
+	switch {
+	case len(ts) == 1:
+		gs.one[0], gs.many = ts[0], nil
+	case gs.many == nil:
+		// ts is a new array (one's has room for one): one's topic
+		// is in it, and must not stay referred to from here.
+		gs.one[0] = topicOffsets{}
+		gs.many = &ts
+	default:
+		*gs.many = ts
+	}
 }
 
 // topicOffsets is a group's committed offsets of one topic, sorted by
 // partition; a topic with none is not kept.
 type topicOffsets struct {
-	name string // interned
-	// id is the topic id of its offsets but those odd names another for:
-	// a group's partitions of one topic nearly always have the same.
-	id    [16]byte
+	// ref is the topic's name and id in the Book's table (Book.topics):
+	// 4 bytes, where the two were 32 in each group. The id is that of
+	// its offsets but those odd names another for: a group's partitions
+	// of one topic nearly always have the same.
+	ref   uint32
 	parts []entry
 	// odd holds what few offsets have: nil in the normal case.
 	odd *oddities
+}
+
+// topicKey is a topic as its offsets name it: its name and id.
+type topicKey struct {
+	name string // interned
+	id   [16]byte
+}
+
+// sharedTopic is an entry of a Book's table of topics, and how many
+// groups' topics refer to it.
+type sharedTopic struct {
+	topicKey
+	refs int
 }
 
 // oddities are what the offsets of a topic rarely carry, by partition:
@@ -170,15 +224,19 @@ type oddities struct {
 }
 
 // entry is a partition's committed offset, held inline: 24 bytes. Its
-// topic id and metadata are its topic's (topicOffsets.offset).
+// topic id and metadata are its topic's (Book.offset).
 type entry struct {
 	offset, ts int64 // record.Offset's Offset and CommitTimestamp
 	epoch, p   int32 // its LeaderEpoch, and the partition
 }
 
-// offset returns the committed offset e holds.
-func (t *topicOffsets) offset(e entry) record.Offset {
-	o := record.Offset{Offset: e.offset, LeaderEpoch: e.epoch, CommitTimestamp: e.ts, TopicID: t.id}
+// topic returns the name and id t refers to, where the table holds
+// them: until share next adds to it.
+func (b *Book) topic(t *topicOffsets) *topicKey { return &b.topics[t.ref].topicKey }
+
+// offset returns the committed offset e, of t, holds.
+func (b *Book) offset(t *topicOffsets, e entry) record.Offset {
+	o := record.Offset{Offset: e.offset, LeaderEpoch: e.epoch, CommitTimestamp: e.ts, TopicID: b.topic(t).id}
 	if x := t.odd; x != nil {
 		if id, ok := x.ids[e.p]; ok {
 			o.TopicID = id
@@ -190,18 +248,18 @@ func (t *topicOffsets) offset(e entry) record.Offset {
 
 // set records partition p's topic id and metadata (apply calls it only
 // when either is odd, or was).
-func (t *topicOffsets) set(p int32, id [16]byte, meta string) {
+func (b *Book) set(t *topicOffsets, p int32, id [16]byte, meta string) {
 	if t.odd == nil {
 		t.odd = &oddities{}
 	}
 	x := t.odd
-	if id != t.id {
+	if id != b.topic(t).id {
 		if x.ids == nil {
 			x.ids = map[int32][16]byte{}
 		}
 		x.ids[p] = id
 		if len(x.ids) > len(t.parts)/2 {
-			t.rebase()
+			b.rebase(t)
 		}
 	} else {
 		delete(x.ids, p)
@@ -245,33 +303,37 @@ func (t *topicOffsets) tidy() {
 // rebase makes the topic's id the one most of its offsets have, so that
 // the offsets of a topic created again, committed afresh, are not all
 // kept as exceptions.
-func (t *topicOffsets) rebase() {
+func (b *Book) rebase(t *topicOffsets) {
 	x := t.odd
+	cur := *b.topic(t)
 	count := map[[16]byte]int{}
-	best, most := t.id, 0
+	best, most := cur.id, 0
 	for _, e := range t.parts {
 		id, ok := x.ids[e.p]
 		if !ok {
-			id = t.id
+			id = cur.id
 		}
 		if count[id]++; count[id] > most {
 			best, most = id, count[id]
 		}
 	}
-	if best == t.id {
+	if best == cur.id {
 		return
 	}
 	ids := map[int32][16]byte{}
 	for _, e := range t.parts {
 		id, ok := x.ids[e.p]
 		if !ok {
-			id = t.id
+			id = cur.id
 		}
 		if id != best {
 			ids[e.p] = id
 		}
 	}
-	t.id, x.ids = best, ids
+	// The new entry first: the old one's name stays interned.
+	old := t.ref
+	t.ref, x.ids = b.share(cur.name, best), ids
+	b.unshare(old)
 }
 
 // interned is a name's one copy, and how many uses of it committed holds.
@@ -282,7 +344,7 @@ type interned struct {
 
 // New returns the empty offsets of shard, whose records go through rec.
 func New(shard uint16, rec *machine.Recorder) *Book {
-	b := &Book{shard: shard, rec: rec, names: map[string]interned{}}
+	b := &Book{shard: shard, rec: rec, names: map[string]interned{}, topicRefs: map[topicKey]uint32{}}
 	b.idx = &mapIndex{b: b, m: map[Group]*Slot{}}
 	return b
 }
@@ -290,7 +352,7 @@ func New(shard uint16, rec *machine.Recorder) *Book {
 // NewIn returns the empty offsets of shard, kept in idx, whose records go
 // through rec.
 func NewIn(shard uint16, rec *machine.Recorder, idx Index) *Book {
-	return &Book{shard: shard, rec: rec, names: map[string]interned{}, idx: idx}
+	return &Book{shard: shard, rec: rec, names: map[string]interned{}, topicRefs: map[topicKey]uint32{}, idx: idx}
 }
 
 // intern returns the Book's copy of s (cloned if it has none: s may alias
@@ -322,18 +384,51 @@ func (b *Book) release(s string) {
 	}
 }
 
+// share returns the reference to topic name's id in the table, added
+// (its name interned) if it is not there, and counts a use of it.
+func (b *Book) share(name string, id [16]byte) uint32 {
+	ref, ok := b.topicRefs[topicKey{name, id}]
+	if !ok {
+		k := topicKey{b.intern(name), id}
+		if n := len(b.free); n > 0 {
+			ref, b.free = b.free[n-1], b.free[:n-1]
+		} else {
+			ref = uint32(len(b.topics))
+			b.topics = append(b.topics, sharedTopic{})
+		}
+		b.topics[ref].topicKey = k
+		b.topicRefs[k] = ref
+	}
+	b.topics[ref].refs++
+	return ref
+}
+
+// unshare drops a use of a table entry; the last frees it, so that the
+// table does not keep deleted topics (nor, under their names, their ids
+// of before they were created again).
+func (b *Book) unshare(ref uint32) {
+	s := &b.topics[ref]
+	if s.refs--; s.refs > 0 {
+		return
+	}
+	delete(b.topicRefs, s.topicKey)
+	b.release(s.name)
+	*s = sharedTopic{}
+	b.free = append(b.free, ref)
+}
+
 // find returns the index of topic in ts, or where it would go.
-func find(ts []topicOffsets, topic string) (int, bool) {
+func (b *Book) find(ts []topicOffsets, topic string) (int, bool) {
 	// A group commits to a topic or a few: a scan beats a search.
 	if len(ts) <= 8 {
 		for i := range ts {
-			if n := ts[i].name; n >= topic {
+			if n := b.topics[ts[i].ref].name; n >= topic {
 				return i, n == topic
 			}
 		}
 		return len(ts), false
 	}
-	return slices.BinarySearchFunc(ts, topic, func(t topicOffsets, name string) int { return strings.Compare(t.name, name) })
+	return slices.BinarySearchFunc(ts, topic, func(t topicOffsets, name string) int { return strings.Compare(b.topics[t.ref].name, name) })
 }
 
 // findPart returns the index of partition p in es, or where it would go.
@@ -363,16 +458,17 @@ func (b *Book) lookup(g Group, topic string, p int32) (record.Offset, bool) {
 	if gs == nil {
 		return record.Offset{}, false
 	}
-	i, ok := find(gs.topics, topic)
+	ts := gs.topics()
+	i, ok := b.find(ts, topic)
 	if !ok {
 		return record.Offset{}, false
 	}
-	t := &gs.topics[i]
+	t := &ts[i]
 	j, ok := findPart(t.parts, p)
 	if !ok {
 		return record.Offset{}, false
 	}
-	return t.offset(t.parts[j]), true
+	return b.offset(t, t.parts[j]), true
 }
 
 func (b *Book) groupKey(g Group) record.GroupKey {
@@ -426,14 +522,16 @@ func (b *Book) apply(g Group, topic string, p int32, o record.Offset, kept bool)
 	slot := b.idx.Slot(g, true, kept)
 	gs := slot.g
 	if gs == nil {
-		gs = &groupOffsets{}
+		gs = &groupOffsets{one: [1]topicOffsets{{ref: b.share(topic, o.TopicID)}}}
 		slot.g = gs
 	}
-	i, ok := find(gs.topics, topic)
+	ts := gs.topics()
+	i, ok := b.find(ts, topic)
 	if !ok {
-		gs.topics = slices.Insert(gs.topics, i, topicOffsets{name: b.intern(topic), id: o.TopicID})
+		gs.setTopics(slices.Insert(ts, i, topicOffsets{ref: b.share(topic, o.TopicID)}))
+		ts = gs.topics()
 	}
-	t := &gs.topics[i]
+	t := &ts[i]
 	e := entry{offset: o.Offset, ts: o.CommitTimestamp, epoch: o.LeaderEpoch, p: p}
 	j, ok := findPart(t.parts, p)
 	switch {
@@ -444,8 +542,8 @@ func (b *Book) apply(g Group, topic string, p int32, o record.Offset, kept bool)
 	default:
 		t.parts = b.grow(t.parts, j, e)
 	}
-	if t.odd != nil || o.TopicID != t.id || o.Metadata != "" {
-		t.set(p, o.TopicID, o.Metadata) // after the entry is in: set counts them
+	if t.odd != nil || o.TopicID != b.topic(t).id || o.Metadata != "" {
+		b.set(t, p, o.TopicID, o.Metadata) // after the entry is in: set counts them
 	}
 }
 
@@ -473,11 +571,12 @@ func (b *Book) remove(g Group, topic string, p int32) {
 	if gs == nil {
 		return
 	}
-	i, ok := find(gs.topics, topic)
+	ts := gs.topics()
+	i, ok := b.find(ts, topic)
 	if !ok {
 		return
 	}
-	t := &gs.topics[i]
+	t := &ts[i]
 	j, ok := findPart(t.parts, p)
 	if !ok {
 		return
@@ -490,9 +589,9 @@ func (b *Book) remove(g Group, topic string, p int32) {
 		}
 		return
 	}
-	b.release(t.name)
-	gs.topics = slices.Delete(gs.topics, i, i+1)
-	if len(gs.topics) > 0 {
+	b.unshare(t.ref)
+	if ts = slices.Delete(ts, i, i+1); len(ts) > 0 {
+		gs.setTopics(ts)
 		return
 	}
 	b.idx.Slot(g, false, false).g = nil
@@ -528,9 +627,10 @@ func (b *Book) Topics(g Group) []string {
 	if gs == nil {
 		return nil
 	}
-	out := make([]string, len(gs.topics))
-	for i, t := range gs.topics {
-		out[i] = t.name
+	ts := gs.topics()
+	out := make([]string, len(ts))
+	for i := range ts {
+		out[i] = b.topic(&ts[i]).name
 	}
 	return out
 }
@@ -542,12 +642,13 @@ func (b *Book) Partitions(g Group, topic string) []int32 {
 	if gs == nil {
 		return nil
 	}
-	i, ok := find(gs.topics, topic)
+	ts := gs.topics()
+	i, ok := b.find(ts, topic)
 	if !ok {
 		return nil
 	}
-	out := make([]int32, len(gs.topics[i].parts))
-	for j, e := range gs.topics[i].parts {
+	out := make([]int32, len(ts[i].parts))
+	for j, e := range ts[i].parts {
 		out[j] = e.p
 	}
 	return out
@@ -562,10 +663,12 @@ func (b *Book) Read(g Group, fn func(topic string, p int32, o record.Offset)) {
 	if gs == nil {
 		return
 	}
-	for i := range gs.topics {
-		t := &gs.topics[i]
+	ts := gs.topics()
+	for i := range ts {
+		t := &ts[i]
+		name := b.topic(t).name
 		for _, e := range t.parts {
-			fn(t.name, e.p, t.offset(e))
+			fn(name, e.p, b.offset(t, e))
 		}
 	}
 }
@@ -578,16 +681,16 @@ func (b *Book) Each(g Group, fn func(topic string, p int32, o record.Offset)) {
 	i, j := 0, 0
 	for {
 		gs := b.offsetsOf(g)
-		if gs == nil || i >= len(gs.topics) {
+		if gs == nil || i >= len(gs.topics()) {
 			return
 		}
-		t := &gs.topics[i]
+		t := &gs.topics()[i]
 		if j >= len(t.parts) {
 			i, j = i+1, 0
 			continue
 		}
-		name, p := t.name, t.parts[j].p
-		fn(name, p, t.offset(t.parts[j]))
+		name, p := b.topic(t).name, t.parts[j].p
+		fn(name, p, b.offset(t, t.parts[j]))
 		i, j = b.after(g, i, j, name, p)
 	}
 }
@@ -599,16 +702,17 @@ func (b *Book) after(g Group, i, j int, topic string, p int32) (int, int) {
 	if gs == nil {
 		return 0, 0
 	}
-	if i < len(gs.topics) && gs.topics[i].name == topic {
-		if es := gs.topics[i].parts; j < len(es) && es[j].p == p {
+	ts := gs.topics()
+	if i < len(ts) && b.topic(&ts[i]).name == topic {
+		if es := ts[i].parts; j < len(es) && es[j].p == p {
 			return i, j + 1 // unchanged: the common case
 		}
 	}
-	i, ok := find(gs.topics, topic)
+	i, ok := b.find(ts, topic)
 	if !ok {
 		return i, 0 // the topic went: its successor is now at i
 	}
-	es := gs.topics[i].parts
+	es := ts[i].parts
 	j, ok = findPart(es, p)
 	if ok {
 		j++

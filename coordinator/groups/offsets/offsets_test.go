@@ -180,7 +180,7 @@ func (b *Book) all() map[Group]*groupOffsets {
 func (b *Book) Count(g Group) int {
 	n := 0
 	if gs := b.offsetsOf(g); gs != nil {
-		for _, t := range gs.topics {
+		for _, t := range gs.topics() {
 			n += len(t.parts)
 		}
 	}
