@@ -83,6 +83,24 @@ func BenchmarkLoadQuietGroups(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/groups, "ns/group")
 }
 
+// BenchmarkReconcileQuiet: a start's reconciliation of 100,000 quiet
+// groups' offsets with the broker's topics (node.Start, after the load),
+// which finds nothing to delete.
+func BenchmarkReconcileQuiet(b *testing.B) {
+	const groups = 100000
+	co := quietCoordinator(b, groups)
+	live := map[string]map[string][16]byte{"": {"quiet": {}}}
+	for b.Loop() {
+		co.ReconcileTopics(live)
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(7) // no topics: all of them
+	req.Group = "quiet-0000001"
+	if resp := co.Handle(context.Background(), coordinator.Request{Msg: req})().(*kmsg.OffsetFetchResponse); len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 4 {
+		b.Fatalf("the offsets went: %+v", resp.Topics)
+	}
+}
+
 // quietCoordinator is a coordinator serving quietStore's groups.
 func quietCoordinator(b *testing.B, groups int) *coordinator.Coordinator {
 	co, err := coordinator.Start(coordinator.Config{}, coordinator.Options{Store: quietStore(b, groups)})
