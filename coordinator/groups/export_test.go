@@ -1,6 +1,8 @@
 package groups
 
 import (
+	"time"
+
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
 	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
@@ -93,3 +95,6 @@ func InspectChanges(s *Shard, full bool) InspectDelta {
 
 // InspectAll reads every group of s in full.
 func InspectAll(s *Shard) []Summary { return s.inspect(nil) }
+
+// Sweep runs the shard's retention sweep at now, as its timer does.
+func Sweep(s *Shard, now time.Time) { s.sweep(now) }

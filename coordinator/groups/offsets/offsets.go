@@ -731,12 +731,41 @@ func (b *Book) DeleteGroup(g Group) {
 // is at least retention (all in milliseconds). (Kafka's
 // cleanupGroupMetadata; which offsets a group keeps and when their
 // retention starts are its type's rules.)
+//
+// Every sweep asks of every group, and nearly every group has nothing to
+// expire: its offsets are read once first, without Each's lookup of the
+// group at every offset (Each's fn may change the group), and only a
+// group with an offset to expire is gone through again to tombstone it.
 func (b *Book) Expire(g Group, nowMs, retentionMs int64, keep func(topic string) bool, since func(o record.Offset) int64) {
+	if !b.anyExpired(g, nowMs, retentionMs, keep, since) {
+		return
+	}
 	b.Each(g, func(t string, p int32, o record.Offset) {
 		if !keep(t) && nowMs-since(o) >= retentionMs {
 			b.rec.Emit(b.offsetKey(g, t, p), nil)
 		}
 	})
+}
+
+// anyExpired reports whether Expire would tombstone any of g's offsets.
+func (b *Book) anyExpired(g Group, nowMs, retentionMs int64, keep func(topic string) bool, since func(o record.Offset) int64) bool {
+	gs := b.offsetsOf(g)
+	if gs == nil {
+		return false
+	}
+	ts := gs.topics()
+	for i := range ts {
+		t := &ts[i]
+		if keep(b.topic(t).name) {
+			continue
+		}
+		for _, e := range t.parts {
+			if nowMs-since(b.offset(t, e)) >= retentionMs {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // DeleteTopics tombstones the offsets of topics of every group of tenant,
