@@ -145,7 +145,9 @@ func TestWalksWhileTombstoning(t *testing.T) {
 		visited = append(visited, fmt.Sprint(o.Offset))
 		return o.CommitTimestamp * 100
 	})
-	if got, want := strings.Join(visited, ""), "012345"+"012345"+"012345"; got != want {
+	// Expire's read-only pass stops at the first offset to expire, a/0;
+	// then each offset of a, b and d once.
+	if got, want := strings.Join(visited, ""), "0"+"012345"+"012345"+"012345"; got != want {
 		t.Fatalf("Expire visited %s, want %s", got, want)
 	}
 	if got, want := parts(b.Book, g), "a/1=1 a/3=3 a/5=5 b/1=1 b/3=3 b/5=5 c/0=0 c/1=1 c/2=2 c/3=3 c/4=4 c/5=5 d/1=1 d/3=3 d/5=5"; got != want {
