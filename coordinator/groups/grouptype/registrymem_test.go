@@ -2,10 +2,13 @@ package grouptype
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/cohort-dev/cohort/coordinator/machine"
+	"github.com/cohort-dev/cohort/internal/memtest"
 )
 
 // registryKeys returns n keys over a few tenants, named as a load names
@@ -18,6 +21,37 @@ func registryKeys(n int) (keys, asked []Key) {
 		asked[i] = Key{strings.Clone(keys[i].Tenant), strings.Clone(keys[i].Name)}
 	}
 	return keys, asked
+}
+
+// TestRegistryBytes: the registry's own share of a quiet group, its
+// entry and names aside, is a few bytes (issue 34: a node may hold a
+// million groups, 62,500 in each of 16 shards). The keys are built
+// outside the measure and the entries' 80 bytes taken off; the touched
+// list Register grows is dropped (TouchAll) as an inspect of changes
+// would take it.
+func TestRegistryBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap")
+	}
+	for _, n := range []int{62_500, 200_000} {
+		keys, _ := registryKeys(n)
+		before := memtest.HeapAlloc()
+		h := NewHost(Config{}, func(machine.Record) error { return nil })
+		for _, k := range keys {
+			h.Register(k)
+		}
+		h.TouchAll()
+		after := memtest.HeapAlloc()
+		runtime.KeepAlive(h)
+		runtime.KeepAlive(keys)
+		entry := reflect.TypeFor[Entry]().Size() // 80, a size class (TestEntrySize)
+		per := float64(int64(after)-int64(before))/float64(n) - float64(entry)
+		t.Logf("%.1f bytes a group besides its %d-byte entry, at %d groups", per, entry, n)
+		const most = 24
+		if per > most {
+			t.Errorf("%.1f bytes a group besides its entry at %d groups, want at most %d", per, n, most)
+		}
+	}
 }
 
 // BenchmarkRegistryLookup is the lookup every request and timer of a
