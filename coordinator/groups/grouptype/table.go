@@ -12,14 +12,20 @@ package grouptype
 // Comparing a key reads the entry and its names, which the map's inline
 // keys spare it half of: the hash's byte (tags) lets a probe pass the
 // entries of other keys unread, so a lookup reads about one entry, and a
-// miss none (BenchmarkRegistryLookup: no slower than the map but for a
-// miss in a table near three quarters full, about twice as slow there;
-// without the tags a hit was slower too). Seven eighths full at most, the
-// misses' runs of full slots were too long for the bytes it would save.
+// miss none. Without the tags a miss at 100,000 groups took half as
+// long again as the map's (154 ns against 107); with them, and 8 read at
+// once (get), a hit takes a sixth to a third less time than the map's,
+// and a miss as long or less, from three eighths to three quarters full
+// (BenchmarkRegistryLookup at 80,000, 98,000, 100,000 and 114,000).
+// Seven eighths full at most, a table of 114,000 groups is 87% full,
+// not 43%, and a miss in it took four times as long (265 ns against 67)
+// for the 10 bytes a group it saved.
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"iter"
+	"math/bits"
 )
 
 const (
@@ -58,24 +64,57 @@ func tag(h uint64) uint8 { return max(1, uint8(h>>56)) }
 // len is how many entries the table holds.
 func (t *groupTable) len() int { return t.n }
 
-// get returns the entry of k, or nil.
+// get returns the entry of k, or nil. Past the key's own slot, where a
+// hit mostly is, it reads the tags of 8 slots at once (tags has the
+// first 7 again past its end, so any 8 from a slot are there) and finds
+// the run's end and the tags that match among them without a branch a
+// byte: a loop that tested each byte in turn ended at a byte the CPU
+// could not foresee, and that misprediction made a miss 1.8 times as
+// slow as the map's.
 func (t *groupTable) get(k Key) *Entry {
 	if t.n == 0 {
 		return nil
 	}
 	h := t.hash(k)
 	want, mask := tag(h), uint64(len(t.slots)-1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		switch t.tags[i] {
-		case 0:
-			return nil
-		case want:
-			// The name first: two groups of a tenant differ
-			// only there.
-			if e := t.slots[i]; e.Name == k.Name && e.Tenant == k.Tenant {
+	i := h & mask
+	if t.tags[i] == want {
+		// The name first: two groups of a tenant differ only there.
+		if e := t.slots[i]; e.Name == k.Name && e.Tenant == k.Tenant {
+			return e
+		}
+	}
+	for ; ; i = (i + 8) & mask {
+		w := binary.LittleEndian.Uint64(t.tags[i:])
+		empty := zeroBytes(w)
+		// The run ends at the first empty slot: the bits below its
+		// own. Past it, tags that match are other keys'.
+		run := empty&-empty - 1
+		for m := zeroBytes(w^lsb*uint64(want)) & run; m != 0; m &= m - 1 {
+			// zeroBytes may flag a byte above a match that is
+			// not one: its tag says.
+			j := (i + uint64(bits.TrailingZeros64(m)/8)) & mask
+			if e := t.slots[j]; t.tags[j] == want && e.Name == k.Name && e.Tenant == k.Tenant {
 				return e
 			}
 		}
+		if empty != 0 {
+			return nil
+		}
+	}
+}
+
+const lsb, msb = 0x0101010101010101, 0x8080808080808080
+
+// zeroBytes has the top bit set of the lowest byte of w that is 0, and
+// maybe of some above it (a byte of 1 above a 0 borrows), none below.
+func zeroBytes(w uint64) uint64 { return (w - lsb) &^ w & msb }
+
+// setTag sets slot i's tag, and its copy past the end.
+func (t *groupTable) setTag(i uint64, tag uint8) {
+	t.tags[i] = tag
+	if n := uint64(len(t.slots)); i < 7 {
+		t.tags[n+i] = tag
 	}
 }
 
@@ -96,14 +135,15 @@ func (t *groupTable) place(e *Entry) {
 	for t.tags[i] != 0 {
 		i = (i + 1) & mask
 	}
-	t.slots[i], t.tags[i] = e, tag(h)
+	t.slots[i] = e
+	t.setTag(i, tag(h))
 }
 
 // resize moves every entry to a table of size slots (a power of two).
 // The seed is drawn as the first entry comes: a zero Seed hashes nothing.
 func (t *groupTable) resize(size int) {
 	old := t.slots
-	t.slots, t.tags = make([]*Entry, size), make([]uint8, size)
+	t.slots, t.tags = make([]*Entry, size), make([]uint8, size+7)
 	if t.n == 0 {
 		t.seed = maphash.MakeSeed()
 	}
@@ -135,11 +175,13 @@ func (t *groupTable) remove(e *Entry) {
 		// the emptied slot is: a lookup of it starts past that slot.
 		f := t.slots[j]
 		if home := t.hash(f.Key) & mask; (j-home)&mask >= (j-i)&mask {
-			t.slots[i], t.tags[i] = f, t.tags[j]
+			t.slots[i] = f
+			t.setTag(i, t.tags[j])
 			i = j
 		}
 	}
-	t.slots[i], t.tags[i] = nil, 0
+	t.slots[i] = nil
+	t.setTag(i, 0)
 	t.n--
 }
 
