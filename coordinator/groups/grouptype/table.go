@@ -32,7 +32,9 @@ const (
 	// minSlots is the table's size once it holds an entry.
 	minSlots = 16
 	// The table doubles before more than loadNum/loadDen of its slots
-	// are full: past that, linear probing's runs grow long.
+	// are full: past that, linear probing's runs grow long. It never
+	// shrinks, as a map does not: a shard keeps the slots of the most
+	// groups it held, 12 to 24 bytes a group it held then.
 	loadNum, loadDen = 3, 4
 )
 
