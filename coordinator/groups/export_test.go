@@ -28,7 +28,7 @@ type EventView struct {
 // EventViews returns every classic or consumer group's view.
 func EventViews(s *Shard) map[EventKey]EventView {
 	out := map[EventKey]EventView{}
-	for _, g := range s.h.Groups {
+	for _, g := range s.h.Sorted() {
 		switch c := g.Part.(type) {
 		case *classic.Group:
 			if c.State == classic.Dead {
@@ -51,7 +51,7 @@ func EventViews(s *Shard) map[EventKey]EventView {
 // members, the ids of those events report present.
 func EventMembers(s *Shard) map[EventKey]map[string]bool {
 	out := map[EventKey]map[string]bool{}
-	for _, g := range s.h.Groups {
+	for _, g := range s.h.Sorted() {
 		ids := map[string]bool{}
 		var k EventKey
 		switch c := g.Part.(type) {

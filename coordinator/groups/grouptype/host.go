@@ -43,11 +43,11 @@ type Host struct {
 	// yet committed or aborted.
 	Offs *offsets.Book
 
-	// Groups is the registry (registry.go); tenantGroups counts each
-	// tenant's entries in it (limits.go).
-	Groups       map[Key]*Entry
+	// groups is the registry (registry.go, table.go); tenantGroups
+	// counts each tenant's entries in it (limits.go).
+	groups       groupTable
 	tenantGroups map[string]int
-	// sorted is Groups in (tenant, name) order, made again only after an
+	// sorted is groups in (tenant, name) order, made again only after an
 	// entry is added or removed (Sorted): listing a million quiet groups,
 	// or inspecting them at every lag sample, sorts none of them.
 	sorted []*Entry
@@ -82,7 +82,6 @@ func NewHost(cfg Config, replay func(machine.Record) error) *Host {
 	h := &Host{
 		Cfg:          cfg,
 		Rng:          rand.NewChaCha8(cfg.Seed),
-		Groups:       map[Key]*Entry{},
 		tenantGroups: map[string]int{},
 		Reserve:      Reserver{Block: cfg.OffsetsTopicBlock},
 	}

@@ -40,7 +40,7 @@ type Entry struct {
 	// between a conversion's tombstone and its new type's first record.
 	Part Part
 	// Offs holds the group's committed offsets: the registry is the
-	// Book's Index (Host.Slot), one map of the groups for both.
+	// Book's Index (Host.Slot), one table of the groups for both.
 	Offs offsets.Slot
 	// Inspected is the group's fingerprint at the shard's last inspect
 	// of changes (coordinator/groups' InspectCmd with a Token); 0: none.
@@ -57,7 +57,7 @@ type Entry struct {
 // lag sampler's inspect.
 func (h *Host) Slot(g offsets.Group, add, kept bool) *offsets.Slot {
 	k := Key{g.Tenant, g.Name}
-	e := h.Groups[k]
+	e := h.groups.get(k)
 	if e == nil {
 		if !add {
 			return nil
@@ -74,9 +74,12 @@ func (h *Host) Slot(g offsets.Group, add, kept bool) *offsets.Slot {
 // nothing left in it.
 func (h *Host) Emptied(offsets.Group) {}
 
-// Range calls fn for every group with committed offsets.
+// Range calls fn for every group with committed offsets. fn must not
+// register or forget a group (the Book's callers, its Loaded and its
+// sorted list of groups, do neither): the table's entries move when one
+// comes or goes, and a range would miss some (groupTable.all panics).
 func (h *Host) Range(fn func(offsets.Group, *offsets.Slot)) {
-	for _, e := range h.Groups {
+	for e := range h.groups.all() {
 		if !e.Offs.Empty() {
 			fn(e.Off(), &e.Offs)
 		}
@@ -98,7 +101,7 @@ func (h *Host) Lookup(tenant, name string) *Entry {
 
 // Get is Lookup by key.
 func (h *Host) Get(k Key) *Entry {
-	g := h.Groups[k]
+	g := h.groups.get(k)
 	if g != nil {
 		h.Touch(g)
 	}
@@ -108,10 +111,10 @@ func (h *Host) Get(k Key) *Entry {
 // Register returns the group, registering an empty entry (no part, no
 // id) if there is none; either way it is touched.
 func (h *Host) Register(k Key) *Entry {
-	g := h.Groups[k]
+	g := h.groups.get(k)
 	if g == nil {
 		g = &Entry{Key: k}
-		h.Groups[k] = g
+		h.groups.put(g)
 		h.sorted = nil
 		h.countGroup(k.Tenant, 1)
 	}
@@ -122,7 +125,7 @@ func (h *Host) Register(k Key) *Entry {
 // Forget drops the entry if nothing is left in it.
 func (h *Host) Forget(g *Entry) {
 	if g.Part == nil && !h.Offs.Has(g.Off()) {
-		delete(h.Groups, g.Key)
+		h.groups.remove(g)
 		h.sorted = nil
 		h.countGroup(g.Tenant, -1)
 		if g.Inspected != 0 {
@@ -143,7 +146,7 @@ func (h *Host) Touch(g *Entry) {
 	}
 	g.touched = true
 	h.touched = append(h.touched, g)
-	if len(h.touched) > len(h.Groups)+1024 {
+	if len(h.touched) > h.groups.len()+1024 {
 		// Forgotten entries pile up when nothing inspects: a walk of
 		// every group is as cheap by then.
 		h.TouchAll()
@@ -170,7 +173,7 @@ func (h *Host) TakeTouched() (touched []*Entry, all bool) {
 	if all {
 		return nil, true
 	}
-	touched = slices.DeleteFunc(touched, func(g *Entry) bool { return h.Groups[g.Key] != g })
+	touched = slices.DeleteFunc(touched, func(g *Entry) bool { return h.groups.get(g.Key) != g })
 	slices.SortFunc(touched, func(a, b *Entry) int {
 		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
 	})
@@ -184,18 +187,16 @@ func (h *Host) Untouched(g *Entry) { g.touched = false }
 // changes (for the check that every change touched its group).
 func (h *Host) Touched(g *Entry) bool { return g.touched || h.allTouched }
 
-// Sorted returns every group in (tenant, name) order, so that map order
-// never reaches an output. The slice is kept for the next call until an
-// entry is added or removed (a caller may do either while it ranges over
-// it: the next call makes a new one); it must not be changed.
+// Sorted returns every group in (tenant, name) order, so that the
+// table's order never reaches an output. The slice is kept for the next
+// call until an entry is added or removed (a caller may do either while
+// it ranges over it: the next call makes a new one); it must not be
+// changed.
 func (h *Host) Sorted() []*Entry {
-	if h.sorted != nil && len(h.sorted) == len(h.Groups) {
+	if h.sorted != nil && len(h.sorted) == h.groups.len() {
 		return h.sorted
 	}
-	out := make([]*Entry, 0, len(h.Groups))
-	for _, g := range h.Groups {
-		out = append(out, g)
-	}
+	out := slices.AppendSeq(make([]*Entry, 0, h.groups.len()), h.groups.all())
 	slices.SortFunc(out, func(a, b *Entry) int {
 		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
 	})
