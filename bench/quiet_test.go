@@ -66,9 +66,13 @@ const (
 // full: the node as it is most of the time), each the median of three:
 //
 //	listgroups-s                kadm ListGroups of every group
-//	listgroups-wire-s           the same request through kgo alone: the
-//	                            answer on the wire and decoded, without
-//	                            kadm's map of the groups
+//	listgroups-wire-s           the same request through kgo alone, which
+//	                            sends it to every broker and merges the
+//	                            answers through a map of the groups (to
+//	                            drop a group two coordinators list)
+//	listgroups-broker-s         the same request to the node itself: the
+//	                            answer made, on the wire and decoded, as
+//	                            a client that needs no merge gets it
 //	cli-first-s, cli-s          `cohort groups list`: its first group's
 //	                            row, and the whole list
 //	api-first-s                 the admin API's groups list, first answer
@@ -192,6 +196,19 @@ func quietLists(ctx context.Context, b *testing.B, p *testkit.Proc, n int) {
 		}
 		return time.Since(start).Seconds()
 	}), "listgroups-wire-s")
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil || len(meta.Brokers) != 1 {
+		b.Fatalf("metadata: %v", err)
+	}
+	node := cl.Broker(int(meta.Brokers[0].NodeID))
+	b.ReportMetric(median3(func() float64 {
+		start := time.Now()
+		resp, err := node.Request(ctx, kmsg.NewPtrListGroupsRequest())
+		if err != nil || len(resp.(*kmsg.ListGroupsResponse).Groups) != n {
+			b.Fatalf("ListGroups: %v", err)
+		}
+		return time.Since(start).Seconds()
+	}), "listgroups-broker-s")
 	cl.Close()
 	var firsts []float64
 	b.ReportMetric(median3(func() float64 {
