@@ -20,19 +20,7 @@ func BenchmarkOffsetCommit(b *testing.B) {
 	s.Loaded(epoch)
 	reqs := make([]*kmsg.OffsetCommitRequest, 64)
 	for i := range reqs {
-		r := kmsg.NewPtrOffsetCommitRequest()
-		r.Version = 8
-		r.Group = fmt.Sprintf("cohort-bench-commits-%d", i)
-		r.Generation = -1
-		t := kmsg.NewOffsetCommitRequestTopic()
-		t.Topic = "cohort-bench-commits"
-		for p := range int32(10) {
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch = p, 1, -1
-			t.Partitions = append(t.Partitions, rp)
-		}
-		r.Topics = append(r.Topics, t)
-		reqs[i] = r
+		reqs[i] = simpleCommit(fmt.Sprintf("cohort-bench-commits-%d", i), "cohort-bench-commits", 10)
 	}
 	var id machine.RequestID
 	for _, r := range reqs { // the first commit creates each group
@@ -78,19 +66,26 @@ func quietShard(b *testing.B, n int) *groups.Shard {
 	s := groups.New(testConfig())
 	s.Loaded(epoch)
 	for i := range n {
-		r := kmsg.NewPtrOffsetCommitRequest()
-		r.Version, r.Group, r.Generation = 8, fmt.Sprintf("quiet-%07d", i), -1
-		t := kmsg.NewOffsetCommitRequestTopic()
-		t.Topic = "quiet"
-		for p := range int32(4) {
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch = p, 1, -1
-			t.Partitions = append(t.Partitions, rp)
-		}
-		r.Topics = append(r.Topics, t)
+		r := simpleCommit(fmt.Sprintf("quiet-%07d", i), "quiet", 4)
 		if out := s.Handle(epoch, machine.Request{ID: machine.RequestID(i + 1), Msg: r}); len(out.Records) < 4 {
 			b.Fatalf("group %d: %d records", i, len(out.Records))
 		}
 	}
 	return s
+}
+
+// simpleCommit is a simple group's OffsetCommit (v8, generation -1) of
+// offset 1 of partitions 0 to n-1 of topic.
+func simpleCommit(group, topic string, n int32) *kmsg.OffsetCommitRequest {
+	r := kmsg.NewPtrOffsetCommitRequest()
+	r.Version, r.Group, r.Generation = 8, group, -1
+	t := kmsg.NewOffsetCommitRequestTopic()
+	t.Topic = topic
+	for p := range n {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = p, 1, -1
+		t.Partitions = append(t.Partitions, rp)
+	}
+	r.Topics = append(r.Topics, t)
+	return r
 }
