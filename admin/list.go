@@ -214,10 +214,12 @@ func (ix listIndex) key(sort string, pos int32, last []groups.Summary) listKey {
 
 // listQuery is a list request's parameters.
 type listQuery struct {
-	limit    int
-	after    *listKey
-	q        string // lowercased
-	states   map[string]bool
+	limit int
+	after *listKey
+	q     string // lowercased
+	// states are the group states the state filter takes, by code:
+	// each state's name as given or lowercased (nil: no filter).
+	states   map[groups.GroupState]bool
 	types    map[string]bool
 	statuses map[Status]bool
 	sort     string
@@ -262,8 +264,20 @@ func parseListQuery(r *http.Request) (listQuery, error) {
 		return out, nil
 	}
 	var err error
-	if lq.states, err = set("state"); err != nil {
+	states, err := set("state")
+	if err != nil {
 		return lq, err
+	}
+	if states != nil {
+		// Matched here once, not a group at a time: lowering each
+		// group's state made a string of it.
+		lq.states = map[groups.GroupState]bool{}
+		for c := range 256 {
+			st := groups.GroupState(c)
+			if n := st.String(); n != "" && (states[n] || states[strings.ToLower(n)]) {
+				lq.states[st] = true
+			}
+		}
 	}
 	if lq.types, err = set("type", "classic", "consumer", "share"); err != nil {
 		return lq, err
@@ -307,7 +321,7 @@ func (q listQuery) matches(e listEntry, s *groups.Summary) bool {
 	if q.types != nil && !q.types[s.Type.String()] {
 		return false
 	}
-	if q.states != nil && !q.states[s.State.String()] && !q.states[strings.ToLower(s.State.String())] {
+	if q.states != nil && !q.states[s.State] {
 		return false
 	}
 	if q.statuses != nil && !q.statuses[e.status()] {

@@ -112,6 +112,13 @@ func TestListPages(t *testing.T) {
 	if l := getList(t, h, "state=Empty&type=classic"); l.Total != 90 {
 		t.Errorf("state=Empty: %d", l.Total)
 	}
+	// A state lowercased matches too, as given exactly; another case,
+	// or a state no group type has, matches nothing.
+	for q, want := range map[string]int{"state=empty": 90, "state=stable,empty": 90, "state=EMPTY": 0, "state=Gone": 0} {
+		if l := getList(t, h, q); l.Total != want {
+			t.Errorf("%s: %d, want %d", q, l.Total, want)
+		}
+	}
 	if l := getList(t, h, "org=acme&q=g2&limit=5"); l.Total != 11 || len(l.Groups) != 5 || l.Groups[0].Org != "acme" || l.Totals.Lag != 11*19 {
 		t.Errorf("org=acme&q=g2: total %d, totals %+v, %+v; want 11 groups of lag 19 each", l.Total, l.Totals, l.Groups)
 	}

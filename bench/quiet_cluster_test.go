@@ -95,7 +95,7 @@ func BenchmarkQuietGroupsCluster(b *testing.B) {
 		for i, p := range procs {
 			seeds[i] = p.Addr
 		}
-		createTopics(ctx, b, seeds[0], quietPartitions, "quiet")
+		createTopics(ctx, b, seeds[0], int32(quietPartitions), "quiet")
 		waitTopicEverywhere(b, seeds, "quiet")
 		waitClusterHeld(b, procs) // the topic's partitions are units too
 
@@ -260,7 +260,7 @@ func commitRetriable(conns []*loadgen.Conn, groups []string) ([]string, error) {
 	var again []string
 	err := loadgen.Parallel(len(conns), len(conns), func(c int) error {
 		for i := int(next.Add(1)) - 1; i < len(groups); i = int(next.Add(1)) - 1 {
-			req := simpleCommit(groups[i], []string{"quiet"}, quietPartitions, 1)
+			req := simpleCommit(groups[i], []string{"quiet"}, int32(quietPartitions), 1)
 			resp, err := loadgen.Do[*kmsg.OffsetCommitResponse](conns[c], loadgen.CommitVersion, req)
 			if err != nil {
 				return fmt.Errorf("group %s: %w", groups[i], err)
