@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
-	"unsafe"
 )
 
 // Offsets is a group's committed offsets in a Summary, compact: a
@@ -17,25 +15,20 @@ import (
 // of them); the rest is one slice of varints, each partition, offset and
 // commit time against the one before it in the group, as offsets of one
 // commit share their commit time and partitions ascend: 4 offsets of one
-// topic take 48 bytes, these 24 and 24 of varints, not 184. The zero
+// topic take 56 bytes, these 32 and 24 of varints, not 184. The zero
 // Offsets is empty. An Offsets is never changed once built.
 type Offsets struct {
 	// topics are the names of the topic runs, in order.
 	topics *[]string
 	// enc is the number of offsets, the number of each topic run's, then
 	// the zigzag deltas of each offset's partition, offset and commit
-	// time, all varints. A string, not a []byte: it is never changed,
-	// and its header is 16 bytes, not 24, which keeps a Summary at 128
-	// (TestSummarySize).
-	enc string
+	// time, all varints.
+	enc []byte
 }
 
 // Len is the number of offsets.
 func (o Offsets) Len() int {
-	if len(o.enc) == 0 {
-		return 0
-	}
-	n, _ := uvarintAt(o.enc, 0)
+	n, _ := binary.Uvarint(o.enc)
 	return int(n)
 }
 
@@ -74,22 +67,13 @@ func (o Offsets) All() iter.Seq[OffsetSummary] {
 }
 
 // uvarintAt is the uvarint at enc[at:] and the position after it; most
-// are a byte (deltas within a group are small), read without the loop.
-// It reads what add encoded (binary.AppendUvarint's), so it does not
-// check for a malformed one as binary.Uvarint does.
-func uvarintAt(enc string, at int) (uint64, int) {
+// are a byte (deltas within a group are small), read without a call.
+func uvarintAt(enc []byte, at int) (uint64, int) {
 	if b := enc[at]; b < 0x80 {
 		return uint64(b), at + 1
 	}
-	var x uint64
-	for shift := uint(0); ; shift += 7 {
-		b := enc[at]
-		at++
-		if b < 0x80 {
-			return x | uint64(b)<<shift, at
-		}
-		x |= uint64(b&0x7f) << shift
-	}
+	x, k := binary.Uvarint(enc[at:])
+	return x, at + k
 }
 
 // unzigzag is the int64 a varint's zigzag encoding x holds
@@ -103,7 +87,7 @@ func unzigzag(x uint64) int64 {
 // sampler tells a quiet group by it). Two builds of equal offsets are
 // not the same.
 func (o Offsets) Same(p Offsets) bool {
-	return o.topics == p.topics && len(o.enc) == len(p.enc) && (len(o.enc) == 0 || unsafe.StringData(o.enc) == unsafe.StringData(p.enc))
+	return o.topics == p.topics && len(o.enc) == len(p.enc) && (len(o.enc) == 0 || &o.enc[0] == &p.enc[0])
 }
 
 // MakeOffsets is list as an Offsets, in list's order, for tests and
@@ -117,9 +101,8 @@ func MakeOffsets(list []OffsetSummary) Offsets {
 }
 
 // offsetsBuilder builds one group's Offsets at a time, into scratch
-// space it keeps, so that each costs one allocation: its varints, a
-// strings.Builder's, which String hands over without a copy (and one
-// for its topics' list, the first time a set of topics is seen).
+// space it keeps, so that each costs one allocation: its varints (and
+// one for its topics' list, the first time a set of topics is seen).
 type offsetsBuilder struct {
 	n       int
 	entries []byte   // the entries' varints
@@ -170,15 +153,13 @@ func (b *offsetsBuilder) build() Offsets {
 	for _, k := range b.runs {
 		size += uvarintLen(uint64(k))
 	}
-	var enc strings.Builder
-	enc.Grow(size)
-	var buf [binary.MaxVarintLen64]byte
-	enc.Write(binary.AppendUvarint(buf[:0], uint64(b.n)))
+	enc := make([]byte, 0, size)
+	enc = binary.AppendUvarint(enc, uint64(b.n))
 	for _, k := range b.runs {
-		enc.Write(binary.AppendUvarint(buf[:0], uint64(k)))
+		enc = binary.AppendUvarint(enc, uint64(k))
 	}
-	enc.Write(b.entries)
-	o := Offsets{topics: b.list(), enc: enc.String()}
+	enc = append(enc, b.entries...)
+	o := Offsets{topics: b.list(), enc: enc}
 	b.n, b.entries, b.runs, b.names, b.prev = 0, b.entries[:0], b.runs[:0], b.names[:0], OffsetSummary{}
 	return o
 }
