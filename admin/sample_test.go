@@ -205,7 +205,16 @@ func (e *estate) add() {
 
 // step changes the estate: each group may change in one way, with odds
 // low enough that most stay quiet for a window or longer.
-func (e *estate) step() {
+//
+// A step in four changes no group (unchanged reports it): the
+// coordinator then hands the last reading back, the same slice; only
+// some logs may grow.
+func (e *estate) step() (unchanged bool) {
+	if e.rnd.Intn(4) == 0 {
+		e.grow()
+		e.publishTopics()
+		return true
+	}
 	for _, ref := range slices.SortedFunc(maps.Keys(e.groups), compareRefs) {
 		s := e.groups[ref]
 		if e.rnd.Intn(12) != 0 {
@@ -252,8 +261,14 @@ func (e *estate) step() {
 	for range e.rnd.Intn(3) {
 		e.add()
 	}
-	// Some partitions' logs grow; now and then one is not known here for
-	// a while.
+	e.grow()
+	e.publish()
+	return false
+}
+
+// grow makes some partitions' logs grow; now and then one is not known
+// here for a while.
+func (e *estate) grow() {
 	for _, tp := range slices.SortedFunc(maps.Keys(e.ends), compareTPs) {
 		switch e.rnd.Intn(20) {
 		case 0, 1:
@@ -266,7 +281,6 @@ func (e *estate) step() {
 			}
 		}
 	}
-	e.publish()
 }
 
 func compareTPs(a, b TopicPartition) int {
@@ -291,6 +305,11 @@ func (e *estate) publish() {
 		}
 	}
 	e.src.sums = sums
+	e.publishTopics()
+}
+
+// publishTopics makes the estate's logs the source's topics.
+func (e *estate) publishTopics() {
 	e.src.ts = nil
 	for _, tenant := range estateTenants {
 		for _, topic := range estateTopics {
@@ -391,10 +410,11 @@ func TestSampleQuietSame(t *testing.T) {
 			case raceOn:
 				steps = 40 // well past a history of 7, in a third of the time
 			}
-			quiet := 0
+			quiet, handedBack := 0, 0
 			for step := range steps {
+				unchanged, wasSorted := false, fast.lastSorted
 				if step > 0 {
-					e.step()
+					unchanged = e.step()
 					now = now.Add(time.Duration(1+e.rnd.Intn(9)) * time.Second)
 				}
 				fast.Sample(context.Background())
@@ -402,6 +422,26 @@ func TestSampleQuietSame(t *testing.T) {
 				quiet += countQuiet(fast)
 				where := fmt.Sprintf("step %d", step)
 				sameAPIs(t, where, fast, slow)
+				// The list by name is in order, whether the reading
+				// came sorted, shuffled, or handed back as it was.
+				for _, api := range []*API{fast, slow} {
+					es := api.index.entries
+					for k := 1; k < len(es); k++ {
+						if compareGroups(&api.last[es[k-1].i], &api.last[es[k].i]) > 0 {
+							t.Fatalf("%s: the list by name is out of order at %d", where, k)
+						}
+					}
+				}
+				// A reading handed back as it was, in order, is
+				// sampled through the last one: most of its groups
+				// quietly (all but share groups and those whose logs
+				// grew).
+				if unchanged && wasSorted && len(e.src.sums) > 0 {
+					handedBack++
+					if countQuiet(fast) == 0 {
+						t.Fatalf("%s: a reading handed back as it was, and no group sampled quietly", where)
+					}
+				}
 				// The tracker forgets the groups gone, and only those.
 				for _, x := range e.src.sums {
 					if _, ok := fast.tracker.groupMap()[groupRef{x.Tenant, x.Group}]; !ok {
@@ -448,7 +488,10 @@ func TestSampleQuietSame(t *testing.T) {
 			if quiet == 0 {
 				t.Fatal("no group took the quiet path")
 			}
-			t.Logf("%d steps, %d quiet group samples", steps, quiet)
+			if handedBack == 0 {
+				t.Fatal("no reading was handed back as it was")
+			}
+			t.Logf("%d steps, %d quiet group samples, %d readings handed back", steps, quiet, handedBack)
 		})
 	}
 }
