@@ -19,3 +19,6 @@ func (c *Coordinator) ForgetInspected() {
 	defer c.inspectMu.Unlock()
 	c.inspected, c.reading = nil, nil
 }
+
+// MergeSummaries is mergeSummaries, for its test.
+var MergeSummaries = mergeSummaries

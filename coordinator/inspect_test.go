@@ -1,9 +1,12 @@
 package coordinator_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -121,5 +124,71 @@ func TestInspectChanges(t *testing.T) {
 	commit("g01", 9) // and a change elsewhere meanwhile
 	if got := check("the shard loaded again"); len(got) != 20 {
 		t.Errorf("%d groups once the shard is back", len(got))
+	}
+}
+
+// TestMergeSummaries: a reading with the changed summaries merged in is
+// the old one with each group's summary replaced, or added in its place
+// (and listed as added), whatever the sizes; the old reading is left as
+// it was.
+func TestMergeSummaries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 500 {
+		key := func(i int) (string, string) { return []string{"", "acme"}[i%2], fmt.Sprintf("g%04d", i/2) }
+		keys := rng.Perm(400)[:rng.IntN(200)]
+		var old []groups.Summary
+		for _, k := range keys {
+			tenant, group := key(k)
+			old = append(old, groups.Summary{Tenant: tenant, Group: group, Generation: 1})
+		}
+		slices.SortFunc(old, func(a, b groups.Summary) int {
+			return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
+		})
+		was := slices.Clone(old)
+		// Changed: some of the old groups, and some new ones.
+		want := map[[2]string]int32{}
+		for _, s := range old {
+			want[[2]string{s.Tenant, s.Group}] = 1
+		}
+		var changed []groups.Summary
+		var wantAdded [][2]string
+		for _, k := range rng.Perm(400)[:rng.IntN(50)] {
+			tenant, group := key(k)
+			ref := [2]string{tenant, group}
+			if _, ok := want[ref]; !ok {
+				wantAdded = append(wantAdded, ref)
+			}
+			want[ref] = 2
+			changed = append(changed, groups.Summary{Tenant: tenant, Group: group, Generation: 2})
+		}
+		cmpRef := func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }
+		slices.SortFunc(changed, func(a, b groups.Summary) int {
+			return cmpRef([2]string{a.Tenant, a.Group}, [2]string{b.Tenant, b.Group})
+		})
+		slices.SortFunc(wantAdded, cmpRef)
+		out, added := coordinator.MergeSummaries(old, changed)
+		var got [][2]string
+		for _, s := range out {
+			ref := [2]string{s.Tenant, s.Group}
+			if want[ref] != s.Generation {
+				t.Fatalf("trial %d: %v has generation %d, want %d", trial, ref, s.Generation, want[ref])
+			}
+			got = append(got, ref)
+		}
+		if len(got) != len(want) || !slices.IsSortedFunc(got, cmpRef) {
+			t.Fatalf("trial %d: %d groups, want %d, in order: %v", trial, len(got), len(want), got)
+		}
+		var gotAdded [][2]string
+		for _, s := range added {
+			gotAdded = append(gotAdded, [2]string{s.Tenant, s.Group})
+		}
+		if !slices.Equal(gotAdded, wantAdded) {
+			t.Fatalf("trial %d: added %v, want %v", trial, gotAdded, wantAdded)
+		}
+		if !slices.EqualFunc(old, was, func(a, b groups.Summary) bool {
+			return a.Tenant == b.Tenant && a.Group == b.Group && a.Generation == b.Generation
+		}) {
+			t.Fatalf("trial %d: the old reading changed", trial)
+		}
 	}
 }
