@@ -119,15 +119,10 @@ func writeListTable(w io.Writer, l *listing, withIDs bool) error {
 		headers = append(headers, "CGP-ID", "RRL")
 	}
 	return writeTableRows(w, headers, len(l.order), func(i int, cells []string) []string {
-		r := l.order[i]
-		g := l.group(r)
-		cells = append(cells, g.Group, l.names[r.answer], g.GroupState, g.GroupType, g.ProtocolType)
+		r := l.row(i)
+		cells = append(cells, r.Group, l.names[l.order[i].answer], r.State, r.Type, r.ProtocolType)
 		if withIDs {
-			var id cohortID
-			if l.ids != nil {
-				id = l.ids[i]
-			}
-			cells = append(cells, dash(id.CgpID), dash(id.RRL))
+			cells = append(cells, dash(r.CgpID), dash(r.RRL))
 		}
 		return cells
 	})

@@ -733,39 +733,22 @@ func (b *Book) DeleteGroup(g Group) {
 // retention starts are its type's rules.)
 //
 // Every sweep asks of every group, and nearly every group has nothing to
-// expire: its offsets are read once first, without Each's lookup of the
-// group at every offset (Each's fn may change the group), and only a
-// group with an offset to expire is gone through again to tombstone it.
+// expire: its offsets are read once first (Read), without Each's lookup
+// of the group at every offset (Each's fn may change the group), and
+// only a group with an offset to expire is gone through again to
+// tombstone it.
 func (b *Book) Expire(g Group, nowMs, retentionMs int64, keep func(topic string) bool, since func(o record.Offset) int64) {
-	if !b.anyExpired(g, nowMs, retentionMs, keep, since) {
+	expired := func(t string, o record.Offset) bool { return !keep(t) && nowMs-since(o) >= retentionMs }
+	due := false
+	b.Read(g, func(t string, _ int32, o record.Offset) { due = due || expired(t, o) })
+	if !due {
 		return
 	}
 	b.Each(g, func(t string, p int32, o record.Offset) {
-		if !keep(t) && nowMs-since(o) >= retentionMs {
+		if expired(t, o) {
 			b.rec.Emit(b.offsetKey(g, t, p), nil)
 		}
 	})
-}
-
-// anyExpired reports whether Expire would tombstone any of g's offsets.
-func (b *Book) anyExpired(g Group, nowMs, retentionMs int64, keep func(topic string) bool, since func(o record.Offset) int64) bool {
-	gs := b.offsetsOf(g)
-	if gs == nil {
-		return false
-	}
-	ts := gs.topics()
-	for i := range ts {
-		t := &ts[i]
-		if keep(b.topic(t).name) {
-			continue
-		}
-		for _, e := range t.parts {
-			if nowMs-since(b.offset(t, e)) >= retentionMs {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // DeleteTopics tombstones the offsets of topics of every group of tenant,
