@@ -59,6 +59,16 @@ type APISource interface {
 	GroupConfigs(tenant, group string) []GroupConfig
 }
 
+// InPlaceSource is an APISource whose readings of the groups can be
+// taken in place (coordinator.Coordinator.InspectInPlace): the sampler
+// then reads the groups that changed, not every group (Sample).
+type InPlaceSource interface {
+	APISource
+	// InspectInPlace is Inspect updating the last reading's slice in
+	// place, holding mu, when no group came or went.
+	InspectInPlace(ctx context.Context, mu sync.Locker) (groups.Reading, error)
+}
+
 // NodeInfo is GET /api/v1/node.
 type NodeInfo struct {
 	Version       string    `json:"version"`
@@ -156,7 +166,9 @@ type APIConfig struct {
 type API struct {
 	cfg APIConfig
 
-	mu      sync.Mutex
+	// mu guards what follows; the source's readings are written in place
+	// holding it (InPlaceSource).
+	mu      sync.RWMutex
 	tracker *LagTracker
 	last    []groups.Summary // the last sample's groups
 	lastAt  time.Time        // when it was read
@@ -186,8 +198,21 @@ type API struct {
 	slowOnly bool
 	// clock, if set, is the samples' time (tests); else time.Now.
 	clock func() time.Time
-	// quietCount is how many groups the last sample took as quiet.
-	quietCount int
+	// quietCount is how many groups the last sample took as quiet,
+	// partialRead how many groups it read (samplePartial: the groups
+	// that changed or are settling; else all), lastPartial whether it
+	// read in part.
+	quietCount, partialRead int
+	lastPartial             bool
+	// settling are the places of the groups whose history is not
+	// settled (LagTracker.repeat), sharePos those of the share groups,
+	// ascending: a partial sample reads them all.
+	settling, sharePos []int32
+	// byTopic is, by topic (the log's name), the places of the groups
+	// with an offset on it (topicIndex); nil until a partial sample needs
+	// it. byTopicAdded counts the places added to it since it was built.
+	byTopic      map[string][]int32
+	byTopicAdded int
 
 	statusDesc, clearDesc, sampleDesc             *prometheus.Desc
 	historyBytesDesc, historyReadingsDesc         *prometheus.Desc
@@ -247,16 +272,20 @@ func (a *API) Run(ctx context.Context) {
 // Sample reads every group's offsets, and every share group's
 // share-partition state, once into the lag tracker.
 //
-// A group that did not change since the last sample costs less than one
-// that did (issue 34: a sample costs what changed, not what exists): a
-// group the coordinator answers with its summary of the last reading
-// (quiet: the same slices of offsets and assigned partitions), whose
-// partitions' end offsets did not move, and that is not a share group,
-// has the sample it had: the tracker repeats its last one
-// (LagTracker.repeat) and its list entry is the last one's, its status
-// evaluated again unless the tracker says it cannot have changed. No
-// sample map, observe or lag sum for it: what is shown is what reading
-// it in full shows (TestSampleQuietSame).
+// A sample costs what changed, not what exists (issue 34). From a source
+// that updates its reading in place (InPlaceSource), a reading in which
+// no group came or went is read in part (samplePartial): the groups
+// that changed, those whose partitions' end offsets moved, share groups,
+// and those whose history is still settling; every other group's sample
+// is its last one, and nothing of it is touched. A reading in which
+// groups came or went is read in full, but a group the coordinator
+// answers with its summary of the last reading (quiet: the same slices
+// of offsets and assigned partitions), whose partitions' end offsets
+// did not move, and that is not a share group, has the sample it had:
+// the tracker repeats its last one (LagTracker.repeat) and its list
+// entry is the last one's, its status evaluated again unless the
+// tracker says it cannot have changed. What is shown is what reading
+// every group in full shows (TestSampleQuietSame).
 func (a *API) Sample(parent context.Context) {
 	ctx, cancel := context.WithTimeout(parent, max(a.cfg.SampleInterval, time.Second))
 	defer cancel()
@@ -270,15 +299,28 @@ func (a *API) Sample(parent context.Context) {
 	// (Run waits for each), so a long one only delays the next.
 	ctx, cancel = context.WithTimeout(parent, max(a.cfg.SampleInterval, readingTimeout))
 	defer cancel()
-	sums, err := a.cfg.Source.Inspect(ctx)
+	var r groups.Reading
+	var err error
+	if src, ok := a.cfg.Source.(InPlaceSource); ok {
+		r, err = src.InspectInPlace(ctx, &a.mu)
+	} else {
+		r.Groups, err = a.cfg.Source.Inspect(ctx)
+	}
 	if err != nil {
 		if parent.Err() == nil {
 			a.cfg.Logger.Warn("lag sampling: reading the groups", "err", err)
 		}
 		return
 	}
+	sums := r.Groups
 	ts := a.cfg.Source.Topics()
 	ends, names := endOffsets(ts), topicNames(ts)
+	// Only Sample writes what it reads here (the source writes the
+	// reading in place from Sample's own call): no lock needed to read.
+	if r.InPlace && a.lastSorted && a.ends != nil && !a.slowOnly && sameSlice(a.last, sums) && len(a.index.entries) == len(sums) {
+		a.samplePartial(ctx, r, ends, names)
+		return
+	}
 	shares := map[groupRef]map[TopicPartition]SharePartition{}
 	for _, s := range sums {
 		if sh := a.shareState(ctx, s, names); sh != nil {
@@ -300,75 +342,64 @@ func (a *API) Sample(parent context.Context) {
 	// some groups' lag one sample newer.
 	parts := map[PartitionRef]LagSample{}
 	entries := make([]listEntry, len(sums))
-	const chunk = 4096
+	var settling, sharePos []int32
 	a.mu.Lock()
 	// The last reading, for the groups that did not change since
 	// (quiet): usable when it was sorted, as the coordinator reads
 	// them, with no group twice, so that a walk along it finds each
 	// group's last summary, whose list entry is at the same position
 	// (newListIndex did not sort them), and the tracker's last sample
-	// of the group is that summary's.
+	// of the group is that summary's; and when this reading is a new
+	// slice (one written in place holds no last summaries).
 	prev, prevEntries := a.last, a.index.entries
 	var moved map[TopicPartition]bool
-	fast := a.lastSorted && a.ends != nil && !a.slowOnly
+	fast := a.lastSorted && a.ends != nil && !a.slowOnly && !r.InPlace
 	if fast {
 		moved = movedEnds(a.ends, ends)
 	}
-	// The reading is the last one itself when no group changed since
-	// (the coordinator hands the same slice back): then each group's
-	// last summary is at its own place, and the order is as it was,
-	// with no comparison of a million names.
-	same := len(sums) > 0 && len(prev) == len(sums) && unsafe.SliceData(prev) == unsafe.SliceData(sums)
-	sorted := !same || a.lastSorted
+	sorted := true
 	j, nQuiet := 0, 0
-	a.tracker.begin()
+	a.tracker.begin(now)
 	for i := range sums {
-		if i > 0 && i%chunk == 0 {
+		if i > 0 && i%sampleChunk == 0 {
 			a.mu.Unlock()
 			a.mu.Lock()
 		}
 		s := &sums[i]
-		if i > 0 && !same && compareGroups(&sums[i-1], s) >= 0 {
+		if s.Type == groups.ShareGroup {
+			sharePos = append(sharePos, int32(i))
+		}
+		if i > 0 && compareGroups(&sums[i-1], s) >= 0 {
 			sorted = false
 		}
 		if fast {
-			if same {
-				j = i
-			} else {
-				for j < len(prev) && compareGroups(&prev[j], s) < 0 {
-					j++
-				}
+			for j < len(prev) && compareGroups(&prev[j], s) < 0 {
+				j++
 			}
 			if j < len(prev) && quiet(s, &prev[j], moved) {
 				// Its sample is its last one: the tracker repeats it,
 				// and its entry's lag is as it was, as is its status
 				// when the tracker says it cannot have changed.
 				e := prevEntries[j]
-				if hist, stable, ok := a.tracker.repeat(s.Tenant, s.Group, now); ok {
+				if hist, stable, settled, ok := a.tracker.repeat(s.Tenant, s.Group, now); ok {
 					e.i = int32(i)
 					if !stable {
 						e.code = codeOf(a.statusOf(hist, e.lag, now))
 					}
 					entries[i] = e
+					if !settled {
+						settling = append(settling, int32(i))
+					}
 					nQuiet++
 					continue
 				}
 			}
 		}
-		clear(parts)
-		gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: parts}
-		a.shareSamples(*s, shares[groupRef{s.Tenant, s.Group}], ends, now, gs, seen)
-		for o := range s.Offsets.All() {
-			// The group's topic names are its organisation's; the log's
-			// are internal (topics.Internal).
-			tp := PartitionRef{Topic: o.Topic, Partition: o.Partition}
-			if po, ok := ends[PartitionRef{Topic: topics.Internal(s.Tenant, o.Topic), Partition: o.Partition}]; ok && o.Offset >= 0 {
-				gs.Partitions[tp] = LagSample{Committed: o.Offset, CommitAt: time.UnixMilli(o.CommitTimestamp), End: po.End}
-			}
+		hist := a.observeGroup(s, shares[groupRef{s.Tenant, s.Group}], ends, now, parts, seen)
+		entries[i] = a.listEntryOf(i, *s, shares[groupRef{s.Tenant, s.Group}], ends, hist, now)
+		if !a.tracker.settledOf(hist) {
+			settling = append(settling, int32(i))
 		}
-		gs.Unsampled = unsampled(*s, shares[groupRef{s.Tenant, s.Group}], gs.Partitions)
-		a.tracker.observe(now, gs)
-		entries[i] = a.listEntry(i, *s, shares[groupRef{s.Tenant, s.Group}], ends, now)
 	}
 	for ref := range a.progress {
 		if !seen[ref] {
@@ -378,8 +409,185 @@ func (a *API) Sample(parent context.Context) {
 	a.tracker.end()
 	a.last, a.lastAt, a.shares, a.ends, a.lastSorted = sums, now, shares, ends, sorted
 	a.index = newListIndex(entries, sums, sorted)
-	a.sampleTook, a.quietCount = time.Since(start), nQuiet
+	a.settling, a.sharePos, a.byTopic, a.byTopicAdded = settling, sharePos, nil, 0
+	a.sampleTook, a.quietCount, a.partialRead, a.lastPartial = time.Since(start), nQuiet, len(sums), false
 	a.mu.Unlock()
+}
+
+// sampleChunk is how many groups a sample reads between releases of
+// a.mu.
+const sampleChunk = 4096
+
+// observeGroup reads group s in full into the tracker's reading under
+// way, and returns its history now (under a.mu; parts is scratch, seen
+// the share partitions seen).
+func (a *API) observeGroup(s *groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time, parts map[PartitionRef]LagSample, seen map[shareRef]bool) groupLag {
+	clear(parts)
+	gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: parts}
+	a.shareSamples(*s, shares, ends, now, gs, seen)
+	for o := range s.Offsets.All() {
+		// The group's topic names are its organisation's; the log's
+		// are internal (topics.Internal).
+		tp := PartitionRef{Topic: o.Topic, Partition: o.Partition}
+		if po, ok := ends[PartitionRef{Topic: topics.Internal(s.Tenant, o.Topic), Partition: o.Partition}]; ok && o.Offset >= 0 {
+			gs.Partitions[tp] = LagSample{Committed: o.Offset, CommitAt: time.UnixMilli(o.CommitTimestamp), End: po.End}
+		}
+	}
+	gs.Unsampled = unsampled(*s, shares, gs.Partitions)
+	return a.tracker.observe(now, gs)
+}
+
+// samplePartial is Sample of a reading written in place over the last
+// one (groups.Reading.InPlace): the groups at r.Changed changed, and no
+// group came or went. The groups read are those, the share groups (whose
+// sample is also their share-partition state), the groups with an offset
+// on a partition whose end offset moved (found by topic, byTopic), and
+// those whose history is settling (LagTracker.repeat): a group changed
+// in the last readings has runs to trim and a status to evaluate again
+// until its window is its last run's. Every other group is settled: its
+// sample, history, list entry and status stay as they are, untouched.
+// So a reading of a million quiet groups costs what changed, and what is
+// shown is what reading every group in full shows (TestSampleQuietSame).
+func (a *API) samplePartial(ctx context.Context, r groups.Reading, ends map[TopicPartition]PartitionOffsets, names map[[16]byte]string) {
+	sums := r.Groups
+	moved := movedEnds(a.ends, ends)
+	if len(moved) > 0 && a.byTopic == nil {
+		a.byTopic = topicIndex(sums)
+	}
+	read := make([]int32, 0, len(r.Changed)+len(a.settling)+len(a.sharePos))
+	read = append(append(append(read, r.Changed...), a.settling...), a.sharePos...)
+	for _, t := range movedTopics(moved) {
+		read = append(read, a.byTopic[t]...)
+	}
+	slices.Sort(read)
+	read = slices.Compact(read)
+	// Share state is read before the lock: it asks the share
+	// coordinator.
+	shares := map[groupRef]map[TopicPartition]SharePartition{}
+	for _, i := range read {
+		s := sums[i]
+		if sh := a.shareState(ctx, s, names); sh != nil {
+			shares[groupRef{s.Tenant, s.Group}] = sh
+		}
+	}
+	start := time.Now()
+	now := start
+	if a.clock != nil {
+		now = a.clock()
+	}
+	seen := map[shareRef]bool{}
+	parts := map[PartitionRef]LagSample{}
+	var settling, sharePos []int32
+	full, changedEntries, c := 0, false, 0
+	a.mu.Lock()
+	entries := a.index.entries
+	a.tracker.beginPartial(now)
+	for k, i32 := range read {
+		if k > 0 && k%sampleChunk == 0 {
+			a.mu.Unlock()
+			a.mu.Lock()
+		}
+		i := int(i32)
+		s := &sums[i]
+		for c < len(r.Changed) && r.Changed[c] < i32 {
+			c++
+		}
+		changed := c < len(r.Changed) && r.Changed[c] == i32
+		e := entries[i]
+		var hist groupLag
+		settled, repeated := false, false
+		if !changed && quiet(s, s, moved) {
+			var stable, ok bool
+			if hist, stable, settled, ok = a.tracker.repeatAt(i, s.Tenant, s.Group, now); ok {
+				if !stable {
+					e.code = codeOf(a.statusOf(hist, e.lag, now))
+				}
+				repeated = true
+			}
+		}
+		if !repeated {
+			a.tracker.hint = i
+			hist = a.observeGroup(s, shares[groupRef{s.Tenant, s.Group}], ends, now, parts, seen)
+			e = a.listEntryOf(i, *s, shares[groupRef{s.Tenant, s.Group}], ends, hist, now)
+			settled = a.tracker.settledOf(hist)
+			full++
+			if changed && a.byTopic != nil {
+				a.indexTopics(i32, s)
+			}
+		}
+		if e != entries[i] {
+			entries[i], changedEntries = e, true
+		}
+		if !settled {
+			settling = append(settling, i32)
+		}
+		if s.Type == groups.ShareGroup {
+			sharePos = append(sharePos, i32)
+		}
+	}
+	for ref := range a.progress {
+		if !seen[ref] {
+			delete(a.progress, ref)
+		}
+	}
+	a.tracker.endPartial()
+	a.lastAt, a.shares, a.ends = now, shares, ends
+	if changedEntries {
+		// The orders by lag and status are made again when asked.
+		a.index.orders = &lazyOrders{}
+	}
+	a.settling, a.sharePos = settling, sharePos
+	a.sampleTook, a.quietCount, a.partialRead, a.lastPartial = time.Since(start), len(sums)-full, len(read), true
+	a.mu.Unlock()
+}
+
+// topicIndex is, for each topic (by the log's name) any of sums has a
+// committed offset on, the places of those groups, ascending.
+func topicIndex(sums []groups.Summary) map[string][]int32 {
+	ix := map[string][]int32{}
+	for i := range sums {
+		addTopics(ix, int32(i), &sums[i])
+	}
+	return ix
+}
+
+// addTopics adds group s, at place i, to ix under each of its topics.
+func addTopics(ix map[string][]int32, i int32, s *groups.Summary) int {
+	n, last := 0, ""
+	for o := range s.Offsets.All() {
+		if n > 0 && o.Topic == last {
+			continue
+		}
+		last = o.Topic
+		t := topics.Internal(s.Tenant, o.Topic)
+		if l := ix[t]; len(l) == 0 || l[len(l)-1] != i {
+			ix[t] = append(l, i)
+			n++
+		}
+	}
+	return n
+}
+
+// indexTopics adds a changed group to byTopic, which may then hold it
+// twice under a topic (found once: the places read are compacted), or
+// under a topic it no longer has offsets on (read for nothing): byTopic
+// is built again at the next need once the additions are a quarter of
+// the groups.
+func (a *API) indexTopics(i int32, s *groups.Summary) {
+	a.byTopicAdded += addTopics(a.byTopic, i, s)
+	if a.byTopicAdded > len(a.last)/4+1024 {
+		a.byTopic, a.byTopicAdded = nil, 0
+	}
+}
+
+// movedTopics are the topics of moved, once each.
+func movedTopics(moved map[TopicPartition]bool) []string {
+	var out []string
+	for tp := range moved {
+		out = append(out, tp.Topic)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // compareGroups orders summaries by tenant, then group, as the
@@ -582,17 +790,39 @@ func shareTopics(sh map[TopicPartition]SharePartition) int {
 	return len(seen)
 }
 
-// lastSample returns the last sample's groups, their share partitions,
-// the end offsets their lag was read against (before the first sample,
-// the topics' as they are) and when it was read.
-func (a *API) lastSample() ([]groups.Summary, map[groupRef]map[TopicPartition]SharePartition, map[TopicPartition]PartitionOffsets, time.Time) {
-	a.mu.Lock()
-	sums, shares, ends, at := a.last, a.shares, a.ends, a.lastAt
-	a.mu.Unlock()
+// sampledAt is when the last sample was read (zero: none yet).
+func (a *API) sampledAt() time.Time {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.lastAt
+}
+
+// sampledGroup returns a group's offsets and share partitions as the
+// last sample read them (ok: it did), the end offsets its lag was read
+// against (before the first sample, the topics' as they are) and when it
+// was read.
+func (a *API) sampledGroup(tenant, group string) (offsets groups.Offsets, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, at time.Time, ok bool) {
+	a.mu.RLock()
+	ends, at = a.ends, a.lastAt
+	i := -1
+	if a.lastSorted {
+		k, found := slices.BinarySearchFunc(a.last, groupRef{tenant, group}, func(s groups.Summary, r groupRef) int {
+			return cmp.Or(strings.Compare(s.Tenant, r.Tenant), strings.Compare(s.Group, r.Group))
+		})
+		if found {
+			i = k
+		}
+	} else {
+		i = slices.IndexFunc(a.last, func(s groups.Summary) bool { return s.Tenant == tenant && s.Group == group })
+	}
+	if i >= 0 {
+		offsets, shares, ok = a.last[i].Offsets, a.shares[groupRef{tenant, group}], true
+	}
+	a.mu.RUnlock()
 	if ends == nil {
 		ends = endOffsets(a.cfg.Source.Topics())
 	}
-	return sums, shares, ends, at
+	return offsets, shares, ends, at, ok
 }
 
 // lagOf evaluates a group (under a.mu).
@@ -852,14 +1082,9 @@ func (a *API) describeGroup(w http.ResponseWriter, r *http.Request) {
 	// list and /metrics show them; its members as they are. A group the
 	// sampler has not read yet is read now, against the sample's end
 	// offsets.
-	sums, allShares, ends, at := a.lastSample()
-	var shares map[TopicPartition]SharePartition
-	sampled := false
-	for _, x := range sums {
-		if x.Tenant == s.Tenant && x.Group == s.Group {
-			s.Offsets, shares, sampled = x.Offsets, allShares[groupRef{s.Tenant, s.Group}], true
-			break
-		}
+	offsets, shares, ends, at, sampled := a.sampledGroup(s.Tenant, s.Group)
+	if sampled {
+		s.Offsets = offsets
 	}
 	if !sampled && s.Type == groups.ShareGroup {
 		shares = a.shareState(r.Context(), s, topicNames(a.cfg.Source.Topics()))

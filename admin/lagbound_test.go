@@ -22,8 +22,8 @@ func TestLagTrackerHistoryBound(t *testing.T) {
 	// reading observes every group: busy ones commit and grow at every
 	// reading, quiet ones repeat their last sample.
 	reading := func(tr *LagTracker, r int, busy bool) {
-		tr.begin()
 		at := base.Add(time.Duration(r) * 5 * time.Second)
+		tr.begin(at)
 		parts := map[PartitionRef]LagSample{}
 		for i, name := range names {
 			clear(parts)

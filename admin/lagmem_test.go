@@ -18,7 +18,7 @@ func quietTracker(names []string, readings int) *LagTracker {
 	tr := NewLagTracker(LagTrackerConfig{})
 	parts := map[PartitionRef]LagSample{}
 	for r := range readings {
-		tr.begin()
+		tr.begin(base.Add(time.Duration(r) * 5 * time.Second))
 		for i, name := range names {
 			clear(parts)
 			for p := range int32(4) {

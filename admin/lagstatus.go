@@ -163,10 +163,18 @@ type LagTracker struct {
 	// order.
 	cur, last int
 	rebuild   []tracked
-	topics    []string          // topic names, by id
-	ids       map[string]uint32 // topic ids, by name
-	seq       uint32            // the number of the reading under way, or the last
-	times     []int64           // readings' times (Unix ns), by number % len(times)
+	// partial says the reading under way observes only some groups
+	// (beginPartial), hint being the place of the next one (the caller
+	// sets it before observe; repeatAt does).
+	partial bool
+	hint    int
+	// done is the number of the last reading ended: every group in
+	// groups was read by it, observed or not (lastOf).
+	done   uint32
+	topics []string          // topic names, by id
+	ids    map[string]uint32 // topic ids, by name
+	seq    uint32            // the number of the reading under way, or the last
+	times  []int64           // readings' times (Unix ns), by number % len(times)
 	// bytes is the histories' bytes (their slices' capacity); keep is
 	// how many readings of history are kept now: History, fewer while
 	// bytes is over MaxBytes (fit).
@@ -202,6 +210,15 @@ func (t *LagTracker) find(ref groupRef) int {
 // history as the reading under way has it: the one the reading gave it
 // if it observed it already (a group twice in a reading), else the last.
 func (t *LagTracker) lookup(ref groupRef) (int, groupLag) {
+	if t.partial {
+		if t.hint >= 0 && t.hint < len(t.groups) && t.groups[t.hint].ref == ref {
+			return t.hint, t.groups[t.hint].hist
+		}
+		if i := t.find(ref); i >= 0 {
+			return i, t.groups[i].hist
+		}
+		return -1, nil
+	}
 	if n := len(t.rebuild); n > 0 && t.rebuild[n-1].ref == ref {
 		return t.last, t.rebuild[n-1].hist
 	}
@@ -220,6 +237,17 @@ func (t *LagTracker) lookup(ref groupRef) (int, groupLag) {
 // record notes the reading's history g of ref, which is at place i of
 // the groups (-1: none).
 func (t *LagTracker) record(ref groupRef, i int, g groupLag) {
+	if t.partial {
+		// In place: the groups are those of the last reading (but for a
+		// group new to it, which a partial reading should not have).
+		if i < 0 {
+			i, _ = slices.BinarySearchFunc(t.groups, ref, func(x tracked, r groupRef) int { return compareRefs(x.ref, r) })
+			t.groups = slices.Insert(t.groups, i, tracked{ref: ref})
+		}
+		t.bytes += int64(cap(g)) - int64(cap(t.groups[i].hist))
+		t.groups[i].hist = g
+		return
+	}
 	if i >= 0 {
 		// Readers between the reading's chunks (the API's) see the
 		// group's history as the reading left it.
@@ -263,8 +291,14 @@ type PartitionRef = TopicPartition
 // each run encoded against the one before it (encodeRun).
 type groupLag []byte
 
-// last is the number of the group's last reading.
+// last is the number of the last reading that observed the group (or
+// repeated it): readings that observe only some groups (beginPartial)
+// leave the others' as it was, and lastOf is their last reading.
 func (g groupLag) last() uint32 { return binary.LittleEndian.Uint32(g) }
+
+// lastOf is the number of group g's last reading: the last reading
+// ended, unless the reading under way observed it already.
+func (t *LagTracker) lastOf(g groupLag) uint32 { return max(g.last(), t.done) }
 
 // reader returns a reader of the group's partitions, and its
 // unsampled partitions.
@@ -442,26 +476,51 @@ type GroupSample struct {
 // forgotten (deleted, or moved to another node), as is a partition
 // missing from its group's reading (offsets deleted).
 func (t *LagTracker) Observe(at time.Time, groups []GroupSample) {
-	t.begin()
+	t.begin(at)
 	for _, gs := range groups {
 		t.observe(at, gs)
 	}
 	t.end()
 }
 
-// begin starts a reading: observe each group of it, then end.
-func (t *LagTracker) begin() {
+// begin starts a reading at at: observe each group of it, then end.
+func (t *LagTracker) begin(at time.Time) {
 	t.seq++
-	t.cur, t.rebuild = 0, nil
+	t.times[t.seq%uint32(len(t.times))] = at.UnixNano()
+	t.cur, t.rebuild, t.partial = 0, nil, false
+}
+
+// beginPartial starts a reading at at that observes (or repeats) only
+// the groups that may have changed, each at its place in the groups
+// (hint, repeatAt), then endPartial: every other group's sample is
+// its last one, and its history needs no change (settled), not even its
+// last reading's number (lastOf).
+func (t *LagTracker) beginPartial(at time.Time) {
+	t.begin(at)
+	t.partial = true
+}
+
+// endPartial ends a reading begun with beginPartial.
+func (t *LagTracker) endPartial() {
+	t.partial, t.done = false, t.seq
+	t.fit()
+}
+
+// repeatAt is repeat of the group at place i of the groups, in a
+// partial reading.
+func (t *LagTracker) repeatAt(i int, tenant, group string, at time.Time) (now groupLag, stable, settled, ok bool) {
+	t.hint = i
+	return t.repeat(tenant, group, at)
 }
 
 func comparePartitions(a, b PartitionRef) int {
 	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
-// observe records one group's sample of a reading; gs may be reused once
-// it returns. A group observed twice in a reading keeps the later sample.
-func (t *LagTracker) observe(at time.Time, gs GroupSample) {
+// observe records one group's sample of a reading, and returns the
+// group's history now; gs may be reused once it returns. A group observed
+// twice in a reading keeps the later sample.
+func (t *LagTracker) observe(at time.Time, gs GroupSample) groupLag {
 	seq := t.seq
 	t.times[seq%uint32(len(t.times))] = at.UnixNano()
 	lo := since(seq, t.keep)
@@ -563,6 +622,7 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 		g = bytes.Clone(enc)
 	}
 	t.record(ref, at0, g)
+	return g
 }
 
 // repeat records a group's sample of the reading under way that is equal
@@ -578,25 +638,29 @@ func (t *LagTracker) observe(at time.Time, gs GroupSample) {
 // this reading, is observe's). stable reports that the group's status
 // (GroupStatus) is as it was at its last reading, whatever now: every
 // partition's window, then and now, is all its last run's (Window equal
-// samples: OK with no lag, else STOP, not depending on times).
+// samples: OK with no lag, else STOP, not depending on times). settled
+// says it is stable and each partition, and the trend, is one run: the
+// group's history needs nothing from the next readings that repeat it,
+// which may leave it out (beginPartial).
 //
 // The group's history now is returned. The group is found where the
 // reading is in the tracker's groups (the next place, in the common
 // case), without a search.
-func (t *LagTracker) repeat(tenant, group string, at time.Time) (now groupLag, stable, ok bool) {
+func (t *LagTracker) repeat(tenant, group string, at time.Time) (now groupLag, stable, settled, ok bool) {
 	seq := t.seq
 	ref := groupRef{tenant, group}
 	i, g := t.lookup(ref)
-	if g == nil || g.last() != seq-1 {
-		return g, false, false
+	if g == nil || t.lastOf(g) != seq-1 {
+		return g, false, false, false
 	}
 	lo := since(seq, t.keep)
 	trim := false
-	stable = true
+	stable, single := true, true
 	r, _ := g.reader()
 	// runs reads n runs: one ends before lo if the second starts at or
 	// before it (addSample's drop); the last starts where.
 	runs := func(n int) (last uint32) {
+		single = single && n == 1
 		for k := range n {
 			x := r.run()
 			if k == 1 && x.start <= lo {
@@ -614,13 +678,29 @@ func (t *LagTracker) repeat(tenant, group string, at time.Time) (now groupLag, s
 	}
 	runs(r.trend())
 	if trim {
-		t.observe(at, t.lastSample(tenant, group, g))
-		return t.history(tenant, group), stable, true
+		now = t.observe(at, t.lastSample(tenant, group, g))
+		return now, stable, stable && t.settledOf(now), true
 	}
-	t.times[seq%uint32(len(t.times))] = at.UnixNano()
 	binary.LittleEndian.PutUint32(g, seq)
 	t.record(ref, i, g)
-	return g, stable, true
+	return g, stable, stable && single, true
+}
+
+// settledOf reports whether history g, as of the reading under way, is
+// settled (repeat): each of its partitions, and its trend, one run, each
+// partition's begun Window readings ago or more.
+func (t *LagTracker) settledOf(g groupLag) bool {
+	r, _ := g.reader()
+	for range int(r.uvarint()) {
+		_, _, n := r.part()
+		if n != 1 {
+			return false
+		}
+		if x := r.run(); int64(x.start) > int64(t.seq)-int64(t.cfg.Window) {
+			return false
+		}
+	}
+	return r.trend() == 1
 }
 
 // lastSample is group g's last sample, as observe was given it (but for
@@ -659,6 +739,7 @@ func (t *LagTracker) end() {
 		clear(t.groups[t.cur:]) // not in the reading
 		t.groups = t.groups[:t.cur]
 	}
+	t.done = t.seq
 	t.bytes = 0
 	for _, x := range t.groups {
 		t.bytes += int64(cap(x.hist))
@@ -721,7 +802,7 @@ func (t *LagTracker) Group(tenant, group string, now time.Time) (GroupLag, bool)
 		return GroupLag{}, false
 	}
 	r, unsampled := g.reader()
-	hi := g.last()
+	hi := t.lastOf(g)
 	lo := since(hi, t.keep)
 	parts := int(r.uvarint())
 	out := GroupLag{Partitions: make(map[PartitionRef]PartitionLag, parts)}
@@ -789,7 +870,7 @@ func (t *LagTracker) statusOf(g groupLag, now time.Time) Status {
 // of /metrics reports for each of up to a quarter of a million groups.
 func (t *LagTracker) evaluateOf(g groupLag, now time.Time) (Status, *time.Duration) {
 	r, unsampled := g.reader()
-	hi := g.last()
+	hi := t.lastOf(g)
 	lo := since(hi, t.cfg.Window)
 	parts := int(r.uvarint())
 	// On the stack for most groups: the sampler evaluates a million of

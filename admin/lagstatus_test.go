@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -261,11 +263,15 @@ func (t *LagTracker) groupRefs() []groupRef {
 	return out
 }
 
-// groupMap is the tracked groups' histories, by group.
+// groupMap is the tracked groups' histories, by group, each with the
+// number of its last reading as lastOf has it (a partial reading leaves
+// the number in a group it does not read as it was).
 func (t *LagTracker) groupMap() map[groupRef]groupLag {
 	out := make(map[groupRef]groupLag, len(t.groups))
 	for _, x := range t.groups {
-		out[x.ref] = x.hist
+		g := bytes.Clone(x.hist)
+		binary.LittleEndian.PutUint32(g, t.lastOf(x.hist))
+		out[x.ref] = g
 	}
 	return out
 }
@@ -321,7 +327,7 @@ type countedRun struct {
 // runsOf decodes a group's history: its partitions' runs, and its
 // trend's, each with the number of its samples in the history.
 func (t *LagTracker) runsOf(g groupLag) (map[PartitionRef][]countedRun, []countedRun) {
-	lo := since(g.last(), t.cfg.History)
+	lo := since(t.lastOf(g), t.cfg.History)
 	r, _ := g.reader()
 	read := func(n int) []countedRun {
 		var out []countedRun
@@ -333,7 +339,7 @@ func (t *LagTracker) runsOf(g groupLag) (map[PartitionRef][]countedRun, []counte
 			out = append(out, countedRun{lagRun: x})
 		}
 		if k := len(out) - 1; k >= 0 {
-			out[k].n = int(g.last() - max(out[k].start, lo) + 1)
+			out[k].n = int(t.lastOf(g) - max(out[k].start, lo) + 1)
 		}
 		return out
 	}

@@ -123,7 +123,7 @@ func testLagTrackerModel(t *testing.T, cfg LagTrackerConfig) {
 			}
 			reading = append(reading, GroupSample{Group: name, Partitions: parts, Unsampled: rng.IntN(2)})
 		}
-		tr.begin()
+		tr.begin(at)
 		for i, gs := range reading {
 			if rng.IntN(4) == 0 {
 				// In the middle of a reading, a group not reached yet

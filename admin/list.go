@@ -75,11 +75,12 @@ var statusOfRank = [...]Status{StatusUnknown, StatusOK, StatusWarn, StatusStall,
 func codeOf(s Status) statusCode    { return statusCode(s.rank()) }
 func (c statusCode) status() Status { return statusOfRank[c] }
 
-// listEntry is group s (last[i]) as the list finds it, evaluated at now
-// (under a.mu, once the tracker has observed it).
-func (a *API) listEntry(i int, s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time) listEntry {
+// listEntryOf is group s (last[i]) as the list finds it, its history
+// being hist, evaluated at now (under a.mu, once the tracker has
+// observed it).
+func (a *API) listEntryOf(i int, s groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, hist groupLag, now time.Time) listEntry {
 	e := listEntry{i: int32(i), lag: totalLag(s.Tenant, s.Offsets, shares, ends)}
-	e.code = codeOf(a.statusOf(a.tracker.history(s.Tenant, s.Group), e.lag, now))
+	e.code = codeOf(a.statusOf(hist, e.lag, now))
 	return e
 }
 
@@ -368,10 +369,13 @@ func (t *ListTotals) add(o ListTotals) {
 }
 
 // page answers q from the last sample for the scope sc.
+//
+// It holds a.mu for reading throughout: the sampler writes the entries,
+// and the source the summaries, in place (samplePartial).
 func (a *API) page(q listQuery, sc scope) listPage {
-	a.mu.Lock()
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	ix, sums, shares, ends, at := a.index, a.last, a.shares, a.ends, a.lastAt
-	a.mu.Unlock()
 	if ends == nil {
 		ends = endOffsets(a.cfg.Source.Topics())
 	}
@@ -410,8 +414,6 @@ func (a *API) page(q listQuery, sc scope) listPage {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	for _, pos := range picked {
 		s := sums[ix.entries[pos].i]
 		g := a.summaryLocked(s, shares[groupRef{s.Tenant, s.Group}], ends, now)
@@ -462,7 +464,7 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) {
 	}
 	p := a.page(q, sc)
 	resp := map[string]any{}
-	if _, _, _, at := a.lastSample(); !at.IsZero() {
+	if at := a.sampledAt(); !at.IsZero() {
 		resp["sampled_at"] = at.UTC()
 	}
 	if a.clusterWide(r) {

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,15 +32,22 @@ import (
 // coordinator's, a reading keeps the summaries of the groups that did
 // not change (their Offsets and Assigned the same slices).
 type fakeSource struct {
+	// mu guards sums and ts for a test that changes them while the API
+	// serves (TestSampleWhileServing); others set them directly.
+	mu   sync.Mutex
 	sums []groups.Summary
 	ts   []TopicInfo
 }
 
 func (s *fakeSource) Node() NodeInfo { return NodeInfo{} }
 func (s *fakeSource) Inspect(context.Context) ([]groups.Summary, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.sums, nil
 }
 func (s *fakeSource) InspectGroup(_ context.Context, tenant, group string) (groups.Summary, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, x := range s.sums {
 		if x.Tenant == tenant && x.Group == group {
 			return x, true, nil
@@ -49,7 +57,69 @@ func (s *fakeSource) InspectGroup(_ context.Context, tenant, group string) (grou
 }
 func (s *fakeSource) Handle(context.Context, string, kmsg.Request) kmsg.Response { return nil }
 func (s *fakeSource) GroupConfigs(string, string) []GroupConfig                  { return nil }
-func (s *fakeSource) Topics() []TopicInfo                                        { return s.ts }
+func (s *fakeSource) Topics() []TopicInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ts
+}
+
+// inPlaceSource is a fakeSource that answers as the coordinator's
+// InspectInPlace does: when a reading has the groups of the last one, in
+// order (sorted, no group twice), the summaries that changed are written
+// into the last reading's slice, holding the reader's lock, and named.
+// A group changed if marked says so, or (deep) if its summary is not
+// deeply the last one's.
+type inPlaceSource struct {
+	*fakeSource
+	prev   []groups.Summary
+	last   []groups.Summary // the source's slice last read
+	marked map[groupRef]bool
+	deep   bool
+}
+
+func (s *inPlaceSource) InspectInPlace(_ context.Context, mu sync.Locker) (groups.Reading, error) {
+	s.fakeSource.mu.Lock()
+	cur := s.sums
+	s.fakeSource.mu.Unlock()
+	// The same slice as last time (a benchmark changing it in place) has
+	// its groups in order, and what changed is what is marked.
+	sameArray := len(s.prev) == len(cur) && len(cur) > 0 && &s.last[0] == &cur[0]
+	inOrder := sameArray || len(s.prev) == len(cur) && len(cur) > 0
+	for i := range cur {
+		if !inOrder || sameArray {
+			break
+		}
+		inOrder = compareGroups(&s.prev[i], &cur[i]) == 0 && (i == 0 || compareGroups(&cur[i-1], &cur[i]) < 0)
+	}
+	s.last = cur
+	if !inOrder {
+		s.prev = slices.Clone(cur)
+		return groups.Reading{Groups: s.prev}, nil
+	}
+	var changed []int32
+	if s.deep {
+		for i := range cur {
+			if s.marked[groupRef{cur[i].Tenant, cur[i].Group}] || !reflect.DeepEqual(s.prev[i], cur[i]) {
+				changed = append(changed, int32(i))
+			}
+		}
+	} else {
+		for ref := range s.marked {
+			if i, ok := slices.BinarySearchFunc(cur, ref, func(x groups.Summary, r groupRef) int {
+				return compareRefs(groupRef{x.Tenant, x.Group}, r)
+			}); ok {
+				changed = append(changed, int32(i))
+			}
+		}
+		slices.Sort(changed)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, i := range changed {
+		s.prev[i] = cur[i]
+	}
+	return groups.Reading{Groups: s.prev, InPlace: true, Changed: changed}, nil
+}
 
 // quietSource is n groups of the default organisation, each committed on
 // 4 partitions of one of 100 topics, nothing changing.
@@ -80,26 +150,58 @@ func quietSource(n int) *fakeSource {
 // partitions each, once the window is full: reading every group in full
 // (full), and as the sampler does, repeating the groups that did not
 // change (quiet).
+//
+// quiet-new-slice is the coordinator's reading as it was before readings
+// were written in place, a new slice each time (all its groups the same
+// summaries): the sampler walks every group, repeating each.
+// hundred-changed reads 100 groups changed in place at each reading,
+// each committing again on one partition.
 func BenchmarkSampleQuiet(b *testing.B) {
-	src := quietSource(100_000)
-	for _, slow := range []bool{true, false} {
-		name := "quiet"
-		if slow {
-			name = "full"
-		}
+	for _, name := range []string{"full", "quiet-new-slice", "quiet", "hundred-changed"} {
 		b.Run(name, func(b *testing.B) {
+			base := quietSource(100_000)
+			var src APISource = base
+			switch name {
+			case "quiet-new-slice":
+				src = newSliceSource{base}
+			case "quiet", "hundred-changed":
+				src = &inPlaceSource{fakeSource: base, marked: map[groupRef]bool{}}
+			}
 			api := NewAPI(APIConfig{Source: src})
-			api.slowOnly = slow
+			api.slowOnly = name == "full"
 			for range 12 {
 				api.Sample(context.Background())
 			}
+			rnd := rand.New(rand.NewSource(1))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
+				if name == "hundred-changed" {
+					b.StopTimer()
+					ip := src.(*inPlaceSource)
+					clear(ip.marked)
+					for range 100 {
+						i := rnd.Intn(len(base.sums))
+						g := &base.sums[i]
+						offs := slices.Collect(g.Offsets.All())
+						offs[0].Offset++
+						offs[0].CommitTimestamp += 1000
+						g.Offsets = groups.MakeOffsets(offs)
+						ip.marked[groupRef{g.Tenant, g.Group}] = true
+					}
+					b.StartTimer()
+				}
 				api.Sample(context.Background())
 			}
 		})
 	}
+}
+
+// newSliceSource hands each reading as a new slice.
+type newSliceSource struct{ *fakeSource }
+
+func (s newSliceSource) Inspect(context.Context) ([]groups.Summary, error) {
+	return slices.Clone(s.sums), nil
 }
 
 // estate is a changing set of groups for TestSampleQuietSame: each step
@@ -113,6 +215,9 @@ type estate struct {
 	shares map[groupRef][]sharestate.Description
 	ids    map[string][16]byte // topic ids, by the log's names
 	next   int
+	// changed are the groups the last step changed (or touched), as a
+	// coordinator's shards name them.
+	changed map[groupRef]bool
 }
 
 var (
@@ -124,7 +229,7 @@ const estateParts = 3
 
 func newEstate(seed int64) *estate {
 	e := &estate{rnd: rand.New(rand.NewSource(seed)), src: &fakeSource{}, groups: map[groupRef]groups.Summary{},
-		ends: map[TopicPartition]int64{}, shares: map[groupRef][]sharestate.Description{}, ids: map[string][16]byte{}}
+		ends: map[TopicPartition]int64{}, shares: map[groupRef][]sharestate.Description{}, ids: map[string][16]byte{}, changed: map[groupRef]bool{}}
 	for _, tenant := range estateTenants {
 		for k, topic := range estateTopics {
 			name := topics.Internal(tenant, topic)
@@ -210,6 +315,7 @@ func (e *estate) add() {
 // coordinator then hands the last reading back, the same slice; only
 // some logs may grow.
 func (e *estate) step() (unchanged bool) {
+	clear(e.changed)
 	if e.rnd.Intn(4) == 0 {
 		e.grow()
 		e.publishTopics()
@@ -257,6 +363,7 @@ func (e *estate) step() (unchanged bool) {
 			}
 		}
 		e.groups[ref] = s
+		e.changed[ref] = true
 	}
 	for range e.rnd.Intn(3) {
 		e.add()
@@ -347,13 +454,24 @@ func (e *estate) handle(_ context.Context, _ string, req kmsg.Request) kmsg.Resp
 	return nil
 }
 
-// estateSource is the estate as an APISource (Handle answering).
+// estateSource is the estate as an InPlaceSource (Handle answering).
 type estateSource struct {
-	*fakeSource
+	*inPlaceSource
 	e *estate
 }
 
 func (s estateSource) Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response {
+	return s.e.handle(ctx, tenant, req)
+}
+
+// newSliceEstate is the estate as an APISource whose every reading is a
+// new slice.
+type newSliceEstate struct {
+	newSliceSource
+	e *estate
+}
+
+func (s newSliceEstate) Handle(ctx context.Context, tenant string, req kmsg.Request) kmsg.Response {
 	return s.e.handle(ctx, tenant, req)
 }
 
@@ -369,29 +487,39 @@ func (l apiLag) Partitions() map[TopicPartition]PartitionOffsets {
 }
 func (l apiLag) Remote() map[TopicPartition]PartitionOffsets { return nil }
 
-// TestSampleQuietSame: the sampler's path for the groups that did not
-// change since the last sample gives what reading every group in full
+// TestSampleQuietSame: the sampler's paths for the groups that did not
+// change since the last sample give what reading every group in full
 // gives: two APIs, one reading every group in full, sample the same
 // random readings at the same times, and everything they show is the
-// same after each (the tracker byte for byte, the list's entries, every
-// order's pages, each group's detail, /metrics).
+// same after each (the tracker byte for byte, but for the number of a
+// group's last reading, which a partial reading leaves; the list's
+// entries, every order's pages, each group's detail, /metrics). The
+// readings are written in place where the coordinator would (the
+// partial reading, samplePartial), or (newSlices) each a new slice (the
+// full reading that repeats quiet groups).
 func TestSampleQuietSame(t *testing.T) {
 	for _, tc := range []struct {
-		cfg    LagTrackerConfig
-		series int
-		seed   int64
+		cfg       LagTrackerConfig
+		series    int
+		seed      int64
+		newSlices bool
 	}{
-		{LagTrackerConfig{Window: 3, History: 5}, 0, 1},
-		{LagTrackerConfig{Window: 4, History: 4}, 40, 2},
-		{LagTrackerConfig{Window: 2, History: 7}, 0, 3},
-		{LagTrackerConfig{}, 25, 4},
+		{LagTrackerConfig{Window: 3, History: 5}, 0, 1, false},
+		{LagTrackerConfig{Window: 4, History: 4}, 40, 2, false},
+		{LagTrackerConfig{Window: 2, History: 7}, 0, 3, false},
+		{LagTrackerConfig{}, 25, 4, false},
+		{LagTrackerConfig{Window: 3, History: 5}, 0, 5, true},
+		{LagTrackerConfig{Window: 2, History: 7}, 30, 6, true},
 	} {
-		t.Run(fmt.Sprint(tc.cfg, tc.seed), func(t *testing.T) {
+		t.Run(fmt.Sprint(tc.cfg, tc.seed, tc.newSlices), func(t *testing.T) {
 			e := newEstate(tc.seed)
-			src := estateSource{e.src, e}
 			now := time.Unix(1_700_000_100, 0)
 			clock := func() time.Time { return now }
 			newAPI := func(slow bool) (*API, http.Handler, *prometheus.Registry) {
+				var src APISource = estateSource{&inPlaceSource{fakeSource: e.src, marked: e.changed, deep: true}, e}
+				if tc.newSlices {
+					src = newSliceEstate{newSliceSource{e.src}, e}
+				}
 				api := NewAPI(APIConfig{Source: src, Tracker: tc.cfg, MaxGroupSeries: tc.series,
 					ShareState: func(_ context.Context, tenant, group string) []sharestate.Description {
 						return e.shares[groupRef{tenant, group}]
@@ -410,7 +538,7 @@ func TestSampleQuietSame(t *testing.T) {
 			case raceOn:
 				steps = 40 // well past a history of 7, in a third of the time
 			}
-			quiet, handedBack := 0, 0
+			quiet, handedBack, partial := 0, 0, 0
 			for step := range steps {
 				unchanged, wasSorted := false, fast.lastSorted
 				if step > 0 {
@@ -420,6 +548,12 @@ func TestSampleQuietSame(t *testing.T) {
 				fast.Sample(context.Background())
 				slow.Sample(context.Background())
 				quiet += countQuiet(fast)
+				if fast.lastPartial {
+					partial++
+				}
+				if slow.lastPartial {
+					t.Fatal("the API reading in full read in part")
+				}
 				where := fmt.Sprintf("step %d", step)
 				sameAPIs(t, where, fast, slow)
 				// The list by name is in order, whether the reading
@@ -432,14 +566,17 @@ func TestSampleQuietSame(t *testing.T) {
 						}
 					}
 				}
-				// A reading handed back as it was, in order, is
-				// sampled through the last one: most of its groups
-				// quietly (all but share groups and those whose logs
-				// grew).
+				// A reading of no changed group, in order, is sampled
+				// through the last one: most of its groups quietly (all
+				// but share groups and those whose logs grew), and, in
+				// place, in part.
 				if unchanged && wasSorted && len(e.src.sums) > 0 {
 					handedBack++
 					if countQuiet(fast) == 0 {
-						t.Fatalf("%s: a reading handed back as it was, and no group sampled quietly", where)
+						t.Fatalf("%s: a reading of no changed group, and no group sampled quietly", where)
+					}
+					if !tc.newSlices && !fast.lastPartial {
+						t.Fatalf("%s: a reading in place of no changed group, read in full", where)
 					}
 				}
 				// The tracker forgets the groups gone, and only those.
@@ -489,9 +626,12 @@ func TestSampleQuietSame(t *testing.T) {
 				t.Fatal("no group took the quiet path")
 			}
 			if handedBack == 0 {
-				t.Fatal("no reading was handed back as it was")
+				t.Fatal("no reading changed no group")
 			}
-			t.Logf("%d steps, %d quiet group samples, %d readings handed back", steps, quiet, handedBack)
+			if !tc.newSlices && partial == 0 {
+				t.Fatal("no reading was read in part")
+			}
+			t.Logf("%d steps, %d quiet group samples, %d readings of no change, %d read in part", steps, quiet, handedBack, partial)
 		})
 	}
 }
@@ -597,4 +737,157 @@ func scrape(t *testing.T, reg *prometheus.Registry) string {
 		}
 	}
 	return out.String()
+}
+
+// TestSamplePartialReadsWhatChanged: a reading written in place reads
+// the groups that changed, those with an offset on a partition whose end
+// moved, and those still settling, and no other: on 2,000 quiet groups
+// none, once their windows are full; one, then 21 once a topic it was
+// given meanwhile moves. What it shows is what reading in full shows.
+func TestSamplePartialReadsWhatChanged(t *testing.T) {
+	base := quietSource(2000)
+	now := time.Unix(1_700_000_100, 0)
+	newAPI := func(slow bool) *API {
+		api := NewAPI(APIConfig{Source: &inPlaceSource{fakeSource: base, marked: map[groupRef]bool{}}, Tracker: LagTrackerConfig{Window: 3, History: 5}})
+		api.slowOnly, api.clock = slow, func() time.Time { return now }
+		return api
+	}
+	fast, slow := newAPI(false), newAPI(true)
+	marked := fast.cfg.Source.(*inPlaceSource).marked
+	slowMarked := slow.cfg.Source.(*inPlaceSource).marked
+	sample := func(where string) int {
+		t.Helper()
+		now = now.Add(5 * time.Second)
+		fast.Sample(context.Background())
+		slow.Sample(context.Background())
+		clear(marked)
+		clear(slowMarked)
+		sameAPIs(t, where, fast, slow)
+		if !fast.lastPartial {
+			return -1
+		}
+		return fast.partialRead
+	}
+	// A group settles once its window is its last run's and its history
+	// has no older run: History readings after it last changed.
+	window, keep := fast.tracker.cfg.Window, fast.tracker.cfg.History
+	for r := range keep + 3 {
+		if r == 1 {
+			// topic-000's partition 1 grows: the partial reading finds
+			// its groups by topic (byTopic, made now).
+			base.ts[0].Partitions[1].LogEndOffset += 3
+		}
+		n := sample(fmt.Sprint("reading ", r))
+		switch {
+		case r == 0 && n != -1:
+			t.Fatalf("the first reading read %d groups in part", n)
+		case r > 1 && r < window && n != len(base.sums):
+			// Every group settles through its first window.
+			t.Fatalf("reading %d read %d groups, want all %d settling", r, n, len(base.sums))
+		case r == keep+2 && n != 0:
+			t.Fatalf("reading %d of settled groups read %d of them", r, n)
+		}
+	}
+	if fast.byTopic == nil {
+		t.Fatal("no index by topic after a log grew")
+	}
+	// Group 5 commits on topic-099 too, which it had no offset on.
+	g := &base.sums[5]
+	offs := append(slices.Collect(g.Offsets.All()), groups.OffsetSummary{Topic: "topic-099", Partition: 0, Offset: 950, CommitTimestamp: 1_700_000_050_000})
+	g.Offsets = groups.MakeOffsets(offs)
+	marked[groupRef{g.Tenant, g.Group}], slowMarked[groupRef{g.Tenant, g.Group}] = true, true
+	for r := range keep + 2 {
+		n := sample(fmt.Sprint("after the commit, reading ", r))
+		if n > 1 || r == 0 && n != 1 || r == keep+1 && n != 0 {
+			t.Fatalf("after the commit, reading %d read %d groups", r, n)
+		}
+	}
+	// topic-099's partition 0 grows: its 20 groups and group 5 are read.
+	base.ts[99].Partitions[0].LogEndOffset += 7
+	if n := sample("after topic-099 grew"); n != 21 {
+		t.Fatalf("after topic-099 grew, %d groups read, want 21", n)
+	}
+	if e := fast.index.entries[5]; e.lag != 4*(1000-905)+(1007-950) {
+		t.Fatalf("group 5's lag %d after topic-099 grew", e.lag)
+	}
+}
+
+// TestSampleWhileServing: the list, a group's detail and a scrape read
+// while readings are written in place and sampled (for the race
+// detector: every view reads the reading and the index under a.mu).
+func TestSampleWhileServing(t *testing.T) {
+	base := quietSource(500)
+	src := &inPlaceSource{fakeSource: base, marked: map[groupRef]bool{}}
+	api := NewAPI(APIConfig{Source: estateSource{src, &estate{}}, Tracker: LagTrackerConfig{Window: 3, History: 5}})
+	h := api.Handler()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(api, NewLag(LagConfig{Source: apiLag{api, base}}))
+	api.Sample(context.Background())
+	// The source's groups change only between samples (the coordinator
+	// writes them during Inspect, under the lock): the sampler makes the
+	// changes itself.
+	rnd := rand.New(rand.NewSource(7))
+	changes := make([][]groups.Summary, 30)
+	for k := range changes {
+		for range 20 {
+			i := rnd.Intn(len(base.sums))
+			g := base.sums[i]
+			offs := slices.Collect(g.Offsets.All())
+			offs[rnd.Intn(len(offs))].Offset++
+			g.Offsets = groups.MakeOffsets(offs)
+			changes[k] = append(changes[k], g)
+		}
+	}
+	ends := make([]int64, len(changes))
+	for k := range ends {
+		ends[k] = 1000 + int64(k)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k, ch := range changes {
+			clear(src.marked)
+			base.mu.Lock()
+			cur := slices.Clone(base.sums)
+			base.mu.Unlock()
+			for _, g := range ch {
+				i, _ := slices.BinarySearchFunc(cur, g, func(a, b groups.Summary) int { return compareGroups(&a, &b) })
+				cur[i] = g
+				src.marked[groupRef{g.Tenant, g.Group}] = true
+			}
+			base.mu.Lock()
+			base.sums = cur
+			if k%3 == 0 {
+				ts := slices.Clone(base.ts)
+				ts[k%len(ts)].Partitions = slices.Clone(ts[k%len(ts)].Partitions)
+				ts[k%len(ts)].Partitions[0].LogEndOffset = ends[k]
+				base.ts = ts
+			}
+			base.mu.Unlock()
+			api.Sample(context.Background())
+		}
+	}()
+	reads := 0
+	for {
+		select {
+		case <-done:
+			if reads == 0 {
+				t.Fatal("nothing read while sampling")
+			}
+			if !api.lastPartial {
+				t.Fatal("the last reading was read in full")
+			}
+			return
+		default:
+		}
+		for _, path := range []string{"/api/v1/groups?limit=50&sort=lag", "/api/v1/groups?limit=50&sort=status&status=STOP", "/api/v1/groups/group-0000007"} {
+			if got := get(t, h, path); !strings.HasPrefix(got, "200 ") {
+				t.Fatalf("%s: %.200s", path, got)
+			}
+		}
+		if _, err := reg.Gather(); err != nil {
+			t.Fatal(err)
+		}
+		reads++
+	}
 }

@@ -47,6 +47,13 @@ type Coordinator struct {
 	tokens    uint64
 }
 
+// inspectAnswer is a shard's answer to Inspect.
+type inspectAnswer struct {
+	shard uint16
+	token uint64
+	d     groups.InspectDelta
+}
+
 // inspectedShard is what Inspect last read of a shard.
 type inspectedShard struct {
 	token uint64
@@ -423,17 +430,26 @@ func (c *Coordinator) ReconcileTopics(live map[string]map[string][16]byte) {
 // new reading) when some did. The reading returned is shared with the
 // next call's and must not be changed.
 func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
+	r, err := c.InspectInPlace(ctx, nil)
+	return r.Groups, err
+}
+
+// InspectInPlace is Inspect for a reader that takes what changed in
+// place (issue 34: a reading costs what changed): when no group came or
+// went since the last reading, the summaries that changed are written
+// into the last reading's slice itself, holding mu (the reader's lock
+// over it), and the reading says which (groups.Reading). Otherwise, or
+// with mu nil, a changed reading is a new slice, as Inspect's. A
+// coordinator's readings are for one reader: another's slice would be
+// changed under it.
+func (c *Coordinator) InspectInPlace(ctx context.Context, mu sync.Locker) (groups.Reading, error) {
 	c.inspectMu.Lock()
 	defer c.inspectMu.Unlock()
 	if c.inspected == nil {
 		c.inspected = map[uint16]inspectedShard{}
 	}
 	held := c.set.Held()
-	type answer struct {
-		shard uint16
-		token uint64
-		d     groups.InspectDelta
-	}
+	type answer = inspectAnswer
 	ask := func(ids []uint16, full bool) ([]answer, error) {
 		type wait struct {
 			shard uint16
@@ -468,7 +484,7 @@ func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
 	}
 	answers, err := ask(held, false)
 	if err != nil {
-		return nil, err
+		return groups.Reading{}, err
 	}
 	// A shard that answered in full replaces its groups; one no longer
 	// held, or one that did not answer, loses them until it answers.
@@ -513,6 +529,21 @@ func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
 		}
 	}
 	slices.SortFunc(changed, compareSummaries)
+	if mu != nil && len(drop) == 0 && len(reading) > 0 {
+		// No shard answered in full: if every changed group is in the
+		// last reading, and no shard has fewer groups than it has
+		// there (a deletion), the reading's groups are as they were.
+		if at, ok := placesOf(reading, changed); ok && c.countsHold(answers) {
+			if len(at) > 0 {
+				mu.Lock()
+				for k, i := range at {
+					reading[i] = changed[k]
+				}
+				mu.Unlock()
+			}
+			return groups.Reading{Groups: reading, InPlace: true, Changed: at}, nil
+		}
+	}
 	reading, added := mergeSummaries(reading, changed)
 	// Count each shard's groups: one that lost a group since (a
 	// deletion, which a delta does not name) is read again in full.
@@ -535,7 +566,7 @@ func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
 	if len(again) > 0 {
 		answers, err := ask(again, true)
 		if err != nil {
-			return nil, err
+			return groups.Reading{}, err
 		}
 		redo := map[uint16]bool{}
 		for _, a := range answers {
@@ -552,8 +583,38 @@ func (c *Coordinator) Inspect(ctx context.Context) ([]groups.Summary, error) {
 		slices.SortFunc(changed, compareSummaries)
 		reading, _ = mergeSummaries(reading, changed)
 	}
-	c.reading = reading
-	return slices.Clip(reading), nil
+	inPlace := len(changed) == 0 && len(drop) == 0 && len(again) == 0 && len(reading) > 0
+	c.reading = slices.Clip(reading)
+	return groups.Reading{Groups: c.reading, InPlace: inPlace}, nil
+}
+
+// countsHold reports whether each shard that answered has as many
+// groups as the last reading has of it (a delta names no deletion).
+func (c *Coordinator) countsHold(answers []inspectAnswer) bool {
+	for _, a := range answers {
+		if c.inspected[a.shard].count != a.d.Count {
+			return false
+		}
+	}
+	return true
+}
+
+// placesOf returns the place in old (sorted by tenant, then group) of
+// each of changed (sorted likewise), ascending; ok is false if one of
+// them is not in old.
+func placesOf(old, changed []groups.Summary) (at []int32, ok bool) {
+	at = make([]int32, 0, len(changed))
+	i := 0
+	for _, c := range changed {
+		k, found := slices.BinarySearchFunc(old[i:], c, compareSummaries)
+		if !found {
+			return nil, false
+		}
+		i += k
+		at = append(at, int32(i))
+		i++
+	}
+	return at, true
 }
 
 func compareSummaries(a, b groups.Summary) int {

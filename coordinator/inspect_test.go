@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -125,6 +126,95 @@ func TestInspectChanges(t *testing.T) {
 	if got := check("the shard loaded again"); len(got) != 20 {
 		t.Errorf("%d groups once the shard is back", len(got))
 	}
+}
+
+// countingLocker counts the times it is locked.
+type countingLocker struct {
+	sync.Mutex
+	locks int
+}
+
+func (l *countingLocker) Lock() { l.Mutex.Lock(); l.locks++ }
+
+// TestInspectInPlace: a reading in which no group came or went is the
+// last reading's slice with the changed summaries written into it,
+// holding the reader's lock, and names them; one in which a group came
+// or went is a new slice, the last one left as it was. Each is what a
+// full read of every group gives.
+func TestInspectInPlace(t *testing.T) {
+	c := start(t, openStore(t, t.TempDir()))
+	ctx := context.Background()
+	commit := func(g string, off int64) {
+		t.Helper()
+		r := handle[*kmsg.OffsetCommitResponse](t, c, 8, commitReq(g, "", -1, off))
+		if code := r.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("commit %s: %v", g, kerr.ErrorForCode(code))
+		}
+	}
+	for i := range 20 {
+		commit(fmt.Sprintf("g%02d", i), 1)
+	}
+	var mu countingLocker
+	read := func(what string, inPlace bool, changed ...int32) groups.Reading {
+		t.Helper()
+		locks := mu.locks
+		r, err := c.InspectInPlace(ctx, &mu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []groups.Summary
+		for i := range 21 {
+			if s, ok, err := c.InspectGroup(ctx, "", fmt.Sprintf("g%02d", i)); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				want = append(want, s)
+			}
+		}
+		switch {
+		case !reflect.DeepEqual(r.Groups, want):
+			t.Fatalf("%s: reading %+v\nwant %+v", what, r.Groups, want)
+		case r.InPlace != inPlace:
+			t.Fatalf("%s: in place %v", what, r.InPlace)
+		case inPlace && !slices.Equal(r.Changed, changed):
+			t.Fatalf("%s: changed %v, want %v", what, r.Changed, changed)
+		case inPlace && len(changed) > 0 && mu.locks != locks+1:
+			t.Fatalf("%s: the lock taken %d times", what, mu.locks-locks)
+		case !(inPlace && len(changed) > 0) && mu.locks != locks:
+			t.Fatalf("%s: the lock taken though nothing was written in place", what)
+		}
+		return r
+	}
+	first := read("first", false)
+	same := read("unchanged", true)
+	if &same.Groups[0] != &first.Groups[0] {
+		t.Fatal("an unchanged reading is a new slice")
+	}
+	commit("g03", 7)
+	commit("g17", 2)
+	changed := read("two commits", true, 3, 17)
+	if &changed.Groups[0] != &first.Groups[0] {
+		t.Fatal("a reading in place is a new slice")
+	}
+	kept := slices.Clone(changed.Groups)
+	commit("g20", 1) // a new group
+	commit("g04", 3)
+	added := read("a new group", false)
+	if &added.Groups[0] == &first.Groups[0] || len(added.Groups) != 21 {
+		t.Fatal("a reading with a new group is the last one's slice")
+	}
+	for i := range kept {
+		if !reflect.DeepEqual(kept[i], first.Groups[i]) {
+			t.Fatalf("the last reading's %s changed under its reader", kept[i].Group)
+		}
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"g05"}
+	if r := handle[*kmsg.DeleteGroupsResponse](t, c, 2, del); r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+	read("a deletion", false)
+	commit("g06", 5)
+	read("a commit after the deletion", true, 5) // g06 is now fifth
 }
 
 // TestMergeSummaries: a reading with the changed summaries merged in is

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/cohort-dev/cohort/coordinator"
+	"github.com/cohort-dev/cohort/coordinator/groups"
 	"github.com/cohort-dev/cohort/record"
 	"github.com/cohort-dev/cohort/store"
 	"github.com/cohort-dev/cohort/store/pebble"
@@ -153,27 +155,45 @@ func BenchmarkInspectQuiet(b *testing.B) {
 		}
 	})
 	// A hundred of the groups commit between readings, as an estate's
-	// few busy groups do: the reading is copied anew around them.
-	b.Run("hundred-changed", func(b *testing.B) {
-		next := int64(2)
-		for b.Loop() {
-			b.StopTimer()
-			for i := range 100 {
-				req := kmsg.NewPtrOffsetCommitRequest()
-				req.SetVersion(8)
-				req.Group, req.Generation = fmt.Sprintf("quiet-%07d", i*(groups/100)), -1
-				req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "quiet", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: next, LeaderEpoch: -1}}}}
-				resp := co.Handle(context.Background(), coordinator.Request{Msg: req})().(*kmsg.OffsetCommitResponse)
-				if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-					b.Fatalf("commit: error %d", code)
-				}
-			}
-			next++
-			b.StartTimer()
-			sums, err := co.Inspect(context.Background())
-			if err != nil || len(sums) != groups {
-				b.Fatalf("%d groups, %v", len(sums), err)
+	// few busy groups do: the reading is copied anew around them
+	// (hundred-changed), or they are written into it in place (the
+	// sampler's reading, hundred-changed-in-place).
+	for _, inPlace := range []bool{false, true} {
+		name := "hundred-changed"
+		if inPlace {
+			name += "-in-place"
+		}
+		b.Run(name, func(b *testing.B) { inspectChanged(b, co, groups, inPlace) })
+	}
+}
+
+// inspectChanged reads co's groups after a hundred of them committed.
+func inspectChanged(b *testing.B, co *coordinator.Coordinator, n int, inPlace bool) {
+	var mu sync.Mutex
+	next := int64(2)
+	for b.Loop() {
+		b.StopTimer()
+		for i := range 100 {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.SetVersion(8)
+			req.Group, req.Generation = fmt.Sprintf("quiet-%07d", i*(n/100)), -1
+			req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "quiet", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: next, LeaderEpoch: -1}}}}
+			resp := co.Handle(context.Background(), coordinator.Request{Msg: req})().(*kmsg.OffsetCommitResponse)
+			if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+				b.Fatalf("commit: error %d", code)
 			}
 		}
-	})
+		next++
+		b.StartTimer()
+		var r groups.Reading
+		var err error
+		if inPlace {
+			r, err = co.InspectInPlace(context.Background(), &mu)
+		} else {
+			r.Groups, err = co.Inspect(context.Background())
+		}
+		if err != nil || len(r.Groups) != n {
+			b.Fatalf("%d groups, %v", len(r.Groups), err)
+		}
+	}
 }

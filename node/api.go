@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -56,6 +57,10 @@ func (s *apiSource) Node() admin.NodeInfo {
 
 func (s *apiSource) Inspect(ctx context.Context) ([]groups.Summary, error) {
 	return s.n.groups.Inspect(ctx)
+}
+
+func (s *apiSource) InspectInPlace(ctx context.Context, mu sync.Locker) (groups.Reading, error) {
+	return s.n.groups.InspectInPlace(ctx, mu)
 }
 
 func (s *apiSource) InspectGroup(ctx context.Context, tenant, group string) (groups.Summary, bool, error) {

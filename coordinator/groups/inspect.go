@@ -45,6 +45,20 @@ type InspectDelta struct {
 	Count int
 }
 
+// Reading is a coordinator's reading of every group it serves, as it
+// hands each one to its single reader (the lag sampler): the groups,
+// and what changed since the reading before.
+type Reading struct {
+	// Groups is every group, sorted by tenant, then group.
+	Groups []Summary
+	// InPlace says that Groups is the slice of the reading before, no
+	// group having come or gone since: the summaries at Changed
+	// (ascending) were replaced in it, and only those. Without it,
+	// Groups is a new slice, any group of which may have changed.
+	InPlace bool
+	Changed []int32
+}
+
 // GroupRef names a tenant's group.
 type GroupRef struct{ Tenant, Group string }
 
