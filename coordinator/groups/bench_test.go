@@ -45,18 +45,30 @@ func BenchmarkOffsetCommit(b *testing.B) {
 // shard of 62,500 simple groups of 4 offsets (a million on a node's 16
 // shards) none of which has expired: what a node pays every ten
 // minutes to find nothing to do.
+//
+// every-group is a sweep of every group (as after a load); due is the
+// sweep of every RetentionCheck after that, which visits the groups
+// touched since and those come due (none here).
 func BenchmarkSweepQuiet(b *testing.B) {
 	const n = 62500
-	s := quietShard(b, n)
-	now := epoch.Add(time.Hour) // well within the retention
-	b.ReportAllocs()
-	for b.Loop() {
-		groups.Sweep(s, now)
-	}
-	if out := s.Handle(now, machine.Request{ID: 1 << 40, Msg: kmsg.NewPtrListGroupsRequest()}); len(out.Replies) != 1 {
-		b.Fatalf("%d replies", len(out.Replies))
-	} else if left := len(out.Replies[0].Resp.(*kmsg.ListGroupsResponse).Groups); left != n {
-		b.Fatalf("%d groups left, want %d", left, n)
+	for _, name := range []string{"every-group", "due"} {
+		b.Run(name, func(b *testing.B) {
+			s := quietShard(b, n)
+			if name == "every-group" {
+				groups.SweepAll(s)
+			}
+			now := epoch.Add(time.Hour) // well within the retention
+			groups.Sweep(s, now)
+			b.ReportAllocs()
+			for b.Loop() {
+				groups.Sweep(s, now)
+			}
+			if out := s.Handle(now, machine.Request{ID: 1 << 40, Msg: kmsg.NewPtrListGroupsRequest()}); len(out.Replies) != 1 {
+				b.Fatalf("%d replies", len(out.Replies))
+			} else if left := len(out.Replies[0].Resp.(*kmsg.ListGroupsResponse).Groups); left != n {
+				b.Fatalf("%d groups left, want %d", left, n)
+			}
+		})
 	}
 }
 

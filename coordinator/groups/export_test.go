@@ -98,3 +98,9 @@ func InspectAll(s *Shard) []Summary { return s.inspect(nil) }
 
 // Sweep runs the shard's retention sweep at now, as its timer does.
 func Sweep(s *Shard, now time.Time) { s.sweep(now) }
+
+// SweepVisited is how many groups the shard's last sweep visited.
+func SweepVisited(s *Shard) int { return s.due.visited }
+
+// SweepAll makes every sweep of the shard visit every group.
+func SweepAll(s *Shard) { s.due.fullOnly = true }

@@ -106,6 +106,9 @@ type Shard struct {
 	inspectToken uint64
 	// inspectOffs builds the Offsets of the summaries inspect reads.
 	inspectOffs offsetsBuilder
+	// due is the retention sweep's index of the groups by their next
+	// expiry (retention.go).
+	due sweepIndex
 
 	// The group types, and the migration between them.
 	classic   *classic.Type
@@ -351,6 +354,9 @@ func (s *Shard) DurableState() string {
 // a group whose state a Summary has no GroupState for. Tests call it
 // after every step.
 func (s *Shard) Check() error {
+	if err := s.checkDue(); err != nil {
+		return err
+	}
 	if err := s.checkTouched(); err != nil {
 		return err
 	}

@@ -50,12 +50,34 @@ func (s *Type) Delete(g *Group) {
 }
 
 // Sweep expires a classic (or simple) group's offsets, and deletes the
-// group if it is left Empty without offsets.
-func (s *Type) Sweep(g *Group, now time.Time) {
+// group if it is left Empty without offsets. It returns when it would
+// next expire one (NextExpiry, after it).
+func (s *Type) Sweep(g *Group, now time.Time) (next int64, ok bool) {
 	offs := s.h.Offs
-	// The time an offset's retention counts from, by kind of group; nil:
-	// nothing expires.
-	var base func(o record.Offset) int64
+	if keep, base := g.expiry(); base != nil {
+		next, ok = offs.Expire(g.Off(), now.UnixMilli(), s.cfg.Retention.Milliseconds(), keep, base)
+	}
+	if g.State == Empty && len(g.Members()) == 0 && !offs.Has(g.Off()) {
+		s.Delete(g)
+		return 0, false
+	}
+	return next, ok
+}
+
+// NextExpiry is when Sweep would next expire one of g's offsets (Unix
+// ms), as g is; ok is false if it would not.
+func (s *Type) NextExpiry(g *Group) (at int64, ok bool) {
+	keep, base := g.expiry()
+	if base == nil {
+		return 0, false
+	}
+	return s.h.Offs.NextExpiry(g.Off(), s.cfg.Retention.Milliseconds(), keep, base)
+}
+
+// expiry is the rule by which g's offsets expire: the topics whose
+// offsets it keeps, and the time an offset's retention counts from, by
+// kind of group (nil: nothing expires).
+func (g *Group) expiry() (keep func(topic string) bool, base func(o record.Offset) int64) {
 	switch {
 	case g.ProtocolType == "":
 		base = func(o record.Offset) int64 { return o.CommitTimestamp }
@@ -64,13 +86,8 @@ func (s *Type) Sweep(g *Group, now time.Time) {
 	case g.ProtocolType == "consumer" && g.State == Stable && g.subscribedKnown:
 		base = func(o record.Offset) int64 { return o.CommitTimestamp }
 	}
-	if base != nil {
-		keep := func(t string) bool { return g.ProtocolType != "" && g.State == Stable && g.subscribedSet()[t] }
-		offs.Expire(g.Off(), now.UnixMilli(), s.cfg.Retention.Milliseconds(), keep, base)
-	}
-	if g.State == Empty && len(g.Members()) == 0 && !offs.Has(g.Off()) {
-		s.Delete(g)
-	}
+	keep = func(t string) bool { return g.ProtocolType != "" && g.State == Stable && g.subscribedSet()[t] }
+	return keep, base
 }
 
 // ValidateCommit is Kafka's validateOffsetCommit (§11.2 steps 4–6) for an

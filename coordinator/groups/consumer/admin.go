@@ -86,11 +86,28 @@ func (s *Type) describeAssignment(tenant string, a Assignment) []kmsg.Assignment
 // its commit is older than the retention and the group does not subscribe
 // to its topic (Kafka's modern-group expiration condition); an Empty group
 // left without offsets is deleted.
-func (s *Type) Sweep(g *Group, now time.Time) {
-	subscribed := g.SubscribedTopics(s.catalog(g.Tenant))
-	keep := func(t string) bool { return subscribed[t] }
-	s.h.Offs.Expire(g.Off(), now.UnixMilli(), s.cfg.Retention.Milliseconds(), keep, func(o record.Offset) int64 { return o.CommitTimestamp })
+//
+// It returns when it would next expire one (NextExpiry, after it).
+func (s *Type) Sweep(g *Group, now time.Time) (next int64, ok bool) {
+	next, ok = s.h.Offs.Expire(g.Off(), now.UnixMilli(), s.cfg.Retention.Milliseconds(), s.keeps(g), commitTime)
 	if len(g.Members) == 0 && !s.h.Offs.Has(g.Off()) {
 		s.EmitRemove(g)
+		return 0, false
 	}
+	return next, ok
 }
+
+// NextExpiry is when Sweep would next expire one of g's offsets (Unix
+// ms), as g and the topics are; ok is false if it would not.
+func (s *Type) NextExpiry(g *Group) (at int64, ok bool) {
+	return s.h.Offs.NextExpiry(g.Off(), s.cfg.Retention.Milliseconds(), s.keeps(g), commitTime)
+}
+
+// keeps reports the topics whose offsets g keeps: those it subscribes to.
+func (s *Type) keeps(g *Group) func(topic string) bool {
+	subscribed := g.SubscribedTopics(s.catalog(g.Tenant))
+	return func(t string) bool { return subscribed[t] }
+}
+
+// commitTime is when an offset's retention starts: its commit.
+func commitTime(o record.Offset) int64 { return o.CommitTimestamp }

@@ -57,6 +57,10 @@ type Host struct {
 	// forgotten since.
 	touched    []*Entry
 	allTouched bool
+	// unswept are the groups touched since the last retention sweep
+	// (TakeUnswept); allUnswept: every group may have changed.
+	unswept    []*Entry
+	allUnswept bool
 	Listed     int
 	// catalogs are the newest topic catalog a request brought, by
 	// tenant: each organisation has its own topics, by the names its

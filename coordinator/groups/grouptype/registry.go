@@ -48,6 +48,12 @@ type Entry struct {
 	Inspected uint32
 	// touched: the group may have changed since that inspect (Touch).
 	touched bool
+	// unswept: the group may have changed since the shard's last
+	// retention sweep (TakeUnswept).
+	unswept bool
+	// Due tags the bucket of the shard's retention index the group was
+	// last put in (the groups package's sweep); 0: none.
+	Due uint16
 }
 
 // Slot is the offsets.Index of the Host's Book: a group's offsets are in
@@ -141,6 +147,14 @@ func (h *Host) Forget(g *Entry) {
 // Register: requests, timers, replays), but those of many at once
 // (TouchAll).
 func (h *Host) Touch(g *Entry) {
+	if !g.unswept && !h.allUnswept {
+		g.unswept = true
+		h.unswept = append(h.unswept, g)
+		if len(h.unswept) > h.groups.len()/4+1024 {
+			// A sweep of every group costs as much by then.
+			h.allUnswept, h.unswept = true, nil
+		}
+	}
 	if g.touched || h.allTouched {
 		return
 	}
@@ -158,7 +172,39 @@ func (h *Host) Touch(g *Entry) {
 // topics, a load.
 func (h *Host) TouchAll() {
 	h.allTouched, h.touched = true, nil
+	h.allUnswept, h.unswept = true, nil
 }
+
+// TakeUnswept returns the groups touched since the last call that are
+// still registered, in no order, or all true if every group may have
+// changed (the caller then sweeps them all, and must call Swept for
+// each); the marks are cleared. It is the retention sweep's Touch, apart
+// from the inspect's.
+func (h *Host) TakeUnswept() (unswept []*Entry, all bool) {
+	unswept, all = h.unswept, h.allUnswept
+	h.unswept, h.allUnswept = nil, false
+	for _, g := range unswept {
+		g.unswept = false
+	}
+	if all {
+		return nil, true
+	}
+	return slices.DeleteFunc(unswept, func(g *Entry) bool { return !h.Registered(g) }), false
+}
+
+// Swept clears g's mark, for a sweep of every group after TakeUnswept
+// said all.
+func (h *Host) Swept(g *Entry) { g.unswept = false }
+
+// Unswept reports whether g may have changed since the last retention
+// sweep (for the check of the sweep's index).
+func (h *Host) Unswept(g *Entry) bool { return g.unswept || h.allUnswept }
+
+// Registered reports whether g is the registry's entry of its key.
+func (h *Host) Registered(g *Entry) bool { return h.groups.get(g.Key) == g }
+
+// Len is the number of groups registered.
+func (h *Host) Len() int { return h.groups.len() }
 
 // TakeTouched returns the groups touched since the last call, still
 // registered, sorted by tenant then name, or all true if every group may

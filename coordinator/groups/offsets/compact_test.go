@@ -145,9 +145,9 @@ func TestWalksWhileTombstoning(t *testing.T) {
 		visited = append(visited, fmt.Sprint(o.Offset))
 		return o.CommitTimestamp * 100
 	})
-	// Expire's read-only pass stops at the first offset to expire, a/0;
-	// then each offset of a, b and d once.
-	if got, want := strings.Join(visited, ""), "0"+"012345"+"012345"+"012345"; got != want {
+	// Expire's read-only pass reads each offset of a, b and d (for the
+	// next expiry); then its tombstoning walk each once again.
+	if got, want := strings.Join(visited, ""), "012345012345012345"+"012345012345012345"; got != want {
 		t.Fatalf("Expire visited %s, want %s", got, want)
 	}
 	if got, want := parts(b.Book, g), "a/1=1 a/3=3 a/5=5 b/1=1 b/3=3 b/5=5 c/0=0 c/1=1 c/2=2 c/3=3 c/4=4 c/5=5 d/1=1 d/3=3 d/5=5"; got != want {
@@ -240,10 +240,24 @@ func TestAgainstMaps(t *testing.T) {
 		case n == 33:
 			keep := func(topic string) bool { return topic < "d" }
 			retention := int64(100 + r.IntN(2000))
-			b.Expire(k.g, int64(step), retention, keep, func(o record.Offset) int64 { return o.CommitTimestamp })
+			next, ok := b.Expire(k.g, int64(step), retention, keep, func(o record.Offset) int64 { return o.CommitTimestamp })
 			drop(func(mk key, o record.Offset) bool {
 				return mk.g == k.g && !keep(mk.topic) && int64(step)-o.CommitTimestamp >= retention
 			})
+			// What it returns is the first expiry of those left.
+			var want int64
+			wantOK := false
+			for mk, o := range model {
+				if e := o.CommitTimestamp + retention; mk.g == k.g && !keep(mk.topic) && (!wantOK || e < want) {
+					want, wantOK = e, true
+				}
+			}
+			if next != want || ok != wantOK {
+				t.Fatalf("step %d: Expire's next expiry %d (%v), want %d (%v)", step, next, ok, want, wantOK)
+			}
+			if at, ok := b.NextExpiry(k.g, retention, keep, func(o record.Offset) int64 { return o.CommitTimestamp }); at != want || ok != wantOK {
+				t.Fatalf("step %d: NextExpiry %d (%v), want %d (%v)", step, at, ok, want, wantOK)
+			}
 		case n == 34: // the topic is created again
 			cur[k.topic] = ids[r.IntN(len(ids))]
 		default:

@@ -737,18 +737,48 @@ func (b *Book) DeleteGroup(g Group) {
 // of the group at every offset (Each's fn may change the group), and
 // only a group with an offset to expire is gone through again to
 // tombstone it.
-func (b *Book) Expire(g Group, nowMs, retentionMs int64, keep func(topic string) bool, since func(o record.Offset) int64) {
-	expired := func(t string, o record.Offset) bool { return !keep(t) && nowMs-since(o) >= retentionMs }
+//
+// It returns when the first offset it leaves that it would tombstone
+// comes due (NextExpiry, after it), found in the same read.
+func (b *Book) Expire(g Group, nowMs, retentionMs int64, keep func(topic string) bool, since func(o record.Offset) int64) (next int64, ok bool) {
 	due := false
-	b.Read(g, func(t string, _ int32, o record.Offset) { due = due || expired(t, o) })
+	b.Read(g, func(t string, _ int32, o record.Offset) {
+		if keep(t) {
+			return
+		}
+		switch e := since(o) + retentionMs; {
+		case nowMs >= e:
+			due = true
+		case !ok || e < next:
+			next, ok = e, true
+		}
+	})
 	if !due {
-		return
+		return next, ok
 	}
+	expired := func(t string, o record.Offset) bool { return !keep(t) && nowMs-since(o) >= retentionMs }
 	b.Each(g, func(t string, p int32, o record.Offset) {
 		if expired(t, o) {
 			b.rec.Emit(b.offsetKey(g, t, p), nil)
 		}
 	})
+	return next, ok
+}
+
+// NextExpiry is when the first of g's committed offsets that Expire
+// would tombstone comes due, as Unix ms (Expire's rule: retention after
+// since(o), for an offset of a topic keep does not keep); ok is false if
+// none ever would as things are.
+func (b *Book) NextExpiry(g Group, retentionMs int64, keep func(topic string) bool, since func(o record.Offset) int64) (at int64, ok bool) {
+	b.Read(g, func(t string, _ int32, o record.Offset) {
+		if keep(t) {
+			return
+		}
+		if e := since(o) + retentionMs; !ok || e < at {
+			at, ok = e, true
+		}
+	})
+	return at, ok
 }
 
 // DeleteTopics tombstones the offsets of topics of every group of tenant,
