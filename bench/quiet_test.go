@@ -40,6 +40,11 @@ var quietProfiles = flag.String("quiet.profiles", "", "BenchmarkQuietGroups: wri
 // million groups are made once for several looks.
 var quietDir = flag.String("quiet.dir", "", "BenchmarkQuietGroups: keep the groups in this data directory and reuse them")
 
+// quietMakeOnly stops BenchmarkQuietGroups once the groups are made, the
+// store as the burst of commits left it: copies of it are then loaded
+// as a node restarted straight after such a burst would load.
+var quietMakeOnly = flag.Bool("quiet.make-only", false, "BenchmarkQuietGroups: make the groups in -quiet.dir and stop")
+
 // quietPartitions is how many offsets every group commits, one per
 // partition of the one topic: 4 by default; 10 for the issue's ten
 // million offsets of a million groups.
@@ -111,6 +116,9 @@ func BenchmarkQuietGroups(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		}
+		if *quietMakeOnly {
+			b.Skip("the groups are made (-quiet.make-only)")
 		}
 		testkit.Binary(b) // built before the clock starts (a reused -quiet.dir built nothing yet)
 		start := time.Now()

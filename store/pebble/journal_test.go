@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -211,7 +212,7 @@ func TestJournalTornTail(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := s.Close(); err != nil {
+			if err := pebble.CloseUnfolded(s); err != nil { // as a crash: the tail is replayed
 				t.Fatal(err)
 			}
 			seg := lastSegment(t, dir)
@@ -382,7 +383,8 @@ func TestJournalReusedSegment(t *testing.T) {
 	if last < 0 {
 		t.Fatal("no segment file was reused in 5,000 writes")
 	}
-	if err := s.Close(); err != nil {
+	if err := pebble.CloseUnfolded(s); err != nil { // as a crash: the last segment is replayed
+
 		t.Fatal(err)
 	}
 	ents, err := os.ReadDir(filepath.Join(dir, "journal"))
@@ -530,5 +532,50 @@ func TestJournalSegmentChangeNeedsNoNewFile(t *testing.T) {
 		if v, err := s.Get(fmt.Appendf(nil, "k%d", k)); err != nil || string(v) != fmt.Sprintf("v%06d", last) {
 			t.Fatalf("k%d = %q, %v; want v%06d", k, v, err, last)
 		}
+	}
+}
+
+// TestJournalFoldsAtClose: Close folds what the journal's overlay holds,
+// so that the next Open replays nothing (a node stopped after a burst of
+// writes starts without reading them again); a store closed as a crash
+// leaves it (CloseUnfolded), and the next Open replays it. Either way
+// every write is there.
+func TestJournalFoldsAtClose(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprint("crash=", crash), func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := pebble.Open(dir, pebble.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2000 {
+				var b store.Batch
+				b.Put(fmt.Appendf(nil, "k%04d", i%500), fmt.Appendf(nil, "v%d", i))
+				if err := s.Apply(&b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			closeFn := s.Close
+			if crash {
+				closeFn = func() error { return pebble.CloseUnfolded(s) }
+			}
+			if err := closeFn(); err != nil {
+				t.Fatal(err)
+			}
+			var logged bytes.Buffer
+			s, err = pebble.Open(dir, pebble.Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if replayed := strings.Contains(logged.String(), "journal replayed"); replayed != crash {
+				t.Fatalf("journal replayed at the open: %v; log:\n%s", replayed, logged.String())
+			}
+			for k := range 500 {
+				if v, err := s.Get(fmt.Appendf(nil, "k%04d", k)); err != nil || string(v) != fmt.Sprintf("v%d", 1500+k) {
+					t.Fatalf("k%04d = %q, %v", k, v, err)
+				}
+			}
+		})
 	}
 }
