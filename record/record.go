@@ -234,6 +234,16 @@ func (r *keyReader) string() string {
 	return s
 }
 
+// stringLike is string, returning like itself when the bytes are its.
+func (r *keyReader) stringLike(like string) string {
+	n, used := binary.Uvarint(r.b)
+	if used > 0 && n <= uint64(len(r.b)-used) && used == uvarintLen(n) && string(r.b[used:used+int(n)]) == like {
+		r.b = r.b[used+int(n):]
+		return like
+	}
+	return r.string()
+}
+
 func (r *keyReader) uint32() uint32 {
 	if len(r.b) < 4 {
 		r.err, r.b = ErrCorrupt, nil
@@ -254,14 +264,25 @@ func (r *keyReader) uint32() uint32 {
 // does, but returns it as its own type: ParseKey's interface costs an
 // allocation, and a load parses millions.
 func ParseOffsetKey(key []byte) (OffsetKey, error) {
+	return ParseOffsetKeyAfter(key, nil)
+}
+
+// ParseOffsetKeyAfter is ParseOffsetKey reusing prev's tenant, group and
+// topic strings where the key has the same (prev may be nil): a load
+// replays a group's offsets one after another, in key order, and would
+// otherwise allocate three strings for each of ten million offsets.
+func ParseOffsetKeyAfter(key []byte, prev *OffsetKey) (OffsetKey, error) {
 	if len(key) < 4 || key[0] != namespace || Kind(key[3]) != KindOffset {
 		return OffsetKey{}, fmt.Errorf("%w: key %q is not an offset key", ErrCorrupt, key)
 	}
 	r := keyReader{b: key[4:]}
 	k := OffsetKey{GroupKey: GroupKey{Shard: binary.BigEndian.Uint16(key[1:])}}
-	k.Tenant = r.string()
-	k.Group = r.string()
-	k.Topic = r.string()
+	if prev == nil {
+		prev = &OffsetKey{}
+	}
+	k.Tenant = r.stringLike(prev.Tenant)
+	k.Group = r.stringLike(prev.Group)
+	k.Topic = r.stringLike(prev.Topic)
 	k.Partition = int32(r.uint32())
 	if r.err != nil || len(r.b) != 0 {
 		return OffsetKey{}, fmt.Errorf("%w: %s key %q", ErrCorrupt, KindOffset, key)

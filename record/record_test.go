@@ -303,6 +303,13 @@ func FuzzDecode(f *testing.F) {
 		if wantOK := perr == nil && kind == KindOffset; (oerr == nil) != wantOK || (wantOK && key.(OffsetKey) != ok) {
 			t.Fatalf("key %x: ParseOffsetKey %+v %v, ParseKey %v %+v %v", b, ok, oerr, kind, key, perr)
 		}
+		// ParseOffsetKeyAfter agrees with ParseOffsetKey whatever names
+		// it is given to reuse: its own, another key's, none.
+		for _, prev := range []*OffsetKey{nil, &ok, {GroupKey: GroupKey{Tenant: "t", Group: "g"}, Topic: "x"}} {
+			if after, aerr := ParseOffsetKeyAfter(b, prev); (aerr == nil) != (oerr == nil) || after != ok {
+				t.Fatalf("key %x: ParseOffsetKeyAfter(%+v) %+v %v, ParseOffsetKey %+v %v", b, prev, after, aerr, ok, oerr)
+			}
+		}
 		// What decodes re-encodes to bytes that decode the same and
 		// re-encode the same (not always to b itself: kbin reads a
 		// varint written longer than it needs).
@@ -616,5 +623,24 @@ func TestConfigRecord(t *testing.T) {
 	}
 	if _, err := DecodeConfigs(EncodeConfigs(nil)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("an empty config value decoded: %v", err)
+	}
+}
+
+// TestParseOffsetKeyAfterReuses: a key of the group and topic of the
+// key before it parses without allocating (a load replays ten million).
+func TestParseOffsetKeyAfterReuses(t *testing.T) {
+	prev, err := ParseOffsetKey(OffsetKey{GroupKey: GroupKey{Shard: 3, Tenant: "acme", Group: "orders-consumer"}, Topic: "orders", Partition: 1}.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := OffsetKey{GroupKey: GroupKey{Shard: 3, Tenant: "acme", Group: "orders-consumer"}, Topic: "orders", Partition: 2}.Key()
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseOffsetKeyAfter(next, &prev) }); n != 0 {
+		t.Errorf("ParseOffsetKeyAfter allocates %v times for a key of the same names", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseOffsetKey(next) }); n == 0 {
+		t.Error("ParseOffsetKey allocates nothing: the test measures nothing")
+	}
+	if k, err := ParseOffsetKeyAfter(next, &prev); err != nil || k.Partition != 2 || k.Group != "orders-consumer" {
+		t.Fatalf("%+v %v", k, err)
 	}
 }

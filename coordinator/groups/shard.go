@@ -109,6 +109,9 @@ type Shard struct {
 	// due is the retention sweep's index of the groups by their next
 	// expiry (retention.go).
 	due sweepIndex
+	// lastOffsetKey is the last offset record's key Replay parsed, whose
+	// names the next one's parse reuses (record.ParseOffsetKeyAfter).
+	lastOffsetKey record.OffsetKey
 
 	// The group types, and the migration between them.
 	classic   *classic.Type
@@ -142,10 +145,11 @@ const timerRetention = "r"
 func (s *Shard) Replay(r machine.Record) error {
 	if len(r.Key) > 3 && record.Kind(r.Key[3]) == record.KindOffset {
 		// Most records are offsets: parsed without ParseKey's interface.
-		k, err := record.ParseOffsetKey(r.Key)
+		k, err := record.ParseOffsetKeyAfter(r.Key, &s.lastOffsetKey)
 		if err != nil {
 			return err
 		}
+		s.lastOffsetKey = k
 		s.h.Replayed()
 		return s.replayOffset(k, r.Value)
 	}
