@@ -321,17 +321,8 @@ func (a *API) Sample(parent context.Context) {
 		a.samplePartial(ctx, r, ends, names)
 		return
 	}
-	shares := map[groupRef]map[TopicPartition]SharePartition{}
-	for _, s := range sums {
-		if sh := a.shareState(ctx, s, names); sh != nil {
-			shares[groupRef{s.Tenant, s.Group}] = sh
-		}
-	}
-	start := time.Now()
-	now := start
-	if a.clock != nil {
-		now = a.clock()
-	}
+	shares := a.readShares(ctx, sums, nil, names)
+	start, now := a.sampleTime()
 	seen := map[shareRef]bool{}
 	// One group's reading at a time, into one map: the tracker keeps
 	// what it needs of it, and a reading of every group at once would
@@ -401,17 +392,54 @@ func (a *API) Sample(parent context.Context) {
 			settling = append(settling, int32(i))
 		}
 	}
-	for ref := range a.progress {
-		if !seen[ref] {
-			delete(a.progress, ref)
-		}
-	}
+	a.keepProgress(seen)
 	a.tracker.end()
 	a.last, a.lastAt, a.shares, a.ends, a.lastSorted = sums, now, shares, ends, sorted
 	a.index = newListIndex(entries, sums, sorted)
 	a.settling, a.sharePos, a.byTopic, a.byTopicAdded = settling, sharePos, nil, 0
 	a.sampleTook, a.quietCount, a.partialRead, a.lastPartial = time.Since(start), nQuiet, len(sums), false
 	a.mu.Unlock()
+}
+
+// readShares reads the share-partition state of the share groups of sums
+// at places (every group of sums if places is nil), by their groups.
+func (a *API) readShares(ctx context.Context, sums []groups.Summary, places []int32, names map[[16]byte]string) map[groupRef]map[TopicPartition]SharePartition {
+	shares := map[groupRef]map[TopicPartition]SharePartition{}
+	read := func(s groups.Summary) {
+		if sh := a.shareState(ctx, s, names); sh != nil {
+			shares[groupRef{s.Tenant, s.Group}] = sh
+		}
+	}
+	if places == nil {
+		for _, s := range sums {
+			read(s)
+		}
+	}
+	for _, i := range places {
+		read(sums[i])
+	}
+	return shares
+}
+
+// sampleTime is when a sample starts, and its time: the clock's, if set
+// (tests), else the start.
+func (a *API) sampleTime() (start, now time.Time) {
+	start = time.Now()
+	now = start
+	if a.clock != nil {
+		now = a.clock()
+	}
+	return start, now
+}
+
+// keepProgress keeps the share partitions' progress of those seen by a
+// sample, and forgets the rest (under a.mu).
+func (a *API) keepProgress(seen map[shareRef]bool) {
+	for ref := range a.progress {
+		if !seen[ref] {
+			delete(a.progress, ref)
+		}
+	}
 }
 
 // sampleChunk is how many groups a sample reads between releases of
@@ -463,18 +491,8 @@ func (a *API) samplePartial(ctx context.Context, r groups.Reading, ends map[Topi
 	read = slices.Compact(read)
 	// Share state is read before the lock: it asks the share
 	// coordinator.
-	shares := map[groupRef]map[TopicPartition]SharePartition{}
-	for _, i := range read {
-		s := sums[i]
-		if sh := a.shareState(ctx, s, names); sh != nil {
-			shares[groupRef{s.Tenant, s.Group}] = sh
-		}
-	}
-	start := time.Now()
-	now := start
-	if a.clock != nil {
-		now = a.clock()
-	}
+	shares := a.readShares(ctx, sums, read, names)
+	start, now := a.sampleTime()
 	seen := map[shareRef]bool{}
 	parts := map[PartitionRef]LagSample{}
 	var settling, sharePos []int32
@@ -525,11 +543,7 @@ func (a *API) samplePartial(ctx context.Context, r groups.Reading, ends map[Topi
 			sharePos = append(sharePos, i32)
 		}
 	}
-	for ref := range a.progress {
-		if !seen[ref] {
-			delete(a.progress, ref)
-		}
-	}
+	a.keepProgress(seen)
 	a.tracker.endPartial()
 	a.lastAt, a.shares, a.ends = now, shares, ends
 	if changedEntries {

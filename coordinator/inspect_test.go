@@ -25,13 +25,7 @@ import (
 func TestInspectChanges(t *testing.T) {
 	c := start(t, openStore(t, t.TempDir()))
 	ctx := context.Background()
-	commit := func(g string, off int64) {
-		t.Helper()
-		r := handle[*kmsg.OffsetCommitResponse](t, c, 8, commitReq(g, "", -1, off))
-		if code := r.Topics[0].Partitions[0].ErrorCode; code != 0 {
-			t.Fatalf("commit %s: %v", g, kerr.ErrorForCode(code))
-		}
-	}
+	commit := func(g string, off int64) { commitSimple(t, c, g, off) }
 	for i := range 20 {
 		commit(fmt.Sprintf("g%02d", i), 1)
 	}
@@ -144,13 +138,7 @@ func (l *countingLocker) Lock() { l.Mutex.Lock(); l.locks++ }
 func TestInspectInPlace(t *testing.T) {
 	c := start(t, openStore(t, t.TempDir()))
 	ctx := context.Background()
-	commit := func(g string, off int64) {
-		t.Helper()
-		r := handle[*kmsg.OffsetCommitResponse](t, c, 8, commitReq(g, "", -1, off))
-		if code := r.Topics[0].Partitions[0].ErrorCode; code != 0 {
-			t.Fatalf("commit %s: %v", g, kerr.ErrorForCode(code))
-		}
-	}
+	commit := func(g string, off int64) { commitSimple(t, c, g, off) }
 	for i := range 20 {
 		commit(fmt.Sprintf("g%02d", i), 1)
 	}
@@ -215,6 +203,16 @@ func TestInspectInPlace(t *testing.T) {
 	read("a deletion", false)
 	commit("g06", 5)
 	read("a commit after the deletion", true, 5) // g06 is now fifth
+}
+
+// commitSimple commits offset off of partition 0 of topic t for simple
+// group g.
+func commitSimple(t *testing.T, c *coordinator.Coordinator, g string, off int64) {
+	t.Helper()
+	r := handle[*kmsg.OffsetCommitResponse](t, c, 8, commitReq(g, "", -1, off))
+	if code := r.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit %s: %v", g, kerr.ErrorForCode(code))
+	}
 }
 
 // TestMergeSummaries: a reading with the changed summaries merged in is
