@@ -483,7 +483,7 @@ type apiLag struct {
 
 func (l apiLag) Groups(maxSeries int) ([]GroupOffsets, int) { return l.api.Groups(maxSeries) }
 func (l apiLag) Partitions() map[TopicPartition]PartitionOffsets {
-	return endOffsets(l.src.ts)
+	return endOffsets(l.src.Topics())
 }
 func (l apiLag) Remote() map[TopicPartition]PartitionOffsets { return nil }
 
