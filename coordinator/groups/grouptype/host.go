@@ -51,6 +51,12 @@ type Host struct {
 	// entry is added or removed (Sorted): listing a million quiet groups,
 	// or inspecting them at every lag sample, sorts none of them.
 	sorted []*Entry
+	// loadOrder is the groups in the order a load registered them, while
+	// it loads and none was forgotten (loadBroken): a load replays a
+	// kind's records in (tenant, name) order, so that this is often
+	// Sorted's order already, and a million groups need no sort (Sorted).
+	loadOrder  []*Entry
+	loadBroken bool
 	// touched are the groups touched since the last inspect of changes
 	// (Touch); allTouched: every group may have changed. Listed is how
 	// many groups that inspect listed (Entry.Inspected not 0), less those
@@ -99,6 +105,7 @@ func NewHost(cfg Config, replay func(machine.Record) error) *Host {
 // counts (Config.Counts) from then on.
 func (h *Host) SetLoaded() {
 	h.loaded = true
+	h.loadOrder, h.loadBroken = nil, false
 	h.Offs.Loaded()
 	h.Reserve.Start(h.replayed)
 	if h.Cfg.Counts != nil {

@@ -122,6 +122,9 @@ func (h *Host) Register(k Key) *Entry {
 		g = &Entry{Key: k}
 		h.groups.put(g)
 		h.sorted = nil
+		if !h.loaded && !h.loadBroken {
+			h.loadOrder = append(h.loadOrder, g)
+		}
 		h.countGroup(k.Tenant, 1)
 	}
 	h.Touch(g)
@@ -133,6 +136,9 @@ func (h *Host) Forget(g *Entry) {
 	if g.Part == nil && !h.Offs.Has(g.Off()) {
 		h.groups.remove(g)
 		h.sorted = nil
+		if !h.loaded {
+			h.loadOrder, h.loadBroken = nil, true
+		}
 		h.countGroup(g.Tenant, -1)
 		if g.Inspected != 0 {
 			h.Listed--
@@ -242,10 +248,19 @@ func (h *Host) Sorted() []*Entry {
 	if h.sorted != nil && len(h.sorted) == h.groups.len() {
 		return h.sorted
 	}
-	out := slices.AppendSeq(make([]*Entry, 0, h.groups.len()), h.groups.all())
-	slices.SortFunc(out, func(a, b *Entry) int {
+	byName := func(a, b *Entry) int {
 		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
-	})
+	}
+	if order := h.loadOrder; len(order) == h.groups.len() && !h.loadBroken {
+		// Loading: the order the groups came in, if it is the order.
+		h.loadOrder = nil
+		if slices.IsSortedFunc(order, byName) {
+			h.sorted = slices.Clip(order)
+			return h.sorted
+		}
+	}
+	out := slices.AppendSeq(make([]*Entry, 0, h.groups.len()), h.groups.all())
+	slices.SortFunc(out, byName)
 	h.sorted = slices.Clip(out)
 	return h.sorted
 }
