@@ -1,5 +1,7 @@
 package coordinator
 
+import "github.com/cohort-dev/cohort/coordinator/groups"
+
 // Invariants hands the runtime's invariant checks (invariants.go) to the
 // tests, which drive them by hand whatever the build tags.
 type Invariants struct{ c *invariants }
@@ -22,3 +24,12 @@ func (c *Coordinator) ForgetInspected() {
 
 // MergeSummaries is mergeSummaries, for its test.
 var MergeSummaries = mergeSummaries
+
+// MergeRuns is mergeRuns of runs each a shard's answer, for its test.
+func MergeRuns(runs [][]groups.Summary) []groups.Summary {
+	var answers []inspectAnswer
+	for i, r := range runs {
+		answers = append(answers, inspectAnswer{shard: uint16(i), d: groups.InspectDelta{Changed: r}})
+	}
+	return mergeRuns(answers)
+}

@@ -280,3 +280,38 @@ func TestMergeSummaries(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeRuns: the shards' answers, each sorted, merged into one
+// sorted slice are every summary once, in order, as a sort of them all
+// gives; whatever the runs' number and sizes, empty ones among them, and
+// one out of order (which no shard answers, and which is sorted first).
+func TestMergeRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	byName := func(a, b groups.Summary) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group))
+	}
+	for trial := range 300 {
+		runs := make([][]groups.Summary, rng.IntN(20))
+		var all []groups.Summary
+		for k := range rng.Perm(2000)[:rng.IntN(500)] {
+			s := groups.Summary{Tenant: []string{"", "acme", "b"}[k%3], Group: fmt.Sprintf("g%05d", k), Generation: int32(k)}
+			if len(runs) > 0 {
+				r := rng.IntN(len(runs))
+				runs[r] = append(runs[r], s)
+			} else {
+				continue
+			}
+			all = append(all, s)
+		}
+		for r := range runs {
+			slices.SortFunc(runs[r], byName)
+		}
+		if len(runs) > 2 && trial%5 == 0 {
+			rng.Shuffle(len(runs[1]), func(i, j int) { runs[1][i], runs[1][j] = runs[1][j], runs[1][i] })
+		}
+		slices.SortFunc(all, byName)
+		if got := coordinator.MergeRuns(runs); !slices.EqualFunc(got, all, func(a, b groups.Summary) bool { return byName(a, b) == 0 && a.Generation == b.Generation }) {
+			t.Fatalf("trial %d: %d runs merged into %d summaries, want %d in order", trial, len(runs), len(got), len(all))
+		}
+	}
+}
