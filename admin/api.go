@@ -386,7 +386,7 @@ func (a *API) Sample(parent context.Context) {
 				}
 			}
 		}
-		hist := a.observeGroup(s, shares[groupRef{s.Tenant, s.Group}], ends, now, parts, seen)
+		hist := a.observeGroup(i, s, shares[groupRef{s.Tenant, s.Group}], ends, now, parts, seen)
 		entries[i] = a.listEntryOf(i, *s, shares[groupRef{s.Tenant, s.Group}], ends, hist, now)
 		if !a.tracker.settledOf(hist) {
 			settling = append(settling, int32(i))
@@ -446,10 +446,10 @@ func (a *API) keepProgress(seen map[shareRef]bool) {
 // a.mu.
 const sampleChunk = 4096
 
-// observeGroup reads group s in full into the tracker's reading under
-// way, and returns its history now (under a.mu; parts is scratch, seen
-// the share partitions seen).
-func (a *API) observeGroup(s *groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time, parts map[PartitionRef]LagSample, seen map[shareRef]bool) groupLag {
+// observeGroup reads group s, at place i of the reading, in full into
+// the tracker's reading under way, and returns its history now (under
+// a.mu; parts is scratch, seen the share partitions seen).
+func (a *API) observeGroup(i int, s *groups.Summary, shares map[TopicPartition]SharePartition, ends map[TopicPartition]PartitionOffsets, now time.Time, parts map[PartitionRef]LagSample, seen map[shareRef]bool) groupLag {
 	clear(parts)
 	gs := GroupSample{Tenant: s.Tenant, Group: s.Group, Partitions: parts}
 	a.shareSamples(*s, shares, ends, now, gs, seen)
@@ -462,7 +462,7 @@ func (a *API) observeGroup(s *groups.Summary, shares map[TopicPartition]SharePar
 		}
 	}
 	gs.Unsampled = unsampled(*s, shares, gs.Partitions)
-	return a.tracker.observe(now, gs)
+	return a.tracker.observeAt(i, now, gs)
 }
 
 // samplePartial is Sample of a reading written in place over the last
@@ -514,7 +514,7 @@ func (a *API) samplePartial(ctx context.Context, r groups.Reading, ends map[Topi
 		e := entries[i]
 		var hist groupLag
 		settled, repeated := false, false
-		if !changed && quiet(s, s, moved) {
+		if !changed && s.Type != groups.ShareGroup && !onMoved(s, moved) {
 			var stable, ok bool
 			if hist, stable, settled, ok = a.tracker.repeatAt(i, s.Tenant, s.Group, now); ok {
 				if !stable {
@@ -524,8 +524,7 @@ func (a *API) samplePartial(ctx context.Context, r groups.Reading, ends map[Topi
 			}
 		}
 		if !repeated {
-			a.tracker.hint = i
-			hist = a.observeGroup(s, shares[groupRef{s.Tenant, s.Group}], ends, now, parts, seen)
+			hist = a.observeGroup(i, s, shares[groupRef{s.Tenant, s.Group}], ends, now, parts, seen)
 			e = a.listEntryOf(i, *s, shares[groupRef{s.Tenant, s.Group}], ends, hist, now)
 			settled = a.tracker.settledOf(hist)
 			full++
@@ -622,18 +621,21 @@ func compareGroups(a, b *groups.Summary) int {
 // (members, state, generation) is read from the reading itself, by
 // every view.
 func quiet(s, p *groups.Summary, moved map[TopicPartition]bool) bool {
-	if s.Tenant != p.Tenant || s.Group != p.Group || s.Type != p.Type || s.Type == groups.ShareGroup ||
-		!s.Offsets.Same(p.Offsets) || !sameSlice(s.Assigned, p.Assigned) {
-		return false
-	}
+	return s.Tenant == p.Tenant && s.Group == p.Group && s.Type == p.Type && s.Type != groups.ShareGroup &&
+		s.Offsets.Same(p.Offsets) && sameSlice(s.Assigned, p.Assigned) && !onMoved(s, moved)
+}
+
+// onMoved reports whether group s has a committed offset on one of the
+// partitions moved (by the log's names).
+func onMoved(s *groups.Summary, moved map[TopicPartition]bool) bool {
 	if len(moved) > 0 {
 		for o := range s.Offsets.All() {
 			if moved[TopicPartition{Topic: topics.Internal(s.Tenant, o.Topic), Partition: o.Partition}] {
-				return false
+				return true
 			}
 		}
 	}
-	return true
+	return false
 }
 
 // sameSlice reports whether a and b are the same elements of one array

@@ -164,8 +164,8 @@ type LagTracker struct {
 	cur, last int
 	rebuild   []tracked
 	// partial says the reading under way observes only some groups
-	// (beginPartial), hint being the place of the next one (the caller
-	// sets it before observe; repeatAt does).
+	// (beginPartial), hint being the place of the next one (observeAt,
+	// repeatAt).
 	partial bool
 	hint    int
 	// done is the number of the last reading ended: every group in
@@ -492,7 +492,7 @@ func (t *LagTracker) begin(at time.Time) {
 
 // beginPartial starts a reading at at that observes (or repeats) only
 // the groups that may have changed, each at its place in the groups
-// (hint, repeatAt), then endPartial: every other group's sample is
+// (observeAt, repeatAt), then endPartial: every other group's sample is
 // its last one, and its history needs no change (settled), not even its
 // last reading's number (lastOf).
 func (t *LagTracker) beginPartial(at time.Time) {
@@ -504,6 +504,14 @@ func (t *LagTracker) beginPartial(at time.Time) {
 func (t *LagTracker) endPartial() {
 	t.partial, t.done = false, t.seq
 	t.fit()
+}
+
+// observeAt is observe of the group at place i of the groups (where a
+// partial reading finds it; a reading of every group finds its groups
+// by its own order, and takes no hint).
+func (t *LagTracker) observeAt(i int, at time.Time, gs GroupSample) groupLag {
+	t.hint = i
+	return t.observe(at, gs)
 }
 
 // repeatAt is repeat of the group at place i of the groups, in a

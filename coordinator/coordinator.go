@@ -449,8 +449,7 @@ func (c *Coordinator) InspectInPlace(ctx context.Context, mu sync.Locker) (group
 		c.inspected = map[uint16]inspectedShard{}
 	}
 	held := c.set.Held()
-	type answer = inspectAnswer
-	ask := func(ids []uint16, full bool) ([]answer, error) {
+	ask := func(ids []uint16, full bool) ([]inspectAnswer, error) {
 		type wait struct {
 			shard uint16
 			token uint64
@@ -467,12 +466,12 @@ func (c *Coordinator) InspectInPlace(ctx context.Context, mu sync.Locker) (group
 				waits = append(waits, wait{id, cmd.Token, ch})
 			}
 		}
-		var out []answer
+		var out []inspectAnswer
 		for _, w := range waits {
 			select {
 			case r := <-w.ch:
 				if d, ok := r.Out.(groups.InspectDelta); ok {
-					out = append(out, answer{w.shard, w.token, d})
+					out = append(out, inspectAnswer{w.shard, w.token, d})
 				}
 			case <-ctx.Done():
 				// A shard whose answer was not read has moved on from
@@ -493,7 +492,7 @@ func (c *Coordinator) InspectInPlace(ctx context.Context, mu sync.Locker) (group
 		drop[id] = true
 	}
 	var changed []groups.Summary
-	apply := func(answers []answer) {
+	apply := func(answers []inspectAnswer) {
 		for _, a := range answers {
 			prev, known := c.inspected[a.shard]
 			if a.d.Full || !known {
@@ -570,12 +569,11 @@ func (c *Coordinator) InspectInPlace(ctx context.Context, mu sync.Locker) (group
 		reading = slices.DeleteFunc(slices.Clone(reading), func(s groups.Summary) bool {
 			return redo[uint16(c.ShardFor(s.Tenant, s.Group))]
 		})
-		changed = mergeRuns(answers) // new: the last merge may have made the old one the reading
+		changed = mergeRuns(answers) // a new slice: the last merge may have made the old one the reading
 		reading, _ = mergeSummaries(reading, changed)
 	}
-	inPlace := len(changed) == 0 && len(drop) == 0 && len(again) == 0 && len(reading) > 0
 	c.reading = slices.Clip(reading)
-	return groups.Reading{Groups: c.reading, InPlace: inPlace}, nil
+	return groups.Reading{Groups: c.reading}, nil
 }
 
 // countsHold reports whether each shard that answered has as many

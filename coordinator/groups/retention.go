@@ -4,14 +4,13 @@ package groups
 // cleanupGroupMetadata (§14), run every RetentionCheck.
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cohort-dev/cohort/coordinator/groups/classic"
 	"github.com/cohort-dev/cohort/coordinator/groups/consumer"
+	"github.com/cohort-dev/cohort/coordinator/groups/grouptype"
 )
 
 // sweep expires offsets, then deletes Empty groups left without offsets.
@@ -39,9 +38,7 @@ func (s *Shard) sweep(now time.Time) {
 	} else {
 		visit = append(append(unswept, s.due.pending...), s.due.take(now)...)
 		visit = slices.DeleteFunc(visit, func(g *group) bool { return !s.h.Registered(g) })
-		slices.SortFunc(visit, func(a, b *group) int {
-			return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
-		})
+		slices.SortFunc(visit, grouptype.CompareEntries)
 		visit = slices.Compact(visit)
 	}
 	s.due.pending = nil

@@ -81,7 +81,7 @@ func TestSweepAsEveryGroup(t *testing.T) {
 				f(a)
 				f(b)
 			}
-			var visitedA, visitedB int
+			var visitedA, visitedB, left int
 			for step := range 400 {
 				g := fmt.Sprintf("g%02d", rng.IntN(25))
 				switch op := rng.IntN(10); {
@@ -104,7 +104,9 @@ func TestSweepAsEveryGroup(t *testing.T) {
 						leave := kmsg.NewPtrLeaveGroupRequest()
 						leave.Version, leave.Group = 3, g
 						leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: first.MemberID}}
-						do[*kmsg.LeaveGroupResponse](h, leave)
+						if r := do[*kmsg.LeaveGroupResponse](h, leave); r.ErrorCode == 0 && h == a {
+							left++
+						}
 					})
 				case op == 5:
 					del := kmsg.NewPtrOffsetDeleteRequest()
@@ -125,10 +127,13 @@ func TestSweepAsEveryGroup(t *testing.T) {
 					t.Fatalf("step %d: %d records, %d with sweeps of every group", step, len(a.records), len(b.records))
 				}
 			}
+			if left == 0 {
+				t.Fatal("no member joined and left: no group's offsets counted from its emptying")
+			}
 			if visitedA >= visitedB {
 				t.Fatalf("the sweeps visited %d groups, those of every group %d", visitedA, visitedB)
 			}
-			t.Logf("sweeps visited %d groups (%d sweeping every group), %d records", visitedA, visitedB, len(a.records))
+			t.Logf("sweeps visited %d groups (%d sweeping every group), %d joins and leaves, %d records", visitedA, visitedB, left, len(a.records))
 		})
 	}
 }

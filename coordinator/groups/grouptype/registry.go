@@ -226,10 +226,14 @@ func (h *Host) TakeTouched() (touched []*Entry, all bool) {
 		return nil, true
 	}
 	touched = slices.DeleteFunc(touched, func(g *Entry) bool { return h.groups.get(g.Key) != g })
-	slices.SortFunc(touched, func(a, b *Entry) int {
-		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
-	})
+	slices.SortFunc(touched, CompareEntries)
 	return touched, false
+}
+
+// CompareEntries orders groups by tenant, then name: the order of
+// Sorted, and of every walk of groups whose order reaches an output.
+func CompareEntries(a, b *Entry) int {
+	return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
 }
 
 // Untouched clears g's mark, for a walk of every group after TouchAll.
@@ -248,19 +252,16 @@ func (h *Host) Sorted() []*Entry {
 	if h.sorted != nil && len(h.sorted) == h.groups.len() {
 		return h.sorted
 	}
-	byName := func(a, b *Entry) int {
-		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Name, b.Name))
-	}
 	if order := h.loadOrder; len(order) == h.groups.len() && !h.loadBroken {
 		// Loading: the order the groups came in, if it is the order.
 		h.loadOrder = nil
-		if slices.IsSortedFunc(order, byName) {
+		if slices.IsSortedFunc(order, CompareEntries) {
 			h.sorted = slices.Clip(order)
 			return h.sorted
 		}
 	}
 	out := slices.AppendSeq(make([]*Entry, 0, h.groups.len()), h.groups.all())
-	slices.SortFunc(out, byName)
+	slices.SortFunc(out, CompareEntries)
 	h.sorted = slices.Clip(out)
 	return h.sorted
 }
