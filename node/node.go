@@ -456,11 +456,14 @@ func Start(cfg Config) (_ *Node, err error) {
 		tcfg.ReserveProducerIDs = n.member.ReserveProducerIDs
 		tcfg.ClusterID = n.member.Meta().ClusterID
 	} else {
-		ps, err := pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{Logger: slog.New(storeLog)})
+		ps, err := pebble.Open(filepath.Join(cfg.DataDir, "store"), pebble.Options{Logger: slog.New(storeLog), HoldCompactions: true})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		n.store = ps // not a nil *pebble.Store in the interface
+		// Its compactions wait for the loads below (pebble.Options.
+		// HoldCompactions), and resume once they are done.
+		defer ps.ResumeCompactions()
 	}
 	// The global unit (the topic catalog, credentials, ACLs,
 	// organisations, quotas, the cluster's meta), whose views the topic

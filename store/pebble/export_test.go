@@ -8,3 +8,16 @@ func CloseUnfolded(s *Store) error {
 	s.j.mu.Unlock()
 	return s.Close()
 }
+
+// Compactions returns how many compactions Pebble under s has finished
+// and how many are under way.
+func Compactions(s *Store) (done, running int64) {
+	m := s.db.Metrics()
+	return m.Compact.Count, m.Compact.NumInProgress
+}
+
+// Held reports whether s holds compactions (Options.HoldCompactions).
+func Held(s *Store) bool { return s.held.Load() }
+
+// L0Sublevels returns the depth of level 0 of Pebble under s.
+func L0Sublevels(s *Store) int { return int(s.db.Metrics().Levels[0].Sublevels) }
