@@ -443,18 +443,19 @@ func TestEntriesGrowByLittle(t *testing.T) {
 	b.checkReplay(t, g)
 }
 
-// TestLoadGrowsByDoubling: a load's offsets grow by doubling (a group of
-// 4 allocates once, not at each), and Loaded leaves no more room than
-// growing by a quarter would have; the offsets are the same either way.
-func TestLoadGrowsByDoubling(t *testing.T) {
-	for _, n := range []int32{1, 2, 3, 4, 5, 9, 100} {
+// TestLoadSizesOffsetsOnce: a load gives each topic's offsets one array,
+// of their size, however many there are: they gather in the Book's
+// scratch while they come in a row (settle). The offsets are those
+// replayed, and after the load they grow by a quarter again.
+func TestLoadSizesOffsetsOnce(t *testing.T) {
+	for _, n := range []int32{1, 2, 3, 4, 5, 9, 10, 100} {
 		b := newBook(t)
 		b.StartLoad()
 		g := Group{"", fmt.Sprint("g", n)}
 		// AllocsPerRun runs the load once before it counts: of another
 		// group, so that the load counted is a new group's, of a topic
-		// already in the table, as nearly all of a load's are (a load
-		// of g again would only overwrite, allocating nothing).
+		// already in the table, as nearly all of a load's are, with the
+		// scratch grown to its size.
 		loads := []Group{{"", "warm-up"}, g}
 		allocs := testing.AllocsPerRun(1, func() {
 			for p := range n {
@@ -462,15 +463,19 @@ func TestLoadGrowsByDoubling(t *testing.T) {
 			}
 			loads = loads[1:]
 		})
-		// Its slot in the Book's own map, the group with its topic, its
-		// one array of offsets.
-		if n == 4 && allocs > 3 && !raceOn {
-			t.Errorf("a load of 4 offsets allocated %v times", allocs)
+		// Its slot in the Book's own map, the group with its topic, and
+		// the warm-up group's array, which the first of g's offsets
+		// settles.
+		if allocs > 3 && !raceOn {
+			t.Errorf("a load of %d offsets allocated %v times", n, allocs)
 		}
 		b.Loaded()
 		es := b.offsetsOf(g).topics()[0].parts
-		if len(es) != int(n) || cap(es) > int(n)+max(1, int(n)/4) {
-			t.Errorf("%d offsets loaded: %d kept with room for %d", n, len(es), cap(es))
+		if fit := cap(slices.Clone(make([]entry, n))); len(es) != int(n) || cap(es) != fit {
+			t.Errorf("%d offsets loaded: %d kept with room for %d, want %d", n, len(es), cap(es), fit)
+		}
+		if es := b.offsetsOf(Group{"", "warm-up"}).topics()[0].parts; cap(es) != cap(slices.Clone(make([]entry, n))) {
+			t.Errorf("%d offsets loaded before another group's: room for %d", n, cap(es))
 		}
 		want := []string{}
 		for p := range n {
@@ -483,6 +488,54 @@ func TestLoadGrowsByDoubling(t *testing.T) {
 		b.apply(g, "a", n, record.Offset{}, false)
 		if es := b.offsetsOf(g).topics()[0].parts; cap(es) > int(n+1)+max(1, int(n+1)/4)+8 {
 			t.Errorf("after the load, %d offsets have room for %d", n+1, cap(es))
+		}
+	}
+}
+
+// TestLoadOutOfOrder: offsets a load replays out of order (a topic's
+// interrupted by another's, partitions backwards, a tombstone, the same
+// partition twice) end as they would replayed one by one after it, each
+// topic's in an array of its own.
+func TestLoadOutOfOrder(t *testing.T) {
+	type rec struct {
+		g, topic string
+		p        int32
+		off      int64 // -1: a tombstone
+	}
+	recs := []rec{
+		{"g1", "b", 0, 1}, {"g1", "b", 2, 2}, {"g1", "a", 5, 3}, {"g1", "b", 1, 4},
+		{"g2", "a", 3, 5}, {"g2", "a", 2, 6}, {"g2", "a", 1, 7}, {"g1", "a", 4, 8},
+		{"g2", "c", 0, 9}, {"g2", "a", 2, 10}, {"g2", "a", 3, -1}, {"g2", "a", 0, 11},
+		{"g1", "b", 2, -1}, {"g1", "b", 3, 12},
+	}
+	replay := func(b *Book) {
+		for _, r := range recs {
+			if r.off < 0 {
+				b.remove(Group{"", r.g}, r.topic, r.p)
+				continue
+			}
+			b.apply(Group{"", r.g}, r.topic, r.p, record.Offset{Offset: r.off}, false)
+		}
+	}
+	loaded, oneByOne := newBook(t), newBook(t)
+	loaded.StartLoad()
+	replay(loaded.Book)
+	loaded.Loaded()
+	replay(oneByOne.Book)
+	for _, g := range []Group{{"", "g1"}, {"", "g2"}} {
+		if got, want := parts(loaded.Book, g), parts(oneByOne.Book, g); got != want {
+			t.Errorf("%s loaded: %s, want %s", g.Name, got, want)
+		}
+		ts := loaded.offsetsOf(g).topics()
+		for i := range ts {
+			for j := range ts {
+				if i != j && &ts[i].parts[:1][0] == &ts[j].parts[:1][0] {
+					t.Errorf("%s: two topics share an array", g.Name)
+				}
+			}
+			if es := ts[i].parts; cap(es) != cap(slices.Clone(es)) {
+				t.Errorf("%s: %d offsets with room for %d", g.Name, len(es), cap(es))
+			}
 		}
 	}
 }

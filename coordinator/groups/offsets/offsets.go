@@ -63,33 +63,35 @@ type Book struct {
 	free []uint32
 	// pending is each group's transactional offsets by producer.
 	pending map[Group]map[int64]map[TP]record.Offset
-	// loading: between StartLoad and Loaded, a group's offsets grow by
-	// doubling (a load adds them one by one, a group's in a row), and
-	// Loaded trims what is left over.
+	// loading: between StartLoad and Loaded, when the offsets a load
+	// replays come a group's in a row, a topic's in partition order.
 	loading bool
+	// build is, while loading, the topic the last offset replayed went
+	// to, whose entries are (alias) scratch until another topic's come:
+	// then they get an array of their own of just their size (settle).
+	// Growing each topic's array as its offsets came allocated three
+	// times for ten partitions, and cost a copy of them all at Loaded.
+	build   *topicOffsets
+	scratch []entry
 }
 
-// StartLoad makes the offsets a load replays grow by doubling, until
-// Loaded: growing by a quarter (apply) reallocated a group's offsets at
-// each of its first four.
+// StartLoad says that the offsets replayed until Loaded are a load's.
 func (b *Book) StartLoad() { b.loading = true }
 
-// Loaded ends a load: a group's offsets keep no more room than apply
-// would have given them.
+// Loaded ends a load.
 func (b *Book) Loaded() {
-	if !b.loading {
-		return
+	b.settle()
+	b.loading, b.scratch = false, nil
+}
+
+// settle gives the topic the load was building an array of its own.
+// Called before anything but the build changes a group's topics, the
+// build's pointer still points at it.
+func (b *Book) settle() {
+	if t := b.build; t != nil {
+		t.parts = slices.Clone(t.parts)
+		b.build = nil
 	}
-	b.loading = false
-	b.idx.Range(func(_ Group, s *Slot) {
-		ts := s.g.topics()
-		for i := range ts {
-			t := &ts[i]
-			if n := len(t.parts); cap(t.parts) > n+max(1, n/4) {
-				t.parts = slices.Clone(t.parts)
-			}
-		}
-	})
 }
 
 // Slot is where an Index keeps a group's offsets.
@@ -528,8 +530,11 @@ func (b *Book) apply(g Group, topic string, p int32, o record.Offset, kept bool)
 	ts := gs.topics()
 	i, ok := b.find(ts, topic)
 	if !ok {
+		b.settle() // before the group's topics move
 		gs.setTopics(slices.Insert(ts, i, topicOffsets{ref: b.share(topic, o.TopicID)}))
 		ts = gs.topics()
+	} else if b.build != &ts[i] {
+		b.settle()
 	}
 	t := &ts[i]
 	e := entry{offset: o.Offset, ts: o.CommitTimestamp, epoch: o.LeaderEpoch, p: p}
@@ -537,6 +542,12 @@ func (b *Book) apply(g Group, topic string, p int32, o record.Offset, kept bool)
 	switch {
 	case ok:
 		t.parts[j] = e
+	case b.loading && t == b.build:
+		b.scratch = slices.Insert(t.parts, j, e) // t.parts aliases scratch
+		t.parts = b.scratch
+	case b.loading:
+		b.scratch = append(append(append(b.scratch[:0], t.parts[:j]...), e), t.parts[j:]...)
+		t.parts, b.build = b.scratch, t
 	case len(t.parts) < cap(t.parts):
 		t.parts = slices.Insert(t.parts, j, e)
 	default:
@@ -555,9 +566,6 @@ func (b *Book) grow(es []entry, j int, e entry) []entry {
 	// little more, as the allocator rounds sizes up, and made loading
 	// such a group more than twice as slow as the maps did.)
 	n := len(es) + max(1, len(es)/4)
-	if b.loading {
-		n = max(2*len(es), 4)
-	}
 	out := slices.Grow([]entry(nil), n)
 	out = append(out, es[:j]...)
 	out = append(out, e)
@@ -567,6 +575,7 @@ func (b *Book) grow(es []entry, j int, e entry) []entry {
 // remove is the replay of a committed offset's tombstone: the entry goes,
 // and with its last entry its topic, and with its last topic the group.
 func (b *Book) remove(g Group, topic string, p int32) {
+	b.settle()
 	gs := b.offsetsOf(g)
 	if gs == nil {
 		return
