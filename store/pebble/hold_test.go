@@ -3,6 +3,7 @@ package pebble_test
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -141,4 +142,38 @@ func TestNoHoldOverDeepLevel0(t *testing.T) {
 		t.Fatalf("no line of a deep level 0 in the log:\n%s", buf.String())
 	}
 	waitCompacted(t, s)
+}
+
+// TestDataBlocks: the tables the store writes have data blocks of about
+// 32 KiB, not Pebble's 4 KiB: a start reads every record, and pays per
+// block.
+func TestDataBlocks(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, pebble.Options{})
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range 8 {
+		b := &store.Batch{}
+		for j := range 256 {
+			v := make([]byte, 256) // incompressible: blocks' sizes on disk are their own
+			for k := range v {
+				v[k] = byte(rnd.Uint32())
+			}
+			b.Put(fmt.Appendf(nil, "k%02d-%04d", i, j), v)
+		}
+		if err := s.Apply(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir, pebble.Options{}) // the log's replay flushes a table
+	defer s.Close()
+	blocks, bytes, err := pebble.DataBlocks(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blocks == 0 || bytes/blocks < 24<<10 {
+		t.Fatalf("%d data blocks of %d bytes, want blocks of about 32 KiB", blocks, bytes)
+	}
 }

@@ -65,6 +65,15 @@ type Options struct {
 	HoldCompactions bool
 }
 
+// blockSize is the size of the data blocks of the tables Pebble writes
+// (its default is 4 KiB). A start reads every record once, block by
+// block, and each block read costs a block cache insertion, an eviction,
+// a C allocation and a read call; the store's point reads are few (a
+// node's state is in memory). A load of 10 million offsets from a store
+// rewritten with 32 KiB blocks took 4.8-5.3 s of CPU, not 5.4-6.7 (and
+// its tables were 83 MB, not 103).
+const blockSize = 32 << 10
+
 // holdLimit is the longest HoldCompactions holds compactions.
 const holdLimit = time.Minute
 
@@ -153,6 +162,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		Logger:             logAdapter{log},
 		EventListener:      el,
 		FS:                 opts.FS,
+		// Every level's options follow level 0's (pdb.Options.Level).
+		Levels: []pdb.LevelOptions{{BlockSize: blockSize}},
 		MaxConcurrentCompactions: func() int {
 			if s.held.Load() {
 				return 0
