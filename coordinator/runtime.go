@@ -443,7 +443,9 @@ func (r *Runtime) wrote(w *writeResult) {
 // afresh from the store.
 func (r *Runtime) giveUp(err error) {
 	if errors.Is(err, store.ErrFenced) {
-		r.logger.Warn("shard fenced by another owner; giving it up", "err", err)
+		// INFO: how a shard moves when this node still wrote
+		// (observe/logs.Observer.BatchWritten says more).
+		r.logger.Info("shard taken by another owner; giving it up")
 	} else {
 		r.logger.Error("store write failed; giving the shard up", "err", err)
 	}

@@ -13,11 +13,14 @@ package logs
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/ratelog"
+	"github.com/cohort-dev/cohort/store"
 )
 
 // Options tune the limits; zero values take the defaults.
@@ -142,8 +145,11 @@ func (o *Observer) Shard(e observe.ShardEvent) {
 		o.limit.Log(slog.LevelDebug, "shard loaded", "shard", e.Shard, "records", e.Records, "took", e.Took)
 	case observe.ShardUnloaded:
 		level := slog.LevelWarn
-		if e.Reason == "unloaded" {
+		switch {
+		case e.Reason == "unloaded":
 			level = slog.LevelDebug
+		case strings.HasPrefix(e.Reason, "fenced"):
+			level = slog.LevelInfo // see BatchWritten
 		}
 		o.limit.Log(level, "shard unloaded", "shard", e.Shard, "reason", e.Reason)
 	}
@@ -166,9 +172,20 @@ func (o *Observer) Cluster(e observe.ClusterEvent) {
 	o.limit.Log(slog.LevelInfo, "cluster node "+e.Kind.String(), args...)
 }
 
-// BatchWritten logs a failed store write at WARN.
+// BatchWritten logs a failed store write at WARN, and one fenced by
+// another owner of the shard at INFO: a fence is how a shard moves when
+// its last owner still writes, on a planned move whose end that owner
+// has not seen yet (every cluster's start moves shards so) or after its
+// lease lapsed, which the node warns of itself ("cannot renew the lease
+// in time"). Either way the node does what it should, and gives the
+// shard up, as Kafka's coordinator logs unloading a partition it no
+// longer leads at INFO.
 func (o *Observer) BatchWritten(b observe.Batch) {
-	if b.Err != nil {
+	switch {
+	case b.Err == nil:
+	case errors.Is(b.Err, store.ErrFenced):
+		o.limit.Log(slog.LevelInfo, "store write fenced: another node has the shard", "shard", b.Shard, "records", b.Records)
+	default:
 		o.limit.Log(slog.LevelWarn, "store write failed", "shard", b.Shard, "records", b.Records, "err", b.Err)
 	}
 }

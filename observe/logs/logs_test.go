@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cohort-dev/cohort/observe"
 	"github.com/cohort-dev/cohort/observe/logs"
+	"github.com/cohort-dev/cohort/store"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -35,6 +37,28 @@ func (b *buffer) String() string {
 func newLogs(level slog.Level, opts logs.Options) (*logs.Observer, *buffer) {
 	var buf buffer
 	return logs.New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})), opts), &buf
+}
+
+// TestFencedAtInfo: a write fenced by the shard's next owner, and the
+// shard's unloading for it, are INFO (a cluster's planned moves fence
+// the last owner when it still writes); other failures stay WARN.
+func TestFencedAtInfo(t *testing.T) {
+	o, buf := newLogs(slog.LevelInfo, logs.Options{})
+	defer o.Close()
+	fenced := fmt.Errorf("etcd store: apply under %q: %w", "c", store.ErrFenced)
+	o.BatchWritten(observe.Batch{Shard: 9, Records: 1, Err: fenced})
+	o.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: 9, Reason: "fenced: another owner has the shard"})
+	o.BatchWritten(observe.Batch{Shard: 4, Records: 2, Err: errors.New("disk")})
+	out := buf.String()
+	for _, want := range []string{
+		`level=INFO msg="store write fenced: another node has the shard" shard=9 records=1`,
+		`level=INFO msg="shard unloaded" shard=9 reason="fenced: another owner has the shard"`,
+		`level=WARN msg="store write failed" shard=4 records=2 err=disk`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in:\n%s", want, out)
+		}
+	}
 }
 
 func TestRebalancesAtInfo(t *testing.T) {
