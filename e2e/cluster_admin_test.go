@@ -75,4 +75,28 @@ func TestClusterLagAcrossNodes(t *testing.T) {
 			}
 		}
 	}
+
+	// Node 2 dies, and its partition is offline (one copy): node 1 keeps
+	// its last end offset, so the group's lag on it stays in the total
+	// rather than dropping out as its leader died. 5 more records on
+	// partition 0 show a sample made after the kill.
+	n2.Kill()
+	more := make([]*kgo.Record, 5)
+	for i := range more {
+		more[i] = &kgo.Record{Topic: "spread", Partition: 0, Value: []byte("after")}
+	}
+	if err := cl.ProduceSync(ctx, more...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "node 1's API shows partition 0's new lag", func() bool {
+		d = apiGroupDetail{}
+		getJSON(t, nil, n1.HTTPAddr, "/api/v1/groups/"+group, 200, &d)
+		return len(d.Partitions) == 2 && d.Partitions[0].Lag != nil && *d.Partitions[0].Lag == 11
+	})
+	if p1 := d.Partitions[1]; d.TotalLag != 14 || p1.Lag == nil || *p1.Lag != 3 || p1.LogEndOffset != 10 {
+		t.Errorf("after node 2's death: total lag %d, partition 1 lag %v end %d; want 14, 3 (its last end, 10)", d.TotalLag, p1.Lag, p1.LogEndOffset)
+	}
+	if got := lagOf(1); got != 3 {
+		t.Errorf("after node 2's death: kafka_consumergroup_lag{spread,1} = %v, want 3", got)
+	}
 }

@@ -75,18 +75,25 @@ func (r *remoteOffsets) close() {
 }
 
 // refresh reads the offsets of every partition led by another node, within
-// ctx (the sample's).
+// ctx (the sample's). A partition whose read fails (its leader down: the
+// topic log keeps one copy, so the partition is offline until it is back)
+// keeps its last offsets: its end can only have grown, so its lag is at
+// least what they give, where dropping it made the group's total lag
+// fall as its leader died, and the lag status look better for it.
 func (r *remoteOffsets) refresh(ctx context.Context) {
 	adm := r.client()
 	if adm == nil {
 		return
 	}
 	var names []string
+	elsewhere := map[admin.TopicPartition]bool{}
 	for _, t := range r.n.topics.Topics() {
-		for _, p := range t.Partitions {
+		for i, p := range t.Partitions {
 			if p == nil { // led by another node
-				names = append(names, t.Name)
-				break
+				if len(names) == 0 || names[len(names)-1] != t.Name {
+					names = append(names, t.Name)
+				}
+				elsewhere[admin.TopicPartition{Topic: t.Name, Partition: int32(i)}] = true
 			}
 		}
 	}
@@ -109,6 +116,17 @@ func (r *remoteOffsets) refresh(ctx context.Context) {
 			}
 			out[admin.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = po
 		})
+		keepLast(out, r.get(), elsewhere)
 	}
 	r.last.Store(&out)
+}
+
+// keepLast adds to out the offsets last held of the partitions still led
+// elsewhere that out lacks.
+func keepLast(out, last map[admin.TopicPartition]admin.PartitionOffsets, elsewhere map[admin.TopicPartition]bool) {
+	for tp, po := range last {
+		if _, ok := out[tp]; !ok && elsewhere[tp] {
+			out[tp] = po
+		}
+	}
 }
