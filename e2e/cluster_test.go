@@ -222,9 +222,20 @@ func (c *testCluster) groupOn(adm *kadm.Client, prefix string, id int32) string 
 // replica each).
 func (c *testCluster) createTopicOn(topic string, partitions int32, nodes ...int32) {
 	c.t.Helper()
+	c.createTopicAs(func(id int32) string { return c.node(id).Addr }, nil, topic, partitions, nodes...)
+}
+
+// createTopicAs is createTopicOn as the client of opts, which reaches
+// node id at addr(id): another listener's, another organisation's.
+func (c *testCluster) createTopicAs(addr func(int32) string, opts []kgo.Opt, topic string, partitions int32, nodes ...int32) {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
+	var seeds []string
+	for _, id := range c.live() {
+		seeds = append(seeds, addr(id))
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -249,7 +260,7 @@ func (c *testCluster) createTopicOn(topic string, partitions int32, nodes ...int
 	// Wait until every node knows the leaders.
 	groupEventually(c.t, 10*time.Second, "every node knows the topic", func() (bool, string) {
 		for _, id := range c.live() {
-			leaders, err := partitionLeaders(c.node(id).Addr, topic)
+			leaders, err := partitionLeaders(addr(id), topic, opts...)
 			if err != nil || len(leaders) != int(partitions) {
 				return false, fmt.Sprintf("node %d: leaders %v, err %v", id, leaders, err)
 			}
@@ -263,9 +274,10 @@ func (c *testCluster) createTopicOn(topic string, partitions int32, nodes ...int
 	})
 }
 
-// partitionLeaders asks one node for a topic's leaders.
-func partitionLeaders(addr, topic string) (map[int32]int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+// partitionLeaders asks one node for a topic's leaders (as the client of
+// opts).
+func partitionLeaders(addr, topic string, opts ...kgo.Opt) (map[int32]int32, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // TestShareGroupDeadLetters: a group with a dead-letter topic has the
@@ -253,16 +257,89 @@ func TestShareGroupDeadLetters(t *testing.T) {
 func TestClusterShareGroupDeadLetters(t *testing.T) {
 	longTest(t)
 	c := startCluster(t, 1, 3)
-	const topic, dlq, group, records = "orders-c", "dlq.orders-c", "g-cdlq", 60
-	c.createTopicOn(topic, 6, 1, 2, 3)
-	c.createTopicOn(dlq, 1, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	clusterDeadLetters(t, c, func(id int32) string { return c.node(id).Addr }, nil, "orders-c", "g-cdlq")
+}
+
+// TestClusterOrgDeadLetters: the same for a group of an organisation,
+// acme, whose member alice (SCRAM, over the SASL listeners) makes the
+// topics and consumes: the node serving a partition's share state writes
+// its dead letters to the leader of acme's dead-letter partition, and
+// reads the copies from the source partition's leader, naming acme in
+// the requests' topic entries, which the leaders believe from the nodes'
+// principal (a super user, with --authorizer). Before, every such letter
+// was archived unwritten (UNKNOWN_TOPIC_ID: the node's requests acted for
+// the default organisation). The default organisation sees none of it.
+func TestClusterOrgDeadLetters(t *testing.T) {
+	longTest(t)
+	c := startCluster(t, 1, 3, "--authorizer", "--super-users", "User:ANONYMOUS;User:alice",
+		"--kafka-listen", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
+	if _, err := c.admin().AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-pw"}}); err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/api/v1/orgs", `{"name":"acme"}`},
+		{"PUT", "/api/v1/orgs/acme/members/User:alice", ""},
+	} {
+		req, err := http.NewRequestWithContext(ctx, r.method, "http://"+c.node(1).HTTPAddr+r.path, strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("%s %s: %s", r.method, r.path, resp.Status)
+		}
+	}
+	listener := regexp.MustCompile(`msg="cohort listening" kafka=(\S+) listener=SASL_PLAINTEXT`)
+	sasl := map[int32]string{}
+	for _, id := range c.live() {
+		m := listener.FindStringSubmatch(c.node(id).Log())
+		if m == nil {
+			t.Fatalf("node %d logged no SASL_PLAINTEXT listener", id)
+		}
+		sasl[id] = m[1]
+	}
+	alice := []kgo.Opt{kgo.SASL(scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha256Mechanism())}
+	clusterDeadLetters(t, c, func(id int32) string { return sasl[id] }, alice, "orders-o", "g-odlq")
+	for _, id := range c.live() {
+		if leaders, err := partitionLeaders(c.node(id).Addr, "dlq.orders-o"); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			t.Errorf("node %d: the default organisation's dlq.orders-o: %v %v, want UNKNOWN_TOPIC_OR_PARTITION", id, leaders, err)
+		}
+	}
+}
+
+// clusterDeadLetters: on c's three nodes, a franz-go share consumer of
+// group rejects every record of topic (6 partitions over the nodes,
+// share state on every node), whose dead letters go to dlq.<topic>, one
+// partition on node 3, with the records' keys and values; each comes
+// back from there once, with Kafka's headers. The clients are those of
+// opts, reaching node id at addr(id).
+func clusterDeadLetters(t *testing.T, c *testCluster, addr func(int32) string, opts []kgo.Opt, topic, group string) {
+	t.Helper()
+	const records = 60
+	dlq := "dlq." + topic
+	c.createTopicAs(addr, opts, topic, 6, 1, 2, 3)
+	c.createTopicAs(addr, opts, dlq, 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var seeds []string
+	for _, id := range c.live() {
+		seeds = append(seeds, addr(id))
+	}
+	with := func(more ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...), more...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	cl := with(kgo.DefaultProduceTopic(topic))
 	adm := kadm.NewClient(cl)
 	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "errors.deadletterqueue.group.enable", Value: kmsg.StringPtr("true")}}, dlq); err != nil || rs[0].Err != nil {
 		t.Fatalf("opt %s in: %v %+v", dlq, err, rs)
@@ -286,11 +363,7 @@ func TestClusterShareGroupDeadLetters(t *testing.T) {
 		where[fmt.Sprintf("%d/%d", r.Partition, r.Offset)] = string(r.Key)
 	}
 
-	sc, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := with(kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
 	rejected := map[string]bool{}
 	for len(rejected) < records {
 		if ctx.Err() != nil {
@@ -308,11 +381,7 @@ func TestClusterShareGroupDeadLetters(t *testing.T) {
 		}
 	}
 
-	rc, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	rc := with(kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := map[string]int{}
 	for n := 0; n < records; {
 		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)

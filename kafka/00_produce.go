@@ -80,8 +80,9 @@ func handleProduce(ctx context.Context, s *Server, hdr *reqHeader, kreq kmsg.Req
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		byID := hdr.version >= 13
-		internal := sc.isOffsets(rt.Topic, rt.TopicID, byID)
-		t := sc.topicFor(rt.Topic, rt.TopicID, byID)
+		tsc := s.entryScope(sc, hdr, &rt.UnknownTags)
+		internal := tsc.isOffsets(rt.Topic, rt.TopicID, byID)
+		t := tsc.topicFor(rt.Topic, rt.TopicID, byID)
 		denied := !s.topicAllowed(hdr, kmsg.ACLOperationWrite, rt.Topic, rt.TopicID, byID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()

@@ -72,15 +72,42 @@ func handleFetch(_ context.Context, s *Server, hdr *reqHeader, kreq kmsg.Request
 			denied[i] = true
 		}
 	}
+	// A node reading another organisation's records on their leader
+	// (share_dlq.go) names it in the topic's entry.
+	sc := s.scope(hdr)
+	var scopes map[int]scope
+	for i := range req.Topics {
+		if tsc := s.entryScope(sc, hdr, &req.Topics[i].UnknownTags); tsc != sc {
+			if scopes == nil {
+				scopes = map[int]scope{}
+			}
+			scopes[i] = tsc
+		}
+	}
 	deadline := now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	return func() kmsg.Response {
-		return s.fetchHintsAt(hdr, s.longPoll(s.scope(hdr), hdr.version, req, denied, deadline))
+		return s.fetchHintsAt(hdr, s.longPoll(fetchScopes{sc, scopes}, hdr.version, req, denied, deadline))
 	}
+}
+
+// fetchScopes is a fetch's scope: the connection's, and that of each
+// topic entry that names another (entryScope), by index.
+type fetchScopes struct {
+	sc     scope
+	topics map[int]scope
+}
+
+// of is topic entry i's scope.
+func (f fetchScopes) of(i int) scope {
+	if sc, ok := f.topics[i]; ok {
+		return sc
+	}
+	return f.sc
 }
 
 // longPoll answers req, whose topics at the indexes in denied the
 // principal may not read, once it has MinBytes or at deadline.
-func (s *Server) longPoll(sc scope, version int16, req *kmsg.FetchRequest, denied map[int]bool, deadline time.Time) kmsg.Response {
+func (s *Server) longPoll(sc fetchScopes, version int16, req *kmsg.FetchRequest, denied map[int]bool, deadline time.Time) kmsg.Response {
 	for {
 		resp, targets, size, hasErr := s.fetchOnce(sc, version, req, denied)
 		if size >= int(req.MinBytes) || hasErr || req.MaxWaitMillis <= 0 || len(targets) == 0 {
@@ -115,7 +142,7 @@ type waitTarget struct{ wait <-chan struct{} }
 // fetchOnce reads every requested partition once and returns the response,
 // the append signals to wait on, the bytes read, and whether any partition
 // had an error (which answers at once, as Kafka does).
-func (s *Server) fetchOnce(sc scope, version int16, req *kmsg.FetchRequest, denied map[int]bool) (*kmsg.FetchResponse, []waitTarget, int, bool) {
+func (s *Server) fetchOnce(scopes fetchScopes, version int16, req *kmsg.FetchRequest, denied map[int]bool) (*kmsg.FetchResponse, []waitTarget, int, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(version)
 	budget := int(req.MaxBytes)
@@ -129,6 +156,7 @@ func (s *Server) fetchOnce(sc scope, version int16, req *kmsg.FetchRequest, deni
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		byID := version >= 13
+		sc := scopes.of(ti)
 		internal := sc.isOffsets(rt.Topic, rt.TopicID, byID)
 		t := sc.topicFor(rt.Topic, rt.TopicID, byID)
 		for _, rp := range rt.Partitions {

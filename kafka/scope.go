@@ -134,3 +134,18 @@ func (s *Server) peerTenant(hdr *reqHeader, tags *kmsg.Tags) string {
 	})
 	return tenant
 }
+
+// entryScope is the scope of one topic entry of a request: the
+// organisation its tenantTag names where peerTenant believes it (a node
+// writing or reading another organisation's dead letters on the
+// partition's leader, share_dlq.go), else sc, the connection's. An entry
+// with no tag costs no authorization check.
+func (s *Server) entryScope(sc scope, hdr *reqHeader, tags *kmsg.Tags) scope {
+	if tags.Len() == 0 {
+		return sc
+	}
+	if t := s.peerTenant(hdr, tags); t != sc.tenant {
+		return scope{tenant: t, s: s}
+	}
+	return sc
+}

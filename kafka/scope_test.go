@@ -128,5 +128,17 @@ func TestPeerTenant(t *testing.T) {
 		if p := withAuthz.peerTenant(member, tags); p != "globex" {
 			t.Errorf("from a globex connection: %q, want its own globex", p)
 		}
+		// A topic entry's scope (dead letters' Produce and Fetch
+		// between nodes) follows the same rules.
+		own := withAuthz.scope(node)
+		if sc := withAuthz.entryScope(own, node, tags); sc.tenant != tenant {
+			t.Errorf("a topic entry from a node: %q, want %q", sc.tenant, tenant)
+		}
+		if sc := withAuthz.entryScope(withAuthz.scope(anon), anon, tags); sc.tenant != "" {
+			t.Errorf("a topic entry from a client without CLUSTER_ACTION: %q, want its own default", sc.tenant)
+		}
+		if sc := withAuthz.entryScope(own, node, &kmsg.Tags{}); sc != own {
+			t.Errorf("an untagged topic entry: %q, want the connection's", sc.tenant)
+		}
 	}
 }

@@ -22,13 +22,15 @@ package kafka
 // to the dead-letter topic's partition (source partition mod its
 // partition count), on its leader: here, or through the node's peer
 // client (Produce v13 by topic id, acks=all). A record read from another
-// node's partition is fetched the same way. The peer's principal is the
-// default organisation's, and another organisation's topic ids are
-// unknown to it (UNKNOWN_TOPIC_ID): in cluster mode, an organisation
-// other than the default one gets its dead letters only where the
-// dead-letter partition is on the node serving the share state (and its
-// copies only where the source partition is too); the others are
-// archived with an error logged.
+// node's partition is fetched the same way. The peer connects as the
+// default organisation's principal, and names another organisation in
+// the topic's entry (tagTenant), which the leader believes as it does a
+// transaction's verification (peerTenant: with --authorizer on, the
+// nodes' principals allowed CLUSTER_ACTION); without an authorizer an
+// organisation other than the default one gets its dead letters only
+// where the dead-letter partition is on the node serving the share state
+// (and its copies only where the source partition is too), and the
+// others are archived with an error logged.
 
 import (
 	"context"
@@ -325,6 +327,8 @@ func (s *Server) appendDurable(ctx context.Context, t *topics.Topic, p int32, ba
 	req.TimeoutMillis = 30000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.TopicID = t.ID
+	tenant, _ := topics.Owner(t.Name)
+	tagTenant(&rt.UnknownTags, tenant)
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = p, batch
 	rt.Partitions = append(rt.Partitions, rp)
@@ -367,6 +371,8 @@ func (s *Server) readRecords(ctx context.Context, t *topics.Topic, p int32, firs
 			req.MaxBytes, req.MinBytes = 1<<20, 1
 			ft := kmsg.NewFetchRequestTopic()
 			ft.TopicID = t.ID
+			tenant, _ := topics.Owner(t.Name)
+			tagTenant(&ft.UnknownTags, tenant)
 			fp := kmsg.NewFetchRequestTopicPartition()
 			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = p, o, 1<<20
 			fp.CurrentLeaderEpoch, fp.LogStartOffset = -1, -1
