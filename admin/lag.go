@@ -1,8 +1,13 @@
 package admin
 
 import (
+	"cmp"
+	"iter"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -203,7 +208,8 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
-	for tp, o := range parts {
+	fits := func(n int) bool { return budget >= 2*n }
+	for tp, o := range byPartition(parts, fits(len(parts))) {
 		if series(2) {
 			p := strconv.Itoa(int(tp.Partition))
 			tenant, name := topics.Owner(tp.Topic)
@@ -219,7 +225,7 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 		gauge(l.members, int64(g.Members), g.Org, g.Group)
 		type sums struct{ lag, offset int64 }
 		byTopic := map[string]*sums{}
-		for tp, off := range g.Committed {
+		for tp, off := range byPartition(g.Committed, fits(len(g.Committed))) {
 			s := byTopic[tp.Topic]
 			if s == nil {
 				s = &sums{}
@@ -246,7 +252,7 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 			gauge(l.lagSum, s.lag, g.Org, g.Group, topic)
 			gauge(l.offsetSum, s.offset, g.Org, g.Group, topic)
 		}
-		l.collectShare(g, parts, remote, series, gauge)
+		l.collectShare(g, parts, remote, fits(len(g.Share)), series, gauge)
 	}
 	gauge(l.droppedDesc, int64(dropped))
 	if dropped > 0 && l.dropped.Swap(int64(dropped)) == 0 {
@@ -259,14 +265,15 @@ func (l *Lag) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectShare reports share group g's series (Lag's doc), its
-// per-partition ones within the scrape's budget (series).
-func (l *Lag) collectShare(g GroupOffsets, parts, remote map[TopicPartition]PartitionOffsets, series func(int) bool, gauge func(*prometheus.Desc, int64, ...string)) {
+// per-partition ones within the scrape's budget (series; fit: all of
+// them fit in it).
+func (l *Lag) collectShare(g GroupOffsets, parts, remote map[TopicPartition]PartitionOffsets, fit bool, series func(int) bool, gauge func(*prometheus.Desc, int64, ...string)) {
 	type sums struct {
 		lag, lagKnown int64
 		counts        ShareCounts
 	}
 	byTopic := map[string]*sums{}
-	for tp, sp := range g.Share {
+	for tp, sp := range byPartition(g.Share, fit) {
 		s := byTopic[tp.Topic]
 		if s == nil {
 			s = &sums{}
@@ -315,4 +322,25 @@ func (g GroupOffsets) end(tp TopicPartition, parts, remote map[TopicPartition]Pa
 	}
 	po, ok := remote[tp]
 	return po, ok
+}
+
+// byPartition yields m's entries: in (topic, partition) order when they
+// do not all fit in the scrape's budget of per-partition series (fit),
+// so that every scrape gives series to the same partitions, where the
+// map's order gave them to others each time and their series came and
+// went; in the map's order when they all fit, which costs no sort.
+func byPartition[V any](m map[TopicPartition]V, fit bool) iter.Seq2[TopicPartition, V] {
+	if fit {
+		return maps.All(m)
+	}
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b TopicPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return func(yield func(TopicPartition, V) bool) {
+		for _, k := range keys {
+			if !yield(k, m[k]) {
+				return
+			}
+		}
+	}
 }
