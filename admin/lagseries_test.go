@@ -24,11 +24,7 @@ func (s wideLagSource) Groups(int) ([]admin.GroupOffsets, int) {
 }
 
 func (s wideLagSource) Partitions() map[admin.TopicPartition]admin.PartitionOffsets {
-	out := map[admin.TopicPartition]admin.PartitionOffsets{}
-	for p := range s.parts {
-		out[admin.TopicPartition{Topic: "wide", Partition: int32(p)}] = admin.PartitionOffsets{End: 100}
-	}
-	return out
+	return topicEnds("wide", s.parts, 100)
 }
 
 func (s wideLagSource) Remote() map[admin.TopicPartition]admin.PartitionOffsets { return nil }

@@ -25,9 +25,15 @@ func (s shareLagSource) Groups(int) ([]admin.GroupOffsets, int) {
 }
 
 func (s shareLagSource) Partitions() map[admin.TopicPartition]admin.PartitionOffsets {
+	return topicEnds("jobs", s.parts, 100)
+}
+
+// topicEnds is a source's Partitions: parts partitions of topic, each
+// with the high watermark end.
+func topicEnds(topic string, parts int, end int64) map[admin.TopicPartition]admin.PartitionOffsets {
 	out := map[admin.TopicPartition]admin.PartitionOffsets{}
-	for p := range s.parts {
-		out[admin.TopicPartition{Topic: "jobs", Partition: int32(p)}] = admin.PartitionOffsets{End: 100}
+	for p := range parts {
+		out[admin.TopicPartition{Topic: topic, Partition: int32(p)}] = admin.PartitionOffsets{End: end}
 	}
 	return out
 }
