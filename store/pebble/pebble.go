@@ -101,10 +101,10 @@ type Store struct {
 	inflight sync.WaitGroup
 	scopes   map[string]*scope // every scope ever acquired; never shrinks
 
+	log *slog.Logger // Open's Logger, or one that discards
 	// held is true while compactions are held (Options.HoldCompactions);
 	// it only ever goes from true to false, as Pebble divides by the
 	// count of compactions it reads while picking one.
-	log       *slog.Logger
 	held      atomic.Bool
 	opened    atomic.Bool // Open returned: a flush from now on ends the hold
 	holdTimer *time.Timer
@@ -243,7 +243,7 @@ func (s *Store) ResumeCompactions() {
 	// one, is the one call that asks it to without a key range. No write
 	// can be stalled here, waiting for a compaction with Pebble's commit
 	// lock held: a stall needs level 0 at 12 sublevels, and the hold ends
-	// at the first flush, or at Open if level 0 was 6 deep.
+	// at the first flush, or at Open if level 0 was holdL0 deep.
 	if _, err := s.db.AsyncFlush(); err != nil {
 		s.log.Warn("pebble store: a flush to resume compactions", "err", err)
 	}
