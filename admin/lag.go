@@ -333,9 +333,7 @@ func byPartition[V any](m map[TopicPartition]V, fit bool) iter.Seq2[TopicPartiti
 	if fit {
 		return maps.All(m)
 	}
-	keys := slices.SortedFunc(maps.Keys(m), func(a, b TopicPartition) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	keys := slices.SortedFunc(maps.Keys(m), compareTPs)
 	return func(yield func(TopicPartition, V) bool) {
 		for _, k := range keys {
 			if !yield(k, m[k]) {
@@ -343,4 +341,9 @@ func byPartition[V any](m map[TopicPartition]V, fit bool) iter.Seq2[TopicPartiti
 			}
 		}
 	}
+}
+
+// compareTPs orders partitions by topic, then partition.
+func compareTPs(a, b TopicPartition) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }

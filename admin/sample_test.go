@@ -390,10 +390,6 @@ func (e *estate) grow() {
 	}
 }
 
-func compareTPs(a, b TopicPartition) int {
-	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-}
-
 // publish makes the estate the source's reading: sorted, but now and
 // then shuffled, or with a group twice, which the coordinator never
 // answers and the sampler must survive.

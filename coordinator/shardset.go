@@ -229,7 +229,7 @@ func (s *ShardSet) lost(id uint16, gen uint64, err error) {
 	}
 	reason := "store write failed: " + err.Error()
 	if fenced {
-		reason = "fenced: another owner has the shard"
+		reason = observe.ReasonFenced
 	}
 	s.cfg.Observer.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: id, Reason: reason})
 }
@@ -254,7 +254,7 @@ func (s *ShardSet) Unload(id uint16) {
 	s.mu.Unlock()
 	// Reported before the writes under way are answered: the shard
 	// serves nothing from here on.
-	s.cfg.Observer.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: id, Reason: "unloaded"})
+	s.cfg.Observer.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: id, Reason: observe.ReasonUnloaded})
 	if rt != nil {
 		rt.Close()
 	}

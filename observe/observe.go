@@ -379,9 +379,18 @@ type ShardEvent struct {
 	Shard   uint16
 	Records int           // ShardLoaded: records replayed
 	Took    time.Duration // ShardLoaded: how long loading took
-	Reason  string        // ShardUnloaded: why ("store write failed: ...", "released", "closed")
+	Reason  string        // ShardUnloaded: why (ReasonUnloaded, ReasonFenced, "store write failed: ...")
 	Err     error         // ShardLoaded: a load that failed
 }
+
+// Reasons of ShardUnloaded events that observers tell apart.
+const (
+	// ReasonUnloaded: the shard's owner unloaded it (it moved, or the
+	// node stops).
+	ReasonUnloaded = "unloaded"
+	// ReasonFenced: another owner took the shard while this one wrote.
+	ReasonFenced = "fenced: another owner has the shard"
+)
 
 // ClusterEventKind says what happened to a node of the cluster (cluster
 // mode), as this node saw it: a closed set, so that it can be a metric

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/cohort-dev/cohort/observe"
@@ -146,9 +145,9 @@ func (o *Observer) Shard(e observe.ShardEvent) {
 	case observe.ShardUnloaded:
 		level := slog.LevelWarn
 		switch {
-		case e.Reason == "unloaded":
+		case e.Reason == observe.ReasonUnloaded:
 			level = slog.LevelDebug
-		case strings.HasPrefix(e.Reason, "fenced"):
+		case e.Reason == observe.ReasonFenced:
 			level = slog.LevelInfo // see BatchWritten
 		}
 		o.limit.Log(level, "shard unloaded", "shard", e.Shard, "reason", e.Reason)

@@ -47,7 +47,7 @@ func TestFencedAtInfo(t *testing.T) {
 	defer o.Close()
 	fenced := fmt.Errorf("etcd store: apply under %q: %w", "c", store.ErrFenced)
 	o.BatchWritten(observe.Batch{Shard: 9, Records: 1, Err: fenced})
-	o.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: 9, Reason: "fenced: another owner has the shard"})
+	o.Shard(observe.ShardEvent{Kind: observe.ShardUnloaded, Shard: 9, Reason: observe.ReasonFenced})
 	o.BatchWritten(observe.Batch{Shard: 4, Records: 2, Err: errors.New("disk")})
 	out := buf.String()
 	for _, want := range []string{
